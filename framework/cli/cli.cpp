@@ -1,0 +1,108 @@
+// Command dispatch for `ablate`: global --help/--version, the command table, and the one place
+// where errors become messages on stderr and exit codes.
+#include "cli/cli.hpp"
+
+#include <iomanip>
+#include <ostream>
+
+#include "ablate/abi.hpp"
+#include "ablate/error.hpp"
+#include "ablate/version.hpp"
+#include "cli/exit_codes.hpp"
+#include "core/text.hpp"
+
+namespace ablate::cli {
+namespace po = boost::program_options;
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"plugins", "list the discovered plugins: kind, name, version, file, description, options", cmd_plugins},
+  };
+  return table;
+}
+
+std::string version_line() {
+  return std::string("ablate ") + ABLATE_VERSION + " (git " + ABLATE_GIT_REVISION + ", plugin API " +
+         std::to_string(kPluginApiVersion) + ", ABI " + ABLATE_ABI_TAG + ")";
+}
+
+po::variables_map parse_command(const char* command, const po::options_description& options,
+                                const std::vector<std::string>& args,
+                                const po::positional_options_description& positional) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("ablate ") + command + ": " + e.what(),
+                     std::string("see `ablate ") + command + " --help`");
+  }
+  return vm;
+}
+
+namespace {
+
+void print_help(std::ostream& out) {
+  out << "ablate " << ABLATE_VERSION << " - Transformer ablation research framework\n\n"
+      << "Usage: ablate <command> [options]\n"
+      << "       ablate --help | --version\n\n"
+      << "Commands:\n";
+  for (const Command& c : commands()) {
+    out << "  " << std::left << std::setw(12) << c.name << c.summary << "\n";
+  }
+  out << "\nRun `ablate <command> --help` for the options of a command.\n\n"
+      << "Exit codes:\n"
+      << "  0  success\n"
+      << "  1  a run failed (or an internal error)\n"
+      << "  2  usage or spec error: bad command line, spec or option value\n"
+      << "  3  plugin error: a plugin could not be found, loaded or created\n\n"
+      << "Environment:\n"
+      << "  ABLATE_PLUGIN_PATH  extra plugin directories or files, colon-separated, searched after the built-in ones\n";
+}
+
+int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_help(out);
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  if (args[0] == "--version" || args[0] == "-V") {
+    out << version_line() << "\n";
+    return kExitOk;
+  }
+  std::vector<std::string> names;
+  for (const Command& c : commands()) {
+    if (args[0] == c.name) return c.main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+    names.emplace_back(c.name);
+  }
+  std::string hint = "commands: " + join(names, ", ") + "; see `ablate --help`";
+  if (auto near = closest_match(args[0], names)) hint = "did you mean '" + *near + "'? " + hint;
+  throw UsageError(args[0].starts_with("-") ? "unknown option '" + args[0] + "'" : "unknown command '" + args[0] + "'",
+                   hint);
+}
+
+void report(std::ostream& err, const char* kind, const std::exception& e, const std::string& hint) {
+  err << "ablate: " << kind << ": " << e.what() << "\n";
+  if (!hint.empty()) err << "  hint: " << hint << "\n";
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    return dispatch(args, out, err);
+  } catch (const UsageError& e) {
+    report(err, "error", e, e.hint());
+    return kExitUsage;
+  } catch (const PluginError& e) {
+    report(err, "plugin error", e, e.hint());
+    return kExitPluginError;
+  } catch (const Error& e) {
+    report(err, "error", e, e.hint());
+    return kExitRunFailed;
+  } catch (const std::exception& e) {
+    report(err, "internal error", e, "please report this with the command that caused it");
+    return kExitRunFailed;
+  }
+}
+
+}  // namespace ablate::cli

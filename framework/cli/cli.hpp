@@ -1,0 +1,38 @@
+// The `ablate` command-line interface as a function, so tests drive it in-process with string
+// streams and main() is a one-liner. Each command lives in its own cmd_<name>.cpp.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+namespace ablate::cli {
+
+// Runs `ablate args...` (args excludes the program name); returns the exit code (exit_codes.hpp).
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+struct Command {
+  const char* name;
+  const char* summary;
+  // Receives the arguments after the command name. Throws ablate errors; run() maps them to exit codes.
+  std::function<int(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)> main;
+};
+
+// Every command that works; only these are listed by `ablate --help`.
+const std::vector<Command>& commands();
+
+// Parses a command's arguments against `options` (positional arguments per `positional`);
+// boost's parse errors become UsageErrors that name the command. Returns the parsed values.
+boost::program_options::variables_map parse_command(
+    const char* command, const boost::program_options::options_description& options, const std::vector<std::string>& args,
+    const boost::program_options::positional_options_description& positional = {});
+
+// "ablate 0.1.0 (git <rev>, plugin API 1, ABI <tag>)"
+std::string version_line();
+
+int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace ablate::cli

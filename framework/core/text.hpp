@@ -1,0 +1,23 @@
+// Small text helpers shared by the CLI and error messages: "did you mean" suggestions,
+// joining lists, and JSON string escaping for machine-readable output.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ablate {
+
+// Levenshtein distance between two strings (byte-wise).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word`, if it is close enough to be a plausible typo.
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+std::string join(const std::vector<std::string>& items, std::string_view separator);
+
+// `s` as a JSON string literal, quotes included.
+std::string json_quote(std::string_view s);
+
+}  // namespace ablate

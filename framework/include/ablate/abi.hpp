@@ -1,0 +1,56 @@
+// Plugin API version and ABI tag: the two values the plugin host compares before it lets a
+// plugin's code run. A plugin and the host agree on C++ types across the library boundary
+// only when both were built by the same compiler family/version, standard library ABI and
+// build flavour; the tag spells those out so a mismatch is refused with a readable message.
+#pragma once
+
+#include <cstdint>
+
+namespace ablate {
+
+// Bump when PluginInfo, OptionInfo, Options, Component or a kind interface changes layout or
+// meaning. PluginInfo keeps `api_version` and `abi_tag` as its first two fields forever, so
+// the host can read them from a plugin of any version.
+inline constexpr std::uint32_t kPluginApiVersion = 1;
+
+}  // namespace ablate
+
+#define ABLATE_ABI_STR_(x) #x
+#define ABLATE_ABI_STR(x) ABLATE_ABI_STR_(x)
+
+#if defined(__clang__)
+#define ABLATE_ABI_COMPILER "clang-" ABLATE_ABI_STR(__clang_major__) "." ABLATE_ABI_STR(__clang_minor__)
+#elif defined(__GNUC__)
+#define ABLATE_ABI_COMPILER "gcc-" ABLATE_ABI_STR(__GNUC__) "." ABLATE_ABI_STR(__GNUC_MINOR__)
+#else
+#define ABLATE_ABI_COMPILER "unknown-compiler"
+#endif
+
+#if defined(_LIBCPP_VERSION)
+#define ABLATE_ABI_STDLIB "libc++"
+#elif defined(_GLIBCXX_USE_CXX11_ABI) && _GLIBCXX_USE_CXX11_ABI
+#define ABLATE_ABI_STDLIB "libstdc++-cxx11"
+#else
+#define ABLATE_ABI_STDLIB "libstdc++-old"
+#endif
+
+#if defined(_GLIBCXX_DEBUG)
+#define ABLATE_ABI_DEBUG_STL "+debug-stl"
+#else
+#define ABLATE_ABI_DEBUG_STL ""
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ABLATE_ABI_ASAN "+asan"
+#else
+#define ABLATE_ABI_ASAN ""
+#endif
+
+// Set by CMake (target Ablate::plugin_sdk / ablate_core) to the configuration being built.
+#ifndef ABLATE_BUILD_TYPE
+#define ABLATE_BUILD_TYPE "unspecified"
+#endif
+
+// Example: "gcc-12.2/libstdc++-cxx11/Release" or "gcc-12.2/libstdc++-cxx11/Debug+asan".
+#define ABLATE_ABI_TAG \
+  ABLATE_ABI_COMPILER "/" ABLATE_ABI_STDLIB "/" ABLATE_BUILD_TYPE ABLATE_ABI_DEBUG_STL ABLATE_ABI_ASAN

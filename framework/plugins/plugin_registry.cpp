@@ -1,0 +1,276 @@
+// Implementation of the plugin host (see plugin_registry.hpp). The order of checks in load()
+// is the safety argument: nothing from a plugin runs before its file is structurally sound and
+// exports both aliases, and its factory runs only after api_version and abi_tag match.
+#include "plugins/plugin_registry.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include <boost/dll/library_info.hpp>
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include "core/text.hpp"
+#include "plugins/elf_check.hpp"
+#include "plugins/option_resolver.hpp"
+
+#ifndef ABLATE_PLUGIN_RELDIR
+#define ABLATE_PLUGIN_RELDIR "lib/ablate/plugins"
+#endif
+
+namespace ablate {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kInfoAlias = "ablate_plugin_info";
+constexpr const char* kFactoryAlias = "ablate_create";
+constexpr const char* kRebuildHint = "rebuild the plugin against this Ablate (find_package(Ablate) + ablate_add_plugin)";
+
+bool is_identifier(const char* s) {
+  if (s == nullptr || *s < 'a' || *s > 'z') return false;
+  for (; *s; ++s)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_')) return false;
+  return true;
+}
+
+std::vector<std::string> split_choices(const char* choices) {
+  std::vector<std::string> out;
+  if (choices == nullptr) return out;
+  std::string_view rest(choices);
+  while (true) {
+    const auto bar = rest.find('|');
+    out.emplace_back(rest.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    rest.remove_prefix(bar + 1);
+  }
+  return out;
+}
+
+// An owned, validated copy of a plugin's info record. Throws PluginError for a malformed one.
+PluginDescriptor describe(const PluginInfo& info, const fs::path& path) {
+  const std::string where = path.empty() ? std::string("linked plugin") : path.string();
+  auto malformed = [&](const std::string& what) {
+    return PluginError(where + ": malformed plugin info record: " + what, kRebuildHint);
+  };
+  if (!is_identifier(info.kind)) throw malformed("kind must be a lowercase identifier [a-z][a-z0-9_]*");
+  if (!is_identifier(info.name)) throw malformed("name must be a lowercase identifier [a-z][a-z0-9_]*");
+  if (info.version == nullptr || *info.version == '\0') throw malformed("version is empty");
+  if (info.description == nullptr) throw malformed("description is missing");
+  if (info.options.size > 0 && info.options.data == nullptr) throw malformed("option table is missing");
+
+  PluginDescriptor d;
+  d.kind = info.kind;
+  d.name = info.name;
+  d.version = info.version;
+  d.description = info.description;
+  d.abi_tag = info.abi_tag;
+  d.api_version = info.api_version;
+  d.path = path;
+  std::set<std::string> seen;
+  for (std::uint32_t i = 0; i < info.options.size; ++i) {
+    const OptionInfo& o = info.options.data[i];
+    if (!is_identifier(o.name)) throw malformed("option " + std::to_string(i) + " has no valid name");
+    if (!seen.insert(o.name).second) throw malformed("option '" + std::string(o.name) + "' is declared twice");
+    if (static_cast<std::uint32_t>(o.type) > static_cast<std::uint32_t>(OptionType::String))
+      throw malformed("option '" + std::string(o.name) + "' has an unknown type");
+    OptionDescriptor od;
+    od.name = o.name;
+    od.type = o.type;
+    if (o.default_value) od.default_value = o.default_value;
+    od.choices = split_choices(o.choices);
+    od.doc = o.doc ? o.doc : "";
+    if (od.default_value) {
+      try {
+        parse_option_value(od, *od.default_value, d.id());
+      } catch (const UsageError& e) {
+        throw malformed(std::string("bad default: ") + e.what());
+      }
+    }
+    d.options.push_back(std::move(od));
+  }
+  return d;
+}
+
+}  // namespace
+
+fs::path builtin_plugin_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  return (exe.parent_path() / ".." / ABLATE_PLUGIN_RELDIR).lexically_normal();
+}
+
+std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& extra) {
+  std::vector<fs::path> out;
+  if (fs::path builtin = builtin_plugin_dir(); !builtin.empty()) out.push_back(builtin);
+  if (const char* env = std::getenv("ABLATE_PLUGIN_PATH")) {
+    std::string_view rest(env);
+    while (!rest.empty()) {
+      const auto colon = rest.find(':');
+      if (const auto item = rest.substr(0, colon); !item.empty()) out.emplace_back(item);
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
+PluginRegistry::PluginRegistry() = default;
+PluginRegistry::~PluginRegistry() = default;
+
+void PluginRegistry::scan(const std::vector<fs::path>& search_path) {
+  for (const fs::path& entry : search_path) {
+    std::error_code ec;
+    std::vector<fs::path> files;
+    if (fs::is_directory(entry, ec)) {
+      for (const auto& f : fs::directory_iterator(entry, ec))
+        if (f.path().extension() == ".so" && f.is_regular_file(ec)) files.push_back(f.path());
+      std::sort(files.begin(), files.end());
+    } else if (fs::exists(entry, ec)) {
+      files.push_back(entry);
+    } else {
+      problems_.push_back({entry, entry.string() + ": plugin search path entry does not exist", "check ABLATE_PLUGIN_PATH and the spec's plugin_paths"});
+      continue;
+    }
+    for (const fs::path& f : files) {
+      try {
+        load(f);
+      } catch (const Error& e) {
+        problems_.push_back({f, e.what(), e.hint()});
+      } catch (const std::exception& e) {
+        problems_.push_back({f, e.what(), {}});
+      }
+    }
+  }
+}
+
+const PluginDescriptor& PluginRegistry::load(const fs::path& file) {
+  std::error_code ec;
+  const fs::path path = fs::weakly_canonical(file, ec);
+  for (const Entry& e : entries_)
+    if (e.library && e.descriptor.path == path) return e.descriptor;  // same file reached twice
+
+  if (auto problem = elf_problem(path)) throw PluginError(path.string() + ": " + *problem, "remove it or rebuild it");
+
+  // Check the exported symbols without loading (and so without running) anything.
+  try {
+    boost::dll::library_info elf(path);
+    const std::vector<std::string> symbols = elf.symbols();
+    for (const char* alias : {kInfoAlias, kFactoryAlias})
+      if (std::find(symbols.begin(), symbols.end(), alias) == symbols.end())
+        throw PluginError(path.string() + ": not an Ablate plugin (it does not export '" + alias + "')",
+                          "plugins define ABLATE_PLUGIN(...) and are built with ablate_add_plugin()");
+  } catch (const PluginError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw PluginError(path.string() + ": cannot read the library's symbol table: " + e.what(), "remove it or rebuild it");
+  }
+
+  Entry entry;
+  try {
+    entry.library = std::make_shared<boost::dll::shared_library>(path, boost::dll::load_mode::rtld_now);
+  } catch (const std::exception& e) {
+    throw PluginError(path.string() + ": the dynamic loader refused it: " + e.what(),
+                      "a missing dependency or undefined symbol; check with `ldd -r`");
+  }
+
+  const PluginInfo& info = entry.library->get_alias<const PluginInfo>(kInfoAlias);
+  if (info.api_version != kPluginApiVersion)
+    throw PluginError(path.string() + ": built for plugin API version " + std::to_string(info.api_version) +
+                          ", but this ablate uses plugin API version " + std::to_string(kPluginApiVersion),
+                      kRebuildHint);
+  const std::string host_tag = ABLATE_ABI_TAG;
+  const std::string plugin_tag = info.abi_tag ? info.abi_tag : "(none)";
+  if (plugin_tag != host_tag)
+    throw PluginError(path.string() + ": ABI tag '" + plugin_tag + "' differs from this ablate's ABI tag '" + host_tag +
+                          "' (compiler/standard library/build type must match)",
+                      kRebuildHint + std::string(" with the same compiler and CMAKE_BUILD_TYPE"));
+
+  entry.descriptor = describe(info, path);
+  entry.factory = &entry.library->get_alias<Component*(const Options&)>(kFactoryAlias);
+  return add(std::move(entry));
+}
+
+const PluginDescriptor& PluginRegistry::add_linked(const PluginInfo& info, PluginFactory factory) {
+  if (info.api_version != kPluginApiVersion || info.abi_tag == nullptr || std::string(info.abi_tag) != ABLATE_ABI_TAG)
+    throw PluginError("linked plugin has a different plugin API version or ABI tag", kRebuildHint);
+  Entry entry;
+  entry.descriptor = describe(info, {});
+  entry.factory = factory;
+  return add(std::move(entry));
+}
+
+const PluginDescriptor& PluginRegistry::add(Entry entry) {
+  const auto key = std::make_pair(entry.descriptor.kind, entry.descriptor.name);
+  for (const Entry& e : entries_) {
+    if (e.descriptor.kind != key.first || e.descriptor.name != key.second) continue;
+    auto& files = duplicates_[key];
+    if (files.empty()) files.push_back(e.descriptor.path);
+    files.push_back(entry.descriptor.path);
+    throw PluginError("duplicate plugin " + entry.descriptor.id() + ": defined by both " + e.descriptor.path.string() +
+                          " and " + entry.descriptor.path.string(),
+                      "remove one of them from the plugin search path");
+  }
+  entries_.push_back(std::move(entry));
+  return entries_.back().descriptor;
+}
+
+std::vector<const PluginDescriptor*> PluginRegistry::list(std::string_view kind) const {
+  std::vector<const PluginDescriptor*> out;
+  for (const Entry& e : entries_)
+    if (kind.empty() || e.descriptor.kind == kind) out.push_back(&e.descriptor);
+  return out;
+}
+
+const PluginDescriptor& PluginRegistry::find(std::string_view kind, std::string_view name) const {
+  if (auto dup = duplicates_.find({std::string(kind), std::string(name)}); dup != duplicates_.end()) {
+    std::vector<std::string> files;
+    for (const auto& f : dup->second) files.push_back(f.string());
+    throw PluginError("plugin " + std::string(kind) + "/" + std::string(name) +
+                          " is defined by more than one file: " + join(files, ", "),
+                      "remove all but one of them from the plugin search path");
+  }
+  std::vector<std::string> names;
+  std::vector<std::string> kinds;
+  for (const Entry& e : entries_) {
+    if (e.descriptor.kind == kind && e.descriptor.name == name) return e.descriptor;
+    if (e.descriptor.kind == kind) names.push_back(e.descriptor.name);
+    if (std::find(kinds.begin(), kinds.end(), e.descriptor.kind) == kinds.end()) kinds.push_back(e.descriptor.kind);
+  }
+  if (names.empty()) {
+    std::string hint = kinds.empty() ? "no plugins were found; run `ablate plugins` to see the search path"
+                                     : "known kinds: " + join(kinds, ", ");
+    if (auto near = closest_match(kind, kinds)) hint = "did you mean kind '" + *near + "'? " + hint;
+    throw PluginError("no plugin of kind '" + std::string(kind) + "' is available (wanted '" + std::string(name) + "')",
+                      hint);
+  }
+  std::string hint = "available " + std::string(kind) + " plugins: " + join(names, ", ");
+  if (auto near = closest_match(name, names)) hint = "did you mean '" + *near + "'? " + hint;
+  throw PluginError("unknown " + std::string(kind) + " plugin '" + std::string(name) + "'", hint);
+}
+
+std::shared_ptr<Component> PluginRegistry::create(std::string_view kind, std::string_view name,
+                                                  const std::map<std::string, std::string>& options) const {
+  const PluginDescriptor& d = find(kind, name);
+  const Entry& entry = *std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return &e.descriptor == &d; });
+  const Options resolved = resolve_options(d, options);
+  const std::string where = d.id() + (d.path.empty() ? std::string() : " (" + d.path.string() + ")");
+
+  Component* raw = nullptr;
+  try {
+    raw = entry.factory(resolved);
+  } catch (const std::exception& e) {  // read while the plugin's library is still loaded
+    throw PluginError("plugin " + where + " failed to create its component: " + e.what());
+  } catch (...) {
+    throw PluginError("plugin " + where + " failed to create its component: it threw a non-standard exception");
+  }
+  if (raw == nullptr) throw PluginError("plugin " + where + " returned no component (its factory returned null)");
+  // The deleter owns a reference to the library: the object is destroyed (running plugin code)
+  // first, then the deleter and with it the last reference that keeps the library mapped.
+  std::shared_ptr<boost::dll::shared_library> library = entry.library;
+  return std::shared_ptr<Component>(raw, [library](Component* p) { delete p; });
+}
+
+}  // namespace ablate

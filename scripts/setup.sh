@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Ablate's build and tests need, and only those that are missing.
+# Idempotent; runs as root directly or through sudo; uses apt-get only.
+set -euo pipefail
+
+# One package per line: what the current build uses. Keep in sync with README "Dependencies".
+PACKAGES=(
+  cmake ninja-build g++ make pkg-config
+  libboost-dev libboost-program-options-dev
+  libgtest-dev libgmock-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} required Debian packages are installed"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo)
+else
+  echo "setup: need root (or sudo) to install: ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "setup: installing ${#missing[@]} missing package(s): ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -q
+"${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "setup: done"
