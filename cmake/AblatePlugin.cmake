@@ -9,7 +9,8 @@
 #   <target>_obj  OBJECT library of the sources: tests link it directly (no dlopen needed);
 #   <target>      the MODULE `<target>.so` with a generated translation unit that exports
 #                 <ns>::plugin_info / <ns>::plugin_create under the aliases the host loads.
-# INSTALL installs the module into <prefix>/lib/ablate/plugins (the built-in plugin dir).
+# INSTALL installs the module into <prefix>/${ABLATE_PLUGIN_INSTALL_DIR} (the built-in plugin
+# dir, lib/ablate/plugins), where `ablate` finds it without ABLATE_PLUGIN_PATH.
 function(ablate_add_plugin target)
   cmake_parse_arguments(ARG "INSTALL" "NAMESPACE;OUTPUT_DIRECTORY" "SOURCES;LINK_LIBRARIES" ${ARGN})
   if(NOT ARG_SOURCES)
@@ -43,8 +44,7 @@ ABLATE_EXPORT_PLUGIN(${ARG_NAMESPACE})
   if(ARG_OUTPUT_DIRECTORY)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
   endif()
-  if(ARG_INSTALL)
-    include(GNUInstallDirs)
-    install(TARGETS ${target} LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}/ablate/plugins")
+  if(ARG_INSTALL)  # the built-in plugin dir, relative to the install prefix (set by Ablate)
+    install(TARGETS ${target} LIBRARY DESTINATION "${ABLATE_PLUGIN_INSTALL_DIR}")
   endif()
 endfunction()

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the real `ablate` executable: documented exit codes, and `plugins --json` output that a
+# JSON parser (Debian's python3) accepts with the expected structure.
+# Usage: cli_executable_test.sh <path/to/ablate> <fixture dir>
+set -euo pipefail
+ablate=$1
+fixtures=$2
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+expect_code() {  # expect_code <code> <args...>
+  local want=$1; shift
+  set +e; "$ablate" "$@" >/dev/null 2>&1; local got=$?; set -e
+  [ "$got" -eq "$want" ] || fail "ablate $* exited $got, expected $want"
+}
+
+expect_code 0 --version
+expect_code 0 --help
+expect_code 2
+expect_code 2 no-such-command
+expect_code 2 plugins --no-such-option
+expect_code 0 plugins
+expect_code 3 plugins --plugin-path "$fixtures/fixture_api_mismatch"
+expect_code 3 plugins --plugin-path /nonexistent/dir
+ABLATE_PLUGIN_PATH="$fixtures/not_a_plugin" expect_code 3 plugins
+
+json=$(ABLATE_PLUGIN_PATH="$fixtures/fixture_good" "$ablate" plugins --json)
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+doc = json.loads(sys.argv[1])
+ids = {(p["kind"], p["name"]): p for p in doc["plugins"]}
+assert ("schedule", "noam") in ids, ids.keys()
+echo = ids[("fixture", "echo")]
+opts = {o["name"]: o for o in echo["options"]}
+assert opts["count"]["required"] is True and opts["count"]["default"] is None, opts["count"]
+assert opts["mode"]["choices"] == ["fast", "slow", "exact"], opts["mode"]
+assert opts["scale"]["type"] == "float" and opts["scale"]["default"] == "0.5"
+assert echo["path"].endswith("fixture_good.so")
+assert doc["problems"] == [], doc["problems"]
+assert len(doc["search_path"]) == 2, doc["search_path"]
+PY
+echo "cli executable: all checks passed"

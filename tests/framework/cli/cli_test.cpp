@@ -1,0 +1,111 @@
+// Tests for the `ablate` CLI, driven in-process through ablate::cli::run: help, version, exit
+// codes, and `ablate plugins` in text and JSON, filtered by kind, with broken plugins present.
+#include "cli/cli.hpp"
+
+#include <sstream>
+
+#include "ablate/abi.hpp"
+#include "cli/exit_codes.hpp"
+#include "framework/plugins/plugin_test_util.hpp"
+
+namespace ablate::cli {
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result run_cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+TEST(Cli, HelpListsOnlyWorkingCommandsAndTheExitCodes) {
+  const Result r = run_cli({"--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_TRUE(contains(r.out, "plugins"));
+  EXPECT_TRUE(contains(r.out, "2  usage or spec error"));
+  EXPECT_TRUE(contains(r.out, "3  plugin error"));
+  for (const char* unbuilt : {"  sweep", "  compare", "  inspect", "  run "}) EXPECT_FALSE(contains(r.out, unbuilt)) << unbuilt;
+}
+
+TEST(Cli, NoArgumentsPrintsHelpAndIsAUsageError) {
+  const Result r = run_cli({});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_TRUE(contains(r.out, "Usage: ablate <command>"));
+}
+
+TEST(Cli, VersionNamesVersionApiAndAbi) {
+  const Result r = run_cli({"--version"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_TRUE(contains(r.out, "ablate 0.")) << r.out;
+  EXPECT_TRUE(contains(r.out, "plugin API " + std::to_string(kPluginApiVersion))) << r.out;
+  EXPECT_TRUE(contains(r.out, ABLATE_ABI_TAG)) << r.out;
+}
+
+TEST(Cli, UnknownCommandSuggestsTheClosest) {
+  const Result r = run_cli({"plugnis"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_TRUE(contains(r.err, "unknown command 'plugnis'"));
+  EXPECT_TRUE(contains(r.err, "did you mean 'plugins'"));
+}
+
+TEST(Cli, BadCommandOptionIsAUsageError) {
+  const Result r = run_cli({"plugins", "--colour"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_TRUE(contains(r.err, "unrecognised option '--colour'")) << r.err;
+}
+
+TEST(CliPlugins, CommandHelpDescribesItsOptions) {
+  const Result r = run_cli({"plugins", "--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  for (const char* opt : {"--kind", "--json", "--plugin-path", "ABLATE_PLUGIN_PATH"}) EXPECT_TRUE(contains(r.out, opt)) << opt;
+}
+
+TEST(CliPlugins, ListsBuiltinAndExtraPluginsWithTheirOptions) {
+  const Result r = run_cli({"plugins", "--plugin-path", testing::fixture_dir("fixture_good").string()});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_TRUE(contains(r.out, "schedule/noam  1.0.0"));
+  EXPECT_TRUE(contains(r.out, "fixture/echo  2.3.4  Echoes its options (test fixture)"));
+  EXPECT_TRUE(contains(r.out, "file: " + std::filesystem::canonical(testing::fixture("fixture_good")).string()));
+  EXPECT_TRUE(contains(r.out, "mode   string {fast|slow|exact}, default fast: one of three modes")) << r.out;
+  EXPECT_TRUE(contains(r.out, "count  int, required: a required integer")) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(CliPlugins, KindFilterShowsOnlyThatKind) {
+  const Result r = run_cli({"plugins", "--kind", "fixture", "-p", testing::fixture_dir("fixture_good").string()});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_TRUE(contains(r.out, "fixture/echo"));
+  EXPECT_FALSE(contains(r.out, "schedule/"));
+  const Result none = run_cli({"plugins", "--kind", "sched"});
+  EXPECT_EQ(none.code, kExitUsage);
+  EXPECT_TRUE(contains(none.err, "did you mean 'schedule'")) << none.err;
+}
+
+TEST(CliPlugins, JsonHasPluginsOptionsAndProblems) {
+  const Result r = run_cli({"plugins", "--json", "-p", testing::fixture_dir("fixture_good").string(), "-p",
+                            testing::fixture_dir("fixture_abi_mismatch").string()});
+  EXPECT_EQ(r.code, kExitPluginError);
+  EXPECT_TRUE(contains(r.out, R"("kind": "fixture", "name": "echo", "version": "2.3.4")")) << r.out;
+  EXPECT_TRUE(contains(r.out, R"({"name": "count", "type": "int", "default": null, "required": true, "choices": [])"));
+  EXPECT_TRUE(contains(r.out, R"("choices": ["fast", "slow", "exact"])"));
+  EXPECT_TRUE(contains(r.out, R"("problems": [)"));
+  EXPECT_TRUE(contains(r.out, "msvc-19.0/other-stl/Debug"));
+  EXPECT_TRUE(contains(r.err, "fixture_abi_mismatch.so"));  // problems also go to stderr
+}
+
+TEST(CliPlugins, BrokenPluginOnThePathMakesExitCodeThreeButStillLists) {
+  const Result r = run_cli({"plugins", "-p", testing::fixture_dir("not_a_plugin").string()});
+  EXPECT_EQ(r.code, kExitPluginError);
+  EXPECT_TRUE(contains(r.out, "schedule/constant"));
+  EXPECT_TRUE(contains(r.err, "not_a_plugin.so: not an Ablate plugin")) << r.err;
+}
+
+}  // namespace
+}  // namespace ablate::cli

@@ -1,0 +1,41 @@
+// Tests for framework/core/text: edit distance, "did you mean" suggestions, JSON quoting.
+#include "core/text.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ablate {
+namespace {
+
+TEST(EditDistance, CountsInsertionsDeletionsSubstitutions) {
+  EXPECT_EQ(edit_distance("", ""), 0u);
+  EXPECT_EQ(edit_distance("abc", "abc"), 0u);
+  EXPECT_EQ(edit_distance("abc", ""), 3u);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("plugins", "plugns"), 1u);
+}
+
+TEST(ClosestMatch, SuggestsNearTyposAndPrefixesOnly) {
+  const std::vector<std::string> names = {"pre_norm", "post_norm", "sandwich"};
+  EXPECT_EQ(closest_match("post_nrom", names), "post_norm");
+  EXPECT_EQ(closest_match("prenorm", names), "pre_norm");
+  EXPECT_EQ(closest_match("sand", names), "sandwich");
+  EXPECT_EQ(closest_match("transformer", names), std::nullopt);
+  EXPECT_EQ(closest_match("x", {}), std::nullopt);
+}
+
+TEST(JsonQuote, EscapesQuotesBackslashesAndControlCharacters) {
+  EXPECT_EQ(json_quote("plain"), "\"plain\"");
+  EXPECT_EQ(json_quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(json_quote("line\nnext\ttab"), "\"line\\nnext\\ttab\"");
+  EXPECT_EQ(json_quote(std::string("\x01", 1)), "\"\\u0001\"");
+  EXPECT_EQ(json_quote("é"), "\"é\"");  // UTF-8 passes through
+}
+
+TEST(Join, SeparatesItems) {
+  EXPECT_EQ(join({}, ", "), "");
+  EXPECT_EQ(join({"a"}, ", "), "a");
+  EXPECT_EQ(join({"a", "b", "c"}, "|"), "a|b|c");
+}
+
+}  // namespace
+}  // namespace ablate
