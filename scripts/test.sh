@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# README command 2 (and what CI runs): installs the missing Debian packages, builds Ablate and
+# runs the whole test suite with ctest, first as a Release build (build/), then with
+# AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/). --no-sanitize skips the second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sanitize=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-sanitize) sanitize=0 ;;
+    *) echo "usage: scripts/test.sh [--no-sanitize]" >&2; exit 2 ;;
+  esac
+done
+
+scripts/setup.sh
+
+echo "== Release build and tests (build/)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build
+ctest --test-dir build --output-on-failure -j2
+
+if [ "$sanitize" -eq 1 ]; then
+  echo "== ASan + UBSan build and tests (build-asan/)"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DABLATE_SANITIZE=ON
+  cmake --build build-asan
+  ctest --test-dir build-asan --output-on-failure -j2
+fi
