@@ -8,6 +8,7 @@ PACKAGES=(
   cmake ninja-build g++ make pkg-config
   libboost-dev libboost-program-options-dev
   libgtest-dev libgmock-dev
+  python3            # tests check JSON output with Debian's /usr/bin/python3
 )
 
 missing=()
