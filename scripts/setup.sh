@@ -3,7 +3,7 @@
 # Idempotent; runs as root directly or through sudo; uses apt-get only.
 set -euo pipefail
 
-# One package per line: what the current build uses. Keep in sync with README "Dependencies".
+# What the current build and tests use. Keep in sync with README "Dependencies".
 PACKAGES=(
   cmake ninja-build g++ make pkg-config
   libboost-dev libboost-program-options-dev
