@@ -9,6 +9,7 @@ PACKAGES=(
   libboost-dev libboost-program-options-dev
   libgtest-dev libgmock-dev
   python3            # tests check JSON output with Debian's /usr/bin/python3
+  libdnnl-dev ocl-icd-opencl-dev   # oneDNN 2.6 (its CMake config needs OpenCL headers)
 )
 
 missing=()

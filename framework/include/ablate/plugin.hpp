@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <boost/config.hpp>
 
@@ -21,8 +22,10 @@
 namespace ablate {
 
 // Base of everything a plugin makes. Kind interfaces (Schedule, Backend, ...) derive from it
-// and name their kind in `static constexpr const char* kKind`.
-class BOOST_SYMBOL_VISIBLE Component {
+// and name their kind in `static constexpr const char* kKind`. The host always owns components
+// through std::shared_ptr, so a component may hand out shared_from_this() (a backend's tensor
+// storage keeps the backend, and so its library, alive).
+class BOOST_SYMBOL_VISIBLE Component : public std::enable_shared_from_this<Component> {
  public:
   virtual ~Component();
 };

@@ -1,0 +1,62 @@
+// Shape and Tensor (framework/include/ablate/tensor.hpp) and the small out-of-line pieces of
+// the backend interface (activation_name).
+#include "ablate/tensor.hpp"
+
+#include "ablate/backend.hpp"
+#include "ablate/error.hpp"
+
+namespace ablate {
+
+Shape::Shape(std::initializer_list<std::int64_t> dims) {
+  if (dims.size() > static_cast<std::size_t>(kMaxRank))
+    throw Error("Shape: rank " + std::to_string(dims.size()) + " exceeds the maximum of 4");
+  for (const std::int64_t d : dims) {
+    if (d < 0) throw Error("Shape: negative dimension " + std::to_string(d));
+    dims_[static_cast<std::size_t>(rank_++)] = d;
+  }
+}
+
+std::int64_t Shape::numel() const {
+  std::int64_t n = 1;
+  for (int i = 0; i < rank_; ++i) n *= dims_[static_cast<std::size_t>(i)];
+  return n;
+}
+
+bool Shape::operator==(const Shape& o) const {
+  if (rank_ != o.rank_) return false;
+  for (int i = 0; i < rank_; ++i)
+    if (dims_[static_cast<std::size_t>(i)] != o.dims_[static_cast<std::size_t>(i)]) return false;
+  return true;
+}
+
+std::string Shape::str() const {
+  std::string s = "[";
+  for (int i = 0; i < rank_; ++i) s += (i ? ", " : "") + std::to_string(dims_[static_cast<std::size_t>(i)]);
+  return s + "]";
+}
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype)
+    : storage_(std::move(storage)), shape_(shape), dtype_(dtype) {
+  if (storage_ && storage_->bytes < bytes())
+    throw Error("Tensor: storage of " + std::to_string(storage_->bytes) + " bytes is too small for " + str());
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (shape.numel() != numel()) throw Error("Tensor::reshaped: " + shape.str() + " does not match " + str());
+  return Tensor(storage_, shape, dtype_);
+}
+
+std::string Tensor::str() const { return std::string(dtype_name(dtype_)) + shape_.str(); }
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::None: return "none";
+    case Activation::ReLU: return "relu";
+    case Activation::GeluErf: return "gelu_erf";
+    case Activation::GeluTanh: return "gelu_tanh";
+    case Activation::SiLU: return "silu";
+  }
+  return "invalid";
+}
+
+}  // namespace ablate

@@ -1,0 +1,162 @@
+// Kind "backend": the compute interface every model op runs on. A backend owns its memory
+// (tensors hold ref-counted storage it allocated), runs the coarse op set of DESIGN §2, and
+// implements each op's forward and backward side by side. Model code only sees this interface,
+// so a CPU backend (reference, onednn) and a GPU backend (cudnn, with device memory and a
+// stream) are interchangeable.
+//
+// Conventions for every op:
+//  - Signature order: outputs, then inputs, then sizes/parameters, then state.
+//  - Shapes use one vocabulary: B batch, T query/target length, S key/source length, H heads,
+//    Dh head dim, D model width, F feed-forward width, V vocabulary, N rows (= B*T, any leading
+//    dims flattened), I/O in/out features.
+//  - Backward ops ACCUMULATE into gradient outputs (`dx += ...`); the caller zeroes them first.
+//    A null gradient pointer means "not needed": the backend skips that work.
+//  - Value tensors are F32 or BF16 (all of one op's float inputs/outputs share a dtype unless
+//    stated); statistics (mean, rstd, lse, loss) are always F32; ids/targets/lengths are I32.
+//    Parameter gradients (dw, db, dgamma, dbeta, dtable) may be F32 while the values are BF16:
+//    mixed precision keeps f32 gradients for the f32 master weights.
+//  - Ops are asynchronous on device backends: results are visible to the host after
+//    copy_to_host (which synchronises).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ablate/philox.hpp"
+#include "ablate/plugin.hpp"
+#include "ablate/tensor.hpp"
+
+namespace ablate {
+
+enum class Activation : std::uint8_t { None = 0, ReLU = 1, GeluErf = 2, GeluTanh = 3, SiLU = 4 };
+const char* activation_name(Activation a);
+
+// Masks: none (causal = false, key_lengths = null), causal (query i sees keys j <= i +
+// query_offset), key padding (query sees keys j < key_lengths[b]); causal and padding combine.
+struct AttentionParams {
+  bool causal = false;                  // decoder self-attention
+  const Tensor* key_lengths = nullptr;  // I32 [B]: valid keys per batch item (padding at the end); null = all S
+  std::int64_t query_offset = 0;        // absolute position of query 0 (incremental decoding); causal only
+  float scale = 1.0f;                   // logits = scale * q·k (1/sqrt(Dh) in the paper)
+  float dropout = 0.0f;                 // on the attention probabilities; needs `rng`
+  RngKey rng;
+};
+
+struct AdamParams {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool decoupled = false;  // true: AdamW (decay applied to the weight), false: L2 added to the gradient
+  std::int64_t step = 1;   // 1-based, for bias correction
+  float grad_scale = 1.0f; // the gradient is multiplied by this first (clipping, loss scaling)
+};
+
+struct BackendCaps {
+  std::string device;              // "cpu", "cuda:0"
+  bool host_addressable = true;    // Tensor::raw() is a host pointer
+  bool bf16 = false;               // BF16 value tensors supported (mixed precision)
+  bool deterministic = true;       // current mode gives bit-identical results run to run
+  int threads = 1;                 // CPU threads used
+};
+
+class BOOST_SYMBOL_VISIBLE Backend : public Component {
+ public:
+  static constexpr const char* kKind = "backend";
+
+  virtual BackendCaps caps() const = 0;
+
+  // --- memory (the backend owns it; storage returns to its allocator when the last tensor goes)
+  virtual Tensor empty(const Shape& shape, DType dtype) = 0;
+  virtual void fill(Tensor& y, float value) = 0;  // y: any F32/BF16; I32 gets (int)value
+  virtual void copy_from_host(Tensor& dst, const void* src) = 0;  // src: dst.bytes() bytes
+  virtual void copy_to_host(void* dst, const Tensor& src) = 0;    // synchronises
+  virtual void copy(Tensor& dst, const Tensor& src) = 0;          // same shape numel and dtype
+  virtual void synchronize() = 0;
+
+  // --- linear: y[N, O] = act(x[N, I] · w[O, I]^T + b[O]); pre[N, O] keeps x·w^T + b when
+  // act needs it for backward (GeluErf/GeluTanh/SiLU; may be null for None/ReLU).
+  virtual void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
+                              Activation act) = 0;
+  // dx[N, I] += g·w, dw[O, I] += g^T·x, db[O] += sum_rows(g), with g = dy ⊙ act'(pre or y).
+  virtual void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
+                               const Tensor& w, const Tensor* pre, const Tensor& y, Activation act) = 0;
+
+  // --- batched matmul: c[Bt, M, N] = alpha * op(a) · op(b); op(a) = a[Bt, M, K] or a[Bt, K, M]^T.
+  virtual void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
+                              float alpha) = 0;
+  virtual void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
+                               bool trans_a, bool trans_b, float alpha) = 0;
+
+  // --- scaled dot-product attention, per (b, h): out[T, Dh] = dropout(softmax(mask(scale q·k^T))) · v.
+  // q[B, H, T, Dh], k/v[B, H, S, Dh], out[B, H, T, Dh]; lse[B, H, T] (F32) = logsumexp of the
+  // masked, scaled logits per query (saved for backward: probabilities are recomputed from it).
+  // A query with no visible key gets out = 0 and lse = -inf. probs[B, H, T, S] (F32, optional):
+  // the probabilities before dropout, for logging.
+  virtual void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
+                                 const Tensor& v, const AttentionParams& params) = 0;
+  // dq += ..., dk += ..., dv += ... (same shapes as q, k, v).
+  virtual void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
+                                  const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const AttentionParams& params) = 0;
+
+  // --- layer norm over the last dim: y[N, D] = (x - mean) * rstd * gamma[D] + beta[D];
+  // mean[N], rstd[N] (F32) saved for backward.
+  virtual void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
+                                  const Tensor& beta, float eps) = 0;
+  virtual void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
+                                   const Tensor& mean, const Tensor& rstd, const Tensor& gamma) = 0;
+
+  // --- RMS norm over the last dim: y[N, D] = x * rstd * gamma[D], rstd = 1/sqrt(mean(x^2) + eps).
+  virtual void rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) = 0;
+  virtual void rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
+                                 const Tensor& gamma) = 0;
+
+  // --- elementwise (any shape)
+  virtual void activation_forward(Tensor& y, const Tensor& x, Activation act) = 0;
+  virtual void activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) = 0;  // dx +=
+  // y = alpha * a + beta * b, where b is either a's shape or repeats over a's leading elements
+  // (b.numel() divides a.numel(): a positional table [T, D] added to every batch item [B, T, D]).
+  virtual void add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) = 0;
+  // da += alpha * dy; db += beta * (dy summed over the repeats).
+  virtual void add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) = 0;
+  virtual void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) = 0;  // same shapes
+  virtual void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) = 0;
+  // y += alpha * x (scale, gradient accumulation). y and x may differ in dtype (F32 += BF16).
+  virtual void axpy(Tensor& y, const Tensor& x, float alpha) = 0;
+  // y = x * keep / (1 - p), keep drawn by dropout_keep(rng, element index, p).
+  virtual void dropout_forward(Tensor& y, const Tensor& x, float p, const RngKey& rng) = 0;
+  virtual void dropout_backward(Tensor& dx, const Tensor& dy, float p, const RngKey& rng) = 0;  // dx +=
+
+  // --- embedding: y[N, D] = table[ids[N], :]; ids I32 in [0, V). Backward scatter-adds.
+  virtual void embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) = 0;
+  virtual void embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) = 0;  // dtable +=
+
+  // --- heads: x[B, T, P*H*Dh] holds P parts (q, k, v of a fused projection) side by side;
+  // split takes part `part` as y[B, H, T, Dh]. merge: x[B, H, T, Dh] -> y[B, T, H*Dh].
+  virtual void split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) = 0;
+  virtual void split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) = 0;  // dx +=
+  virtual void merge_heads_forward(Tensor& y, const Tensor& x) = 0;
+  virtual void merge_heads_backward(Tensor& dx, const Tensor& dy) = 0;  // dx +=
+
+  // --- cross entropy, fused: logits[N, V], targets[N] I32. loss[1] (F32) = mean over rows
+  // whose target != ignore_index of -sum_c q_c log softmax(logits)_c with q = (1 - ls) onehot
+  // + ls / V. dlogits[N, V] (logits' dtype) = d(loss)/d(logits), computed in the same pass.
+  // stats[2] (F32) = {number of counted rows, number whose argmax equals the target}.
+  virtual void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
+                                     const Tensor& targets, std::int32_t ignore_index, float label_smoothing) = 0;
+
+  // --- optimizer and gradient utilities (F32 master weights and moments)
+  // total[1] (F32) += sum(x^2): the global grad norm is sqrt of the sum over all gradients.
+  virtual void sum_squares(Tensor& total, const Tensor& x) = 0;
+  // Adam/AdamW step on w (F32) with m, v (F32); grad F32. If w_low is given (BF16, same
+  // shape) it receives the updated weight rounded to bf16 (the compute copy).
+  virtual void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
+                           const AdamParams& params) = 0;
+  // y = x converted to y's dtype (F32 <-> BF16, round to nearest even).
+  virtual void cast(Tensor& y, const Tensor& x) = 0;
+};
+
+}  // namespace ablate
