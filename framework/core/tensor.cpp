@@ -7,13 +7,22 @@
 
 namespace ablate {
 
-Shape::Shape(std::initializer_list<std::int64_t> dims) {
+Shape::Shape(std::initializer_list<std::int64_t> dims) : Shape(std::vector<std::int64_t>(dims)) {}
+
+Shape::Shape(const std::vector<std::int64_t>& dims) {
   if (dims.size() > static_cast<std::size_t>(kMaxRank))
     throw Error("Shape: rank " + std::to_string(dims.size()) + " exceeds the maximum of 4");
   for (const std::int64_t d : dims) {
     if (d < 0) throw Error("Shape: negative dimension " + std::to_string(d));
     dims_[static_cast<std::size_t>(rank_++)] = d;
   }
+}
+
+Shape Shape::with_last(std::int64_t last) const {
+  if (rank_ == 0) throw Error("Shape::with_last: a scalar has no last dimension");
+  Shape s = *this;
+  s.dims_[static_cast<std::size_t>(rank_ - 1)] = last;
+  return s;
 }
 
 std::int64_t Shape::numel() const {

@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/config.hpp>
 
@@ -33,6 +34,10 @@ class Shape {
   static constexpr int kMaxRank = 4;
   Shape() = default;
   Shape(std::initializer_list<std::int64_t> dims);
+  explicit Shape(const std::vector<std::int64_t>& dims);
+  std::vector<std::int64_t> dims() const { return {dims_.begin(), dims_.begin() + rank_}; }
+  // This shape with the last dimension replaced by `last` ([B, T, I] -> [B, T, O]).
+  Shape with_last(std::int64_t last) const;
   int rank() const { return rank_; }
   std::int64_t operator[](int i) const { return dims_[static_cast<std::size_t>(i)]; }
   std::int64_t numel() const;

@@ -1,0 +1,106 @@
+// gradcheck (framework/include/ablate/testing/gradcheck.hpp): analytic gradients from one
+// backward pass against central differences of L = sum(r ⊙ f(x)), evaluated in double on
+// the host from downloaded F32 outputs.
+#include "ablate/testing/gradcheck.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "ablate/error.hpp"
+
+namespace ablate::testing {
+namespace {
+
+std::vector<float> download(Backend& be, const Tensor& t) {
+  if (t.dtype() != DType::F32) throw Error("gradcheck: expects F32 tensors, got " + t.str());
+  std::vector<float> host(static_cast<std::size_t>(t.numel()));
+  be.copy_to_host(host.data(), t);
+  return host;
+}
+
+Tensor upload(Backend& be, const Shape& shape, const std::vector<float>& values) {
+  Tensor t = be.empty(shape, DType::F32);
+  be.copy_from_host(t, values.data());
+  return t;
+}
+
+// Output weights r in [-1, 1], fixed by the seed.
+std::vector<float> output_weights(std::int64_t n, std::uint64_t seed) {
+  std::vector<float> r(static_cast<std::size_t>(n));
+  float u[4];
+  for (std::int64_t i = 0; i < n; ++i) {
+    philox_uniform4(RngKey{seed, 0, 0xC0FFEEu}, static_cast<std::uint64_t>(i / 4), u);
+    r[static_cast<std::size_t>(i)] = 2.0f * u[i % 4] - 1.0f;
+  }
+  return r;
+}
+
+}  // namespace
+
+GradcheckResult gradcheck(Backend& backend, const GradcheckFn& f, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& options) {
+  std::vector<std::vector<float>> host_inputs;
+  for (const Tensor& t : inputs) host_inputs.push_back(download(backend, t));
+
+  // Analytic: one backward pass seeded with r.
+  std::vector<float> r;
+  std::vector<std::vector<float>> analytic;
+  {
+    Graph g(backend, options.seed, 0, /*training=*/true, /*grad=*/true);
+    std::vector<Var> leaves;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      leaves.push_back(g.leaf(upload(backend, inputs[i].shape(), host_inputs[i]), "input" + std::to_string(i)));
+    const Var y = f(g, leaves);
+    if (y.dtype() != DType::F32) throw Error("gradcheck: f must return an F32 value, got " + y.value().str());
+    r = output_weights(y.value().numel(), options.seed);
+    g.backward(y, upload(backend, y.shape(), r));
+    for (const Var& leaf : leaves)
+      analytic.push_back(leaf.grad().defined() ? download(backend, leaf.grad())
+                                               : std::vector<float>(static_cast<std::size_t>(leaf.value().numel()), 0.0f));
+  }
+
+  // L(x) with one input replaced, in a graph without gradients but with the same RNG identity.
+  auto objective = [&](std::size_t which, const std::vector<float>& values) {
+    Graph g(backend, options.seed, 0, /*training=*/true, /*grad=*/false);
+    std::vector<Var> leaves;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      leaves.push_back(g.constant(upload(backend, inputs[i].shape(), i == which ? values : host_inputs[i])));
+    const std::vector<float> y = download(backend, f(g, leaves).value());
+    double sum = 0.0;
+    for (std::size_t j = 0; j < y.size(); ++j) sum += static_cast<double>(r[j]) * y[j];
+    return sum;
+  };
+
+  GradcheckResult result;
+  std::ostringstream report;
+  int reported = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto n = static_cast<std::int64_t>(host_inputs[i].size());
+    const std::int64_t stride = std::max<std::int64_t>(1, n / options.max_elements_per_input);
+    for (std::int64_t j = (n > options.max_elements_per_input ? (7 * static_cast<std::int64_t>(i)) % stride : 0); j < n;
+         j += stride) {
+      std::vector<float> x = host_inputs[i];
+      const auto e = static_cast<std::size_t>(j);
+      x[e] = static_cast<float>(host_inputs[i][e] + options.eps);
+      const double plus = objective(i, x);
+      x[e] = static_cast<float>(host_inputs[i][e] - options.eps);
+      const double minus = objective(i, x);
+      const double numeric = (plus - minus) / (2.0 * options.eps);
+      const double a = analytic[i][e];
+      const double err = std::abs(a - numeric);
+      result.max_abs_error = std::max(result.max_abs_error, err);
+      ++result.checked;
+      if (err > options.atol + options.rtol * std::max(std::abs(a), std::abs(numeric))) {
+        result.ok = false;
+        if (reported++ < 10)
+          report << "input " << i << " element " << j << ": analytic " << a << ", numeric " << numeric << "\n";
+      }
+    }
+  }
+  if (!result.ok) report << "(" << reported << " of " << result.checked << " checked elements differ)\n";
+  result.report = report.str();
+  return result;
+}
+
+}  // namespace ablate::testing

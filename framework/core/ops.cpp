@@ -1,0 +1,264 @@
+// The differentiable ops (framework/include/ablate/ops.hpp). Each op: check shapes, allocate
+// the output from the backend, run the forward, and record a closure that runs the backend's
+// backward into the inputs' gradient buffers (accumulating, `+=`). Saved tensors live in the
+// closure until Graph::backward consumes the tape.
+#include "ablate/ops.hpp"
+
+#include <cmath>
+
+#include "ablate/error.hpp"
+
+namespace ablate::ops {
+namespace {
+
+// t viewed as [rows, last].
+Tensor rows2d(const Tensor& t) { return t.reshaped({t.shape().rows(), t.shape().last()}); }
+
+// A gradient buffer viewed as [rows, last], or nullptr.
+struct Grad2d {
+  Tensor view;
+  Tensor* get() { return view.defined() ? &view : nullptr; }
+};
+Grad2d grad2d(Graph& g, const Var& v) {
+  Tensor* t = g.grad_buffer(v);
+  return Grad2d{t ? rows2d(*t) : Tensor()};
+}
+
+void require(bool ok, const char* op, const std::string& what) {
+  if (!ok) throw Error(std::string("ops::") + op + ": " + what);
+}
+
+bool activation_needs_pre(Activation act) {
+  return act == Activation::GeluErf || act == Activation::GeluTanh || act == Activation::SiLU;
+}
+
+}  // namespace
+
+Var linear(Graph& g, const Var& x, const Var& w, const Var& b, Activation act) {
+  Backend& be = g.backend();
+  require(w.shape().rank() == 2 && x.shape().last() == w.shape()[1], "linear",
+          "x " + x.value().str() + " does not match w " + w.value().str() + " ([O, I])");
+  const std::int64_t out_features = w.shape()[0];
+  Tensor y = be.empty(x.shape().with_last(out_features), x.dtype());
+  Tensor x2 = rows2d(x.value()), y2 = rows2d(y);
+  Var out = g.result(y, {&x, &w, &b});
+  Tensor pre;
+  if (out.requires_grad() && activation_needs_pre(act)) pre = be.empty(y2.shape(), y.dtype());
+  be.linear_forward(y2, pre.defined() ? &pre : nullptr, x2, w.value(), b.defined() ? &b.value() : nullptr, act);
+  g.record(out, [&g, x, w, b, x2, y2, pre, act](const Tensor& dy) {
+    Grad2d dx = grad2d(g, x);
+    Tensor* db = b.defined() ? g.grad_buffer(b) : nullptr;
+    g.backend().linear_backward(dx.get(), g.grad_buffer(w), db, rows2d(dy), x2, w.value(),
+                                pre.defined() ? &pre : nullptr, y2, act);
+  });
+  return out;
+}
+
+Var matmul(Graph& g, const Var& a, const Var& b, bool trans_a, bool trans_b, float alpha) {
+  const Shape& as = a.shape();
+  const Shape& bs = b.shape();
+  require(as.rank() == 3 && bs.rank() == 3 && as[0] == bs[0], "matmul",
+          "expects a[Bt, M, K] and b[Bt, K, N], got " + a.value().str() + " and " + b.value().str());
+  const std::int64_t m = trans_a ? as[2] : as[1], k = trans_a ? as[1] : as[2];
+  const std::int64_t kb = trans_b ? bs[2] : bs[1], n = trans_b ? bs[1] : bs[2];
+  require(k == kb, "matmul", "inner dimensions differ: " + a.value().str() + " and " + b.value().str());
+  Tensor c = g.backend().empty({as[0], m, n}, a.dtype());
+  g.backend().matmul_forward(c, a.value(), b.value(), trans_a, trans_b, alpha);
+  Var out = g.result(c, {&a, &b});
+  g.record(out, [&g, a, b, trans_a, trans_b, alpha](const Tensor& dc) {
+    g.backend().matmul_backward(g.grad_buffer(a), g.grad_buffer(b), dc, a.value(), b.value(), trans_a, trans_b, alpha);
+  });
+  return out;
+}
+
+Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options) {
+  const Shape& qs = q.shape();
+  require(qs.rank() == 4 && k.shape().rank() == 4 && k.shape() == v.shape() && qs[0] == k.shape()[0] &&
+              qs[1] == k.shape()[1] && qs[3] == k.shape()[3],
+          "attention", "expects q[B, H, T, Dh], k/v[B, H, S, Dh], got " + q.value().str() + ", " + k.value().str() +
+                           ", " + v.value().str());
+  Backend& be = g.backend();
+  AttentionParams p;
+  p.causal = options.causal;
+  p.key_lengths = options.key_lengths;
+  p.query_offset = options.query_offset;
+  p.scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(qs[3]));
+  if (g.training() && options.dropout > 0.0f) {
+    p.dropout = options.dropout;
+    p.rng = g.next_rng();
+  }
+  Tensor out = be.empty(qs, q.dtype());
+  Tensor lse = be.empty({qs[0], qs[1], qs[2]}, DType::F32);
+  if (options.probs) *options.probs = be.empty({qs[0], qs[1], qs[2], k.shape()[2]}, DType::F32);
+  be.attention_forward(out, lse, options.probs, q.value(), k.value(), v.value(), p);
+  Var result = g.result(out, {&q, &k, &v});
+  g.record(result, [&g, q, k, v, out, lse, p](const Tensor& dout) {
+    g.backend().attention_backward(g.grad_buffer(q), g.grad_buffer(k), g.grad_buffer(v), dout, out, lse, q.value(),
+                                   k.value(), v.value(), p);
+  });
+  return result;
+}
+
+Var layer_norm(Graph& g, const Var& x, const Var& gamma, const Var& beta, float eps) {
+  const std::int64_t d = x.shape().last();
+  require(gamma.shape() == Shape{d} && beta.shape() == Shape{d}, "layer_norm",
+          "gamma/beta must be [" + std::to_string(d) + "] for x " + x.value().str());
+  Backend& be = g.backend();
+  Tensor y = be.empty(x.shape(), x.dtype());
+  Tensor mean = be.empty({x.shape().rows()}, DType::F32), rstd = be.empty({x.shape().rows()}, DType::F32);
+  Tensor x2 = rows2d(x.value()), y2 = rows2d(y);
+  be.layer_norm_forward(y2, mean, rstd, x2, gamma.value(), beta.value(), eps);
+  Var out = g.result(y, {&x, &gamma, &beta});
+  g.record(out, [&g, x, gamma, beta, x2, mean, rstd](const Tensor& dy) {
+    Grad2d dx = grad2d(g, x);
+    g.backend().layer_norm_backward(dx.get(), g.grad_buffer(gamma), g.grad_buffer(beta), rows2d(dy), x2, mean, rstd,
+                                    gamma.value());
+  });
+  return out;
+}
+
+Var rms_norm(Graph& g, const Var& x, const Var& gamma, float eps) {
+  const std::int64_t d = x.shape().last();
+  require(gamma.shape() == Shape{d}, "rms_norm", "gamma must be [" + std::to_string(d) + "] for x " + x.value().str());
+  Backend& be = g.backend();
+  Tensor y = be.empty(x.shape(), x.dtype());
+  Tensor rstd = be.empty({x.shape().rows()}, DType::F32);
+  Tensor x2 = rows2d(x.value()), y2 = rows2d(y);
+  be.rms_norm_forward(y2, rstd, x2, gamma.value(), eps);
+  Var out = g.result(y, {&x, &gamma});
+  g.record(out, [&g, x, gamma, x2, rstd](const Tensor& dy) {
+    Grad2d dx = grad2d(g, x);
+    g.backend().rms_norm_backward(dx.get(), g.grad_buffer(gamma), rows2d(dy), x2, rstd, gamma.value());
+  });
+  return out;
+}
+
+Var activation(Graph& g, const Var& x, Activation act) {
+  Tensor y = g.backend().empty(x.shape(), x.dtype());
+  g.backend().activation_forward(y, x.value(), act);
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x, act](const Tensor& dy) {
+    g.backend().activation_backward(*g.grad_buffer(x), dy, x.value(), act);
+  });
+  return out;
+}
+
+Var add(Graph& g, const Var& a, const Var& b, float alpha, float beta) {
+  require(b.value().numel() > 0 && a.value().numel() % b.value().numel() == 0 && a.shape().last() == b.shape().last(),
+          "add", "b " + b.value().str() + " must match or repeat over a " + a.value().str());
+  Tensor y = g.backend().empty(a.shape(), a.dtype());
+  g.backend().add_forward(y, a.value(), b.value(), alpha, beta);
+  Var out = g.result(y, {&a, &b});
+  g.record(out, [&g, a, b, alpha, beta](const Tensor& dy) {
+    g.backend().add_backward(g.grad_buffer(a), g.grad_buffer(b), dy, alpha, beta);
+  });
+  return out;
+}
+
+Var mul(Graph& g, const Var& a, const Var& b) {
+  require(a.shape() == b.shape(), "mul", "shapes differ: " + a.value().str() + " and " + b.value().str());
+  Tensor y = g.backend().empty(a.shape(), a.dtype());
+  g.backend().mul_forward(y, a.value(), b.value());
+  Var out = g.result(y, {&a, &b});
+  g.record(out, [&g, a, b](const Tensor& dy) {
+    g.backend().mul_backward(g.grad_buffer(a), g.grad_buffer(b), dy, a.value(), b.value());
+  });
+  return out;
+}
+
+Var scale(Graph& g, const Var& x, float alpha) {
+  Tensor y = g.backend().empty(x.shape(), x.dtype());
+  g.backend().fill(y, 0.0f);
+  g.backend().axpy(y, x.value(), alpha);
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x, alpha](const Tensor& dy) { g.backend().axpy(*g.grad_buffer(x), dy, alpha); });
+  return out;
+}
+
+Var dropout(Graph& g, const Var& x, float p) {
+  require(p >= 0.0f && p < 1.0f, "dropout", "p must be in [0, 1), got " + std::to_string(p));
+  if (!g.training() || p == 0.0f) return x;
+  const RngKey key = g.next_rng();
+  Tensor y = g.backend().empty(x.shape(), x.dtype());
+  g.backend().dropout_forward(y, x.value(), p, key);
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x, p, key](const Tensor& dy) { g.backend().dropout_backward(*g.grad_buffer(x), dy, p, key); });
+  return out;
+}
+
+Var embedding(Graph& g, const Tensor& ids, const Var& table) {
+  require(ids.dtype() == DType::I32 && ids.shape().rank() < Shape::kMaxRank && table.shape().rank() == 2, "embedding",
+          "expects ids I32 of rank < 4 and table [V, D], got " + ids.str() + " and " + table.value().str());
+  std::vector<std::int64_t> dims = ids.shape().dims();
+  dims.push_back(table.shape()[1]);
+  Tensor y = g.backend().empty(Shape(dims), table.dtype());
+  const Tensor flat_ids = ids.reshaped({ids.numel()});
+  Tensor y2 = rows2d(y);
+  g.backend().embedding_forward(y2, flat_ids, table.value());
+  Var out = g.result(y, {&table});
+  g.record(out, [&g, table, flat_ids](const Tensor& dy) {
+    g.backend().embedding_backward(*g.grad_buffer(table), rows2d(dy), flat_ids);
+  });
+  return out;
+}
+
+Var split_heads(Graph& g, const Var& x, int heads, int parts, int part) {
+  const Shape& xs = x.shape();
+  require(xs.rank() == 3 && heads > 0 && parts > 0 && part >= 0 && part < parts && xs[2] % (heads * parts) == 0,
+          "split_heads", "x " + x.value().str() + " cannot hold " + std::to_string(parts) + " parts of " +
+                             std::to_string(heads) + " heads");
+  const std::int64_t dh = xs[2] / (heads * parts);
+  Tensor y = g.backend().empty({xs[0], heads, xs[1], dh}, x.dtype());
+  g.backend().split_heads_forward(y, x.value(), parts, part);
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x, parts, part](const Tensor& dy) {
+    g.backend().split_heads_backward(*g.grad_buffer(x), dy, parts, part);
+  });
+  return out;
+}
+
+Var merge_heads(Graph& g, const Var& x) {
+  const Shape& xs = x.shape();
+  require(xs.rank() == 4, "merge_heads", "expects x[B, H, T, Dh], got " + x.value().str());
+  Tensor y = g.backend().empty({xs[0], xs[2], xs[1] * xs[3]}, x.dtype());
+  g.backend().merge_heads_forward(y, x.value());
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x](const Tensor& dy) { g.backend().merge_heads_backward(*g.grad_buffer(x), dy); });
+  return out;
+}
+
+CrossEntropyResult cross_entropy(Graph& g, const Var& logits, const Tensor& targets, std::int32_t ignore_index,
+                                 float label_smoothing) {
+  require(targets.dtype() == DType::I32 && targets.numel() == logits.shape().rows(), "cross_entropy",
+          "targets " + targets.str() + " must be I32 with one entry per row of logits " + logits.value().str());
+  Backend& be = g.backend();
+  Tensor loss = be.empty({1}, DType::F32);
+  Tensor dlogits = be.empty({logits.shape().rows(), logits.shape().last()}, logits.dtype());
+  Tensor stats = be.empty({2}, DType::F32);
+  be.cross_entropy_forward(loss, dlogits, stats, rows2d(logits.value()), targets.reshaped({targets.numel()}),
+                           ignore_index, label_smoothing);
+  float host_stats[2] = {0.0f, 0.0f};
+  be.copy_to_host(host_stats, stats);
+  CrossEntropyResult r;
+  r.loss = g.result(loss, {&logits});
+  r.rows = host_stats[0];
+  r.correct = host_stats[1];
+  g.record(r.loss, [&g, logits, dlogits](const Tensor& dloss) {
+    float scale = 0.0f;  // d(total)/d(loss): 1 when the loss is the objective itself
+    g.backend().copy_to_host(&scale, dloss);
+    Grad2d dx = grad2d(g, logits);
+    g.backend().axpy(dx.view, dlogits, scale);
+  });
+  return r;
+}
+
+Var cast(Graph& g, const Var& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  Tensor y = g.backend().empty(x.shape(), dtype);
+  g.backend().cast(y, x.value());
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x](const Tensor& dy) { g.backend().axpy(*g.grad_buffer(x), dy, 1.0f); });
+  return out;
+}
+
+}  // namespace ablate::ops

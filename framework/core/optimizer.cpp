@@ -1,0 +1,33 @@
+// Adam / AdamW driver (framework/include/ablate/optimizer.hpp): one host synchronisation for
+// the global grad norm, then one fused adam_update per parameter.
+#include "ablate/optimizer.hpp"
+
+#include <cmath>
+
+namespace ablate {
+
+double Adam::step(ParameterStore& store, double lr, double clip_norm) {
+  const double norm = store.grad_norm();
+  AdamParams p;
+  p.lr = static_cast<float>(lr);
+  p.beta1 = config_.beta1;
+  p.beta2 = config_.beta2;
+  p.eps = config_.eps;
+  p.weight_decay = config_.weight_decay;
+  p.decoupled = config_.decoupled;
+  p.step = ++steps_;
+  p.grad_scale = (clip_norm > 0.0 && norm > clip_norm) ? static_cast<float>(clip_norm / (norm + 1e-6)) : 1.0f;
+  const bool low = store.compute_dtype() != DType::F32;
+  for (Parameter* param : store.all()) {
+    if (!param->m.defined()) {
+      param->m = backend_.empty(param->value.shape(), DType::F32);
+      param->v = backend_.empty(param->value.shape(), DType::F32);
+      backend_.fill(param->m, 0.0f);
+      backend_.fill(param->v, 0.0f);
+    }
+    backend_.adam_update(param->value, param->m, param->v, low ? &param->compute : nullptr, param->grad, p);
+  }
+  return norm;
+}
+
+}  // namespace ablate

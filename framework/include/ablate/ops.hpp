@@ -1,0 +1,56 @@
+// Differentiable ops on Vars: each runs the backend's forward and records its backward on the
+// Graph. This is the vocabulary components (blocks, FFNs, positional encodings, heads) are
+// written in. Shapes use B, T, S, H, Dh, D, F, V, N as in backend.hpp.
+#pragma once
+
+#include "ablate/autograd.hpp"
+
+namespace ablate::ops {
+
+// y[..., O] = act(x[..., I] · w[O, I]^T + b[O]); b may be an undefined Var (no bias).
+Var linear(Graph& g, const Var& x, const Var& w, const Var& b, Activation act = Activation::None);
+
+// c[Bt, M, N] = alpha * op(a) · op(b) (see Backend::matmul_forward).
+Var matmul(Graph& g, const Var& a, const Var& b, bool trans_a = false, bool trans_b = false, float alpha = 1.0f);
+
+struct AttentionOptions {
+  bool causal = false;
+  const Tensor* key_lengths = nullptr;  // I32 [B]; must outlive the graph's backward
+  std::int64_t query_offset = 0;
+  float scale = 0.0f;    // 0: 1/sqrt(Dh)
+  float dropout = 0.0f;  // on the probabilities, in training only
+  Tensor* probs = nullptr;  // if set, receives the probabilities [B, H, T, S] (F32) for logging
+};
+// out[B, H, T, Dh] from q[B, H, T, Dh], k/v[B, H, S, Dh].
+Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options);
+
+Var layer_norm(Graph& g, const Var& x, const Var& gamma, const Var& beta, float eps = 1e-5f);
+Var rms_norm(Graph& g, const Var& x, const Var& gamma, float eps = 1e-6f);
+Var activation(Graph& g, const Var& x, Activation act);
+
+// alpha * a + beta * b, b of a's shape or repeating over a's leading elements.
+Var add(Graph& g, const Var& a, const Var& b, float alpha = 1.0f, float beta = 1.0f);
+Var mul(Graph& g, const Var& a, const Var& b);
+Var scale(Graph& g, const Var& x, float alpha);
+// Identity outside training or with p == 0.
+Var dropout(Graph& g, const Var& x, float p);
+
+// y[B, T, D] = table[ids[B, T], :] (ids: I32, any shape; y gets ids' shape + [D]).
+Var embedding(Graph& g, const Tensor& ids, const Var& table);
+
+// x[B, T, parts*H*Dh] -> part `part` as [B, H, T, Dh]; merge: [B, H, T, Dh] -> [B, T, H*Dh].
+Var split_heads(Graph& g, const Var& x, int heads, int parts = 1, int part = 0);
+Var merge_heads(Graph& g, const Var& x);
+
+struct CrossEntropyResult {
+  Var loss;         // F32 [1]: mean over counted rows
+  double rows = 0;  // rows counted (target != ignore_index)
+  double correct = 0;  // counted rows whose argmax is the target
+};
+// logits[..., V], targets I32 [...]. Synchronises once to read the counts.
+CrossEntropyResult cross_entropy(Graph& g, const Var& logits, const Tensor& targets, std::int32_t ignore_index = -100,
+                                 float label_smoothing = 0.0f);
+
+Var cast(Graph& g, const Var& x, DType dtype);
+
+}  // namespace ablate::ops

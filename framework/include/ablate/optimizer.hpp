@@ -1,0 +1,37 @@
+// The optimizer driver: Adam / AdamW over a ParameterStore with global gradient-norm clipping,
+// one fused backend update per parameter. The learning rate comes from a Schedule per step.
+#pragma once
+
+#include <cstdint>
+
+#include "ablate/parameters.hpp"
+
+namespace ablate {
+
+struct AdamConfig {
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool decoupled = false;  // AdamW
+};
+
+class BOOST_SYMBOL_VISIBLE Adam {
+ public:
+  Adam(Backend& backend, const AdamConfig& config) : backend_(backend), config_(config) {}
+
+  // Updates every parameter of `store` with learning rate `lr`, after scaling the gradients so
+  // their global L2 norm is at most `clip_norm` (0: no clipping). Returns the norm before
+  // clipping (what training logs as grad_norm). Does not zero the gradients.
+  double step(ParameterStore& store, double lr, double clip_norm);
+
+  std::int64_t steps_taken() const { return steps_; }
+  void set_steps_taken(std::int64_t steps) { steps_ = steps; }  // on resume from a checkpoint
+
+ private:
+  Backend& backend_;
+  AdamConfig config_;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace ablate

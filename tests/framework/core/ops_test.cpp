@@ -1,0 +1,146 @@
+// Gradient checks of every differentiable op in ablate/ops.hpp through autograd on the
+// reference backend (shape handling of the wrappers included: 3-D inputs, broadcasting, fused
+// projections, masks), plus a small Transformer-like composition end to end.
+#include "ablate/ops.hpp"
+
+#include "ablate/testing/gradcheck.hpp"
+#include "framework/core/backend_fixture.hpp"
+
+namespace ablate {
+namespace {
+using testing::gradcheck;
+using testing::host_ids;
+using testing::host_tensor;
+using testing::ramp;
+using testing::reference_backend;
+
+Tensor values(const Shape& s, float phase = 0.0f) { return host_tensor(reference_backend(), s, ramp(s.numel(), phase)); }
+
+template <class... Inputs>
+void expect_gradcheck(const testing::GradcheckFn& fn, const Inputs&... inputs) {
+  const auto r = gradcheck(reference_backend(), fn, std::vector<Tensor>{inputs...});
+  EXPECT_TRUE(r.ok) << r.report;
+  EXPECT_GT(r.checked, 0);
+}
+
+TEST(OpsGradcheck, LinearOnThreeDimensionalInputWithEveryActivation) {
+  for (Activation act : {Activation::None, Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU}) {
+    SCOPED_TRACE(activation_name(act));
+    expect_gradcheck([act](Graph& g, const std::vector<Var>& in) { return ops::linear(g, in[0], in[1], in[2], act); },
+                     values({2, 3, 5}), values({4, 5}, 1.0f), values({4}, 2.0f));
+  }
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::linear(g, in[0], in[1], Var()); },
+                   values({3, 5}), values({2, 5}, 1.0f));
+}
+
+TEST(OpsGradcheck, BatchedMatmulWithTransposes) {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    SCOPED_TRACE(t);
+    const Shape a = ta ? Shape{2, 4, 3} : Shape{2, 3, 4};
+    const Shape b = tb ? Shape{2, 5, 4} : Shape{2, 4, 5};
+    expect_gradcheck([ta, tb](Graph& g, const std::vector<Var>& in) { return ops::matmul(g, in[0], in[1], ta, tb, 0.5f); },
+                     values(a), values(b, 1.0f));
+  }
+}
+
+TEST(OpsGradcheck, AttentionWithCausalAndPaddingMasksAndDropout) {
+  Backend& be = reference_backend();
+  const Tensor lengths = host_ids(be, {2}, {3, 5});
+  for (int variant = 0; variant < 4; ++variant) {
+    SCOPED_TRACE(variant);
+    ops::AttentionOptions o;
+    o.causal = variant == 1 || variant == 3;
+    o.key_lengths = variant >= 2 ? &lengths : nullptr;
+    o.dropout = variant == 3 ? 0.3f : 0.0f;
+    const Shape q = o.causal ? Shape{2, 2, 5, 4} : Shape{2, 2, 3, 4};
+    expect_gradcheck([o](Graph& g, const std::vector<Var>& in) { return ops::attention(g, in[0], in[1], in[2], o); },
+                     values(q), values({2, 2, 5, 4}, 1.0f), values({2, 2, 5, 4}, 2.0f));
+  }
+}
+
+TEST(OpsGradcheck, LayerNormAndRmsNorm) {
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::layer_norm(g, in[0], in[1], in[2]); },
+                   values({2, 3, 6}), values({6}, 1.0f), values({6}, 2.0f));
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::rms_norm(g, in[0], in[1]); }, values({4, 6}),
+                   values({6}, 1.0f));
+}
+
+TEST(OpsGradcheck, ElementwiseOps) {
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::add(g, in[0], in[1], 0.5f, 2.0f); },
+                   values({3, 4, 2}), values({4, 2}, 1.0f));  // b repeats over the batch
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::mul(g, in[0], in[1]); }, values({7}),
+                   values({7}, 1.0f));
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::scale(g, in[0], -1.5f); }, values({7}));
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::dropout(g, in[0], 0.4f); }, values({33}));
+  for (Activation act : {Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU})
+    expect_gradcheck([act](Graph& g, const std::vector<Var>& in) { return ops::activation(g, in[0], act); }, values({9}));
+}
+
+TEST(OpsGradcheck, EmbeddingScattersIntoTheTable) {
+  const Tensor ids = host_ids(reference_backend(), {2, 3}, {1, 4, 1, 0, 2, 4});  // repeats accumulate
+  expect_gradcheck([&ids](Graph& g, const std::vector<Var>& in) { return ops::embedding(g, ids, in[0]); },
+                   values({5, 3}));
+}
+
+TEST(OpsGradcheck, HeadSplitOfAFusedProjectionAndMerge) {
+  for (int part = 0; part < 3; ++part)
+    expect_gradcheck(
+        [part](Graph& g, const std::vector<Var>& in) { return ops::merge_heads(g, ops::split_heads(g, in[0], 2, 3, part)); },
+        values({2, 3, 12}));
+}
+
+TEST(OpsGradcheck, CrossEntropyWithIgnoredRowsAndLabelSmoothing) {
+  const Tensor targets = host_ids(reference_backend(), {2, 3}, {0, 4, -100, 2, -100, 1});
+  expect_gradcheck(
+      [&targets](Graph& g, const std::vector<Var>& in) { return ops::cross_entropy(g, in[0], targets, -100, 0.1f).loss; },
+      values({2, 3, 5}));
+}
+
+TEST(OpsGradcheck, SmallEncoderLayerEndToEnd) {
+  // x -> LN -> fused qkv -> attention (padding) -> merge -> out proj -> residual -> FFN -> CE
+  Backend& be = reference_backend();
+  const Tensor lengths = host_ids(be, {2}, {4, 2});
+  const Tensor targets = host_ids(be, {2, 4}, {1, 2, 0, 3, 2, 1, -100, -100});
+  auto layer = [&](Graph& g, const std::vector<Var>& in) {
+    const Var& x = in[0];
+    Var h = ops::layer_norm(g, x, in[1], in[2]);
+    Var qkv = ops::linear(g, h, in[3], Var());
+    ops::AttentionOptions o;
+    o.key_lengths = &lengths;
+    Var a = ops::attention(g, ops::split_heads(g, qkv, 2, 3, 0), ops::split_heads(g, qkv, 2, 3, 1),
+                           ops::split_heads(g, qkv, 2, 3, 2), o);
+    Var r = ops::add(g, x, ops::linear(g, ops::merge_heads(g, a), in[4], Var()));
+    Var f = ops::linear(g, ops::linear(g, r, in[5], Var(), Activation::GeluErf), in[6], Var());
+    return ops::cross_entropy(g, ops::add(g, r, f), targets).loss;
+  };
+  expect_gradcheck(layer, values({2, 4, 4}), values({4}, 1.0f), values({4}, 2.0f), values({12, 4}, 3.0f),
+                   values({4, 4}, 4.0f), values({8, 4}, 5.0f), values({4, 8}, 6.0f));
+}
+
+TEST(Ops, CrossEntropyReportsCountedRowsAndCorrectPredictions) {
+  Backend& be = reference_backend();
+  Graph g(be, 1, 0, false, false);
+  // Row 0 predicts class 2 (target 2), row 1 predicts class 0 (target 1), row 2 ignored.
+  Var logits = g.constant(host_tensor(be, {3, 3}, {0, 1, 5, 4, 1, 0, 9, 9, 9}));
+  const auto r = ops::cross_entropy(g, logits, host_ids(be, {3}, {2, 1, -100}));
+  EXPECT_EQ(r.rows, 2.0);
+  EXPECT_EQ(r.correct, 1.0);
+}
+
+TEST(Ops, ShapeErrorsNameTheOpAndTensors) {
+  Backend& be = reference_backend();
+  Graph g(be, 1, 0);
+  Var x = g.constant(values({2, 5}));
+  Var w = g.constant(values({4, 6}));
+  try {
+    ops::linear(g, x, w, Var());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ops::linear: x f32[2, 5] does not match w f32[4, 6]"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ablate
