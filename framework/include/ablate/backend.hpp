@@ -77,7 +77,8 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   virtual void synchronize() = 0;
 
   // --- linear: y[N, O] = act(x[N, I] · w[O, I]^T + b[O]); pre[N, O] keeps x·w^T + b when
-  // act needs it for backward (GeluErf/GeluTanh/SiLU; may be null for None/ReLU).
+  // act needs it for backward (GeluErf/GeluTanh/SiLU). pre may be null for None/ReLU, and
+  // always when no backward will run (evaluation); backward then requires it for those acts.
   virtual void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
                               Activation act) = 0;
   // dx[N, I] += g·w, dw[O, I] += g^T·x, db[O] += sum_rows(g), with g = dy ⊙ act'(pre or y).

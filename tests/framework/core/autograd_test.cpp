@@ -82,7 +82,9 @@ TEST(Tape, DropoutIsKeyedBySeedStepAndOpOrder) {
   auto masks = [&](std::uint64_t seed, std::uint64_t step) {
     Graph g(be, seed, step);
     Var x = g.constant(ones);
-    return std::make_pair(to_host(be, ops::dropout(g, x, 0.5f).value()), to_host(be, ops::dropout(g, x, 0.5f).value()));
+    std::vector<float> first = to_host(be, ops::dropout(g, x, 0.5f).value());  // op id 0
+    std::vector<float> second = to_host(be, ops::dropout(g, x, 0.5f).value());  // op id 1
+    return std::make_pair(first, second);
   };
   const auto a = masks(7, 3);
   EXPECT_EQ(a, masks(7, 3));             // same program, same draws

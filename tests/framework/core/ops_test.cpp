@@ -74,7 +74,8 @@ TEST(OpsGradcheck, ElementwiseOps) {
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::scale(g, in[0], -1.5f); }, values({7}));
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::dropout(g, in[0], 0.4f); }, values({33}));
   for (Activation act : {Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU})
-    expect_gradcheck([act](Graph& g, const std::vector<Var>& in) { return ops::activation(g, in[0], act); }, values({9}));
+    expect_gradcheck([act](Graph& g, const std::vector<Var>& in) { return ops::activation(g, in[0], act); },
+                     values({9}, 0.3f));  // phase 0.3: no element sits on ReLU's kink at 0
 }
 
 TEST(OpsGradcheck, EmbeddingScattersIntoTheTable) {
