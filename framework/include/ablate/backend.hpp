@@ -69,6 +69,8 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   virtual BackendCaps caps() const = 0;
 
   // --- memory (the backend owns it; storage returns to its allocator when the last tensor goes)
+  // The contents of a new tensor are unspecified (the reference backend fills NaN, to expose
+  // an op that forgets to write its output).
   virtual Tensor empty(const Shape& shape, DType dtype) = 0;
   virtual void fill(Tensor& y, float value) = 0;  // y: any F32/BF16; I32 gets (int)value
   virtual void copy_from_host(Tensor& dst, const void* src) = 0;  // src: dst.bytes() bytes
@@ -86,6 +88,7 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
                                const Tensor& w, const Tensor* pre, const Tensor& y, Activation act) = 0;
 
   // --- batched matmul: c[Bt, M, N] = alpha * op(a) · op(b); op(a) = a[Bt, M, K] or a[Bt, K, M]^T.
+  // a, b and c have the same batch Bt (no broadcasting).
   virtual void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
                               float alpha) = 0;
   virtual void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
@@ -95,7 +98,8 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // q[B, H, T, Dh], k/v[B, H, S, Dh], out[B, H, T, Dh]; lse[B, H, T] (F32) = logsumexp of the
   // masked, scaled logits per query (saved for backward: probabilities are recomputed from it).
   // A query with no visible key gets out = 0 and lse = -inf. probs[B, H, T, S] (F32, optional):
-  // the probabilities before dropout, for logging.
+  // the probabilities before dropout, for logging. query_offset only matters with causal;
+  // dropout must be in [0, 1).
   virtual void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
                                  const Tensor& v, const AttentionParams& params) = 0;
   // dq += ..., dk += ..., dv += ... (same shapes as q, k, v).
@@ -146,14 +150,19 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // whose target != ignore_index of -sum_c q_c log softmax(logits)_c with q = (1 - ls) onehot
   // + ls / V. dlogits[N, V] (logits' dtype) = d(loss)/d(logits), computed in the same pass.
   // stats[2] (F32) = {number of counted rows, number whose argmax equals the target}.
+  // dlogits is overwritten (not accumulated: it is this op's saved state) with the gradient of
+  // the mean loss itself; with no counted row, loss and dlogits are 0.
   virtual void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
                                      const Tensor& targets, std::int32_t ignore_index, float label_smoothing) = 0;
 
   // --- optimizer and gradient utilities (F32 master weights and moments)
   // total[1] (F32) += sum(x^2): the global grad norm is sqrt of the sum over all gradients.
   virtual void sum_squares(Tensor& total, const Tensor& x) = 0;
-  // Adam/AdamW step on w (F32) with m, v (F32); grad F32. If w_low is given (BF16, same
-  // shape) it receives the updated weight rounded to bf16 (the compute copy).
+  // Adam/AdamW step on w (F32) with m, v (F32); grad F32 (times params.grad_scale):
+  //   m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; w -= lr * m̂ / (sqrt(v̂) + eps)
+  // with m̂, v̂ bias-corrected by step; Adam adds weight_decay * w to g, AdamW subtracts
+  // lr * weight_decay * w (the old w) from w (PyTorch's conventions). If w_low is given (BF16,
+  // same shape) it receives the updated weight rounded to bf16 (the compute copy).
   virtual void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
                            const AdamParams& params) = 0;
   // y = x converted to y's dtype (F32 <-> BF16, round to nearest even).

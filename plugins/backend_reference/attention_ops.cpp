@@ -1,0 +1,261 @@
+// Plugin backend/reference: scaled dot-product attention (masks, dropout on the probabilities,
+// lse saved for backward) and the head split/merge reshapes, forward and backward side by side.
+// One (b, h) at a time, one query row at a time, in double.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ablate/philox.hpp"
+#include "reference_backend.hpp"
+
+namespace backend_reference {
+
+namespace {
+
+struct AttentionDims {
+  std::int64_t B, H, T, S, Dh;
+};
+
+// q: [B, H, T, Dh], k/v: [B, H, S, Dh], lse: [B, H, T] F32, key_lengths: I32 [B] in [0, S].
+AttentionDims attention_dims(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lse,
+                             const ablate::AttentionParams& p) {
+  check_value(op, "q", q);
+  check_same_dtype(op, "k", k, "q", q);
+  check_same_dtype(op, "v", v, "q", q);
+  if (q.shape().rank() != 4) fail(op, "q " + q.str() + " must be [B, H, T, Dh]");
+  if (k.shape().rank() != 4) fail(op, "k " + k.str() + " must be [B, H, S, Dh]");
+  const AttentionDims d{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3]};
+  check_shape(op, "k", k, Shape{d.B, d.H, d.S, d.Dh});
+  check_shape(op, "v", v, Shape{d.B, d.H, d.S, d.Dh});
+  check_dtype(op, "lse", lse, DType::F32);
+  check_shape(op, "lse", lse, Shape{d.B, d.H, d.T});
+  if (p.key_lengths != nullptr) {
+    check_dtype(op, "key_lengths", *p.key_lengths, DType::I32);
+    check_shape(op, "key_lengths", *p.key_lengths, Shape{d.B});
+    for (const std::int32_t len : load_i32(*p.key_lengths))
+      if (len < 0 || len > d.S) fail(op, "key length " + std::to_string(len) + " is outside [0, S = " + std::to_string(d.S) + "]");
+  }
+  if (!(p.dropout >= 0.0f && p.dropout < 1.0f)) fail(op, "dropout " + std::to_string(p.dropout) + " must be in [0, 1)");
+  return d;
+}
+
+// Whether query t of batch item b sees key s.
+bool visible(const ablate::AttentionParams& p, const std::vector<std::int32_t>& lengths, std::int64_t b,
+             std::int64_t t, std::int64_t s) {
+  if (p.causal && s > t + p.query_offset) return false;
+  if (!lengths.empty() && s >= lengths[static_cast<std::size_t>(b)]) return false;
+  return true;
+}
+
+// The dropout multiplier of probability [b, h, t, s]: keep / (1 - p), or 1 without dropout.
+double dropout_factor(const ablate::AttentionParams& p, const AttentionDims& d, std::int64_t b, std::int64_t h,
+                      std::int64_t t, std::int64_t s) {
+  if (p.dropout <= 0.0f) return 1.0;
+  const auto index = static_cast<std::uint64_t>(((b * d.H + h) * d.T + t) * d.S + s);  // into [B, H, T, S]
+  return ablate::dropout_keep(p.rng, index, p.dropout) ? 1.0 / (1.0 - static_cast<double>(p.dropout)) : 0.0;
+}
+
+}  // namespace
+
+// out: [B, H, T, Dh] = dropout(softmax(mask(scale q·k^T)))·v; lse: [B, H, T] F32;
+// probs: [B, H, T, S] F32 before dropout (optional). A row with no visible key: out 0, lse -inf.
+void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
+                                         const Tensor& v, const ablate::AttentionParams& params) {
+  const char* op = "attention_forward";
+  const AttentionDims d = attention_dims(op, q, k, v, lse, params);
+  check_same_dtype(op, "out", out, "q", q);
+  check_shape(op, "out", out, q.shape());
+  if (probs) {
+    check_dtype(op, "probs", *probs, DType::F32);
+    check_shape(op, "probs", *probs, Shape{d.B, d.H, d.T, d.S});
+  }
+  const std::vector<double> qv = load(q), kv = load(k), vv = load(v);
+  const std::vector<std::int32_t> lengths = params.key_lengths ? load_i32(*params.key_lengths) : std::vector<std::int32_t>{};
+  std::vector<double> ov(qv.size(), 0.0), lv(static_cast<std::size_t>(d.B * d.H * d.T));
+  std::vector<double> pv(static_cast<std::size_t>(d.B * d.H * d.T * d.S), 0.0);
+  std::vector<double> logits(static_cast<std::size_t>(d.S));
+  for (std::int64_t b = 0; b < d.B; ++b)
+    for (std::int64_t h = 0; h < d.H; ++h)
+      for (std::int64_t t = 0; t < d.T; ++t) {
+        const std::int64_t row = (b * d.H + h) * d.T + t;  // into [B, H, T]
+        const double* qr = &qv[static_cast<std::size_t>(row * d.Dh)];
+        double mx = -std::numeric_limits<double>::infinity();
+        for (std::int64_t s = 0; s < d.S; ++s) {
+          if (!visible(params, lengths, b, t, s)) continue;
+          const double* kr = &kv[static_cast<std::size_t>(((b * d.H + h) * d.S + s) * d.Dh)];
+          double dot = 0;
+          for (std::int64_t e = 0; e < d.Dh; ++e) dot += qr[e] * kr[e];
+          logits[static_cast<std::size_t>(s)] = params.scale * dot;
+          mx = std::max(mx, logits[static_cast<std::size_t>(s)]);
+        }
+        if (mx == -std::numeric_limits<double>::infinity()) {  // no visible key
+          lv[static_cast<std::size_t>(row)] = mx;
+          continue;
+        }
+        double sum = 0;
+        for (std::int64_t s = 0; s < d.S; ++s)
+          if (visible(params, lengths, b, t, s)) sum += std::exp(logits[static_cast<std::size_t>(s)] - mx);
+        const double l = mx + std::log(sum);
+        lv[static_cast<std::size_t>(row)] = l;
+        for (std::int64_t s = 0; s < d.S; ++s) {
+          if (!visible(params, lengths, b, t, s)) continue;
+          const double prob = std::exp(logits[static_cast<std::size_t>(s)] - l);
+          pv[static_cast<std::size_t>(row * d.S + s)] = prob;
+          const double pd = prob * dropout_factor(params, d, b, h, t, s);
+          const double* vr = &vv[static_cast<std::size_t>(((b * d.H + h) * d.S + s) * d.Dh)];
+          for (std::int64_t e = 0; e < d.Dh; ++e) ov[static_cast<std::size_t>(row * d.Dh + e)] += pd * vr[e];
+        }
+      }
+  store(out, ov);
+  store(lse, lv);
+  if (probs) store(*probs, pv);
+}
+
+// With P = exp(scale q·k - lse) (recomputed from the saved lse), Pd = P ⊙ dropout factor:
+// dv[s] += sum_t Pd[t, s] dout[t]; dP = (dout·v^T) ⊙ dropout factor;
+// dlogits = P ⊙ (dP - sum_s P dP); dq += scale dlogits·k; dk += scale dlogits^T·q.
+// Rows with lse = -inf (no visible key) contribute nothing. `out` is not needed here.
+void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
+                                          const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                                          const ablate::AttentionParams& params) {
+  const char* op = "attention_backward";
+  const AttentionDims d = attention_dims(op, q, k, v, lse, params);
+  check_same_dtype(op, "dout", dout, "q", q);
+  check_shape(op, "dout", dout, q.shape());
+  check_same_dtype(op, "out", out, "q", q);
+  check_shape(op, "out", out, q.shape());
+  if (dq) check_grad(op, "dq", *dq, "q", q, false);
+  if (dk) check_grad(op, "dk", *dk, "k", k, false);
+  if (dv) check_grad(op, "dv", *dv, "v", v, false);
+  const std::vector<double> qv = load(q), kv = load(k), vv = load(v), gv = load(dout), lv = load(lse);
+  const std::vector<std::int32_t> lengths = params.key_lengths ? load_i32(*params.key_lengths) : std::vector<std::int32_t>{};
+  std::vector<double> gq(qv.size(), 0.0), gk(kv.size(), 0.0), gvv(vv.size(), 0.0);
+  std::vector<double> P(static_cast<std::size_t>(d.S)), dP(static_cast<std::size_t>(d.S));
+  for (std::int64_t b = 0; b < d.B; ++b)
+    for (std::int64_t h = 0; h < d.H; ++h)
+      for (std::int64_t t = 0; t < d.T; ++t) {
+        const std::int64_t row = (b * d.H + h) * d.T + t;
+        const double l = lv[static_cast<std::size_t>(row)];
+        if (std::isinf(l) && l < 0) continue;
+        const std::size_t qo = static_cast<std::size_t>(row * d.Dh);
+        double pdp = 0;  // sum_s P dP
+        for (std::int64_t s = 0; s < d.S; ++s) {
+          const std::size_t so = static_cast<std::size_t>(((b * d.H + h) * d.S + s) * d.Dh);
+          P[static_cast<std::size_t>(s)] = dP[static_cast<std::size_t>(s)] = 0;
+          if (!visible(params, lengths, b, t, s)) continue;
+          double dot = 0, gdotv = 0;
+          for (std::int64_t e = 0; e < d.Dh; ++e) {
+            dot += qv[qo + static_cast<std::size_t>(e)] * kv[so + static_cast<std::size_t>(e)];
+            gdotv += gv[qo + static_cast<std::size_t>(e)] * vv[so + static_cast<std::size_t>(e)];
+          }
+          const double prob = std::exp(params.scale * dot - l);
+          const double f = dropout_factor(params, d, b, h, t, s);
+          P[static_cast<std::size_t>(s)] = prob;
+          dP[static_cast<std::size_t>(s)] = gdotv * f;
+          pdp += prob * dP[static_cast<std::size_t>(s)];
+          for (std::int64_t e = 0; e < d.Dh; ++e) gvv[so + static_cast<std::size_t>(e)] += prob * f * gv[qo + static_cast<std::size_t>(e)];
+        }
+        for (std::int64_t s = 0; s < d.S; ++s) {
+          if (!visible(params, lengths, b, t, s)) continue;
+          const std::size_t so = static_cast<std::size_t>(((b * d.H + h) * d.S + s) * d.Dh);
+          const double dlogit = P[static_cast<std::size_t>(s)] * (dP[static_cast<std::size_t>(s)] - pdp) * params.scale;
+          for (std::int64_t e = 0; e < d.Dh; ++e) {
+            gq[qo + static_cast<std::size_t>(e)] += dlogit * kv[so + static_cast<std::size_t>(e)];
+            gk[so + static_cast<std::size_t>(e)] += dlogit * qv[qo + static_cast<std::size_t>(e)];
+          }
+        }
+      }
+  accumulate(dq, gq);
+  accumulate(dk, gk);
+  accumulate(dv, gvv);
+}
+
+// ---------------------------------------------------------------------------- heads
+// split: x: [B, T, P*H*Dh] (P parts side by side) -> y: [B, H, T, Dh], part `part`.
+namespace {
+
+struct HeadDims {
+  std::int64_t B, H, T, Dh;
+};
+
+HeadDims split_dims(const char* op, const Tensor& y, const Tensor& x, int parts, int part) {
+  check_value(op, "x", x);
+  check_same_dtype(op, "y", y, "x", x);
+  if (y.shape().rank() != 4 || x.shape().rank() != 3) fail(op, "x " + x.str() + " must be [B, T, P*H*Dh] and y " + y.str() + " [B, H, T, Dh]");
+  const HeadDims d{y.shape()[0], y.shape()[1], y.shape()[2], y.shape()[3]};
+  if (parts < 1 || part < 0 || part >= parts)
+    fail(op, "part " + std::to_string(part) + " must be in [0, parts = " + std::to_string(parts) + ")");
+  check_shape(op, "x", x, Shape{d.B, d.T, parts * d.H * d.Dh});
+  return d;
+}
+
+}  // namespace
+
+void ReferenceBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
+  const HeadDims d = split_dims("split_heads_forward", y, x, parts, part);
+  const std::vector<double> xv = load(x);
+  std::vector<double> yv(static_cast<std::size_t>(y.numel()));
+  const std::int64_t W = parts * d.H * d.Dh;
+  for (std::int64_t b = 0; b < d.B; ++b)
+    for (std::int64_t h = 0; h < d.H; ++h)
+      for (std::int64_t t = 0; t < d.T; ++t)
+        for (std::int64_t e = 0; e < d.Dh; ++e)
+          yv[static_cast<std::size_t>(((b * d.H + h) * d.T + t) * d.Dh + e)] =
+              xv[static_cast<std::size_t>((b * d.T + t) * W + part * d.H * d.Dh + h * d.Dh + e)];
+  store(y, yv);
+}
+
+// dx: [B, T, P*H*Dh] += dy: [B, H, T, Dh] placed into part `part` (other parts untouched).
+void ReferenceBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
+  const HeadDims d = split_dims("split_heads_backward", dy, dx, parts, part);
+  const std::vector<double> gv = load(dy);
+  std::vector<double> delta(static_cast<std::size_t>(dx.numel()), 0.0);
+  const std::int64_t W = parts * d.H * d.Dh;
+  for (std::int64_t b = 0; b < d.B; ++b)
+    for (std::int64_t h = 0; h < d.H; ++h)
+      for (std::int64_t t = 0; t < d.T; ++t)
+        for (std::int64_t e = 0; e < d.Dh; ++e)
+          delta[static_cast<std::size_t>((b * d.T + t) * W + part * d.H * d.Dh + h * d.Dh + e)] =
+              gv[static_cast<std::size_t>(((b * d.H + h) * d.T + t) * d.Dh + e)];
+  accumulate(&dx, delta);
+}
+
+// merge: x: [B, H, T, Dh] -> y: [B, T, H*Dh] (the inverse of split with one part).
+void ReferenceBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
+  const char* op = "merge_heads_forward";
+  check_value(op, "x", x);
+  check_same_dtype(op, "y", y, "x", x);
+  if (x.shape().rank() != 4) fail(op, "x " + x.str() + " must be [B, H, T, Dh]");
+  const HeadDims d{x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]};
+  check_shape(op, "y", y, Shape{d.B, d.T, d.H * d.Dh});
+  const std::vector<double> xv = load(x);
+  std::vector<double> yv(xv.size());
+  for (std::int64_t b = 0; b < d.B; ++b)
+    for (std::int64_t h = 0; h < d.H; ++h)
+      for (std::int64_t t = 0; t < d.T; ++t)
+        for (std::int64_t e = 0; e < d.Dh; ++e)
+          yv[static_cast<std::size_t>((b * d.T + t) * d.H * d.Dh + h * d.Dh + e)] =
+              xv[static_cast<std::size_t>(((b * d.H + h) * d.T + t) * d.Dh + e)];
+  store(y, yv);
+}
+
+// dx: [B, H, T, Dh] += dy: [B, T, H*Dh] transposed back.
+void ReferenceBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
+  const char* op = "merge_heads_backward";
+  check_value(op, "dx", dx);
+  check_same_dtype(op, "dy", dy, "dx", dx);
+  if (dx.shape().rank() != 4) fail(op, "dx " + dx.str() + " must be [B, H, T, Dh]");
+  const HeadDims d{dx.shape()[0], dx.shape()[1], dx.shape()[2], dx.shape()[3]};
+  check_shape(op, "dy", dy, Shape{d.B, d.T, d.H * d.Dh});
+  const std::vector<double> gv = load(dy);
+  std::vector<double> delta(gv.size());
+  for (std::int64_t b = 0; b < d.B; ++b)
+    for (std::int64_t h = 0; h < d.H; ++h)
+      for (std::int64_t t = 0; t < d.T; ++t)
+        for (std::int64_t e = 0; e < d.Dh; ++e)
+          delta[static_cast<std::size_t>(((b * d.H + h) * d.T + t) * d.Dh + e)] =
+              gv[static_cast<std::size_t>((b * d.T + t) * d.H * d.Dh + h * d.Dh + e)];
+  accumulate(&dx, delta);
+}
+
+}  // namespace backend_reference

@@ -1,0 +1,199 @@
+// Plugin backend/reference: the backend object (memory, caps), the helpers the op files share
+// (checks with context, double views of tensors, activations), and the plugin record.
+// Fresh tensors are poisoned with NaN (I32: INT32_MIN) so an op that forgets to write shows up.
+#include "reference_backend.hpp"
+
+#include <cstring>
+#include <numbers>
+#include <limits>
+
+#include "ablate/bf16.hpp"
+#include "ablate/error.hpp"
+
+namespace backend_reference {
+
+// ---------------------------------------------------------------------------- helpers
+
+void fail(const char* op, const std::string& what) {
+  throw ablate::Error(std::string("backend/reference ") + op + ": " + what,
+                      "check the shapes and dtypes documented in ablate/backend.hpp");
+}
+
+void check_value(const char* op, const char* name, const Tensor& t) {
+  if (!t.defined()) fail(op, std::string(name) + " is not allocated");
+  if (t.dtype() != DType::F32 && t.dtype() != DType::BF16)
+    fail(op, std::string(name) + " " + t.str() + " must be f32 or bf16");
+}
+
+void check_dtype(const char* op, const char* name, const Tensor& t, DType dtype) {
+  if (!t.defined()) fail(op, std::string(name) + " is not allocated");
+  if (t.dtype() != dtype) fail(op, std::string(name) + " " + t.str() + " must be " + ablate::dtype_name(dtype));
+}
+
+void check_shape(const char* op, const char* name, const Tensor& t, const Shape& shape) {
+  if (t.shape() != shape) fail(op, std::string(name) + " " + t.str() + " must have shape " + shape.str());
+}
+
+void check_same_dtype(const char* op, const char* name, const Tensor& t, const char* ref_name, const Tensor& ref) {
+  check_value(op, name, t);
+  if (t.dtype() != ref.dtype())
+    fail(op, std::string(name) + " " + t.str() + " must have the dtype of " + ref_name + " " + ref.str());
+}
+
+void check_grad(const char* op, const char* name, const Tensor& g, const char* value_name, const Tensor& v,
+                bool param) {
+  check_value(op, name, g);
+  if (g.numel() != v.numel() || g.shape().last() != v.shape().last())
+    fail(op, std::string(name) + " " + g.str() + " must match " + value_name + " " + v.str());
+  if (g.dtype() != v.dtype() && !(param && g.dtype() == DType::F32))
+    fail(op, std::string(name) + " " + g.str() + " must have the dtype of " + value_name + " " + v.str() +
+                 (param ? " or f32" : ""));
+}
+
+void check_numel(const char* op, const char* name, const Tensor& t, std::int64_t numel) {
+  if (!t.defined()) fail(op, std::string(name) + " is not allocated");
+  if (t.numel() != numel)
+    fail(op, std::string(name) + " " + t.str() + " must have " + std::to_string(numel) + " elements");
+}
+
+std::vector<double> load(const Tensor& t) {
+  const auto n = static_cast<std::size_t>(t.numel());
+  std::vector<double> out(n);
+  switch (t.dtype()) {
+    case DType::F32:
+      for (std::size_t i = 0; i < n; ++i) out[i] = t.data<float>()[i];
+      break;
+    case DType::BF16:
+      for (std::size_t i = 0; i < n; ++i) out[i] = ablate::bf16_to_float(t.data<std::uint16_t>()[i]);
+      break;
+    case DType::I32:
+      for (std::size_t i = 0; i < n; ++i) out[i] = t.data<std::int32_t>()[i];
+      break;
+  }
+  return out;
+}
+
+std::vector<std::int32_t> load_i32(const Tensor& t) {
+  const std::int32_t* p = t.data<std::int32_t>();
+  return std::vector<std::int32_t>(p, p + t.numel());
+}
+
+void store(Tensor& t, const std::vector<double>& values) {
+  const std::size_t n = values.size();
+  switch (t.dtype()) {
+    case DType::F32:
+      for (std::size_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(values[i]);
+      break;
+    case DType::BF16:
+      for (std::size_t i = 0; i < n; ++i) t.data<std::uint16_t>()[i] = ablate::float_to_bf16(static_cast<float>(values[i]));
+      break;
+    case DType::I32:
+      for (std::size_t i = 0; i < n; ++i) t.data<std::int32_t>()[i] = static_cast<std::int32_t>(values[i]);
+      break;
+  }
+}
+
+void accumulate(Tensor* t, const std::vector<double>& delta) {
+  if (t == nullptr) return;
+  std::vector<double> sum = load(*t);
+  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += delta[i];
+  store(*t, sum);
+}
+
+double activate(Activation act, double x) {
+  switch (act) {
+    case Activation::None: return x;
+    case Activation::ReLU: return x > 0 ? x : 0.0;
+    case Activation::GeluErf: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::GeluTanh: {
+      const double c = std::sqrt(2.0 / std::numbers::pi);
+      return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+    }
+    case Activation::SiLU: return x / (1.0 + std::exp(-x));
+  }
+  throw ablate::Error("backend/reference: unknown activation " + std::to_string(static_cast<int>(act)));
+}
+
+double activate_grad(Activation act, double x) {
+  switch (act) {
+    case Activation::None: return 1.0;
+    case Activation::ReLU: return x > 0 ? 1.0 : 0.0;
+    case Activation::GeluErf:  // Phi(x) + x phi(x)
+      return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+    case Activation::GeluTanh: {
+      const double c = std::sqrt(2.0 / std::numbers::pi);
+      const double t = std::tanh(c * (x + 0.044715 * x * x * x));
+      return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
+    }
+    case Activation::SiLU: {
+      const double s = 1.0 / (1.0 + std::exp(-x));
+      return s * (1.0 + x * (1.0 - s));
+    }
+  }
+  throw ablate::Error("backend/reference: unknown activation " + std::to_string(static_cast<int>(act)));
+}
+
+// ---------------------------------------------------------------------------- backend
+
+ReferenceBackend::ReferenceBackend() : allocator_(ablate::HostAllocator::create()) {}
+
+ablate::BackendCaps ReferenceBackend::caps() const {
+  ablate::BackendCaps c;
+  c.device = "cpu";
+  c.host_addressable = true;
+  c.bf16 = true;
+  c.deterministic = true;
+  c.threads = 1;
+  return c;
+}
+
+Tensor ReferenceBackend::empty(const Shape& shape, DType dtype) {
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * ablate::dtype_size(dtype);
+  // The storage holds this backend (and so its library) alive until the last tensor is gone.
+  Tensor t(allocator_->allocate(bytes, shared_from_this()), shape, dtype);
+  const auto n = static_cast<std::size_t>(shape.numel());
+  switch (dtype) {
+    case DType::F32:
+      for (std::size_t i = 0; i < n; ++i) t.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+      break;
+    case DType::BF16:
+      for (std::size_t i = 0; i < n; ++i) t.data<std::uint16_t>()[i] = 0x7fc0;  // bf16 quiet NaN
+      break;
+    case DType::I32:
+      for (std::size_t i = 0; i < n; ++i) t.data<std::int32_t>()[i] = std::numeric_limits<std::int32_t>::min();
+      break;
+  }
+  return t;
+}
+
+void ReferenceBackend::fill(Tensor& y, float value) {
+  if (!y.defined()) fail("fill", "y is not allocated");
+  store(y, std::vector<double>(static_cast<std::size_t>(y.numel()), static_cast<double>(value)));
+}
+
+void ReferenceBackend::copy_from_host(Tensor& dst, const void* src) {
+  if (!dst.defined()) fail("copy_from_host", "dst is not allocated");
+  if (dst.bytes() > 0) std::memcpy(dst.raw(), src, dst.bytes());
+}
+
+void ReferenceBackend::copy_to_host(void* dst, const Tensor& src) {
+  if (!src.defined()) fail("copy_to_host", "src is not allocated");
+  if (src.bytes() > 0) std::memcpy(dst, src.raw(), src.bytes());
+}
+
+void ReferenceBackend::copy(Tensor& dst, const Tensor& src) {
+  if (!dst.defined() || !src.defined()) fail("copy", "dst and src must be allocated");
+  if (dst.numel() != src.numel() || dst.dtype() != src.dtype())
+    fail("copy", "dst " + dst.str() + " and src " + src.str() + " must have the same numel and dtype");
+  if (dst.raw() != src.raw() && src.bytes() > 0) std::memmove(dst.raw(), src.raw(), src.bytes());
+}
+
+// ---------------------------------------------------------------------------- plugin record
+
+ablate::Component* create(const ablate::Options&) { return new ReferenceBackend(); }
+
+ABLATE_PLUGIN("backend", "reference", "1.0.0",
+              "Plain single-threaded CPU backend: the op oracle every other backend is tested against",
+              ablate::kNoOptions, create)
+
+}  // namespace backend_reference

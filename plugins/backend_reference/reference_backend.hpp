@@ -1,0 +1,122 @@
+// Plugin backend/reference: plain, obviously-correct, single-threaded C++ for every op of
+// ablate::Backend. It is the oracle the other backends are tested against, so clarity wins over
+// speed: each op reads its inputs into double vectors, computes in double, and rounds on store.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ablate/backend.hpp"
+#include "ablate/host_allocator.hpp"
+
+namespace backend_reference {
+
+using ablate::Activation;
+using ablate::DType;
+using ablate::Shape;
+using ablate::Tensor;
+
+class ReferenceBackend final : public ablate::Backend {
+ public:
+  ReferenceBackend();
+
+  ablate::BackendCaps caps() const override;
+  // The allocator behind every tensor of this backend (tests read its stats()).
+  const ablate::HostAllocator& allocator() const { return *allocator_; }
+
+  Tensor empty(const Shape& shape, DType dtype) override;
+  void fill(Tensor& y, float value) override;
+  void copy_from_host(Tensor& dst, const void* src) override;
+  void copy_to_host(void* dst, const Tensor& src) override;
+  void copy(Tensor& dst, const Tensor& src) override;
+  void synchronize() override {}
+
+  // linear_ops.cpp
+  void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
+                      Activation act) override;
+  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                       const Tensor* pre, const Tensor& y, Activation act) override;
+  void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) override;
+  void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
+                       bool trans_b, float alpha) override;
+
+  // attention_ops.cpp
+  void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const ablate::AttentionParams& params) override;
+  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
+                          const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const ablate::AttentionParams& params) override;
+  void split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) override;
+  void split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) override;
+  void merge_heads_forward(Tensor& y, const Tensor& x) override;
+  void merge_heads_backward(Tensor& dx, const Tensor& dy) override;
+
+  // norm_ops.cpp
+  void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
+                          const Tensor& beta, float eps) override;
+  void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
+                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma) override;
+  void rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) override;
+  void rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
+                         const Tensor& gamma) override;
+
+  // elementwise_ops.cpp
+  void activation_forward(Tensor& y, const Tensor& x, Activation act) override;
+  void activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) override;
+  void add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) override;
+  void add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) override;
+  void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) override;
+  void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) override;
+  void axpy(Tensor& y, const Tensor& x, float alpha) override;
+  void dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) override;
+  void dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) override;
+  void embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) override;
+  void embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) override;
+
+  // loss_optim_ops.cpp
+  void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
+                             const Tensor& targets, std::int32_t ignore_index, float label_smoothing) override;
+  void sum_squares(Tensor& total, const Tensor& x) override;
+  void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
+                   const ablate::AdamParams& params) override;
+  void cast(Tensor& y, const Tensor& x) override;
+
+ private:
+  std::shared_ptr<ablate::HostAllocator> allocator_;
+};
+
+// ---- helpers shared by the op files (reference_backend.cpp) ----
+
+// Throws ablate::Error("backend/reference <op>: <what>").
+[[noreturn]] void fail(const char* op, const std::string& what);
+// Checks: t is allocated and has a value dtype (F32/BF16) / exactly `dtype` / `shape`.
+void check_value(const char* op, const char* name, const Tensor& t);
+void check_dtype(const char* op, const char* name, const Tensor& t, DType dtype);
+void check_shape(const char* op, const char* name, const Tensor& t, const Shape& shape);
+// `t` has the value dtype of `ref` (named ref_name).
+void check_same_dtype(const char* op, const char* name, const Tensor& t, const char* ref_name, const Tensor& ref);
+// A gradient `g` of value `v`: same numel and last dim; dtype equal to v's, or F32 when
+// `param` (mixed precision keeps F32 parameter gradients).
+void check_grad(const char* op, const char* name, const Tensor& g, const char* value_name, const Tensor& v,
+                bool param);
+void check_numel(const char* op, const char* name, const Tensor& t, std::int64_t numel);
+
+// Host views: read any F32/BF16 tensor as doubles; store doubles rounded to the tensor's dtype;
+// accumulate `t += delta` (a null `t` is skipped).
+std::vector<double> load(const Tensor& t);
+std::vector<std::int32_t> load_i32(const Tensor& t);
+void store(Tensor& t, const std::vector<double>& values);
+void accumulate(Tensor* t, const std::vector<double>& delta);
+
+// Activations and their derivatives, in double (shared by linear and activation ops).
+double activate(Activation act, double x);
+double activate_grad(Activation act, double x);  // d act / dx at x
+// Whether backward needs the pre-activation (act' is not a function of act(x)).
+inline bool needs_pre(Activation act) {
+  return act == Activation::GeluErf || act == Activation::GeluTanh || act == Activation::SiLU;
+}
+
+}  // namespace backend_reference

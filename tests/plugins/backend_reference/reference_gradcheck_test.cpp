@@ -1,0 +1,272 @@
+// Finite-difference gradient checks of every differentiable op of the reference backend (every
+// harness case with a backward, in F32), and proof that the checks have teeth: a backend with
+// one deliberately broken backward is reported as failing, and so is a 1% parity difference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/gradcheck_ops.hpp"
+#include "backends/op_cases.hpp"
+#include "reference_test_util.hpp"
+
+namespace ablate::testing {
+namespace {
+
+const std::vector<OpCase>& cases() {
+  static const std::vector<OpCase> all = all_op_cases();
+  return all;
+}
+
+std::vector<int> differentiable_cases() {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < cases().size(); ++i)
+    if (cases()[i].backward) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+const OpCase& find_case(const std::string& id) {
+  for (const OpCase& c : cases())
+    if (c.id() == id) return c;
+  throw Error("no op case " + id);
+}
+
+// ---------------------------------------------------------------------------- (a) every op
+
+class ReferenceGradCheck : public ::testing::TestWithParam<int> {};
+
+TEST_P(ReferenceGradCheck, BackwardMatchesFiniteDifferences) {
+  const OpCase& c = cases()[static_cast<std::size_t>(GetParam())];
+  const GradCheckResult r = check_gradients(*reference_backend(), c);
+  EXPECT_TRUE(r.ok) << r.report;
+  EXPECT_GT(r.checked, 0);
+  // The smaller-step retry is for ReLU kinks (common in linear+relu: a weight moves 65
+  // pre-activations at once), not a way to pass smooth ops: keep it rare there.
+  if (c.name.find("relu") == std::string::npos) {
+    EXPECT_LE(r.retried, std::max(1, r.checked / 10)) << r.report;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, ReferenceGradCheck, ::testing::ValuesIn(differentiable_cases()),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return cases()[static_cast<std::size_t>(info.param)].id();
+                         });
+
+TEST(ReferenceGradCheck, EveryBackwardOpIsCovered) {
+  std::set<std::string> ops;
+  for (const OpCase& c : cases())
+    if (c.backward) ops.insert(c.op);
+  for (const char* op : {"linear", "matmul", "attention", "layer_norm", "rms_norm", "activation", "add", "mul",
+                         "dropout", "embedding", "split_heads", "merge_heads", "cross_entropy"})
+    EXPECT_TRUE(ops.count(op)) << op << " has no gradient-checked case";
+}
+
+// ---------------------------------------------------------------------------- (b) teeth
+
+// Forwards every call to another backend; tests override one op to break it on purpose.
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(std::shared_ptr<Backend> inner) : in_(std::move(inner)) {}
+  BackendCaps caps() const override { return in_->caps(); }
+  Tensor empty(const Shape& s, DType t) override { return in_->empty(s, t); }
+  void fill(Tensor& y, float v) override { in_->fill(y, v); }
+  void copy_from_host(Tensor& d, const void* s) override { in_->copy_from_host(d, s); }
+  void copy_to_host(void* d, const Tensor& s) override { in_->copy_to_host(d, s); }
+  void copy(Tensor& d, const Tensor& s) override { in_->copy(d, s); }
+  void synchronize() override { in_->synchronize(); }
+  void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation a) override {
+    in_->linear_forward(y, pre, x, w, b, a);
+  }
+  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                       const Tensor* pre, const Tensor& y, Activation a) override {
+    in_->linear_backward(dx, dw, db, dy, x, w, pre, y, a);
+  }
+  void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool ta, bool tb, float al) override {
+    in_->matmul_forward(c, a, b, ta, tb, al);
+  }
+  void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool ta, bool tb,
+                       float al) override {
+    in_->matmul_backward(da, db, dc, a, b, ta, tb, al);
+  }
+  void attention_forward(Tensor& o, Tensor& l, Tensor* p, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const AttentionParams& ps) override {
+    in_->attention_forward(o, l, p, q, k, v, ps);
+  }
+  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
+                          const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
+    in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, ps);
+  }
+  void layer_norm_forward(Tensor& y, Tensor& m, Tensor& r, const Tensor& x, const Tensor& g, const Tensor& b,
+                          float eps) override {
+    in_->layer_norm_forward(y, m, r, x, g, b, eps);
+  }
+  void layer_norm_backward(Tensor* dx, Tensor* dg, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& m,
+                           const Tensor& r, const Tensor& g) override {
+    in_->layer_norm_backward(dx, dg, db, dy, x, m, r, g);
+  }
+  void rms_norm_forward(Tensor& y, Tensor& r, const Tensor& x, const Tensor& g, float eps) override {
+    in_->rms_norm_forward(y, r, x, g, eps);
+  }
+  void rms_norm_backward(Tensor* dx, Tensor* dg, const Tensor& dy, const Tensor& x, const Tensor& r,
+                         const Tensor& g) override {
+    in_->rms_norm_backward(dx, dg, dy, x, r, g);
+  }
+  void activation_forward(Tensor& y, const Tensor& x, Activation a) override { in_->activation_forward(y, x, a); }
+  void activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation a) override {
+    in_->activation_backward(dx, dy, x, a);
+  }
+  void add_forward(Tensor& y, const Tensor& a, const Tensor& b, float al, float be) override {
+    in_->add_forward(y, a, b, al, be);
+  }
+  void add_backward(Tensor* da, Tensor* db, const Tensor& dy, float al, float be) override {
+    in_->add_backward(da, db, dy, al, be);
+  }
+  void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) override { in_->mul_forward(y, a, b); }
+  void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) override {
+    in_->mul_backward(da, db, dy, a, b);
+  }
+  void axpy(Tensor& y, const Tensor& x, float al) override { in_->axpy(y, x, al); }
+  void dropout_forward(Tensor& y, const Tensor& x, float p, const RngKey& k) override { in_->dropout_forward(y, x, p, k); }
+  void dropout_backward(Tensor& dx, const Tensor& dy, float p, const RngKey& k) override {
+    in_->dropout_backward(dx, dy, p, k);
+  }
+  void embedding_forward(Tensor& y, const Tensor& ids, const Tensor& t) override { in_->embedding_forward(y, ids, t); }
+  void embedding_backward(Tensor& dt, const Tensor& dy, const Tensor& ids) override {
+    in_->embedding_backward(dt, dy, ids);
+  }
+  void split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) override {
+    in_->split_heads_forward(y, x, parts, part);
+  }
+  void split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) override {
+    in_->split_heads_backward(dx, dy, parts, part);
+  }
+  void merge_heads_forward(Tensor& y, const Tensor& x) override { in_->merge_heads_forward(y, x); }
+  void merge_heads_backward(Tensor& dx, const Tensor& dy) override { in_->merge_heads_backward(dx, dy); }
+  void cross_entropy_forward(Tensor& loss, Tensor& dl, Tensor& st, const Tensor& lg, const Tensor& tg, std::int32_t ii,
+                             float ls) override {
+    in_->cross_entropy_forward(loss, dl, st, lg, tg, ii, ls);
+  }
+  void sum_squares(Tensor& total, const Tensor& x) override { in_->sum_squares(total, x); }
+  void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* wl, const Tensor& g, const AdamParams& p) override {
+    in_->adam_update(w, m, v, wl, g, p);
+  }
+  void cast(Tensor& y, const Tensor& x) override { in_->cast(y, x); }
+
+ protected:
+  std::shared_ptr<Backend> in_;
+};
+
+// linear_backward with dw's contribution scaled by 1.01: a 1% error in one gradient.
+class DwScaledBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                       const Tensor* pre, const Tensor& y, Activation a) override {
+    std::vector<float> before = dw ? host(*in_, *dw) : std::vector<float>{};
+    in_->linear_backward(dx, dw, db, dy, x, w, pre, y, a);
+    if (!dw) return;
+    std::vector<float> after = host(*in_, *dw);
+    for (std::size_t i = 0; i < after.size(); ++i) after[i] = before[i] + 1.01f * (after[i] - before[i]);
+    in_->copy_from_host(*dw, after.data());
+  }
+};
+
+// layer_norm_backward missing the "- xhat * mean(g * xhat)" term of dx: it recomputes dx on the
+// host without it (what a plausible bug looks like).
+class LayerNormMissingTermBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void layer_norm_backward(Tensor* dx, Tensor* dg, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& m,
+                           const Tensor& r, const Tensor& g) override {
+    in_->layer_norm_backward(nullptr, dg, db, dy, x, m, r, g);
+    if (!dx) return;
+    const std::vector<float> gy = host(*in_, dy), rv = host(*in_, r), gm = host(*in_, g);
+    std::vector<float> out = host(*in_, *dx);
+    const std::int64_t D = x.shape().last(), N = x.shape().rows();
+    for (std::int64_t n = 0; n < N; ++n) {
+      double mean_g = 0;
+      for (std::int64_t j = 0; j < D; ++j) mean_g += gy[static_cast<std::size_t>(n * D + j)] * gm[static_cast<std::size_t>(j)];
+      mean_g /= static_cast<double>(D);
+      for (std::int64_t j = 0; j < D; ++j) {
+        const auto i = static_cast<std::size_t>(n * D + j);
+        out[i] += static_cast<float>(rv[static_cast<std::size_t>(n)] * (gy[i] * gm[static_cast<std::size_t>(j)] - mean_g));
+      }
+    }
+    in_->copy_from_host(*dx, out.data());
+  }
+};
+
+// attention_backward that forgets the dropout mask (uses p = 0 in backward).
+class AttentionNoDropoutBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
+                          const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
+    AttentionParams p = ps;
+    p.dropout = 0.0f;
+    in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, p);
+  }
+};
+
+template <class Broken>
+void expect_caught(const std::string& case_id) {
+  const OpCase& c = find_case(case_id);
+  const GradCheckResult good = check_gradients(*reference_backend(), c);
+  EXPECT_TRUE(good.ok) << good.report;
+  auto broken = std::make_shared<Broken>(reference_backend());
+  const GradCheckResult bad = check_gradients(*broken, c);
+  EXPECT_FALSE(bad.ok) << "the finite-difference check did not notice the broken backward on " << case_id;
+  EXPECT_GT(bad.failed, 0);
+  EXPECT_NE(bad.report.find("fail"), std::string::npos);
+}
+
+TEST(GradCheckHasTeeth, ReportsLinearDwScaledByOnePercent) { expect_caught<DwScaledBackend>("linear_x3x7_O5_gelu_erf"); }
+
+TEST(GradCheckHasTeeth, ReportsLinearDwScaledByOnePercentOnALargerCase) {
+  expect_caught<DwScaledBackend>("linear_x2x3x33_O4_none_nobias_nopre");
+}
+
+TEST(GradCheckHasTeeth, ReportsLinearDwScaledByOnePercentDespiteReluKinkRetries) {
+  expect_caught<DwScaledBackend>("linear_x65x16_O9_relu_nopre");
+}
+
+TEST(GradCheckHasTeeth, ReportsLayerNormMissingATerm) { expect_caught<LayerNormMissingTermBackend>("layer_norm_x3x7"); }
+
+TEST(GradCheckHasTeeth, ReportsAttentionBackwardIgnoringDropout) {
+  expect_caught<AttentionNoDropoutBackend>("attention_dropout_B2_H2_T5_S7_Dh4");
+}
+
+// The parity comparator, too, must flag a small difference (and accept identical runs).
+TEST(ParityCompareHasTeeth, FlagsAOnePercentDifference) {
+  const OpCase& c = find_case("attention_causal_padding_B3_H1_T7_S7_Dh3");
+  const OpResult a = run_case(*reference_backend(), c, DType::F32);
+  EXPECT_TRUE(compare_results(c, DType::F32, a, a).ok);
+  OpResult b = a;
+  b.values.at("dq")[5] *= 1.01f;
+  b.values.at("dq")[5] += 1e-3f;
+  const CompareResult r = compare_results(c, DType::F32, a, b);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.report.find("dq"), std::string::npos) << r.report;
+  OpResult n = a;
+  n.values.at("lse")[0] = std::nanf("");
+  EXPECT_FALSE(compare_results(c, DType::F32, a, n).ok);
+}
+
+TEST(ReferenceHarness, EveryCaseRunsInBf16CloseToF32) {
+  // Every BF16-capable case on the reference in BF16 (values bf16, parameter gradients f32),
+  // against the F32 run with a loose tolerance: exercises the BF16 path of every op.
+  for (const OpCase& c : cases()) {
+    if (!c.bf16) continue;
+    const OpResult f = run_case(*reference_backend(), c, DType::F32);
+    OpResult b;
+    ASSERT_NO_THROW(b = run_case(*reference_backend(), c, DType::BF16)) << c.id();
+    const CompareResult r = compare_results(c, DType::BF16, f, b);
+    EXPECT_TRUE(r.ok) << c.id() << ":\n" << r.report;
+  }
+}
+
+}  // namespace
+}  // namespace ablate::testing
