@@ -1,0 +1,303 @@
+// Scalar building blocks of backend/onednn's own kernels, written so that `#pragma omp simd`
+// loops vectorise: f32/bf16 load/store, a branch-free exp, the activations and their
+// derivatives, dtype dispatch and argument checks that name the op and the tensors.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "ablate/backend.hpp"
+#include "ablate/bf16.hpp"
+#include "ablate/error.hpp"
+#include "ablate/philox.hpp"
+
+namespace backend_onednn {
+
+using bf16_t = std::uint16_t;  // storage of one bfloat16 value
+
+// --- loads and stores: compute is always f32; bf16 rounds to nearest even on store.
+#pragma omp declare simd
+inline float ld(const float* p, std::int64_t i) { return p[i]; }
+#pragma omp declare simd
+inline float ld(const bf16_t* p, std::int64_t i) {
+  const std::uint32_t u = static_cast<std::uint32_t>(p[i]) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+#pragma omp declare simd
+inline void st(float* p, std::int64_t i, float v) { p[i] = v; }
+#pragma omp declare simd
+inline void st(bf16_t* p, std::int64_t i, float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+  const std::uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  p[i] = static_cast<bf16_t>(nan ? ((u >> 16) | 0x40u) : r);
+}
+
+// Calls f(T*) with the tensor's data typed by its dtype (F32 or BF16; anything else throws).
+template <class F>
+inline void with_float(const char* op, const ablate::Tensor& t, F&& f) {
+  if (t.dtype() == ablate::DType::F32) return f(t.data<float>());
+  if (t.dtype() == ablate::DType::BF16) return f(t.data<bf16_t>());
+  throw ablate::Error(std::string("onednn ") + op + ": " + t.str() + " must be f32 or bf16");
+}
+
+// exp(x) for f32, branch-free (Cody-Waite reduction + degree-6 polynomial, ~1 ulp), so that
+// softmax rows vectorise. exp(-inf) = 0; results flush to 0 below x ~ -87.5 (no denormals) and
+// become +inf above x ~ 88.03 (slightly before FLT_MAX; never reached by softmax, where x <= 0).
+#pragma omp declare simd
+inline float fast_exp(float x) {
+  x = std::min(std::max(x, -88.0f), 88.7f);
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to the nearest integer
+  const float n = (x * 1.44269504088896341f + kRound) - kRound;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const std::int32_t e = static_cast<std::int32_t>(n) + 127;
+  const std::uint32_t bits = static_cast<std::uint32_t>(e) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+// max_j x[j] over j < n (-inf for n = 0), in 8 independent lanes so it vectorises (max is
+// exact and order-free, so this is deterministic).
+template <class T>
+inline float row_max(const T* x, std::int64_t n) {
+  float m[8];
+  for (float& v : m) v = -__builtin_inff();
+  std::int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) m[l] = std::max(m[l], ld(x, j + l));
+  float r = -__builtin_inff();
+  for (; j < n; ++j) r = std::max(r, ld(x, j));
+  for (const float v : m) r = std::max(r, v);
+  return r;
+}
+
+// --- Philox, many blocks at once: u[4*i + j] = philox_uniform4(key, blk0 + i)[j] for i < nblk,
+// bit-identical to ablate::philox_uniform4 (tests check), 8 blocks per step with AVX2.
+inline void philox_uniforms(float* u, const ablate::RngKey& key, std::uint64_t blk0, std::int64_t nblk) {
+  std::int64_t i = 0;
+#if defined(__AVX2__)
+  const std::uint32_t key0 = static_cast<std::uint32_t>(key.seed),
+                      key1 = static_cast<std::uint32_t>(key.seed >> 32) ^ static_cast<std::uint32_t>(key.step >> 32);
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u)), m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  const __m256i w0 = _mm256_set1_epi32(static_cast<int>(0x9E3779B9u)), w1 = _mm256_set1_epi32(static_cast<int>(0xBB67AE85u));
+  const __m256 scale = _mm256_set1_ps(1.0f / 16777216.0f);
+  for (; i + 8 <= nblk; i += 8) {
+    alignas(32) std::uint32_t lo[8], hi[8];
+    for (int l = 0; l < 8; ++l) {
+      const std::uint64_t blk = blk0 + static_cast<std::uint64_t>(i + l);
+      lo[l] = static_cast<std::uint32_t>(blk);
+      hi[l] = static_cast<std::uint32_t>(blk >> 32);
+    }
+    __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
+    __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
+    __m256i c2 = _mm256_set1_epi32(static_cast<int>(key.op_id));
+    __m256i c3 = _mm256_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(key.step)));
+    __m256i k0 = _mm256_set1_epi32(static_cast<int>(key0)), k1 = _mm256_set1_epi32(static_cast<int>(key1));
+    for (int round = 0; round < 10; ++round) {
+      // 32x32 -> 64-bit products of the even and the odd lanes, split into lo/hi halves.
+      const __m256i pe0 = _mm256_mul_epu32(c0, m0), po0 = _mm256_mul_epu32(_mm256_srli_epi64(c0, 32), m0);
+      const __m256i pe1 = _mm256_mul_epu32(c2, m1), po1 = _mm256_mul_epu32(_mm256_srli_epi64(c2, 32), m1);
+      const __m256i lo0 = _mm256_blend_epi32(pe0, _mm256_slli_epi64(po0, 32), 0xAA);
+      const __m256i hi0 = _mm256_blend_epi32(_mm256_srli_epi64(pe0, 32), po0, 0xAA);
+      const __m256i lo1 = _mm256_blend_epi32(pe1, _mm256_slli_epi64(po1, 32), 0xAA);
+      const __m256i hi1 = _mm256_blend_epi32(_mm256_srli_epi64(pe1, 32), po1, 0xAA);
+      const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), k0);
+      const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), k1);
+      c0 = n0;
+      c1 = lo1;
+      c2 = n2;
+      c3 = lo0;
+      k0 = _mm256_add_epi32(k0, w0);
+      k1 = _mm256_add_epi32(k1, w1);
+    }
+    alignas(32) float f[4][8];
+    _mm256_store_ps(f[0], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c0, 8)), scale));
+    _mm256_store_ps(f[1], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c1, 8)), scale));
+    _mm256_store_ps(f[2], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c2, 8)), scale));
+    _mm256_store_ps(f[3], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c3, 8)), scale));
+    for (int l = 0; l < 8; ++l)
+      for (int j = 0; j < 4; ++j) u[4 * (i + l) + j] = f[j][l];
+  }
+#endif
+  for (; i < nblk; ++i) ablate::philox_uniform4(key, blk0 + static_cast<std::uint64_t>(i), u + 4 * i);
+}
+
+// m[j] = keep(base + j) ? inv : 0 for j < n, keep = dropout_keep(key, base + j, p). `u` is
+// scratch of at least n + 8 floats.
+inline void keep_scales(float* m, float* u, std::uint64_t base, std::int64_t n, float p, float inv,
+                        const ablate::RngKey& key) {
+  if (n <= 0) return;
+  const std::uint64_t blk0 = base / 4, blk1 = (base + static_cast<std::uint64_t>(n) - 1) / 4;
+  philox_uniforms(u, key, blk0, static_cast<std::int64_t>(blk1 - blk0 + 1));
+  const float* uu = u + (base - 4 * blk0);
+#pragma omp simd
+  for (std::int64_t j = 0; j < n; ++j) m[j] = uu[j] >= p ? inv : 0.0f;
+}
+
+// --- activations: y = f(x) and f'(x), branch-free so `omp simd` loops vectorise.
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluC = 0.044715f;
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+// erfc(z) for z >= 0 with relative error < 1.2e-7 (Numerical Recipes' erfcc, a Chebyshev fit),
+// so 1 + erf(x) = erfc(-x) keeps its relative accuracy in the far negative tail of GELU.
+#pragma omp declare simd
+inline float erfc_pos(float z) {
+  const float t = 1.0f / (1.0f + 0.5f * z);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  return t * fast_exp(-z * z + p);
+}
+// Phi(x) = 0.5 * erfc(-x / sqrt(2)): the standard normal CDF.
+#pragma omp declare simd
+inline float normal_cdf(float x) {
+  const float z = x * kInvSqrt2;
+  const float e = erfc_pos(std::fabs(z));
+  return z >= 0.0f ? 1.0f - 0.5f * e : 0.5f * e;
+}
+#pragma omp declare simd
+inline float fast_tanh(float u) {
+  const float t = fast_exp(-2.0f * std::fabs(u));
+  const float r = (1.0f - t) / (1.0f + t);
+  return u < 0.0f ? -r : r;
+}
+#pragma omp declare simd
+inline float sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
+
+template <ablate::Activation A>
+inline float act_fwd(float x) {
+  using ablate::Activation;
+  if constexpr (A == Activation::ReLU) return x > 0.0f ? x : 0.0f;
+  if constexpr (A == Activation::GeluErf) return x * normal_cdf(x);
+  if constexpr (A == Activation::GeluTanh) return 0.5f * x * (1.0f + fast_tanh(kSqrt2OverPi * (x + kGeluC * x * x * x)));
+  if constexpr (A == Activation::SiLU) return x * sigmoid(x);
+  return x;
+}
+template <ablate::Activation A>
+inline float act_bwd(float x) {  // f'(x)
+  using ablate::Activation;
+  if constexpr (A == Activation::ReLU) return x > 0.0f ? 1.0f : 0.0f;
+  if constexpr (A == Activation::GeluErf) return normal_cdf(x) + x * kInvSqrt2Pi * fast_exp(-0.5f * x * x);
+  if constexpr (A == Activation::GeluTanh) {
+    const float t = fast_tanh(kSqrt2OverPi * (x + kGeluC * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluC * x * x);
+  }
+  if constexpr (A == Activation::SiLU) {
+    const float s = sigmoid(x);
+    return s * (1.0f + x * (1.0f - s));
+  }
+  return 1.0f;
+}
+
+template <ablate::Activation A>
+struct ActTag {
+  static constexpr ablate::Activation value = A;
+};
+// Calls f(ActTag<act>{}): hoists the activation switch out of the element loops.
+template <class F>
+inline void with_act(ablate::Activation a, F&& f) {
+  using ablate::Activation;
+  switch (a) {
+    case Activation::None: return f(ActTag<Activation::None>{});
+    case Activation::ReLU: return f(ActTag<Activation::ReLU>{});
+    case Activation::GeluErf: return f(ActTag<Activation::GeluErf>{});
+    case Activation::GeluTanh: return f(ActTag<Activation::GeluTanh>{});
+    case Activation::SiLU: return f(ActTag<Activation::SiLU>{});
+  }
+  throw ablate::Error("onednn: unknown activation " + std::to_string(static_cast<int>(a)));
+}
+
+inline float act_f(ablate::Activation a, float x) {
+  float y = x;
+  with_act(a, [&](auto tag) { y = act_fwd<decltype(tag)::value>(x); });
+  return y;
+}
+
+// out[cols] = sum over rows of each row's contribution, in a fixed order independent of the
+// thread count: rows are cut into at most 64 fixed chunks, each chunk adds its rows in order
+// into its own partial[cols], and the partials are added in chunk order.
+// fn(r, acc) adds row r into acc[0..width) (width = cols, or more for fused sums).
+template <class Fn>
+inline void chunked_column_sum(float* out, float* partial, std::int64_t rows, std::int64_t width, int threads, Fn&& fn) {
+  const std::int64_t nch = std::min<std::int64_t>(rows, 64);
+  if (nch == 0) {
+    std::fill(out, out + width, 0.0f);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t ch = 0; ch < nch; ++ch) {
+    float* acc = partial + ch * width;
+    std::fill(acc, acc + width, 0.0f);
+    const std::int64_t r0 = rows * ch / nch, r1 = rows * (ch + 1) / nch;
+    for (std::int64_t r = r0; r < r1; ++r) fn(r, acc);
+  }
+  constexpr std::int64_t kCols = 256;  // column blocks; each column still sums chunks 0, 1, 2, ...
+  const std::int64_t blocks = (width + kCols - 1) / kCols;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t blk = 0; blk < blocks; ++blk) {
+    const std::int64_t c0 = blk * kCols, c1 = std::min(width, c0 + kCols);
+    std::copy(partial + c0, partial + c1, out + c0);
+    for (std::int64_t ch = 1; ch < nch; ++ch) {
+      const float* p = partial + ch * width;
+#pragma omp simd
+      for (std::int64_t c = c0; c < c1; ++c) out[c] += p[c];
+    }
+  }
+}
+
+// --- argument checks: every message names the op and the tensors involved.
+[[noreturn]] inline void fail(const char* op, const std::string& what) {
+  throw ablate::Error(std::string("onednn ") + op + ": " + what);
+}
+inline void need_defined(const char* op, const char* name, const ablate::Tensor& t) {
+  if (!t.defined()) fail(op, std::string(name) + " is an undefined tensor");
+}
+inline void need_float(const char* op, const char* name, const ablate::Tensor& t) {
+  need_defined(op, name, t);
+  if (t.dtype() != ablate::DType::F32 && t.dtype() != ablate::DType::BF16)
+    fail(op, std::string(name) + " " + t.str() + " must be f32 or bf16");
+}
+inline void need_dtype(const char* op, const char* name, const ablate::Tensor& t, ablate::DType d) {
+  need_defined(op, name, t);
+  if (t.dtype() != d) fail(op, std::string(name) + " " + t.str() + " must be " + ablate::dtype_name(d));
+}
+inline void need_same_shape(const char* op, const char* an, const ablate::Tensor& a, const char* bn,
+                            const ablate::Tensor& b) {
+  if (a.shape() != b.shape()) fail(op, std::string(an) + " " + a.str() + " and " + bn + " " + b.str() + " differ in shape");
+}
+inline void need_numel(const char* op, const char* name, const ablate::Tensor& t, std::int64_t n) {
+  if (t.numel() != n) fail(op, std::string(name) + " " + t.str() + " must have " + std::to_string(n) + " elements");
+}
+inline void need_rank(const char* op, const char* name, const ablate::Tensor& t, int rank) {
+  if (t.shape().rank() != rank) fail(op, std::string(name) + " " + t.str() + " must have rank " + std::to_string(rank));
+}
+
+}  // namespace backend_onednn

@@ -1,0 +1,140 @@
+// Internal header of backend/onednn: the backend class (shared by its translation units) and the
+// test hook cache_stats(). GEMM-shaped work runs on cached oneDNN matmul primitives; everything
+// oneDNN has no primitive for (dropout, masking, norms, loss, optimizer) is OpenMP C++ here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include "ablate/backend.hpp"
+#include "ablate/host_allocator.hpp"
+
+namespace backend_onednn {
+
+using ablate::DType;
+using ablate::Tensor;
+
+// Primitive-cache counters, for tests: a warm op sequence must create no new primitive.
+struct CacheStats {
+  std::size_t primitives_created = 0;
+  std::size_t hits = 0;
+  std::size_t system_allocations = 0;  // HostAllocator cache misses (tensors and scratch)
+};
+// Throws ablate::Error if `b` is not an onednn backend linked into this binary.
+CacheStats cache_stats(const ablate::Backend& b);
+
+// One operand of a GEMM, seen logically as [batch, rows, cols]; stored row-major either as
+// [batch, rows, cols] (trans = false) or [batch, cols, rows] (trans = true). batch stride is
+// rows * cols. F32 or BF16 (BF16 is widened to f32 scratch: this CPU has no bf16 matmul).
+struct MatView {
+  const void* data = nullptr;
+  DType dtype = DType::F32;
+  std::int64_t batch = 1, rows = 0, cols = 0;
+  bool trans = false;
+};
+
+// Scratch slots: each a reusable buffer kept for the backend's life (grown, never shrunk), so
+// a warm step allocates nothing. An op never uses one slot for two live things at once.
+enum Slot : int {
+  kGemmA = 0, kGemmB, kGemmC, kGemmBias, kDnnlScratch,  // gemm(): bf16 operands widened, oneDNN scratchpad
+  kLinG,                                                 // linear_backward: g = dy ⊙ act'
+  kAttS, kAttP, kAttD,                                   // attention: scores/P, P' or masks, dP
+  kPartial,                                              // per-chunk partial column sums, per-thread rows
+  kSums,                                                 // small f32 sums: per-row loss, db, dgamma|dbeta
+  kVecA, kVecB,                                          // gamma / beta widened to f32
+  kSlotCount
+};
+
+// Not thread-safe: one backend serves one training loop (ops run on the calling thread, with
+// `threads` OpenMP workers). Every op is synchronous on the host.
+class OnednnBackend final : public ablate::Backend {
+ public:
+  explicit OnednnBackend(int threads);
+  ~OnednnBackend() override;
+
+  ablate::BackendCaps caps() const override;
+  CacheStats stats() const;
+
+  Tensor empty(const ablate::Shape& shape, DType dtype) override;
+  void fill(Tensor& y, float value) override;
+  void copy_from_host(Tensor& dst, const void* src) override;
+  void copy_to_host(void* dst, const Tensor& src) override;
+  void copy(Tensor& dst, const Tensor& src) override;
+  void synchronize() override;
+
+  void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
+                      ablate::Activation act) override;
+  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                       const Tensor* pre, const Tensor& y, ablate::Activation act) override;
+  void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) override;
+  void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
+                       bool trans_b, float alpha) override;
+  void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const ablate::AttentionParams& params) override;
+  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
+                          const Tensor& q, const Tensor& k, const Tensor& v,
+                          const ablate::AttentionParams& params) override;
+  void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
+                          const Tensor& beta, float eps) override;
+  void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
+                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma) override;
+  void rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) override;
+  void rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
+                         const Tensor& gamma) override;
+  void activation_forward(Tensor& y, const Tensor& x, ablate::Activation act) override;
+  void activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, ablate::Activation act) override;
+  void add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) override;
+  void add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) override;
+  void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) override;
+  void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) override;
+  void axpy(Tensor& y, const Tensor& x, float alpha) override;
+  void dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) override;
+  void dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) override;
+  void embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) override;
+  void embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) override;
+  void split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) override;
+  void split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) override;
+  void merge_heads_forward(Tensor& y, const Tensor& x) override;
+  void merge_heads_backward(Tensor& dx, const Tensor& dy) override;
+  void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
+                             const Tensor& targets, std::int32_t ignore_index, float label_smoothing) override;
+  void sum_squares(Tensor& total, const Tensor& x) override;
+  void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
+                   const ablate::AdamParams& params) override;
+  void cast(Tensor& y, const Tensor& x) override;
+
+ private:
+  // C[batch, M, N] = alpha * A[batch, M, K] · B[batch, K, N] (+ bias[N]) (+ C if accumulate), then
+  // the fused activation `act` (None/ReLU/GeluErf/GeluTanh/SiLU); c_dtype F32 or BF16.
+  void gemm(void* c, DType c_dtype, const MatView& a, const MatView& b, float alpha, bool accumulate,
+            const Tensor* bias, ablate::Activation act, const char* op);
+  // A reusable f32/byte scratch buffer of at least `bytes` bytes for `slot`.
+  void* scratch(Slot slot, std::size_t bytes);
+  float* scratch_f32(Slot slot, std::int64_t n) {
+    return static_cast<float*>(scratch(slot, static_cast<std::size_t>(n) * sizeof(float)));
+  }
+  // View of an F32/BF16 matrix as f32: the tensor's own memory, or widened into `slot`.
+  const float* as_f32(const void* data, DType dt, std::int64_t n, Slot slot);
+  void set_threads() const;
+
+  struct Prim;  // a cached matmul primitive with its memory objects
+  struct KeyHash {
+    std::size_t operator()(const std::vector<std::int64_t>& k) const noexcept;
+  };
+
+  int threads_;
+  std::shared_ptr<ablate::HostAllocator> alloc_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::unordered_map<std::vector<std::int64_t>, std::unique_ptr<Prim>, KeyHash> prims_;
+  std::vector<std::int64_t> key_;  // reused key buffer (no allocation once warm)
+  std::shared_ptr<ablate::Storage> slots_[kSlotCount];
+  std::size_t created_ = 0, hits_ = 0;
+};
+
+}  // namespace backend_onednn
