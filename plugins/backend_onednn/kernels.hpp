@@ -22,6 +22,17 @@ namespace backend_onednn {
 
 using bf16_t = std::uint16_t;  // storage of one bfloat16 value
 
+// --- team size: how many threads a parallel region may use for `work` elements.
+// libgomp threads spin-wait at a region's barriers. When two processes share this machine's
+// cores (ctest -j2, two runs of a sweep), a team of 2 whose partner is descheduled spins for
+// a whole time slice, once per region: a gradcheck of tiny attention shapes took 0.03 s alone
+// but 11 s with a second copy running. So a region only forks when its work (elements touched,
+// or rows x row length) is large enough to repay a fork and a barrier; below the grain it runs
+// on the calling thread alone. Only the team size changes, never the chunking of a reduction,
+// so results stay bit-identical for any team size. Grain tuned with bench/op_bench.
+inline constexpr std::int64_t kParallelGrain = 32768;
+inline int team_size(std::int64_t work, int threads) { return work >= kParallelGrain ? threads : 1; }
+
 // --- loads and stores: compute is always f32; bf16 rounds to nearest even on store.
 #pragma omp declare simd
 inline float ld(const float* p, std::int64_t i) { return p[i]; }
@@ -252,7 +263,7 @@ inline void chunked_column_sum(float* out, float* partial, std::int64_t rows, st
     std::fill(out, out + width, 0.0f);
     return;
   }
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team_size(rows * width, threads)) schedule(static)
   for (std::int64_t ch = 0; ch < nch; ++ch) {
     float* acc = partial + ch * width;
     std::fill(acc, acc + width, 0.0f);
@@ -261,7 +272,7 @@ inline void chunked_column_sum(float* out, float* partial, std::int64_t rows, st
   }
   constexpr std::int64_t kCols = 256;  // column blocks; each column still sums chunks 0, 1, 2, ...
   const std::int64_t blocks = (width + kCols - 1) / kCols;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team_size(nch * width, threads)) schedule(static)
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     const std::int64_t c0 = blk * kCols, c1 = std::min(width, c0 + kCols);
     std::copy(partial + c0, partial + c1, out + c0);

@@ -34,7 +34,8 @@ OnednnBackend::OnednnBackend(int threads)
 OnednnBackend::~OnednnBackend() = default;
 
 void OnednnBackend::set_threads() const {
-  // oneDNN (OpenMP runtime) uses the calling thread's max-threads ICV; our loops say num_threads.
+  // oneDNN (OpenMP runtime) uses the calling thread's max-threads ICV (gemm lowers it for tiny
+  // products); our loops say num_threads.
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
 }
 
@@ -81,7 +82,7 @@ const float* OnednnBackend::as_f32(const void* data, DType dt, std::int64_t n, S
   if (dt == DType::F32) return static_cast<const float*>(data);
   float* out = scratch_f32(slot, n);
   const bf16_t* in = static_cast<const bf16_t*>(data);
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
   for (std::int64_t i = 0; i < n; ++i) out[i] = ld(in, i);
   return out;
 }
@@ -101,12 +102,12 @@ void OnednnBackend::fill(Tensor& y, float value) {
   if (y.dtype() == DType::I32) {
     auto* p = y.data<std::int32_t>();
     const auto v = static_cast<std::int32_t>(value);
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
     for (std::int64_t i = 0; i < n; ++i) p[i] = v;
     return;
   }
   with_float("fill", y, [&](auto* p) {
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
     for (std::int64_t i = 0; i < n; ++i) st(p, i, value);
   });
 }
@@ -174,18 +175,22 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
                  std::to_string(N) + "]");
   const std::int64_t nc = batch * M * N;
   if (nc == 0) return;
-  set_threads();
+  // oneDNN forks its own libgomp team (the ICV) for every matmul, however small, and spins at
+  // its barriers like our loops do (see team_size): tiny products run on this thread alone. The
+  // team is a function of the shape (the primitive key), so a shape's result never varies.
+  const int team = team_size(batch * M * N * std::max<std::int64_t>(K, 1), threads_);
+  if (omp_get_max_threads() != team) omp_set_num_threads(team);
 
   float* C = c_dtype == DType::F32 ? static_cast<float*>(c) : scratch_f32(kGemmC, nc);
   if (c_dtype == DType::BF16 && accumulate) {
     const bf16_t* cb = static_cast<const bf16_t*>(c);
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(nc, threads_)) schedule(static)
     for (std::int64_t i = 0; i < nc; ++i) C[i] = ld(cb, i);
   }
   const float* bias_f = bias ? as_f32(bias->raw(), bias->dtype(), N, kGemmBias) : nullptr;
 
   if (K == 0) {  // oneDNN refuses empty reductions: the product is zero
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(nc, threads_)) schedule(static)
     for (std::int64_t i = 0; i < nc; ++i) {
       const float v = (accumulate ? C[i] : 0.0f) + (bias_f ? bias_f[i % N] : 0.0f);
       C[i] = accumulate ? v : act_f(act, v);
@@ -256,7 +261,7 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
 
   if (c_dtype == DType::BF16) {
     bf16_t* cb = static_cast<bf16_t*>(c);
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(nc, threads_)) schedule(static)
     for (std::int64_t i = 0; i < nc; ++i) st(cb, i, C[i]);
   }
 }
@@ -293,7 +298,7 @@ void activation_grad_rows(float* gs, float* dbs, float* partial, const D* d, con
     return;
   }
   const std::int64_t n = N * O;
-#pragma omp parallel for simd num_threads(threads) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads)) schedule(static)
   for (std::int64_t i = 0; i < n; ++i) gs[i] = ld(d, i) * act_bwd<A>(ld(sp, i));
 }
 }  // namespace
@@ -537,7 +542,7 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
   float* mask = drop ? scratch_f32(kAttP, static_cast<std::int64_t>(threads_) * per_thread) : nullptr;
   const float ninf = -std::numeric_limits<float>::infinity();
   // One fused pass per row: mask, max, exp, sum, lse, probs, dropout (in place in sc).
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
     const std::int64_t b = r / (d.H * T), i = r % T;
     const std::int64_t n = visible_keys(d, prm, lens, b, i);
@@ -602,7 +607,7 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   float* tbuf = drop ? scratch_f32(kPartial, static_cast<std::int64_t>(threads_) * per_thread) : nullptr;
   gemm(P, DType::F32, view_of(q, BH, T, Dh, false), view_of(k, BH, Dh, S, true), prm.scale, false, nullptr,
        Activation::None, op);
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
     const std::int64_t b = r / (d.H * T), i = r % T;
     const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
@@ -630,7 +635,7 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   gemm(dP, DType::F32, view_of(dout, BH, T, Dh, false), view_of(v, BH, Dh, S, true), 1.0f, false, nullptr,
        Activation::None, op);
   // dS = P ⊙ (dP - sum_j P_j dP_j), with dP = dP' ⊙ keep / (1 - p)   (in place in dP)
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
     float* g = dP + r * S;
     const float* pr = P + r * S;

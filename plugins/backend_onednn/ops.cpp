@@ -25,7 +25,7 @@ template <class F>
 void for_each_keep(std::int64_t n, float p, float inv, const ablate::RngKey& key, int threads, F&& f) {
   constexpr std::int64_t kChunk = 1024;
   const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(team_size(n, threads))
   {
     alignas(64) float m[kChunk], u[kChunk + 16];
 #pragma omp for schedule(static)
@@ -64,7 +64,7 @@ void OnednnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, co
   float* rp = rstd.data<float>();
   with_float(op, x, [&](const auto* xp) {
     with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
       for (std::int64_t r = 0; r < N; ++r) {
         const auto* xr = xp + r * D;
         auto* yr = yp + r * D;
@@ -114,7 +114,7 @@ void OnednnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbet
     with_float(op, dy, [&](const auto* dyp) {
       if (dx) {
         with_float(op, *dx, [&](auto* dxp) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
           for (std::int64_t r = 0; r < N; ++r) {
             const auto* xr = xp + r * D;
             const auto* dr = dyp + r * D;
@@ -181,7 +181,7 @@ void OnednnBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, c
   float* rp = rstd.data<float>();
   with_float(op, x, [&](const auto* xp) {
     with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
       for (std::int64_t r = 0; r < N; ++r) {
         const auto* xr = xp + r * D;
         auto* yr = yp + r * D;
@@ -218,7 +218,7 @@ void OnednnBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& 
     with_float(op, dy, [&](const auto* dyp) {
       if (dx) {
         with_float(op, *dx, [&](auto* dxp) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
           for (std::int64_t r = 0; r < N; ++r) {
             const auto* xr = xp + r * D;
             const auto* dr = dyp + r * D;
@@ -267,7 +267,7 @@ void OnednnBackend::activation_forward(Tensor& y, const Tensor& x, Activation ac
     with_float(op, y, [&](auto* yp) {
       with_act(act, [&](auto tag) {
         constexpr Activation A = decltype(tag)::value;
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
         for (std::int64_t i = 0; i < n; ++i) st(yp, i, act_fwd<A>(ld(xp, i)));
       });
     });
@@ -288,7 +288,7 @@ void OnednnBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tens
       with_float(op, dx, [&](auto* dxp) {
         with_act(act, [&](auto tag) {
           constexpr Activation A = decltype(tag)::value;
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
           for (std::int64_t i = 0; i < n; ++i) st(dxp, i, ld(dxp, i) + ld(dyp, i) * act_bwd<A>(ld(xp, i)));
         });
       });
@@ -311,7 +311,7 @@ void OnednnBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, flo
   with_float(op, a, [&](const auto* ap) {
     with_float(op, b, [&](const auto* bp) {
       with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for num_threads(threads_) schedule(static) collapse(2)
+#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static) collapse(2)
         for (std::int64_t r = 0; r < reps; ++r)
           for (std::int64_t j = 0; j < nb; ++j) st(yp, r * nb + j, alpha * ld(ap, r * nb + j) + beta * ld(bp, j));
       });
@@ -350,7 +350,7 @@ void OnednnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float
       });
     });
     with_float(op, *db, [&](auto* p) {
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(nb, threads_)) schedule(static)
       for (std::int64_t j = 0; j < nb; ++j) st(p, j, ld(p, j) + beta * sums[j]);
     });
   }
@@ -368,7 +368,7 @@ void OnednnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
   with_float(op, a, [&](const auto* ap) {
     with_float(op, b, [&](const auto* bp) {
       with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
         for (std::int64_t i = 0; i < n; ++i) st(yp, i, ld(ap, i) * ld(bp, i));
       });
     });
@@ -391,7 +391,7 @@ void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const
     with_float(op, dy, [&](const auto* dyp) {
       with_float(op, other, [&](const auto* op2) {
         with_float(op, d, [&](auto* dp) {
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
           for (std::int64_t i = 0; i < n; ++i) st(dp, i, ld(dp, i) + ld(dyp, i) * ld(op2, i));
         });
       });
@@ -410,7 +410,7 @@ void OnednnBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
   set_threads();
   with_float(op, x, [&](const auto* xp) {
     with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
       for (std::int64_t i = 0; i < n; ++i) st(yp, i, ld(yp, i) + alpha * ld(xp, i));
     });
   });
@@ -479,7 +479,7 @@ void OnednnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor
   set_threads();
   with_float(op, table, [&](const auto* tp) {
     with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
       for (std::int64_t r = 0; r < N; ++r) {
         const auto* src = tp + static_cast<std::int64_t>(id[r]) * D;
         auto* dst = yp + r * D;
@@ -505,7 +505,7 @@ void OnednnBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const T
   const std::int64_t slices = std::min<std::int64_t>(threads_, std::max<std::int64_t>(D / 16, 1));
   with_float(op, dy, [&](const auto* dyp) {
     with_float(op, dtable, [&](auto* tp) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
       for (std::int64_t s = 0; s < slices; ++s) {
         const std::int64_t c0 = D * s / slices, c1 = D * (s + 1) / slices;
         for (std::int64_t r = 0; r < N; ++r) {
@@ -529,7 +529,7 @@ template <class Src, class Dst>
 void heads_copy(Dst* dst, const Src* src, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
                 std::int64_t parts, std::int64_t part, bool to_heads, bool acc, int threads) {
   const std::int64_t W = parts * H * Dh;
-#pragma omp parallel for num_threads(threads) schedule(static) collapse(3)
+#pragma omp parallel for num_threads(team_size(B * H * T * Dh, threads)) schedule(static) collapse(3)
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t t = 0; t < T; ++t) {
@@ -638,7 +638,7 @@ void OnednnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor&
   float* row_loss = scratch_f32(kSums, 2 * std::max<std::int64_t>(N, 1));  // [loss | correct]
   with_float(op, logits, [&](const auto* xp) {
     with_float(op, dlogits, [&](auto* gp) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(N * V, threads_)) schedule(static)
       for (std::int64_t r = 0; r < N; ++r) {
         const auto* x = xp + r * V;
         auto* g = gp + r * V;
@@ -694,7 +694,7 @@ void OnednnBackend::sum_squares(Tensor& total, const Tensor& x) {
   float* part = scratch_f32(kPartial, std::max<std::int64_t>(nch, 1));
   set_threads();
   with_float(op, x, [&](const auto* xp) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static)
     for (std::int64_t ch = 0; ch < nch; ++ch) {
       const std::int64_t i0 = ch * kChunk, i1 = std::min(n, i0 + kChunk);
       float s = 0.0f;
@@ -734,7 +734,7 @@ void OnednnBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, 
   float* vp = v.data<float>();
   const float* gp = grad.data<float>();
   bf16_t* lp = w_low ? w_low->data<bf16_t>() : nullptr;
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
     const float w0 = wp[i];
     float g = gp[i] * gs;
@@ -767,7 +767,7 @@ void OnednnBackend::cast(Tensor& y, const Tensor& x) {
   set_threads();
   with_float(op, x, [&](const auto* xp) {
     with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
       for (std::int64_t i = 0; i < n; ++i) st(yp, i, ld(xp, i));
     });
   });
