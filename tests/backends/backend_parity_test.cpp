@@ -10,31 +10,14 @@
 #include <vector>
 
 #include "backends/op_cases.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "backends/backend_test_util.hpp"
 
 namespace ablate::testing {
 namespace {
 
-PluginRegistry& registry() {
-  static PluginRegistry* r = [] {
-    auto* reg = new PluginRegistry();  // never destroyed: backends and tensors may outlive tests
-    reg->scan({builtin_plugin_dir()});
-    return reg;
-  }();
-  return *r;
-}
-
-Backend& backend(const std::string& name) {
-  static std::map<std::string, std::shared_ptr<Backend>> made;
-  auto it = made.find(name);
-  if (it == made.end()) it = made.emplace(name, registry().create<Backend>(name)).first;
-  return *it->second;
-}
-
-const std::vector<OpCase>& cases() {
-  static const std::vector<OpCase> all = all_op_cases();
-  return all;
-}
+PluginRegistry& registry() { return builtin_registry(); }
+Backend& backend(const std::string& name) { return *builtin_backend(name); }
+const std::vector<OpCase>& cases() { return shared_op_cases(); }
 
 struct ParityParam {
   std::string backend;  // empty: no backend to compare

@@ -709,4 +709,16 @@ std::vector<OpCase> all_op_cases() {
   return cases;
 }
 
+const std::vector<OpCase>& shared_op_cases() {
+  static const std::vector<OpCase> all = all_op_cases();
+  return all;
+}
+
+std::vector<int> differentiable_case_indices() {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < shared_op_cases().size(); ++i)
+    if (shared_op_cases()[i].backward) out.push_back(static_cast<int>(i));
+  return out;
+}
+
 }  // namespace ablate::testing

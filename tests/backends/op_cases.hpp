@@ -67,6 +67,9 @@ struct OpResult {
 };
 
 std::vector<OpCase> all_op_cases();
+// all_op_cases(), built once per process; and the indices of those with a backward.
+const std::vector<OpCase>& shared_op_cases();
+std::vector<int> differentiable_case_indices();
 
 // The deterministic host data of a case: generated inputs (rounded to bf16 for a BF16 run where
 // the role makes them bf16), the gradient pre-fill per grad input, and the upstream gradient per

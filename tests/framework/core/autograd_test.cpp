@@ -10,20 +10,20 @@
 
 namespace ablate {
 namespace {
-using testing::host_tensor;
+using testing::f32_tensor;
 using testing::ramp;
 using testing::reference_backend;
-using testing::to_host;
+using testing::host;
 
 TEST(Tape, InputUsedTwiceAccumulatesBothContributions) {
   Backend& be = reference_backend();
   Graph g(be, 1, 0);
   const std::vector<float> xv = {0.5f, -2.0f, 3.0f};
-  Var x = g.leaf(host_tensor(be, {3}, xv));
+  Var x = g.leaf(f32_tensor(be, {3}, xv));
   Var y = ops::mul(g, x, x);                 // x^2: dy/dx = 2x
   Var z = ops::add(g, y, x, 1.0f, 3.0f);     // x^2 + 3x: dz/dx = 2x + 3
-  g.backward(z, host_tensor(be, {3}, {1.0f, 1.0f, 1.0f}));
-  const std::vector<float> dx = to_host(be, x.grad());
+  g.backward(z, f32_tensor(be, {3}, {1.0f, 1.0f, 1.0f}));
+  const std::vector<float> dx = host(be, x.grad());
   for (std::size_t i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(dx[i], 2 * xv[i] + 3) << i;
 }
 
@@ -33,57 +33,57 @@ TEST(Tape, ParameterGradientsAccumulateAcrossPassesUntilZeroed) {
   Parameter& w = store.add("layer.weight", {2}, Init::ones(), 1);
   auto pass = [&] {
     Graph g(be, 1, 0);
-    Var x = g.constant(host_tensor(be, {2}, {3.0f, -1.0f}));
+    Var x = g.constant(f32_tensor(be, {2}, {3.0f, -1.0f}));
     Var y = ops::mul(g, g.parameter(w), x);  // dy/dw = x
-    g.backward(y, host_tensor(be, {2}, {1.0f, 1.0f}));
+    g.backward(y, f32_tensor(be, {2}, {1.0f, 1.0f}));
   };
   pass();
-  EXPECT_EQ(to_host(be, w.grad), (std::vector<float>{3.0f, -1.0f}));
+  EXPECT_EQ(host(be, w.grad), (std::vector<float>{3.0f, -1.0f}));
   pass();
-  EXPECT_EQ(to_host(be, w.grad), (std::vector<float>{6.0f, -2.0f}));
+  EXPECT_EQ(host(be, w.grad), (std::vector<float>{6.0f, -2.0f}));
   EXPECT_NEAR(store.grad_norm(), std::sqrt(36.0 + 4.0), 1e-6);
   store.zero_grad();
-  EXPECT_EQ(to_host(be, w.grad), (std::vector<float>{0.0f, 0.0f}));
+  EXPECT_EQ(host(be, w.grad), (std::vector<float>{0.0f, 0.0f}));
 }
 
 TEST(Tape, ConstantsGetNoGradientAndUnusedBranchesAreSkipped) {
   Backend& be = reference_backend();
   Graph g(be, 1, 0);
-  Var c = g.constant(host_tensor(be, {2}, {1.0f, 2.0f}));
-  Var x = g.leaf(host_tensor(be, {2}, {3.0f, 4.0f}));
+  Var c = g.constant(f32_tensor(be, {2}, {1.0f, 2.0f}));
+  Var x = g.leaf(f32_tensor(be, {2}, {3.0f, 4.0f}));
   Var unused = ops::scale(g, x, 100.0f);  // recorded but never reaches the output
   Var y = ops::mul(g, x, c);
-  g.backward(y, host_tensor(be, {2}, {1.0f, 1.0f}));
+  g.backward(y, f32_tensor(be, {2}, {1.0f, 1.0f}));
   EXPECT_FALSE(c.grad().defined());
   EXPECT_FALSE(unused.grad().defined());
-  EXPECT_EQ(to_host(be, x.grad()), (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_EQ(host(be, x.grad()), (std::vector<float>{1.0f, 2.0f}));
 }
 
 TEST(Tape, GraphWithoutGradientsRecordsNothing) {
   Backend& be = reference_backend();
   Graph g(be, 1, 0, /*training=*/false, /*grad=*/false);
-  Var x = g.leaf(host_tensor(be, {2}, {1.0f, 2.0f}));
+  Var x = g.leaf(f32_tensor(be, {2}, {1.0f, 2.0f}));
   EXPECT_FALSE(x.requires_grad());
   Var y = ops::scale(g, x, 2.0f);
   EXPECT_FALSE(y.requires_grad());
-  EXPECT_THROW(g.backward(y, host_tensor(be, {2}, {1.0f, 1.0f})), Error);
+  EXPECT_THROW(g.backward(y, f32_tensor(be, {2}, {1.0f, 1.0f})), Error);
 }
 
 TEST(Tape, LossMustBeOneF32Value) {
   Backend& be = reference_backend();
   Graph g(be, 1, 0);
-  Var x = g.leaf(host_tensor(be, {2}, {1.0f, 2.0f}));
+  Var x = g.leaf(f32_tensor(be, {2}, {1.0f, 2.0f}));
   EXPECT_THROW(g.backward(x), Error);
 }
 
 TEST(Tape, DropoutIsKeyedBySeedStepAndOpOrder) {
   Backend& be = reference_backend();
-  const Tensor ones = host_tensor(be, {256}, std::vector<float>(256, 1.0f));
+  const Tensor ones = f32_tensor(be, {256}, std::vector<float>(256, 1.0f));
   auto masks = [&](std::uint64_t seed, std::uint64_t step) {
     Graph g(be, seed, step);
     Var x = g.constant(ones);
-    std::vector<float> first = to_host(be, ops::dropout(g, x, 0.5f).value());  // op id 0
-    std::vector<float> second = to_host(be, ops::dropout(g, x, 0.5f).value());  // op id 1
+    std::vector<float> first = host(be, ops::dropout(g, x, 0.5f).value());  // op id 0
+    std::vector<float> second = host(be, ops::dropout(g, x, 0.5f).value());  // op id 1
     return std::make_pair(first, second);
   };
   const auto a = masks(7, 3);
@@ -96,7 +96,7 @@ TEST(Tape, DropoutIsKeyedBySeedStepAndOpOrder) {
     EXPECT_EQ(a.first[i] != 0.0f, dropout_keep(RngKey{7, 3, 0}, i, 0.5f)) << i;
   }
   Graph eval(be, 7, 3, /*training=*/false, /*grad=*/false);
-  EXPECT_EQ(to_host(be, ops::dropout(eval, eval.constant(ones), 0.5f).value()), std::vector<float>(256, 1.0f));
+  EXPECT_EQ(host(be, ops::dropout(eval, eval.constant(ones), 0.5f).value()), std::vector<float>(256, 1.0f));
 }
 
 // A component written with Graph::result/record whose backward is deliberately wrong
@@ -113,12 +113,12 @@ Var broken_triple(Graph& g, const Var& x) {
 TEST(Gradcheck, ReportsAWrongBackward) {
   Backend& be = reference_backend();
   const auto r = testing::gradcheck(be, [](Graph& g, const std::vector<Var>& in) { return broken_triple(g, in[0]); },
-                                    {host_tensor(be, {5}, ramp(5))});
+                                    {f32_tensor(be, {5}, ramp(5))});
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.checked, 5);
   EXPECT_NE(r.report.find("5 of 5 checked elements differ"), std::string::npos) << r.report;
   const auto fine = testing::gradcheck(be, [](Graph& g, const std::vector<Var>& in) { return ops::scale(g, in[0], 3.0f); },
-                                       {host_tensor(be, {5}, ramp(5))});
+                                       {f32_tensor(be, {5}, ramp(5))});
   EXPECT_TRUE(fine.ok) << fine.report;
 }
 

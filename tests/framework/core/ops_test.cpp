@@ -9,12 +9,12 @@
 namespace ablate {
 namespace {
 using testing::gradcheck;
-using testing::host_ids;
-using testing::host_tensor;
+using testing::i32_tensor;
+using testing::f32_tensor;
 using testing::ramp;
 using testing::reference_backend;
 
-Tensor values(const Shape& s, float phase = 0.0f) { return host_tensor(reference_backend(), s, ramp(s.numel(), phase)); }
+Tensor values(const Shape& s, float phase = 0.0f) { return f32_tensor(reference_backend(), s, ramp(s.numel(), phase)); }
 
 template <class... Inputs>
 void expect_gradcheck(const testing::GradcheckFn& fn, const Inputs&... inputs) {
@@ -46,7 +46,7 @@ TEST(OpsGradcheck, BatchedMatmulWithTransposes) {
 
 TEST(OpsGradcheck, AttentionWithCausalAndPaddingMasksAndDropout) {
   Backend& be = reference_backend();
-  const Tensor lengths = host_ids(be, {2}, {3, 5});
+  const Tensor lengths = i32_tensor(be, {2}, {3, 5});
   for (int variant = 0; variant < 4; ++variant) {
     SCOPED_TRACE(variant);
     ops::AttentionOptions o;
@@ -79,7 +79,7 @@ TEST(OpsGradcheck, ElementwiseOps) {
 }
 
 TEST(OpsGradcheck, EmbeddingScattersIntoTheTable) {
-  const Tensor ids = host_ids(reference_backend(), {2, 3}, {1, 4, 1, 0, 2, 4});  // repeats accumulate
+  const Tensor ids = i32_tensor(reference_backend(), {2, 3}, {1, 4, 1, 0, 2, 4});  // repeats accumulate
   expect_gradcheck([&ids](Graph& g, const std::vector<Var>& in) { return ops::embedding(g, ids, in[0]); },
                    values({5, 3}));
 }
@@ -92,7 +92,7 @@ TEST(OpsGradcheck, HeadSplitOfAFusedProjectionAndMerge) {
 }
 
 TEST(OpsGradcheck, CrossEntropyWithIgnoredRowsAndLabelSmoothing) {
-  const Tensor targets = host_ids(reference_backend(), {2, 3}, {0, 4, -100, 2, -100, 1});
+  const Tensor targets = i32_tensor(reference_backend(), {2, 3}, {0, 4, -100, 2, -100, 1});
   expect_gradcheck(
       [&targets](Graph& g, const std::vector<Var>& in) { return ops::cross_entropy(g, in[0], targets, -100, 0.1f).loss; },
       values({2, 3, 5}));
@@ -101,8 +101,8 @@ TEST(OpsGradcheck, CrossEntropyWithIgnoredRowsAndLabelSmoothing) {
 TEST(OpsGradcheck, SmallEncoderLayerEndToEnd) {
   // x -> LN -> fused qkv -> attention (padding) -> merge -> out proj -> residual -> FFN -> CE
   Backend& be = reference_backend();
-  const Tensor lengths = host_ids(be, {2}, {4, 2});
-  const Tensor targets = host_ids(be, {2, 4}, {1, 2, 0, 3, 2, 1, -100, -100});
+  const Tensor lengths = i32_tensor(be, {2}, {4, 2});
+  const Tensor targets = i32_tensor(be, {2, 4}, {1, 2, 0, 3, 2, 1, -100, -100});
   auto layer = [&](Graph& g, const std::vector<Var>& in) {
     const Var& x = in[0];
     Var h = ops::layer_norm(g, x, in[1], in[2]);
@@ -123,8 +123,8 @@ TEST(Ops, CrossEntropyReportsCountedRowsAndCorrectPredictions) {
   Backend& be = reference_backend();
   Graph g(be, 1, 0, false, false);
   // Row 0 predicts class 2 (target 2), row 1 predicts class 0 (target 1), row 2 ignored.
-  Var logits = g.constant(host_tensor(be, {3, 3}, {0, 1, 5, 4, 1, 0, 9, 9, 9}));
-  const auto r = ops::cross_entropy(g, logits, host_ids(be, {3}, {2, 1, -100}));
+  Var logits = g.constant(f32_tensor(be, {3, 3}, {0, 1, 5, 4, 1, 0, 9, 9, 9}));
+  const auto r = ops::cross_entropy(g, logits, i32_tensor(be, {3}, {2, 1, -100}));
   EXPECT_EQ(r.rows, 2.0);
   EXPECT_EQ(r.correct, 1.0);
 }

@@ -8,9 +8,9 @@
 
 namespace ablate {
 namespace {
-using testing::host_tensor;
+using testing::f32_tensor;
 using testing::reference_backend;
-using testing::to_host;
+using testing::host;
 
 TEST(Adam, FirstStepMovesEachWeightByLrAgainstItsGradient) {
   Backend& be = reference_backend();
@@ -20,7 +20,7 @@ TEST(Adam, FirstStepMovesEachWeightByLrAgainstItsGradient) {
   Adam adam(be, AdamConfig{});
   const double norm = adam.step(store, 0.1, 0.0);
   EXPECT_NEAR(norm, std::sqrt(0.25 + 4.0), 1e-6);
-  const auto v = to_host(be, w.value);
+  const auto v = host(be, w.value);
   // Bias-corrected m/sqrt(v) = g/|g| on step 1 (up to eps).
   EXPECT_NEAR(v[0], 0.9f, 1e-6);
   EXPECT_NEAR(v[1], 1.1f, 1e-6);
@@ -38,7 +38,7 @@ TEST(Adam, ClippingScalesGradientsToTheClipNorm) {
     adam.step(store, 0.01, clip);  // step 1: direction only
     be.copy_from_host(w.grad, grad.data());
     adam.step(store, 0.01, clip);  // step 2: magnitudes matter through m and v history
-    return to_host(be, w.value);
+    return host(be, w.value);
   };
   // Gradient (6, 8) has norm 10: clipped to 1 it behaves as (0.6, 0.8) unclipped.
   const auto clipped = run({6.0f, 8.0f}, 1.0);
@@ -57,7 +57,7 @@ TEST(Adam, AdamWDecaysWeightsWithZeroGradient) {
   c.decoupled = true;
   Adam adam(be, c);
   adam.step(store, 0.5, 0.0);
-  EXPECT_NEAR(to_host(be, w.value)[0], 1.0f - 0.5f * 0.1f, 1e-6);
+  EXPECT_NEAR(host(be, w.value)[0], 1.0f - 0.5f * 0.1f, 1e-6);
 }
 
 }  // namespace

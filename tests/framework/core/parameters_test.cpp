@@ -11,7 +11,7 @@
 namespace ablate {
 namespace {
 using testing::reference_backend;
-using testing::to_host;
+using testing::host;
 
 TEST(ParameterStore, NamesAreUniqueAndKeptInCreationOrder) {
   ParameterStore store(reference_backend());
@@ -33,7 +33,7 @@ TEST(ParameterStore, InitialisationDependsOnSeedAndNameOnly) {
   one.add("first", {8}, Init::uniform(1.0f), 3);
   Parameter& p1 = one.add("second", {8}, Init::uniform(1.0f), 3);
   Parameter& p2 = two.add("second", {8}, Init::uniform(1.0f), 3);  // created first here
-  EXPECT_EQ(to_host(reference_backend(), p1.value), to_host(reference_backend(), p2.value));
+  EXPECT_EQ(host(reference_backend(), p1.value), host(reference_backend(), p2.value));
 }
 
 TEST(ParameterStore, InitDistributionsHaveTheirDocumentedRanges) {
@@ -63,7 +63,7 @@ TEST(ParameterStore, MixedPrecisionKeepsABf16ComputeCopy) {
   EXPECT_EQ(p.compute.dtype(), DType::BF16);
   std::vector<std::uint16_t> low(4);
   be.copy_to_host(low.data(), p.compute);
-  const auto master = to_host(be, p.value);
+  const auto master = host(be, p.value);
   for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(low[i], float_to_bf16(master[i]));
 }
 

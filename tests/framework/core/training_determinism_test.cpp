@@ -8,7 +8,7 @@
 
 namespace ablate {
 namespace {
-using testing::host_ids;
+using testing::i32_tensor;
 
 struct TinyLayer {
   static constexpr int kVocab = 11, kD = 16, kHeads = 2, kF = 32, kB = 3, kT = 6;
@@ -23,9 +23,9 @@ struct TinyLayer {
     store.add("ffn.in.bias", {kF}, Init::zeros(), 1);
     store.add("ffn.out.weight", {kD, kF}, Init::xavier_uniform(), 1);
     store.add("head.weight", {kVocab, kD}, Init::xavier_uniform(), 1);
-    ids = host_ids(be, {kB, kT}, {1, 5, 3, 7, 2, 9, 4, 4, 8, 1, 0, 0, 6, 2, 10, 3, 5, 0});
-    targets = host_ids(be, {kB, kT}, {5, 3, 7, 2, 9, 1, 4, 8, 1, -100, -100, -100, 2, 10, 3, 5, -100, -100});
-    lengths = host_ids(be, {kB}, {6, 3, 4});
+    ids = i32_tensor(be, {kB, kT}, {1, 5, 3, 7, 2, 9, 4, 4, 8, 1, 0, 0, 6, 2, 10, 3, 5, 0});
+    targets = i32_tensor(be, {kB, kT}, {5, 3, 7, 2, 9, 1, 4, 8, 1, -100, -100, -100, 2, 10, 3, 5, -100, -100});
+    lengths = i32_tensor(be, {kB}, {6, 3, 4});
   }
 
   // One training step; returns the loss.
@@ -66,27 +66,13 @@ struct TinyLayer {
   Tensor ids, targets, lengths;
 };
 
-std::vector<std::string> backend_names() {
-  PluginRegistry r;
-  r.scan({builtin_plugin_dir()});
-  std::vector<std::string> names;
-  for (const PluginDescriptor* d : r.list("backend")) names.push_back(d->name);
-  return names;
-}
-
-std::shared_ptr<Backend> make_backend(const std::string& name) {
-  static PluginRegistry* registry = [] {
-    auto* r = new PluginRegistry();  // never destroyed: backends outlive the tests
-    r->scan({builtin_plugin_dir()});
-    return r;
-  }();
-  return registry->create<Backend>(name);
-}
+using testing::builtin_backend;
+using testing::builtin_backend_names;
 
 class EveryBackend : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryBackend, TrainingIsBitIdenticalRunToRunAndLearns) {
-  auto be = make_backend(GetParam());
+  auto be = builtin_backend(GetParam());
   const std::vector<float> first = TinyLayer(*be).train(8);
   const std::vector<float> second = TinyLayer(*be).train(8);
   EXPECT_EQ(first, second);  // bit-identical, dropout included
@@ -94,21 +80,21 @@ TEST_P(EveryBackend, TrainingIsBitIdenticalRunToRunAndLearns) {
 }
 
 TEST_P(EveryBackend, LossCurveMatchesTheReferenceBackend) {
-  auto be = make_backend(GetParam());
+  auto be = builtin_backend(GetParam());
   const std::vector<float> mine = TinyLayer(*be).train(8);
-  const std::vector<float> reference = TinyLayer(*make_backend("reference")).train(8);
+  const std::vector<float> reference = TinyLayer(*builtin_backend("reference")).train(8);
   for (std::size_t i = 0; i < mine.size(); ++i) EXPECT_NEAR(mine[i], reference[i], 2e-3f * reference[i]) << "step " << i + 1;
 }
 
 TEST_P(EveryBackend, MixedPrecisionFollowsTheF32Curve) {
-  auto be = make_backend(GetParam());
+  auto be = builtin_backend(GetParam());
   if (!be->caps().bf16) GTEST_SKIP() << GetParam() << " has no bf16 support";
   const std::vector<float> f32 = TinyLayer(*be).train(8);
   const std::vector<float> bf16 = TinyLayer(*be, DType::BF16).train(8);
   for (std::size_t i = 0; i < f32.size(); ++i) EXPECT_NEAR(bf16[i], f32[i], 0.05f * f32[i]) << "step " << i + 1;
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, EveryBackend, ::testing::ValuesIn(backend_names()),
+INSTANTIATE_TEST_SUITE_P(Backends, EveryBackend, ::testing::ValuesIn(builtin_backend_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

@@ -15,7 +15,7 @@
 #include "ablate/philox.hpp"
 #include "kernels.hpp"
 #include "onednn_backend.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "backends/backend_test_util.hpp"
 
 namespace backend_onednn {
 extern const ablate::PluginInfo plugin_info;
@@ -30,14 +30,7 @@ using ablate::DType;
 using ablate::Shape;
 using ablate::Tensor;
 
-std::shared_ptr<Backend> load_backend() {
-  static ablate::PluginRegistry* registry = [] {
-    auto* r = new ablate::PluginRegistry();
-    r->scan({ablate::builtin_plugin_dir()});
-    return r;
-  }();
-  return registry->create<Backend>("onednn", {{"threads", "2"}});
-}
+std::shared_ptr<Backend> load_backend() { return ablate::testing::new_builtin_backend("onednn", {{"threads", "2"}}); }
 
 // The same plugin linked in (OBJECT library), for the cache-statistics hook.
 std::shared_ptr<Backend> linked_backend() {

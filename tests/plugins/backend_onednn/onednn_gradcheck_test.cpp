@@ -9,32 +9,13 @@
 #include "ablate/backend.hpp"
 #include "backends/gradcheck_ops.hpp"
 #include "backends/op_cases.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "backends/backend_test_util.hpp"
 
 namespace ablate::testing {
 namespace {
 
-const std::vector<OpCase>& cases() {
-  static const std::vector<OpCase> all = all_op_cases();
-  return all;
-}
-
-std::vector<int> differentiable_cases() {
-  std::vector<int> out;
-  for (std::size_t i = 0; i < cases().size(); ++i)
-    if (cases()[i].backward) out.push_back(static_cast<int>(i));
-  return out;
-}
-
-Backend& onednn() {
-  static PluginRegistry* registry = [] {
-    auto* r = new PluginRegistry();  // never destroyed: tensors may outlive the tests
-    r->scan({builtin_plugin_dir()});
-    return r;
-  }();
-  static std::shared_ptr<Backend> be = registry->create<Backend>("onednn", {{"threads", "2"}});
-  return *be;
-}
+const std::vector<OpCase>& cases() { return shared_op_cases(); }
+Backend& onednn() { return *builtin_backend("onednn", {{"threads", "2"}}); }
 
 class OnednnGradCheck : public ::testing::TestWithParam<int> {};
 
@@ -45,7 +26,7 @@ TEST_P(OnednnGradCheck, BackwardMatchesFiniteDifferences) {
   EXPECT_GT(r.checked, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllOps, OnednnGradCheck, ::testing::ValuesIn(differentiable_cases()),
+INSTANTIATE_TEST_SUITE_P(AllOps, OnednnGradCheck, ::testing::ValuesIn(differentiable_case_indices()),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return cases()[static_cast<std::size_t>(info.param)].id();
                          });

@@ -1,0 +1,58 @@
+// Implementation of the shared backend test helpers (backend_test_util.hpp).
+#include "backends/backend_test_util.hpp"
+
+#include "ablate/bf16.hpp"
+
+namespace ablate::testing {
+
+PluginRegistry& builtin_registry() {
+  static PluginRegistry* registry = [] {
+    auto* r = new PluginRegistry();  // never destroyed: backends and tensors may outlive tests
+    r->scan({builtin_plugin_dir()});
+    return r;
+  }();
+  return *registry;
+}
+
+std::vector<std::string> builtin_backend_names() {
+  std::vector<std::string> names;
+  for (const PluginDescriptor* d : builtin_registry().list(Backend::kKind)) names.push_back(d->name);
+  return names;
+}
+
+std::shared_ptr<Backend> new_builtin_backend(const std::string& name, const std::map<std::string, std::string>& options) {
+  return builtin_registry().create<Backend>(name, options);
+}
+
+std::shared_ptr<Backend> builtin_backend(const std::string& name, const std::map<std::string, std::string>& options) {
+  static std::map<std::pair<std::string, std::map<std::string, std::string>>, std::shared_ptr<Backend>> made;
+  auto& slot = made[{name, options}];
+  if (!slot) slot = new_builtin_backend(name, options);
+  return slot;
+}
+
+Tensor f32_tensor(Backend& be, const Shape& shape, const std::vector<float>& values) {
+  Tensor t = be.empty(shape, DType::F32);
+  be.copy_from_host(t, values.data());
+  return t;
+}
+
+Tensor i32_tensor(Backend& be, const Shape& shape, const std::vector<std::int32_t>& values) {
+  Tensor t = be.empty(shape, DType::I32);
+  be.copy_from_host(t, values.data());
+  return t;
+}
+
+std::vector<float> host(Backend& be, const Tensor& t) {
+  std::vector<float> v(static_cast<std::size_t>(t.numel()));
+  if (t.dtype() == DType::BF16) {
+    std::vector<std::uint16_t> b(v.size());
+    be.copy_to_host(b.data(), t);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = bf16_to_float(b[i]);
+  } else {
+    be.copy_to_host(v.data(), t);
+  }
+  return v;
+}
+
+}  // namespace ablate::testing
