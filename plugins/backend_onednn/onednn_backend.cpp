@@ -35,7 +35,7 @@ OnednnBackend::~OnednnBackend() = default;
 
 void OnednnBackend::set_threads() const {
   // oneDNN (OpenMP runtime) uses the calling thread's max-threads ICV (gemm lowers it for tiny
-  // products); our loops say num_threads.
+  // products, then restores it); our loops say num_threads.
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
 }
 
@@ -175,9 +175,18 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
                  std::to_string(N) + "]");
   const std::int64_t nc = batch * M * N;
   if (nc == 0) return;
-  // oneDNN forks its own libgomp team (the ICV) for every matmul, however small, and spins at
-  // its barriers like our loops do (see team_size): tiny products run on this thread alone. The
-  // team is a function of the shape (the primitive key), so a shape's result never varies.
+  // oneDNN forks a libgomp team of the ICV's size for every matmul, however small, and spins at
+  // its barriers like our loops do (see team_size; it was 2.6 of the 11 s in the measurement
+  // there): products under the grain in multiply-adds run on this thread alone. The team is a
+  // function of the shape (the primitive key), so a shape's result is the same on every call.
+  // (oneDNN 2.6 splits K across threads for some shapes, so its bits do depend on the team.)
+  // The ICV goes back to threads_ on the way out, also when oneDNN throws.
+  struct IcvRestore {
+    int threads;
+    ~IcvRestore() {
+      if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+    }
+  } restore{threads_};
   const int team = team_size(batch * M * N * std::max<std::int64_t>(K, 1), threads_);
   if (omp_get_max_threads() != team) omp_set_num_threads(team);
 
