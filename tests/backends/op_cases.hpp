@@ -55,6 +55,9 @@ struct OpCase {
   std::vector<std::string> inplace;      // inputs the forward updates, reported as results
   std::function<void(OpRun&)> forward;
   std::function<void(OpRun&)> backward;  // empty: the op has no backward
+  // false: an F32 output too coarse for central differences (a mean over hundreds of rows:
+  // its rounding noise exceeds the tiny gradients); the case is covered by parity only.
+  bool finite_differences = true;
   std::string id() const { return op + "_" + name; }
 };
 
@@ -67,9 +70,10 @@ struct OpResult {
 };
 
 std::vector<OpCase> all_op_cases();
-// all_op_cases(), built once per process; and the indices of those with a backward.
+// all_op_cases(), built once per process; and the indices of those with a backward that
+// finite differences can check.
 const std::vector<OpCase>& shared_op_cases();
-std::vector<int> differentiable_case_indices();
+std::vector<int> gradcheck_case_indices();
 
 // The deterministic host data of a case: generated inputs (rounded to bf16 for a BF16 run where
 // the role makes them bf16), the gradient pre-fill per grad input, and the upstream gradient per
