@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   python3            # tests check JSON output with Debian's /usr/bin/python3
   libdnnl-dev ocl-icd-opencl-dev   # oneDNN 2.6 (its CMake config needs OpenCL headers)
+  libyaml-cpp-dev    # yaml-cpp 0.7: experiment specs (framework/spec/)
 )
 
 missing=()

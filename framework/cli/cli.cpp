@@ -17,6 +17,7 @@ namespace po = boost::program_options;
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"plugins", "list the discovered plugins: kind, name, version, file, description, options", cmd_plugins},
+      {"validate", "check an experiment spec (keys, values, extends, --set, plugins); --print the resolved spec", cmd_validate},
   };
   return table;
 }

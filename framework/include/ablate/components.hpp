@@ -1,0 +1,103 @@
+// The model's component kinds: "ffn", "positional_encoding" and "block". The model
+// (framework/model/) is assembled from these interfaces only, so each variant a tutorial uses
+// (ReLU or GELU FFN, sinusoidal or learned positions, post- or pre-norm) is its own plugin.
+//
+// One plugin instance is created per use site (one FFN per layer, one block per layer, one
+// positional encoding per stack) and owns its parameters: `build` adds them to the model's
+// ParameterStore under the scope's dotted prefix and keeps pointers to them (the store's
+// addresses are stable); `forward`/`apply` read them through Graph::parameter. Shapes use the
+// vocabulary of backend.hpp: B batch, T length, D model width, F feed-forward width.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "ablate/autograd.hpp"
+#include "ablate/parameters.hpp"
+#include "ablate/plugin.hpp"
+
+namespace ablate {
+
+// The model's sizes and regularisation, passed to every component's build. Defaults: the base
+// model of "Attention Is All You Need"; the model fills every field from the spec.
+struct ModelDims {
+  std::int64_t d_model = 512;     // D: width of the residual stream
+  std::int64_t heads = 8;         // H: attention heads (Dh = D / H)
+  std::int64_t d_ff = 2048;       // F: inner width of the feed-forward network
+  float dropout = 0.1f;           // residual-branch and FFN dropout (identity outside training)
+  float attention_dropout = 0.1f; // on the attention probabilities
+  float norm_eps = 1e-5f;         // epsilon of every LayerNorm / RMSNorm
+  bool qkv_bias = true;           // bias on the q, k, v projections
+  bool out_bias = true;           // bias on the attention output projection
+};
+
+// Where a component puts its parameters: a dotted name prefix ("encoder.layers.1.ffn") in a
+// ParameterStore, with the seed their initial values are drawn from (keyed by (seed, name), so
+// adding a parameter never changes the others).
+class BOOST_SYMBOL_VISIBLE ParamScope {
+ public:
+  ParamScope(ParameterStore& store, std::uint64_t seed, std::string prefix = {});
+
+  // Adds "<prefix>.<leaf>" (just "<leaf>" with an empty prefix), e.g. leaf "in.weight" in scope
+  // "encoder.layers.1.ffn" -> "encoder.layers.1.ffn.in.weight". Throws ablate::Error on a
+  // duplicate name or an empty leaf. The reference stays valid as long as the store.
+  Parameter& param(const std::string& leaf, const Shape& shape, const Init& init) const;
+  // The scope "<prefix>.<name>" in the same store with the same seed.
+  ParamScope child(const std::string& name) const;
+  // "<prefix>.<leaf>": the name param(leaf, ...) gives.
+  std::string name(const std::string& leaf) const;
+
+  const std::string& prefix() const { return prefix_; }
+  ParameterStore& store() const { return *store_; }
+  std::uint64_t seed() const { return seed_; }
+
+ private:
+  ParameterStore* store_;
+  std::uint64_t seed_;
+  std::string prefix_;
+};
+
+// Kind "ffn": the position-wise feed-forward sublayer, y[B, T, D] = FFN(x[B, T, D]).
+class BOOST_SYMBOL_VISIBLE FeedForward : public Component {
+ public:
+  static constexpr const char* kKind = "ffn";
+  // Adds this FFN's parameters under `scope` (e.g. "encoder.layers.1.ffn").
+  virtual void build(const ParamScope& scope, const ModelDims& dims) = 0;
+  // x: [B, T, D] -> [B, T, D]. Dropout inside the FFN (if any) uses dims.dropout.
+  virtual Var forward(Graph& g, const Var& x) const = 0;
+};
+
+// Kind "positional_encoding": adds position information to the (scaled) token embeddings.
+// Embedding dropout is the model's: a positional encoding only adds.
+class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
+ public:
+  static constexpr const char* kKind = "positional_encoding";
+  // Adds this encoding's parameters (if any) under `scope` (e.g. "encoder.positions").
+  virtual void build(const ParamScope& scope, const ModelDims& dims) = 0;
+  // x: [B, T, D] embeddings of positions offset .. offset+T-1 -> [B, T, D]. offset > 0 in
+  // incremental decoding (one new token per step). Throws ablate::Error (naming the position
+  // and the limit) for positions the encoding cannot represent.
+  virtual Var forward(Graph& g, const Var& x, std::int64_t offset) const = 0;
+};
+
+// Kind "block": the residual wiring of one layer with S sublayers (self-attention, optional
+// cross-attention, FFN), i.e. where the norms sit:
+//   post_norm: y = Norm_i(x + Dropout(f(x)))      pre_norm: y = x + Dropout(f(Norm_i(x)))
+// Residual dropout uses dims.dropout (ops::dropout: the identity outside training).
+class BOOST_SYMBOL_VISIBLE Block : public Component {
+ public:
+  static constexpr const char* kKind = "block";
+  // The sublayer function: [B, T, D] -> [B, T, D] (attention over some memory, or the FFN).
+  using Sublayer = std::function<Var(Graph&, const Var&)>;
+  // Adds the parameters of `sublayers` sublayers (the norms) under `scope`
+  // (e.g. "decoder.layers.0"; sublayers = 3 with cross-attention).
+  virtual void build(const ParamScope& scope, const ModelDims& dims, int sublayers) = 0;
+  // Sublayer `sublayer` (0 .. S-1, in the layer's order) around x: [B, T, D] -> [B, T, D].
+  virtual Var apply(Graph& g, int sublayer, const Var& x, const Sublayer& f) const = 0;
+  // True when the stack of these blocks must end with a norm (pre-norm: the residual stream
+  // is never normalised otherwise). The model owns that final norm.
+  virtual bool wants_final_norm() const = 0;
+};
+
+}  // namespace ablate

@@ -1,0 +1,30 @@
+// Checking a spec's plugin references against the plugins that exist, without the spec layer
+// knowing how plugins are found or loaded: the CLI injects a PluginCatalog (an adapter over the
+// plugin registry); tests inject a fake one.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plugins/plugin_descriptor.hpp"
+#include "spec/experiment_spec.hpp"
+
+namespace ablate::spec {
+
+struct PluginCatalog {
+  virtual ~PluginCatalog() = default;
+  // The declared options of plugin (kind, name), or nullopt if there is no such plugin.
+  virtual std::optional<std::vector<OptionDescriptor>> options(const std::string& kind, const std::string& name) const = 0;
+  // The names of every plugin of `kind` (for "expected one of ...").
+  virtual std::vector<std::string> names(const std::string& kind) const = 0;
+};
+
+// Checks every plugin reference of `spec` (task, model.block, model.positional_encoding,
+// model.ffn, backend, train.schedule): the plugin exists, each option is declared and well
+// typed, required options are set. Fills in the declared defaults of options not given, so the
+// resolved spec names every value. All problems are reported in one UsageError, one line each
+// ("FILE:LINE:COLUMN: KEY.PATH: ...").
+void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog);
+
+}  // namespace ablate::spec

@@ -1,0 +1,319 @@
+// Implementation of the marked spec tree (spec_tree.hpp): the only place that talks to yaml-cpp
+// when reading, plus `extends:` loading, merging and `--set` override trees.
+#include "spec/spec_tree.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+#include <yaml-cpp/yaml.h>
+
+#include "ablate/error.hpp"
+#include "core/text.hpp"
+
+namespace ablate::spec {
+
+std::string SourceMark::str() const {
+  if (line <= 0) return origin;
+  return origin + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+void SpecErrors::add(const SourceMark& mark, const std::string& path, const std::string& what) {
+  std::string line = mark.str();
+  if (!path.empty()) line += ": " + path;
+  if (!what.empty()) line += ": " + what;
+  problems_.emplace_back(mark, line);
+}
+
+std::vector<std::string> SpecErrors::lines() const {
+  std::vector<std::string> origins;  // in the order first named
+  for (const auto& [mark, text] : problems_)
+    if (std::find(origins.begin(), origins.end(), mark.origin) == origins.end()) origins.push_back(mark.origin);
+  auto key = [&](const SourceMark& m) {
+    return std::tuple(std::find(origins.begin(), origins.end(), m.origin) - origins.begin(), m.line, m.column);
+  };
+  std::vector<std::pair<SourceMark, std::string>> sorted = problems_;
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
+  std::vector<std::string> out;
+  for (const auto& p : sorted) out.push_back(p.second);
+  return out;
+}
+
+void SpecErrors::throw_if_any(const std::string& hint) const {
+  if (!problems_.empty()) throw UsageError(join(lines(), "\n"), hint);
+}
+
+const SpecTree* SpecTree::find(const std::string& key) const {
+  for (const auto& [k, v] : entries)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+SpecTree* SpecTree::find(const std::string& key) {
+  for (auto& [k, v] : entries)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+const SourceMark* SpecTree::key_mark(const std::string& key) const {
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].first == key) return &key_marks[i];
+  return nullptr;
+}
+
+void SpecTree::erase(const std::string& key) {
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].first == key) {
+      entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
+      key_marks.erase(key_marks.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+  }
+}
+
+namespace {
+
+// A scalar written so that YAML reads back the same text: plain when that is unambiguous.
+std::string flow_scalar(const std::string& s) {
+  const bool plain = !s.empty() && s != "null" && s != "Null" && s != "NULL" && s != "~" && s.front() != '-' &&
+                     std::all_of(s.begin(), s.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+' ||
+                              c == '/';
+                     });
+  if (plain || (s.front() == '-' && s.size() > 1 && std::isdigit(static_cast<unsigned char>(s[1])) &&
+                s.find_first_not_of("0123456789.eE+-") == std::string::npos))
+    return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+SourceMark mark_of(const YAML::Mark& m, const std::string& origin, const SourceMark& fallback) {
+  if (m.line < 0 || m.column < 0) return fallback;
+  return {origin, m.line + 1, m.column + 1};
+}
+
+SpecTree convert(const YAML::Node& node, const std::string& origin, const SourceMark& fallback, const std::string& path,
+                 SpecErrors& errors) {
+  SpecTree t;
+  t.mark = mark_of(node.Mark(), origin, fallback);
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      t.kind = SpecTree::Kind::Null;
+      break;
+    case YAML::NodeType::Scalar:
+      t.kind = SpecTree::Kind::Scalar;
+      t.text = node.Scalar();
+      break;
+    case YAML::NodeType::Sequence: {
+      t.kind = SpecTree::Kind::Sequence;
+      std::size_t i = 0;
+      for (const YAML::Node& item : node) {
+        t.items.push_back(convert(item, origin, t.mark, path + "[" + std::to_string(i) + "]", errors));
+        ++i;
+      }
+      break;
+    }
+    case YAML::NodeType::Map:
+      t.kind = SpecTree::Kind::Map;
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        const SourceMark key_mark = mark_of(it->first.Mark(), origin, t.mark);
+        if (!it->first.IsScalar()) {
+          errors.add(key_mark, path, "a key must be a plain name; expected `name: value`");
+          continue;
+        }
+        const std::string key = it->first.Scalar();
+        const std::string child = path.empty() ? key : path + "." + key;
+        if (const SourceMark* first = t.key_mark(key)) {
+          errors.add(key_mark, child, "duplicate key (first written at " + first->str() + "); expected each key once");
+          continue;
+        }
+        t.entries.emplace_back(key, convert(it->second, origin, key_mark, child, errors));
+        t.key_marks.push_back(key_mark);
+      }
+      break;
+  }
+  return t;
+}
+
+void set_origin(SpecTree& t, const SourceMark& mark) {
+  t.mark = mark;
+  for (auto& m : t.key_marks) m = mark;
+  for (auto& i : t.items) set_origin(i, mark);
+  for (auto& [k, v] : t.entries) set_origin(v, mark);
+}
+
+std::string child_path(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+
+SpecTree load_chain(const std::filesystem::path& file, std::vector<std::filesystem::path>& chain, const SourceMark* from,
+                    const IsPluginRef& is_plugin_ref) {
+  namespace fs = std::filesystem;
+  const fs::path canonical = fs::weakly_canonical(fs::absolute(file));
+  if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
+    std::vector<std::string> names;
+    for (const auto& c : chain) names.push_back(c.string());
+    names.push_back(canonical.string());
+    throw UsageError((from ? from->str() + ": extends: " : std::string()) + "extends cycle: " + join(names, " -> "),
+                     "remove one `extends:` from the chain");
+  }
+  std::ifstream in(file);
+  if (!in) {
+    if (from) throw UsageError(from->str() + ": extends: cannot read '" + file.string() + "'; expected a spec file (paths are relative to the file that names them)");
+    throw UsageError("cannot read spec file '" + file.string() + "'", "check the path");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  SpecTree tree = parse_yaml(text.str(), file.string());
+  if (!tree.is_map()) return tree;  // the typed layer reports a non-map document
+
+  const fs::path dir = file.parent_path();
+  if (SpecTree* paths = tree.find("plugin_paths"); paths && paths->kind == SpecTree::Kind::Sequence) {
+    for (SpecTree& p : paths->items)
+      if (p.is_scalar() && !p.text.empty()) p.text = fs::absolute(dir / p.text).lexically_normal().string();
+  }
+  const SpecTree* extends = tree.find("extends");
+  if (!extends) return tree;
+  if (!extends->is_scalar() || extends->text.empty()) {
+    SpecErrors e;
+    e.add(extends->mark, "extends", "not a path; expected the path of a spec file, relative to this one");
+    e.throw_if_any();
+  }
+  const SourceMark mark = extends->mark;
+  chain.push_back(canonical);
+  SpecTree base = load_chain((dir / extends->text).lexically_normal(), chain, &mark, is_plugin_ref);
+  chain.pop_back();
+  tree.erase("extends");
+  merge_into(base, tree, "", is_plugin_ref);
+  return base;
+}
+
+}  // namespace
+
+std::string SpecTree::flow() const {
+  switch (kind) {
+    case Kind::Null: return "null";
+    case Kind::Scalar: return flow_scalar(text);
+    case Kind::Sequence: {
+      std::vector<std::string> parts;
+      for (const auto& i : items) parts.push_back(i.flow());
+      std::string out = "[";  // appended, not `"[" + ...`: GCC 12 warns falsely (-Wrestrict) on that
+      out += join(parts, ", ");
+      out += "]";
+      return out;
+    }
+    case Kind::Map: {
+      std::vector<std::string> parts;
+      for (const auto& [k, v] : entries) parts.push_back(flow_scalar(k) + ": " + v.flow());
+      std::string out = "{";
+      out += join(parts, ", ");
+      out += "}";
+      return out;
+    }
+  }
+  return "null";
+}
+
+SpecTree parse_yaml(const std::string& text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    const SourceMark m{origin, e.mark.line + 1, e.mark.column + 1};
+    throw UsageError(m.str() + ": invalid YAML: " + e.msg, "check the indentation and the brackets/quotes near that position");
+  } catch (const YAML::Exception& e) {
+    throw UsageError(origin + ": invalid YAML: " + e.msg);
+  }
+  SpecErrors errors;
+  SpecTree tree = convert(root, origin, SourceMark{origin, 1, 1}, "", errors);
+  errors.throw_if_any();
+  return tree;
+}
+
+void merge_into(SpecTree& base, const SpecTree& top, const std::string& path, const IsPluginRef& is_plugin_ref) {
+  const bool plugin = !path.empty() && is_plugin_ref(path);
+  if (plugin && top.is_map() && base.is_scalar()) {
+    // `block: pre_norm` below `block: {warmup: 10}`: options for the same plugin.
+    SpecTree as_map;
+    as_map.kind = SpecTree::Kind::Map;
+    as_map.mark = base.mark;
+    as_map.entries.emplace_back("plugin", base);
+    as_map.key_marks.push_back(base.mark);
+    base = std::move(as_map);
+  }
+  if (top.kind == SpecTree::Kind::Null && base.is_map()) return;  // `model:` with every key commented out
+  if (!top.is_map() || !base.is_map()) {
+    base = top;
+    return;
+  }
+  if (plugin) {
+    const SpecTree* top_name = top.find("plugin");
+    const SpecTree* base_name = base.find("plugin");
+    if (top_name && (!base_name || !base_name->is_scalar() || !top_name->is_scalar() || top_name->text != base_name->text)) {
+      base = top;  // another plugin: its options start afresh
+      return;
+    }
+  }
+  for (std::size_t i = 0; i < top.entries.size(); ++i) {
+    const auto& [key, value] = top.entries[i];
+    if (SpecTree* existing = base.find(key)) {
+      merge_into(*existing, value, child_path(path, key), is_plugin_ref);
+    } else {
+      base.entries.emplace_back(key, value);
+      base.key_marks.push_back(top.key_marks[i]);
+    }
+  }
+}
+
+SpecTree load_tree(const std::filesystem::path& file, const IsPluginRef& is_plugin_ref) {
+  std::vector<std::filesystem::path> chain;
+  return load_chain(file, chain, nullptr, is_plugin_ref);
+}
+
+std::pair<SpecTree, std::string> parse_override(const std::string& assignment) {
+  const std::string origin = "--set " + assignment;
+  const auto eq = assignment.find('=');
+  const std::string path = assignment.substr(0, eq);
+  std::vector<std::string> keys;
+  std::size_t start = 0;
+  while (eq != std::string::npos && !path.empty()) {
+    const auto dot = path.find('.', start);
+    keys.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (eq == std::string::npos || keys.empty() ||
+      std::any_of(keys.begin(), keys.end(), [](const std::string& k) { return k.empty(); }))
+    throw UsageError(origin + ": not an override; expected KEY.PATH=VALUE, e.g. --set model.d_model=256");
+
+  SpecTree value;
+  try {
+    value = parse_yaml(assignment.substr(eq + 1), origin);
+  } catch (const UsageError& e) {
+    const std::string message = e.what();
+    const auto why = message.find("invalid YAML: ");
+    throw UsageError(origin + ": the value is not valid YAML (" + (why == std::string::npos ? message : message.substr(why + 14)) +
+                         "); expected a YAML value, e.g. 256, pre_norm, [0.9, 0.999] or {plugin: noam, warmup: 400}");
+  }
+  const SourceMark mark{origin, 0, 0};
+  set_origin(value, mark);
+  for (auto k = keys.rbegin(); k != keys.rend(); ++k) {
+    SpecTree parent;
+    parent.kind = SpecTree::Kind::Map;
+    parent.mark = mark;
+    parent.entries.emplace_back(*k, std::move(value));
+    parent.key_marks.push_back(mark);
+    value = std::move(parent);
+  }
+  return {std::move(value), path};
+}
+
+}  // namespace ablate::spec

@@ -1,0 +1,341 @@
+// Tests for the typed experiment spec (framework/spec/experiment_spec.hpp): defaults, every kind
+// of error with its FILE:LINE:COLUMN, `extends:` chains, `--set` overrides, the resolved-YAML
+// round trip, and sweep validation.
+#include "spec/experiment_spec.hpp"
+
+#include "framework/spec/spec_test_util.hpp"
+
+namespace ablate::spec {
+namespace {
+
+using testing::contains;
+using testing::kMinimal;
+using testing::usage_error;
+using testing::write_file;
+
+const std::filesystem::path kData = std::filesystem::path(ABLATE_SPEC_TEST_DATA);
+
+std::string parse_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  return usage_error([&] { parse_spec(yaml, "t.yaml", overrides); });
+}
+
+TEST(SpecLoad, MinimalSpecGetsTheTransformerBaseDefaults) {
+  const ExperimentSpec s = parse_spec(kMinimal, "t.yaml");
+  EXPECT_EQ(s.name, "tiny");
+  EXPECT_EQ(s.task, (PluginRef{"copy", {}}));
+  EXPECT_EQ(s.model.arch, Arch::encoder_decoder);
+  EXPECT_EQ(s.model.d_model, 512);
+  EXPECT_EQ(s.model.heads, 8);
+  EXPECT_EQ(s.model.layers, 6);
+  EXPECT_EQ(s.model.encoder_layers, 6);
+  EXPECT_EQ(s.model.decoder_layers, 6);
+  EXPECT_EQ(s.model.d_ff, 2048);
+  EXPECT_DOUBLE_EQ(s.model.dropout, 0.1);
+  EXPECT_DOUBLE_EQ(s.model.attention_dropout, 0.0);
+  EXPECT_DOUBLE_EQ(s.model.embedding_dropout, 0.1);
+  EXPECT_EQ(s.model.block.name, "post_norm");
+  EXPECT_EQ(s.model.positional_encoding.name, "sinusoidal");
+  EXPECT_EQ(s.model.ffn.name, "relu");
+  EXPECT_TRUE(s.model.qkv_bias && s.model.out_bias && s.model.scale_embedding && s.model.final_norm && s.model.tie_embeddings);
+  EXPECT_DOUBLE_EQ(s.model.norm_eps, 1e-5);
+  EXPECT_EQ(s.model.pooling, Pooling::mean);
+  EXPECT_EQ(s.backend.name, "onednn");
+  EXPECT_EQ(s.precision, Precision::f32);
+  EXPECT_EQ(s.train.steps, 10);
+  EXPECT_EQ(s.train.batch_size, 64);
+  EXPECT_EQ(s.train.optimizer.name, OptimizerName::adam);
+  EXPECT_DOUBLE_EQ(s.train.optimizer.lr, 1e-3);
+  EXPECT_EQ(s.train.optimizer.betas, (std::array<double, 2>{0.9, 0.98}));
+  EXPECT_DOUBLE_EQ(s.train.optimizer.eps, 1e-9);
+  EXPECT_DOUBLE_EQ(s.train.optimizer.weight_decay, 0.0);
+  EXPECT_EQ(s.train.schedule.name, "constant");
+  EXPECT_DOUBLE_EQ(s.train.clip_grad_norm, 0.0);
+  EXPECT_DOUBLE_EQ(s.train.label_smoothing, 0.0);
+  EXPECT_EQ(s.train.seed, 1);
+  EXPECT_TRUE(s.train.deterministic);
+  EXPECT_FALSE(s.train.early_stopping);
+  EXPECT_FALSE(s.train.loss_threshold);
+  EXPECT_EQ(s.log.every, 50);
+  EXPECT_EQ(s.log.attention.every, 0);
+  EXPECT_EQ(s.log.attention.probe_examples, 4);
+  EXPECT_EQ(s.eval.every, 500);
+  EXPECT_EQ(s.eval.metrics.size(), 4u);
+  EXPECT_EQ(s.eval.batches, 8);
+  EXPECT_TRUE(s.sweep.empty());
+}
+
+TEST(SpecLoad, LayersAndDropoutDefaultTheirSpecificForms) {
+  const ExperimentSpec s = parse_spec(
+      "name: a\ntask: copy\ntrain: {steps: 1}\nmodel: {layers: 2, decoder_layers: 4, dropout: 0.3}\n", "t.yaml");
+  EXPECT_EQ(s.model.encoder_layers, 2);
+  EXPECT_EQ(s.model.decoder_layers, 4);
+  EXPECT_DOUBLE_EQ(s.model.embedding_dropout, 0.3);
+}
+
+TEST(SpecLoad, PluginReferencesKeepTheirOptionsAndMarks) {
+  const ExperimentSpec s = parse_spec(
+      "name: a\ntask: {plugin: copy, vocab_size: 32, length: 16}\ntrain:\n  steps: 1\n  schedule: {plugin: noam, warmup: 400}\n",
+      "t.yaml");
+  EXPECT_EQ(s.task, (PluginRef{"copy", {{"length", "16"}, {"vocab_size", "32"}}}));
+  EXPECT_EQ(s.train.schedule, (PluginRef{"noam", {{"warmup", "400"}}}));
+  EXPECT_EQ(s.marks.of("task").str(), "t.yaml:2:16");
+  EXPECT_EQ(s.marks.of("train.schedule.warmup").str(), "t.yaml:5:36");
+  EXPECT_EQ(s.marks.of("model.d_model").str(), "t.yaml:1:1");  // a default: the document
+}
+
+TEST(SpecErrors, UnknownKeySuggestsTheClosestAndListsTheAllowed) {
+  const std::string e = parse_error("name: a\ntask: copy\ntrain: {steps: 1}\nmodel:\n  d_modle: 128\n");
+  EXPECT_TRUE(contains(e, "t.yaml:5:3: model.d_modle: unknown key; expected one of arch, d_model, heads,")) << e;
+  EXPECT_TRUE(contains(e, "(did you mean 'd_model'?)")) << e;
+  const std::string top = parse_error("name: a\ntask: copy\ntrain: {steps: 1}\ntrian: {}\n");
+  EXPECT_TRUE(contains(top, "t.yaml:4:1: trian: unknown key; expected one of extends, name,")) << top;
+  EXPECT_TRUE(contains(top, "(did you mean 'train'?)")) << top;
+}
+
+TEST(SpecErrors, WrongTypeNamesTheValueAndTheExpectedType) {
+  const std::string e = parse_error("name: a\ntask: copy\ntrain:\n  steps: ten\n  deterministic: maybe\nmodel: {d_model: [1]}\n");
+  EXPECT_TRUE(contains(e, "t.yaml:4:10: train.steps: 'ten' is not an integer; expected an integer > 0")) << e;
+  EXPECT_TRUE(contains(e, "t.yaml:5:18: train.deterministic: 'maybe' is not a bool; expected true or false")) << e;
+  EXPECT_TRUE(contains(e, "t.yaml:6:18: model.d_model: a list is not an integer; expected an integer > 0")) << e;
+}
+
+TEST(SpecErrors, OutOfRangeNamesTheRange) {
+  const std::string e = parse_error(
+      "name: a\ntask: copy\ntrain: {steps: 0, optimizer: {betas: [0.9, 1.0], lr: 0}}\nmodel: {dropout: 1.0, norm_eps: -1}\n");
+  EXPECT_TRUE(contains(e, "t.yaml:3:16: train.steps: 0 is out of range; expected an integer > 0")) << e;
+  EXPECT_TRUE(contains(e, "train.optimizer.betas[1]: 1.0 is out of range; expected a number in [0, 1)")) << e;
+  EXPECT_TRUE(contains(e, "train.optimizer.lr: 0 is out of range; expected a number > 0")) << e;
+  EXPECT_TRUE(contains(e, "t.yaml:4:18: model.dropout: 1.0 is out of range; expected a number in [0, 1)")) << e;
+  EXPECT_TRUE(contains(e, "model.norm_eps: -1 is out of range; expected a number > 0")) << e;
+}
+
+TEST(SpecErrors, EnumListsTheAllowedValuesAndTheClosest) {
+  const std::string e = parse_error("name: a\ntask: copy\ntrain: {steps: 1}\nmodel:\n  arch: encoder-decoder\nprecision: fp16\n");
+  EXPECT_TRUE(contains(e, "t.yaml:5:9: model.arch: 'encoder-decoder' is not one of encoder, decoder, encoder_decoder "
+                          "(did you mean 'encoder_decoder'?)"))
+      << e;
+  EXPECT_TRUE(contains(e, "t.yaml:6:12: precision: 'fp16' is not one of f32, bf16")) << e;
+}
+
+TEST(SpecErrors, HeadsMustDivideDModel) {
+  const std::string e = parse_error("name: a\ntask: copy\ntrain: {steps: 1}\nmodel:\n  d_model: 100\n  heads: 8\n");
+  EXPECT_TRUE(contains(e, "t.yaml:6:10: model.heads: 8 does not divide model.d_model 100; expected a divisor of d_model")) << e;
+  const std::string d = parse_error("name: a\ntask: copy\ntrain: {steps: 1}\nmodel: {d_model: 100}\n");
+  EXPECT_TRUE(contains(d, "t.yaml:4:18: model.d_model: 100 is not divisible by model.heads 8")) << d;
+}
+
+TEST(SpecErrors, AnInvalidHeadsIsNotAlsoReportedAsNotDividing) {
+  const std::string e = parse_error("name: a\ntask: copy\ntrain: {steps: 1}\nmodel: {d_model: 100, heads: 0}\n");
+  EXPECT_TRUE(contains(e, "model.heads: 0 is out of range")) << e;
+  EXPECT_FALSE(contains(e, "divid")) << e;
+}
+
+TEST(SpecErrors, MissingRequiredKeys) {
+  const std::string e = parse_error("description: nothing else\n");
+  EXPECT_TRUE(contains(e, "t.yaml:1:1: name: missing (required); expected a string")) << e;
+  EXPECT_TRUE(contains(e, "t.yaml:1:1: task: missing (required); expected a plugin name")) << e;
+  EXPECT_TRUE(contains(e, "t.yaml:1:1: train.steps: missing (required); expected an integer > 0")) << e;
+  const std::string es = parse_error("name: a\ntask: copy\ntrain:\n  steps: 1\n  early_stopping: {mode: min}\n");
+  EXPECT_TRUE(contains(es, "t.yaml:5:3: train.early_stopping.metric: missing (required)")) << es;
+  const std::string steps = parse_error("name: a\ntask: copy\ntrain:\n  batch_size: 8\n");
+  EXPECT_TRUE(contains(steps, "t.yaml:3:1: train.steps: missing (required)")) << steps;
+  const std::string p = parse_error("name: a\ntask: {vocab_size: 3}\ntrain: {steps: 1}\n");
+  EXPECT_TRUE(contains(p, "t.yaml:2:7: task: no `plugin:` key; expected a plugin name, or {plugin: NAME, <options>}")) << p;
+}
+
+TEST(SpecErrors, BadNameIsRejected) {
+  const std::string e = parse_error("name: my run\ntask: copy\ntrain: {steps: 1}\n");
+  EXPECT_TRUE(contains(e, "t.yaml:1:7: name: 'my run' is not a valid name; expected letters, digits")) << e;
+}
+
+TEST(SpecErrors, AllProblemsAreReportedTogetherInFileOrder) {
+  const std::string e = parse_error("name: a\ntask: copy\nmodel: {pooling: last, d_ff: -1}\ntrain: {steps: x}\n");
+  const auto pooling = e.find("t.yaml:3:18: model.pooling");
+  const auto d_ff = e.find("t.yaml:3:30: model.d_ff");
+  const auto steps = e.find("t.yaml:4:16: train.steps");
+  ASSERT_NE(pooling, std::string::npos) << e;
+  ASSERT_NE(d_ff, std::string::npos) << e;
+  ASSERT_NE(steps, std::string::npos) << e;
+  EXPECT_LT(pooling, d_ff);
+  EXPECT_LT(d_ff, steps);
+}
+
+TEST(SpecErrors, MalformedYamlHasItsPosition) {
+  const std::string e = parse_error("name: a\ntask: [copy\n");
+  EXPECT_TRUE(contains(e, "t.yaml:")) << e;
+  EXPECT_TRUE(contains(e, "invalid YAML")) << e;
+  const std::string indent = parse_error("name: a\n  task: copy\n");
+  EXPECT_TRUE(contains(indent, "t.yaml:2:7: invalid YAML: illegal map value")) << indent;
+}
+
+TEST(SpecErrors, DuplicateKeyNamesBothPlaces) {
+  const std::string e = parse_error("name: a\ntask: copy\nname: b\ntrain: {steps: 1}\n");
+  EXPECT_TRUE(contains(e, "t.yaml:3:1: name: duplicate key (first written at t.yaml:1:1)")) << e;
+}
+
+TEST(SpecErrors, NotAMap) {
+  EXPECT_TRUE(contains(parse_error("- a\n- b\n"), "t.yaml:1:1: a list is not a spec; expected a map"));
+  EXPECT_TRUE(contains(parse_error("name: a\ntask: copy\ntrain: 5\n"), "t.yaml:3:8: train: '5' is not a map"));
+}
+
+TEST(SpecErrors, MissingFileIsAUsageError) {
+  const std::string e = usage_error([] { load_spec("/nonexistent/spec.yaml"); });
+  EXPECT_TRUE(contains(e, "cannot read spec file '/nonexistent/spec.yaml'")) << e;
+}
+
+TEST(SpecExtends, ChainsMergeDepthFirstWithTheChildOverriding) {
+  const ExperimentSpec s = load_spec(kData / "child.yaml");
+  EXPECT_EQ(s.name, "child");
+  EXPECT_EQ(s.description, "the base");
+  EXPECT_EQ(s.task, (PluginRef{"copy", {{"length", "8"}, {"vocab_size", "32"}}}));
+  EXPECT_EQ(s.model.d_model, 128);
+  EXPECT_EQ(s.model.heads, 8);
+  EXPECT_EQ(s.model.layers, 3);
+  EXPECT_EQ(s.model.encoder_layers, 3);
+  EXPECT_DOUBLE_EQ(s.model.dropout, 0.2);
+  EXPECT_DOUBLE_EQ(s.model.embedding_dropout, 0.2);
+  EXPECT_EQ(s.model.block, (PluginRef{"pre_norm", {}}));  // another plugin: the base's options go
+  EXPECT_EQ(s.train.steps, 300);
+  EXPECT_EQ(s.train.schedule, (PluginRef{"noam", {{"warmup", "200"}}}));  // same plugin: options merge
+  EXPECT_DOUBLE_EQ(s.train.optimizer.lr, 0.002);
+  EXPECT_EQ(s.train.optimizer.betas, (std::array<double, 2>{0.8, 0.9}));  // lists replace
+  // Marks point into the file that wrote each value.
+  EXPECT_EQ(s.marks.of("model.d_model").str(), (kData / "base.yaml").string() + ":6:12");
+  EXPECT_EQ(s.marks.of("model.layers").str(), (kData / "middle.yaml").string() + ":5:11");
+  EXPECT_EQ(s.marks.of("train.steps").str(), (kData / "child.yaml").string() + ":9:10");
+}
+
+TEST(SpecExtends, ErrorsPointIntoTheFileThatWroteTheValue) {
+  ablate::testing::TempDir dir;
+  write_file(dir.path() / "base.yaml", "name: b\ntask: copy\nmodel:\n  heads: seven\n");
+  write_file(dir.path() / "child.yaml", "extends: base.yaml\ntrain: {steps: 1}\n");
+  const std::string e = usage_error([&] { load_spec(dir.path() / "child.yaml"); });
+  EXPECT_TRUE(contains(e, (dir.path() / "base.yaml").string() + ":4:10: model.heads: 'seven' is not an integer")) << e;
+}
+
+TEST(SpecExtends, AnEmptySectionInTheChildKeepsTheBase) {
+  ablate::testing::TempDir dir;
+  write_file(dir.path() / "base.yaml", "name: b\ntask: copy\ntrain: {steps: 1}\nmodel: {d_model: 64}\n");
+  write_file(dir.path() / "child.yaml", "extends: base.yaml\nmodel:\n  # d_model: 32\n");
+  EXPECT_EQ(load_spec(dir.path() / "child.yaml").model.d_model, 64);
+}
+
+TEST(SpecExtends, CycleIsAnErrorNamingTheChain) {
+  ablate::testing::TempDir dir;
+  write_file(dir.path() / "a.yaml", "extends: b.yaml\nname: a\n");
+  write_file(dir.path() / "b.yaml", "extends: sub/c.yaml\n");
+  write_file(dir.path() / "sub" / "c.yaml", "extends: ../a.yaml\n");
+  const std::string e = usage_error([&] { load_spec(dir.path() / "a.yaml"); });
+  const auto canonical = std::filesystem::canonical(dir.path());
+  EXPECT_TRUE(contains(e, "extends cycle: " + (canonical / "a.yaml").string() + " -> " + (canonical / "b.yaml").string() +
+                              " -> " + (canonical / "sub/c.yaml").string() + " -> " + (canonical / "a.yaml").string()))
+      << e;
+  EXPECT_TRUE(contains(e, "c.yaml:1:10: extends:")) << e;
+}
+
+TEST(SpecExtends, MissingParentNamesTheExtendsLine) {
+  ablate::testing::TempDir dir;
+  write_file(dir.path() / "a.yaml", "name: a\nextends: nope.yaml\n");
+  const std::string e = usage_error([&] { load_spec(dir.path() / "a.yaml"); });
+  EXPECT_TRUE(contains(e, "a.yaml:2:10: extends: cannot read '" + (dir.path() / "nope.yaml").string() + "'")) << e;
+}
+
+TEST(SpecExtends, PluginPathsAreRelativeToTheirFile) {
+  ablate::testing::TempDir dir;
+  write_file(dir.path() / "base" / "b.yaml", "name: b\ntask: copy\ntrain: {steps: 1}\nplugin_paths: [../my_plugins, /abs]\n");
+  write_file(dir.path() / "a.yaml", "extends: base/b.yaml\n");
+  const ExperimentSpec s = load_spec(dir.path() / "a.yaml");
+  EXPECT_EQ(s.plugin_paths, (std::vector<std::string>{std::filesystem::absolute(dir.path() / "my_plugins").lexically_normal().string(), "/abs"}));
+}
+
+TEST(SpecOverrides, SetReplacesValuesPluginsAndLists) {
+  const ExperimentSpec s = load_spec(kData / "base.yaml", {"model.d_model=256", "model.block=pre_norm", "train.optimizer.betas=[0.9,0.999]",
+                                                           "train.schedule.warmup=50", "backend={plugin: reference}", "name=renamed"});
+  EXPECT_EQ(s.model.d_model, 256);
+  EXPECT_EQ(s.model.block, (PluginRef{"pre_norm", {}}));
+  EXPECT_EQ(s.train.optimizer.betas, (std::array<double, 2>{0.9, 0.999}));
+  EXPECT_EQ(s.train.schedule, (PluginRef{"noam", {{"warmup", "50"}}}));
+  EXPECT_EQ(s.backend, (PluginRef{"reference", {}}));
+  EXPECT_EQ(s.name, "renamed");
+  EXPECT_EQ(s.marks.of("model.d_model").str(), "--set model.d_model=256");
+}
+
+TEST(SpecOverrides, SetAddsAnOptionToAPluginNamedByName) {
+  const ExperimentSpec s = parse_spec(kMinimal, "t.yaml", {"train.schedule=noam", "train.schedule.warmup=10", "task.length=4"});
+  EXPECT_EQ(s.train.schedule, (PluginRef{"noam", {{"warmup", "10"}}}));
+  EXPECT_EQ(s.task, (PluginRef{"copy", {{"length", "4"}}}));
+}
+
+TEST(SpecOverrides, UnknownPathSuggestsTheClosest) {
+  const std::string e = parse_error(kMinimal, {"model.d_modle=3", "nonsense.key.x=1"});
+  EXPECT_TRUE(contains(e, "--set model.d_modle=3: model.d_modle: unknown key path; expected a spec key path (did you mean 'model.d_model'?)")) << e;
+  EXPECT_TRUE(contains(e, "--set nonsense.key.x=1: nonsense.key.x: unknown key path")) << e;
+}
+
+TEST(SpecOverrides, BadValuesNameTheOverride) {
+  EXPECT_TRUE(contains(parse_error(kMinimal, {"model.d_model=-4"}), "--set model.d_model=-4: model.d_model: -4 is out of range"));
+  EXPECT_TRUE(contains(parse_error(kMinimal, {"model.d_model"}), "--set model.d_model: not an override; expected KEY.PATH=VALUE"));
+  EXPECT_TRUE(contains(parse_error(kMinimal, {"model.d_model=[1,"}), "--set model.d_model=[1,: the value is not valid YAML"));
+}
+
+TEST(SpecResolved, RoundTripGivesAnEqualSpec) {
+  const ExperimentSpec s = load_spec(kData / "child.yaml", {"train.early_stopping={metric: eval.exact_match, target: 0.99, patience: 3}",
+                                                            "eval.metrics=[loss, exact_match]", "train.loss_threshold=0.001",
+                                                            "sweep.seeds=[1, 2]", "model.norm_eps=1e-6", "description='yes: quoted'"});
+  const std::string yaml = resolved_yaml(s);
+  const ExperimentSpec back = parse_spec(yaml, "resolved.yaml");
+  EXPECT_EQ(back, s) << yaml;
+  EXPECT_EQ(resolved_yaml(back), yaml);
+}
+
+TEST(SpecResolved, WritesEveryDefault) {
+  const std::string yaml = resolved_yaml(parse_spec(kMinimal, "t.yaml"));
+  for (const char* key : {"arch: encoder_decoder", "d_model: 512", "heads: 8", "encoder_layers: 6", "d_ff: 2048", "dropout: 0.1",
+                          "block: {plugin: post_norm}", "norm_eps: 1e-05", "backend: {plugin: onednn}", "precision: f32",
+                          "betas: [0.9, 0.98]", "eps: 1e-09", "schedule: {plugin: constant}", "early_stopping: ~",
+                          "metrics: [loss, perplexity, token_accuracy, exact_match]", "probe_examples: 4", "grid: {}"})
+    EXPECT_TRUE(contains(yaml, key)) << key << "\n" << yaml;
+  EXPECT_EQ(parse_spec(yaml, "r.yaml"), parse_spec(kMinimal, "t.yaml"));
+}
+
+TEST(SpecSweep, AxesAreKeptAsYamlValues) {
+  const ExperimentSpec s = parse_spec(std::string(kMinimal) +
+                                          "sweep:\n  grid: {model.block: [pre_norm, post_norm], train.schedule: [{plugin: noam, warmup: 4}]}\n"
+                                          "  zip: {model.d_model: [128, 256], model.d_ff: [512, 1024]}\n  seeds: [1, 2, 3]\n"
+                                          "  runs: [{model.ffn: gelu, train.optimizer.betas: [0.9, 0.99]}]\n",
+                                      "t.yaml");
+  ASSERT_EQ(s.sweep.grid.size(), 2u);
+  EXPECT_EQ(s.sweep.grid[0], (std::pair<std::string, std::vector<std::string>>{"model.block", {"pre_norm", "post_norm"}}));
+  EXPECT_EQ(s.sweep.grid[1].second, (std::vector<std::string>{"{plugin: noam, warmup: 4}"}));
+  EXPECT_EQ(s.sweep.zip.size(), 2u);
+  EXPECT_EQ(s.sweep.seeds, (std::vector<std::int64_t>{1, 2, 3}));
+  ASSERT_EQ(s.sweep.runs.size(), 1u);
+  EXPECT_EQ(s.sweep.runs[0][1], (std::pair<std::string, std::string>{"train.optimizer.betas", "[0.9, 0.99]"}));
+  EXPECT_EQ(parse_spec(resolved_yaml(s), "r.yaml"), s);
+}
+
+TEST(SpecSweep, UnknownPathAndZipLengthMismatch) {
+  const std::string e = parse_error(std::string(kMinimal) +
+                                    "sweep:\n  grid: {model.blok: [a, b], model.ffn: relu}\n"
+                                    "  zip: {model.d_model: [128, 256], train.seed: [1]}\n  seeds: [-1]\n");
+  EXPECT_TRUE(contains(e, "t.yaml:6:10: sweep.grid.model.blok: 'model.blok' is not a spec key path; expected a path such as "
+                          "model.block or train.optimizer.lr (did you mean 'model.block'?)"))
+      << e;
+  EXPECT_TRUE(contains(e, "sweep.grid.model.ffn: 'relu' is not a list of values")) << e;
+  EXPECT_TRUE(contains(e, "t.yaml:7:8: sweep.zip: the lists have different lengths (model.d_model: 2, train.seed: 1); expected lists "
+                          "of equal length"))
+      << e;
+  EXPECT_TRUE(contains(e, "sweep.seeds[0]: '-1' is not a seed; expected an integer >= 0")) << e;
+}
+
+TEST(SpecPaths, SchemaAndPluginOptionPaths) {
+  EXPECT_TRUE(is_spec_path("model.d_model"));
+  EXPECT_TRUE(is_spec_path("train.schedule.warmup"));
+  EXPECT_TRUE(is_spec_path("task.vocab_size"));
+  EXPECT_FALSE(is_spec_path("model.d_modle"));
+  EXPECT_FALSE(is_spec_path("train.schedule.a.b"));
+  EXPECT_FALSE(is_spec_path("extends"));
+}
+
+}  // namespace
+}  // namespace ablate::spec

@@ -1,0 +1,595 @@
+// Tests for the component plugins (ffn/relu, ffn/gelu, positional_encoding/sinusoidal and
+// learned, block/post_norm and pre_norm) and ParamScope: gradients w.r.t. inputs and parameters
+// by finite differences on the reference backend, known values, parameter names, errors, and
+// the options `ablate plugins` prints. Plugins are linked in (OBJECT libraries) and once loaded.
+#include "ablate/components.hpp"
+
+#include <cmath>
+#include <functional>
+#include <sstream>
+
+#include "ablate/ops.hpp"
+#include "ablate/testing/gradcheck.hpp"
+#include "cli/cli.hpp"
+#include "cli/exit_codes.hpp"
+#include "framework/core/backend_fixture.hpp"
+#include "framework/plugins/plugin_test_util.hpp"
+#include "plugins/plugin_registry.hpp"
+
+#define ABLATE_LINKED_PLUGIN(ns)                          \
+  namespace ns {                                          \
+  extern const ablate::PluginInfo plugin_info;            \
+  ablate::Component* plugin_create(const ablate::Options&); \
+  }
+ABLATE_LINKED_PLUGIN(ffn_relu)
+ABLATE_LINKED_PLUGIN(ffn_gelu)
+ABLATE_LINKED_PLUGIN(positional_encoding_sinusoidal)
+ABLATE_LINKED_PLUGIN(positional_encoding_learned)
+ABLATE_LINKED_PLUGIN(block_post_norm)
+ABLATE_LINKED_PLUGIN(block_pre_norm)
+#undef ABLATE_LINKED_PLUGIN
+
+namespace ablate {
+namespace {
+using testing::f32_tensor;
+using testing::host;
+using testing::ramp;
+using testing::reference_backend;
+
+using Options = std::map<std::string, std::string>;
+
+Tensor values(const Shape& s, float phase = 0.0f) { return f32_tensor(reference_backend(), s, ramp(s.numel(), phase)); }
+
+ModelDims small_dims(float dropout = 0.0f) {
+  ModelDims d;
+  d.d_model = 6;
+  d.heads = 2;
+  d.d_ff = 10;
+  d.dropout = dropout;
+  d.attention_dropout = 0.0f;
+  d.norm_eps = 1e-5f;
+  return d;
+}
+
+// Overwrites every parameter of `store` with deterministic non-trivial values (norm gammas of
+// ones and zero biases would hide a wrong gradient term).
+void randomize(ParameterStore& store) {
+  float phase = 0.3f;
+  for (Parameter* p : store.all()) {
+    std::vector<float> v = ramp(p->value.numel(), phase += 0.7f);
+    for (float& x : v) x = 0.5f + 0.5f * x;  // (0.05, 0.95): keeps norm gammas away from 0
+    reference_backend().copy_from_host(p->value, v.data());
+  }
+}
+
+// Gradients of L = sum(r ⊙ f) w.r.t. every parameter of `store` (what backward accumulates into
+// Parameter::grad) against central differences, on up to `per_param` elements of each.
+// f must be deterministic given the graph's seed (dropout draws the same masks every call).
+::testing::AssertionResult parameter_gradcheck(ParameterStore& store, const std::function<Var(Graph&)>& f,
+                                               double eps = 1e-2, std::int64_t per_param = 24) {
+  Backend& be = reference_backend();
+  constexpr double kRtol = 2e-2, kAtol = 1e-3;
+  std::vector<float> r;
+  store.zero_grad();
+  {
+    Graph g(be, 11, 0, /*training=*/true, /*grad=*/true);
+    const Var y = f(g);
+    r = ramp(y.value().numel(), 0.9f);
+    g.backward(y, f32_tensor(be, y.shape(), r));
+  }
+  auto objective = [&] {
+    Graph g(be, 11, 0, /*training=*/true, /*grad=*/false);
+    const std::vector<float> y = host(be, f(g).value());
+    double sum = 0.0;
+    for (std::size_t j = 0; j < y.size(); ++j) sum += static_cast<double>(r[j]) * y[j];
+    return sum;
+  };
+  std::ostringstream report;
+  bool ok = true;
+  std::int64_t checked = 0;
+  for (Parameter* p : store.all()) {
+    const std::vector<float> analytic = host(be, p->grad);
+    std::vector<float> v = host(be, p->value);
+    const auto n = static_cast<std::int64_t>(v.size());
+    const std::int64_t stride = std::max<std::int64_t>(1, n / per_param);
+    for (std::int64_t k = 0; k < n; k += stride) {
+      const auto i = static_cast<std::size_t>(k);
+      const float saved = v[i];
+      v[i] = saved + static_cast<float>(eps);
+      be.copy_from_host(p->value, v.data());
+      const double plus = objective();
+      v[i] = saved - static_cast<float>(eps);
+      be.copy_from_host(p->value, v.data());
+      const double minus = objective();
+      v[i] = saved;
+      be.copy_from_host(p->value, v.data());
+      const double numeric = (plus - minus) / (2 * eps);
+      const double a = analytic[i];
+      ++checked;
+      if (std::abs(a - numeric) > kAtol + kRtol * std::max(std::abs(a), std::abs(numeric))) {
+        ok = false;
+        report << p->name << "[" << k << "]: analytic " << a << ", numeric " << numeric << "\n";
+      }
+    }
+  }
+  if (checked == 0) return ::testing::AssertionFailure() << "no parameter elements checked";
+  if (!ok) return ::testing::AssertionFailure() << report.str();
+  return ::testing::AssertionSuccess();
+}
+
+void expect_input_gradcheck(const testing::GradcheckFn& fn, const Tensor& x, double eps = 1e-2) {
+  testing::GradcheckOptions o;
+  o.eps = eps;
+  const auto r = testing::gradcheck(reference_backend(), fn, {x}, o);
+  EXPECT_TRUE(r.ok) << r.report;
+  EXPECT_GT(r.checked, 0);
+}
+
+std::vector<std::string> names(ParameterStore& store) {
+  std::vector<std::string> out;
+  for (Parameter* p : store.all()) out.push_back(p->name);
+  return out;
+}
+
+class Components : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    registry.add_linked(ffn_relu::plugin_info, ffn_relu::plugin_create);
+    registry.add_linked(ffn_gelu::plugin_info, ffn_gelu::plugin_create);
+    registry.add_linked(positional_encoding_sinusoidal::plugin_info, positional_encoding_sinusoidal::plugin_create);
+    registry.add_linked(positional_encoding_learned::plugin_info, positional_encoding_learned::plugin_create);
+    registry.add_linked(block_post_norm::plugin_info, block_post_norm::plugin_create);
+    registry.add_linked(block_pre_norm::plugin_info, block_pre_norm::plugin_create);
+  }
+  PluginRegistry registry;
+  ParameterStore store{reference_backend()};
+};
+
+// The helper itself must catch a wrong parameter gradient: y = 2 w with a backward claiming 3.
+TEST_F(Components, ParameterGradcheckRejectsAWrongGradient) {
+  Parameter& w = ParamScope(store, 1, "wrong").param("weight", {5}, Init::uniform(1.0f));
+  auto twice = [&w](float claimed) {
+    return [&w, claimed](Graph& g) {
+      const Var in = g.parameter(w);
+      Tensor y = g.backend().empty(in.shape(), DType::F32);
+      g.backend().fill(y, 0.0f);
+      g.backend().axpy(y, in.value(), 2.0f);
+      Var out = g.result(y, {&in});
+      g.record(out, [&g, in, claimed](const Tensor& dy) { g.backend().axpy(*g.grad_buffer(in), dy, claimed); });
+      return out;
+    };
+  };
+  EXPECT_TRUE(parameter_gradcheck(store, twice(2.0f)));
+  EXPECT_FALSE(parameter_gradcheck(store, twice(3.0f)));
+}
+
+// --- ParamScope
+
+TEST_F(Components, ParamScopeNamesFollowTheScope) {
+  const ParamScope root(store, 3);
+  const ParamScope ffn = root.child("encoder").child("layers").child("1").child("ffn");
+  EXPECT_EQ(ffn.prefix(), "encoder.layers.1.ffn");
+  Parameter& w = ffn.param("in.weight", {4, 2}, Init::ones());
+  EXPECT_EQ(w.name, "encoder.layers.1.ffn.in.weight");
+  EXPECT_EQ(&store.get("encoder.layers.1.ffn.in.weight"), &w);
+  EXPECT_EQ(root.param("bias", {2}, Init::zeros()).name, "bias");  // empty prefix: the leaf alone
+  EXPECT_EQ(ffn.seed(), 3u);
+  const std::string dup = testing::error_of([&] { ffn.param("in.weight", {4, 2}, Init::ones()); });
+  EXPECT_NE(dup.find("encoder.layers.1.ffn.in.weight"), std::string::npos) << dup;
+  EXPECT_THROW(ffn.param("", {1}, Init::ones()), Error);
+}
+
+// --- ffn/relu and ffn/gelu
+
+// y = act(x W_in^T + b_in) W_out^T + b_out on the host, from the store's values.
+std::vector<float> ffn_reference(ParameterStore& store, const std::string& scope, const std::vector<float>& x,
+                                 std::int64_t n, std::int64_t d, std::int64_t f, const std::function<double(double)>& act) {
+  Backend& be = reference_backend();
+  const auto w1 = host(be, store.get(scope + ".in.weight").value), b1 = host(be, store.get(scope + ".in.bias").value);
+  const auto w2 = host(be, store.get(scope + ".out.weight").value), b2 = host(be, store.get(scope + ".out.bias").value);
+  std::vector<float> y(static_cast<std::size_t>(n * d));
+  std::vector<double> h(static_cast<std::size_t>(f));
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t j = 0; j < f; ++j) {
+      double s = b1[static_cast<std::size_t>(j)];
+      for (std::int64_t k = 0; k < d; ++k) s += static_cast<double>(x[static_cast<std::size_t>(r * d + k)]) * w1[static_cast<std::size_t>(j * d + k)];
+      h[static_cast<std::size_t>(j)] = act(s);
+    }
+    for (std::int64_t o = 0; o < d; ++o) {
+      double s = b2[static_cast<std::size_t>(o)];
+      for (std::int64_t j = 0; j < f; ++j) s += h[static_cast<std::size_t>(j)] * w2[static_cast<std::size_t>(o * f + j)];
+      y[static_cast<std::size_t>(r * d + o)] = static_cast<float>(s);
+    }
+  }
+  return y;
+}
+
+TEST_F(Components, FfnParametersAreNamedShapedAndInitialised) {
+  const ModelDims dims = small_dims();
+  auto ffn = registry.create<FeedForward>("relu");
+  ffn->build(ParamScope(store, 1, "layers.0.ffn"), dims);
+  EXPECT_EQ(names(store), (std::vector<std::string>{"layers.0.ffn.in.weight", "layers.0.ffn.in.bias",
+                                                    "layers.0.ffn.out.weight", "layers.0.ffn.out.bias"}));
+  EXPECT_EQ(store.get("layers.0.ffn.in.weight").value.shape(), Shape({10, 6}));   // [F, D]
+  EXPECT_EQ(store.get("layers.0.ffn.out.weight").value.shape(), Shape({6, 10}));  // [D, F]
+  const float bound = std::sqrt(6.0f / 16.0f);                                     // Xavier: sqrt(6 / (F + D))
+  for (const char* w : {"layers.0.ffn.in.weight", "layers.0.ffn.out.weight"}) {
+    float max_abs = 0.0f;
+    for (float v : host(reference_backend(), store.get(w).value)) max_abs = std::max(max_abs, std::abs(v));
+    EXPECT_LE(max_abs, bound) << w;
+    EXPECT_GT(max_abs, 0.3f * bound) << w;
+  }
+  for (const char* b : {"layers.0.ffn.in.bias", "layers.0.ffn.out.bias"})
+    for (float v : host(reference_backend(), store.get(b).value)) EXPECT_EQ(v, 0.0f) << b;
+  EXPECT_THROW(ffn->build(ParamScope(store, 1, "layers.0.ffn"), dims), Error);  // names taken
+}
+
+TEST_F(Components, FfnForwardMatchesAHostReferenceForEachActivation) {
+  const ModelDims dims = small_dims();
+  const Shape xs{2, 3, 6};
+  const std::vector<float> xv = ramp(xs.numel(), 0.2f);
+  struct Case {
+    const char* plugin;
+    Options options;
+    std::function<double(double)> act;
+  };
+  const double kPi = std::acos(-1.0);
+  const std::vector<Case> cases = {
+      {"relu", {}, [](double v) { return std::max(v, 0.0); }},
+      {"gelu", {}, [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }},
+      {"gelu", {{"approximation", "tanh"}},
+       [kPi](double v) { return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / kPi) * (v + 0.044715 * v * v * v))); }},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.plugin + std::string(c.options.empty() ? "" : " tanh"));
+    const std::string scope = "ffn" + std::to_string(i++);
+    auto ffn = registry.create<FeedForward>(c.plugin, c.options);
+    ffn->build(ParamScope(store, 5, scope), dims);
+    randomize(store);  // non-zero biases too
+    Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
+    const std::vector<float> y = host(reference_backend(), ffn->forward(g, g.constant(f32_tensor(reference_backend(), xs, xv))).value());
+    const std::vector<float> want = ffn_reference(store, scope, xv, 6, 6, 10, c.act);
+    ASSERT_EQ(y.size(), want.size());
+    for (std::size_t k = 0; k < y.size(); ++k) EXPECT_NEAR(y[k], want[k], 1e-4f) << k;
+  }
+  EXPECT_THROW(registry.create<FeedForward>("gelu", {{"approximation", "sigmoid"}}), UsageError);
+}
+
+TEST_F(Components, FfnDropoutActsInTrainingOnly) {
+  auto ffn = registry.create<FeedForward>("relu");
+  ffn->build(ParamScope(store, 5, "ffn"), small_dims(/*dropout=*/0.5f));
+  const Tensor x = values({2, 3, 6});
+  auto run = [&](bool training) {
+    Graph g(reference_backend(), 1, 0, training, /*grad=*/false);
+    return host(reference_backend(), ffn->forward(g, g.constant(x)).value());
+  };
+  EXPECT_EQ(run(false), run(false));
+  EXPECT_NE(run(true), run(false));
+}
+
+TEST_F(Components, FfnGradientsMatchFiniteDifferences) {
+  for (const auto& [plugin, options] : std::vector<std::pair<std::string, Options>>{
+           {"relu", {}}, {"gelu", {}}, {"gelu", {{"approximation", "tanh"}}}}) {
+    SCOPED_TRACE(plugin);
+    ParameterStore params(reference_backend());
+    auto ffn = registry.create<FeedForward>(plugin, options);
+    ffn->build(ParamScope(params, 9, "ffn"), small_dims(/*dropout=*/0.2f));  // dropout on: same masks each call
+    // ReLU's kink: a smaller step keeps the differences on one side of it.
+    const double eps = plugin == "relu" ? 2e-3 : 1e-2;
+    expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ffn->forward(g, in[0]); },
+                           values({2, 3, 6}, 0.4f), eps);
+    const Tensor x = values({2, 3, 6}, 0.4f);
+    EXPECT_TRUE(parameter_gradcheck(params, [&](Graph& g) { return ffn->forward(g, g.constant(x)); }, eps));
+  }
+}
+
+// --- positional_encoding/sinusoidal
+
+std::vector<float> encode(PositionalEncoding& pe, const Tensor& x, std::int64_t offset) {
+  Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
+  return host(reference_backend(), pe.forward(g, g.constant(x), offset).value());
+}
+
+TEST_F(Components, SinusoidalAddsThePaperFormulaAndOffsetShiftsPositions) {
+  const ModelDims dims = small_dims();  // D = 6
+  auto pe = registry.create<PositionalEncoding>("sinusoidal");
+  pe->build(ParamScope(store, 1, "encoder.positions"), dims);
+  EXPECT_TRUE(store.all().empty());  // no parameters
+  const std::int64_t t = 5, d = 6;
+  const std::vector<float> y = encode(*pe, f32_tensor(reference_backend(), {2, t, d}, std::vector<float>(60, 0.0f)), 0);
+  auto formula = [d](std::int64_t pos, std::int64_t j) {
+    const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(2 * (j / 2)) / static_cast<double>(d));
+    return j % 2 == 0 ? std::sin(angle) : std::cos(angle);
+  };
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t pos = 0; pos < t; ++pos)
+      for (std::int64_t j = 0; j < d; ++j)
+        EXPECT_NEAR(y[static_cast<std::size_t>((b * t + pos) * d + j)], formula(pos, j), 1e-6) << pos << ", " << j;
+  EXPECT_FLOAT_EQ(y[0], 0.0f);                                     // sin(0)
+  EXPECT_FLOAT_EQ(y[1], 1.0f);                                     // cos(0)
+  EXPECT_NEAR(y[1 * d + 0], std::sin(1.0), 1e-6);                  // pos 1, i 0: wavelength 2*pi
+  EXPECT_NEAR(y[3 * d + 3], std::cos(3.0 / std::pow(10000.0, 2.0 / 6.0)), 1e-6);  // pos 3, 2i+1 = 3
+
+  // x is added; offset 3 gives positions 3.. (incremental decoding); far positions work too.
+  const Tensor x = values({1, 2, d}, 0.5f);
+  const std::vector<float> xv = host(reference_backend(), x);
+  for (std::int64_t offset : {3, 4999}) {
+    const std::vector<float> shifted = encode(*pe, x, offset);
+    for (std::int64_t pos = 0; pos < 2; ++pos)
+      for (std::int64_t j = 0; j < d; ++j) {
+        const auto k = static_cast<std::size_t>(pos * d + j);
+        EXPECT_NEAR(shifted[k], xv[k] + formula(offset + pos, j), 2e-6) << offset << ", " << pos << ", " << j;
+      }
+  }
+  EXPECT_EQ(encode(*pe, x, 3), encode(*pe, x, 3));  // cached table, same values
+}
+
+TEST_F(Components, SinusoidalBaseOptionOddWidthAndBf16Inputs) {
+  ModelDims dims = small_dims();
+  dims.d_model = 5;  // odd: the last column is a sine alone
+  auto pe = registry.create<PositionalEncoding>("sinusoidal", {{"base", "100"}});
+  pe->build(ParamScope(store, 1, "pe"), dims);
+  const std::vector<float> y = encode(*pe, f32_tensor(reference_backend(), {1, 3, 5}, std::vector<float>(15, 0.0f)), 0);
+  EXPECT_NEAR(y[2 * 5 + 4], std::sin(2.0 / std::pow(100.0, 4.0 / 5.0)), 1e-6);
+  EXPECT_NEAR(y[2 * 5 + 3], std::cos(2.0 / std::pow(100.0, 2.0 / 5.0)), 1e-6);
+  EXPECT_THROW(registry.create<PositionalEncoding>("sinusoidal", {{"base", "1"}}), PluginError);
+
+  Backend& be = reference_backend();
+  Tensor x16 = be.empty({1, 3, 5}, DType::BF16);
+  be.fill(x16, 0.0f);
+  Graph g(be, 1, 0, false, false);
+  const Var out = pe->forward(g, g.constant(x16), 0);
+  EXPECT_EQ(out.dtype(), DType::BF16);
+  const std::vector<float> y16 = host(be, out.value());
+  for (std::size_t k = 0; k < y.size(); ++k) EXPECT_NEAR(y16[k], y[k], 1e-2f) << k;
+
+  const std::string wrong = testing::error_of([&] { encode(*pe, values({1, 3, 4}), 0); });
+  EXPECT_NE(wrong.find("[B, T, 5]"), std::string::npos) << wrong;
+}
+
+TEST_F(Components, SinusoidalGradientPassesThrough) {
+  auto pe = registry.create<PositionalEncoding>("sinusoidal");
+  pe->build(ParamScope(store, 1, "pe"), small_dims());
+  expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return pe->forward(g, in[0], 2); }, values({2, 3, 6}));
+}
+
+// --- positional_encoding/learned
+
+TEST_F(Components, LearnedAddsTableRowsAtTheOffset) {
+  auto pe = registry.create<PositionalEncoding>("learned", {{"max_len", "8"}});
+  pe->build(ParamScope(store, 1, "encoder.positions"), small_dims());
+  ASSERT_EQ(names(store), std::vector<std::string>{"encoder.positions.weight"});
+  const Parameter& table = store.get("encoder.positions.weight");
+  EXPECT_EQ(table.value.shape(), Shape({8, 6}));  // [max_len, D]
+  const std::vector<float> tv = host(reference_backend(), table.value);
+  double sq = 0.0;
+  for (float v : tv) sq += static_cast<double>(v) * v;
+  EXPECT_NEAR(std::sqrt(sq / static_cast<double>(tv.size())), 0.02, 0.008);  // normal(0.02)
+
+  const Tensor x = values({2, 3, 6});
+  const std::vector<float> xv = host(reference_backend(), x);
+  const std::vector<float> y = encode(*pe, x, 5);  // rows 5, 6, 7: the last ones
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t t = 0; t < 3; ++t)
+      for (std::int64_t j = 0; j < 6; ++j) {
+        const auto k = static_cast<std::size_t>((b * 3 + t) * 6 + j);
+        EXPECT_FLOAT_EQ(y[k], xv[k] + tv[static_cast<std::size_t>((5 + t) * 6 + j)]);
+      }
+  const std::vector<float> y0 = encode(*pe, x, 0);  // another offset, same instance: rows 0, 1, 2
+  for (std::size_t k = 0; k < 18; ++k) EXPECT_FLOAT_EQ(y0[k], xv[k] + tv[k]) << k;
+}
+
+TEST_F(Components, LearnedRejectsPositionsPastMaxLenWithAHint) {
+  auto pe = registry.create<PositionalEncoding>("learned", {{"max_len", "8"}});
+  pe->build(ParamScope(store, 1, "decoder.positions"), small_dims());
+  const std::string e = testing::error_of([&] { encode(*pe, values({1, 9, 6}), 0); });
+  EXPECT_NE(e.find("position 8"), std::string::npos) << e;
+  EXPECT_NE(e.find("max_len 8"), std::string::npos) << e;
+  EXPECT_NE(e.find("decoder.positions.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("raise the option max_len"), std::string::npos) << e;
+  EXPECT_NE(e.find("at least 9"), std::string::npos) << e;
+  const std::string decoding = testing::error_of([&] { encode(*pe, values({1, 1, 6}), 8); });  // step 9 of a decode
+  EXPECT_NE(decoding.find("position 8"), std::string::npos) << decoding;
+  EXPECT_NO_THROW(encode(*pe, values({1, 1, 6}), 7));
+  EXPECT_THROW(registry.create<PositionalEncoding>("learned", {{"max_len", "0"}}), PluginError);
+}
+
+TEST_F(Components, LearnedGradientsMatchFiniteDifferences) {
+  auto pe = registry.create<PositionalEncoding>("learned", {{"max_len", "6"}});
+  pe->build(ParamScope(store, 1, "pe"), small_dims());
+  expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return pe->forward(g, in[0], 1); }, values({2, 3, 6}));
+  const Tensor x = values({2, 3, 6});
+  EXPECT_TRUE(parameter_gradcheck(store, [&](Graph& g) { return pe->forward(g, g.constant(x), 1); }, 1e-2, 36));
+  // Rows outside offset .. offset+T-1 get no gradient; used rows get the sum over the batch.
+  const std::vector<float> grad = host(reference_backend(), store.get("pe.weight").grad);
+  for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(grad[k], 0.0f);            // row 0
+  for (std::size_t k = 4 * 6; k < 6 * 6; ++k) EXPECT_EQ(grad[k], 0.0f);    // rows 4, 5
+}
+
+// --- block/post_norm and block/pre_norm
+
+std::vector<float> apply_block(Block& block, int sublayer, const Tensor& x, const Block::Sublayer& f) {
+  Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
+  return host(reference_backend(), block.apply(g, sublayer, g.constant(x), f).value());
+}
+
+// Row means and (biased) variances of [N, D] values.
+void expect_normalised_rows(const std::vector<float>& y, std::int64_t d) {
+  for (std::size_t r = 0; r * static_cast<std::size_t>(d) < y.size(); ++r) {
+    double mean = 0.0, var = 0.0;
+    for (std::int64_t j = 0; j < d; ++j) mean += y[r * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)];
+    mean /= static_cast<double>(d);
+    for (std::int64_t j = 0; j < d; ++j) {
+      const double c = y[r * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)] - mean;
+      var += c * c;
+    }
+    var /= static_cast<double>(d);
+    EXPECT_NEAR(mean, 0.0, 1e-5) << "row " << r;
+    EXPECT_NEAR(var, 1.0, 1e-3) << "row " << r;
+  }
+}
+
+TEST_F(Components, BlocksMakeOneNormPerSublayerUnderTheScope) {
+  auto post = registry.create<Block>("post_norm");
+  post->build(ParamScope(store, 1, "decoder.layers.0"), small_dims(), 3);
+  EXPECT_EQ(names(store),
+            (std::vector<std::string>{"decoder.layers.0.norm0.gamma", "decoder.layers.0.norm0.beta",
+                                      "decoder.layers.0.norm1.gamma", "decoder.layers.0.norm1.beta",
+                                      "decoder.layers.0.norm2.gamma", "decoder.layers.0.norm2.beta"}));
+  for (float v : host(reference_backend(), store.get("decoder.layers.0.norm1.gamma").value)) EXPECT_EQ(v, 1.0f);
+  for (float v : host(reference_backend(), store.get("decoder.layers.0.norm1.beta").value)) EXPECT_EQ(v, 0.0f);
+  auto pre = registry.create<Block>("pre_norm", {{"norm", "rms_norm"}});
+  pre->build(ParamScope(store, 1, "encoder.layers.1"), small_dims(), 2);
+  EXPECT_TRUE(store.contains("encoder.layers.1.norm1.gamma"));
+  EXPECT_FALSE(store.contains("encoder.layers.1.norm0.beta"));  // RMSNorm: gamma only
+  EXPECT_EQ(store.all().size(), 8u);
+  EXPECT_FALSE(post->wants_final_norm());
+  EXPECT_TRUE(pre->wants_final_norm());
+
+  const Block::Sublayer id = [](Graph&, const Var& h) { return h; };
+  const std::string e = testing::error_of([&] { apply_block(*pre, 2, values({1, 2, 6}), id); });
+  EXPECT_NE(e.find("sublayer 2 out of range"), std::string::npos) << e;
+  EXPECT_THROW(registry.create<Block>("post_norm", {{"norm", "batch_norm"}}), UsageError);
+}
+
+TEST_F(Components, PostNormNormalisesTheResidualSum) {
+  auto block = registry.create<Block>("post_norm");
+  block->build(ParamScope(store, 1, "layers.0"), small_dims(/*dropout=*/0.3f), 2);  // eval: dropout off
+  const Tensor x = values({2, 3, 6}, 0.1f);
+  const std::vector<float> xv = host(reference_backend(), x);
+  const Block::Sublayer twice = [](Graph& g, const Var& h) { return ops::scale(g, ops::activation(g, h, Activation::GeluTanh), 2.0f); };
+  expect_normalised_rows(apply_block(*block, 1, x, twice), 6);
+  // f = 0: LayerNorm(x) itself.
+  const std::vector<float> y = apply_block(*block, 0, x, [](Graph& g, const Var& h) { return ops::scale(g, h, 0.0f); });
+  expect_normalised_rows(y, 6);
+  // ... which preserves the order of each row's values.
+  for (std::size_t r = 0; r < 6; ++r)
+    for (std::size_t j = 1; j < 6; ++j)
+      EXPECT_EQ(xv[r * 6 + j] > xv[r * 6 + j - 1], y[r * 6 + j] > y[r * 6 + j - 1]);
+
+  auto rms = registry.create<Block>("post_norm", {{"norm", "rms_norm"}});
+  rms->build(ParamScope(store, 1, "layers.1"), small_dims(), 1);
+  const std::vector<float> yr = apply_block(*rms, 0, x, twice);
+  for (std::size_t r = 0; r < 6; ++r) {
+    double ms = 0.0;
+    for (std::size_t j = 0; j < 6; ++j) ms += static_cast<double>(yr[r * 6 + j]) * yr[r * 6 + j];
+    EXPECT_NEAR(ms / 6.0, 1.0, 1e-3) << "row " << r;
+  }
+}
+
+TEST_F(Components, PreNormKeepsTheResidualStreamAndNormalisesTheSublayerInput) {
+  for (const char* norm : {"layer_norm", "rms_norm"}) {
+    SCOPED_TRACE(norm);
+    ParameterStore params(reference_backend());
+    auto block = registry.create<Block>("pre_norm", {{"norm", norm}});
+    block->build(ParamScope(params, 1, "layers.0"), small_dims(/*dropout=*/0.3f), 2);
+    const Tensor x = values({2, 3, 6}, 0.1f);
+    const std::vector<float> xv = host(reference_backend(), x);
+    // f returns 0: x passes through unchanged.
+    std::vector<float> seen;
+    const std::vector<float> y = apply_block(*block, 1, x, [&](Graph& g, const Var& h) {
+      seen = host(reference_backend(), h.value());
+      return ops::scale(g, h, 0.0f);
+    });
+    EXPECT_EQ(y, xv);
+    if (std::string(norm) == "layer_norm") expect_normalised_rows(seen, 6);
+    // f = identity: y = x + Norm(x).
+    const std::vector<float> y2 = apply_block(*block, 0, x, [](Graph&, const Var& h) { return h; });
+    for (std::size_t k = 0; k < y2.size(); ++k) EXPECT_NEAR(y2[k], xv[k] + seen[k], 1e-6f) << k;
+  }
+}
+
+TEST_F(Components, BlockGradientsMatchFiniteDifferences) {
+  for (const auto& [plugin, norm] : std::vector<std::pair<std::string, std::string>>{
+           {"post_norm", "layer_norm"}, {"post_norm", "rms_norm"}, {"pre_norm", "layer_norm"}, {"pre_norm", "rms_norm"}}) {
+    SCOPED_TRACE(plugin + " " + norm);
+    ParameterStore params(reference_backend());
+    auto block = registry.create<Block>(plugin, {{"norm", norm}});
+    block->build(ParamScope(params, 1, "layers.0"), small_dims(/*dropout=*/0.25f), 2);  // residual dropout on
+    randomize(params);
+    const Block::Sublayer f = [](Graph& g, const Var& h) { return ops::activation(g, ops::scale(g, h, 1.5f), Activation::GeluTanh); };
+    // Two sublayers in sequence, as a layer applies them.
+    auto layer = [&](Graph& g, const Var& x) { return block->apply(g, 1, block->apply(g, 0, x, f), f); };
+    expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return layer(g, in[0]); }, values({2, 3, 6}, 0.2f));
+    const Tensor x = values({2, 3, 6}, 0.2f);
+    EXPECT_TRUE(parameter_gradcheck(params, [&](Graph& g) { return layer(g, g.constant(x)); }));
+  }
+}
+
+// Under mixed precision (BF16 compute copies) one layer keeps BF16 activations end to end and
+// stays close to the F32 result.
+TEST_F(Components, OneLayerRunsInBf16CloseToF32) {
+  Backend& be = reference_backend();
+  auto run = [&](DType dtype, const std::string& positions) {
+    ParameterStore params(be, dtype);
+    auto pe = registry.create<PositionalEncoding>(positions, positions == "learned" ? Options{{"max_len", "8"}} : Options{});
+    auto block = registry.create<Block>("pre_norm");
+    auto ffn = registry.create<FeedForward>("gelu");
+    pe->build(ParamScope(params, 1, "positions"), small_dims());
+    block->build(ParamScope(params, 1, "layers.0"), small_dims(), 1);
+    ffn->build(ParamScope(params, 1, "layers.0.ffn"), small_dims());
+    Tensor x = values({2, 3, 6});
+    if (dtype == DType::BF16) {
+      Tensor x16 = be.empty(x.shape(), DType::BF16);
+      be.cast(x16, x);
+      x = x16;
+    }
+    Graph g(be, 1, 0, false, false);
+    const Var h = pe->forward(g, g.constant(x), 2);
+    const Var y = block->apply(g, 0, h, [&](Graph& gg, const Var& v) { return ffn->forward(gg, v); });
+    EXPECT_EQ(y.dtype(), dtype);
+    return host(be, y.value());
+  };
+  for (const char* positions : {"sinusoidal", "learned"}) {
+    SCOPED_TRACE(positions);
+    const std::vector<float> full = run(DType::F32, positions), half = run(DType::BF16, positions);
+    ASSERT_EQ(full.size(), half.size());
+    for (std::size_t k = 0; k < full.size(); ++k) EXPECT_NEAR(half[k], full[k], 0.05f + 0.02f * std::abs(full[k])) << k;
+  }
+}
+
+// --- the loaded libraries and `ablate plugins`
+
+TEST(ComponentPlugins, LoadedLibrariesBuildAndRun) {
+  PluginRegistry& loaded = testing::builtin_registry();
+  ParameterStore store(reference_backend());
+  const ParamScope layer(store, 1, "layers.0");
+  auto block = loaded.create<Block>("pre_norm");
+  auto ffn = loaded.create<FeedForward>("gelu");
+  auto pe = loaded.create<PositionalEncoding>("learned", {{"max_len", "4"}});
+  block->build(layer, small_dims(), 1);
+  ffn->build(layer.child("ffn"), small_dims());
+  pe->build(ParamScope(store, 1, "positions"), small_dims());
+  EXPECT_TRUE(store.contains("layers.0.ffn.in.weight"));
+  Graph g(reference_backend(), 1, 0, false, false);
+  const Var x = pe->forward(g, g.constant(values({2, 3, 6})), 0);
+  const Var y = block->apply(g, 0, x, [&](Graph& gg, const Var& h) { return ffn->forward(gg, h); });
+  EXPECT_EQ(y.shape(), Shape({2, 3, 6}));
+  EXPECT_NO_THROW(loaded.create<PositionalEncoding>("sinusoidal"));
+  EXPECT_NO_THROW(loaded.create<FeedForward>("relu"));
+  EXPECT_NO_THROW(loaded.create<Block>("post_norm"));
+}
+
+std::string plugins_listing(const std::string& kind) {
+  std::ostringstream out, err;
+  EXPECT_EQ(cli::run({"plugins", "--kind", kind}, out, err), cli::kExitOk) << err.str();
+  return out.str();
+}
+
+TEST(ComponentPlugins, AblatePluginsPrintsTheirOptions) {
+  const std::string ffn = plugins_listing("ffn");
+  for (const char* s : {"ffn/relu", "ffn/gelu", "approximation  string {erf|tanh}, default erf: GELU form"})
+    EXPECT_NE(ffn.find(s), std::string::npos) << s << "\n" << ffn;
+  EXPECT_EQ(ffn.find("block/"), std::string::npos);
+  const std::string pe = plugins_listing("positional_encoding");
+  for (const char* s : {"positional_encoding/sinusoidal", "base  float, default 10000", "positional_encoding/learned",
+                        "max_len  int, default 512"})
+    EXPECT_NE(pe.find(s), std::string::npos) << s << "\n" << pe;
+  const std::string block = plugins_listing("block");
+  for (const char* s : {"block/post_norm", "block/pre_norm", "norm  string {layer_norm|rms_norm}, default layer_norm"})
+    EXPECT_NE(block.find(s), std::string::npos) << s << "\n" << block;
+}
+
+}  // namespace
+}  // namespace ablate
