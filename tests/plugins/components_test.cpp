@@ -446,10 +446,12 @@ TEST_F(Components, BlocksMakeOneNormPerSublayerUnderTheScope) {
   EXPECT_EQ(store.all().size(), 8u);
   EXPECT_FALSE(post->wants_final_norm());
   EXPECT_TRUE(pre->wants_final_norm());
-
+  EXPECT_EQ(post->norm_kind(), NormKind::LayerNorm);
+  EXPECT_EQ(pre->norm_kind(), NormKind::RMSNorm);  // the model's final norm follows the block's
   const Block::Sublayer id = [](Graph&, const Var& h) { return h; };
   const std::string e = testing::error_of([&] { apply_block(*pre, 2, values({1, 2, 6}), id); });
-  EXPECT_NE(e.find("sublayer 2 out of range"), std::string::npos) << e;
+  EXPECT_NE(e.find("block/pre_norm: sublayer 2 out of range"), std::string::npos) << e;
+
   EXPECT_THROW(registry.create<Block>("post_norm", {{"norm", "batch_norm"}}), UsageError);
 }
 

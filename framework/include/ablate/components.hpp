@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ablate/autograd.hpp"
 #include "ablate/parameters.hpp"
@@ -58,6 +59,28 @@ class BOOST_SYMBOL_VISIBLE ParamScope {
   std::string prefix_;
 };
 
+// A LayerNorm (gamma ones, beta zeros) or RMSNorm (gamma only) over the last dim D: the norm
+// blocks place around sublayers and the model puts after a pre-norm stack.
+enum class NormKind { LayerNorm, RMSNorm };
+// "layer_norm" -> LayerNorm, "rms_norm" -> RMSNorm; anything else throws ablate::Error.
+NormKind parse_norm_kind(const std::string& name);
+
+class BOOST_SYMBOL_VISIBLE NormLayer {
+ public:
+  NormLayer() = default;
+  // Adds "<scope>.gamma" [D] (and "<scope>.beta" [D] for LayerNorm).
+  NormLayer(const ParamScope& scope, NormKind kind, std::int64_t d, float eps);
+  NormKind kind() const { return kind_; }
+  // x: [..., D] -> [..., D]
+  Var operator()(Graph& g, const Var& x) const;
+
+ private:
+  NormKind kind_ = NormKind::LayerNorm;
+  Parameter* gamma_ = nullptr;
+  Parameter* beta_ = nullptr;  // null for RMSNorm
+  float eps_ = 1e-5f;
+};
+
 // Kind "ffn": the position-wise feed-forward sublayer, y[B, T, D] = FFN(x[B, T, D]).
 class BOOST_SYMBOL_VISIBLE FeedForward : public Component {
  public:
@@ -96,8 +119,22 @@ class BOOST_SYMBOL_VISIBLE Block : public Component {
   // Sublayer `sublayer` (0 .. S-1, in the layer's order) around x: [B, T, D] -> [B, T, D].
   virtual Var apply(Graph& g, int sublayer, const Var& x, const Sublayer& f) const = 0;
   // True when the stack of these blocks must end with a norm (pre-norm: the residual stream
-  // is never normalised otherwise). The model owns that final norm.
+  // is never normalised otherwise). The model owns that final norm, of kind norm_kind().
   virtual bool wants_final_norm() const = 0;
+  virtual NormKind norm_kind() const = 0;
+};
+
+// The state every norm-placement block shares: one NormLayer per sublayer, "<scope>.norm<i>",
+// with range-checked access (errors name the block, e.g. "block/pre_norm").
+class BOOST_SYMBOL_VISIBLE SublayerNorms {
+ public:
+  void build(const ParamScope& scope, const ModelDims& dims, int sublayers, NormKind kind, const std::string& block);
+  const NormLayer& operator[](int sublayer) const;
+  std::size_t size() const { return norms_.size(); }
+
+ private:
+  std::vector<NormLayer> norms_;
+  std::string block_;
 };
 
 }  // namespace ablate
