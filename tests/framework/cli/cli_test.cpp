@@ -2,26 +2,16 @@
 // codes, and `ablate plugins` in text and JSON, filtered by kind, with broken plugins present.
 #include "cli/cli.hpp"
 
-#include <sstream>
-
 #include "ablate/abi.hpp"
 #include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
 #include "framework/plugins/plugin_test_util.hpp"
 
 namespace ablate::cli {
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result run_cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using Result = ablate::testing::CliResult;
+using ablate::testing::run_cli;
 
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
 

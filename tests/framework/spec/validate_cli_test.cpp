@@ -2,9 +2,8 @@
 // built-in plugins: a valid spec, --print, --set, error lines with positions, exit codes.
 #include "cli/cli.hpp"
 
-#include <sstream>
-
 #include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
 #include "framework/spec/spec_test_util.hpp"
 
 namespace ablate::cli {
@@ -13,17 +12,8 @@ namespace {
 using spec::testing::contains;
 using spec::testing::write_file;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result run_cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using Result = ablate::testing::CliResult;
+using ablate::testing::run_cli;
 
 // Only kinds that have built-in plugins today; the task plugins arrive with the training work.
 const char* kSpec =
