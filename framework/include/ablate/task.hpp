@@ -1,0 +1,59 @@
+// Kind "task": the data an experiment trains and evaluates on, as deterministic examples of
+// token ids, plus the batching (make_batch) and default scoring the runner applies to them.
+// The built-in synthetic tasks (copy, reverse, sort, language_model) live in plugins/task_*.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ablate/plugin.hpp"
+
+namespace ablate {
+
+enum class TaskType { Seq2Seq, LanguageModel };
+enum class Split { Train, Eval };
+
+struct TaskInfo {
+  TaskType type;
+  std::int64_t vocab_size;  // includes the 3 reserved ids
+  static constexpr std::int32_t kPad = 0, kBos = 1, kEos = 2;  // reserved ids; content tokens are 3 .. vocab_size-1
+  std::int64_t max_src_len, max_tgt_len;  // content lengths, without bos/eos
+};
+
+// Content tokens only (no bos/eos); src is empty for a LanguageModel task.
+struct Example {
+  std::vector<std::int32_t> src, tgt;
+  bool operator==(const Example&) const = default;
+};
+
+// What the runner uploads: row-major, padded to the longest example of the batch.
+struct HostBatch {
+  std::int64_t B = 0, S = 0, T = 0;
+  std::vector<std::int32_t> src, src_lengths;  // [B, S] padded with kPad; [B]
+  std::vector<std::int32_t> tgt_in, tgt_out;   // [B, T]: kBos + tgt (teacher forcing), kPad at padding / tgt + kEos, kIgnore at padding
+  std::vector<std::int32_t> tgt_lengths;       // [B]: tgt.size() + 1
+  static constexpr std::int32_t kIgnore = -100;
+};
+
+class BOOST_SYMBOL_VISIBLE Task : public Component {
+ public:
+  static constexpr const char* kKind = "task";
+  virtual TaskInfo info() const = 0;
+  virtual std::int64_t size(Split split) const = 0;
+  // Deterministic in (the plugin's seed option, split, index): the same example every call, on
+  // every machine. Throws ablate::Error for an index outside [0, size(split)).
+  virtual Example example(Split split, std::int64_t index) const = 0;
+  // The metrics of predictions (greedy-decoded content tokens, eos stripped) against references.
+  // The default (framework/core/task.cpp) gives "exact_match" (fraction of predictions equal to
+  // their reference tgt) and "token_accuracy" (position-wise matches over the sum of
+  // max(reference length, prediction length): extra and missing tokens count as wrong).
+  virtual std::map<std::string, double> score(const std::vector<Example>& references,
+                                              const std::vector<std::vector<std::int32_t>>& predictions) const;
+};
+
+// Pads to the longest example in the batch; throws ablate::Error on an empty batch.
+HostBatch make_batch(const std::vector<Example>& examples);
+
+}  // namespace ablate

@@ -1,0 +1,196 @@
+// Tests for the task kind: make_batch and the default score (framework/core/task.cpp), and the
+// built-in synthetic tasks copy / reverse / sort / language_model, linked in through their
+// OBJECT libraries: determinism, splits, ranges, the tgt relations, and option errors.
+#include <algorithm>
+#include <set>
+
+#include "ablate/task.hpp"
+#include "framework/plugins/plugin_test_util.hpp"
+#include "plugins/plugin_registry.hpp"
+
+#define ABLATE_DECLARE_PLUGIN(ns)                            \
+  namespace ns {                                             \
+  extern const ablate::PluginInfo plugin_info;               \
+  ablate::Component* plugin_create(const ablate::Options&); \
+  }
+ABLATE_DECLARE_PLUGIN(task_copy)
+ABLATE_DECLARE_PLUGIN(task_reverse)
+ABLATE_DECLARE_PLUGIN(task_sort)
+ABLATE_DECLARE_PLUGIN(task_language_model)
+#undef ABLATE_DECLARE_PLUGIN
+
+namespace ablate {
+namespace {
+
+using Tokens = std::vector<std::int32_t>;
+
+class Tasks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    registry.add_linked(task_copy::plugin_info, task_copy::plugin_create);
+    registry.add_linked(task_reverse::plugin_info, task_reverse::plugin_create);
+    registry.add_linked(task_sort::plugin_info, task_sort::plugin_create);
+    registry.add_linked(task_language_model::plugin_info, task_language_model::plugin_create);
+  }
+  PluginRegistry registry;
+};
+
+const char* const kAll[] = {"copy", "reverse", "sort", "language_model"};
+
+TEST_F(Tasks, ExamplesAreDeterministicAcrossCallsAndInstances) {
+  for (const char* name : kAll) {
+    auto a = registry.create<Task>(name);
+    auto b = registry.create<Task>(name);
+    for (std::int64_t i : {0, 1, 17, 19999}) {
+      EXPECT_EQ(a->example(Split::Train, i), a->example(Split::Train, i)) << name << " " << i;
+      EXPECT_EQ(a->example(Split::Train, i), b->example(Split::Train, i)) << name << " " << i;
+      EXPECT_EQ(a->example(Split::Eval, i % 500), b->example(Split::Eval, i % 500)) << name << " " << i;
+    }
+    auto other_seed = registry.create<Task>(name, {{"seed", "2"}});
+    int same = 0;
+    for (std::int64_t i = 0; i < 50; ++i) same += a->example(Split::Train, i) == other_seed->example(Split::Train, i);
+    EXPECT_LT(same, 5) << name << ": the seed changes the data";
+  }
+}
+
+TEST_F(Tasks, TrainAndEvalDiffer) {
+  for (const char* name : kAll) {
+    auto t = registry.create<Task>(name);
+    EXPECT_EQ(t->size(Split::Train), 20000);
+    EXPECT_EQ(t->size(Split::Eval), 500);
+    int same = 0;
+    for (std::int64_t i = 0; i < 100; ++i) same += t->example(Split::Train, i) == t->example(Split::Eval, i);
+    EXPECT_LT(same, 5) << name;
+    EXPECT_THROW(t->example(Split::Eval, 500), Error) << name;
+    EXPECT_THROW(t->example(Split::Train, -1), Error) << name;
+  }
+}
+
+TEST_F(Tasks, LengthsAndTokensAreInRange) {
+  for (const char* name : kAll) {
+    auto t = registry.create<Task>(name, {{"vocab_size", "10"}, {"min_len", "2"}, {"max_len", "5"}});
+    const TaskInfo info = t->info();
+    EXPECT_EQ(info.vocab_size, 10);
+    EXPECT_EQ(info.max_tgt_len, 5);
+    std::set<std::size_t> lengths;
+    std::set<std::int32_t> tokens;
+    for (Split split : {Split::Train, Split::Eval})
+      for (std::int64_t i = 0; i < 300; ++i) {
+        const Example e = t->example(split, i);
+        lengths.insert(e.tgt.size());
+        EXPECT_GE(e.tgt.size(), 2u);
+        EXPECT_LE(e.tgt.size(), 5u);
+        for (const Tokens* seq : {&e.src, &e.tgt})
+          for (std::int32_t tok : *seq) {
+            EXPECT_GE(tok, 3) << name;
+            EXPECT_LT(tok, 10) << name;
+            tokens.insert(tok);
+          }
+      }
+    EXPECT_EQ(lengths, (std::set<std::size_t>{2, 3, 4, 5})) << name << ": every length occurs";
+    EXPECT_EQ(tokens.size(), 7u) << name << ": every content token occurs";
+  }
+}
+
+TEST_F(Tasks, Seq2SeqTargetsFollowTheirRule) {
+  auto copy = registry.create<Task>("copy");
+  auto reverse = registry.create<Task>("reverse");
+  auto sort = registry.create<Task>("sort");
+  for (const auto& t : {copy, reverse, sort}) {
+    EXPECT_EQ(t->info().type, TaskType::Seq2Seq);
+    EXPECT_EQ(t->info().max_src_len, 12);
+  }
+  for (std::int64_t i = 0; i < 200; ++i) {
+    const Example c = copy->example(Split::Train, i);
+    EXPECT_EQ(c.tgt, c.src);
+    EXPECT_EQ(reverse->example(Split::Train, i).src, c.src) << "one generator: the same sources";
+    const Example r = reverse->example(Split::Train, i);
+    EXPECT_EQ(r.tgt, Tokens(r.src.rbegin(), r.src.rend()));
+    const Example s = sort->example(Split::Eval, i);
+    Tokens sorted = s.src;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(s.tgt, sorted);
+  }
+}
+
+TEST_F(Tasks, LanguageModelIsAMarkovChainWithFewSuccessors) {
+  auto lm = registry.create<Task>("language_model");
+  EXPECT_EQ(lm->info().type, TaskType::LanguageModel);
+  EXPECT_EQ(lm->info().max_src_len, 0);
+  std::map<std::int32_t, std::set<std::int32_t>> successors;
+  for (std::int64_t i = 0; i < 2000; ++i) {
+    const Example e = lm->example(Split::Train, i);
+    EXPECT_TRUE(e.src.empty());
+    for (std::size_t t = 1; t < e.tgt.size(); ++t) successors[e.tgt[t - 1]].insert(e.tgt[t]);
+  }
+  EXPECT_EQ(successors.size(), 29u) << "every content token is followed by something";
+  for (const auto& [tok, next] : successors) EXPECT_LE(next.size(), 3u) << "token " << tok;
+  // Another seed, another chain.
+  auto other = registry.create<Task>("language_model", {{"seed", "7"}});
+  EXPECT_NE(lm->example(Split::Train, 0), other->example(Split::Train, 0));
+}
+
+TEST_F(Tasks, OptionErrorsNameThePluginAndTheValue) {
+  auto message = [&](const char* name, std::map<std::string, std::string> opts) -> std::string {
+    try {
+      registry.create<Task>(name, opts);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  for (const char* name : kAll) {
+    const std::string plugin = std::string("task/") + name;
+    std::string e = message(name, {{"vocab_size", "3"}});
+    EXPECT_NE(e.find(plugin + ": vocab_size must be > 3"), std::string::npos) << e;
+    e = message(name, {{"min_len", "0"}});
+    EXPECT_NE(e.find(plugin + ": need 1 <= min_len <= max_len, got min_len 0, max_len 12"), std::string::npos) << e;
+    e = message(name, {{"min_len", "6"}, {"max_len", "5"}});
+    EXPECT_NE(e.find("got min_len 6, max_len 5"), std::string::npos) << e;
+    e = message(name, {{"eval_examples", "0"}});
+    EXPECT_NE(e.find("eval_examples must be >= 1"), std::string::npos) << e;
+    EXPECT_EQ(message(name, {{"vocab_size", "4"}, {"min_len", "1"}, {"max_len", "1"}}), "no error");
+  }
+}
+
+TEST(MakeBatch, PadsPlacesBosEosAndIgnoresPadding) {
+  const std::vector<Example> ex = {{{5, 6, 7}, {7, 6}}, {{8}, {9, 10, 11, 12}}};
+  const HostBatch b = make_batch(ex);
+  EXPECT_EQ(b.B, 2);
+  EXPECT_EQ(b.S, 3);
+  EXPECT_EQ(b.T, 5);
+  constexpr std::int32_t P = TaskInfo::kPad, S = TaskInfo::kBos, E = TaskInfo::kEos, I = HostBatch::kIgnore;
+  EXPECT_EQ(b.src, (Tokens{5, 6, 7, 8, P, P}));
+  EXPECT_EQ(b.src_lengths, (Tokens{3, 1}));
+  EXPECT_EQ(b.tgt_in, (Tokens{S, 7, 6, P, P, S, 9, 10, 11, 12}));
+  EXPECT_EQ(b.tgt_out, (Tokens{7, 6, E, I, I, 9, 10, 11, 12, E}));
+  EXPECT_EQ(b.tgt_lengths, (Tokens{3, 5}));
+  EXPECT_THROW(make_batch({}), Error);
+}
+
+TEST(MakeBatch, LanguageModelBatchesHaveNoSource) {
+  const HostBatch b = make_batch({{{}, {4}}, {{}, {}}});
+  EXPECT_EQ(b.S, 0);
+  EXPECT_TRUE(b.src.empty());
+  EXPECT_EQ(b.src_lengths, (Tokens{0, 0}));
+  EXPECT_EQ(b.T, 2);
+  EXPECT_EQ(b.tgt_in, (Tokens{TaskInfo::kBos, 4, TaskInfo::kBos, TaskInfo::kPad}));
+  EXPECT_EQ(b.tgt_out, (Tokens{4, TaskInfo::kEos, TaskInfo::kEos, HostBatch::kIgnore}));
+  EXPECT_EQ(b.tgt_lengths, (Tokens{2, 1}));
+}
+
+TEST_F(Tasks, DefaultScoreCountsExactMatchesAndTokenAccuracy) {
+  auto t = registry.create<Task>("copy");
+  const std::vector<Example> refs = {{{}, {3, 4, 5}}, {{}, {6, 7}}, {{}, {8, 9, 10, 11}}, {{}, {3, 3}}};
+  // exact; one wrong of 2; too short (2 of 4 right); too long (2 right of max(2, 4) = 4).
+  const std::vector<Tokens> preds = {{3, 4, 5}, {6, 8}, {8, 9}, {3, 3, 3, 3}};
+  const auto m = t->score(refs, preds);
+  EXPECT_DOUBLE_EQ(m.at("exact_match"), 0.25);
+  EXPECT_DOUBLE_EQ(m.at("token_accuracy"), (3.0 + 1 + 2 + 2) / (3 + 2 + 4 + 4));
+  EXPECT_DOUBLE_EQ(t->score({refs[0]}, {{}}).at("token_accuracy"), 0.0);
+  EXPECT_DOUBLE_EQ(t->score({refs[0]}, {{}}).at("exact_match"), 0.0);
+  EXPECT_THROW(t->score(refs, {preds[0]}), Error);
+}
+
+}  // namespace
+}  // namespace ablate
