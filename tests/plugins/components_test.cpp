@@ -16,18 +16,12 @@
 #include "framework/plugins/plugin_test_util.hpp"
 #include "plugins/plugin_registry.hpp"
 
-#define ABLATE_LINKED_PLUGIN(ns)                          \
-  namespace ns {                                          \
-  extern const ablate::PluginInfo plugin_info;            \
-  ablate::Component* plugin_create(const ablate::Options&); \
-  }
-ABLATE_LINKED_PLUGIN(ffn_relu)
-ABLATE_LINKED_PLUGIN(ffn_gelu)
-ABLATE_LINKED_PLUGIN(positional_encoding_sinusoidal)
-ABLATE_LINKED_PLUGIN(positional_encoding_learned)
-ABLATE_LINKED_PLUGIN(block_post_norm)
-ABLATE_LINKED_PLUGIN(block_pre_norm)
-#undef ABLATE_LINKED_PLUGIN
+ABLATE_DECLARE_PLUGIN(ffn_relu)
+ABLATE_DECLARE_PLUGIN(ffn_gelu)
+ABLATE_DECLARE_PLUGIN(positional_encoding_sinusoidal)
+ABLATE_DECLARE_PLUGIN(positional_encoding_learned)
+ABLATE_DECLARE_PLUGIN(block_post_norm)
+ABLATE_DECLARE_PLUGIN(block_pre_norm)
 
 namespace ablate {
 namespace {

@@ -7,18 +7,9 @@
 #include "framework/plugins/plugin_test_util.hpp"
 #include "plugins/plugin_registry.hpp"
 
-namespace schedule_constant {
-extern const ablate::PluginInfo plugin_info;
-ablate::Component* plugin_create(const ablate::Options&);
-}  // namespace schedule_constant
-namespace schedule_noam {
-extern const ablate::PluginInfo plugin_info;
-ablate::Component* plugin_create(const ablate::Options&);
-}  // namespace schedule_noam
-namespace schedule_cosine {
-extern const ablate::PluginInfo plugin_info;
-ablate::Component* plugin_create(const ablate::Options&);
-}  // namespace schedule_cosine
+ABLATE_DECLARE_PLUGIN(schedule_constant)
+ABLATE_DECLARE_PLUGIN(schedule_noam)
+ABLATE_DECLARE_PLUGIN(schedule_cosine)
 
 namespace ablate {
 namespace {

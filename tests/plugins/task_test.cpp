@@ -8,16 +8,10 @@
 #include "framework/plugins/plugin_test_util.hpp"
 #include "plugins/plugin_registry.hpp"
 
-#define ABLATE_DECLARE_PLUGIN(ns)                            \
-  namespace ns {                                             \
-  extern const ablate::PluginInfo plugin_info;               \
-  ablate::Component* plugin_create(const ablate::Options&); \
-  }
 ABLATE_DECLARE_PLUGIN(task_copy)
 ABLATE_DECLARE_PLUGIN(task_reverse)
 ABLATE_DECLARE_PLUGIN(task_sort)
 ABLATE_DECLARE_PLUGIN(task_language_model)
-#undef ABLATE_DECLARE_PLUGIN
 
 namespace ablate {
 namespace {

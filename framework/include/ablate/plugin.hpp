@@ -56,3 +56,11 @@ struct PluginInfo {
   ::ablate::Component* plugin_create(const ::ablate::Options& plugin_options) {                 \
     return factory(plugin_options);                                                             \
   }
+
+// Declares what ABLATE_PLUGIN defines in namespace `ns`: for the export unit, and for tests that
+// link a plugin's `<target>_obj` library and register it with PluginRegistry::add_linked.
+#define ABLATE_DECLARE_PLUGIN(ns)                                                   \
+  namespace ns {                                                                    \
+  extern const ::ablate::PluginInfo plugin_info;                                    \
+  ::ablate::Component* plugin_create(const ::ablate::Options& plugin_options);      \
+  }

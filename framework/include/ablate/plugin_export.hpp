@@ -9,10 +9,7 @@
 
 // The alias names differ from the aliased names on purpose: an unqualified function whose name
 // equals its alias makes Boost.DLL's alias point at itself (a crash at load, seen with 1.74).
-#define ABLATE_EXPORT_PLUGIN(ns)                                                      \
-  namespace ns {                                                                      \
-  extern const ::ablate::PluginInfo plugin_info;                                      \
-  ::ablate::Component* plugin_create(const ::ablate::Options& plugin_options);        \
-  }                                                                                   \
-  BOOST_DLL_ALIAS(ns::plugin_info, ablate_plugin_info)                                \
+#define ABLATE_EXPORT_PLUGIN(ns)                       \
+  ABLATE_DECLARE_PLUGIN(ns)                            \
+  BOOST_DLL_ALIAS(ns::plugin_info, ablate_plugin_info) \
   BOOST_DLL_ALIAS(ns::plugin_create, ablate_create)
