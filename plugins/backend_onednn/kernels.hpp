@@ -307,6 +307,11 @@ inline void need_same_shape(const char* op, const char* an, const ablate::Tensor
 inline void need_numel(const char* op, const char* name, const ablate::Tensor& t, std::int64_t n) {
   if (t.numel() != n) fail(op, std::string(name) + " " + t.str() + " must have " + std::to_string(n) + " elements");
 }
+// An F32 tensor of n elements (statistics: mean, rstd, lse, loss, optimizer state).
+inline void need_f32(const char* op, const char* name, const ablate::Tensor& t, std::int64_t n) {
+  need_dtype(op, name, t, ablate::DType::F32);
+  need_numel(op, name, t, n);
+}
 inline void need_rank(const char* op, const char* name, const ablate::Tensor& t, int rank) {
   if (t.shape().rank() != rank) fail(op, std::string(name) + " " + t.str() + " must have rank " + std::to_string(rank));
 }

@@ -529,11 +529,9 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
   const AttDims d = attention_dims(op, q, k, v, prm);
   need_float(op, "out", out);
   need_same_shape(op, "out", out, "q", q);
-  need_dtype(op, "lse", lse, DType::F32);
-  need_numel(op, "lse", lse, d.B * d.H * d.T);
+  need_f32(op, "lse", lse, d.B * d.H * d.T);
   if (probs) {
-    need_dtype(op, "probs", *probs, DType::F32);
-    need_numel(op, "probs", *probs, d.B * d.H * d.T * d.S);
+    need_f32(op, "probs", *probs, d.B * d.H * d.T * d.S);
   }
   const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
   if (BH * T == 0) return;
@@ -595,8 +593,7 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   const AttDims d = attention_dims(op, q, k, v, prm);
   need_float(op, "dout", dout);
   need_same_shape(op, "dout", dout, "q", q);
-  need_dtype(op, "lse", lse, DType::F32);
-  need_numel(op, "lse", lse, d.B * d.H * d.T);
+  need_f32(op, "lse", lse, d.B * d.H * d.T);
   if (dq) { need_float(op, "dq", *dq); need_same_shape(op, "dq", *dq, "q", q); }
   if (dk) { need_float(op, "dk", *dk); need_same_shape(op, "dk", *dk, "k", k); }
   if (dv) { need_float(op, "dv", *dv); need_same_shape(op, "dv", *dv, "v", v); }

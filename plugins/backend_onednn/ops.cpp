@@ -53,10 +53,8 @@ void OnednnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, co
   need_numel(op, "gamma", gamma, D);
   need_float(op, "beta", beta);
   need_numel(op, "beta", beta, D);
-  need_dtype(op, "mean", mean, DType::F32);
-  need_numel(op, "mean", mean, N);
-  need_dtype(op, "rstd", rstd, DType::F32);
-  need_numel(op, "rstd", rstd, N);
+  need_f32(op, "mean", mean, N);
+  need_f32(op, "rstd", rstd, N);
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   const float* bt = as_f32(beta.raw(), beta.dtype(), D, kVecB);
@@ -99,10 +97,8 @@ void OnednnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbet
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   need_float(op, "gamma", gamma);
   need_numel(op, "gamma", gamma, D);
-  need_dtype(op, "mean", mean, DType::F32);
-  need_numel(op, "mean", mean, N);
-  need_dtype(op, "rstd", rstd, DType::F32);
-  need_numel(op, "rstd", rstd, N);
+  need_f32(op, "mean", mean, N);
+  need_f32(op, "rstd", rstd, N);
   if (dx) { need_float(op, "dx", *dx); need_same_shape(op, "dx", *dx, "x", x); }
   if (dgamma) { need_float(op, "dgamma", *dgamma); need_numel(op, "dgamma", *dgamma, D); }
   if (dbeta) { need_float(op, "dbeta", *dbeta); need_numel(op, "dbeta", *dbeta, D); }
@@ -174,8 +170,7 @@ void OnednnBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, c
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   need_float(op, "gamma", gamma);
   need_numel(op, "gamma", gamma, D);
-  need_dtype(op, "rstd", rstd, DType::F32);
-  need_numel(op, "rstd", rstd, N);
+  need_f32(op, "rstd", rstd, N);
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   float* rp = rstd.data<float>();
@@ -207,8 +202,7 @@ void OnednnBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& 
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   need_float(op, "gamma", gamma);
   need_numel(op, "gamma", gamma, D);
-  need_dtype(op, "rstd", rstd, DType::F32);
-  need_numel(op, "rstd", rstd, N);
+  need_f32(op, "rstd", rstd, N);
   if (dx) { need_float(op, "dx", *dx); need_same_shape(op, "dx", *dx, "x", x); }
   if (dgamma) { need_float(op, "dgamma", *dgamma); need_numel(op, "dgamma", *dgamma, D); }
   set_threads();
@@ -614,10 +608,8 @@ void OnednnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor&
   const char* op = "cross_entropy_forward";
   need_float(op, "logits", logits);
   need_dtype(op, "targets", targets, DType::I32);
-  need_dtype(op, "loss", loss, DType::F32);
-  need_numel(op, "loss", loss, 1);
-  need_dtype(op, "stats", stats, DType::F32);
-  need_numel(op, "stats", stats, 2);
+  need_f32(op, "loss", loss, 1);
+  need_f32(op, "stats", stats, 2);
   need_float(op, "dlogits", dlogits);
   need_same_shape(op, "dlogits", dlogits, "logits", logits);
   const std::int64_t N = logits.shape().rows(), V = logits.shape().last();
@@ -685,8 +677,7 @@ void OnednnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor&
 
 void OnednnBackend::sum_squares(Tensor& total, const Tensor& x) {
   const char* op = "sum_squares";
-  need_dtype(op, "total", total, DType::F32);
-  need_numel(op, "total", total, 1);
+  need_f32(op, "total", total, 1);
   need_float(op, "x", x);
   const std::int64_t n = x.numel();
   constexpr std::int64_t kChunk = 16384;  // fixed chunks: the order does not depend on threads
