@@ -46,6 +46,7 @@ class BOOST_SYMBOL_VISIBLE ParameterStore {
   std::vector<Parameter*> all();
   std::int64_t numel() const;
   DType compute_dtype() const { return compute_; }
+  Backend& backend() const { return backend_; }
 
   void zero_grad();
   // Global L2 norm of all gradients (one host synchronisation).
