@@ -17,6 +17,7 @@ namespace po = boost::program_options;
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"plugins", "list the discovered plugins: kind, name, version, file, description, options", cmd_plugins},
+      {"run", "train an experiment spec into its run directory (resumable with --resume)", cmd_run},
       {"validate", "check an experiment spec (keys, values, extends, --set, plugins); --print the resolved spec", cmd_validate},
   };
   return table;
@@ -56,7 +57,9 @@ void print_help(std::ostream& out) {
       << "  0  success\n"
       << "  1  a run failed (or an internal error)\n"
       << "  2  usage or spec error: bad command line, spec or option value\n"
-      << "  3  plugin error: a plugin could not be found, loaded or created\n\n"
+      << "  3  plugin error: a plugin could not be found, loaded or created\n"
+      << "  4  a run diverged (NaN/Inf loss or gradient; the step is recorded)\n"
+      << "  130  a run was interrupted (Ctrl-C / SIGTERM; checkpointed, continue with --resume)\n\n"
       << "Environment:\n"
       << "  ABLATE_PLUGIN_PATH  extra plugin directories or files, colon-separated, searched after the built-in ones\n";
 }

@@ -34,6 +34,7 @@ boost::program_options::variables_map parse_command(
 std::string version_line();
 
 int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace ablate::cli

@@ -6,36 +6,10 @@
 #include "ablate/error.hpp"
 #include "cli/cli.hpp"
 #include "cli/exit_codes.hpp"
-#include "plugins/plugin_registry.hpp"
-#include "spec/experiment_spec.hpp"
-#include "spec/plugin_validation.hpp"
+#include "cli/spec_loading.hpp"
 
 namespace ablate::cli {
 namespace po = boost::program_options;
-namespace {
-
-// The plugin registry seen through the spec layer's narrow catalog interface.
-class RegistryCatalog final : public spec::PluginCatalog {
- public:
-  explicit RegistryCatalog(const PluginRegistry& registry) : registry_(registry) {}
-
-  std::optional<std::vector<OptionDescriptor>> options(const std::string& kind, const std::string& name) const override {
-    for (const PluginDescriptor* d : registry_.list(kind))
-      if (d->name == name) return d->options;
-    return std::nullopt;
-  }
-
-  std::vector<std::string> names(const std::string& kind) const override {
-    std::vector<std::string> out;
-    for (const PluginDescriptor* d : registry_.list(kind)) out.push_back(d->name);
-    return out;
-  }
-
- private:
-  const PluginRegistry& registry_;
-};
-
-}  // namespace
 
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description options("ablate validate SPEC.yaml [options]\n\n"
@@ -64,19 +38,11 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   const std::vector<std::string> overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
   try {
-    spec::ExperimentSpec s = spec::load_spec(file, overrides);
-    std::vector<std::filesystem::path> extra(s.plugin_paths.begin(), s.plugin_paths.end());
-    if (vm.count("plugin-path"))
-      for (const auto& p : vm["plugin-path"].as<std::vector<std::string>>()) extra.emplace_back(p);
-    PluginRegistry registry;
-    registry.scan(plugin_search_path(extra));
-    for (const PluginProblem& p : registry.problems()) {
-      err << "ablate: plugin warning: " << p.message << "\n";
-      if (!p.hint.empty()) err << "  hint: " << p.hint << "\n";
-    }
-    spec::validate_plugins(s, RegistryCatalog(registry));
+    const std::vector<std::string> paths =
+        vm.count("plugin-path") ? vm["plugin-path"].as<std::vector<std::string>>() : std::vector<std::string>{};
+    const LoadedSpec loaded = load_validated_spec(file, overrides, paths, err);
     out << file << ": valid\n";
-    if (vm.count("print")) out << spec::resolved_yaml(s);
+    if (vm.count("print")) out << spec::resolved_yaml(loaded.spec);
     return kExitOk;
   } catch (const UsageError& e) {
     // Compiler-style: one FILE:LINE:COLUMN line per problem, then the hint.

@@ -8,6 +8,7 @@ namespace ablate {
 
 double Adam::step(ParameterStore& store, double lr, double clip_norm) {
   const double norm = store.grad_norm();
+  if (!std::isfinite(norm)) return norm;  // NaN/Inf gradients: leave every weight as it was (the caller stops)
   AdamParams p;
   p.lr = static_cast<float>(lr);
   p.beta1 = config_.beta1;

@@ -3,12 +3,32 @@
 #include "spec/plugin_validation.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <optional>
 
 #include "ablate/error.hpp"
 #include "core/text.hpp"
 #include "plugins/option_resolver.hpp"
 
 namespace ablate::spec {
+namespace {
+
+// A schedule option that repeats a value the spec already states takes that value unless the
+// spec sets the option itself: lr (train.optimizer.lr), d_model (model.d_model), total_steps
+// (train.steps). One value, one place: sweeping model.d_model also moves noam's peak.
+std::optional<std::string> inherited_option(const ExperimentSpec& spec, const std::string& slot, const std::string& option) {
+  if (slot != "train.schedule") return std::nullopt;
+  if (option == "lr") {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, spec.train.optimizer.lr);
+    return std::string(buf, r.ptr);
+  }
+  if (option == "d_model") return std::to_string(spec.model.d_model);
+  if (option == "total_steps") return std::to_string(spec.train.steps);
+  return std::nullopt;
+}
+
+}  // namespace
 
 void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog) {
   SpecErrors errors;
@@ -50,7 +70,9 @@ void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog) {
     }
     for (const auto& o : *declared) {
       if (ref.options.count(o.name)) continue;
-      if (o.default_value) {
+      if (auto inherited = inherited_option(spec, slot.path, o.name)) {
+        ref.options[o.name] = *inherited;
+      } else if (o.default_value) {
         ref.options[o.name] = *o.default_value;
       } else {
         errors.add(at, slot.path,

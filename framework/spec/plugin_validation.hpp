@@ -22,9 +22,10 @@ struct PluginCatalog {
 
 // Checks every plugin reference of `spec` (task, model.block, model.positional_encoding,
 // model.ffn, backend, train.schedule): the plugin exists, each option is declared and well
-// typed, required options are set. Fills in the declared defaults of options not given, so the
-// resolved spec names every value. All problems are reported in one UsageError, one line each
-// ("FILE:LINE:COLUMN: KEY.PATH: ...").
+// typed, required options are set. Fills in options not given, so the resolved spec names every
+// value: a train.schedule option named lr, d_model or total_steps takes train.optimizer.lr,
+// model.d_model or train.steps; any other option its declared default. All problems are
+// reported in one UsageError, one line each ("FILE:LINE:COLUMN: KEY.PATH: ...").
 void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog);
 
 }  // namespace ablate::spec

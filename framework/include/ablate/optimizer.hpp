@@ -22,7 +22,8 @@ class BOOST_SYMBOL_VISIBLE Adam {
 
   // Updates every parameter of `store` with learning rate `lr`, after scaling the gradients so
   // their global L2 norm is at most `clip_norm` (0: no clipping). Returns the norm before
-  // clipping (what training logs as grad_norm). Does not zero the gradients.
+  // clipping (what training logs as grad_norm). Does not zero the gradients. A non-finite norm
+  // (NaN/Inf somewhere in the gradients) updates nothing and counts no step: the caller stops.
   double step(ParameterStore& store, double lr, double clip_norm);
 
   std::int64_t steps_taken() const { return steps_; }

@@ -1,0 +1,103 @@
+// `ablate run SPEC.yaml`: validates the spec like `ablate validate`, then trains it with the
+// runner (framework/train/runner.hpp) into its run directory, printing progress. Ctrl-C stops
+// after the current step with a checkpoint; `--resume` continues.
+#include <csignal>
+#include <ostream>
+#include <unistd.h>
+
+#include "ablate/error.hpp"
+#include "cli/cli.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/spec_loading.hpp"
+#include "train/runner.hpp"
+
+namespace ablate::cli {
+namespace po = boost::program_options;
+namespace {
+
+extern "C" void on_stop_signal(int) { train::request_stop(); }
+
+// Installs the stop handler for SIGINT/SIGTERM while alive, then restores the previous ones.
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+train::ProgressMode progress_mode(const std::string& name) {
+  if (name == "auto") return train::detect_progress_mode(STDOUT_FILENO);
+  if (name == "bar") return train::ProgressMode::Bar;
+  if (name == "lines") return train::ProgressMode::Lines;
+  if (name == "quiet") return train::ProgressMode::Quiet;
+  throw UsageError("ablate run: --progress '" + name + "' is not one of auto, bar, lines, quiet");
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description options("ablate run SPEC.yaml [options]\n\n"
+                                  "Trains the experiment a spec describes (its base configuration: a sweep runs with\n"
+                                  "`ablate sweep`) and writes the run directory: resolved.yaml, train.csv, eval.csv,\n"
+                                  "checkpoint.bin, run.json. Ctrl-C stops after the current step with a checkpoint;\n"
+                                  "--resume continues it. Exit 0 completed, 1 failed, 2 spec error, 3 plugin error,\n"
+                                  "4 diverged (NaN/Inf, step recorded), 130 interrupted.\n\nOptions");
+  options.add_options()
+      ("help,h", "show this help")
+      ("spec", po::value<std::string>(), "the spec file (positional)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override KEY.PATH=VALUE (repeatable), as in validate")
+      ("out,o", po::value<std::string>(), "run directory (default: results/<name>/<run id>)")
+      ("resume", "continue the run in the run directory from its checkpoint")
+      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)")
+      ("progress", po::value<std::string>()->default_value("auto"),
+       "auto (a bar on a terminal, lines otherwise or when CI is set), bar, lines, quiet")
+      ("stop-after", po::value<std::int64_t>()->default_value(0),
+       "stop (checkpointed, resumable, exit 0) after this many steps of this invocation");
+  po::positional_options_description positional;
+  positional.add("spec", 1);
+  const po::variables_map vm = parse_command("run", options, args, positional);
+  if (vm.count("help")) {
+    out << options << "\n";
+    return kExitOk;
+  }
+  if (!vm.count("spec")) throw UsageError("ablate run: no spec file given", "usage: ablate run SPEC.yaml [--set k=v ...]");
+  const std::string file = vm["spec"].as<std::string>();
+  const auto list = [&](const char* key) {
+    return vm.count(key) ? vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
+  };
+  LoadedSpec loaded = load_validated_spec(file, list("set"), list("plugin-path"), err);
+  if (!loaded.spec.sweep.empty())
+    out << "note: " << file << " has a sweep; `ablate run` trains its base configuration only\n";
+
+  train::RunOptions run;
+  run.out_dir = vm.count("out") ? std::filesystem::path(vm["out"].as<std::string>())
+                                : std::filesystem::path("results") / loaded.spec.name / train::run_id(loaded.spec);
+  run.resume = vm.count("resume") > 0;
+  run.progress = progress_mode(vm["progress"].as<std::string>());
+  run.stop_after = vm["stop-after"].as<std::int64_t>();
+  if (run.stop_after < 0) throw UsageError("ablate run: --stop-after must be >= 0");
+
+  StopSignals signals;
+  const train::RunResult result = train::run_experiment(loaded.spec, *loaded.registry, run, out);
+  switch (result.status) {
+    case train::RunStatus::Completed: return kExitOk;
+    case train::RunStatus::Diverged: return kExitDiverged;
+    case train::RunStatus::Interrupted: return run.stop_after > 0 && result.reason.starts_with("--stop-after") ? kExitOk : kExitInterrupted;
+    default: return kExitRunFailed;
+  }
+}
+
+}  // namespace ablate::cli

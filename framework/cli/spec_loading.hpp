@@ -1,0 +1,25 @@
+// The front half of `ablate validate` and `ablate run`: read a spec (extends, --set), find the
+// plugins on the search path, and check every plugin reference and option against them.
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "plugins/plugin_registry.hpp"
+#include "spec/experiment_spec.hpp"
+
+namespace ablate::cli {
+
+struct LoadedSpec {
+  spec::ExperimentSpec spec;                  // validated, plugin options resolved
+  std::unique_ptr<PluginRegistry> registry;  // the plugins it was checked against
+};
+
+// Throws UsageError with one "FILE:LINE:COLUMN: KEY.PATH: ..." line per problem. Plugin files
+// that could not be loaded are warnings on `err` (they matter only if the spec names them).
+LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::string>& overrides,
+                               const std::vector<std::string>& plugin_paths, std::ostream& err);
+
+}  // namespace ablate::cli

@@ -1,0 +1,303 @@
+// The Transformer models (transformer.hpp): stacks of plugin blocks around multi-head attention
+// and plugin FFNs, embeddings with plugin positional encodings, the output projection (tied or
+// not), and greedy decoding with a per-layer key/value cache.
+#include "model/transformer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ablate/error.hpp"
+
+namespace ablate::model {
+namespace {
+
+Tensor upload_i32(Backend& be, const Shape& shape, const std::vector<std::int32_t>& host) {
+  Tensor t = be.empty(shape, DType::I32);
+  be.copy_from_host(t, host.data());
+  return t;
+}
+
+// Host argmax over the last dim of logits [N, V] (F32 or BF16 on the backend).
+std::vector<std::int32_t> argmax_rows(Backend& be, const Tensor& logits) {
+  Tensor f = logits;
+  if (logits.dtype() != DType::F32) {
+    f = be.empty(logits.shape(), DType::F32);
+    be.cast(f, logits);
+  }
+  const std::int64_t v = f.shape().last(), n = f.shape().rows();
+  std::vector<float> host(static_cast<std::size_t>(f.numel()));
+  be.copy_to_host(host.data(), f);
+  std::vector<std::int32_t> out(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < n; ++r) {
+    const float* row = host.data() + r * v;
+    out[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(std::max_element(row, row + v) - row);
+  }
+  return out;
+}
+
+const char* arch_name(Arch a) {
+  switch (a) {
+    case Arch::Encoder: return "encoder";
+    case Arch::Decoder: return "decoder";
+    case Arch::EncoderDecoder: return "encoder_decoder";
+  }
+  return "?";
+}
+
+}  // namespace
+
+DeviceBatch upload_batch(Backend& be, const HostBatch& hb, const ModelConfig& config, DType compute) {
+  DeviceBatch d;
+  d.B = hb.B;
+  d.S = hb.S;
+  d.T = hb.T;
+  const auto B = static_cast<std::size_t>(hb.B);
+  const bool uses_src = config.arch != Arch::Decoder;
+  if (uses_src && hb.S == 0)
+    throw Error(std::string("model.arch ") + arch_name(config.arch) + " reads a source sequence, but the task's examples have none",
+                "a language-model task trains model.arch: decoder");
+  if (!uses_src && hb.S != 0)
+    throw Error("model.arch decoder is a language model, but the task's examples have a source sequence",
+                "use model.arch: encoder_decoder for a sequence-to-sequence task");
+  if (uses_src) {
+    d.src = upload_i32(be, {hb.B, hb.S}, hb.src);
+    d.src_lengths = upload_i32(be, {hb.B}, hb.src_lengths);
+  }
+  std::vector<std::int32_t> targets;
+  if (config.arch == Arch::Encoder && config.num_classes > 0) {  // classification: the class is the only target token
+    targets.resize(B);
+    std::vector<float> pool(B * static_cast<std::size_t>(hb.S), 0.0f);
+    for (std::size_t b = 0; b < B; ++b) {
+      const std::int32_t cls = hb.tgt_out[b * static_cast<std::size_t>(hb.T)];
+      if (hb.tgt_lengths[b] != 2 || cls < 0 || cls >= config.num_classes)
+        throw Error("classifier: batch item " + std::to_string(b) + " has no single class in [0, " +
+                        std::to_string(config.num_classes) + ") as its target",
+                    "a classification task gives one target token, the class id");
+      targets[b] = cls;
+      const std::int32_t len = std::max(hb.src_lengths[b], 1);
+      float* row = pool.data() + b * static_cast<std::size_t>(hb.S);
+      if (config.pooling == Pooling::First) row[0] = 1.0f;
+      else std::fill(row, row + len, 1.0f / static_cast<float>(len));
+    }
+    Tensor pool32 = be.empty({hb.B, 1, hb.S}, DType::F32);
+    be.copy_from_host(pool32, pool.data());
+    d.pool = pool32;
+    if (compute != DType::F32) {
+      d.pool = be.empty(pool32.shape(), compute);
+      be.cast(d.pool, pool32);
+    }
+    d.targets = upload_i32(be, {hb.B, 1}, targets);
+    d.target_tokens = hb.B;
+    return d;
+  }
+  if (config.arch == Arch::Encoder) {  // tagging: one target per source position
+    targets.assign(B * static_cast<std::size_t>(hb.S), HostBatch::kIgnore);
+    for (std::size_t b = 0; b < B; ++b) {
+      const std::int32_t len = hb.src_lengths[b];
+      if (hb.tgt_lengths[b] - 1 != len)
+        throw Error("model.arch encoder tags each source position, but batch item " + std::to_string(b) + " has a source of " +
+                        std::to_string(len) + " tokens and a target of " + std::to_string(hb.tgt_lengths[b] - 1),
+                    "an encoder-only model needs targets as long as their sources (copy, reverse, sort); use "
+                    "model.arch: encoder_decoder otherwise");
+      std::copy_n(hb.tgt_out.begin() + static_cast<std::ptrdiff_t>(b * static_cast<std::size_t>(hb.T)), len,
+                  targets.begin() + static_cast<std::ptrdiff_t>(b * static_cast<std::size_t>(hb.S)));
+      d.target_tokens += len;
+    }
+    d.targets = upload_i32(be, {hb.B, hb.S}, targets);
+    return d;
+  }
+  d.tgt_in = upload_i32(be, {hb.B, hb.T}, hb.tgt_in);
+  d.tgt_lengths = upload_i32(be, {hb.B}, hb.tgt_lengths);
+  d.targets = upload_i32(be, {hb.B, hb.T}, hb.tgt_out);
+  for (std::int32_t len : hb.tgt_lengths) d.target_tokens += len;
+  return d;
+}
+
+Transformer::Transformer(const ModelConfig& config, const ComponentFactory& components, ParameterStore& store,
+                         std::uint64_t seed)
+    : config_(config) {
+  const ModelDims& dims = config.dims;
+  if (config.vocab_size <= 3)
+    throw Error("model: vocabulary of " + std::to_string(config.vocab_size) + " tokens", "the task must give vocab_size > 3");
+  if (config.arch == Arch::Decoder && config.num_classes > 0)
+    throw Error("model: a classifier head needs model.arch encoder");
+  const ParamScope root(store, seed);
+  if (config.arch != Arch::Decoder) encoder_ = build_stack("encoder", config.encoder_layers, false, components, root);
+  if (config.arch != Arch::Encoder)
+    decoder_ = build_stack("decoder", config.decoder_layers, config.arch == Arch::EncoderDecoder, components, root);
+  const std::int64_t d = dims.d_model;
+  if (config.num_classes > 0) {
+    out_w_ = &root.param("classifier.weight", {config.num_classes, d}, Init::xavier_uniform());
+    out_b_ = &root.param("classifier.bias", {config.num_classes}, Init::zeros());
+  } else if (!config.tie_embeddings) {
+    out_w_ = &root.param("output.weight", {config.vocab_size, d}, Init::xavier_uniform());
+    out_b_ = &root.param("output.bias", {config.vocab_size}, Init::zeros());
+  }
+}
+
+Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_t layers, bool cross,
+                                            const ComponentFactory& components, const ParamScope& root) const {
+  const ModelDims& dims = config_.dims;
+  const ParamScope scope = root.child(name);
+  Stack s;
+  s.name = name;
+  // N(0, D^-1/2): unit variance after the sqrt(D) scaling (fairseq's choice for the paper's model).
+  s.embedding = &scope.param("embedding.weight", {config_.vocab_size, dims.d_model},
+                             Init::normal(1.0f / std::sqrt(static_cast<float>(dims.d_model))));
+  s.positions = components.positional_encoding();
+  s.positions->build(scope.child("positions"), dims);
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const ParamScope ls = scope.child("layers").child(std::to_string(i));
+    Layer layer;
+    layer.block = components.block();
+    layer.block->build(ls, dims, cross ? 3 : 2);
+    layer.self_attn = MultiHeadAttention(ls.child("self_attn"), dims, MultiHeadAttention::Kind::Self);
+    if (cross) layer.cross_attn = MultiHeadAttention(ls.child("cross_attn"), dims, MultiHeadAttention::Kind::Cross);
+    layer.ffn = components.ffn();
+    layer.ffn->build(ls.child("ffn"), dims);
+    s.layers.push_back(std::move(layer));
+  }
+  if (!s.layers.empty() && config_.final_norm && s.layers.front().block->wants_final_norm())
+    s.final_norm = NormLayer(scope.child("final_norm"), s.layers.front().block->norm_kind(), dims.d_model, dims.norm_eps);
+  return s;
+}
+
+Var Transformer::embed(Graph& g, const Stack& stack, const Tensor& ids, std::int64_t offset) const {
+  Var x = ops::embedding(g, ids, g.parameter(*stack.embedding));  // [B, T, D]
+  if (config_.scale_embedding) x = ops::scale(g, x, std::sqrt(static_cast<float>(config_.dims.d_model)));
+  x = stack.positions->forward(g, x, offset);
+  return ops::dropout(g, x, config_.embedding_dropout);
+}
+
+Var Transformer::run_stack(Graph& g, const Stack& stack, Var x, const ops::AttentionOptions& self_mask,
+                           const Var& memory, const ops::AttentionOptions& cross_mask, AttentionCapture* capture) const {
+  // Runs one attention, capturing its probabilities when asked.
+  auto attend = [&](const MultiHeadAttention& mha, Graph& gg, const Var& h, const Var& mem, ops::AttentionOptions mask,
+                    const char* kind, int layer) {
+    Tensor probs;
+    if (capture) mask.probs = &probs;
+    Var y = mha.forward(gg, h, mem, mask);
+    if (capture) capture->entries.push_back({stack.name, kind, layer, probs});
+    return y;
+  };
+  for (std::size_t i = 0; i < stack.layers.size(); ++i) {
+    const Layer& L = stack.layers[i];
+    const int li = static_cast<int>(i);
+    int sub = 0;
+    x = L.block->apply(g, sub++, x, [&](Graph& gg, const Var& h) { return attend(L.self_attn, gg, h, Var(), self_mask, "self", li); });
+    if (L.cross_attn)
+      x = L.block->apply(g, sub++, x,
+                         [&](Graph& gg, const Var& h) { return attend(*L.cross_attn, gg, h, memory, cross_mask, "cross", li); });
+    x = L.block->apply(g, sub, x, [&](Graph& gg, const Var& h) { return L.ffn->forward(gg, h); });
+  }
+  return stack.final_norm ? (*stack.final_norm)(g, x) : x;
+}
+
+Var Transformer::project_vocab(Graph& g, const Stack& stack, const Var& h) const {
+  if (out_w_) return ops::linear(g, h, g.parameter(*out_w_), g.parameter(*out_b_));
+  return ops::linear(g, h, g.parameter(*stack.embedding), Var());  // tied: logits = h · E^T
+}
+
+Var Transformer::logits(Graph& g, const DeviceBatch& batch, AttentionCapture* capture) const {
+  Var memory;
+  ops::AttentionOptions src_mask;
+  if (encoder_) {
+    src_mask.key_lengths = &batch.src_lengths;
+    memory = run_stack(g, *encoder_, embed(g, *encoder_, batch.src, 0), src_mask, Var(), {}, capture);  // [B, S, D]
+    if (config_.arch == Arch::Encoder) {
+      if (config_.num_classes > 0) {
+        const Var pooled = ops::matmul(g, g.constant(batch.pool, "pool"), memory);  // [B, 1, S]·[B, S, D] -> [B, 1, D]
+        return ops::linear(g, pooled, g.parameter(*out_w_), g.parameter(*out_b_));  // [B, 1, C]
+      }
+      return project_vocab(g, *encoder_, memory);  // [B, S, V]
+    }
+  }
+  ops::AttentionOptions self_mask;
+  self_mask.causal = true;
+  self_mask.key_lengths = &batch.tgt_lengths;
+  const Var h = run_stack(g, *decoder_, embed(g, *decoder_, batch.tgt_in, 0), self_mask, memory, src_mask, capture);
+  return project_vocab(g, *decoder_, h);  // [B, T, V]
+}
+
+std::vector<std::vector<std::int32_t>> Transformer::greedy_decode(Backend& be, const DeviceBatch& batch,
+                                                                  std::int64_t max_len) const {
+  if (config_.arch == Arch::EncoderDecoder) return decode_seq2seq(be, batch, max_len);
+  if (config_.arch == Arch::Decoder)
+    throw Error("greedy_decode: decoder-only continuation is not implemented",
+                "evaluate a language model with loss, perplexity and token_accuracy");
+  Graph g(be, 0, 0, /*training=*/false, /*grad=*/false);
+  const Var logits = this->logits(g, batch);
+  const std::vector<std::int32_t> best = argmax_rows(be, logits.value());
+  std::vector<std::int32_t> lengths(static_cast<std::size_t>(batch.B));
+  be.copy_to_host(lengths.data(), batch.src_lengths);
+  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(batch.B));
+  const std::int64_t per_item = config_.num_classes > 0 ? 1 : batch.S;
+  for (std::size_t b = 0; b < out.size(); ++b) {
+    const auto first = best.begin() + static_cast<std::ptrdiff_t>(b * static_cast<std::size_t>(per_item));
+    out[b].assign(first, first + (config_.num_classes > 0 ? 1 : lengths[b]));
+  }
+  return out;
+}
+
+std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, const DeviceBatch& batch,
+                                                                   std::int64_t max_len) const {
+  const std::int64_t B = batch.B, H = config_.dims.heads, Dh = config_.dims.d_model / H;
+  const std::int64_t steps = max_len + 1;  // max_len tokens, then eos
+  Graph g(be, 0, 0, /*training=*/false, /*grad=*/false);
+  ops::AttentionOptions src_mask;
+  src_mask.key_lengths = &batch.src_lengths;
+  const Var memory = run_stack(g, *encoder_, embed(g, *encoder_, batch.src, 0), src_mask, Var(), {}, nullptr);
+
+  // Per layer: the cross-attention keys/values of the memory (once), and the self-attention cache.
+  struct LayerState {
+    KeyValues cross;
+    Tensor k, v;  // [B, H, steps, Dh]
+  };
+  std::vector<LayerState> state;
+  for (const Layer& L : decoder_->layers) {
+    LayerState s{L.cross_attn->project_memory(g, memory), be.empty({B, H, steps, Dh}, memory.dtype()),
+                 be.empty({B, H, steps, Dh}, memory.dtype())};
+    state.push_back(std::move(s));
+  }
+  Tensor filled = be.empty({B}, DType::I32);  // keys written so far, per batch item
+
+  std::vector<std::int32_t> token(static_cast<std::size_t>(B), TaskInfo::kBos);
+  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(B));
+  std::vector<bool> done(static_cast<std::size_t>(B), false);
+  for (std::int64_t t = 0; t < steps; ++t) {
+    const Tensor ids = upload_i32(be, {B, 1}, token);
+    be.fill(filled, static_cast<float>(t + 1));
+    ops::AttentionOptions cache_mask;
+    cache_mask.key_lengths = &filled;
+    Var x = embed(g, *decoder_, ids, /*offset=*/t);  // [B, 1, D] at position t
+    for (std::size_t i = 0; i < decoder_->layers.size(); ++i) {
+      const Layer& L = decoder_->layers[i];
+      LayerState& s = state[i];
+      x = L.block->apply(g, 0, x, [&](Graph& gg, const Var& h) {
+        const MultiHeadAttention::Projected p = L.self_attn.project_self(gg, h);  // q/k/v [B, H, 1, Dh]
+        be.write_time_slice(s.k, p.kv.k.value(), t);
+        be.write_time_slice(s.v, p.kv.v.value(), t);
+        return L.self_attn.attend(gg, p.q, {gg.constant(s.k), gg.constant(s.v)}, cache_mask);
+      });
+      x = L.block->apply(g, 1, x, [&](Graph& gg, const Var& h) {
+        return L.cross_attn->attend(gg, L.cross_attn->project_query(gg, h), s.cross, src_mask);
+      });
+      x = L.block->apply(g, 2, x, [&](Graph& gg, const Var& h) { return L.ffn->forward(gg, h); });
+    }
+    if (decoder_->final_norm) x = (*decoder_->final_norm)(g, x);
+    const std::vector<std::int32_t> next = argmax_rows(be, project_vocab(g, *decoder_, x).value());  // [B]
+    bool all_done = true;
+    for (std::size_t b = 0; b < out.size(); ++b) {
+      if (!done[b]) {
+        if (next[b] == TaskInfo::kEos || t == steps - 1) done[b] = true;
+        else out[b].push_back(next[b]);
+      }
+      token[b] = next[b];
+      all_done = all_done && done[b];
+    }
+    if (all_done) break;
+  }
+  return out;
+}
+
+}  // namespace ablate::model

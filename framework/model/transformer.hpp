@@ -1,0 +1,126 @@
+// The Transformer models, assembled from the component interfaces (block, positional_encoding,
+// ffn plugins) and multi-head attention: encoder-only (per-position tagging, or a pooled
+// classifier), decoder-only causal LM, and encoder-decoder seq2seq with teacher forcing and greedy
+// decoding over an incremental key/value cache. The model knows no spec and no plugin registry:
+// the runner maps the spec to a ModelConfig and hands in a ComponentFactory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ablate/components.hpp"
+#include "ablate/task.hpp"
+#include "model/attention.hpp"
+
+namespace ablate::model {
+
+enum class Arch { Encoder, Decoder, EncoderDecoder };
+enum class Pooling { Mean, First };
+
+struct ModelConfig {
+  Arch arch = Arch::EncoderDecoder;
+  ModelDims dims;                    // D, H, F, dropouts, norm eps, q/k/v and output biases
+  std::int64_t encoder_layers = 6;
+  std::int64_t decoder_layers = 6;
+  std::int64_t vocab_size = 0;       // V: one vocabulary for source and target
+  float embedding_dropout = 0.1f;    // on embeddings + positions
+  bool scale_embedding = true;       // embeddings * sqrt(D) before the positions are added
+  bool final_norm = true;            // a norm after a stack whose blocks want one (pre-norm)
+  bool tie_embeddings = true;        // the output projection is the (decoder's) embedding table
+  std::int64_t num_classes = 0;      // > 0: encoder-only classifier over pooled states
+  Pooling pooling = Pooling::Mean;   // of the classifier
+};
+
+// One new component per use site; the runner wraps the plugin registry (and the spec's options).
+struct ComponentFactory {
+  std::function<std::shared_ptr<Block>()> block;
+  std::function<std::shared_ptr<PositionalEncoding>()> positional_encoding;
+  std::function<std::shared_ptr<FeedForward>()> ffn;
+};
+
+// A batch on the backend, laid out for the model's architecture.
+struct DeviceBatch {
+  std::int64_t B = 0, S = 0, T = 0;
+  Tensor src, src_lengths;         // I32 [B, S], [B]          (Encoder, EncoderDecoder)
+  Tensor tgt_in, tgt_lengths;      // I32 [B, T], [B]          (Decoder, EncoderDecoder): bos + target
+  Tensor targets;                  // I32, the logits' leading shape: [B, T] (next tokens + eos),
+                                   // [B, S] (Encoder tagging) or [B, 1] (classes); kIgnore = no loss
+  Tensor pool;                     // [B, 1, S] compute dtype: pooling weights (classifier only)
+  std::int64_t target_tokens = 0;  // positions that count in the loss
+};
+
+// Checks the batch fits the architecture (Encoder tagging: each target as long as its source;
+// classification: one target token, the class, in [0, num_classes)) and uploads it. Throws
+// ablate::Error naming the example otherwise.
+DeviceBatch upload_batch(Backend& backend, const HostBatch& batch, const ModelConfig& config, DType compute);
+
+// Attention probabilities captured by one forward pass (logging steps; no effect on the result).
+struct AttentionCapture {
+  struct Entry {
+    std::string stack;  // "encoder" | "decoder"
+    std::string kind;   // "self" | "cross"
+    int layer = 0;
+    Tensor probs;       // F32 [B, H, T, S]
+  };
+  std::vector<Entry> entries;
+};
+
+class Transformer {
+ public:
+  // Builds every parameter into `store` ("encoder.layers.0.self_attn.qkv.weight", ...), drawn
+  // from `seed`. Throws ablate::Error for an impossible configuration.
+  Transformer(const ModelConfig& config, const ComponentFactory& components, ParameterStore& store, std::uint64_t seed);
+
+  // Teacher-forced logits, aligned with batch.targets:
+  //   EncoderDecoder, Decoder: [B, T, V] (decoder self-attention causal + key padding)
+  //   Encoder: [B, S, V] per source position, or [B, 1, C] with a classifier
+  Var logits(Graph& g, const DeviceBatch& batch, AttentionCapture* capture = nullptr) const;
+
+  // Greedy predictions, content tokens only (bos/eos stripped), one per batch item:
+  //   EncoderDecoder: decodes up to max_len tokens (+ eos) one step at a time, each step a
+  //     single query over the key/value cache of the previous steps at position t;
+  //   Encoder: the argmax at each source position (tagging) or the class (classifier).
+  // Runs without gradient or dropout (eval). Decoder-only continuation is not offered yet.
+  std::vector<std::vector<std::int32_t>> greedy_decode(Backend& backend, const DeviceBatch& batch,
+                                                       std::int64_t max_len) const;
+
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  struct Layer {
+    std::shared_ptr<Block> block;
+    MultiHeadAttention self_attn;
+    std::optional<MultiHeadAttention> cross_attn;
+    std::shared_ptr<FeedForward> ffn;
+  };
+  struct Stack {
+    std::string name;  // "encoder" | "decoder"
+    Parameter* embedding = nullptr;  // [V, D]
+    std::shared_ptr<PositionalEncoding> positions;
+    std::vector<Layer> layers;
+    std::optional<NormLayer> final_norm;
+  };
+
+  Stack build_stack(const std::string& name, std::int64_t layers, bool cross, const ComponentFactory& components,
+                    const ParamScope& root) const;
+  // ids [B, T] -> dropout(positions(embedding(ids) * sqrt(D)?, offset)): [B, T, D]
+  Var embed(Graph& g, const Stack& stack, const Tensor& ids, std::int64_t offset) const;
+  // The layers of `stack` over x [B, T, D] (+ final norm). memory: the encoder output for cross-attention.
+  Var run_stack(Graph& g, const Stack& stack, Var x, const ops::AttentionOptions& self_mask, const Var& memory,
+                const ops::AttentionOptions& cross_mask, AttentionCapture* capture) const;
+  // h [B, T, D] -> [B, T, V]
+  Var project_vocab(Graph& g, const Stack& stack, const Var& h) const;
+  std::vector<std::vector<std::int32_t>> decode_seq2seq(Backend& backend, const DeviceBatch& batch,
+                                                        std::int64_t max_len) const;
+
+  ModelConfig config_;
+  std::optional<Stack> encoder_, decoder_;
+  Parameter* out_w_ = nullptr;  // [V, D] (untied) or [C, D] (classifier)
+  Parameter* out_b_ = nullptr;
+};
+
+}  // namespace ablate::model

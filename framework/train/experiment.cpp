@@ -1,0 +1,129 @@
+// Building an experiment (experiment.hpp): plugins created from the spec's references, the
+// spec's model section mapped to a ModelConfig, and the architecture checked against the task.
+#include "train/experiment.hpp"
+
+#include <algorithm>
+
+#include "ablate/error.hpp"
+#include "core/text.hpp"
+
+namespace ablate::train {
+namespace {
+
+model::Arch arch_of(spec::Arch a) {
+  switch (a) {
+    case spec::Arch::encoder: return model::Arch::Encoder;
+    case spec::Arch::decoder: return model::Arch::Decoder;
+    case spec::Arch::encoder_decoder: return model::Arch::EncoderDecoder;
+  }
+  return model::Arch::EncoderDecoder;
+}
+
+// A spec problem found after validation (it needs the task): "FILE:LINE:COLUMN: KEY.PATH: what".
+[[noreturn]] void spec_problem(const spec::ExperimentSpec& s, const std::string& path, const std::string& what,
+                               const std::string& hint) {
+  throw UsageError(s.marks.of(path).str() + ": " + path + ": " + what, hint);
+}
+
+}  // namespace
+
+model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo& task) {
+  const spec::ModelSpec& m = spec.model;
+  model::ModelConfig c;
+  c.arch = arch_of(m.arch);
+  c.dims.d_model = m.d_model;
+  c.dims.heads = m.heads;
+  c.dims.d_ff = m.d_ff;
+  c.dims.dropout = static_cast<float>(m.dropout);
+  c.dims.attention_dropout = static_cast<float>(m.attention_dropout);
+  c.dims.norm_eps = static_cast<float>(m.norm_eps);
+  c.dims.qkv_bias = m.qkv_bias;
+  c.dims.out_bias = m.out_bias;
+  c.encoder_layers = m.encoder_layers;
+  c.decoder_layers = m.decoder_layers;
+  c.vocab_size = task.vocab_size;
+  c.embedding_dropout = static_cast<float>(m.embedding_dropout);
+  c.scale_embedding = m.scale_embedding;
+  c.final_norm = m.final_norm;
+  c.tie_embeddings = m.tie_embeddings;
+  c.pooling = m.pooling == spec::Pooling::first ? model::Pooling::First : model::Pooling::Mean;
+  return c;
+}
+
+std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, const TaskInfo& task,
+                                             std::vector<std::string>* skipped) {
+  std::vector<spec::Metric> out;
+  for (spec::Metric m : spec.eval.metrics) {
+    if (m == spec::Metric::exact_match && task.type == TaskType::LanguageModel) {
+      if (skipped) skipped->push_back("exact_match (greedy decoding of a target; a language model has none)");
+      continue;
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& registry) : spec(s) {
+  backend = registry.create<Backend>(spec.backend.name, spec.backend.options);
+  task = registry.create<Task>(spec.task.name, spec.task.options);
+  schedule = registry.create<Schedule>(spec.train.schedule.name, spec.train.schedule.options);
+  task_info = task->info();
+  for (const spec::PluginSlot& slot : spec::plugin_slots()) {
+    const spec::PluginRef& ref = spec::plugin_at(spec, slot.path);
+    plugin_versions.push_back(slot.kind + "/" + ref.name + " " + registry.find(slot.kind, ref.name).version);
+  }
+
+  const bool lm = task_info.type == TaskType::LanguageModel;
+  if (lm && spec.model.arch != spec::Arch::decoder)
+    spec_problem(spec, "model.arch",
+                 std::string("'") + spec::to_string(spec.model.arch) + "' does not fit task '" + spec.task.name +
+                     "', a language model (next-token prediction with no source); expected decoder",
+                 "set model.arch: decoder");
+  if (!lm && spec.model.arch == spec::Arch::decoder)
+    spec_problem(spec, "model.arch",
+                 "'decoder' does not fit task '" + spec.task.name +
+                     "', a sequence-to-sequence task (source -> target); expected encoder_decoder (or encoder for "
+                     "length-preserving tasks)",
+                 "set model.arch: encoder_decoder");
+  if (spec.train.early_stopping) {
+    std::vector<std::string> names;
+    for (spec::Metric m : applicable_metrics(spec, task_info, nullptr)) names.push_back(spec::to_string(m));
+    if (std::find(names.begin(), names.end(), spec.train.early_stopping->metric) == names.end())
+      spec_problem(spec, "train.early_stopping.metric",
+                   "'" + spec.train.early_stopping->metric + "' is not an evaluated metric; expected one of " + join(names, ", "),
+                   "early stopping watches one of eval.metrics");
+  }
+
+  if (spec.precision == spec::Precision::bf16) {
+    if (!backend->caps().bf16)
+      spec_problem(spec, "precision", "backend '" + spec.backend.name + "' has no bf16 support; expected f32",
+                   "set precision: f32 or choose a backend with bf16");
+    compute = DType::BF16;
+  }
+  store = std::make_unique<ParameterStore>(*backend, compute);
+  model::ComponentFactory components;
+  components.block = [&registry, this] { return registry.create<Block>(spec.model.block.name, spec.model.block.options); };
+  components.positional_encoding = [&registry, this] {
+    return registry.create<PositionalEncoding>(spec.model.positional_encoding.name, spec.model.positional_encoding.options);
+  };
+  components.ffn = [&registry, this] { return registry.create<FeedForward>(spec.model.ffn.name, spec.model.ffn.options); };
+  model = std::make_unique<model::Transformer>(model_config(spec, task_info), components, *store,
+                                               static_cast<std::uint64_t>(spec.train.seed));
+
+  AdamConfig adam;
+  adam.beta1 = static_cast<float>(spec.train.optimizer.betas[0]);
+  adam.beta2 = static_cast<float>(spec.train.optimizer.betas[1]);
+  adam.eps = static_cast<float>(spec.train.optimizer.eps);
+  adam.weight_decay = static_cast<float>(spec.train.optimizer.weight_decay);
+  adam.decoupled = spec.train.optimizer.name == spec::OptimizerName::adamw;
+  optimizer = std::make_unique<Adam>(*backend, adam);
+}
+
+model::DeviceBatch Experiment::batch(Split split, const std::vector<std::int64_t>& indices) const {
+  std::vector<Example> examples;
+  examples.reserve(indices.size());
+  for (std::int64_t i : indices) examples.push_back(task->example(split, i));
+  return model::upload_batch(*backend, make_batch(examples), model->config(), compute);
+}
+
+}  // namespace ablate::train

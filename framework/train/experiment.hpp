@@ -1,0 +1,52 @@
+// An experiment made concrete: from a validated spec and the plugin registry, the backend, the
+// task, the learning-rate schedule, the model (built from block / positional_encoding / ffn
+// plugins) with its parameters, and the optimizer. What the runner trains and the tests poke at.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ablate/backend.hpp"
+#include "ablate/optimizer.hpp"
+#include "ablate/parameters.hpp"
+#include "ablate/schedule.hpp"
+#include "ablate/task.hpp"
+#include "model/transformer.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "spec/experiment_spec.hpp"
+
+namespace ablate::train {
+
+// The spec's model section (and the task's vocabulary) as the model layer's config.
+model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo& task);
+
+// The metrics a task/architecture pair can report, from those the spec asks for: exact_match
+// needs decoding, which a decoder-only LM does not offer. `skipped` receives the others, with why.
+std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, const TaskInfo& task,
+                                             std::vector<std::string>* skipped);
+
+struct Experiment {
+  // Creates every plugin of `spec` (already checked by spec::validate_plugins) and builds the
+  // model. Throws UsageError (with the spec position) when the architecture does not fit the task,
+  // PluginError when a plugin cannot be created.
+  Experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry);
+
+  spec::ExperimentSpec spec;
+  std::shared_ptr<Backend> backend;
+  std::shared_ptr<Task> task;
+  TaskInfo task_info{};
+  std::shared_ptr<Schedule> schedule;
+  std::unique_ptr<ParameterStore> store;
+  std::unique_ptr<model::Transformer> model;
+  std::unique_ptr<Adam> optimizer;
+  DType compute = DType::F32;
+  // "kind/name version" of every plugin the run uses, for the records.
+  std::vector<std::string> plugin_versions;
+
+  // The examples `indices` of `split`, uploaded as a batch for the model.
+  model::DeviceBatch batch(Split split, const std::vector<std::int64_t>& indices) const;
+};
+
+}  // namespace ablate::train

@@ -1,0 +1,332 @@
+// The training loop (runner.hpp): one optimizer step per batch (forward, loss, backward, clip,
+// Adam with the schedule's lr), train metrics every log.every steps, evaluation and checkpoint
+// every eval.every steps, stopping rules (steps, early stopping, loss threshold, NaN/Inf, a stop
+// request), and the run directory's records. Resume restores weights, moments and counters from
+// the checkpoint; the data order and dropout masks are functions of the step, so the resumed
+// loss curve is the uninterrupted one.
+#include "train/runner.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <optional>
+#include <sstream>
+#include <unistd.h>
+
+#include "ablate/error.hpp"
+#include "ablate/ops.hpp"
+#include "ablate/version.hpp"
+#include "core/text.hpp"
+#include "train/checkpoint.hpp"
+#include "train/data_order.hpp"
+#include "train/evaluator.hpp"
+#include "train/experiment.hpp"
+#include "train/run_records.hpp"
+
+namespace ablate::train {
+namespace {
+
+std::atomic<bool> g_stop_requested{false};
+
+const std::vector<std::string> kTrainColumns = {"loss", "token_accuracy", "lr", "grad_norm", "tokens_per_s", "elapsed_s"};
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
+}
+
+std::string resolved_run_yaml(spec::ExperimentSpec spec) {
+  spec.sweep = {};  // a run is one point: its identity excludes the sweep around it
+  return spec::resolved_yaml(spec);
+}
+
+// The eval metric names this run records, in a fixed order (the eval.csv columns).
+std::vector<std::string> eval_columns(const std::vector<spec::Metric>& metrics) {
+  std::vector<std::string> out;
+  for (spec::Metric m : metrics) out.push_back(spec::to_string(m));
+  return out;
+}
+
+std::string metrics_text(const std::map<std::string, double>& m) {
+  std::string s;
+  for (const auto& [k, v] : m) s += (s.empty() ? "" : " ") + k + " " + number_text(std::round(v * 1e4) / 1e4);
+  return s;
+}
+
+// The record of the run's state, rewritten atomically whenever it changes.
+struct RunJson {
+  std::filesystem::path file;
+  std::string experiment, run_id, backend, started, host;
+  std::int64_t steps = 0;
+  std::int64_t seed = 0;
+  std::vector<std::string> plugins;
+
+  void write(const RunResult& r, double elapsed_s, const std::string& finished) const {
+    std::ostringstream o;
+    o << "{\n  \"format\": \"ablate-run-json\",\n  \"format_version\": 1,\n"
+      << "  \"experiment\": " << json_quote(experiment) << ",\n  \"run_id\": " << json_quote(run_id) << ",\n"
+      << "  \"status\": " << json_quote(to_string(r.status)) << ",\n  \"reason\": " << json_quote(r.reason) << ",\n"
+      << "  \"step\": " << r.step << ",\n  \"steps\": " << steps << ",\n  \"seed\": " << seed << ",\n"
+      << "  \"backend\": " << json_quote(backend) << ",\n  \"plugins\": [";
+    for (std::size_t i = 0; i < plugins.size(); ++i) o << (i ? ", " : "") << json_quote(plugins[i]);
+    o << "],\n  \"ablate_version\": " << json_quote(ABLATE_VERSION) << ",\n  \"git_revision\": "
+      << json_quote(ABLATE_GIT_REVISION) << ",\n  \"host\": " << json_quote(host) << ",\n  \"started\": "
+      << json_quote(started) << ",\n  \"finished\": " << (finished.empty() ? "null" : json_quote(finished))
+      << ",\n  \"elapsed_s\": " << number_text(elapsed_s) << ",\n  \"eval\": {";
+    bool first = true;
+    for (const auto& [k, v] : r.eval) {
+      o << (first ? "" : ", ") << json_quote(k) << ": " << (std::isfinite(v) ? number_text(v) : "null");
+      first = false;
+    }
+    o << "}\n}\n";
+    write_file_atomically(file, o.str());
+  }
+};
+
+// Reads "status" from an existing run.json (a tiny scan: the file is ours and flat).
+std::string recorded_status(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto k = line.find("\"status\": \"");
+    if (k != std::string::npos) {
+      const auto start = k + 11;
+      return line.substr(start, line.find('"', start) - start);
+    }
+  }
+  return "unknown";
+}
+
+// The first line where two texts differ, for "the spec changed" messages.
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream ia(a), ib(b);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    const bool ha = static_cast<bool>(std::getline(ia, la)), hb = static_cast<bool>(std::getline(ib, lb));
+    if (!ha && !hb) return "";
+    if (!ha || !hb || la != lb)
+      return "line " + std::to_string(line) + " of the resolved spec: checkpoint has '" + (ha ? la : "") + "', now '" +
+             (hb ? lb : "") + "'";
+  }
+}
+
+bool improved(const spec::EarlyStoppingSpec& es, double value, double best) {
+  return es.mode == spec::MetricMode::max ? value > best : value < best;
+}
+bool reached(const spec::EarlyStoppingSpec& es, double value) {
+  return es.target && (es.mode == spec::MetricMode::max ? value >= *es.target : value <= *es.target);
+}
+
+}  // namespace
+
+const char* to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::Running: return "running";
+    case RunStatus::Completed: return "completed";
+    case RunStatus::Failed: return "failed";
+    case RunStatus::Diverged: return "diverged";
+    case RunStatus::Interrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
+void request_stop() { g_stop_requested.store(true); }
+
+std::string run_id(const spec::ExperimentSpec& spec) {
+  const std::string yaml = resolved_run_yaml(spec);
+  const std::uint64_t h = fnv1a64(yaml.data(), yaml.size());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(buf, 12);
+}
+
+RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry, const RunOptions& options,
+                         std::ostream& out) {
+  namespace fs = std::filesystem;
+  using Clock = std::chrono::steady_clock;
+  g_stop_requested.store(false);
+  const fs::path dir = options.out_dir;
+  const fs::path checkpoint_file = dir / "checkpoint.bin", json_file = dir / "run.json";
+  const std::string spec_yaml = resolved_run_yaml(spec);
+
+  // --- the run directory: never overwrite another run's results
+  if (!options.resume && fs::exists(json_file))
+    throw UsageError("results already exist in " + dir.string() + " (status " + recorded_status(json_file) + ")",
+                     "continue that run with --resume, or choose another directory with --out");
+  if (options.resume && !fs::exists(checkpoint_file))
+    throw UsageError("nothing to resume in " + dir.string() + ": no checkpoint.bin",
+                     "start the run without --resume (or point --out at the run's directory)");
+  if (options.resume && recorded_status(json_file) == "completed") {
+    out << "run in " << dir.string() << " is already completed; nothing to do\n";
+    RunResult done;
+    done.status = RunStatus::Completed;
+    done.reason = "already completed";
+    return done;
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError("cannot create the run directory " + dir.string() + ": " + ec.message());
+
+  Experiment ex(spec, registry);
+  const TrainState initial_state{};
+  TrainState state = initial_state;
+  if (options.resume) {
+    LoadedCheckpoint loaded = load_checkpoint(checkpoint_file, *ex.store);
+    if (loaded.spec_yaml != spec_yaml)
+      throw UsageError("cannot resume " + dir.string() + ": the spec differs from the one the run started with (" +
+                           first_difference(loaded.spec_yaml, spec_yaml) + ")",
+                       "resume with the same spec and --set options, or start a new run in another directory");
+    state = loaded.state;
+    ex.optimizer->set_steps_taken(state.optimizer_steps);
+  } else {
+    write_file_atomically(dir / "resolved.yaml", spec_yaml);
+  }
+
+  std::vector<std::string> skipped;
+  const std::vector<spec::Metric> metrics = applicable_metrics(spec, ex.task_info, &skipped);
+  for (const std::string& s : skipped) out << "note: eval metric skipped: " << s << "\n";
+  const std::optional<std::int64_t> resume_step = options.resume ? std::optional(state.step) : std::nullopt;
+  CsvLog train_log(dir / "train.csv", kTrainColumns, resume_step);
+  std::vector<std::string> eval_cols = eval_columns(metrics);
+  CsvLog eval_log(dir / "eval.csv", eval_cols, resume_step);
+
+  RunJson record{json_file, spec.name, run_id(spec), spec.backend.name, now_iso8601(), host_name(),
+                 spec.train.steps, spec.train.seed, ex.plugin_versions};
+  RunResult result;
+  result.status = RunStatus::Running;
+  result.step = state.step;
+  record.write(result, state.elapsed_seconds, "");
+
+  out << "run " << record.run_id << " of " << spec.name << " -> " << dir.string() << "\n"
+      << "model " << spec::to_string(spec.model.arch) << " d_model " << spec.model.d_model << ", " << ex.store->numel()
+      << " parameters; backend " << spec.backend.name << " (" << ex.backend->caps().device << ", "
+      << ex.backend->caps().threads << " threads); " << (options.resume ? "resuming at step " + std::to_string(state.step) : std::string("from step 0"))
+      << " of " << spec.train.steps << "\n";
+
+  DataOrder order(ex.task->size(Split::Train), spec.train.batch_size, static_cast<std::uint64_t>(spec.train.seed));
+  Progress progress(out, options.progress, spec.train.steps, state.step, spec.log.every);
+  const auto process_start = Clock::now();
+  const double elapsed_before = state.elapsed_seconds;
+  auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(Clock::now() - process_start).count(); };
+
+  auto run_eval = [&](std::int64_t step) {
+    result.eval = evaluate(ex, metrics);
+    std::vector<double> row;
+    for (const std::string& c : eval_cols) row.push_back(result.eval.count(c) ? result.eval.at(c) : std::nan(""));
+    eval_log.row(step, row);
+    progress.message("eval @ " + std::to_string(step) + ": " + metrics_text(result.eval));
+  };
+  auto save = [&] {
+    state.elapsed_seconds = elapsed();
+    state.optimizer_steps = ex.optimizer->steps_taken();
+    save_checkpoint(checkpoint_file, *ex.store, state, spec_yaml);
+  };
+  auto finish = [&](RunStatus status, std::string reason) {
+    result.status = status;
+    result.reason = std::move(reason);
+    result.step = state.step;
+    progress.finish();
+    record.write(result, elapsed(), now_iso8601());
+    out << to_string(status) << " at step " << state.step << ": " << result.reason << " (" << format_duration(elapsed())
+        << ")\n";
+    return result;
+  };
+
+  // Interval accumulators of the train log (since the last logged step).
+  double sum_loss = 0.0, sum_rows = 0.0, sum_correct = 0.0, sum_grad = 0.0;
+  std::int64_t interval_steps = 0, interval_tokens = 0;
+  auto interval_start = Clock::now();
+  std::int64_t steps_this_call = 0;
+  const float smoothing = static_cast<float>(spec.train.label_smoothing);
+  const auto seed = static_cast<std::uint64_t>(spec.train.seed);
+
+  try {
+    while (state.step < spec.train.steps) {
+      const std::int64_t step = state.step + 1;
+      const model::DeviceBatch batch = ex.batch(Split::Train, order.batch(step));
+      ex.store->zero_grad();
+      Graph g(*ex.backend, seed, static_cast<std::uint64_t>(step), /*training=*/true);
+      const ops::CrossEntropyResult ce = ops::cross_entropy(g, ex.model->logits(g, batch), batch.targets,
+                                                            HostBatch::kIgnore, smoothing);
+      float loss = 0.0f;
+      ex.backend->copy_to_host(&loss, ce.loss.value());
+      if (!std::isfinite(loss)) return finish(RunStatus::Diverged, "loss is " + number_text(loss) + " at step " + std::to_string(step));
+      g.backward(ce.loss);
+      const double lr = ex.schedule->learning_rate(step);
+      const double grad_norm = ex.optimizer->step(*ex.store, lr, spec.train.clip_grad_norm);
+      if (!std::isfinite(grad_norm))
+        return finish(RunStatus::Diverged, "gradient norm is " + number_text(grad_norm) + " at step " + std::to_string(step));
+      state.step = step;
+      state.tokens_seen += batch.target_tokens;
+      ++steps_this_call;
+      sum_loss += loss;
+      sum_rows += ce.rows;
+      sum_correct += ce.correct;
+      sum_grad += grad_norm;
+      ++interval_steps;
+      interval_tokens += batch.target_tokens;
+      const double interval_s = std::chrono::duration<double>(Clock::now() - interval_start).count();
+      const double tokens_per_s = interval_s > 0 ? static_cast<double>(interval_tokens) / interval_s : 0.0;
+      progress.update({step, loss, lr, tokens_per_s, elapsed()});
+
+      std::optional<std::string> stop;
+      if (step % spec.log.every == 0 || step == spec.train.steps) {
+        const double mean_loss = sum_loss / static_cast<double>(interval_steps);
+        train_log.row(step, {mean_loss, sum_rows > 0 ? sum_correct / sum_rows : 0.0, lr,
+                             sum_grad / static_cast<double>(interval_steps), tokens_per_s, elapsed()});
+        if (spec.train.loss_threshold && mean_loss < *spec.train.loss_threshold)
+          stop = "train loss " + number_text(mean_loss) + " below loss_threshold " + number_text(*spec.train.loss_threshold);
+        sum_loss = sum_rows = sum_correct = sum_grad = 0.0;
+        interval_steps = interval_tokens = 0;
+        interval_start = Clock::now();
+      }
+      const bool eval_now = step % spec.eval.every == 0 || step == spec.train.steps || stop;
+      if (eval_now) {
+        run_eval(step);
+        if (const auto& es = spec.train.early_stopping) {
+          const double value = result.eval.at(es->metric);
+          if (!state.has_best || improved(*es, value, state.best_metric)) {
+            state.has_best = true;
+            state.best_metric = value;
+            state.best_step = step;
+            state.evals_since_best = 0;
+          } else {
+            ++state.evals_since_best;
+          }
+          if (reached(*es, value))
+            stop = "early stopping: " + es->metric + " " + number_text(value) + " reached target " + number_text(*es->target);
+          else if (es->patience > 0 && state.evals_since_best >= es->patience)
+            stop = "early stopping: " + es->metric + " did not improve in " + std::to_string(es->patience) +
+                   " evaluations (best " + number_text(state.best_metric) + " at step " + std::to_string(state.best_step) + ")";
+        }
+        save();
+      }
+      if (stop) return finish(RunStatus::Completed, *stop);
+      if (g_stop_requested.load() || (options.stop_after > 0 && steps_this_call >= options.stop_after)) {
+        if (!eval_now) save();
+        return finish(RunStatus::Interrupted, std::string(g_stop_requested.load() ? "stopped by a signal" : "--stop-after") +
+                                                  "; continue with --resume");
+      }
+    }
+    return finish(RunStatus::Completed, "reached train.steps");
+  } catch (const std::exception& e) {
+    result.status = RunStatus::Failed;
+    result.reason = e.what();
+    result.step = state.step;
+    progress.finish();
+    record.write(result, elapsed(), now_iso8601());
+    throw;
+  }
+}
+
+}  // namespace ablate::train

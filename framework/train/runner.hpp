@@ -1,0 +1,51 @@
+// The training runner behind `ablate run`: trains an experiment to its stopping condition,
+// evaluates on the held-out split, checkpoints, resumes, and records the run in its directory
+// (resolved.yaml, train.csv, eval.csv, checkpoint.bin, run.json). A run ends completed, diverged
+// (NaN/Inf loss or gradient, with the step), interrupted (resumable), or failed (an error).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <string>
+
+#include "plugins/plugin_registry.hpp"
+#include "spec/experiment_spec.hpp"
+#include "train/progress.hpp"
+
+namespace ablate::train {
+
+enum class RunStatus { Running, Completed, Failed, Diverged, Interrupted };
+const char* to_string(RunStatus s);
+
+struct RunOptions {
+  std::filesystem::path out_dir;  // the run's directory (created; must not hold another run)
+  bool resume = false;            // continue the run in out_dir from its checkpoint
+  ProgressMode progress = ProgressMode::Lines;
+  std::int64_t stop_after = 0;    // > 0: stop as interrupted (checkpointed) after this many steps in this call
+};
+
+struct RunResult {
+  RunStatus status = RunStatus::Running;
+  std::int64_t step = 0;                // optimizer steps completed
+  std::string reason;                   // why it stopped ("reached train.steps", "loss is nan at step 12", ...)
+  std::map<std::string, double> eval;   // the last evaluation
+};
+
+// The stable id of a run: 12 hex digits of a hash of its resolved spec (sweep section excluded),
+// so the same configuration always maps to the same results folder.
+std::string run_id(const spec::ExperimentSpec& spec);
+
+// Trains `spec` (validated, plugin options resolved) with plugins from `registry`, printing
+// progress and evaluations to `out`. Throws UsageError before training starts for a problem of
+// the spec or of out_dir (results present without --resume, resume of another spec); errors
+// during training end the run as failed (recorded in run.json) and are rethrown.
+RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry, const RunOptions& options,
+                         std::ostream& out);
+
+// Asks a running run_experiment to stop after its current step, checkpointed and resumable
+// (async-signal-safe: the CLI calls it from its SIGINT/SIGTERM handler).
+void request_stop();
+
+}  // namespace ablate::train

@@ -1,0 +1,218 @@
+// Tests for the Transformer models (framework/model): the masks (a causal decoder cannot see the
+// future; padding changes nothing), greedy decoding over the key/value cache against decoding by
+// full recomputation, the classifier's pooling, the options that add or remove parameters, and
+// the batch checks. Tiny random models on the reference backend, components from the built-in plugins.
+#include "model/transformer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ablate/error.hpp"
+#include "ablate/ops.hpp"
+#include "backends/backend_test_util.hpp"
+
+namespace ablate::model {
+namespace {
+using testing::builtin_backend;
+using testing::builtin_registry;
+using testing::host;
+
+using Options = std::map<std::string, std::string>;
+
+ComponentFactory components(const std::string& block, const std::string& pe, const std::string& ffn) {
+  ComponentFactory f;
+  f.block = [block] { return builtin_registry().create<Block>(block); };
+  f.positional_encoding = [pe] { return builtin_registry().create<PositionalEncoding>(pe, pe == "learned" ? Options{{"max_len", "32"}} : Options{}); };
+  f.ffn = [ffn] { return builtin_registry().create<FeedForward>(ffn); };
+  return f;
+}
+
+ModelConfig tiny(Arch arch) {
+  ModelConfig c;
+  c.arch = arch;
+  c.dims.d_model = 8;
+  c.dims.heads = 2;
+  c.dims.d_ff = 16;
+  c.dims.dropout = 0.0f;
+  c.dims.attention_dropout = 0.0f;
+  c.encoder_layers = 2;
+  c.decoder_layers = 2;
+  c.vocab_size = 11;
+  c.embedding_dropout = 0.0f;
+  return c;
+}
+
+Backend& be() { return *builtin_backend("reference"); }
+
+struct Built {
+  std::unique_ptr<ParameterStore> store;
+  std::unique_ptr<Transformer> model;
+};
+Built build(const ModelConfig& c, const std::string& block = "post_norm", const std::string& pe = "sinusoidal",
+            const std::string& ffn = "relu", std::uint64_t seed = 7) {
+  Built b;
+  b.store = std::make_unique<ParameterStore>(be());
+  b.model = std::make_unique<Transformer>(c, components(block, pe, ffn), *b.store, seed);
+  return b;
+}
+
+DeviceBatch batch_of(const std::vector<Example>& examples, const ModelConfig& c) {
+  return upload_batch(be(), make_batch(examples), c, DType::F32);
+}
+
+std::vector<float> logits_of(const Transformer& m, const DeviceBatch& batch) {
+  Graph g(be(), 1, 0, /*training=*/false, /*grad=*/false);
+  return host(be(), m.logits(g, batch).value());
+}
+
+TEST(Transformer, CausalDecoderCannotSeeTheFuture) {
+  const ModelConfig c = tiny(Arch::Decoder);
+  for (const std::string block : {"post_norm", "pre_norm"}) {
+    Built m = build(c, block, "learned");
+    const std::vector<float> a = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 6, 7, 8}}}, c));
+    const std::vector<float> b = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 9, 10, 3}}}, c));  // tokens 3.. changed
+    const std::size_t V = 11, unchanged = 4 * V;  // inputs bos,3,4,5 are equal: positions 0..3 must not move
+    for (std::size_t i = 0; i < unchanged; ++i) ASSERT_EQ(a[i], b[i]) << block << " logit " << i;
+    bool later_changed = false;
+    for (std::size_t i = unchanged; i < a.size(); ++i) later_changed |= a[i] != b[i];
+    EXPECT_TRUE(later_changed) << "the changed tokens must change the later positions";
+  }
+}
+
+TEST(Transformer, PaddingDoesNotChangeTheValidPositions) {
+  const ModelConfig c = tiny(Arch::EncoderDecoder);
+  Built m = build(c, "pre_norm");
+  const Example shortest{{3, 4, 5}, {6, 7}};
+  const Example longer{{3, 4, 5, 6, 7, 8, 9}, {6, 7, 8, 9, 10}};
+  const std::vector<float> alone = logits_of(*m.model, batch_of({shortest}, c));     // [1, 3, V]
+  const std::vector<float> padded = logits_of(*m.model, batch_of({shortest, longer}, c));  // [2, 6, V]: item 0 padded
+  for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_NEAR(alone[i], padded[i], 1e-5f) << "logit " << i;
+}
+
+// Greedy decoding by recomputing the whole prefix each step: what the KV cache must reproduce.
+std::vector<std::int32_t> naive_greedy(const Transformer& m, const ModelConfig& c, const Example& e, std::size_t max_len) {
+  std::vector<std::int32_t> out;
+  for (std::size_t t = 0; t <= max_len; ++t) {
+    Example prefix{e.src, out};  // tgt_in = bos + out
+    const std::vector<float> logits = logits_of(m, batch_of({prefix}, c));  // [1, t+1, V]
+    const float* last = logits.data() + t * static_cast<std::size_t>(c.vocab_size);
+    const auto next = static_cast<std::int32_t>(std::max_element(last, last + c.vocab_size) - last);
+    if (next == TaskInfo::kEos || t == max_len) break;
+    out.push_back(next);
+  }
+  return out;
+}
+
+TEST(Transformer, GreedyDecodingWithTheCacheEqualsRecomputation) {
+  ModelConfig c = tiny(Arch::EncoderDecoder);
+  for (const auto& [block, pe] : {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}}) {
+    for (std::uint64_t seed : {3u, 11u}) {
+      Built m = build(c, block, pe, "gelu", seed);
+      const std::vector<Example> examples = {{{3, 4, 5, 6}, {}}, {{7, 8, 9, 10, 4, 5, 6}, {}}, {{5}, {}}};
+      const std::size_t max_len = 9;
+      const auto cached = m.model->greedy_decode(be(), batch_of(examples, c), max_len);
+      ASSERT_EQ(cached.size(), examples.size());
+      std::size_t tokens = 0;
+      for (std::size_t i = 0; i < examples.size(); ++i) {
+        EXPECT_EQ(cached[i], naive_greedy(*m.model, c, examples[i], max_len)) << block << "/" << pe << " seed " << seed << " item " << i;
+        tokens += cached[i].size();
+      }
+      EXPECT_GT(tokens, 0u) << "an untrained model should emit something other than eos at once";
+    }
+  }
+}
+
+TEST(Transformer, ClassifierPoolsOnlyValidPositions) {
+  for (Pooling pooling : {Pooling::Mean, Pooling::First}) {
+    ModelConfig c = tiny(Arch::Encoder);
+    c.num_classes = 3;
+    c.pooling = pooling;
+    Built m = build(c, "pre_norm");
+    const Example a{{3, 4, 5}, {2}}, b{{3, 4, 5, 6, 7, 8}, {1}};
+    const std::vector<float> alone = logits_of(*m.model, batch_of({a}, c));    // [1, 1, 3]
+    const std::vector<float> both = logits_of(*m.model, batch_of({a, b}, c));  // [2, 1, 3]
+    ASSERT_EQ(alone.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(alone[i], both[i], 1e-5f);
+    const auto classes = m.model->greedy_decode(be(), batch_of({a, b}, c), 1);
+    ASSERT_EQ(classes.size(), 2u);
+    EXPECT_EQ(classes[0].size(), 1u);
+  }
+  ModelConfig c = tiny(Arch::Encoder);
+  c.num_classes = 3;
+  Built m = build(c);
+  EXPECT_THROW(batch_of({{{3, 4}, {5}}}, c), Error);      // class 5 out of [0, 3)
+  EXPECT_THROW(batch_of({{{3, 4}, {1, 2}}}, c), Error);   // two target tokens
+}
+
+TEST(Transformer, EncoderTaggingNeedsTargetsAsLongAsSources) {
+  const ModelConfig c = tiny(Arch::Encoder);
+  Built m = build(c);
+  const DeviceBatch ok = batch_of({{{3, 4, 5}, {5, 4, 3}}, {{6}, {6}}}, c);
+  EXPECT_EQ(ok.target_tokens, 4);
+  const std::vector<float> logits = logits_of(*m.model, ok);
+  EXPECT_EQ(logits.size(), 2u * 3u * 11u);  // [B, S, V]
+  const auto tags = m.model->greedy_decode(be(), ok, 3);
+  EXPECT_EQ(tags[0].size(), 3u);
+  EXPECT_EQ(tags[1].size(), 1u);
+  try {
+    batch_of({{{3, 4, 5}, {5, 4}}}, c);
+    FAIL() << "a shorter target must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("3 tokens and a target of 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Transformer, ArchitectureAndTaskMismatchIsAnError) {
+  const ModelConfig lm = tiny(Arch::Decoder), s2s = tiny(Arch::EncoderDecoder);
+  EXPECT_THROW(batch_of({{{3, 4}, {5}}}, lm), Error);  // an LM has no source
+  EXPECT_THROW(batch_of({{{}, {5}}}, s2s), Error);     // seq2seq needs one
+}
+
+TEST(Transformer, OptionsDecideTheParameters) {
+  ModelConfig c = tiny(Arch::EncoderDecoder);
+  Built tied = build(c, "pre_norm");
+  EXPECT_TRUE(tied.store->contains("decoder.layers.1.cross_attn.kv.weight"));
+  EXPECT_TRUE(tied.store->contains("encoder.layers.0.self_attn.qkv.bias"));
+  EXPECT_TRUE(tied.store->contains("encoder.final_norm.gamma"));
+  EXPECT_TRUE(tied.store->contains("decoder.final_norm.gamma"));
+  EXPECT_FALSE(tied.store->contains("output.weight"));
+  EXPECT_FALSE(tied.store->contains("encoder.layers.0.cross_attn.q.weight"));
+
+  c.tie_embeddings = false;
+  c.dims.qkv_bias = false;
+  c.dims.out_bias = false;
+  c.final_norm = false;
+  Built untied = build(c, "pre_norm");
+  EXPECT_TRUE(untied.store->contains("output.weight"));
+  EXPECT_TRUE(untied.store->contains("output.bias"));
+  EXPECT_FALSE(untied.store->contains("encoder.layers.0.self_attn.qkv.bias"));
+  EXPECT_FALSE(untied.store->contains("encoder.layers.0.self_attn.out.bias"));
+  EXPECT_FALSE(untied.store->contains("decoder.final_norm.gamma"));
+  // removed: self qkv [3D] and out [D] biases of both stacks, cross q [D], kv [2D], out [D] biases: 12 L D
+  const std::int64_t D = 8, V = 11, L = 2, removed_biases = 12 * L * D;
+  EXPECT_EQ(untied.store->numel(), tied.store->numel() + V * D + V - removed_biases - 2 * 2 * D);
+
+  c = tiny(Arch::EncoderDecoder);
+  Built post = build(c, "post_norm");  // post-norm stacks end normalised: no final norm
+  EXPECT_FALSE(post.store->contains("encoder.final_norm.gamma"));
+}
+
+TEST(Transformer, EmbeddingScaleAndDropoutOptionsChangeTheOutput) {
+  ModelConfig c = tiny(Arch::Decoder);
+  const std::vector<Example> ex = {{{}, {3, 4, 5}}};
+  const std::vector<float> scaled = logits_of(*build(c).model, batch_of(ex, c));
+  c.scale_embedding = false;
+  const std::vector<float> unscaled = logits_of(*build(c).model, batch_of(ex, c));
+  EXPECT_NE(scaled, unscaled);
+
+  c.embedding_dropout = 0.5f;
+  Built m = build(c);
+  const DeviceBatch batch = batch_of(ex, c);
+  EXPECT_EQ(logits_of(*m.model, batch), unscaled) << "dropout is off outside training";
+  Graph g(be(), 1, 1, /*training=*/true, /*grad=*/false);
+  EXPECT_NE(host(be(), m.model->logits(g, batch).value()), unscaled) << "embedding dropout is on in training";
+}
+
+}  // namespace
+}  // namespace ablate::model
