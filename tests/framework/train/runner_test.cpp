@@ -1,0 +1,210 @@
+// Tests for training (framework/train) through `ablate run`, in-process: a tiny encoder-decoder
+// learns the copy task; reference and onednn agree step by step; every block x positional
+// encoding x ffn combination trains on both backends; a resumed run continues the uninterrupted
+// loss curve bit for bit; NaN stops a run as diverged; early stopping and the loss threshold
+// stop it; results are never overwritten; errors name the spec key.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
+#include "train/run_records.hpp"
+
+namespace ablate::train {
+namespace {
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+// A tiny copy task and model: trains to exact copies in a few hundred steps on 2 cores.
+constexpr const char* kTinyCopy = R"(name: tiny_copy
+task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 4000, eval_examples: 64}
+model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}
+backend: onednn
+train: {steps: 400, batch_size: 32, optimizer: {lr: 3.0e-3}, clip_grad_norm: 1.0, seed: 1}
+log: {every: 10}
+eval: {every: 100, batches: 2, metrics: [loss, token_accuracy, exact_match]}
+)";
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ablate_runner_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "spec.yaml") << kTinyCopy;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // `ablate run spec.yaml --out <dir>/<out> --progress quiet` with extra arguments.
+  testing::CliResult run(const std::string& out, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / out).string(), "--progress", "quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  }
+  std::map<std::string, std::vector<double>> table(const std::string& out, const char* file) {
+    return read_csv_log(dir_ / out / file);
+  }
+  std::string json(const std::string& out) {
+    std::ifstream in(dir_ / out / "run.json");
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RunnerTest, TinyEncoderDecoderLearnsToCopyExactly) {
+  const auto r = run("copy", {"--set", "train.early_stopping={metric: exact_match, target: 1.0}"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  const auto eval = table("copy", "eval.csv");
+  ASSERT_FALSE(eval.at("exact_match").empty());
+  EXPECT_EQ(eval.at("exact_match").back(), 1.0) << r.out;
+  EXPECT_LT(eval.at("exact_match").front(), 1.0) << "the first evaluation should not be perfect yet";
+  EXPECT_NE(json("copy").find("\"status\": \"completed\""), std::string::npos);
+  EXPECT_NE(r.out.find("early stopping: exact_match 1 reached target 1"), std::string::npos) << r.out;
+}
+
+TEST_F(RunnerTest, ReferenceAndOnednnGiveTheSameLosses) {
+  const std::vector<std::string> common = {"--set", "train.steps=6", "--set", "log.every=1", "--set", "model.dropout=0.1",
+                                           "--set", "model.attention_dropout=0.1", "--set", "eval.every=6"};
+  std::vector<std::string> ref = common, dnnl = common;
+  ref.insert(ref.end(), {"--set", "backend=reference"});
+  ASSERT_EQ(run("ref", ref).code, cli::kExitOk);
+  ASSERT_EQ(run("dnnl", dnnl).code, cli::kExitOk);
+  const auto a = table("ref", "train.csv").at("loss"), b = table("dnnl", "train.csv").at("loss");
+  ASSERT_EQ(a.size(), 6u);
+  ASSERT_EQ(b.size(), 6u);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4 * std::abs(a[i])) << "step " << i + 1;
+  EXPECT_LT(a.back(), a.front()) << "the loss should fall over the first steps";
+}
+
+TEST_F(RunnerTest, EveryComponentCombinationTrainsOnEveryBackend) {
+  for (const std::string backend : {"reference", "onednn"})
+    for (const std::string block : {"post_norm", "pre_norm"})
+      for (const std::string pe : {"sinusoidal", "learned"})
+        for (const std::string ffn : {"relu", "gelu"}) {
+          const std::string out = backend + "_" + block + "_" + pe + "_" + ffn;
+          const auto r = run(out, {"--set", "backend=" + backend, "--set", "model.block=" + block, "--set",
+                                   "model.positional_encoding=" + pe, "--set", "model.ffn=" + ffn, "--set", "train.steps=4",
+                                   "--set", "log.every=1", "--set", "eval.every=4", "--set", "model.dropout=0.1"});
+          ASSERT_EQ(r.code, cli::kExitOk) << out << "\n" << r.out << r.err;
+          const auto loss = table(out, "train.csv").at("loss");
+          ASSERT_EQ(loss.size(), 4u) << out;
+          for (double l : loss) EXPECT_TRUE(std::isfinite(l) && l > 0.0) << out;
+          EXPECT_NE(json(out).find(block), std::string::npos) << "the plugins are recorded";
+        }
+}
+
+TEST_F(RunnerTest, ResumedRunContinuesTheLossCurveBitForBit) {
+  const std::vector<std::string> spec = {"--set", "train.steps=40", "--set", "log.every=1", "--set", "eval.every=15",
+                                         "--set", "model.dropout=0.1", "--set", "model.attention_dropout=0.1"};
+  ASSERT_EQ(run("whole", spec).code, cli::kExitOk);
+  std::vector<std::string> first = spec;
+  first.insert(first.end(), {"--stop-after", "22"});  // stops between two evaluations (checkpoint at 15 and 22)
+  const auto stopped = run("split", first);
+  ASSERT_EQ(stopped.code, cli::kExitOk) << stopped.out << stopped.err;
+  EXPECT_NE(json("split").find("\"status\": \"interrupted\""), std::string::npos);
+  EXPECT_EQ(table("split", "train.csv").at("loss").size(), 22u);
+  std::vector<std::string> second = spec;
+  second.push_back("--resume");
+  const auto resumed = run("split", second);
+  ASSERT_EQ(resumed.code, cli::kExitOk) << resumed.out << resumed.err;
+  EXPECT_NE(resumed.out.find("resuming at step 22"), std::string::npos) << resumed.out;
+
+  const auto whole = table("whole", "train.csv"), split = table("split", "train.csv");
+  ASSERT_EQ(whole.at("step"), split.at("step"));
+  for (const char* column : {"loss", "token_accuracy", "lr", "grad_norm"})
+    EXPECT_EQ(whole.at(column), split.at(column)) << column;  // exact equality: bit for bit
+  EXPECT_EQ(table("whole", "eval.csv").at("loss"), table("split", "eval.csv").at("loss"));
+
+  // Resuming a completed run does nothing; resuming with another spec is refused.
+  std::vector<std::string> again = spec;
+  again.push_back("--resume");
+  EXPECT_EQ(run("split", again).code, cli::kExitOk);
+  ASSERT_EQ(run("other", first).code, cli::kExitOk);
+  std::vector<std::string> changed = spec;
+  changed.insert(changed.end(), {"--set", "train.optimizer.lr=0.01", "--resume"});
+  const auto refused = run("other", changed);
+  EXPECT_EQ(refused.code, cli::kExitUsage);
+  EXPECT_NE(refused.err.find("the spec differs"), std::string::npos) << refused.err;
+}
+
+TEST_F(RunnerTest, ExistingResultsAreNeverOverwritten) {
+  ASSERT_EQ(run("done", {"--set", "train.steps=2", "--set", "eval.every=2"}).code, cli::kExitOk);
+  const std::string before = json("done");
+  const auto again = run("done", {"--set", "train.steps=2", "--set", "eval.every=2"});
+  EXPECT_EQ(again.code, cli::kExitUsage);
+  EXPECT_NE(again.err.find("results already exist"), std::string::npos) << again.err;
+  EXPECT_EQ(json("done"), before);
+  const auto nothing = run("empty", {"--resume"});
+  EXPECT_EQ(nothing.code, cli::kExitUsage);
+  EXPECT_NE(nothing.err.find("nothing to resume"), std::string::npos) << nothing.err;
+}
+
+TEST_F(RunnerTest, NonFiniteLossStopsTheRunAsDiverged) {
+  const auto r = run("nan", {"--set", "train.optimizer.lr=1e30", "--set", "train.clip_grad_norm=0", "--set", "train.steps=50"});
+  ASSERT_EQ(r.code, cli::kExitDiverged) << r.out << r.err;
+  const std::string j = json("nan");
+  EXPECT_NE(j.find("\"status\": \"diverged\""), std::string::npos) << j;
+  EXPECT_NE(j.find(" at step "), std::string::npos) << j;
+  EXPECT_NE(r.out.find("diverged at step"), std::string::npos) << r.out;
+}
+
+TEST_F(RunnerTest, LossThresholdAndPatienceStopEarly) {
+  const auto r = run("threshold", {"--set", "train.loss_threshold=1.5"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  const auto steps = table("threshold", "train.csv").at("step");
+  EXPECT_LT(steps.back(), 400.0);
+  EXPECT_LT(table("threshold", "train.csv").at("loss").back(), 1.5);
+  EXPECT_NE(r.out.find("below loss_threshold"), std::string::npos) << r.out;
+
+  // lr 0: nothing improves, so patience 2 stops after the third evaluation.
+  const auto p = run("patience", {"--set", "train.optimizer.lr=0", "--set", "eval.every=10", "--set",
+                                  "train.early_stopping={metric: loss, mode: min, patience: 2}"});
+  // lr must be > 0 in the spec: the spec error names the key.
+  EXPECT_EQ(p.code, cli::kExitUsage);
+  EXPECT_NE(p.err.find("train.optimizer.lr"), std::string::npos) << p.err;
+  const auto q = run("patience", {"--set", "train.optimizer.lr=1e-12", "--set", "eval.every=10", "--set",
+                                  "train.early_stopping={metric: exact_match, patience: 2}"});
+  ASSERT_EQ(q.code, cli::kExitOk) << q.err;
+  EXPECT_EQ(table("patience", "eval.csv").at("step").size(), 3u) << q.out;
+  EXPECT_NE(q.out.find("did not improve in 2 evaluations"), std::string::npos) << q.out;
+}
+
+TEST_F(RunnerTest, SpecProblemsFoundAtRunTimeNameTheKey) {
+  const auto lm = run("lm", {"--set", "task={plugin: language_model, vocab_size: 8}"});
+  EXPECT_EQ(lm.code, cli::kExitUsage);
+  EXPECT_NE(lm.err.find("model.arch: 'encoder_decoder' does not fit task 'language_model'"), std::string::npos) << lm.err;
+  EXPECT_NE(lm.err.find("spec.yaml:3:"), std::string::npos) << "the position of model.arch: " << lm.err;
+  const auto es = run("es", {"--set", "train.early_stopping={metric: bleu}"});
+  EXPECT_EQ(es.code, cli::kExitUsage);
+  EXPECT_NE(es.err.find("train.early_stopping.metric: 'bleu' is not an evaluated metric; expected one of loss, token_accuracy, exact_match"),
+            std::string::npos)
+      << es.err;
+  const auto typo = run("typo", {"--set", "model.blok=pre_norm"});
+  EXPECT_EQ(typo.code, cli::kExitUsage);
+  EXPECT_NE(typo.err.find("did you mean 'model.block'"), std::string::npos) << typo.err;
+  EXPECT_FALSE(fs::exists(dir_ / "lm" / "run.json")) << "nothing is written for a spec error";
+}
+
+TEST_F(RunnerTest, LanguageModelTrainsAndSkipsDecodingMetrics) {
+  const auto r = run("lm", {"--set", "task={plugin: language_model, vocab_size: 12, min_len: 4, max_len: 8}", "--set",
+                            "model.arch=decoder", "--set", "train.steps=30", "--set", "eval.every=30", "--set",
+                            "eval.metrics=[loss, perplexity, token_accuracy, exact_match]"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("eval metric skipped: exact_match"), std::string::npos) << r.out;
+  const auto eval = table("lm", "eval.csv");
+  EXPECT_EQ(eval.count("exact_match"), 0u);
+  EXPECT_NEAR(eval.at("perplexity").back(), std::exp(eval.at("loss").back()), 1e-9);
+  const auto loss = table("lm", "train.csv").at("loss");
+  EXPECT_LT(loss.back(), loss.front());
+}
+
+}  // namespace
+}  // namespace ablate::train
