@@ -101,6 +101,7 @@ class OnednnBackend final : public ablate::Backend {
   void split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) override;
   void merge_heads_forward(Tensor& y, const Tensor& x) override;
   void merge_heads_backward(Tensor& dx, const Tensor& dy) override;
+  void write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) override;
   void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
                              const Tensor& targets, std::int32_t ignore_index, float label_smoothing) override;
   void sum_squares(Tensor& total, const Tensor& x) override;

@@ -1,7 +1,8 @@
 // backend/onednn: the ops oneDNN has no fitting primitive for, as OpenMP + SIMD C++: norms,
 // elementwise ops, dropout (Philox, bit-identical masks to every backend), embedding, head
-// split/merge, fused cross-entropy, Adam, sum of squares and casts. Forward and backward side
-// by side; reductions run in a fixed order so results are bit-identical run to run.
+// split/merge, the KV-cache time-slice write, fused cross-entropy, Adam, sum of squares and
+// casts. Forward and backward side by side; reductions run in a fixed order so results are
+// bit-identical run to run.
 #include <omp.h>
 
 #include <algorithm>
@@ -597,6 +598,37 @@ void OnednnBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
   with_float(op, dy, [&](const auto* dyp) {
     with_float(op, dx, [&](auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, 1, 0, true, true, threads_); });
   });
+}
+
+// ------------------------------------------------------------------------------------------
+// KV cache (incremental decoding; no backward): dst[B, H, S, Dh] rows offset .. offset+T-1 of
+// every (b, h) = src[B, H, T, Dh]. Per (b, h) the slice is one contiguous block of T*Dh elements
+// in both tensors: one memcpy each, over (b, h) in parallel above the grain. Other rows untouched.
+
+void OnednnBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
+  const char* op = "write_time_slice";
+  need_float(op, "dst", dst);
+  need_float(op, "src", src);
+  if (dst.dtype() != src.dtype()) fail(op, "dst " + dst.str() + " and src " + src.str() + " differ in dtype");
+  need_rank(op, "dst", dst, 4);
+  need_rank(op, "src", src, 4);
+  const std::int64_t B = dst.shape()[0], H = dst.shape()[1], S = dst.shape()[2], Dh = dst.shape()[3];
+  const std::int64_t T = src.shape()[2];
+  if (src.shape()[0] != B || src.shape()[1] != H || src.shape()[3] != Dh)
+    fail(op, "src " + src.str() + " must be [B, H, T, Dh] with the B, H, Dh of dst " + dst.str());
+  if (offset < 0 || offset > S - T)
+    fail(op, "offset " + std::to_string(offset) + " with T = " + std::to_string(T) + " rows must satisfy 0 <= offset, " +
+                 "offset + T <= S = " + std::to_string(S) + " (dst " + dst.str() + ", src " + src.str() + ")");
+  const std::size_t es = ablate::dtype_size(dst.dtype());
+  const std::int64_t BH = B * H, block = T * Dh;
+  auto* d = static_cast<unsigned char*>(dst.raw());
+  const auto* s = static_cast<const unsigned char*>(src.raw());
+  if (block == 0 || BH == 0 || d == s) return;  // d == s: T == S, offset 0, the same storage
+  set_threads();
+#pragma omp parallel for num_threads(team_size(BH * block, threads_)) schedule(static)
+  for (std::int64_t i = 0; i < BH; ++i)
+    std::memcpy(d + static_cast<std::size_t>((i * S + offset) * Dh) * es, s + static_cast<std::size_t>(i * block) * es,
+                static_cast<std::size_t>(block) * es);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // Plugin backend/reference: scaled dot-product attention (masks, dropout on the probabilities,
-// lse saved for backward) and the head split/merge reshapes, forward and backward side by side.
-// One (b, h) at a time, one query row at a time, in double.
+// lse saved for backward) and the head split/merge reshapes, forward and backward side by side,
+// and the KV-cache time-slice write. One (b, h) at a time, one query row at a time, in double.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -256,6 +256,43 @@ void ReferenceBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
           delta[static_cast<std::size_t>(((b * d.H + h) * d.T + t) * d.Dh + e)] =
               gv[static_cast<std::size_t>((b * d.T + t) * d.H * d.Dh + h * d.Dh + e)];
   accumulate(&dx, delta);
+}
+
+// ---------------------------------------------------------------------------- KV cache
+// dst: [B, H, S, Dh] rows offset .. offset+T-1 of every (b, h) = src: [B, H, T, Dh]; no backward.
+// A plain element copy in the tensors' own dtype (bf16 bits verbatim): the other rows of dst are
+// never read or written.
+namespace {
+
+template <class E>
+void write_rows(E* dst, const E* src, std::int64_t B, std::int64_t H, std::int64_t S, std::int64_t T,
+                std::int64_t Dh, std::int64_t offset) {
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t e = 0; e < Dh; ++e)
+          dst[((b * H + h) * S + offset + t) * Dh + e] = src[((b * H + h) * T + t) * Dh + e];
+}
+
+}  // namespace
+
+void ReferenceBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
+  const char* op = "write_time_slice";
+  check_value(op, "src", src);
+  check_same_dtype(op, "dst", dst, "src", src);
+  if (dst.shape().rank() != 4 || src.shape().rank() != 4)
+    fail(op, "dst " + dst.str() + " must be [B, H, S, Dh] and src " + src.str() + " [B, H, T, Dh]");
+  const std::int64_t B = dst.shape()[0], H = dst.shape()[1], S = dst.shape()[2], Dh = dst.shape()[3];
+  const std::int64_t T = src.shape()[2];
+  if (src.shape() != Shape{B, H, T, Dh})
+    fail(op, "src " + src.str() + " must be [B, H, T, Dh] with the B, H, Dh of dst " + dst.str());
+  if (offset < 0 || offset > S - T)
+    fail(op, "offset " + std::to_string(offset) + " with T = " + std::to_string(T) + " rows must satisfy 0 <= offset, "
+                 "offset + T <= S = " + std::to_string(S) + " (dst " + dst.str() + ", src " + src.str() + ")");
+  if (dst.dtype() == DType::F32)
+    write_rows(dst.data<float>(), src.data<float>(), B, H, S, T, Dh, offset);
+  else
+    write_rows(dst.data<std::uint16_t>(), src.data<std::uint16_t>(), B, H, S, T, Dh, offset);
 }
 
 }  // namespace backend_reference

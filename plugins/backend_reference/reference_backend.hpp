@@ -53,6 +53,7 @@ class ReferenceBackend final : public ablate::Backend {
   void split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) override;
   void merge_heads_forward(Tensor& y, const Tensor& x) override;
   void merge_heads_backward(Tensor& dx, const Tensor& dy) override;
+  void write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) override;
 
   // norm_ops.cpp
   void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,

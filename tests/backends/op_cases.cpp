@@ -547,7 +547,7 @@ void add_elementwise(std::vector<OpCase>& out) {
     }
 }
 
-// ---- embedding, head split/merge
+// ---- embedding, head split/merge, KV-cache time-slice write
 void add_embedding_heads(std::vector<OpCase>& out) {
   struct E {
     Shape ids;
@@ -596,6 +596,28 @@ void add_embedding_heads(std::vector<OpCase>& out) {
     c.grad_outputs = {"y"};
     c.forward = [](OpRun& r) { r.backend.merge_heads_forward(r["y"], r["x"]); };
     c.backward = [](OpRun& r) { r.backend.merge_heads_backward(r["dx"], r["dy"]); };
+    out.push_back(std::move(c));
+  }
+  // KV-cache write (forward only): rows offset .. offset+T-1 of cache[B, H, S, Dh] = kv[B, H, T, Dh].
+  // The cache is an in-place input with random contents, so parity covers the untouched rows too.
+  struct W {
+    std::int64_t B, H, S, T, Dh, offset;
+  };
+  for (const W& w : std::vector<W>{{2, 3, 7, 1, 4, 0},      // first decoding step
+                                   {2, 3, 7, 1, 4, 3},      // a middle step
+                                   {2, 3, 7, 1, 4, 6},      // the last row of the cache
+                                   {1, 2, 9, 3, 5, 4},      // T > 1 in the middle
+                                   {3, 1, 5, 2, 7, 3},      // T > 1 ending exactly at S
+                                   {1, 2, 4, 4, 3, 0},      // T = S: the whole cache
+                                   {4, 4, 72, 64, 32, 8}}) {  // at backend_onednn's threading grain, ending at S
+    OpCase c;
+    c.op = "write_time_slice";
+    c.name = "B" + num(w.B) + "_H" + num(w.H) + "_S" + num(w.S) + "_T" + num(w.T) + "_Dh" + num(w.Dh) + "_offset" +
+             num(w.offset);
+    c.inputs = {value("cache", Shape{w.B, w.H, w.S, w.Dh}), value("kv", Shape{w.B, w.H, w.T, w.Dh})};
+    c.inplace = {"cache"};
+    const std::int64_t offset = w.offset;
+    c.forward = [offset](OpRun& r) { r.backend.write_time_slice(r["cache"], r["kv"], offset); };
     out.push_back(std::move(c));
   }
 }

@@ -146,6 +146,11 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   virtual void merge_heads_forward(Tensor& y, const Tensor& x) = 0;
   virtual void merge_heads_backward(Tensor& dx, const Tensor& dy) = 0;  // dx +=
 
+  // --- KV cache (incremental decoding; no backward): for every (b, h), rows offset .. offset+T-1
+  // of dst[B, H, S, Dh] = src[B, H, T, Dh]; the other rows of dst are left untouched. Same dtype
+  // (F32 or BF16); offset >= 0, offset + T <= S.
+  virtual void write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) = 0;
+
   // --- cross entropy, fused: logits[N, V], targets[N] I32. loss[1] (F32) = mean over rows
   // whose target != ignore_index of -sum_c q_c log softmax(logits)_c with q = (1 - ls) onehot
   // + ls / V. dlogits[N, V] (logits' dtype) = d(loss)/d(logits), computed in the same pass.

@@ -1,13 +1,15 @@
 // Tests of backend/onednn (plugins/backend_onednn) on its own: each op against a naive double
-// loop written here, dropout masks against ablate::dropout_keep, bit-identical reruns, and a warm
-// op sequence that creates no primitive and allocates nothing. Parity with the reference backend
-// is tests/backends' job.
+// loop written here (the KV-cache write against a host copy), dropout masks against
+// ablate::dropout_keep, bit-identical reruns, and a warm op sequence that creates no primitive
+// and allocates nothing. Parity with the reference backend is tests/backends' job.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ablate/backend.hpp"
@@ -580,6 +582,79 @@ TEST_F(Onednn, ElementwiseEmbeddingHeadsCastAndSumSquares) {
   double ss = 1.0;
   for (float f : xv) ss += double(f) * f;
   EXPECT_NEAR(read(*be, tot)[0], ss, 1e-4 * ss);
+}
+
+// KV cache: write_time_slice puts src[B, H, T, Dh] at rows offset .. offset+T-1 of every (b, h)
+// of dst[B, H, S, Dh], bit-exactly, and leaves the other rows alone; below and above the grain.
+TEST_F(Onednn, WriteTimeSliceFillsOnlyItsRows) {
+  const float sentinel = -7.5f;
+  struct Case {
+    std::int64_t B, H, S, Dh;
+    std::vector<std::pair<std::int64_t, std::int64_t>> steps;  // (T, offset)
+    std::vector<std::int64_t> unwritten;                       // rows no step writes
+  };
+  for (const Case& c : {Case{2, 3, 6, 4, {{2, 1}, {1, 5}, {1, 0}}, {3, 4}},
+                        Case{4, 4, 80, 32, {{64, 8}, {1, 79}}, {0, 7, 72, 78}}}) {  // 64 rows: above the grain
+    for (const DType dt : {DType::F32, DType::BF16}) {
+      const std::int64_t B = c.B, H = c.H, S = c.S, Dh = c.Dh;
+      Tensor cache = be->empty({B, H, S, Dh}, dt);
+      be->fill(cache, sentinel);
+      std::vector<float> expect(static_cast<std::size_t>(B * H * S * Dh), sentinel);
+      unsigned seed = 200;
+      for (const auto& [T, offset] : c.steps) {
+        std::vector<float> v = randn(static_cast<std::size_t>(B * H * T * Dh), seed++);
+        if (dt == DType::BF16)
+          for (float& x : v) x = ablate::round_to_bf16(x);
+        Tensor src = make(*be, {B, H, T, Dh}, v, dt);
+        be->write_time_slice(cache, src, offset);
+        for (std::int64_t bh = 0; bh < B * H; ++bh)
+          for (std::int64_t t = 0; t < T; ++t)
+            for (std::int64_t e = 0; e < Dh; ++e)
+              expect[static_cast<std::size_t>((bh * S + offset + t) * Dh + e)] = v[static_cast<std::size_t>((bh * T + t) * Dh + e)];
+        const auto got = read(*be, cache);
+        for (std::size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], expect[i]) << ablate::dtype_name(dt) << " S " << S << " element " << i << " after T = " << T
+                                       << " at offset " << offset;
+      }
+      const auto got = read(*be, cache);
+      for (std::int64_t bh = 0; bh < B * H; ++bh)
+        for (const std::int64_t row : c.unwritten)
+          for (std::int64_t e = 0; e < Dh; ++e) ASSERT_EQ(got[static_cast<std::size_t>((bh * S + row) * Dh + e)], sentinel);
+    }
+  }
+}
+
+TEST_F(Onednn, WriteTimeSliceRejectsBadArgumentsNamingTheOp) {
+  Tensor cache = make(*be, {2, 3, 6, 4}, std::vector<float>(2 * 3 * 6 * 4, 1.0f));
+  Tensor step = make(*be, {2, 3, 1, 4}, std::vector<float>(2 * 3 * 4, 2.0f)),
+         two = make(*be, {2, 3, 2, 4}, std::vector<float>(2 * 3 * 2 * 4, 2.0f));
+  Tensor other_b = be->empty({1, 3, 1, 4}, DType::F32), other_h = be->empty({2, 2, 1, 4}, DType::F32),
+         other_dh = be->empty({2, 3, 1, 5}, DType::F32), bf16_step = be->empty({2, 3, 1, 4}, DType::BF16),
+         rank3 = be->empty({6, 1, 4}, DType::F32), cache3 = be->empty({6, 6, 4}, DType::F32),
+         ids = be->empty({2, 3, 1, 4}, DType::I32);
+  struct Bad {
+    const char* why;
+    Tensor* dst;
+    const Tensor* src;
+    std::int64_t offset;
+    const Tensor* named;  // the tensor the message must show
+  };
+  for (const Bad& b : {Bad{"offset + T > S", &cache, &two, 5, &two}, Bad{"offset = S", &cache, &step, 6, &cache},
+                       Bad{"negative offset", &cache, &step, -1, &step}, Bad{"B differs", &cache, &other_b, 0, &other_b},
+                       Bad{"H differs", &cache, &other_h, 0, &other_h}, Bad{"Dh differs", &cache, &other_dh, 0, &other_dh},
+                       Bad{"dtype differs", &cache, &bf16_step, 0, &bf16_step}, Bad{"src rank 3", &cache, &rank3, 0, &rank3},
+                       Bad{"dst rank 3", &cache3, &step, 0, &cache3}, Bad{"i32 src", &cache, &ids, 0, &ids}}) {
+    try {
+      be->write_time_slice(*b.dst, *b.src, b.offset);
+      ADD_FAILURE() << "no error for " << b.why;
+    } catch (const ablate::Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("write_time_slice"), std::string::npos) << b.why << ": " << m;
+      EXPECT_NE(m.find(b.named->str()), std::string::npos) << b.why << ": " << m;
+    }
+  }
+  EXPECT_EQ(read(*be, cache), std::vector<float>(2 * 3 * 6 * 4, 1.0f)) << "a rejected write must not touch dst";
+  EXPECT_NO_THROW(be->write_time_slice(cache, two, 4));  // ends exactly at S
 }
 
 // bf16 values with f32 parameter gradients: close to the f32 result at bf16 precision.

@@ -1,10 +1,12 @@
 // Forward known-value tests of the reference backend: attention probabilities (rows sum to 1,
 // masked keys exactly 0, causal/offset/padding), layer norm statistics, cross entropy and
-// Adam/AdamW against hand-computed formulas, and dropout masks against dropout_keep().
+// Adam/AdamW against hand-computed formulas, dropout masks against dropout_keep(), and the
+// KV-cache time-slice write against a host copy (other rows untouched, bad arguments rejected).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "ablate/philox.hpp"
@@ -274,6 +276,95 @@ TEST(ReferenceBackend, BackwardAccumulatesAndNullGradientsAreSkipped) {
   EXPECT_EQ(host(be, dw), (std::vector<float>{15, 17, 19}));
   be.linear_backward(nullptr, &dw, nullptr, dy, x, w, nullptr, y, Activation::None);
   EXPECT_EQ(host(be, dw), (std::vector<float>{20, 24, 28}));
+}
+
+// ---------------------------------------------------------------------------- KV cache
+
+// cache[B, H, S, Dh] after writing src[B, H, T, Dh] at `offset` into `cache`, on the host.
+void write_rows_on_host(std::vector<float>& cache, const std::vector<float>& src, std::int64_t B, std::int64_t H,
+                        std::int64_t S, std::int64_t T, std::int64_t Dh, std::int64_t offset) {
+  for (std::int64_t bh = 0; bh < B * H; ++bh)
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t e = 0; e < Dh; ++e)
+        cache[static_cast<std::size_t>((bh * S + offset + t) * Dh + e)] = src[static_cast<std::size_t>((bh * T + t) * Dh + e)];
+}
+
+Tensor value_tensor(Backend& be, const Shape& shape, DType dtype, const std::vector<float>& v) {
+  if (dtype == DType::F32) return f32_tensor(be, shape, v);
+  Tensor t = be.empty(shape, DType::BF16);
+  std::vector<std::uint16_t> b(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) b[i] = float_to_bf16(v[i]);
+  be.copy_from_host(t, b.data());
+  return t;
+}
+
+TEST(ReferenceKvCache, WriteTimeSliceFillsOnlyItsRows) {
+  Backend& be = *reference_backend();
+  const std::int64_t B = 2, H = 3, S = 6, Dh = 4;
+  const float sentinel = -7.5f;
+  for (const DType dt : {DType::F32, DType::BF16}) {
+    Tensor cache = be.empty(Shape{B, H, S, Dh}, dt);
+    be.fill(cache, sentinel);
+    std::vector<float> expect(static_cast<std::size_t>(B * H * S * Dh), sentinel);
+    struct Step {
+      std::int64_t T, offset;
+    };
+    // A prompt of two rows in the middle, the row ending exactly at S, then row 0.
+    for (const Step st : {Step{2, 1}, Step{1, 5}, Step{1, 0}}) {
+      std::vector<float> v = ramp(B * H * st.T * Dh, 2.0f, 0.9f + static_cast<float>(st.offset));
+      if (dt == DType::BF16)
+        for (float& x : v) x = round_to_bf16(x);
+      Tensor src = value_tensor(be, Shape{B, H, st.T, Dh}, dt, v);
+      be.write_time_slice(cache, src, st.offset);
+      write_rows_on_host(expect, v, B, H, S, st.T, Dh, st.offset);
+      const std::vector<float> got = host(be, cache);
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], expect[i]) << dtype_name(dt) << " element " << i << " after writing T = " << st.T
+                                     << " at offset " << st.offset;
+      EXPECT_EQ(host(be, src), v) << "src must be unchanged";
+    }
+    // Rows 3 and 4 of every (b, h) were never written: still the sentinel.
+    const std::vector<float> got = host(be, cache);
+    for (std::int64_t bh = 0; bh < B * H; ++bh)
+      for (const std::int64_t s : {3, 4})
+        for (std::int64_t e = 0; e < Dh; ++e) EXPECT_EQ(got[static_cast<std::size_t>((bh * S + s) * Dh + e)], sentinel);
+  }
+}
+
+TEST(ReferenceKvCache, WriteTimeSliceRejectsBadArgumentsNamingTheOp) {
+  Backend& be = *reference_backend();
+  Tensor cache = be.empty(Shape{2, 3, 6, 4}, DType::F32);
+  be.fill(cache, 1.0f);
+  Tensor step = be.empty(Shape{2, 3, 1, 4}, DType::F32), two = be.empty(Shape{2, 3, 2, 4}, DType::F32);
+  be.fill(step, 2.0f);
+  be.fill(two, 2.0f);
+  Tensor other_b = be.empty(Shape{1, 3, 1, 4}, DType::F32), other_h = be.empty(Shape{2, 2, 1, 4}, DType::F32),
+         other_dh = be.empty(Shape{2, 3, 1, 5}, DType::F32), bf16_step = be.empty(Shape{2, 3, 1, 4}, DType::BF16),
+         rank3 = be.empty(Shape{6, 1, 4}, DType::F32), cache3 = be.empty(Shape{6, 6, 4}, DType::F32),
+         ids = be.empty(Shape{2, 3, 1, 4}, DType::I32);
+  struct Bad {
+    const char* why;
+    Tensor* dst;
+    const Tensor* src;
+    std::int64_t offset;
+    const Tensor* named;  // the tensor the message must show
+  };
+  for (const Bad& b : {Bad{"offset + T > S", &cache, &two, 5, &two}, Bad{"offset = S", &cache, &step, 6, &cache},
+                       Bad{"negative offset", &cache, &step, -1, &step}, Bad{"B differs", &cache, &other_b, 0, &other_b},
+                       Bad{"H differs", &cache, &other_h, 0, &other_h}, Bad{"Dh differs", &cache, &other_dh, 0, &other_dh},
+                       Bad{"dtype differs", &cache, &bf16_step, 0, &bf16_step}, Bad{"src rank 3", &cache, &rank3, 0, &rank3},
+                       Bad{"dst rank 3", &cache3, &step, 0, &cache3}, Bad{"i32 src", &cache, &ids, 0, &ids}}) {
+    try {
+      be.write_time_slice(*b.dst, *b.src, b.offset);
+      ADD_FAILURE() << "no error for " << b.why;
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("write_time_slice"), std::string::npos) << b.why << ": " << m;
+      EXPECT_NE(m.find(b.named->str()), std::string::npos) << b.why << ": " << m;
+    }
+  }
+  EXPECT_EQ(host(be, cache), std::vector<float>(2 * 3 * 6 * 4, 1.0f)) << "a rejected write must not touch dst";
+  EXPECT_NO_THROW(be.write_time_slice(cache, two, 4));  // ends exactly at S
 }
 
 }  // namespace

@@ -135,6 +135,9 @@ class ForwardingBackend : public Backend {
   }
   void merge_heads_forward(Tensor& y, const Tensor& x) override { in_->merge_heads_forward(y, x); }
   void merge_heads_backward(Tensor& dx, const Tensor& dy) override { in_->merge_heads_backward(dx, dy); }
+  void write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) override {
+    in_->write_time_slice(dst, src, offset);
+  }
   void cross_entropy_forward(Tensor& loss, Tensor& dl, Tensor& st, const Tensor& lg, const Tensor& tg, std::int32_t ii,
                              float ls) override {
     in_->cross_entropy_forward(loss, dl, st, lg, tg, ii, ls);
