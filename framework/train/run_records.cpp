@@ -56,7 +56,7 @@ CsvLog::CsvLog(std::filesystem::path file, std::vector<std::string> columns, std
 
 void CsvLog::row(std::int64_t step, const std::vector<double>& values) {
   std::string line = std::to_string(step);
-  for (double v : values) line += "," + number_text(v);
+  for (double v : values) line.append(",").append(number_text(v));
   out_ << line << "\n";
   out_.flush();
   if (!out_) throw Error("cannot write to " + file_.string() + ": " + std::strerror(errno), "is the disk full?");

@@ -176,10 +176,11 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UsageError("cannot create the run directory " + dir.string() + ": " + ec.message());
+  for (const auto& entry : fs::directory_iterator(dir))  // temp files of a writer killed mid-write
+    if (entry.path().filename().string().find(".tmp") != std::string::npos) fs::remove(entry.path(), ec);
 
   Experiment ex(spec, registry);
-  const TrainState initial_state{};
-  TrainState state = initial_state;
+  TrainState state;
   if (options.resume) {
     LoadedCheckpoint loaded = load_checkpoint(checkpoint_file, *ex.store);
     if (loaded.spec_yaml != spec_yaml)
@@ -242,9 +243,8 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
     return result;
   };
 
-  // Interval accumulators of the train log (since the last logged step).
-  double sum_loss = 0.0, sum_rows = 0.0, sum_correct = 0.0, sum_grad = 0.0;
-  std::int64_t interval_steps = 0, interval_tokens = 0;
+  // Throughput of the train log's interval (wall time: not part of the resumable state).
+  std::int64_t interval_tokens = 0;
   auto interval_start = Clock::now();
   std::int64_t steps_this_call = 0;
   const float smoothing = static_cast<float>(spec.train.label_smoothing);
@@ -269,11 +269,11 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       state.step = step;
       state.tokens_seen += batch.target_tokens;
       ++steps_this_call;
-      sum_loss += loss;
-      sum_rows += ce.rows;
-      sum_correct += ce.correct;
-      sum_grad += grad_norm;
-      ++interval_steps;
+      state.log_loss_sum += loss;
+      state.log_rows += ce.rows;
+      state.log_correct += ce.correct;
+      state.log_grad_norm_sum += grad_norm;
+      ++state.log_steps;
       interval_tokens += batch.target_tokens;
       const double interval_s = std::chrono::duration<double>(Clock::now() - interval_start).count();
       const double tokens_per_s = interval_s > 0 ? static_cast<double>(interval_tokens) / interval_s : 0.0;
@@ -281,13 +281,14 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
 
       std::optional<std::string> stop;
       if (step % spec.log.every == 0 || step == spec.train.steps) {
-        const double mean_loss = sum_loss / static_cast<double>(interval_steps);
-        train_log.row(step, {mean_loss, sum_rows > 0 ? sum_correct / sum_rows : 0.0, lr,
-                             sum_grad / static_cast<double>(interval_steps), tokens_per_s, elapsed()});
+        const auto n = static_cast<double>(state.log_steps);
+        const double mean_loss = state.log_loss_sum / n;
+        train_log.row(step, {mean_loss, state.log_rows > 0 ? state.log_correct / state.log_rows : 0.0, lr,
+                             state.log_grad_norm_sum / n, tokens_per_s, elapsed()});
         if (spec.train.loss_threshold && mean_loss < *spec.train.loss_threshold)
           stop = "train loss " + number_text(mean_loss) + " below loss_threshold " + number_text(*spec.train.loss_threshold);
-        sum_loss = sum_rows = sum_correct = sum_grad = 0.0;
-        interval_steps = interval_tokens = 0;
+        state.log_loss_sum = state.log_rows = state.log_correct = state.log_grad_norm_sum = 0.0;
+        state.log_steps = interval_tokens = 0;
         interval_start = Clock::now();
       }
       const bool eval_now = step % spec.eval.every == 0 || step == spec.train.steps || stop;

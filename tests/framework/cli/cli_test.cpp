@@ -21,7 +21,9 @@ TEST(Cli, HelpListsOnlyWorkingCommandsAndTheExitCodes) {
   EXPECT_TRUE(contains(r.out, "plugins"));
   EXPECT_TRUE(contains(r.out, "2  usage or spec error"));
   EXPECT_TRUE(contains(r.out, "3  plugin error"));
-  for (const char* unbuilt : {"  sweep", "  compare", "  inspect", "  run "}) EXPECT_FALSE(contains(r.out, unbuilt)) << unbuilt;
+  EXPECT_TRUE(contains(r.out, "4  a run diverged"));
+  EXPECT_TRUE(contains(r.out, "  run "));
+  for (const char* unbuilt : {"  sweep", "  compare", "  inspect"}) EXPECT_FALSE(contains(r.out, unbuilt)) << unbuilt;
 }
 
 TEST(Cli, NoArgumentsPrintsHelpAndIsAUsageError) {

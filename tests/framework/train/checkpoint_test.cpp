@@ -1,1 +1,516 @@
-// placeholder
+// Tests for training checkpoints: a bit-exact round trip of values, Adam moments, state and spec
+// that resumes Adam identically; the documented byte layout; and refusals (mismatched model,
+// corrupt, truncated, foreign or missing files, failed writes) that leave store and disk intact.
+#include "train/checkpoint.hpp"
+
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "ablate/error.hpp"
+#include "ablate/optimizer.hpp"
+#include "framework/core/backend_fixture.hpp"
+#include "framework/plugins/plugin_test_util.hpp"
+
+namespace ablate::train {
+namespace {
+using ablate::testing::error_of;
+using ablate::testing::ramp;
+using ablate::testing::reference_backend;
+using ablate::testing::TempDir;
+using Bytes = std::vector<unsigned char>;
+
+// A small model: parameters of ranks 1 to 3 with different initialisations, all drawn from `seed`.
+void build_model(ParameterStore& store, std::uint64_t seed) {
+  store.add("encoder.embed.weight", {7, 5}, Init::normal(0.5f), seed);
+  store.add("encoder.layers.0.ffn.bias", {5}, Init::uniform(0.3f), seed);
+  store.add("decoder.layers.0.attn.qkv.weight", {2, 3, 4}, Init::xavier_uniform(), seed);
+  store.add("final_norm.gamma", {3}, Init::ones(), seed);
+}
+
+// Deterministic non-zero gradients, different per parameter and per `phase`.
+void upload_grads(ParameterStore& store, float phase) {
+  float offset = phase;
+  for (Parameter* p : store.all()) {
+    store.backend().copy_from_host(p->grad, ramp(p->grad.numel(), offset += 0.37f).data());
+  }
+}
+
+Bytes bytes_of(Backend& be, const Tensor& t) {
+  Bytes out(t.bytes());
+  be.copy_to_host(out.data(), t);
+  return out;
+}
+
+// Every tensor of the store as raw host bytes; an undefined moment is an empty entry.
+struct Snapshot {
+  std::map<std::string, Bytes> value, m, v, compute;
+  std::map<std::string, bool> has_moments;
+};
+
+Snapshot snapshot(ParameterStore& store) {
+  Snapshot s;
+  Backend& be = store.backend();
+  for (Parameter* p : store.all()) {
+    s.value[p->name] = bytes_of(be, p->value);
+    s.compute[p->name] = bytes_of(be, p->compute);
+    s.has_moments[p->name] = p->m.defined();
+    EXPECT_EQ(p->m.defined(), p->v.defined()) << p->name;
+    if (p->m.defined()) s.m[p->name] = bytes_of(be, p->m);
+    if (p->v.defined()) s.v[p->name] = bytes_of(be, p->v);
+  }
+  return s;
+}
+
+// Bit-for-bit equality (memcmp) of two snapshots, naming the first differing tensor.
+void expect_bit_equal(const Snapshot& a, const Snapshot& b) {
+  auto same = [](const std::map<std::string, Bytes>& x, const std::map<std::string, Bytes>& y, const char* what) {
+    ASSERT_EQ(x.size(), y.size()) << what;
+    for (const auto& [name, bytes] : x) {
+      const auto it = y.find(name);
+      ASSERT_NE(it, y.end()) << what << " of " << name;
+      ASSERT_EQ(bytes.size(), it->second.size()) << what << " of " << name;
+      EXPECT_EQ(std::memcmp(bytes.data(), it->second.data(), bytes.size()), 0) << what << " of " << name;
+    }
+  };
+  EXPECT_EQ(a.has_moments, b.has_moments);
+  same(a.value, b.value, "value");
+  same(a.compute, b.compute, "compute");
+  same(a.m, b.m, "Adam m");
+  same(a.v, b.v, "Adam v");
+}
+
+TrainState sample_state() {
+  TrainState s;
+  s.step = 1234;
+  s.optimizer_steps = 1230;
+  s.tokens_seen = 9876543210;
+  s.elapsed_seconds = 3601.25;
+  s.has_best = true;
+  s.best_metric = 0.1 + 0.2;  // not exactly representable: must survive bit for bit
+  s.best_step = 1000;
+  s.evals_since_best = 3;
+  s.log_loss_sum = 12.5;
+  s.log_steps = 4;
+  return s;
+}
+
+Bytes read_file(const std::filesystem::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::filesystem::path& f, const Bytes& bytes) {
+  std::ofstream out(f, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<std::string> listing(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(Checkpoint, RoundTripRestoresValuesMomentsStateAndSpecBitForBitAndResumesAdamIdentically) {
+  TempDir dir;
+  const auto file = dir.path() / "step_1234.ckpt";
+  Backend& be = reference_backend();
+  ParameterStore trained(be);
+  build_model(trained, 1);
+  Adam adam(be, AdamConfig{});
+  upload_grads(trained, 0.0f);
+  adam.step(trained, 1e-2, 1.0);
+  upload_grads(trained, 1.0f);
+  adam.step(trained, 1e-2, 1.0);
+  const std::string spec = std::string("model:\n  d_model: 8  # ümlaut\n") + '\0' + "after a NUL\n";
+  TrainState state = sample_state();
+  state.optimizer_steps = adam.steps_taken();
+  save_checkpoint(file, trained, state, spec);
+
+  ParameterStore resumed(be);
+  build_model(resumed, 2);  // different initial values: the load must overwrite all of them
+  ASSERT_NE(snapshot(resumed).value, snapshot(trained).value);
+  const LoadedCheckpoint loaded = load_checkpoint(file, resumed);
+  EXPECT_EQ(loaded.state, state);
+  EXPECT_EQ(loaded.spec_yaml, spec);
+  const Snapshot before = snapshot(trained);
+  for (const auto& [name, has] : before.has_moments) EXPECT_TRUE(has) << name;
+  expect_bit_equal(snapshot(resumed), before);
+
+  // One more identical step on both: the resumed optimizer continues exactly.
+  Adam adam2(be, AdamConfig{});
+  adam2.set_steps_taken(loaded.state.optimizer_steps);
+  upload_grads(trained, 2.0f);
+  upload_grads(resumed, 2.0f);
+  adam.step(trained, 1e-2, 1.0);
+  adam2.step(resumed, 1e-2, 1.0);
+  const Snapshot after = snapshot(trained);
+  ASSERT_NE(after.value, before.value);
+  expect_bit_equal(snapshot(resumed), after);
+}
+
+TEST(Checkpoint, MixedPrecisionStoreGetsItsBf16ComputeCopiesRefreshed) {
+  Backend& be = reference_backend();
+  if (!be.caps().bf16) GTEST_SKIP() << "no bf16 on this backend";
+  TempDir dir;
+  const auto file = dir.path() / "mixed.ckpt";
+  ParameterStore trained(be, DType::BF16);
+  build_model(trained, 1);
+  Adam adam(be, AdamConfig{});
+  upload_grads(trained, 0.0f);
+  adam.step(trained, 1e-2, 0.0);
+  save_checkpoint(file, trained, TrainState{}, "spec");
+
+  ParameterStore resumed(be, DType::BF16);
+  build_model(resumed, 7);
+  load_checkpoint(file, resumed);
+  expect_bit_equal(snapshot(resumed), snapshot(trained));  // includes the bf16 compute copies
+}
+
+TEST(Checkpoint, SavedBeforeTheFirstStepLeavesMomentsUndefined) {
+  TempDir dir;
+  const auto file = dir.path() / "step_0.ckpt";
+  Backend& be = reference_backend();
+  ParameterStore fresh(be);
+  build_model(fresh, 1);
+  save_checkpoint(file, fresh, TrainState{}, "");
+
+  // Into a store whose optimizer has run: its moments are dropped, as the file has none.
+  ParameterStore stepped(be);
+  build_model(stepped, 2);
+  upload_grads(stepped, 0.0f);
+  Adam adam(be, AdamConfig{});
+  adam.step(stepped, 1e-2, 0.0);
+  const LoadedCheckpoint loaded = load_checkpoint(file, stepped);
+  EXPECT_EQ(loaded.state, TrainState{});
+  EXPECT_EQ(loaded.spec_yaml, "");
+  for (Parameter* p : stepped.all()) {
+    EXPECT_FALSE(p->m.defined()) << p->name;
+    EXPECT_FALSE(p->v.defined()) << p->name;
+  }
+  expect_bit_equal(snapshot(stepped), snapshot(fresh));
+
+  // And the first step then starts Adam afresh on both, identically.
+  Adam a(be, AdamConfig{}), b(be, AdamConfig{});
+  upload_grads(fresh, 3.0f);
+  upload_grads(stepped, 3.0f);
+  a.step(fresh, 1e-2, 0.0);
+  b.step(stepped, 1e-2, 0.0);
+  expect_bit_equal(snapshot(stepped), snapshot(fresh));
+}
+
+TEST(Checkpoint, FileMatchesTheDocumentedLayout) {
+  TempDir dir;
+  const auto file = dir.path() / "layout.ckpt";
+  Backend& be = reference_backend();
+  ParameterStore store(be);
+  Parameter& w = store.add("w", {2}, Init::zeros(), 1);
+  const float values[2] = {1.5f, -2.0f};
+  be.copy_from_host(w.value, values);
+  TrainState state;
+  state.step = 3;
+  state.optimizer_steps = 2;
+  state.tokens_seen = 40;
+  state.elapsed_seconds = 0.5;
+  state.has_best = true;
+  state.best_metric = -1.0;
+  state.best_step = 2;
+  state.evals_since_best = 1;
+  state.log_loss_sum = 2.25;
+  state.log_rows = 7.0;
+  state.log_correct = 3.0;
+  state.log_grad_norm_sum = 0.75;
+  state.log_steps = 2;
+  save_checkpoint(file, store, state, "a: 1\n");
+
+  Bytes payload;
+  auto put = [&](const auto& v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(&v);
+    payload.insert(payload.end(), p, p + sizeof v);
+  };
+  put(std::int64_t{3}), put(std::int64_t{2}), put(std::int64_t{40}), put(0.5), put(std::uint8_t{1});
+  put(-1.0), put(std::int64_t{2}), put(std::int64_t{1});
+  put(2.25), put(7.0), put(3.0), put(0.75), put(std::int64_t{2});  // train-log sums
+  put(std::uint64_t{5});
+  for (char c : std::string("a: 1\n")) put(c);
+  put(std::uint64_t{1});                      // one parameter
+  put(std::uint32_t{1}), put('w');            // name
+  put(std::uint32_t{1}), put(std::int64_t{2});  // rank 1, [2]
+  put(std::uint8_t{0});                       // no moments
+  put(1.5f), put(-2.0f);
+
+  Bytes expected;
+  for (char c : std::string("ABLATECK")) expected.push_back(static_cast<unsigned char>(c));
+  auto put_le = [&](std::uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) expected.push_back(static_cast<unsigned char>(v >> (8 * i)));
+  };
+  put_le(1, 4);  // version
+  put_le(0, 4);  // reserved
+  put_le(payload.size(), 8);
+  expected.insert(expected.end(), payload.begin(), payload.end());
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64, written out independently of the library
+  for (unsigned char c : payload) h = (h ^ c) * 0x100000001b3ull;
+  put_le(h, 8);
+  EXPECT_EQ(read_file(file), expected);
+  EXPECT_EQ(fnv1a64(payload.data(), payload.size()), h);
+}
+
+// --- mismatched models: each error names the parameter, and the store is left as it was.
+
+class CheckpointMismatch : public ::testing::Test {
+ protected:
+  // Saves a model of `file_params` and loads it into one of `store_params`; returns the error
+  // text and checks the store kept its values.
+  std::string load_error(const std::map<std::string, Shape>& file_params, const std::map<std::string, Shape>& store_params) {
+    Backend& be = reference_backend();
+    const auto file = dir_.path() / "model.ckpt";
+    ParameterStore saved(be);
+    for (const auto& [name, shape] : file_params) saved.add(name, shape, Init::uniform(1.0f), 1);
+    save_checkpoint(file, saved, sample_state(), "spec");
+    ParameterStore target(be);
+    for (const auto& [name, shape] : store_params) target.add(name, shape, Init::uniform(1.0f), 2);
+    const Snapshot before = snapshot(target);
+    const std::string err = error_of([&] { load_checkpoint(file, target); });
+    expect_bit_equal(snapshot(target), before);
+    EXPECT_NE(err.find(file.string()), std::string::npos) << err;
+    return err;
+  }
+  TempDir dir_;
+};
+
+TEST_F(CheckpointMismatch, ParameterMissingFromTheFileIsNamed) {
+  const std::string err = load_error({{"a", {3}}, {"b", {2, 2}}}, {{"a", {3}}, {"b", {2, 2}}, {"decoder.extra.bias", {4}}});
+  EXPECT_NE(err.find("1 model parameter missing from the file ('decoder.extra.bias')"), std::string::npos) << err;
+}
+
+TEST_F(CheckpointMismatch, ParameterOnlyInTheFileIsNamed) {
+  const std::string err = load_error({{"a", {3}}, {"b", {2, 2}}, {"old.gate", {2}}}, {{"a", {3}}, {"b", {2, 2}}});
+  EXPECT_NE(err.find("1 parameter in the file but not in the model ('old.gate')"), std::string::npos) << err;
+}
+
+TEST_F(CheckpointMismatch, ShapeMismatchNamesTheParameterAndBothShapes) {
+  const std::string err = load_error({{"a", {3}}, {"proj.weight", {3, 4}}}, {{"a", {3}}, {"proj.weight", {4, 3}}});
+  EXPECT_NE(err.find("'proj.weight' is [4, 3] in the model, [3, 4] in the file"), std::string::npos) << err;
+}
+
+TEST_F(CheckpointMismatch, ManyMissingAreCountedAndTheFirstFewNamed) {
+  std::map<std::string, Shape> many;
+  for (int i = 0; i < 8; ++i) many["layer" + std::to_string(i) + ".w"] = Shape{2};
+  const std::string err = load_error({{"other", {1}}}, many);
+  EXPECT_NE(err.find("8 model parameters missing from the file ('layer0.w', 'layer1.w', 'layer2.w', 'layer3.w', "
+                     "'layer4.w' and 3 more)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("'other'"), std::string::npos) << err;
+}
+
+// --- damaged files: refused with a clear reason, never a crash, store untouched.
+
+class CheckpointDamage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    build_model(saved_, 1);
+    upload_grads(saved_, 0.0f);
+    Adam(reference_backend(), AdamConfig{}).step(saved_, 1e-2, 0.0);
+    save_checkpoint(file_, saved_, sample_state(), "spec: yes\n");
+    good_ = read_file(file_);
+    build_model(target_, 2);
+    before_ = snapshot(target_);
+  }
+  // Writes `bytes` as the checkpoint, loads it into the target and returns the error text.
+  std::string load_error(const Bytes& bytes) {
+    write_file(file_, bytes);
+    const std::string err = error_of([&] { load_checkpoint(file_, target_); });
+    expect_bit_equal(snapshot(target_), before_);
+    EXPECT_NE(err.find(file_.string()), std::string::npos) << err;
+    return err;
+  }
+  TempDir dir_;
+  std::filesystem::path file_ = dir_.path() / "damaged.ckpt";
+  ParameterStore saved_{reference_backend()}, target_{reference_backend()};
+  Bytes good_;
+  Snapshot before_;
+};
+
+TEST_F(CheckpointDamage, TheUndamagedFileLoads) {
+  write_file(file_, good_);
+  load_checkpoint(file_, target_);
+  expect_bit_equal(snapshot(target_), snapshot(saved_));
+}
+
+TEST_F(CheckpointDamage, FlippedByteIsReportedAsCorrupt) {
+  // The middle (float data), the first payload byte (state), a name byte and the checksum itself.
+  const std::string spec_name = "encoder.embed.weight";
+  const auto name_at = std::search(good_.begin(), good_.end(), spec_name.begin(), spec_name.end()) - good_.begin();
+  for (const std::size_t at : {good_.size() / 2, std::size_t{24}, static_cast<std::size_t>(name_at) + 3, good_.size() - 1}) {
+    Bytes bad = good_;
+    bad[at] ^= 0x10;
+    const std::string err = load_error(bad);
+    EXPECT_NE(err.find("corrupt: checksum mismatch"), std::string::npos) << "byte " << at << ": " << err;
+  }
+}
+
+TEST_F(CheckpointDamage, TruncatedFilesAreRefused) {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{4}, std::size_t{8}, std::size_t{24}, good_.size() / 2,
+                              good_.size() - 8, good_.size() - 1}) {
+    const std::string err = load_error(Bytes(good_.begin(), good_.begin() + static_cast<std::ptrdiff_t>(n)));
+    EXPECT_NE(err.find("is truncated"), std::string::npos) << n << " bytes: " << err;
+  }
+}
+
+TEST_F(CheckpointDamage, TrailingBytesAreRefused) {
+  Bytes longer = good_;
+  longer.push_back(0);
+  const std::string err = load_error(longer);
+  EXPECT_NE(err.find("corrupt: 1 unexpected byte after its end"), std::string::npos) << err;
+}
+
+TEST_F(CheckpointDamage, WrongMagicIsNotACheckpoint) {
+  Bytes bad = good_;
+  bad[0] = 'X';
+  EXPECT_NE(load_error(bad).find("is not an Ablate checkpoint"), std::string::npos);
+  const std::string yaml = "model:\n  d_model: 512\n";
+  EXPECT_NE(load_error(Bytes(yaml.begin(), yaml.end())).find("is not an Ablate checkpoint"), std::string::npos);
+  EXPECT_NE(load_error(Bytes{'A', 'B', 'X'}).find("is not an Ablate checkpoint"), std::string::npos);
+}
+
+TEST_F(CheckpointDamage, OtherFormatVersionIsRefused) {
+  Bytes bad = good_;
+  bad[8] = 2;
+  const std::string err = load_error(bad);
+  EXPECT_NE(err.find("has format version 2; this Ablate reads version 1"), std::string::npos) << err;
+}
+
+TEST_F(CheckpointDamage, WellSummedButMalformedPayloadIsRefused) {
+  // A rank of 9 with a valid checksum: the parser must refuse it, not trust the checksum.
+  const std::string name = "encoder.embed.weight";
+  const auto rank_at = static_cast<std::size_t>(std::search(good_.begin(), good_.end(), name.begin(), name.end()) -
+                                                good_.begin()) + name.size();
+  Bytes bad = good_;
+  ASSERT_EQ(bad[rank_at], 2);
+  bad[rank_at] = 9;
+  const std::size_t payload = bad.size() - 32;
+  const std::uint64_t h = fnv1a64(bad.data() + 24, payload);
+  std::memcpy(bad.data() + 24 + payload, &h, 8);
+  const std::string err = load_error(bad);
+  EXPECT_NE(err.find("is malformed: parameter 'encoder.embed.weight' has rank 9"), std::string::npos) << err;
+}
+
+TEST(Checkpoint, MissingOrUnreadableFileIsNamed) {
+  TempDir dir;
+  ParameterStore store(reference_backend());
+  build_model(store, 1);
+  const auto missing = dir.path() / "nope.ckpt";
+  std::string err = error_of([&] { load_checkpoint(missing, store); });
+  EXPECT_NE(err.find("cannot read checkpoint " + missing.string() + ": No such file or directory"), std::string::npos)
+      << err;
+  err = error_of([&] { load_checkpoint(dir.path(), store); });
+  EXPECT_NE(err.find(dir.path().string() + ": is a directory"), std::string::npos) << err;
+}
+
+// --- atomic writes
+
+TEST(Checkpoint, SaveReplacesTheOldCheckpointAndLeavesNoTemporaryFile) {
+  TempDir dir;
+  const auto file = dir.path() / "latest.ckpt";
+  ParameterStore store(reference_backend());
+  build_model(store, 1);
+  TrainState first;
+  first.step = 10;
+  save_checkpoint(file, store, first, "one");
+  EXPECT_EQ(listing(dir.path()), std::vector<std::string>{"latest.ckpt"});
+  TrainState second;
+  second.step = 20;
+  save_checkpoint(file, store, second, "two");
+  EXPECT_EQ(listing(dir.path()), std::vector<std::string>{"latest.ckpt"});
+  const LoadedCheckpoint loaded = load_checkpoint(file, store);
+  EXPECT_EQ(loaded.state.step, 20);
+  EXPECT_EQ(loaded.spec_yaml, "two");
+}
+
+TEST(Checkpoint, SaveIntoAMissingDirectoryNamesThePathAndLeavesNothing) {
+  TempDir dir;
+  const auto file = dir.path() / "no_such_dir" / "latest.ckpt";
+  ParameterStore store(reference_backend());
+  build_model(store, 1);
+  const std::string err = error_of([&] { save_checkpoint(file, store, TrainState{}, ""); });
+  EXPECT_NE(err.find("cannot write checkpoint " + file.string()), std::string::npos) << err;
+  EXPECT_NE(err.find("No such file or directory"), std::string::npos) << err;
+  EXPECT_NE(err.find((dir.path() / "no_such_dir").string() + " exists"), std::string::npos) << err;  // the hint
+  EXPECT_TRUE(listing(dir.path()).empty());
+}
+
+TEST(Checkpoint, FailedRenameRemovesTheTemporaryFile) {
+  // The target is a directory: the whole file gets written, then the rename fails.
+  TempDir dir;
+  const auto file = dir.path() / "latest.ckpt";
+  std::filesystem::create_directory(file);
+  ParameterStore store(reference_backend());
+  build_model(store, 1);
+  const std::string err = error_of([&] { save_checkpoint(file, store, TrainState{}, ""); });
+  EXPECT_NE(err.find("cannot write checkpoint " + file.string() + ": renaming"), std::string::npos) << err;
+  EXPECT_EQ(listing(dir.path()), std::vector<std::string>{"latest.ckpt"});
+  EXPECT_TRUE(std::filesystem::is_directory(file));
+}
+
+// Lowers the file-size limit (RLIMIT_FSIZE) so writes past `bytes` fail with EFBIG, as on a
+// full disk; restores the limit and SIGXFSZ's disposition on scope exit.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = bytes;
+    ok_ = ::setrlimit(RLIMIT_FSIZE, &lowered) == 0;
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  void (*old_handler_)(int) = nullptr;
+  bool ok_ = false;
+};
+
+TEST(Checkpoint, WriteFailureKeepsTheOldCheckpointAndRemovesTheTemporaryFile) {
+  TempDir dir;
+  const auto file = dir.path() / "latest.ckpt";
+  Backend& be = reference_backend();
+  ParameterStore small(be);
+  small.add("w", {4}, Init::uniform(1.0f), 1);
+  TrainState old_state;
+  old_state.step = 5;
+  save_checkpoint(file, small, old_state, "old");
+  const Bytes old_bytes = read_file(file);
+
+  ParameterStore big(be);
+  big.add("w", {4}, Init::uniform(1.0f), 2);
+  big.add("big", {64, 1024}, Init::uniform(1.0f), 2);  // 256 KiB: past the limit below
+  std::string err;
+  {
+    FileSizeLimit limit(64 * 1024);
+    if (!limit.ok()) GTEST_SKIP() << "cannot lower RLIMIT_FSIZE here";
+    try {
+      save_checkpoint(file, big, TrainState{}, "new");
+    } catch (const Error& e) {
+      err = std::string(e.what()) + " | " + e.hint();
+    }
+  }
+  EXPECT_NE(err.find("cannot write checkpoint " + file.string() + ": writing"), std::string::npos) << err;
+  EXPECT_NE(err.find("File too large"), std::string::npos) << err;
+  EXPECT_EQ(listing(dir.path()), std::vector<std::string>{"latest.ckpt"});
+  EXPECT_EQ(read_file(file), old_bytes);
+  EXPECT_EQ(load_checkpoint(file, small).state, old_state);
+}
+
+}  // namespace
+}  // namespace ablate::train

@@ -1,0 +1,86 @@
+// Training checkpoints: every parameter's F32 master value and Adam moments, the training
+// progress and the run's resolved spec, in one checksummed binary file written atomically, so
+// a stopped run resumes exactly where it was and a damaged file is refused rather than loaded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "ablate/parameters.hpp"
+
+namespace ablate::train {
+
+// File layout, format version 1. Integers are little-endian, floats raw IEEE-754 (binary32
+// tensors, binary64 scalars), so the file is bit-exact and readable without Ablate:
+//
+//   offset  size  field
+//   0       8     magic "ABLATECK"
+//   8       4     u32 format version (1)
+//   12      4     u32 reserved, 0
+//   16      8     u64 payload length P in bytes
+//   24      P     payload:
+//                   i64 step, i64 optimizer_steps, i64 tokens_seen, f64 elapsed_seconds,
+//                   u8 has_best (0 or 1), f64 best_metric, i64 best_step, i64 evals_since_best,
+//                   f64 log_loss_sum, f64 log_rows, f64 log_correct, f64 log_grad_norm_sum, i64 log_steps
+//                   u64 spec length L, then L bytes: the resolved spec (YAML, no terminator)
+//                   u64 parameter count N, then N records in the store's creation order:
+//                     u32 name length K, then K bytes of the dotted name
+//                     u32 rank R (0-4), then R x i64 dims
+//                     u8 moments: 0 = none (saved before the first optimizer step),
+//                                 1 = Adam m and v follow the value
+//                     f32[numel] value, then if moments: f32[numel] m, f32[numel] v
+//   24 + P  8     u64 FNV-1a 64 (offset basis 0xcbf29ce484222325, prime 0x100000001b3)
+//                 over the P payload bytes
+//
+// The file is exactly 32 + P bytes: anything shorter is truncated, anything longer is refused.
+inline constexpr char kCheckpointMagic[8] = {'A', 'B', 'L', 'A', 'T', 'E', 'C', 'K'};
+inline constexpr std::uint32_t kCheckpointFormatVersion = 1;
+
+// Training progress beside the weights: what a resumed run needs to continue exactly.
+struct TrainState {
+  std::int64_t step = 0;             // optimizer steps completed (the next step is step + 1)
+  std::int64_t optimizer_steps = 0;  // Adam's bias-correction counter (Adam::steps_taken())
+  std::int64_t tokens_seen = 0;      // target tokens trained on so far
+  double elapsed_seconds = 0.0;      // training wall time before this checkpoint
+  bool has_best = false;             // early stopping: best eval metric so far
+  double best_metric = 0.0;
+  std::int64_t best_step = 0;
+  std::int64_t evals_since_best = 0;
+  // The train log's running sums since its last row (one row per log.every steps), so a run
+  // resumed mid-interval writes the same next row as the uninterrupted run.
+  double log_loss_sum = 0.0, log_rows = 0.0, log_correct = 0.0, log_grad_norm_sum = 0.0;
+  std::int64_t log_steps = 0;
+  bool operator==(const TrainState&) const = default;
+};
+
+// Writes every parameter's value and (when defined) Adam moments, the state, and `spec_yaml`
+// (the run's resolved spec, so a resume can check it continues the same experiment) to `file`
+// atomically: written to a temporary file in the same directory ("<name>.tmp.<pid>.<n>"),
+// flushed and fsync'ed, then renamed over `file` (and the directory fsync'ed, best effort).
+// A crash at any point leaves either the old checkpoint or the new one. Throws ablate::Error
+// naming `file` and the OS's reason when it cannot write; the temporary file is then removed
+// and an existing `file` is left as it was. Host memory used: one parameter's worth.
+void save_checkpoint(const std::filesystem::path& file, ParameterStore& store, const TrainState& state,
+                     const std::string& spec_yaml);
+
+struct LoadedCheckpoint {
+  TrainState state;
+  std::string spec_yaml;
+};
+
+// Reads `file` into an already-built `store` (the same model: same parameter names and shapes)
+// and returns the state. Every value, and moment, is restored bit for bit; moments absent in the
+// file are left undefined (a checkpoint taken before the first step), so the optimizer starts
+// them afresh. Compute copies are refreshed. The whole file is checked first (magic, version,
+// length, checksum, structure, names and shapes against the store): on any problem it throws
+// ablate::Error naming `file`, and the store is untouched. Host memory used: one parameter's
+// worth (the file is read twice: once for the checksum, once for the data).
+LoadedCheckpoint load_checkpoint(const std::filesystem::path& file, ParameterStore& store);
+
+// FNV-1a 64 of `bytes` continuing from `hash` (start from kFnv1a64Basis): the checksum above.
+inline constexpr std::uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
+std::uint64_t fnv1a64(const void* bytes, std::size_t n, std::uint64_t hash = kFnv1a64Basis);
+
+}  // namespace ablate::train
