@@ -84,6 +84,24 @@ TEST_F(RunnerTest, ReferenceAndOnednnGiveTheSameLosses) {
   EXPECT_LT(a.back(), a.front()) << "the loss should fall over the first steps";
 }
 
+TEST_F(RunnerTest, Bf16MixedPrecisionFollowsTheF32LossCurve) {
+  const std::vector<std::string> common = {"--set", "train.steps=60", "--set", "eval.every=60"};
+  std::vector<std::string> bf16 = common;
+  bf16.insert(bf16.end(), {"--set", "precision=bf16"});
+  ASSERT_EQ(run("f32", common).code, cli::kExitOk);
+  const auto r = run("bf16", bf16);
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  const auto a = table("f32", "train.csv").at("loss"), b = table("bf16", "train.csv").at("loss");
+  ASSERT_EQ(a.size(), b.size());
+  bool differs = false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(b[i], a[i], 0.03 * a[i]) << "row " << i;  // bf16 rounding, not a different computation
+    differs |= a[i] != b[i];
+  }
+  EXPECT_TRUE(differs) << "bf16 compute should not be bit-identical to f32";
+  EXPECT_LT(b.back(), 0.5 * b.front());
+}
+
 TEST_F(RunnerTest, EveryComponentCombinationTrainsOnEveryBackend) {
   for (const std::string backend : {"reference", "onednn"})
     for (const std::string block : {"post_norm", "pre_norm"})
