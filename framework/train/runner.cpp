@@ -173,13 +173,13 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
     done.reason = "already completed";
     return done;
   }
+  Experiment ex(spec, registry);  // first: a spec problem leaves no directory behind
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UsageError("cannot create the run directory " + dir.string() + ": " + ec.message());
   for (const auto& entry : fs::directory_iterator(dir))  // temp files of a writer killed mid-write
     if (entry.path().filename().string().find(".tmp") != std::string::npos) fs::remove(entry.path(), ec);
 
-  Experiment ex(spec, registry);
   TrainState state;
   if (options.resume) {
     LoadedCheckpoint loaded = load_checkpoint(checkpoint_file, *ex.store);

@@ -209,7 +209,7 @@ TEST_F(RunnerTest, SpecProblemsFoundAtRunTimeNameTheKey) {
   const auto typo = run("typo", {"--set", "model.blok=pre_norm"});
   EXPECT_EQ(typo.code, cli::kExitUsage);
   EXPECT_NE(typo.err.find("did you mean 'model.block'"), std::string::npos) << typo.err;
-  EXPECT_FALSE(fs::exists(dir_ / "lm" / "run.json")) << "nothing is written for a spec error";
+  EXPECT_FALSE(fs::exists(dir_ / "lm")) << "nothing is written for a spec error";
 }
 
 TEST_F(RunnerTest, LanguageModelTrainsAndSkipsDecodingMetrics) {
