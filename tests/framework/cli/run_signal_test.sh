@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Ctrl-C on a real `ablate run`: the run finishes its step, writes a checkpoint, records status
+# "interrupted", exits 130; `--resume` continues from that step. SIGTERM behaves the same.
+# Usage: run_signal_test.sh <path/to/ablate>
+set -euo pipefail
+ablate=$1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/long.yaml" <<'YAML'
+name: long_copy
+task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 4000, eval_examples: 64}
+model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, block: pre_norm}
+backend: reference
+train: {steps: 1000000, batch_size: 16}
+log: {every: 5}
+eval: {every: 1000000, batches: 1}
+YAML
+
+stop_with() {  # stop_with <signal> <out dir> [extra args]: starts a run, signals it once it logs, checks the result
+  local sig=$1 out=$2; shift 2
+  "$ablate" run "$tmp/long.yaml" --out "$out" --progress lines "$@" > "$out.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 300); do
+    [ -f "$out/train.csv" ] && [ "$(wc -l < "$out/train.csv")" -ge 3 ] && break
+    sleep 0.1
+  done
+  [ -f "$out/train.csv" ] && [ "$(wc -l < "$out/train.csv")" -ge 3 ] || { kill -9 $pid; fail "the run never logged"; }
+  kill "-$sig" $pid
+  set +e; wait $pid; local code=$?; set -e
+  [ "$code" -eq 130 ] || { cat "$out.log"; fail "SIG$sig: exit $code, expected 130"; }
+  grep -q '"status": "interrupted"' "$out/run.json" || fail "SIG$sig: run.json does not say interrupted"
+  [ -f "$out/checkpoint.bin" ] || fail "SIG$sig: no checkpoint"
+  grep -q "continue with --resume" "$out.log" || fail "SIG$sig: no resume hint in the output"
+}
+
+stop_with INT "$tmp/run"
+step=$(sed -n 's/.*"step": \([0-9]*\),/\1/p' "$tmp/run/run.json")
+[ "$step" -gt 0 ] || fail "no step recorded"
+"$ablate" run "$tmp/long.yaml" --out "$tmp/run" --resume --stop-after 3 --progress quiet > "$tmp/resume.log" 2>&1 ||
+  { cat "$tmp/resume.log"; fail "resume failed"; }
+grep -q "resuming at step $step " "$tmp/resume.log" || { cat "$tmp/resume.log"; fail "did not resume at step $step"; }
+after=$(sed -n 's/.*"step": \([0-9]*\),/\1/p' "$tmp/run/run.json")
+[ "$after" -eq $((step + 3)) ] || fail "after resume: step $after, expected $((step + 3))"
+
+stop_with TERM "$tmp/term"
+echo "ok: interrupted at step $step, resumed to $after; SIGTERM too"
