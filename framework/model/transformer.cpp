@@ -170,14 +170,14 @@ Var Transformer::embed(Graph& g, const Stack& stack, const Tensor& ids, std::int
 }
 
 Var Transformer::run_stack(Graph& g, const Stack& stack, Var x, const ops::AttentionOptions& self_mask,
-                           const Var& memory, const ops::AttentionOptions& cross_mask, AttentionCapture* capture) const {
+                           const Var& memory, const ops::AttentionOptions& cross_mask, ForwardCapture* capture) const {
   // Runs one attention, capturing its probabilities when asked.
   auto attend = [&](const MultiHeadAttention& mha, Graph& gg, const Var& h, const Var& mem, ops::AttentionOptions mask,
                     const char* kind, int layer) {
     Tensor probs;
     if (capture) mask.probs = &probs;
     Var y = mha.forward(gg, h, mem, mask);
-    if (capture) capture->entries.push_back({stack.name, kind, layer, probs});
+    if (capture) capture->attention.push_back({stack.name, kind, layer, probs, -1});
     return y;
   };
   for (std::size_t i = 0; i < stack.layers.size(); ++i) {
@@ -189,6 +189,7 @@ Var Transformer::run_stack(Graph& g, const Stack& stack, Var x, const ops::Atten
       x = L.block->apply(g, sub++, x,
                          [&](Graph& gg, const Var& h) { return attend(*L.cross_attn, gg, h, memory, cross_mask, "cross", li); });
     x = L.block->apply(g, sub, x, [&](Graph& gg, const Var& h) { return L.ffn->forward(gg, h); });
+    if (capture) capture->residuals.push_back({stack.name, li, x.value()});
   }
   return stack.final_norm ? (*stack.final_norm)(g, x) : x;
 }
@@ -198,7 +199,7 @@ Var Transformer::project_vocab(Graph& g, const Stack& stack, const Var& h) const
   return ops::linear(g, h, g.parameter(*stack.embedding), Var());  // tied: logits = h · E^T
 }
 
-Var Transformer::logits(Graph& g, const DeviceBatch& batch, AttentionCapture* capture) const {
+Var Transformer::logits(Graph& g, const DeviceBatch& batch, ForwardCapture* capture) const {
   Var memory;
   ops::AttentionOptions src_mask;
   if (encoder_) {
@@ -219,9 +220,9 @@ Var Transformer::logits(Graph& g, const DeviceBatch& batch, AttentionCapture* ca
   return project_vocab(g, *decoder_, h);  // [B, T, V]
 }
 
-std::vector<std::vector<std::int32_t>> Transformer::greedy_decode(Backend& be, const DeviceBatch& batch,
-                                                                  std::int64_t max_len) const {
-  if (config_.arch == Arch::EncoderDecoder) return decode_seq2seq(be, batch, max_len);
+std::vector<std::vector<std::int32_t>> Transformer::greedy_decode(Backend& be, const DeviceBatch& batch, std::int64_t max_len,
+                                                                  ForwardCapture* cross) const {
+  if (config_.arch == Arch::EncoderDecoder) return decode_seq2seq(be, batch, max_len, cross);
   if (config_.arch == Arch::Decoder)
     throw Error("greedy_decode: decoder-only continuation is not implemented",
                 "evaluate a language model with loss, perplexity and token_accuracy");
@@ -240,7 +241,7 @@ std::vector<std::vector<std::int32_t>> Transformer::greedy_decode(Backend& be, c
 }
 
 std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, const DeviceBatch& batch,
-                                                                   std::int64_t max_len) const {
+                                                                   std::int64_t max_len, ForwardCapture* cross) const {
   const std::int64_t B = batch.B, H = config_.dims.heads, Dh = config_.dims.d_model / H;
   const std::int64_t steps = max_len + 1;  // max_len tokens, then eos
   Graph g(be, 0, 0, /*training=*/false, /*grad=*/false);
@@ -280,7 +281,12 @@ std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, 
         return L.self_attn.attend(gg, p.q, {gg.constant(s.k), gg.constant(s.v)}, cache_mask);
       });
       x = L.block->apply(g, 1, x, [&](Graph& gg, const Var& h) {
-        return L.cross_attn->attend(gg, L.cross_attn->project_query(gg, h), s.cross, src_mask);
+        ops::AttentionOptions mask = src_mask;
+        Tensor probs;
+        if (cross) mask.probs = &probs;
+        Var y = L.cross_attn->attend(gg, L.cross_attn->project_query(gg, h), s.cross, mask);
+        if (cross) cross->attention.push_back({"decoder", "cross", static_cast<int>(i), probs, t});
+        return y;
       });
       x = L.block->apply(g, 2, x, [&](Graph& gg, const Var& h) { return L.ffn->forward(gg, h); });
     }

@@ -58,15 +58,23 @@ struct DeviceBatch {
 // ablate::Error naming the example otherwise.
 DeviceBatch upload_batch(Backend& backend, const HostBatch& batch, const ModelConfig& config, DType compute);
 
-// Attention probabilities captured by one forward pass (logging steps; no effect on the result).
-struct AttentionCapture {
-  struct Entry {
+// What a probe pass records besides its result (logging steps; no effect on the result): the
+// attention probabilities of every attention, and each layer's output (the residual stream).
+struct ForwardCapture {
+  struct Attention {
     std::string stack;  // "encoder" | "decoder"
     std::string kind;   // "self" | "cross"
     int layer = 0;
-    Tensor probs;       // F32 [B, H, T, S]
+    Tensor probs;          // F32 [B, H, T, S]; [B, H, 1, S] for one decoding step
+    std::int64_t step = -1;  // greedy decoding: the decode step t (query position); -1 in a full forward
   };
-  std::vector<Entry> entries;
+  struct Residual {
+    std::string stack;
+    int layer = 0;
+    Tensor x;  // [B, T, D]: the layer's output
+  };
+  std::vector<Attention> attention;
+  std::vector<Residual> residuals;
 };
 
 class Transformer {
@@ -78,15 +86,17 @@ class Transformer {
   // Teacher-forced logits, aligned with batch.targets:
   //   EncoderDecoder, Decoder: [B, T, V] (decoder self-attention causal + key padding)
   //   Encoder: [B, S, V] per source position, or [B, 1, C] with a classifier
-  Var logits(Graph& g, const DeviceBatch& batch, AttentionCapture* capture = nullptr) const;
+  Var logits(Graph& g, const DeviceBatch& batch, ForwardCapture* capture = nullptr) const;
 
   // Greedy predictions, content tokens only (bos/eos stripped), one per batch item:
   //   EncoderDecoder: decodes up to max_len tokens (+ eos) one step at a time, each step a
   //     single query over the key/value cache of the previous steps at position t;
   //   Encoder: the argmax at each source position (tagging) or the class (classifier).
   // Runs without gradient or dropout (eval). Decoder-only continuation is not offered yet.
-  std::vector<std::vector<std::int32_t>> greedy_decode(Backend& backend, const DeviceBatch& batch,
-                                                       std::int64_t max_len) const;
+  // `cross` (EncoderDecoder) receives the cross-attention of every layer at every decoding step
+  // (kind "cross", step = t, probs [B, H, 1, S]): the decode-step x source-position heatmaps.
+  std::vector<std::vector<std::int32_t>> greedy_decode(Backend& backend, const DeviceBatch& batch, std::int64_t max_len,
+                                                       ForwardCapture* cross = nullptr) const;
 
   const ModelConfig& config() const { return config_; }
 
@@ -111,11 +121,11 @@ class Transformer {
   Var embed(Graph& g, const Stack& stack, const Tensor& ids, std::int64_t offset) const;
   // The layers of `stack` over x [B, T, D] (+ final norm). memory: the encoder output for cross-attention.
   Var run_stack(Graph& g, const Stack& stack, Var x, const ops::AttentionOptions& self_mask, const Var& memory,
-                const ops::AttentionOptions& cross_mask, AttentionCapture* capture) const;
+                const ops::AttentionOptions& cross_mask, ForwardCapture* capture) const;
   // h [B, T, D] -> [B, T, V]
   Var project_vocab(Graph& g, const Stack& stack, const Var& h) const;
-  std::vector<std::vector<std::int32_t>> decode_seq2seq(Backend& backend, const DeviceBatch& batch,
-                                                        std::int64_t max_len) const;
+  std::vector<std::vector<std::int32_t>> decode_seq2seq(Backend& backend, const DeviceBatch& batch, std::int64_t max_len,
+                                                        ForwardCapture* cross) const;
 
   ModelConfig config_;
   std::optional<Stack> encoder_, decoder_;

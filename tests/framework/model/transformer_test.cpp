@@ -123,6 +123,55 @@ TEST(Transformer, GreedyDecodingWithTheCacheEqualsRecomputation) {
   }
 }
 
+TEST(Transformer, CaptureRecordsEveryAttentionRespectingTheMasks) {
+  const ModelConfig c = tiny(Arch::EncoderDecoder);
+  Built m = build(c, "pre_norm");
+  const std::vector<Example> examples = {{{3, 4, 5, 6, 7}, {8, 9, 10}}, {{3, 4}, {5}}};  // item 1 padded: S 5 -> 2, T 4 -> 2
+  const DeviceBatch batch = batch_of(examples, c);
+  ForwardCapture capture;
+  Graph g(be(), 1, 0, /*training=*/false, /*grad=*/false);
+  const std::vector<float> with = host(be(), m.model->logits(g, batch, &capture).value());
+  EXPECT_EQ(with, logits_of(*m.model, batch)) << "capturing changes nothing";
+  ASSERT_EQ(capture.attention.size(), 6u);  // encoder self x2, then per decoder layer: self, cross
+  ASSERT_EQ(capture.residuals.size(), 4u);
+  const std::int64_t src_len[2] = {5, 2}, tgt_len[2] = {4, 2};
+  for (const auto& a : capture.attention) {
+    const std::vector<float> p = host(be(), a.probs);  // [B, H, T, S]
+    const Shape& sh = a.probs.shape();
+    const bool enc = a.stack == "encoder", self = a.kind == "self";
+    EXPECT_EQ(sh[2], enc ? 5 : 4);
+    EXPECT_EQ(sh[3], enc || !self ? 5 : 4);
+    for (std::int64_t b = 0; b < sh[0]; ++b)
+      for (std::int64_t h = 0; h < sh[1]; ++h)
+        for (std::int64_t q = 0; q < sh[2]; ++q) {
+          if (q >= (enc ? src_len[b] : tgt_len[b])) continue;  // padded queries: their outputs carry no loss
+          double sum = 0.0;
+          for (std::int64_t k = 0; k < sh[3]; ++k) {
+            const float v = p[static_cast<std::size_t>(((b * sh[1] + h) * sh[2] + q) * sh[3] + k)];
+            const bool padded = k >= (enc || !self ? src_len[b] : tgt_len[b]);
+            const bool future = !enc && self && k > q;
+            if (padded || future) EXPECT_EQ(v, 0.0f) << a.stack << "/" << a.kind << " b" << b << " q" << q << " k" << k;
+            sum += v;
+          }
+          EXPECT_NEAR(sum, 1.0, 1e-5) << a.stack << "/" << a.kind << " layer " << a.layer << " b" << b << " q" << q;
+        }
+  }
+
+  ForwardCapture cross;
+  const auto decoded = m.model->greedy_decode(be(), batch_of({examples[0]}, c), 6, &cross);
+  ASSERT_FALSE(cross.attention.empty());
+  const std::size_t steps = cross.attention.size() / 2;  // 2 decoder layers per step
+  EXPECT_EQ(cross.attention.size(), 2 * steps);
+  EXPECT_GE(steps, decoded[0].size());  // one step per token, plus the one that emitted eos (unless cut at max_len)
+  for (const auto& a : cross.attention) {
+    EXPECT_EQ(a.kind, "cross");
+    EXPECT_EQ(a.probs.shape(), (Shape{1, 2, 1, 5}));
+    const std::vector<float> p = host(be(), a.probs);
+    EXPECT_NEAR(p[0] + p[1] + p[2] + p[3] + p[4], 1.0f, 1e-5f);
+  }
+  EXPECT_EQ(cross.attention.back().step, static_cast<std::int64_t>(steps) - 1);
+}
+
 TEST(Transformer, ClassifierPoolsOnlyValidPositions) {
   for (Pooling pooling : {Pooling::Mean, Pooling::First}) {
     ModelConfig c = tiny(Arch::Encoder);
