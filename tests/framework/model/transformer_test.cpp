@@ -150,7 +150,9 @@ TEST(Transformer, CaptureRecordsEveryAttentionRespectingTheMasks) {
             const float v = p[static_cast<std::size_t>(((b * sh[1] + h) * sh[2] + q) * sh[3] + k)];
             const bool padded = k >= (enc || !self ? src_len[b] : tgt_len[b]);
             const bool future = !enc && self && k > q;
-            if (padded || future) EXPECT_EQ(v, 0.0f) << a.stack << "/" << a.kind << " b" << b << " q" << q << " k" << k;
+            if (padded || future) {
+              EXPECT_EQ(v, 0.0f) << a.stack << "/" << a.kind << " b" << b << " q" << q << " k" << k;
+            }
             sum += v;
           }
           EXPECT_NEAR(sum, 1.0, 1e-5) << a.stack << "/" << a.kind << " layer " << a.layer << " b" << b << " q" << q;
