@@ -11,6 +11,9 @@ PACKAGES=(
   python3            # tests check JSON output with Debian's /usr/bin/python3
   libdnnl-dev ocl-icd-opencl-dev   # oneDNN 2.6 (its CMake config needs OpenCL headers)
   libyaml-cpp-dev    # yaml-cpp 0.7: experiment specs (framework/spec/)
+  libhdf5-dev hdf5-tools             # HDF5 1.10 C/C++ API: run files (framework/results/)
+  libcairo2-dev                      # PNG/SVG figures rendered in-process (framework/analysis/)
+  python3-h5py python3-numpy         # tests read run files the way researchers do, with h5py
 )
 
 missing=()

@@ -2,6 +2,8 @@
 // runner (framework/train/runner.hpp) into its run directory, printing progress. Ctrl-C stops
 // after the current step with a checkpoint; `--resume` continues.
 #include <csignal>
+#include <fstream>
+#include <iterator>
 #include <ostream>
 #include <unistd.h>
 
@@ -83,6 +85,10 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     out << "note: " << file << " has a sweep; `ablate run` trains its base configuration only\n";
 
   train::RunOptions run;
+  {
+    std::ifstream in(file, std::ios::binary);
+    run.spec_text.assign(std::istreambuf_iterator<char>(in), {});
+  }
   run.out_dir = vm.count("out") ? std::filesystem::path(vm["out"].as<std::string>())
                                 : std::filesystem::path("results") / loaded.spec.name / train::run_id(loaded.spec);
   run.resume = vm.count("resume") > 0;
@@ -93,9 +99,9 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   StopSignals signals;
   const train::RunResult result = train::run_experiment(loaded.spec, *loaded.registry, run, out);
   switch (result.status) {
-    case train::RunStatus::Completed: return kExitOk;
-    case train::RunStatus::Diverged: return kExitDiverged;
-    case train::RunStatus::Interrupted: return run.stop_after > 0 && result.reason.starts_with("--stop-after") ? kExitOk : kExitInterrupted;
+    case results::RunStatus::Completed: return kExitOk;
+    case results::RunStatus::Diverged: return kExitDiverged;
+    case results::RunStatus::Interrupted: return run.stop_after > 0 && result.reason.starts_with("--stop-after") ? kExitOk : kExitInterrupted;
     default: return kExitRunFailed;
   }
 }

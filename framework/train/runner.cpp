@@ -6,7 +6,9 @@
 // loss curve is the uninterrupted one.
 #include "train/runner.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -22,7 +24,7 @@
 #include "train/data_order.hpp"
 #include "train/evaluator.hpp"
 #include "train/experiment.hpp"
-#include "train/run_records.hpp"
+#include "train/run_recorder.hpp"
 
 namespace ablate::train {
 namespace {
@@ -31,13 +33,13 @@ std::atomic<bool> g_stop_requested{false};
 
 const std::vector<std::string> kTrainColumns = {"loss", "token_accuracy", "lr", "grad_norm", "tokens_per_s", "elapsed_s"};
 
-std::string now_iso8601() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+// Shortest text that reads back as the same double ("0.1", "1e-05", "nan", "inf").
+std::string number_text(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 std::string host_name() {
@@ -54,6 +56,8 @@ std::string resolved_run_yaml(spec::ExperimentSpec spec) {
 std::vector<std::string> eval_columns(const std::vector<spec::Metric>& metrics) {
   std::vector<std::string> out;
   for (spec::Metric m : metrics) out.push_back(spec::to_string(m));
+  if (std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end())
+    out.push_back("decoded_token_accuracy");  // the task's position-wise score of the same decoding
   return out;
 }
 
@@ -63,48 +67,10 @@ std::string metrics_text(const std::map<std::string, double>& m) {
   return s;
 }
 
-// The record of the run's state, rewritten atomically whenever it changes.
-struct RunJson {
-  std::filesystem::path file;
-  std::string experiment, run_id, backend, started, host;
-  std::int64_t steps = 0;
-  std::int64_t seed = 0;
-  std::vector<std::string> plugins;
-
-  void write(const RunResult& r, double elapsed_s, const std::string& finished) const {
-    std::ostringstream o;
-    o << "{\n  \"format\": \"ablate-run-json\",\n  \"format_version\": 1,\n"
-      << "  \"experiment\": " << json_quote(experiment) << ",\n  \"run_id\": " << json_quote(run_id) << ",\n"
-      << "  \"status\": " << json_quote(to_string(r.status)) << ",\n  \"reason\": " << json_quote(r.reason) << ",\n"
-      << "  \"step\": " << r.step << ",\n  \"steps\": " << steps << ",\n  \"seed\": " << seed << ",\n"
-      << "  \"backend\": " << json_quote(backend) << ",\n  \"plugins\": [";
-    for (std::size_t i = 0; i < plugins.size(); ++i) o << (i ? ", " : "") << json_quote(plugins[i]);
-    o << "],\n  \"ablate_version\": " << json_quote(ABLATE_VERSION) << ",\n  \"git_revision\": "
-      << json_quote(ABLATE_GIT_REVISION) << ",\n  \"host\": " << json_quote(host) << ",\n  \"started\": "
-      << json_quote(started) << ",\n  \"finished\": " << (finished.empty() ? "null" : json_quote(finished))
-      << ",\n  \"elapsed_s\": " << number_text(elapsed_s) << ",\n  \"eval\": {";
-    bool first = true;
-    for (const auto& [k, v] : r.eval) {
-      o << (first ? "" : ", ") << json_quote(k) << ": " << (std::isfinite(v) ? number_text(v) : "null");
-      first = false;
-    }
-    o << "}\n}\n";
-    write_file_atomically(file, o.str());
-  }
-};
-
-// Reads "status" from an existing run.json (a tiny scan: the file is ours and flat).
-std::string recorded_status(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto k = line.find("\"status\": \"");
-    if (k != std::string::npos) {
-      const auto start = k + 11;
-      return line.substr(start, line.find('"', start) - start);
-    }
-  }
-  return "unknown";
+// The state recorded in an existing run file, or nullopt if there is none.
+std::optional<results::RunState> recorded_state(const std::filesystem::path& file) {
+  if (!std::filesystem::exists(file)) return std::nullopt;
+  return results::RunReader(file).state();
 }
 
 // The first line where two texts differ, for "the spec changed" messages.
@@ -129,17 +95,6 @@ bool reached(const spec::EarlyStoppingSpec& es, double value) {
 
 }  // namespace
 
-const char* to_string(RunStatus s) {
-  switch (s) {
-    case RunStatus::Running: return "running";
-    case RunStatus::Completed: return "completed";
-    case RunStatus::Failed: return "failed";
-    case RunStatus::Diverged: return "diverged";
-    case RunStatus::Interrupted: return "interrupted";
-  }
-  return "unknown";
-}
-
 void request_stop() { g_stop_requested.store(true); }
 
 std::string run_id(const spec::ExperimentSpec& spec) {
@@ -156,17 +111,18 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   using Clock = std::chrono::steady_clock;
   g_stop_requested.store(false);
   const fs::path dir = options.out_dir;
-  const fs::path checkpoint_file = dir / "checkpoint.bin", json_file = dir / "run.json";
+  const fs::path checkpoint_file = dir / "checkpoint.bin", run_file = dir / "run.h5";
   const std::string spec_yaml = resolved_run_yaml(spec);
 
   // --- the run directory: never overwrite another run's results
-  if (!options.resume && fs::exists(json_file))
-    throw UsageError("results already exist in " + dir.string() + " (status " + recorded_status(json_file) + ")",
+  const std::optional<results::RunState> recorded = recorded_state(run_file);
+  if (!options.resume && recorded)
+    throw UsageError("results already exist in " + dir.string() + " (status " + results::to_string(recorded->status) + ")",
                      "continue that run with --resume, or choose another directory with --out");
   if (options.resume && !fs::exists(checkpoint_file))
     throw UsageError("nothing to resume in " + dir.string() + ": no checkpoint.bin",
                      "start the run without --resume (or point --out at the run's directory)");
-  if (options.resume && recorded_status(json_file) == "completed") {
+  if (options.resume && recorded && recorded->status == RunStatus::Completed) {
     out << "run in " << dir.string() << " is already completed; nothing to do\n";
     RunResult done;
     done.status = RunStatus::Completed;
@@ -189,26 +145,33 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
                        "resume with the same spec and --set options, or start a new run in another directory");
     state = loaded.state;
     ex.optimizer->set_steps_taken(state.optimizer_steps);
-  } else {
-    write_file_atomically(dir / "resolved.yaml", spec_yaml);
   }
 
   std::vector<std::string> skipped;
   const std::vector<spec::Metric> metrics = applicable_metrics(spec, ex.task_info, &skipped);
   for (const std::string& s : skipped) out << "note: eval metric skipped: " << s << "\n";
-  const std::optional<std::int64_t> resume_step = options.resume ? std::optional(state.step) : std::nullopt;
-  CsvLog train_log(dir / "train.csv", kTrainColumns, resume_step);
-  std::vector<std::string> eval_cols = eval_columns(metrics);
-  CsvLog eval_log(dir / "eval.csv", eval_cols, resume_step);
-
-  RunJson record{json_file, spec.name, run_id(spec), spec.backend.name, now_iso8601(), host_name(),
-                 spec.train.steps, spec.train.seed, ex.plugin_versions};
+  const std::vector<std::string> eval_cols = eval_columns(metrics);
+  RunRecorder record(ex, kTrainColumns, eval_cols);
+  const std::string id = run_id(spec);
+  if (options.resume) {
+    record.resume(run_file, state.step);
+  } else {
+    results::RunInfo info;
+    info.run_id = id;
+    info.experiment = spec.name;
+    info.spec_yaml = options.spec_text;
+    info.resolved_spec_yaml = spec_yaml;
+    info.seed = spec.train.seed;
+    info.backend = spec.backend.name;
+    info.plugins = ex.plugin_versions;
+    info.host = host_name();
+    record.create(run_file, info);
+  }
   RunResult result;
   result.status = RunStatus::Running;
   result.step = state.step;
-  record.write(result, state.elapsed_seconds, "");
 
-  out << "run " << record.run_id << " of " << spec.name << " -> " << dir.string() << "\n"
+  out << "run " << id << " of " << spec.name << " -> " << dir.string() << "\n"
       << "model " << spec::to_string(spec.model.arch) << " d_model " << spec.model.d_model << ", " << ex.store->numel()
       << " parameters; backend " << spec.backend.name << " (" << ex.backend->caps().device << ", "
       << ex.backend->caps().threads << " threads); " << (options.resume ? "resuming at step " + std::to_string(state.step) : std::string("from step 0"))
@@ -222,12 +185,14 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
 
   auto run_eval = [&](std::int64_t step) {
     result.eval = evaluate(ex, metrics);
-    std::vector<double> row;
-    for (const std::string& c : eval_cols) row.push_back(result.eval.count(c) ? result.eval.at(c) : std::nan(""));
-    eval_log.row(step, row);
+    std::map<std::string, double> row;  // the declared columns (a task's extra scores are printed, not stored yet)
+    for (const std::string& c : eval_cols)
+      if (result.eval.count(c)) row[c] = result.eval.at(c);
+    record.eval(step, row);
     progress.message("eval @ " + std::to_string(step) + ": " + metrics_text(result.eval));
   };
   auto save = [&] {
+    record.flush();  // the run file holds every row up to the checkpoint before the checkpoint exists
     state.elapsed_seconds = elapsed();
     state.optimizer_steps = ex.optimizer->steps_taken();
     save_checkpoint(checkpoint_file, *ex.store, state, spec_yaml);
@@ -237,8 +202,9 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
     result.reason = std::move(reason);
     result.step = state.step;
     progress.finish();
-    record.write(result, elapsed(), now_iso8601());
-    out << to_string(status) << " at step " << state.step << ": " << result.reason << " (" << format_duration(elapsed())
+    record.state({status, result.reason, state.step, results::utc_now_iso8601()});
+    record.flush();
+    out << results::to_string(status) << " at step " << state.step << ": " << result.reason << " (" << format_duration(elapsed())
         << ")\n";
     return result;
   };
@@ -283,14 +249,18 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       if (step % spec.log.every == 0 || step == spec.train.steps) {
         const auto n = static_cast<double>(state.log_steps);
         const double mean_loss = state.log_loss_sum / n;
-        train_log.row(step, {mean_loss, state.log_rows > 0 ? state.log_correct / state.log_rows : 0.0, lr,
-                             state.log_grad_norm_sum / n, tokens_per_s, elapsed()});
+        record.train(step, {mean_loss, state.log_rows > 0 ? state.log_correct / state.log_rows : 0.0, lr,
+                            state.log_grad_norm_sum / n, tokens_per_s, elapsed()});
+        record.stats(step);
         if (spec.train.loss_threshold && mean_loss < *spec.train.loss_threshold)
           stop = "train loss " + number_text(mean_loss) + " below loss_threshold " + number_text(*spec.train.loss_threshold);
         state.log_loss_sum = state.log_rows = state.log_correct = state.log_grad_norm_sum = 0.0;
         state.log_steps = interval_tokens = 0;
+        record.state({RunStatus::Running, "", step, ""});
+        record.flush();  // a crash loses at most the current log interval
         interval_start = Clock::now();
       }
+      if (spec.log.attention.every > 0 && step % spec.log.attention.every == 0) record.attention(step);
       const bool eval_now = step % spec.eval.every == 0 || step == spec.train.steps || stop;
       if (eval_now) {
         run_eval(step);
@@ -325,7 +295,11 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
     result.reason = e.what();
     result.step = state.step;
     progress.finish();
-    record.write(result, elapsed(), now_iso8601());
+    try {
+      record.state({RunStatus::Failed, result.reason, state.step, results::utc_now_iso8601()});
+      record.flush();
+    } catch (const std::exception&) {  // the original error is the one to report
+    }
     throw;
   }
 }

@@ -1,7 +1,9 @@
 // The training runner behind `ablate run`: trains an experiment to its stopping condition,
-// evaluates on the held-out split, checkpoints, resumes, and records the run in its directory
-// (resolved.yaml, train.csv, eval.csv, checkpoint.bin, run.json). A run ends completed, diverged
-// (NaN/Inf loss or gradient, with the step), interrupted (resumable), or failed (an error).
+// evaluates on the held-out split, checkpoints, resumes, and records the run in its directory.
+// A run ends completed, diverged (NaN/Inf loss or gradient, with the step), interrupted
+// (resumable), or failed (an error).
+// The run directory holds run.h5 (framework/results/run_file.hpp: identity, metrics, attention,
+// per-layer statistics, live-readable) and checkpoint.bin.
 #pragma once
 
 #include <cstdint>
@@ -11,16 +13,17 @@
 #include <string>
 
 #include "plugins/plugin_registry.hpp"
+#include "results/run_file.hpp"
 #include "spec/experiment_spec.hpp"
 #include "train/progress.hpp"
 
 namespace ablate::train {
 
-enum class RunStatus { Running, Completed, Failed, Diverged, Interrupted };
-const char* to_string(RunStatus s);
+using results::RunStatus;  // running | completed | failed | diverged | interrupted (results::to_string)
 
 struct RunOptions {
   std::filesystem::path out_dir;  // the run's directory (created; must not hold another run)
+  std::string spec_text;          // the spec file as written (recorded beside the resolved spec)
   bool resume = false;            // continue the run in out_dir from its checkpoint
   ProgressMode progress = ProgressMode::Lines;
   std::int64_t stop_after = 0;    // > 0: stop as interrupted (checkpointed) after this many steps in this call

@@ -14,7 +14,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "framework/cli/cli_test_util.hpp"
-#include "train/run_records.hpp"
+#include "results/run_file.hpp"
 
 namespace ablate::train {
 namespace {
@@ -48,12 +48,22 @@ class RunnerTest : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return run_cli(args);
   }
-  std::map<std::string, std::vector<double>> table(const std::string& out, const char* file) {
-    return read_csv_log(dir_ / out / file);
+  // The train or eval metrics of run `out` (read from its run.h5): name -> column, plus "step".
+  std::map<std::string, std::vector<double>> table(const std::string& out, results::MetricSplit split) {
+    const results::MetricTable t = results::RunReader(dir_ / out / "run.h5").metrics(split);
+    std::map<std::string, std::vector<double>> m;
+    m["step"] = std::vector<double>(t.steps.begin(), t.steps.end());
+    for (std::size_t i = 0; i < t.names.size(); ++i) m[t.names[i]] = t.columns[i];
+    return m;
   }
-  std::string json(const std::string& out) {
-    std::ifstream in(dir_ / out / "run.json");
-    return {std::istreambuf_iterator<char>(in), {}};
+  // The run's recorded state and identity as one line: "status: completed; step: 40; reason: ...; plugins: ...".
+  std::string record(const std::string& out) {
+    const results::RunReader r(dir_ / out / "run.h5");
+    const results::RunState s = r.state();
+    std::string text = std::string("status: ") + results::to_string(s.status) + "; step: " + std::to_string(s.step) +
+                       "; reason: " + s.reason + "; plugins:";
+    for (const std::string& p : r.info().plugins) text += " " + p;
+    return text;
   }
 
   fs::path dir_;
@@ -62,11 +72,11 @@ class RunnerTest : public ::testing::Test {
 TEST_F(RunnerTest, TinyEncoderDecoderLearnsToCopyExactly) {
   const auto r = run("copy", {"--set", "train.early_stopping={metric: exact_match, target: 1.0}"});
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
-  const auto eval = table("copy", "eval.csv");
+  const auto eval = table("copy", results::MetricSplit::Eval);
   ASSERT_FALSE(eval.at("exact_match").empty());
   EXPECT_EQ(eval.at("exact_match").back(), 1.0) << r.out;
   EXPECT_LT(eval.at("exact_match").front(), 1.0) << "the first evaluation should not be perfect yet";
-  EXPECT_NE(json("copy").find("\"status\": \"completed\""), std::string::npos);
+  EXPECT_NE(record("copy").find("status: completed"), std::string::npos);
   EXPECT_NE(r.out.find("early stopping: exact_match 1 reached target 1"), std::string::npos) << r.out;
 }
 
@@ -77,7 +87,7 @@ TEST_F(RunnerTest, ReferenceAndOnednnGiveTheSameLosses) {
   ref.insert(ref.end(), {"--set", "backend=reference"});
   ASSERT_EQ(run("ref", ref).code, cli::kExitOk);
   ASSERT_EQ(run("dnnl", dnnl).code, cli::kExitOk);
-  const auto a = table("ref", "train.csv").at("loss"), b = table("dnnl", "train.csv").at("loss");
+  const auto a = table("ref", results::MetricSplit::Train).at("loss"), b = table("dnnl", results::MetricSplit::Train).at("loss");
   ASSERT_EQ(a.size(), 6u);
   ASSERT_EQ(b.size(), 6u);
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4 * std::abs(a[i])) << "step " << i + 1;
@@ -91,7 +101,7 @@ TEST_F(RunnerTest, Bf16MixedPrecisionFollowsTheF32LossCurve) {
   ASSERT_EQ(run("f32", common).code, cli::kExitOk);
   const auto r = run("bf16", bf16);
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
-  const auto a = table("f32", "train.csv").at("loss"), b = table("bf16", "train.csv").at("loss");
+  const auto a = table("f32", results::MetricSplit::Train).at("loss"), b = table("bf16", results::MetricSplit::Train).at("loss");
   ASSERT_EQ(a.size(), b.size());
   bool differs = false;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -112,10 +122,10 @@ TEST_F(RunnerTest, EveryComponentCombinationTrainsOnEveryBackend) {
                                    "model.positional_encoding=" + pe, "--set", "model.ffn=" + ffn, "--set", "train.steps=4",
                                    "--set", "log.every=1", "--set", "eval.every=4", "--set", "model.dropout=0.1"});
           ASSERT_EQ(r.code, cli::kExitOk) << out << "\n" << r.out << r.err;
-          const auto loss = table(out, "train.csv").at("loss");
+          const auto loss = table(out, results::MetricSplit::Train).at("loss");
           ASSERT_EQ(loss.size(), 4u) << out;
           for (double l : loss) EXPECT_TRUE(std::isfinite(l) && l > 0.0) << out;
-          EXPECT_NE(json(out).find(block), std::string::npos) << "the plugins are recorded";
+          EXPECT_NE(record(out).find(block), std::string::npos) << "the plugins are recorded";
         }
 }
 
@@ -128,19 +138,19 @@ TEST_F(RunnerTest, ResumedRunContinuesTheLossCurveBitForBit) {
   first.insert(first.end(), {"--stop-after", "22"});  // stops between two evaluations (checkpoint at 15 and 22)
   const auto stopped = run("split", first);
   ASSERT_EQ(stopped.code, cli::kExitOk) << stopped.out << stopped.err;
-  EXPECT_NE(json("split").find("\"status\": \"interrupted\""), std::string::npos);
-  EXPECT_EQ(table("split", "train.csv").at("loss").size(), 5u);  // rows at 4, 8, ..., 20
+  EXPECT_NE(record("split").find("status: interrupted"), std::string::npos);
+  EXPECT_EQ(table("split", results::MetricSplit::Train).at("loss").size(), 5u);  // rows at 4, 8, ..., 20
   std::vector<std::string> second = spec;
   second.push_back("--resume");
   const auto resumed = run("split", second);
   ASSERT_EQ(resumed.code, cli::kExitOk) << resumed.out << resumed.err;
   EXPECT_NE(resumed.out.find("resuming at step 22"), std::string::npos) << resumed.out;
 
-  const auto whole = table("whole", "train.csv"), split = table("split", "train.csv");
+  const auto whole = table("whole", results::MetricSplit::Train), split = table("split", results::MetricSplit::Train);
   ASSERT_EQ(whole.at("step"), split.at("step"));
   for (const char* column : {"loss", "token_accuracy", "lr", "grad_norm"})
     EXPECT_EQ(whole.at(column), split.at(column)) << column;  // exact equality: bit for bit
-  EXPECT_EQ(table("whole", "eval.csv").at("loss"), table("split", "eval.csv").at("loss"));
+  EXPECT_EQ(table("whole", results::MetricSplit::Eval).at("loss"), table("split", results::MetricSplit::Eval).at("loss"));
 
   // Resuming a completed run does nothing; resuming with another spec is refused.
   std::vector<std::string> again = spec;
@@ -156,11 +166,11 @@ TEST_F(RunnerTest, ResumedRunContinuesTheLossCurveBitForBit) {
 
 TEST_F(RunnerTest, ExistingResultsAreNeverOverwritten) {
   ASSERT_EQ(run("done", {"--set", "train.steps=2", "--set", "eval.every=2"}).code, cli::kExitOk);
-  const std::string before = json("done");
+  const std::string before = record("done");
   const auto again = run("done", {"--set", "train.steps=2", "--set", "eval.every=2"});
   EXPECT_EQ(again.code, cli::kExitUsage);
   EXPECT_NE(again.err.find("results already exist"), std::string::npos) << again.err;
-  EXPECT_EQ(json("done"), before);
+  EXPECT_EQ(record("done"), before);
   const auto nothing = run("empty", {"--resume"});
   EXPECT_EQ(nothing.code, cli::kExitUsage);
   EXPECT_NE(nothing.err.find("nothing to resume"), std::string::npos) << nothing.err;
@@ -169,8 +179,8 @@ TEST_F(RunnerTest, ExistingResultsAreNeverOverwritten) {
 TEST_F(RunnerTest, NonFiniteLossStopsTheRunAsDiverged) {
   const auto r = run("nan", {"--set", "train.optimizer.lr=1e30", "--set", "train.clip_grad_norm=0", "--set", "train.steps=50"});
   ASSERT_EQ(r.code, cli::kExitDiverged) << r.out << r.err;
-  const std::string j = json("nan");
-  EXPECT_NE(j.find("\"status\": \"diverged\""), std::string::npos) << j;
+  const std::string j = record("nan");
+  EXPECT_NE(j.find("status: diverged"), std::string::npos) << j;
   EXPECT_NE(j.find(" at step "), std::string::npos) << j;
   EXPECT_NE(r.out.find("diverged at step"), std::string::npos) << r.out;
 }
@@ -178,9 +188,9 @@ TEST_F(RunnerTest, NonFiniteLossStopsTheRunAsDiverged) {
 TEST_F(RunnerTest, LossThresholdAndPatienceStopEarly) {
   const auto r = run("threshold", {"--set", "train.loss_threshold=1.5"});
   ASSERT_EQ(r.code, cli::kExitOk) << r.err;
-  const auto steps = table("threshold", "train.csv").at("step");
+  const auto steps = table("threshold", results::MetricSplit::Train).at("step");
   EXPECT_LT(steps.back(), 400.0);
-  EXPECT_LT(table("threshold", "train.csv").at("loss").back(), 1.5);
+  EXPECT_LT(table("threshold", results::MetricSplit::Train).at("loss").back(), 1.5);
   EXPECT_NE(r.out.find("below loss_threshold"), std::string::npos) << r.out;
 
   // lr 0: nothing improves, so patience 2 stops after the third evaluation.
@@ -192,7 +202,7 @@ TEST_F(RunnerTest, LossThresholdAndPatienceStopEarly) {
   const auto q = run("patience", {"--set", "train.optimizer.lr=1e-12", "--set", "eval.every=10", "--set",
                                   "train.early_stopping={metric: exact_match, patience: 2}"});
   ASSERT_EQ(q.code, cli::kExitOk) << q.err;
-  EXPECT_EQ(table("patience", "eval.csv").at("step").size(), 3u) << q.out;
+  EXPECT_EQ(table("patience", results::MetricSplit::Eval).at("step").size(), 3u) << q.out;
   EXPECT_NE(q.out.find("did not improve in 2 evaluations"), std::string::npos) << q.out;
 }
 
@@ -218,10 +228,10 @@ TEST_F(RunnerTest, LanguageModelTrainsAndSkipsDecodingMetrics) {
                             "eval.metrics=[loss, perplexity, token_accuracy, exact_match]"});
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   EXPECT_NE(r.out.find("eval metric skipped: exact_match"), std::string::npos) << r.out;
-  const auto eval = table("lm", "eval.csv");
+  const auto eval = table("lm", results::MetricSplit::Eval);
   EXPECT_EQ(eval.count("exact_match"), 0u);
   EXPECT_NEAR(eval.at("perplexity").back(), std::exp(eval.at("loss").back()), 1e-9);
-  const auto loss = table("lm", "train.csv").at("loss");
+  const auto loss = table("lm", results::MetricSplit::Train).at("loss");
   EXPECT_LT(loss.back(), loss.front());
 }
 

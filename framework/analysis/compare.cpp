@@ -1,0 +1,368 @@
+// The comparison behind `ablate compare` (see compare.hpp): arms from the varying config keys,
+// per-arm aggregation over seeds, Welch's t-test against the baseline arm, steps-to-threshold,
+// and the notes a report needs (runs left out of the means, duplicate seeds, several tests).
+#include "analysis/compare.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <set>
+
+#include "ablate/error.hpp"
+#include "core/text.hpp"
+
+namespace ablate::analysis {
+namespace {
+
+const std::vector<std::pair<RunStatus, const char*>> kStatusNames = {{RunStatus::completed, "completed"},
+                                                                     {RunStatus::diverged, "diverged"},
+                                                                     {RunStatus::failed, "failed"},
+                                                                     {RunStatus::interrupted, "interrupted"},
+                                                                     {RunStatus::running, "running"}};
+
+std::string describe_run(const RunSummary& run) {
+  if (!run.path.empty()) return run.path;
+  return run.run_id.empty() ? std::string("a run") : "run " + run.run_id;
+}
+
+std::string short_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// The whole of `text` as a number, if it is one ("0.001", "1e-3", "42").
+std::optional<double> as_number(const std::string& text) {
+  double v = 0.0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  return v;
+}
+
+// Orders values numerically where both are numbers (2 < 10, 1e-4 < 0.001), numbers before text,
+// text lexicographically; an unset value first.
+bool value_less(const std::optional<std::string>& a, const std::optional<std::string>& b) {
+  if (!a || !b) return !a && b;
+  const auto na = as_number(*a), nb = as_number(*b);
+  if (na && nb && *na != *nb) return *na < *nb;
+  if (na.has_value() != nb.has_value()) return na.has_value();
+  return *a < *b;
+}
+
+bool value_matches(const std::string& have, const std::string& want) {
+  if (have == want) return true;
+  const auto h = as_number(have), w = as_number(want);
+  return h && w && *h == *w;
+}
+
+std::string trim(std::string s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string::npos) return {};
+  const auto last = s.find_last_not_of(" \t");
+  return s.substr(first, last - first + 1);
+}
+
+// "a=1,b=[0.9, 0.98]" -> {(a, 1), (b, [0.9, 0.98])}: commas inside brackets or braces stay in the value.
+std::vector<std::pair<std::string, std::string>> parse_baseline(const std::string& text) {
+  const std::string hint = "give the baseline arm as key=value[,key=value], e.g. model.block=post_norm";
+  std::vector<std::string> pieces(1);
+  int depth = 0;
+  for (const char ch : text) {
+    if (ch == '[' || ch == '{' || ch == '(') ++depth;
+    if (ch == ']' || ch == '}' || ch == ')') --depth;
+    if (ch == ',' && depth == 0) {
+      pieces.emplace_back();
+    } else {
+      pieces.back() += ch;
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& piece : pieces) {
+    const auto eq = piece.find('=');
+    if (eq == std::string::npos || trim(piece.substr(0, eq)).empty())
+      throw UsageError("baseline '" + text + "': '" + trim(piece) + "' is not key=value", hint);
+    out.emplace_back(trim(piece.substr(0, eq)), trim(piece.substr(eq + 1)));
+  }
+  return out;
+}
+
+bool is_excluded(const std::string& key, const std::vector<std::string>& ignore) {
+  const auto& replicates = replicate_keys();
+  return std::find(replicates.begin(), replicates.end(), key) != replicates.end() ||
+         std::find(ignore.begin(), ignore.end(), key) != ignore.end();
+}
+
+std::set<std::string> available_metrics(const std::vector<RunSummary>& runs) {
+  std::set<std::string> names;
+  for (const auto& run : runs)
+    for (const auto& [name, value] : run.final_metrics) names.insert(name);
+  return names;
+}
+
+std::string choose_metric(const std::vector<RunSummary>& runs, const std::string& requested) {
+  const auto names = available_metrics(runs);
+  if (!requested.empty()) {
+    if (names.count(requested) > 0) return requested;
+    const std::vector<std::string> list(names.begin(), names.end());
+    std::string message = "metric '" + requested + "' is in no run's final metrics";
+    if (const auto guess = closest_match(requested, list)) message += "; did you mean '" + *guess + "'?";
+    throw UsageError(message, list.empty() ? "the runs have no final metrics (did any evaluation finish?)"
+                                           : "the runs have: " + join(list, ", "));
+  }
+  for (const char* name : {"exact_match", "loss"})
+    if (names.count(name) > 0) return name;
+  const std::vector<std::string> list(names.begin(), names.end());
+  throw UsageError("the runs have neither exact_match nor loss among their final metrics, and no metric was given",
+                   list.empty() ? "the runs have no final metrics (did any evaluation finish?)"
+                                : "choose one of: " + join(list, ", "));
+}
+
+std::string arm_label(const std::vector<std::string>& keys, const std::vector<std::optional<std::string>>& values) {
+  if (keys.empty()) return "all runs";
+  std::vector<std::string> set, unset;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (values[i]) set.push_back(keys[i] + "=" + *values[i]);
+    else unset.push_back(keys[i] + "=(unset)");
+  }
+  return join(set.empty() ? unset : set, ",");
+}
+
+std::size_t find_baseline(const std::vector<Arm>& arms, const std::vector<std::string>& keys,
+                          const std::vector<RunSummary>& runs, const CompareOptions& options) {
+  if (options.baseline.empty()) return 0;
+  const auto wanted = parse_baseline(options.baseline);
+  std::vector<std::string> labels;
+  for (const auto& arm : arms) labels.push_back(arm.label);
+  const std::string arms_hint = "the arms are: " + join(labels, "; ");
+  for (const auto& [key, value] : wanted) {
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+    if (is_excluded(key, options.ignore_keys))
+      throw UsageError("baseline '" + options.baseline + "': " + key + " does not define arms (" +
+                           (key == "train.seed" ? "seeds are replicates within an arm" : "it is ignored") + ")",
+                       arms_hint);
+    const bool known = std::any_of(runs.begin(), runs.end(), [&](const RunSummary& r) { return r.config.count(key) > 0; });
+    if (known)
+      throw UsageError("baseline '" + options.baseline + "': " + key + " has the same value in every run, so it does not "
+                       "tell arms apart", keys.empty() ? "no key varies: there is a single arm" : "arms differ in: " + join(keys, ", "));
+    std::string message = "baseline '" + options.baseline + "': no run has the key " + key;
+    if (const auto guess = closest_match(key, keys)) message += "; did you mean " + *guess + "?";
+    throw UsageError(message, keys.empty() ? "no key varies: there is a single arm" : "arms differ in: " + join(keys, ", "));
+  }
+  std::vector<std::size_t> matches;
+  for (std::size_t i = 0; i < arms.size(); ++i) {
+    const bool all = std::all_of(wanted.begin(), wanted.end(), [&](const auto& kv) {
+      const auto it = arms[i].values.find(kv.first);
+      return it != arms[i].values.end() && value_matches(it->second, kv.second);
+    });
+    if (all) matches.push_back(i);
+  }
+  if (matches.empty()) throw UsageError("baseline '" + options.baseline + "' matches no arm", arms_hint);
+  if (matches.size() > 1) {
+    std::vector<std::string> matched;
+    for (const auto i : matches) matched.push_back(arms[i].label);
+    throw UsageError("baseline '" + options.baseline + "' matches " + std::to_string(matches.size()) +
+                         " arms: " + join(matched, "; "),
+                     "add key=value pairs until one arm is left");
+  }
+  return matches.front();
+}
+
+void summarize(Arm& arm, const std::string& metric, bool higher_is_better, const std::optional<double>& threshold,
+               const std::vector<RunSummary>& runs, const std::vector<std::size_t>& members) {
+  std::vector<double> throughputs, steps;
+  for (const auto index : members) {
+    const RunSummary& run = runs[index];
+    ArmRun r;
+    r.run_id = run.run_id;
+    r.path = run.path;
+    r.status = parse_run_status(run);
+    if (const auto it = run.config.find("train.seed"); it != run.config.end()) r.seed = it->second;
+    if (const auto it = run.final_metrics.find(metric); it != run.final_metrics.end()) r.value = it->second;
+    r.tokens_per_s = run.tokens_per_s;
+    ++arm.n_runs;
+    switch (r.status) {
+      case RunStatus::completed: ++arm.n_completed; break;
+      case RunStatus::diverged: ++arm.n_diverged; break;
+      case RunStatus::failed: ++arm.n_failed; break;
+      case RunStatus::interrupted: ++arm.n_interrupted; break;
+      case RunStatus::running: ++arm.n_running; break;
+    }
+    if (r.status == RunStatus::completed) {
+      if (std::isfinite(r.value)) arm.metric_values.push_back(r.value);
+      else ++arm.n_missing_metric;
+      if (std::isfinite(r.tokens_per_s)) throughputs.push_back(r.tokens_per_s);
+      const auto curve = run.eval_curves.find(metric);
+      if (threshold && curve != run.eval_curves.end()) {
+        ++arm.threshold_considered;
+        for (const auto& [step, value] : curve->second) {
+          const bool reached = higher_is_better ? value >= *threshold : value <= *threshold;  // NaN never reaches
+          if (reached && (!r.threshold_step || step < *r.threshold_step)) r.threshold_step = step;
+        }
+        if (r.threshold_step) {
+          ++arm.threshold_reached;
+          steps.push_back(static_cast<double>(*r.threshold_step));
+        }
+      }
+    }
+    arm.runs.push_back(std::move(r));
+  }
+  arm.mean = mean(arm.metric_values);
+  arm.std = sample_std(arm.metric_values);
+  arm.threshold_step_mean = mean(steps);
+  arm.tokens_per_s_mean = mean(throughputs);
+  arm.tokens_per_s_n = throughputs.size();
+}
+
+void add_notes(Comparison& c) {
+  std::size_t diverged = 0, failed = 0, interrupted = 0, running = 0, missing = 0;
+  for (const auto& arm : c.arms) {
+    diverged += arm.n_diverged;
+    failed += arm.n_failed;
+    interrupted += arm.n_interrupted;
+    running += arm.n_running;
+    missing += arm.n_missing_metric;
+    std::map<std::string, std::size_t> seeds;
+    for (const auto& run : arm.runs)
+      if (!run.seed.empty()) ++seeds[run.seed];
+    for (const auto& [seed, count] : seeds)
+      if (count > 1)
+        c.notes.push_back(arm.label + ": " + std::to_string(count) + " runs have train.seed=" + seed +
+                          "; they are repeats of one seed, not independent replicates");
+  }
+  if (c.keys.empty())
+    c.notes.push_back("no config key other than the seed varies across the runs: they form one arm, with nothing to "
+                      "compare against");
+  if (diverged > 0)
+    c.notes.push_back(plural(diverged, "diverged run is", "diverged runs are") +
+                      " counted but not in the means: an arm's mean describes only its runs that completed");
+  std::vector<std::string> left_out;
+  if (failed > 0) left_out.push_back(std::to_string(failed) + " failed");
+  if (interrupted > 0) left_out.push_back(std::to_string(interrupted) + " interrupted");
+  if (running > 0) left_out.push_back(std::to_string(running) + " still running");
+  if (!left_out.empty()) c.notes.push_back("runs counted but not in the means: " + join(left_out, ", "));
+  if (missing > 0)
+    c.notes.push_back(plural(missing, "completed run has", "completed runs have") + " no finite final " + c.metric +
+                      " and are not in the means");
+  if (c.arms.size() > 2)
+    c.notes.push_back(std::to_string(c.arms.size() - 1) + " arms are each tested against the baseline: with several " +
+                      "tests, some p < " + short_number(c.alpha) +
+                      " are expected by chance alone (no correction for multiple comparisons is applied)");
+}
+
+}  // namespace
+
+const char* to_string(RunStatus status) {
+  for (const auto& [value, name] : kStatusNames)
+    if (value == status) return name;
+  return "?";
+}
+
+RunStatus parse_run_status(const RunSummary& run) {
+  std::vector<std::string> allowed;
+  for (const auto& [value, name] : kStatusNames) {
+    if (run.status == name) return value;
+    allowed.push_back(name);
+  }
+  throw Error(describe_run(run) + ": unknown run status '" + run.status + "'; expected one of " + join(allowed, ", "),
+              "the file may come from a newer Ablate, or be damaged");
+}
+
+const std::vector<std::string>& replicate_keys() {
+  static const std::vector<std::string> keys = {"train.seed"};
+  return keys;
+}
+
+std::vector<std::string> varying_keys(const std::vector<RunSummary>& runs, const std::vector<std::string>& ignore) {
+  std::set<std::string> all;
+  for (const auto& run : runs)
+    for (const auto& [key, value] : run.config) all.insert(key);
+  std::vector<std::string> out;
+  for (const auto& key : all) {
+    if (is_excluded(key, ignore)) continue;
+    const std::string* first = nullptr;
+    bool first_seen = false, varies = false;
+    for (const auto& run : runs) {
+      const auto it = run.config.find(key);
+      const std::string* value = it == run.config.end() ? nullptr : &it->second;
+      if (!first_seen) {
+        first = value;
+        first_seen = true;
+      } else if ((first == nullptr) != (value == nullptr) || (first && *first != *value)) {
+        varies = true;
+        break;
+      }
+    }
+    if (varies) out.push_back(key);
+  }
+  return out;
+}
+
+bool higher_is_better_by_name(const std::string& metric) {
+  const auto ends_with = [&](const std::string& suffix) {
+    return metric.size() >= suffix.size() && metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return !(metric == "loss" || metric == "perplexity" || ends_with("_loss") || ends_with("_perplexity"));
+}
+
+Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& options) {
+  if (runs.empty()) throw UsageError("no runs to compare", "point ablate compare at a folder that holds run files");
+  for (const auto& run : runs) parse_run_status(run);  // reject unknown statuses before any work
+
+  Comparison c;
+  c.metric = choose_metric(runs, options.metric);
+  c.higher_is_better_inferred = !options.higher_is_better.has_value();
+  c.higher_is_better = options.higher_is_better.value_or(higher_is_better_by_name(c.metric));
+  c.keys = varying_keys(runs, options.ignore_keys);
+  c.threshold = options.threshold;
+  c.alpha = options.alpha;
+
+  // Group runs by their values of the varying keys, then order the groups.
+  using Key = std::vector<std::optional<std::string>>;
+  std::vector<std::pair<Key, std::vector<std::size_t>>> groups;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    Key key;
+    for (const auto& k : c.keys) {
+      const auto it = runs[i].config.find(k);
+      key.push_back(it == runs[i].config.end() ? std::nullopt : std::optional<std::string>(it->second));
+    }
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (group == groups.end()) groups.emplace_back(key, std::vector<std::size_t>{i});
+    else group->second.push_back(i);
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& x, const auto& y) {
+    return std::lexicographical_compare(x.first.begin(), x.first.end(), y.first.begin(), y.first.end(), value_less);
+  });
+
+  for (const auto& [key, members] : groups) {
+    Arm arm;
+    arm.label = arm_label(c.keys, key);
+    for (std::size_t k = 0; k < c.keys.size(); ++k)
+      if (key[k]) arm.values[c.keys[k]] = *key[k];
+    summarize(arm, c.metric, c.higher_is_better, c.threshold, runs, members);
+    c.arms.push_back(std::move(arm));
+  }
+
+  c.baseline = find_baseline(c.arms, c.keys, runs, options);
+  Arm& base = c.arms[c.baseline];
+  base.is_baseline = true;
+  for (auto& arm : c.arms) {
+    if (arm.is_baseline) continue;
+    arm.delta = arm.mean - base.mean;
+    arm.test = welch_t_test(arm.metric_values, base.metric_values);
+    if (!arm.test.defined() && arm.metric_values.size() < 2)
+      arm.test.note = "this arm has " + plural(arm.metric_values.size(), "completed run", "completed runs") +
+                      " with the metric; a t-test needs at least 2 per arm";
+    else if (!arm.test.defined() && base.metric_values.size() < 2)
+      arm.test.note = "the baseline has " + plural(base.metric_values.size(), "completed run", "completed runs") +
+                      " with the metric; a t-test needs at least 2 per arm";
+  }
+  add_notes(c);
+  return c;
+}
+
+}  // namespace ablate::analysis

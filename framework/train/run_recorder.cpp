@@ -1,0 +1,149 @@
+// RunRecorder (run_recorder.hpp): the run file's layout derived from the experiment, and the
+// probe passes behind the attention logs and per-layer statistics.
+#include "train/run_recorder.hpp"
+
+#include <algorithm>
+
+#include "ablate/error.hpp"
+#include "train/layer_stats.hpp"
+
+namespace ablate::train {
+namespace {
+
+results::ProbeTokens probe_side(std::int64_t length, const std::vector<std::int32_t>& ids,
+                                const std::vector<std::int32_t>& lengths) {
+  results::ProbeTokens t;
+  t.length = length;
+  t.ids = ids;
+  t.lengths = lengths;
+  t.texts.assign(lengths.size(), "");  // synthetic tasks have no text; the ids are the tokens
+  return t;
+}
+
+std::vector<float> to_host(Backend& be, const Tensor& t) {
+  std::vector<float> v(static_cast<std::size_t>(t.numel()));
+  be.copy_to_host(v.data(), t);  // probabilities are F32 on every backend
+  return v;
+}
+
+std::vector<float> as_floats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
+
+RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics, std::vector<std::string> eval_metrics)
+    : ex_(ex) {
+  const model::ModelConfig& c = ex.model->config();
+  const std::int64_t E = std::min(ex.spec.log.attention.probe_examples, ex.task->size(Split::Eval));
+  std::vector<Example> examples;
+  for (std::int64_t i = 0; i < E; ++i) examples.push_back(ex.task->example(Split::Eval, i));
+  const HostBatch hb = make_batch(examples);
+  probe_batch_ = model::upload_batch(*ex.backend, hb, c, ex.compute);
+  src_lengths_ = hb.src_lengths;
+  tgt_lengths_ = hb.tgt_lengths;
+
+  layout_.train_metrics = std::move(train_metrics);
+  layout_.eval_metrics = std::move(eval_metrics);
+  layout_.probe.examples = E;
+  const bool lm = c.arch == model::Arch::Decoder;
+  // The decoder reads bos + target; a language model's only side is that input ("src" in the file).
+  if (lm) layout_.probe.src = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths);
+  else layout_.probe.src = probe_side(hb.S, hb.src, hb.src_lengths);
+  if (c.arch == model::Arch::EncoderDecoder) layout_.probe.tgt = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths);
+  else layout_.probe.tgt = probe_side(0, {}, std::vector<std::int32_t>(static_cast<std::size_t>(E), 0));  // no second side
+
+  const std::int64_t H = c.dims.heads;
+  auto slot = [&](const char* stack, const char* kind, std::int64_t layer, std::int64_t q, std::int64_t k,
+                  results::AttentionMask mask, const char* q_side, const char* k_side) {
+    layout_.attention.push_back({stack, kind, layer, H, q, k, mask, q_side, k_side});
+    layout_.entropy.push_back({stack, kind, layer, H});
+  };
+  using M = results::AttentionMask;
+  if (c.arch != model::Arch::Decoder)
+    for (std::int64_t l = 0; l < c.encoder_layers; ++l) slot("encoder", "self", l, hb.S, hb.S, M::KeyPadding, "src", "src");
+  if (c.arch != model::Arch::Encoder)
+    for (std::int64_t l = 0; l < c.decoder_layers; ++l) {
+      const char* side = lm ? "src" : "tgt";
+      slot("decoder", "self", l, hb.T, hb.T, M::CausalKeyPadding, side, side);
+      if (!lm) slot("decoder", "cross", l, hb.T, hb.S, M::KeyPadding, "tgt", "src");
+    }
+  if (c.arch == model::Arch::EncoderDecoder)
+    layout_.decode = {c.decoder_layers, H, ex.task_info.max_tgt_len + 1, hb.S};
+
+  layers_ = layer_names(*ex.store);
+  layout_.stats = {{"residual_norm", layers_}, {"grad_norm", layers_}};
+  results::validate(layout_);
+}
+
+void RunRecorder::create(const std::filesystem::path& file, const results::RunInfo& info) {
+  writer_.emplace(results::RunWriter::create(file, info, layout_));
+}
+
+void RunRecorder::resume(const std::filesystem::path& file, std::int64_t step) {
+  writer_.emplace(results::RunWriter::resume(file, step, &layout_));
+}
+
+RunRecorder::ProbePass RunRecorder::probe_pass(std::int64_t step) {
+  ProbePass pass;
+  Graph g(*ex_.backend, static_cast<std::uint64_t>(ex_.spec.train.seed), static_cast<std::uint64_t>(step),
+          /*training=*/false, /*grad=*/false);
+  ex_.model->logits(g, probe_batch_, &pass.capture);
+  for (const results::AttentionSlot& s : layout_.attention) {
+    const auto it = std::find_if(pass.capture.attention.begin(), pass.capture.attention.end(), [&](const auto& a) {
+      return a.stack == s.stack && a.kind == s.kind && a.layer == s.layer;
+    });
+    if (it == pass.capture.attention.end())
+      throw Error("probe pass: no attention captured for " + s.path(), "the model and the run layout disagree");
+    pass.attention.push_back(to_host(*ex_.backend, it->probs));
+  }
+  return pass;
+}
+
+void RunRecorder::stats(std::int64_t step) {
+  const ProbePass pass = probe_pass(step);
+  const std::vector<float> residual = as_floats(residual_norms(*ex_.backend, pass.capture, src_lengths_, tgt_lengths_));
+  const std::vector<float> grads = as_floats(layer_grad_norms(*ex_.store, layers_));
+  std::vector<std::vector<float>> entropy;
+  for (std::size_t i = 0; i < layout_.attention.size(); ++i) {
+    const results::AttentionSlot& s = layout_.attention[i];
+    const bool src_queries = s.stack == "encoder";
+    entropy.push_back(as_floats(attention_entropy(pass.attention[i], {probe_batch_.B, s.heads, s.queries, s.keys},
+                                                  src_queries ? src_lengths_ : tgt_lengths_)));
+  }
+  results::StatsLog log;
+  log.tables = {residual, grads};
+  for (const auto& e : entropy) log.entropy.emplace_back(e);
+  writer_->append_stats(step, log);
+}
+
+void RunRecorder::attention(std::int64_t step) {
+  const ProbePass pass = probe_pass(step);
+  results::AttentionLog log;
+  for (const auto& a : pass.attention) log.slots.emplace_back(a);
+  std::vector<std::int32_t> tokens, lengths;
+  std::vector<std::vector<float>> cross;
+  const results::DecodeLayout& d = layout_.decode;
+  if (d.layers > 0) {
+    model::ForwardCapture captured;
+    const auto predictions = ex_.model->greedy_decode(*ex_.backend, probe_batch_, d.steps - 1, &captured);
+    const std::int64_t E = layout_.probe.examples;
+    tokens.assign(static_cast<std::size_t>(E * d.steps), TaskInfo::kPad);
+    for (std::int64_t e = 0; e < E; ++e) {
+      const auto& p = predictions[static_cast<std::size_t>(e)];
+      lengths.push_back(static_cast<std::int32_t>(p.size()));
+      std::copy(p.begin(), p.end(), tokens.begin() + e * d.steps);
+    }
+    cross.assign(static_cast<std::size_t>(d.layers), std::vector<float>(static_cast<std::size_t>(E * d.heads * d.steps * d.keys), 0.0f));
+    for (const auto& a : captured.attention) {  // probs [E, H, 1, S] of decode step a.step
+      const std::vector<float> p = to_host(*ex_.backend, a.probs);
+      std::vector<float>& out = cross[static_cast<std::size_t>(a.layer)];
+      for (std::int64_t eh = 0; eh < E * d.heads; ++eh)
+        std::copy_n(p.begin() + eh * d.keys, d.keys, out.begin() + (eh * d.steps + a.step) * d.keys);
+    }
+    log.decode.tokens = tokens;
+    log.decode.lengths = lengths;
+    for (const auto& c : cross) log.decode.cross.emplace_back(c);
+  }
+  writer_->append_attention(step, log);
+}
+
+}  // namespace ablate::train

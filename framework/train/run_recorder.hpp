@@ -1,0 +1,56 @@
+// The bridge between a training run and its run file (framework/results/run_file.hpp): declares
+// the file's layout from the experiment (metric names, the probe batch, one attention slot per
+// layer and kind, greedy-decoding logs, per-layer statistics), and records the probe passes.
+// The probe pass runs on its own no-gradient, no-dropout graph: it never changes training.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "results/run_file.hpp"
+#include "train/experiment.hpp"
+
+namespace ablate::train {
+
+class RunRecorder {
+ public:
+  // The probe: the first log.attention.probe_examples examples of the eval split.
+  RunRecorder(Experiment& experiment, std::vector<std::string> train_metrics, std::vector<std::string> eval_metrics);
+
+  const results::RunLayout& layout() const { return layout_; }
+
+  // Starts a new run file (refusing an existing one), or continues a stopped run's file from its
+  // checkpoint step (rows logged after it are dropped).
+  void create(const std::filesystem::path& file, const results::RunInfo& info);
+  void resume(const std::filesystem::path& file, std::int64_t step);
+
+  void train(std::int64_t step, const std::vector<double>& values) { writer_->append_train(step, values); }
+  void eval(std::int64_t step, const std::map<std::string, double>& values) { writer_->append_eval(step, values); }
+  // Per-layer statistics at `step` from a probe pass and the gradients of that step's backward.
+  void stats(std::int64_t step);
+  // The probe's attention of every layer and kind, and its greedy decoding (seq2seq).
+  void attention(std::int64_t step);
+  void state(const results::RunState& s) { writer_->set_state(s); }
+  void flush() { writer_->flush(); }
+
+ private:
+  // One probe forward pass: the captured attention (host copies, slot order) and layer outputs.
+  struct ProbePass {
+    std::vector<std::vector<float>> attention;  // per slot: [E, H, Q, K]
+    model::ForwardCapture capture;
+  };
+  ProbePass probe_pass(std::int64_t step);
+
+  Experiment& ex_;
+  results::RunLayout layout_;
+  model::DeviceBatch probe_batch_;
+  std::vector<std::int32_t> src_lengths_, tgt_lengths_;  // of the probe, per stack's queries
+  std::vector<std::string> layers_;                        // parameter layer names, stats columns
+  std::optional<results::RunWriter> writer_;
+};
+
+}  // namespace ablate::train

@@ -1,0 +1,473 @@
+// Tests for framework/analysis/compare and report: arms from varying keys, seed aggregation,
+// Welch against the baseline, diverged runs, steps-to-threshold, and the four renderings (JSON
+// checked by Debian's python3). Expected t/df/p come from mpmath at 40 digits (see stats_test).
+#include "analysis/compare.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ablate/error.hpp"
+#include "analysis/report.hpp"
+
+namespace ablate::analysis {
+namespace {
+
+using Curve = std::vector<std::pair<std::int64_t, double>>;
+
+RunSummary make_run(const std::string& id, const std::string& block, int seed, const std::string& status, double exact_match,
+                    Curve curve, double tokens_per_s) {
+  RunSummary r;
+  r.run_id = id;
+  r.path = "results/quickstart/" + id + "/run.h5";
+  r.status = status;
+  r.config = {{"name", "quickstart"}, {"model.block", block}, {"train.seed", std::to_string(seed)}, {"train.steps", "300"}};
+  r.final_metrics = {{"exact_match", exact_match}, {"loss", 1.0 - exact_match}};
+  r.eval_curves = {{"exact_match", std::move(curve)}};
+  r.tokens_per_s = tokens_per_s;
+  return r;
+}
+
+// 2 arms x 3 seeds. post_norm: 0.90, 0.91, 0.89 (mean 0.90, std 0.01). pre_norm: 0.95, 0.97 and a
+// diverged seed 3 (mean 0.96, std sqrt(2)/100). Input order puts pre_norm first on purpose.
+std::vector<RunSummary> synthetic_runs() {
+  return {
+      make_run("pre-s1", "pre_norm", 1, "completed", 0.95, {{100, 0.7}, {200, 0.95}}, 900),
+      make_run("post-s1", "post_norm", 1, "completed", 0.90, {{100, 0.5}, {200, 0.85}, {300, 0.90}}, 1000),
+      make_run("pre-s2", "pre_norm", 2, "completed", 0.97, {{100, 0.92}, {200, 0.97}}, 950),
+      make_run("post-s2", "post_norm", 2, "completed", 0.91, {{100, 0.6}, {200, 0.91}, {300, 0.91}}, 1100),
+      make_run("pre-s3", "pre_norm", 3, "diverged", 0.10, {{100, 0.93}, {200, NAN}}, 10000),
+      make_run("post-s3", "post_norm", 3, "completed", 0.89, {{100, 0.5}, {200, 0.8}, {300, 0.89}}, 1200),
+  };
+}
+
+Comparison synthetic_comparison() {
+  CompareOptions options;
+  options.threshold = 0.9;
+  return compare(synthetic_runs(), options);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> split_csv_simple(const std::string& line) {  // rows without quoted fields
+  std::vector<std::string> fields(1);
+  for (const char ch : line) {
+    if (ch == ',') fields.emplace_back();
+    else fields.back() += ch;
+  }
+  return fields;
+}
+
+std::size_t display_column(const std::string& line, std::size_t byte_pos) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < byte_pos; ++i)
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+template <class F>
+void expect_error(F&& f, const std::string& message_part, const std::string& hint_part = {}) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one containing '" << message_part << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(message_part), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find(hint_part), std::string::npos) << e.hint();
+  }
+}
+
+TEST(CompareKeys, VaryingKeysLeaveOutSeedsAndIgnoredKeys) {
+  auto runs = synthetic_runs();
+  EXPECT_EQ(varying_keys(runs), std::vector<std::string>{"model.block"});
+  EXPECT_EQ(replicate_keys(), std::vector<std::string>{"train.seed"});
+  runs[0].config["train.schedule.warmup"] = "400";  // present in one run only: differs
+  runs[1].config["train.steps"] = "600";
+  EXPECT_EQ(varying_keys(runs), (std::vector<std::string>{"model.block", "train.schedule.warmup", "train.steps"}));
+  EXPECT_EQ(varying_keys(runs, {"train.steps"}), (std::vector<std::string>{"model.block", "train.schedule.warmup"}));
+  EXPECT_TRUE(varying_keys({}).empty());
+  EXPECT_TRUE(varying_keys({runs[0]}).empty());
+}
+
+TEST(CompareKeys, MetricDirectionFromItsName) {
+  EXPECT_TRUE(higher_is_better_by_name("exact_match"));
+  EXPECT_TRUE(higher_is_better_by_name("token_accuracy"));
+  EXPECT_TRUE(higher_is_better_by_name("decoded_bleu"));
+  EXPECT_FALSE(higher_is_better_by_name("loss"));
+  EXPECT_FALSE(higher_is_better_by_name("perplexity"));
+  EXPECT_FALSE(higher_is_better_by_name("decoded_loss"));
+  EXPECT_TRUE(higher_is_better_by_name("lossless_rate"));
+}
+
+TEST(CompareSynthetic, MeansStdsDeltaAndWelch) {
+  const Comparison c = synthetic_comparison();
+  EXPECT_EQ(c.metric, "exact_match");  // the default when present
+  EXPECT_TRUE(c.higher_is_better);
+  EXPECT_TRUE(c.higher_is_better_inferred);
+  EXPECT_EQ(c.keys, std::vector<std::string>{"model.block"});
+  ASSERT_EQ(c.arms.size(), 2u);
+  // Stable order by value, whatever the input order: post_norm < pre_norm, and the first is the baseline.
+  EXPECT_EQ(c.arms[0].label, "model.block=post_norm");
+  EXPECT_EQ(c.arms[1].label, "model.block=pre_norm");
+  EXPECT_EQ(c.baseline, 0u);
+  EXPECT_TRUE(c.arms[0].is_baseline);
+  EXPECT_FALSE(c.arms[1].is_baseline);
+
+  const Arm& post = c.arms[0];
+  EXPECT_EQ(post.n_runs, 3u);
+  EXPECT_EQ(post.n(), 3u);
+  EXPECT_EQ(post.n_diverged, 0u);
+  EXPECT_NEAR(post.mean, 0.90, 1e-12);
+  EXPECT_NEAR(post.std, 0.01, 1e-12);
+  EXPECT_TRUE(std::isnan(post.delta));
+
+  const Arm& pre = c.arms[1];
+  EXPECT_EQ(pre.n_runs, 3u);
+  EXPECT_EQ(pre.n_completed, 2u);
+  EXPECT_EQ(pre.n_diverged, 1u);
+  EXPECT_EQ(pre.n(), 2u);  // the diverged run's 0.10 is not in the mean
+  EXPECT_NEAR(pre.mean, 0.96, 1e-12);
+  EXPECT_NEAR(pre.std, 0.01414213562373095, 1e-12);
+  EXPECT_NEAR(pre.delta, 0.06, 1e-12);
+  // mpmath: t = 5.1961524227066319, df = 1.6842105263157895, p = 0.04969146055234231.
+  ASSERT_TRUE(pre.test.defined()) << pre.test.note;
+  EXPECT_NEAR(pre.test.t, 5.1961524227066319, 1e-9);
+  EXPECT_NEAR(pre.test.df, 1.6842105263157895, 1e-9);
+  EXPECT_NEAR(pre.test.p, 0.04969146055234231, 1e-9);
+
+  ASSERT_EQ(pre.runs.size(), 3u);
+  EXPECT_EQ(pre.runs[2].run_id, "pre-s3");
+  EXPECT_EQ(pre.runs[2].status, RunStatus::diverged);
+  EXPECT_EQ(pre.runs[2].seed, "3");
+  ASSERT_FALSE(c.notes.empty());
+  EXPECT_NE(c.notes[0].find("1 diverged run is counted but not in the means"), std::string::npos) << c.notes[0];
+}
+
+TEST(CompareSynthetic, StepsToThresholdAndThroughput) {
+  const Comparison c = synthetic_comparison();
+  const Arm& post = c.arms[0];
+  const Arm& pre = c.arms[1];
+  // post_norm reaches 0.9 at steps 300 and 200; seed 3 tops out at 0.89.
+  EXPECT_EQ(post.threshold_considered, 3u);
+  EXPECT_EQ(post.threshold_reached, 2u);
+  EXPECT_DOUBLE_EQ(post.threshold_step_mean, 250.0);
+  EXPECT_EQ(post.runs[2].threshold_step, std::nullopt);
+  // pre_norm: steps 200 and 100; the diverged run is not considered.
+  EXPECT_EQ(pre.threshold_considered, 2u);
+  EXPECT_EQ(pre.threshold_reached, 2u);
+  EXPECT_DOUBLE_EQ(pre.threshold_step_mean, 150.0);
+  // Throughput over completed runs: the diverged run's 10000 tokens/s is left out.
+  EXPECT_DOUBLE_EQ(post.tokens_per_s_mean, 1100.0);
+  EXPECT_DOUBLE_EQ(pre.tokens_per_s_mean, 925.0);
+  EXPECT_EQ(pre.tokens_per_s_n, 2u);
+
+  const Comparison none = compare(synthetic_runs());  // no threshold: nothing computed
+  EXPECT_EQ(none.arms[0].threshold_considered, 0u);
+  EXPECT_TRUE(std::isnan(none.arms[0].threshold_step_mean));
+}
+
+TEST(CompareSynthetic, BaselineOverrideAndLowerIsBetter) {
+  CompareOptions options;
+  options.metric = "loss";
+  options.baseline = "model.block=pre_norm";
+  options.threshold = 0.1;
+  auto runs = synthetic_runs();
+  for (auto& r : runs) {  // loss curves: 1 - exact_match
+    r.eval_curves["loss"] = r.eval_curves["exact_match"];
+    for (auto& [step, v] : r.eval_curves["loss"]) v = 1.0 - v;
+  }
+  const Comparison c = compare(runs, options);
+  EXPECT_EQ(c.metric, "loss");
+  EXPECT_FALSE(c.higher_is_better);
+  EXPECT_EQ(c.baseline, 1u);
+  EXPECT_TRUE(c.arms[1].is_baseline);
+  const Arm& post = c.arms[0];
+  EXPECT_NEAR(post.mean, 0.10, 1e-12);
+  EXPECT_NEAR(post.delta, 0.06, 1e-12);  // loss 0.10 vs 0.04
+  EXPECT_NEAR(post.test.t, 5.1961524227066319, 1e-8);
+  EXPECT_NEAR(post.test.p, 0.04969146055234231, 1e-8);
+  // Lower is better: reached at loss <= 0.1: seed 1 at step 300 (1 - 0.9 = 0.09999999999999998),
+  // seed 2 at step 200 (0.09); seed 3 ends at 0.11.
+  EXPECT_EQ(post.threshold_reached, 2u);
+  EXPECT_DOUBLE_EQ(post.threshold_step_mean, 250.0);
+  EXPECT_EQ(c.arms[1].threshold_reached, 2u);  // pre_norm: loss 0.05 at 200, 0.08 at 100
+  EXPECT_DOUBLE_EQ(c.arms[1].threshold_step_mean, 150.0);
+
+  options.higher_is_better = true;  // an explicit override wins over the name
+  const Comparison forced = compare(runs, options);
+  EXPECT_TRUE(forced.higher_is_better);
+  EXPECT_FALSE(forced.higher_is_better_inferred);
+}
+
+TEST(CompareSynthetic, DefaultsToLossWithoutExactMatch) {
+  auto runs = synthetic_runs();
+  for (auto& r : runs) r.final_metrics.erase("exact_match");
+  EXPECT_EQ(compare(runs).metric, "loss");
+  for (auto& r : runs) r.final_metrics = {{"token_accuracy", 0.5}};
+  expect_error([&] { compare(runs); }, "neither exact_match nor loss", "token_accuracy");
+}
+
+TEST(CompareBaseline, NumericOrderAndNumericMatching) {
+  std::vector<RunSummary> runs;
+  int seed = 0;
+  for (const char* lr : {"0.01", "1e-4", "0.001"}) {
+    for (const double v : {0.5, 0.6}) {
+      RunSummary r;
+      r.run_id = std::string("lr") + lr + "-" + std::to_string(++seed);
+      r.status = "completed";
+      r.config = {{"train.optimizer.lr", lr}, {"train.seed", std::to_string(seed)}};
+      r.final_metrics = {{"exact_match", v}};
+      runs.push_back(r);
+    }
+  }
+  CompareOptions options;
+  Comparison c = compare(runs, options);
+  ASSERT_EQ(c.arms.size(), 3u);
+  EXPECT_EQ(c.arms[0].label, "train.optimizer.lr=1e-4");
+  EXPECT_EQ(c.arms[1].label, "train.optimizer.lr=0.001");
+  EXPECT_EQ(c.arms[2].label, "train.optimizer.lr=0.01");
+  EXPECT_EQ(c.baseline, 0u);
+  options.baseline = "train.optimizer.lr=1e-3";  // matches "0.001" by value
+  c = compare(runs, options);
+  EXPECT_EQ(c.baseline, 1u);
+  // Identical arms: Δ = 0 with equal spread gives t = 0, p = 1.
+  EXPECT_DOUBLE_EQ(c.arms[0].delta, 0.0);
+  EXPECT_DOUBLE_EQ(c.arms[0].test.p, 1.0);
+  // Three arms: two tests against the baseline, and a note about it.
+  bool noted = false;
+  for (const auto& note : c.notes) noted = noted || note.find("multiple comparisons") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(CompareBaseline, SeveralKeysAndBracketedValues) {
+  std::vector<RunSummary> runs;
+  for (const char* block : {"pre_norm", "post_norm"}) {
+    for (const char* betas : {"[0.9, 0.98]", "[0.9, 0.999]"}) {
+      RunSummary r;
+      r.run_id = std::string(block) + betas;
+      r.status = "completed";
+      r.config = {{"model.block", block}, {"train.optimizer.betas", betas}};
+      r.final_metrics = {{"exact_match", 0.5}};
+      runs.push_back(r);
+    }
+  }
+  CompareOptions options;
+  options.baseline = "model.block=pre_norm, train.optimizer.betas=[0.9, 0.999]";
+  const Comparison c = compare(runs, options);
+  ASSERT_EQ(c.arms.size(), 4u);
+  EXPECT_EQ(c.arms[c.baseline].label, "model.block=pre_norm,train.optimizer.betas=[0.9, 0.999]");
+  options.baseline = "model.block=pre_norm";
+  expect_error([&] { compare(runs, options); }, "matches 2 arms", "add key=value pairs");
+}
+
+TEST(CompareBaseline, ErrorsSayWhatIsWrongAndWhatExists) {
+  const auto runs = synthetic_runs();
+  CompareOptions options;
+  options.baseline = "model.block=sandwich";
+  expect_error([&] { compare(runs, options); }, "matches no arm", "model.block=post_norm; model.block=pre_norm");
+  options.baseline = "train.seed=1";
+  expect_error([&] { compare(runs, options); }, "seeds are replicates");
+  options.baseline = "train.steps=300";
+  expect_error([&] { compare(runs, options); }, "same value in every run", "arms differ in: model.block");
+  options.baseline = "model.blok=pre_norm";
+  expect_error([&] { compare(runs, options); }, "did you mean model.block?");
+  options.baseline = "pre_norm";
+  expect_error([&] { compare(runs, options); }, "is not key=value", "key=value[,key=value]");
+  options.baseline.clear();
+  options.metric = "exact_mach";
+  expect_error([&] { compare(runs, options); }, "did you mean 'exact_match'?", "exact_match, loss");
+  expect_error([&] { compare({}, {}); }, "no runs");
+  auto bad = runs;
+  bad[3].status = "exploded";
+  expect_error([&] { compare(bad, {}); }, "results/quickstart/post-s2/run.h5: unknown run status 'exploded'",
+               "newer Ablate");
+}
+
+TEST(CompareSynthetic, FewRunsAndOtherStatusesNeverCrash) {
+  auto runs = synthetic_runs();
+  runs[2].status = "failed";       // pre-s2: pre_norm keeps one completed run
+  runs[3].status = "interrupted";  // post-s2
+  runs[5].status = "running";      // post-s3: post_norm keeps one completed run
+  const Comparison c = compare(runs);
+  EXPECT_EQ(c.arms[0].n(), 1u);
+  EXPECT_EQ(c.arms[0].n_interrupted, 1u);
+  EXPECT_EQ(c.arms[0].n_running, 1u);
+  EXPECT_EQ(c.arms[1].n_failed, 1u);
+  EXPECT_TRUE(std::isnan(c.arms[1].std));
+  EXPECT_NEAR(c.arms[1].delta, 0.05, 1e-12);
+  EXPECT_FALSE(c.arms[1].test.defined());
+  EXPECT_NE(c.arms[1].test.note.find("this arm has 1 completed run with the metric"), std::string::npos)
+      << c.arms[1].test.note;
+  const std::string table = format_table(c);
+  EXPECT_NE(table.find("p n/a for model.block=pre_norm: this arm has 1 completed run"), std::string::npos) << table;
+  EXPECT_NE(table.find("runs counted but not in the means: 1 failed, 1 interrupted, 1 still running"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("interrupted/running"), std::string::npos) << table;
+  EXPECT_NE(report_markdown(c).find("No p-value: this arm has 1 completed run"), std::string::npos);
+
+  // A single arm (nothing varies): no baseline comparison, still renders.
+  std::vector<RunSummary> same = {synthetic_runs()[1], synthetic_runs()[3]};
+  const Comparison one = compare(same);
+  ASSERT_EQ(one.arms.size(), 1u);
+  EXPECT_EQ(one.arms[0].label, "all runs");
+  EXPECT_NE(format_table(one).find("nothing to compare against"), std::string::npos);
+
+  // Duplicate seeds within an arm are flagged.
+  auto dup = synthetic_runs();
+  dup[3].config["train.seed"] = "1";
+  const Comparison d = compare(dup);
+  bool flagged = false;
+  for (const auto& note : d.notes) flagged = flagged || note.find("2 runs have train.seed=1") != std::string::npos;
+  EXPECT_TRUE(flagged);
+}
+
+TEST(CompareReport, TerminalTableIsAlignedAndShowsTheNumbers) {
+  const std::string table = format_table(synthetic_comparison());
+  const auto lines = lines_of(table);
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_NE(lines[0].find("metric: exact_match (final eval value; higher is better) · baseline: model.block=post_norm"),
+            std::string::npos)
+      << lines[0];
+  const std::string& head = lines[1];
+  const std::string& post = lines[2];
+  const std::string& pre = lines[3];
+  EXPECT_EQ(head.rfind("arm", 0), 0u);
+  EXPECT_NE(post.find("0.9000 ± 0.0100 (3)"), std::string::npos) << table;
+  EXPECT_NE(pre.find("0.9600 ± 0.0141 (2)"), std::string::npos) << table;
+  EXPECT_NE(pre.find("+0.0600"), std::string::npos) << table;
+  EXPECT_NE(pre.find("0.0497 *"), std::string::npos) << table;
+  EXPECT_NE(post.find("baseline"), std::string::npos) << table;
+  EXPECT_NE(post.find("250 (2/3)"), std::string::npos) << table;
+  EXPECT_NE(pre.find("150 (2/2)"), std::string::npos) << table;
+  EXPECT_NE(head.find("steps to ≥ 0.9"), std::string::npos) << table;
+  // Columns line up in display width (the ± and Δ are two bytes each).
+  EXPECT_EQ(display_column(head, head.find("Δ vs baseline")), display_column(post, post.find("baseline")));
+  EXPECT_EQ(display_column(head, head.find("Δ vs baseline")), display_column(pre, pre.find("+0.0600")));
+  EXPECT_EQ(display_column(head, head.find("tokens/s")), display_column(post, post.find("1100")));
+  EXPECT_EQ(display_column(head, head.find("tokens/s")), display_column(pre, pre.find("925")));
+  EXPECT_NE(table.find("note: 1 diverged run is counted but not in the means"), std::string::npos) << table;
+}
+
+TEST(CompareReport, MarkdownStatesWhatTheNumbersDoAndDoNotShow) {
+  const Comparison c = synthetic_comparison();
+  const std::string md = report_markdown(c);
+  EXPECT_NE(md.find("| arm | runs | exact_match mean ± std (n) | Δ vs baseline | p | diverged | failed | steps to ≥ 0.9 | "
+                    "tokens/s |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| `model.block=pre_norm` | 3 | 0.9600 ± 0.0141 (2) | +0.0600 | 0.0497 * | 1 | 0 | 150 (2/2) | 925 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("1 of its 3 runs diverged (pre-s3) and is not in the mean"), std::string::npos) << md;
+  EXPECT_NE(md.find("a difference was detected"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 of 3 completed runs reached exact_match ≥ 0.9, at step 250 on average (an average over those"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("means no difference was detected, not that there is none"), std::string::npos) << md;
+
+  // A p above 0.05 is reported as "not detected", never as "no difference".
+  auto runs = synthetic_runs();
+  runs[2].final_metrics["exact_match"] = 0.88;  // pre_norm: 0.95, 0.88
+  const std::string md2 = report_markdown(compare(runs));
+  EXPECT_NE(md2.find("no difference was detected. That is not evidence that there is none"), std::string::npos) << md2;
+}
+
+TEST(CompareReport, CsvHasHeaderAndOneRowPerArm) {
+  const std::string csv = summary_csv(synthetic_comparison());
+  const auto lines = lines_of(csv);
+  ASSERT_EQ(lines.size(), 3u) << csv;
+  EXPECT_EQ(lines[0],
+            "arm,model.block,baseline,runs,completed,diverged,failed,interrupted,running,missing_metric,metric,n,mean,std,"
+            "delta,t,df,p,p_note,threshold,steps_to_threshold_mean,threshold_reached,threshold_considered,"
+            "tokens_per_s_mean");
+  const auto post = split_csv_simple(lines[1]);
+  const auto pre = split_csv_simple(lines[2]);
+  ASSERT_EQ(post.size(), 24u) << lines[1];
+  ASSERT_EQ(pre.size(), 24u) << lines[2];
+  EXPECT_EQ(std::vector<std::string>(post.begin(), post.begin() + 12),
+            (std::vector<std::string>{"model.block=post_norm", "post_norm", "true", "3", "3", "0", "0", "0", "0", "0",
+                                      "exact_match", "3"}));
+  EXPECT_DOUBLE_EQ(std::stod(post[12]), 0.9);
+  EXPECT_NEAR(std::stod(post[13]), 0.01, 1e-15);
+  EXPECT_EQ(std::vector<std::string>(post.begin() + 14, post.end()),
+            (std::vector<std::string>{"", "", "", "", "", "0.9", "250", "2", "3", "1100"}));  // no Δ, t, df, p, note
+  EXPECT_EQ(std::vector<std::string>(pre.begin(), pre.begin() + 12),
+            (std::vector<std::string>{"model.block=pre_norm", "pre_norm", "false", "3", "2", "1", "0", "0", "0", "0",
+                                      "exact_match", "2"}));
+  EXPECT_DOUBLE_EQ(std::stod(pre[12]), 0.96);
+  EXPECT_NEAR(std::stod(pre[13]), 0.01414213562373095, 1e-15);
+  EXPECT_NEAR(std::stod(pre[14]), 0.06, 1e-15);
+  EXPECT_NEAR(std::stod(pre[15]), 5.1961524227066319, 1e-9);
+  EXPECT_NEAR(std::stod(pre[16]), 1.6842105263157895, 1e-9);
+  EXPECT_NEAR(std::stod(pre[17]), 0.04969146055234231, 1e-9);
+  EXPECT_EQ(std::vector<std::string>(pre.begin() + 18, pre.end()),
+            (std::vector<std::string>{"", "0.9", "150", "2", "2", "925"}));
+
+  // Fields with commas or quotes are quoted.
+  std::vector<RunSummary> runs;
+  for (const char* betas : {"[0.9, 0.98]", "say \"hi\""}) {
+    RunSummary r;
+    r.status = "completed";
+    r.config = {{"train.optimizer.betas", betas}};
+    r.final_metrics = {{"loss", 1.0}};
+    runs.push_back(r);
+  }
+  const std::string quoted = summary_csv(compare(runs));
+  EXPECT_NE(quoted.find("\"train.optimizer.betas=[0.9, 0.98]\",\"[0.9, 0.98]\",true"), std::string::npos) << quoted;
+  EXPECT_NE(quoted.find("\"train.optimizer.betas=say \"\"hi\"\"\",\"say \"\"hi\"\"\",false"), std::string::npos) << quoted;
+}
+
+// Runs /usr/bin/python3 on `json`, printing what `expression` (of the parsed document d) gives.
+std::string python_json(const std::string& json, const std::string& expression) {
+  const auto file = std::filesystem::path(testing::TempDir()) / ("compare_summary_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << json;
+  const std::string command =
+      "/usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(" + expression + ")' < " + file.string() + " 2>&1";
+  std::string out;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+    ::pclose(pipe);
+  }
+  std::filesystem::remove(file);
+  return out;
+}
+
+TEST(CompareReport, JsonParsesAndCarriesTheNumbers) {
+  if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  const std::string json = summary_json(synthetic_comparison());
+  EXPECT_EQ(python_json(json, "d[\"format\"], d[\"metric\"], d[\"baseline\"], d[\"keys\"], d[\"threshold\"]"),
+            "ablate-compare exact_match model.block=post_norm ['model.block'] 0.9\n");
+  EXPECT_EQ(python_json(json, "[a[\"label\"] for a in d[\"arms\"]], d[\"arms\"][0][\"test\"], d[\"arms\"][0][\"delta\"]"),
+            "['model.block=post_norm', 'model.block=pre_norm'] None None\n");
+  EXPECT_EQ(python_json(json, "d[\"arms\"][1][\"counts\"], d[\"arms\"][1][\"values_used\"], d[\"arms\"][1][\"mean\"]"),
+            "{'runs': 3, 'completed': 2, 'diverged': 1, 'failed': 0, 'interrupted': 0, 'running': 0, 'missing_metric': 0} "
+            "[0.95, 0.97] 0.96\n");
+  EXPECT_EQ(python_json(json, "round(d[\"arms\"][1][\"test\"][\"p\"], 8), d[\"arms\"][1][\"steps_to_threshold\"]"),
+            "0.04969146 {'mean': 150, 'reached': 2, 'considered': 2}\n");
+  EXPECT_EQ(python_json(json, "[(r[\"run_id\"], r[\"status\"], r[\"seed\"], r[\"threshold_step\"]) for r in d[\"arms\"][1][\"runs\"]]"),
+            "[('pre-s1', 'completed', '1', 200), ('pre-s2', 'completed', '2', 100), ('pre-s3', 'diverged', '3', None)]\n");
+
+  // Undefined statistics are null, notes and odd characters survive.
+  auto runs = synthetic_runs();
+  runs[2].status = "failed";
+  runs[0].config["model.block"] = "pre\"norm\n";
+  runs[4].config["model.block"] = "pre\"norm\n";
+  const std::string odd = summary_json(compare(runs));
+  EXPECT_EQ(python_json(odd, "d[\"arms\"][1][\"label\"], d[\"arms\"][1][\"std\"], d[\"arms\"][1][\"test\"][\"p\"]"),
+            "model.block=pre\"norm\n None None\n");
+}
+
+}  // namespace
+}  // namespace ablate::analysis
