@@ -16,4 +16,4 @@ echo
 out="results/quickstart/main-$(date +%Y%m%d-%H%M%S)"  # a new directory each time: results are never overwritten
 build/bin/ablate run experiments/quickstart.yaml --out "$out"
 echo
-echo "run directory: $out (run.json, train.csv, eval.csv, resolved.yaml, checkpoint.bin)"
+echo "run directory: $out (run.h5: metrics, attention, statistics; checkpoint.bin)"
