@@ -16,7 +16,10 @@ namespace po = boost::program_options;
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
+      {"compare", "compare the runs under directories: arms by varying keys, mean ± std over seeds, Δ vs a baseline, report files", cmd_compare},
+      {"plot", "draw curves per arm, attention heatmap grids, decode cross-attention and entropy figures (PNG/SVG)", cmd_plot},
       {"plugins", "list the discovered plugins: kind, name, version, file, description, options", cmd_plugins},
+      {"inspect", "summarise a run file: status, last metrics, logged tensors; --follow a live run", cmd_inspect},
       {"run", "train an experiment spec into its run directory (resumable with --resume)", cmd_run},
       {"validate", "check an experiment spec (keys, values, extends, --set, plugins); --print the resolved spec", cmd_validate},
   };

@@ -33,7 +33,10 @@ boost::program_options::variables_map parse_command(
 // "ablate 0.1.0 (git <rev>, plugin API 1, ABI <tag>)"
 std::string version_line();
 
+int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -23,7 +23,8 @@ TEST(Cli, HelpListsOnlyWorkingCommandsAndTheExitCodes) {
   EXPECT_TRUE(contains(r.out, "3  plugin error"));
   EXPECT_TRUE(contains(r.out, "4  a run diverged"));
   EXPECT_TRUE(contains(r.out, "  run "));
-  for (const char* unbuilt : {"  sweep", "  compare", "  inspect"}) EXPECT_FALSE(contains(r.out, unbuilt)) << unbuilt;
+  EXPECT_TRUE(contains(r.out, "  inspect "));
+  EXPECT_FALSE(contains(r.out, "  sweep")) << "not built yet: not listed";
 }
 
 TEST(Cli, NoArgumentsPrintsHelpAndIsAUsageError) {

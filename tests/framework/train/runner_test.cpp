@@ -237,3 +237,24 @@ TEST_F(RunnerTest, LanguageModelTrainsAndSkipsDecodingMetrics) {
 
 }  // namespace
 }  // namespace ablate::train
+
+namespace ablate::train {
+namespace {
+
+TEST_F(RunnerTest, InspectSummarisesTheRunFile) {
+  ASSERT_EQ(run("ins", {"--set", "train.steps=20", "--set", "eval.every=20", "--set", "log.attention.every=10"}).code, cli::kExitOk);
+  const auto r = run_cli({"inspect", (dir_ / "ins").string()});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  for (const char* expected : {"status completed at step 20 (reached train.steps)", "train: 2 rows", "eval: 1 rows",
+                               "attention: 2 logs (steps 10 .. 20), probe of 4 examples",
+                               "/attention/encoder/self/layer_0 [2, 4, 2, ", "/attention/decoder/self/layer_0 [2, 4, 2, ",
+                               "mask causal+key_padding", "/attention/decode/cross/layer_0..0 [2, 4, 2, 5, ", "block/pre_norm 1.0.0"})
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
+  const auto follow = run_cli({"inspect", (dir_ / "ins" / "run.h5").string(), "--follow", "--interval", "0.05"});
+  EXPECT_EQ(follow.code, cli::kExitOk);
+  EXPECT_NE(follow.out.find("run completed at step 20"), std::string::npos) << follow.out;
+  EXPECT_EQ(run_cli({"inspect", (dir_ / "nothing").string()}).code, cli::kExitUsage);
+}
+
+}  // namespace
+}  // namespace ablate::train

@@ -1,0 +1,118 @@
+// `ablate inspect RUN.h5 | RUN_DIR`: what a run file holds — identity, status, the last train and
+// eval metrics, and every logged tensor with its shape. `--follow` keeps printing new metric rows
+// of a live run (the file is read under SWMR) until it stops.
+#include <chrono>
+#include <iomanip>
+#include <ostream>
+#include <thread>
+
+#include "ablate/error.hpp"
+#include "cli/cli.hpp"
+#include "cli/exit_codes.hpp"
+#include "results/run_file.hpp"
+
+namespace ablate::cli {
+namespace po = boost::program_options;
+namespace {
+
+std::string shape_text(const std::vector<std::int64_t>& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// Rows `from` .. end of a metric table, one line each: "train step 120: loss 0.51 lr 0.001 ...".
+void print_rows(std::ostream& out, const char* split, const results::MetricTable& t, std::size_t from) {
+  for (std::size_t r = from; r < t.steps.size(); ++r) {
+    out << split << " step " << t.steps[r] << ":";
+    for (std::size_t c = 0; c < t.names.size(); ++c) out << " " << t.names[c] << " " << std::setprecision(5) << t.columns[c][r];
+    out << "\n";
+  }
+}
+
+void print_summary(std::ostream& out, const results::RunReader& run) {
+  const results::RunInfo& info = run.info();
+  const results::RunState state = run.state();
+  const results::RunLayout& layout = run.layout();
+  out << run.path().string() << "\n"
+      << "  experiment " << info.experiment << ", run " << info.run_id << ", seed " << info.seed << ", backend " << info.backend
+      << "\n  status " << results::to_string(state.status) << " at step " << state.step
+      << (state.reason.empty() ? "" : " (" + state.reason + ")")
+      << (state.status == results::RunStatus::Running && !run.writer_alive() ? " — no writer holds the file: the run died" : "")
+      << "\n  created " << info.created << (state.finished.empty() ? "" : ", finished " + state.finished) << "; ablate "
+      << info.ablate_version << " (git " << info.git_revision << ") on " << info.host << "\n  plugins:";
+  for (const std::string& p : info.plugins) out << " " << p << ";";
+  out << "\n";
+  for (const auto& [name, split] : {std::pair{"train", results::MetricSplit::Train}, std::pair{"eval", results::MetricSplit::Eval}}) {
+    const results::MetricTable t = run.metrics(split);
+    out << "  " << name << ": " << t.steps.size() << " rows";
+    if (!t.steps.empty()) {
+      out << ", last:\n    ";
+      print_rows(out, name, t, t.steps.size() - 1);
+    } else {
+      out << "\n";
+    }
+  }
+  const auto logs = run.attention_steps();
+  out << "  attention: " << logs.size() << " logs" << (logs.empty() ? "" : " (steps " + std::to_string(logs.front()) + " .. " + std::to_string(logs.back()) + ")")
+      << ", probe of " << layout.probe.examples << " examples\n";
+  const auto n = static_cast<std::int64_t>(logs.size());
+  for (const results::AttentionSlot& s : layout.attention)
+    out << "    " << s.path() << " " << shape_text({n, layout.probe.examples, s.heads, s.queries, s.keys}) << " mask "
+        << results::to_string(s.mask) << "\n";
+  if (layout.decode.layers > 0)
+    out << "    /attention/decode/cross/layer_0.." << layout.decode.layers - 1 << " "
+        << shape_text({n, layout.probe.examples, layout.decode.heads, layout.decode.steps, layout.decode.keys}) << "\n";
+  const auto stats = run.stats_steps();
+  out << "  stats: " << stats.size() << " rows";
+  for (const results::StatsTable& t : layout.stats) out << "; " << t.name << " " << shape_text({static_cast<std::int64_t>(stats.size()), static_cast<std::int64_t>(t.columns.size())});
+  out << "; attention entropy for " << layout.entropy.size() << " attention layers\n";
+}
+
+}  // namespace
+
+int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  po::options_description options("ablate inspect RUN.h5|RUN_DIR [options]\n\n"
+                                  "Summarises a run file: identity, status, last metrics, logged tensors and their shapes.\n\nOptions");
+  options.add_options()
+      ("help,h", "show this help")
+      ("run", po::value<std::string>(), "the run file or its directory (positional)")
+      ("follow,f", "keep printing new metric rows while the run is live (until it stops)")
+      ("interval", po::value<double>()->default_value(2.0), "seconds between reads with --follow");
+  po::positional_options_description positional;
+  positional.add("run", 1);
+  const po::variables_map vm = parse_command("inspect", options, args, positional);
+  if (vm.count("help")) {
+    out << options << "\n";
+    return kExitOk;
+  }
+  if (!vm.count("run")) throw UsageError("ablate inspect: no run file given", "usage: ablate inspect RUN.h5 [--follow]");
+  std::filesystem::path file = vm["run"].as<std::string>();
+  if (std::filesystem::is_directory(file)) file /= "run.h5";
+  if (!std::filesystem::exists(file))
+    throw UsageError("ablate inspect: " + file.string() + " does not exist", "give a run.h5 file or a run directory");
+  const results::RunReader run(file);
+  print_summary(out, run);
+  if (!vm.count("follow")) return kExitOk;
+
+  const auto interval = std::chrono::duration<double>(std::max(0.05, vm["interval"].as<double>()));
+  std::size_t train_seen = run.metrics(results::MetricSplit::Train).steps.size();
+  std::size_t eval_seen = run.metrics(results::MetricSplit::Eval).steps.size();
+  for (;;) {
+    const results::RunState state = run.state();
+    const results::MetricTable train = run.metrics(results::MetricSplit::Train), eval = run.metrics(results::MetricSplit::Eval);
+    print_rows(out, "train", train, train_seen);
+    print_rows(out, "eval", eval, eval_seen);
+    train_seen = train.steps.size();
+    eval_seen = eval.steps.size();
+    out.flush();
+    if (state.status != results::RunStatus::Running || !run.writer_alive()) {
+      out << "run " << results::to_string(state.status) << " at step " << state.step
+          << (state.reason.empty() ? "" : ": " + state.reason) << "\n";
+      return kExitOk;
+    }
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+}  // namespace ablate::cli
