@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Ctrl-C on a real `ablate run`: the run finishes its step, writes a checkpoint, records status
-# "interrupted", exits 130; `--resume` continues from that step. SIGTERM behaves the same.
+# "interrupted", exits 130; `--resume` continues from that step. SIGTERM behaves the same. SIGKILL
+# leaves a readable run file (status "running") and a resumable checkpoint.
 # Usage: run_signal_test.sh <path/to/ablate>
 set -euo pipefail
 ablate=$1
@@ -50,4 +51,21 @@ after=$(attr "$tmp/run/run.h5" step)
 [ "$after" -eq $((step + 3)) ] || fail "after resume: step $after, expected $((step + 3))"
 
 stop_with TERM "$tmp/term"
-echo "ok: interrupted at step $step, resumed to $after; SIGTERM too"
+
+# SIGKILL: no chance to clean up. The run file must stay readable (status still "running", the
+# rows of the last flushed interval), and the run resumes from its last checkpoint.
+"$ablate" run "$tmp/long.yaml" --out "$tmp/kill" --progress lines --set eval.every=10 > "$tmp/kill.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  [ -f "$tmp/kill/checkpoint.bin" ] && [ "$(attr "$tmp/kill/run.h5" step 2>/dev/null || echo 0)" -ge 20 ] && break
+  sleep 0.2
+done
+kill -9 $pid
+set +e; wait $pid; set -e
+[ "$(attr "$tmp/kill/run.h5" status)" = running ] || fail "SIGKILL: status $(attr "$tmp/kill/run.h5" status), expected running"
+"$ablate" inspect "$tmp/kill" > "$tmp/inspect.log" 2>&1 || { cat "$tmp/inspect.log"; fail "inspect cannot read the killed run"; }
+grep -q "the run died" "$tmp/inspect.log" || { cat "$tmp/inspect.log"; fail "inspect does not say the run died"; }
+"$ablate" run "$tmp/long.yaml" --out "$tmp/kill" --set eval.every=10 --resume --stop-after 3 --progress quiet > "$tmp/kill_resume.log" 2>&1 ||
+  { cat "$tmp/kill_resume.log"; fail "resume after SIGKILL failed"; }
+[ "$(attr "$tmp/kill/run.h5" status)" = interrupted ] || fail "after resume --stop-after: not interrupted"
+echo "ok: interrupted at step $step, resumed to $after; SIGTERM too; SIGKILL leaves a readable, resumable run"
