@@ -56,8 +56,8 @@ void delete_attr_if_present(const Obj& obj, std::string_view name) {
 
 Handle new_attr(const Obj& obj, std::string_view name, hid_t type, hid_t space) {
   delete_attr_if_present(obj, name);
-  return check_id(H5Acreate2(obj.id(), str(name).c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose, obj,
-                  obj.path + "@" + str(name), "create attribute");
+  return check_id(H5Acreate2(obj.id(), str(name).c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose, obj, obj.path + "@" + str(name),
+                  "create attribute");
 }
 
 std::size_t attr_points(const Handle& attr, const Obj& obj, const std::string& path) {
@@ -128,8 +128,7 @@ Handle vl_string_type() {
 
 Handle fixed_string_type(std::size_t bytes) {
   Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
-  if (!t || H5Tset_size(t.get(), bytes) < 0 || H5Tset_strpad(t.get(), H5T_STR_NULLPAD) < 0 ||
-      H5Tset_cset(t.get(), H5T_CSET_UTF8) < 0)
+  if (!t || H5Tset_size(t.get(), bytes) < 0 || H5Tset_strpad(t.get(), H5T_STR_NULLPAD) < 0 || H5Tset_cset(t.get(), H5T_CSET_UTF8) < 0)
     throw Error("cannot make an HDF5 string type of " + std::to_string(bytes) + " bytes: " + hdf5_reason());
   return t;
 }
@@ -156,9 +155,10 @@ Obj create_group(const Obj& parent, std::string_view name, bool track_order) {
   const std::string path = parent.child(name);
   Handle gcpl = plist(H5P_GROUP_CREATE);
   check(H5Pset_obj_track_times(gcpl.get(), 0), parent, path, "create group");
-  if (track_order) check(H5Pset_link_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), parent, path, "create group");
-  Handle g = check_id(H5Gcreate2(parent.id(), str(name).c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose, parent, path,
-                      "create group");
+  if (track_order)
+    check(H5Pset_link_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), parent, path, "create group");
+  Handle g =
+      check_id(H5Gcreate2(parent.id(), str(name).c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose, parent, path, "create group");
   return Obj{std::move(g), parent.file, path};
 }
 
@@ -200,8 +200,8 @@ std::vector<std::string> children(const Obj& group) {
   return out;
 }
 
-Obj create_appendable(const Obj& parent, std::string_view name, hid_t file_type, const std::vector<hsize_t>& row,
-                      hsize_t chunk_rows, bool compress, hid_t fill_type, const void* fill) {
+Obj create_appendable(const Obj& parent, std::string_view name, hid_t file_type, const std::vector<hsize_t>& row, hsize_t chunk_rows,
+                      bool compress, hid_t fill_type, const void* fill) {
   const std::string path = parent.child(name);
   std::vector<hsize_t> d{0}, max{H5S_UNLIMITED}, chunk{chunk_rows};
   for (hsize_t r : row) {
@@ -218,8 +218,8 @@ Obj create_appendable(const Obj& parent, std::string_view name, hid_t file_type,
     check(H5Pset_shuffle(dcpl.get()), parent, path, "create dataset");
     check(H5Pset_deflate(dcpl.get(), 4), parent, path, "create dataset");
   }
-  Handle ds = check_id(H5Dcreate2(parent.id(), str(name).c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-                       H5Dclose, parent, path, "create dataset");
+  Handle ds = check_id(H5Dcreate2(parent.id(), str(name).c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose,
+                       parent, path, "create dataset");
   return Obj{std::move(ds), parent.file, path};
 }
 
@@ -229,8 +229,8 @@ Obj create_fixed(const Obj& parent, std::string_view name, hid_t file_type, cons
   Handle space = simple_space(d);
   Handle dcpl = plist(H5P_DATASET_CREATE);
   check(H5Pset_obj_track_times(dcpl.get(), 0), parent, path, "create dataset");
-  Handle ds = check_id(H5Dcreate2(parent.id(), str(name).c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-                       H5Dclose, parent, path, "create dataset");
+  Handle ds = check_id(H5Dcreate2(parent.id(), str(name).c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose,
+                       parent, path, "create dataset");
   if (product(d) > 0) check(H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), parent, path, "write dataset");
   return Obj{std::move(ds), parent.file, path};
 }

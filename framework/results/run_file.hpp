@@ -194,7 +194,7 @@ class RunWriter {
   // Writes everything appended so far to the file and to disk (H5Fflush + fsync): a crash
   // loses at most what came after the last flush.
   void flush();
-  // Flushes and closes; further calls throw.
+  // Flushes and closes (closing again does nothing); anything else afterwards throws.
   void close();
 
   struct Impl;
@@ -216,14 +216,14 @@ enum class MetricSplit { Train, Eval };
 struct MetricTable {
   std::vector<std::string> names;
   std::vector<std::int64_t> steps;
-  std::vector<std::vector<double>> columns;  // [names][rows]
+  std::vector<std::vector<double>> columns;                        // [names][rows]
   const std::vector<double>& column(std::string_view name) const;  // throws naming the known names
 };
 
 struct DecodeRecord {
-  std::vector<std::int32_t> tokens;  // [E, T]
-  std::vector<std::int32_t> lengths; // [E]
-  std::vector<FloatTensor> cross;    // per decoder layer: [E, H, T, S]
+  std::vector<std::int32_t> tokens;   // [E, T]
+  std::vector<std::int32_t> lengths;  // [E]
+  std::vector<FloatTensor> cross;     // per decoder layer: [E, H, T, S]
 };
 
 // One RunWriter::resume: the checkpoint step it continued from, and when.
@@ -251,10 +251,10 @@ class RunReader {
 
   const std::filesystem::path& path() const;
   std::int64_t format_version() const;
-  const RunInfo& info() const;      // read once, at open
-  const RunLayout& layout() const;  // read once, at open
-  RunState state() const;           // current
-  std::vector<ResumeRecord> resumes() const;           // every resume of this run, in order
+  const RunInfo& info() const;                // read once, at open
+  const RunLayout& layout() const;            // read once, at open
+  RunState state() const;                     // current
+  std::vector<ResumeRecord> resumes() const;  // every resume of this run, in order
   // Whether a live RunWriter holds the file now (status "running" without one: the writer died).
   bool writer_alive() const;
 
@@ -262,13 +262,13 @@ class RunReader {
 
   std::vector<std::int64_t> attention_steps() const;
   std::size_t attention_slot(std::string_view stack, std::string_view kind, std::int64_t layer) const;  // index in layout().attention
-  FloatTensor attention(std::size_t slot, std::size_t log) const;  // [E, H, Q, K]
+  FloatTensor attention(std::size_t slot, std::size_t log) const;                                       // [E, H, Q, K]
   DecodeRecord decode(std::size_t log) const;
 
   std::vector<std::int64_t> stats_steps() const;
   FloatTensor stats(std::string_view name) const;  // [rows, columns]
   std::size_t entropy_slot(std::string_view stack, std::string_view kind, std::int64_t layer) const;
-  FloatTensor entropy(std::size_t slot) const;     // [rows, H]
+  FloatTensor entropy(std::size_t slot) const;  // [rows, H]
 
   std::vector<std::int64_t> sample_steps() const;
   SamplesRecord samples(std::size_t row) const;

@@ -46,13 +46,15 @@ void check_probe_side(const std::string& side, const ProbeTokens& t, std::int64_
   const std::string what = "probe " + side;
   if (t.length < 0) bad(what + ": length " + std::to_string(t.length) + " is negative");
   if (static_cast<std::int64_t>(t.ids.size()) != examples * t.length)
-    bad(what + ": ids has " + std::to_string(t.ids.size()) + " values, expected [E=" + std::to_string(examples) + ", L=" + std::to_string(t.length) + "]");
+    bad(what + ": ids has " + std::to_string(t.ids.size()) + " values, expected [E=" + std::to_string(examples) +
+        ", L=" + std::to_string(t.length) + "]");
   if (static_cast<std::int64_t>(t.lengths.size()) != examples)
     bad(what + ": lengths has " + std::to_string(t.lengths.size()) + " values, expected E=" + std::to_string(examples));
   for (std::int32_t n : t.lengths)
     if (n < 0 || n > t.length) bad(what + ": a length of " + std::to_string(n) + " is outside 0.." + std::to_string(t.length));
   if (static_cast<std::int64_t>(t.texts.size()) != examples)
-    bad(what + ": texts has " + std::to_string(t.texts.size()) + " entries, expected E=" + std::to_string(examples) + " (\"\" where there is no text)");
+    bad(what + ": texts has " + std::to_string(t.texts.size()) + " entries, expected E=" + std::to_string(examples) +
+        " (\"\" where there is no text)");
 }
 
 }  // namespace

@@ -52,9 +52,9 @@ struct RunReader::Impl {
     if (row < tables[index].known_rows) return;
     const hsize_t n = rows(index).rows;
     if (row >= n)
-      throw Error("no row " + std::to_string(row) + " of the " + tables[index].def.what + " in " + path.string() + ": it has " +
-                      std::to_string(n),
-                  "rows are numbered from 0 in the order they were logged; the steps datasets list their steps");
+      throw Error(
+          "no row " + std::to_string(row) + " of the " + tables[index].def.what + " in " + path.string() + ": it has " + std::to_string(n),
+          "rows are numbered from 0 in the order they were logged; the steps datasets list their steps");
   }
 
   FloatTensor read_float_row(std::size_t index, std::size_t column, std::size_t row, std::vector<std::int64_t> shape) {
@@ -80,7 +80,8 @@ RunReader::RunReader(const fs::path& file) : impl_(std::make_unique<Impl>()) {
   m.path = file;
   const std::string name = file.string();
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) throw Error("cannot read run file " + name + ": no such file", "check the path; a run's file is <run dir>/run.h5");
+  if (!fs::is_regular_file(file, ec))
+    throw Error("cannot read run file " + name + ": no such file", "check the path; a run's file is <run dir>/run.h5");
   // HDF5's flock is off, as in RunWriter: within one process HDF5 shares an open file between its
   // handles only when their locking settings agree (a reader beside this process's writer).
   h5::Handle fapl = h5::plist(H5P_FILE_ACCESS);
@@ -89,7 +90,8 @@ RunReader::RunReader(const fs::path& file) : impl_(std::make_unique<Impl>()) {
   if (!f)
     throw Error("cannot open run file " + name + ": HDF5: " + h5::hdf5_reason(),
                 "is it an Ablate run file? A file whose writer died while it was not SWMR writing stays marked open: resume the run, "
-                "or run `h5clear -s " + name + "`");
+                "or run `h5clear -s " +
+                    name + "`");
   m.file = h5::Obj{std::move(f), name, "/"};
   m.root = schema::open_root(m.file);
   m.version = schema::check_format(m.root);
@@ -159,7 +161,8 @@ std::size_t RunReader::attention_slot(std::string_view stack, std::string_view k
     if (slots[i].stack == stack && slots[i].kind == kind && slots[i].layer == layer) return i;
   std::string known;
   for (const AttentionSlot& s : slots) known += (known.empty() ? "" : ", ") + s.path();
-  throw Error("no attention slot " + std::string(stack) + "/" + std::string(kind) + "/layer_" + std::to_string(layer) + " in " + impl_->path.string(),
+  throw Error("no attention slot " + std::string(stack) + "/" + std::string(kind) + "/layer_" + std::to_string(layer) + " in " +
+                  impl_->path.string(),
               known.empty() ? "this run logged no attention" : "the run logged: " + known);
 }
 
@@ -167,8 +170,9 @@ FloatTensor RunReader::attention(std::size_t slot, std::size_t log) const {
   h5::Quiet quiet;
   const RunLayout& l = impl_->layout;
   if (slot >= l.attention.size())
-    throw Error("no attention slot " + std::to_string(slot) + " in " + impl_->path.string() + ": it has " + std::to_string(l.attention.size()),
-                "find a slot's index with attention_slot(stack, kind, layer)");
+    throw Error(
+        "no attention slot " + std::to_string(slot) + " in " + impl_->path.string() + ": it has " + std::to_string(l.attention.size()),
+        "find a slot's index with attention_slot(stack, kind, layer)");
   const AttentionSlot& s = l.attention[slot];
   return impl_->read_float_row(schema::kAttentionTable, slot, log, to_shape({l.probe.examples, s.heads, s.queries, s.keys}));
 }
@@ -204,7 +208,8 @@ FloatTensor RunReader::stats(std::string_view name) const {
     if (s[i].name == name) return impl_->read_float_rows(schema::kStatsTable, i, static_cast<std::int64_t>(s[i].columns.size()));
   std::string known;
   for (const StatsTable& t : s) known += (known.empty() ? "" : ", ") + t.name;
-  throw Error("no stats table '" + std::string(name) + "' in " + impl_->path.string(), known.empty() ? "this run logged no statistics" : "the run logged: " + known);
+  throw Error("no stats table '" + std::string(name) + "' in " + impl_->path.string(),
+              known.empty() ? "this run logged no statistics" : "the run logged: " + known);
 }
 
 std::size_t RunReader::entropy_slot(std::string_view stack, std::string_view kind, std::int64_t layer) const {
@@ -213,7 +218,8 @@ std::size_t RunReader::entropy_slot(std::string_view stack, std::string_view kin
     if (slots[i].stack == stack && slots[i].kind == kind && slots[i].layer == layer) return i;
   std::string known;
   for (const EntropySlot& s : slots) known += (known.empty() ? "" : ", ") + s.path();
-  throw Error("no attention entropy for " + std::string(stack) + "/" + std::string(kind) + "/layer_" + std::to_string(layer) + " in " + impl_->path.string(),
+  throw Error("no attention entropy for " + std::string(stack) + "/" + std::string(kind) + "/layer_" + std::to_string(layer) + " in " +
+                  impl_->path.string(),
               known.empty() ? "this run logged no attention entropy" : "the run logged: " + known);
 }
 

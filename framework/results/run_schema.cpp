@@ -58,8 +58,8 @@ std::vector<hsize_t> shape_of(const h5::Obj& ds, std::size_t rank) {
 }
 
 std::string slot_text(const AttentionSlot& s) {
-  return s.path() + " [H=" + std::to_string(s.heads) + ", Q=" + std::to_string(s.queries) + ", K=" + std::to_string(s.keys) +
-         "] mask " + to_string(s.mask) + " query_tokens '" + s.query_tokens + "' key_tokens '" + s.key_tokens + "'";
+  return s.path() + " [H=" + std::to_string(s.heads) + ", Q=" + std::to_string(s.queries) + ", K=" + std::to_string(s.keys) + "] mask " +
+         to_string(s.mask) + " query_tokens '" + s.query_tokens + "' key_tokens '" + s.key_tokens + "'";
 }
 
 }  // namespace
@@ -98,8 +98,8 @@ std::vector<TableDef> tables(const RunLayout& l) {
   t[kSamplesTable] = {"samples", std::string(kSamples) + "/steps", {}};
   if (l.samples.count > 0)
     for (const char* n : {"src", "reference", "prediction"})
-      t[kSamplesTable].columns.push_back({std::string(kSamples) + "/" + n, Elem::Text, {h(l.samples.count)}, 1, true,
-                                          static_cast<std::size_t>(l.samples.text_bytes)});
+      t[kSamplesTable].columns.push_back(
+          {std::string(kSamples) + "/" + n, Elem::Text, {h(l.samples.count)}, 1, true, static_cast<std::size_t>(l.samples.text_bytes)});
   return t;
 }
 
@@ -225,7 +225,8 @@ RunLayout read_layout(const h5::Obj& root) {
   for (const std::string& rel : h5::strings_attr(entropy, "slots")) {
     const h5::Obj ds = open_path(root, std::string(kEntropy) + "/" + rel);
     const std::vector<hsize_t> d = shape_of(ds, 2);
-    l.entropy.push_back({h5::string_attr(ds, "stack"), h5::string_attr(ds, "kind"), h5::int_attr(ds, "layer"), static_cast<std::int64_t>(d[1])});
+    l.entropy.push_back(
+        {h5::string_attr(ds, "stack"), h5::string_attr(ds, "kind"), h5::int_attr(ds, "layer"), static_cast<std::int64_t>(d[1])});
   }
 
   const h5::Obj samples = h5::open_group(root, kSamples);
@@ -235,17 +236,23 @@ RunLayout read_layout(const h5::Obj& root) {
 }
 
 std::string layout_difference(const RunLayout& f, const RunLayout& e) {
-  if (f.train_metrics != e.train_metrics) return "train metrics: the file has " + join(f.train_metrics) + ", this run declares " + join(e.train_metrics);
-  if (f.eval_metrics != e.eval_metrics) return "eval metrics: the file has " + join(f.eval_metrics) + ", this run declares " + join(e.eval_metrics);
+  if (f.train_metrics != e.train_metrics)
+    return "train metrics: the file has " + join(f.train_metrics) + ", this run declares " + join(e.train_metrics);
+  if (f.eval_metrics != e.eval_metrics)
+    return "eval metrics: the file has " + join(f.eval_metrics) + ", this run declares " + join(e.eval_metrics);
   if (f.probe != e.probe) return "the probe batch (its examples, tokens, lengths or texts) differs";
   if (f.attention.size() != e.attention.size())
-    return "attention slots: the file has " + std::to_string(f.attention.size()) + ", this run declares " + std::to_string(e.attention.size());
+    return "attention slots: the file has " + std::to_string(f.attention.size()) + ", this run declares " +
+           std::to_string(e.attention.size());
   for (std::size_t i = 0; i < f.attention.size(); ++i)
-    if (f.attention[i] != e.attention[i]) return "attention slot " + std::to_string(i) + ": the file has " + slot_text(f.attention[i]) + ", this run declares " + slot_text(e.attention[i]);
+    if (f.attention[i] != e.attention[i])
+      return "attention slot " + std::to_string(i) + ": the file has " + slot_text(f.attention[i]) + ", this run declares " +
+             slot_text(e.attention[i]);
   if (f.decode != e.decode)
     return "decode: the file has layers " + std::to_string(f.decode.layers) + " H " + std::to_string(f.decode.heads) + " T " +
-           std::to_string(f.decode.steps) + " S " + std::to_string(f.decode.keys) + ", this run declares layers " + std::to_string(e.decode.layers) +
-           " H " + std::to_string(e.decode.heads) + " T " + std::to_string(e.decode.steps) + " S " + std::to_string(e.decode.keys);
+           std::to_string(f.decode.steps) + " S " + std::to_string(f.decode.keys) + ", this run declares layers " +
+           std::to_string(e.decode.layers) + " H " + std::to_string(e.decode.heads) + " T " + std::to_string(e.decode.steps) + " S " +
+           std::to_string(e.decode.keys);
   if (f.stats != e.stats) {
     std::vector<std::string> a, b;
     for (const StatsTable& s : f.stats) a.push_back(s.name + join(s.columns));
@@ -259,8 +266,8 @@ std::string layout_difference(const RunLayout& f, const RunLayout& e) {
     return "attention entropy: the file has " + join(a) + ", this run declares " + join(b);
   }
   if (f.samples != e.samples)
-    return "samples: the file has " + std::to_string(f.samples.count) + " of " + std::to_string(f.samples.text_bytes) + " bytes, this run declares " +
-           std::to_string(e.samples.count) + " of " + std::to_string(e.samples.text_bytes) + " bytes";
+    return "samples: the file has " + std::to_string(f.samples.count) + " of " + std::to_string(f.samples.text_bytes) +
+           " bytes, this run declares " + std::to_string(e.samples.count) + " of " + std::to_string(e.samples.text_bytes) + " bytes";
   return {};
 }
 

@@ -30,10 +30,10 @@ enum class Elem { F64, F32, I32, Text };
 struct ColumnDef {
   std::string path;
   Elem elem = Elem::F32;
-  std::vector<hsize_t> row;     // the shape of one row
+  std::vector<hsize_t> row;  // the shape of one row
   hsize_t chunk_rows = 1;
-  bool compress = false;        // shuffle + deflate
-  std::size_t text_bytes = 0;   // Elem::Text: fixed length of each string
+  bool compress = false;       // shuffle + deflate
+  std::size_t text_bytes = 0;  // Elem::Text: fixed length of each string
   std::size_t row_elems() const;
 };
 

@@ -68,8 +68,10 @@ h5::Obj create_column(const h5::Obj& root, const schema::ColumnDef& c) {
   const h5::Obj parent = group_at(root, parent_of(c.path));
   const std::string name = name_of(c.path);
   switch (c.elem) {
-    case Elem::F64: return h5::create_appendable(parent, name, file_type_of(c.elem), c.row, c.chunk_rows, c.compress, H5T_NATIVE_DOUBLE, &kNaN);
-    case Elem::F32: return h5::create_appendable(parent, name, file_type_of(c.elem), c.row, c.chunk_rows, c.compress, H5T_NATIVE_FLOAT, &kNaNf);
+    case Elem::F64:
+      return h5::create_appendable(parent, name, file_type_of(c.elem), c.row, c.chunk_rows, c.compress, H5T_NATIVE_DOUBLE, &kNaN);
+    case Elem::F32:
+      return h5::create_appendable(parent, name, file_type_of(c.elem), c.row, c.chunk_rows, c.compress, H5T_NATIVE_FLOAT, &kNaNf);
     case Elem::I32:
       return h5::create_appendable(parent, name, file_type_of(c.elem), c.row, c.chunk_rows, c.compress, H5T_NATIVE_INT32, &kNoToken);
     case Elem::Text: {
@@ -81,7 +83,8 @@ h5::Obj create_column(const h5::Obj& root, const schema::ColumnDef& c) {
 }
 
 h5::Obj create_steps(const h5::Obj& root, const std::string& path, hsize_t chunk_rows) {
-  return h5::create_appendable(group_at(root, parent_of(path)), name_of(path), H5T_STD_I64LE, {}, chunk_rows, false, H5T_NATIVE_INT64, &kNoStep);
+  return h5::create_appendable(group_at(root, parent_of(path)), name_of(path), H5T_STD_I64LE, {}, chunk_rows, false, H5T_NATIVE_INT64,
+                               &kNoStep);
 }
 
 void write_probe_side(const h5::Obj& probe, const std::string& side, const ProbeTokens& t, std::int64_t examples) {
@@ -169,7 +172,8 @@ void build(const h5::Obj& file, const RunInfo& info, const RunLayout& l) {
 
   const h5::Obj samples = group_at(root, schema::kSamples);
   h5::set_attr(samples, "text_bytes", l.samples.text_bytes);
-  for (const schema::ColumnDef& c : tables[schema::kSamplesTable].columns) h5::set_attr(schema::open_path(root, c.path), "axes", "step,example");
+  for (const schema::ColumnDef& c : tables[schema::kSamplesTable].columns)
+    h5::set_attr(schema::open_path(root, c.path), "axes", "step,example");
 
   const h5::Obj resumes = group_at(root, schema::kResumes);
   create_steps(root, std::string(schema::kResumes) + "/step", 16);
@@ -270,7 +274,9 @@ struct RunWriter::Impl {
     if (values.size() != t.columns.size()) {
       std::string names;
       for (const Column& c : t.columns) names += (names.empty() ? "" : ", ") + name_of(c.def.path);
-      refuse(t, step, "got " + std::to_string(values.size()) + " values for the " + std::to_string(t.columns.size()) + " declared metrics [" + names + "]",
+      refuse(t, step,
+             "got " + std::to_string(values.size()) + " values for the " + std::to_string(t.columns.size()) + " declared metrics [" +
+                 names + "]",
              "pass one value per declared metric, in the declared order");
     }
     std::vector<const void*> rows;
@@ -320,7 +326,8 @@ namespace {
 
 // Opens an existing run file for SWMR writing: one writer (the lock), status flags left by a
 // killed writer cleared, HDF5's own flock off (SWMR readers hold a shared one; our lock guards).
-std::unique_ptr<RunWriter::Impl> open_for_writing(const fs::path& path, std::optional<std::int64_t> resume_step, const RunLayout* expected) {
+std::unique_ptr<RunWriter::Impl> open_for_writing(const fs::path& path, std::optional<std::int64_t> resume_step,
+                                                  const RunLayout* expected) {
   auto impl = std::make_unique<RunWriter::Impl>(path, schema::WriterLock(path));
   h5::Handle fapl = h5::plist(H5P_FILE_ACCESS);
   const std::string name = path.string();
@@ -376,6 +383,14 @@ std::unique_ptr<RunWriter::Impl> open_for_writing(const fs::path& path, std::opt
 
 }  // namespace
 
+namespace {
+// The writer's state; a moved-from RunWriter has none.
+RunWriter::Impl& live(const std::unique_ptr<RunWriter::Impl>& impl) {
+  if (!impl) throw Error("this RunWriter was moved from", "use the RunWriter it was moved to");
+  return *impl;
+}
+}  // namespace
+
 RunWriter::RunWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RunWriter::RunWriter(RunWriter&&) noexcept = default;
 RunWriter& RunWriter::operator=(RunWriter&& o) noexcept {
@@ -403,7 +418,8 @@ RunWriter RunWriter::create(const fs::path& file, const RunInfo& info, const Run
     throw Error("refusing to overwrite " + file.string() + ": it exists",
                 "results are never overwritten: pick a new run directory, or resume the run");
   const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-  if (!fs::is_directory(dir, ec)) throw Error("cannot create " + file.string() + ": no directory " + dir.string(), "create the run directory first");
+  if (!fs::is_directory(dir, ec))
+    throw Error("cannot create " + file.string() + ": no directory " + dir.string(), "create the run directory first");
 
   const fs::path temp = file.string() + ".creating." + std::to_string(::getpid());
   TempFile guard(temp);
@@ -428,146 +444,165 @@ RunWriter RunWriter::create(const fs::path& file, const RunInfo& info, const Run
 
 RunWriter RunWriter::resume(const fs::path& file, std::int64_t resume_step, const RunLayout* expected) {
   h5::Quiet quiet;
-  if (resume_step < 0) throw Error("cannot resume " + file.string() + " from step " + std::to_string(resume_step), "the resume step is the checkpoint's step (>= 0)");
+  if (resume_step < 0)
+    throw Error("cannot resume " + file.string() + " from step " + std::to_string(resume_step),
+                "the resume step is the checkpoint's step (>= 0)");
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) throw Error("cannot resume " + file.string() + ": no such file", "check the run directory");
   return RunWriter(open_for_writing(file, resume_step, expected));
 }
 
-const fs::path& RunWriter::path() const { return impl_->path; }
-const RunLayout& RunWriter::layout() const { return impl_->layout; }
+const fs::path& RunWriter::path() const { return live(impl_).path; }
+const RunLayout& RunWriter::layout() const { return live(impl_).layout; }
 
 void RunWriter::append_train(std::int64_t step, std::span<const double> values) {
   h5::Quiet quiet;
-  impl_->append_metrics(schema::kTrainTable, step, values);
+  live(impl_).append_metrics(schema::kTrainTable, step, values);
 }
 void RunWriter::append_train(std::int64_t step, const std::map<std::string, double>& values) {
   h5::Quiet quiet;
-  impl_->append_metrics(schema::kTrainTable, step, values);
+  live(impl_).append_metrics(schema::kTrainTable, step, values);
 }
 void RunWriter::append_eval(std::int64_t step, std::span<const double> values) {
   h5::Quiet quiet;
-  impl_->append_metrics(schema::kEvalTable, step, values);
+  live(impl_).append_metrics(schema::kEvalTable, step, values);
 }
 void RunWriter::append_eval(std::int64_t step, const std::map<std::string, double>& values) {
   h5::Quiet quiet;
-  impl_->append_metrics(schema::kEvalTable, step, values);
+  live(impl_).append_metrics(schema::kEvalTable, step, values);
 }
 
 void RunWriter::append_attention(std::int64_t step, const AttentionLog& log) {
   h5::Quiet quiet;
-  impl_->check_open();
-  const Table& t = impl_->tables[schema::kAttentionTable];
-  const RunLayout& l = impl_->layout;
+  Impl& m = live(impl_);
+  m.check_open();
+  const Table& t = m.tables[schema::kAttentionTable];
+  const RunLayout& l = m.layout;
   const std::int64_t e = l.probe.examples;
   auto shape_error = [&](const std::string& what, std::size_t got, const std::string& shape, std::int64_t expected) {
-    impl_->refuse(t, step, what + " got " + std::to_string(got) + " values, expected " + shape + " = " + std::to_string(expected),
-                  "pass each buffer with the shape declared in RunLayout");
+    m.refuse(t, step, what + " got " + std::to_string(got) + " values, expected " + shape + " = " + std::to_string(expected),
+             "pass each buffer with the shape declared in RunLayout");
   };
   if (log.slots.size() != l.attention.size())
-    impl_->refuse(t, step, "got " + std::to_string(log.slots.size()) + " attention buffers for " + std::to_string(l.attention.size()) + " declared slots",
-                  "pass one buffer per RunLayout::attention slot, in the declared order");
+    m.refuse(t, step,
+             "got " + std::to_string(log.slots.size()) + " attention buffers for " + std::to_string(l.attention.size()) + " declared slots",
+             "pass one buffer per RunLayout::attention slot, in the declared order");
   std::vector<const void*> rows;
   for (std::size_t i = 0; i < l.attention.size(); ++i) {
     const AttentionSlot& s = l.attention[i];
     const std::int64_t n = e * s.heads * s.queries * s.keys;
     if (static_cast<std::int64_t>(log.slots[i].size()) != n)
       shape_error("attention slot " + s.path(), log.slots[i].size(),
-                  "[E=" + std::to_string(e) + ", H=" + std::to_string(s.heads) + ", Q=" + std::to_string(s.queries) + ", K=" + std::to_string(s.keys) + "]", n);
+                  "[E=" + std::to_string(e) + ", H=" + std::to_string(s.heads) + ", Q=" + std::to_string(s.queries) +
+                      ", K=" + std::to_string(s.keys) + "]",
+                  n);
     rows.push_back(log.slots[i].data());
   }
   const DecodeLayout& d = l.decode;
   const DecodeLog& dl = log.decode;
   if (d.layers == 0) {
     if (!dl.tokens.empty() || !dl.lengths.empty() || !dl.cross.empty())
-      impl_->refuse(t, step, "it has a decode log, but the run file declares no decoding", "declare RunLayout::decode when creating the run file");
+      m.refuse(t, step, "it has a decode log, but the run file declares no decoding",
+               "declare RunLayout::decode when creating the run file");
   } else {
     if (static_cast<std::int64_t>(dl.tokens.size()) != e * d.steps)
       shape_error("decode tokens", dl.tokens.size(), "[E=" + std::to_string(e) + ", T=" + std::to_string(d.steps) + "]", e * d.steps);
-    if (static_cast<std::int64_t>(dl.lengths.size()) != e) shape_error("decode lengths", dl.lengths.size(), "[E=" + std::to_string(e) + "]", e);
+    if (static_cast<std::int64_t>(dl.lengths.size()) != e)
+      shape_error("decode lengths", dl.lengths.size(), "[E=" + std::to_string(e) + "]", e);
     for (std::int32_t n : dl.lengths)
       if (n < 0 || n > d.steps)
-        impl_->refuse(t, step, "a decode length of " + std::to_string(n) + " is outside 0.." + std::to_string(d.steps), "lengths count generated tokens");
+        m.refuse(t, step, "a decode length of " + std::to_string(n) + " is outside 0.." + std::to_string(d.steps),
+                 "lengths count generated tokens");
     if (static_cast<std::int64_t>(dl.cross.size()) != d.layers)
-      impl_->refuse(t, step, "got " + std::to_string(dl.cross.size()) + " decode cross-attention buffers for " + std::to_string(d.layers) + " declared layers",
-                    "pass one buffer per decoder layer");
+      m.refuse(
+          t, step,
+          "got " + std::to_string(dl.cross.size()) + " decode cross-attention buffers for " + std::to_string(d.layers) + " declared layers",
+          "pass one buffer per decoder layer");
     rows.push_back(dl.tokens.data());
     rows.push_back(dl.lengths.data());
     const std::int64_t n = e * d.heads * d.steps * d.keys;
     for (std::size_t i = 0; i < dl.cross.size(); ++i) {
       if (static_cast<std::int64_t>(dl.cross[i].size()) != n)
         shape_error("decode cross-attention " + std::string(schema::kDecode) + "/cross/layer_" + std::to_string(i), dl.cross[i].size(),
-                    "[E=" + std::to_string(e) + ", H=" + std::to_string(d.heads) + ", T=" + std::to_string(d.steps) + ", S=" + std::to_string(d.keys) + "]", n);
+                    "[E=" + std::to_string(e) + ", H=" + std::to_string(d.heads) + ", T=" + std::to_string(d.steps) +
+                        ", S=" + std::to_string(d.keys) + "]",
+                    n);
       rows.push_back(dl.cross[i].data());
     }
   }
-  impl_->append(schema::kAttentionTable, step, rows);
+  m.append(schema::kAttentionTable, step, rows);
 }
 
 void RunWriter::append_stats(std::int64_t step, const StatsLog& log) {
   h5::Quiet quiet;
-  impl_->check_open();
-  const Table& t = impl_->tables[schema::kStatsTable];
-  const RunLayout& l = impl_->layout;
+  Impl& m = live(impl_);
+  m.check_open();
+  const Table& t = m.tables[schema::kStatsTable];
+  const RunLayout& l = m.layout;
   if (log.tables.size() != l.stats.size() || log.entropy.size() != l.entropy.size())
-    impl_->refuse(t, step,
-                  "got " + std::to_string(log.tables.size()) + " stats rows and " + std::to_string(log.entropy.size()) + " entropy rows for " +
-                      std::to_string(l.stats.size()) + " declared tables and " + std::to_string(l.entropy.size()) + " entropy slots",
-                  "pass one row per declared table and slot, in the declared order");
+    m.refuse(t, step,
+             "got " + std::to_string(log.tables.size()) + " stats rows and " + std::to_string(log.entropy.size()) + " entropy rows for " +
+                 std::to_string(l.stats.size()) + " declared tables and " + std::to_string(l.entropy.size()) + " entropy slots",
+             "pass one row per declared table and slot, in the declared order");
   std::vector<const void*> rows;
   for (std::size_t i = 0; i < l.stats.size(); ++i) {
     if (log.tables[i].size() != l.stats[i].columns.size())
-      impl_->refuse(t, step, "stats table /stats/" + l.stats[i].name + " got " + std::to_string(log.tables[i].size()) + " values for " +
-                                 std::to_string(l.stats[i].columns.size()) + " declared columns",
-                    "pass one value per declared column");
+      m.refuse(t, step,
+               "stats table /stats/" + l.stats[i].name + " got " + std::to_string(log.tables[i].size()) + " values for " +
+                   std::to_string(l.stats[i].columns.size()) + " declared columns",
+               "pass one value per declared column");
     rows.push_back(log.tables[i].data());
   }
   for (std::size_t i = 0; i < l.entropy.size(); ++i) {
     if (static_cast<std::int64_t>(log.entropy[i].size()) != l.entropy[i].heads)
-      impl_->refuse(t, step, "entropy slot " + l.entropy[i].path() + " got " + std::to_string(log.entropy[i].size()) + " values for H=" +
-                                 std::to_string(l.entropy[i].heads),
-                    "pass one value per head");
+      m.refuse(t, step,
+               "entropy slot " + l.entropy[i].path() + " got " + std::to_string(log.entropy[i].size()) +
+                   " values for H=" + std::to_string(l.entropy[i].heads),
+               "pass one value per head");
     rows.push_back(log.entropy[i].data());
   }
-  impl_->append(schema::kStatsTable, step, rows);
+  m.append(schema::kStatsTable, step, rows);
 }
 
 void RunWriter::append_samples(std::int64_t step, const SamplesLog& log) {
   h5::Quiet quiet;
-  impl_->check_open();
-  const Table& t = impl_->tables[schema::kSamplesTable];
-  const SamplesLayout& s = impl_->layout.samples;
-  if (s.count == 0) impl_->refuse(t, step, "the run file declares no samples", "declare RunLayout::samples.count when creating the run file");
+  Impl& m = live(impl_);
+  m.check_open();
+  const Table& t = m.tables[schema::kSamplesTable];
+  const SamplesLayout& s = m.layout.samples;
+  if (s.count == 0) m.refuse(t, step, "the run file declares no samples", "declare RunLayout::samples.count when creating the run file");
   const std::size_t width = static_cast<std::size_t>(s.text_bytes);
   std::vector<std::vector<char>> packed;
-  for (auto [what, texts] : {std::pair{"src", &log.src}, std::pair{"reference", &log.reference}, std::pair{"prediction", &log.prediction}}) {
+  for (auto [what, texts] :
+       {std::pair{"src", &log.src}, std::pair{"reference", &log.reference}, std::pair{"prediction", &log.prediction}}) {
     if (static_cast<std::int64_t>(texts->size()) != s.count)
-      impl_->refuse(t, step, std::string(what) + " has " + std::to_string(texts->size()) + " texts, declared " + std::to_string(s.count),
-                    "pass RunLayout::samples.count texts in each of src, reference and prediction");
+      m.refuse(t, step, std::string(what) + " has " + std::to_string(texts->size()) + " texts, declared " + std::to_string(s.count),
+               "pass RunLayout::samples.count texts in each of src, reference and prediction");
     std::vector<char> buf(texts->size() * width, '\0');
     for (std::size_t i = 0; i < texts->size(); ++i) {
       if ((*texts)[i].find('\0') != std::string::npos)
-        impl_->refuse(t, step, std::string(what) + " text " + std::to_string(i) + " contains a NUL byte", "remove it; HDF5 strings end at NUL");
+        m.refuse(t, step, std::string(what) + " text " + std::to_string(i) + " contains a NUL byte", "remove it; HDF5 strings end at NUL");
       const std::string fitted = h5::fit_utf8((*texts)[i], width);
       std::memcpy(buf.data() + i * width, fitted.data(), fitted.size());
     }
     packed.push_back(std::move(buf));
   }
-  impl_->append(schema::kSamplesTable, step, {packed[0].data(), packed[1].data(), packed[2].data()});
+  m.append(schema::kSamplesTable, step, {packed[0].data(), packed[1].data(), packed[2].data()});
 }
 
 void RunWriter::set_state(const RunState& state) {
   h5::Quiet quiet;
-  impl_->check_open();
-  schema::write_state(impl_->root, state);
+  Impl& m = live(impl_);
+  m.check_open();
+  schema::write_state(m.root, state);
 }
 
 void RunWriter::flush() {
   h5::Quiet quiet;
-  impl_->check_open();
-  if (H5Fflush(impl_->file.id(), H5F_SCOPE_GLOBAL) < 0) h5::fail(impl_->path.string(), "/", "flush");
-  if (::fsync(impl_->lock->fd()) != 0)
-    throw Error("cannot write " + impl_->path.string() + " to disk: " + std::strerror(errno), "is the disk full?");
+  Impl& m = live(impl_);
+  m.check_open();
+  if (H5Fflush(m.file.id(), H5F_SCOPE_GLOBAL) < 0) h5::fail(m.path.string(), "/", "flush");
+  if (::fsync(m.lock->fd()) != 0) throw Error("cannot write " + m.path.string() + " to disk: " + std::strerror(errno), "is the disk full?");
 }
 
 void RunWriter::close() {

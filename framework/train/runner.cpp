@@ -133,8 +133,10 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UsageError("cannot create the run directory " + dir.string() + ": " + ec.message());
-  for (const auto& entry : fs::directory_iterator(dir))  // temp files of a writer killed mid-write
-    if (entry.path().filename().string().find(".tmp") != std::string::npos) fs::remove(entry.path(), ec);
+  for (const auto& entry : fs::directory_iterator(dir)) {  // temp files of a writer killed mid-write
+    const std::string name = entry.path().filename().string();
+    if (name.find(".tmp") != std::string::npos || name.find(".creating.") != std::string::npos) fs::remove(entry.path(), ec);
+  }
 
   TrainState state;
   if (options.resume) {

@@ -118,7 +118,8 @@ TEST(RunFileSwmr, H5pyReaderFollowsRowsAndStatusAppendedAfterItOpened) {
   const std::string got = py.line();
   // Python's repr is the shortest round-trip text; compare as numbers.
   std::vector<double> got_values;
-  for (std::size_t at = got.find(' '); at != std::string::npos; at = got.find(' ', at + 1)) got_values.push_back(std::stod(got.substr(at + 1)));
+  for (std::size_t at = got.find(' '); at != std::string::npos; at = got.find(' ', at + 1))
+    got_values.push_back(std::stod(got.substr(at + 1)));
   ASSERT_EQ(got_values.size(), 7u) << got;
   for (std::size_t i = 0; i < 7; ++i) EXPECT_EQ(got_values[i], train_values(10 * static_cast<std::int64_t>(i + 1))[0]);
   EXPECT_EQ(py.line(), "status completed 70 reached the target loss");
@@ -183,7 +184,8 @@ TEST(RunFileSwmr, AWriterKilledAtAnyMomentLeavesAReadableResumableFile) {
       ASSERT_GE(static_cast<std::int64_t>(t.steps.size()), flushed);
       for (std::size_t i = 0; i < t.steps.size(); ++i) {
         ASSERT_EQ(t.steps[i], static_cast<std::int64_t>(i + 1));
-        for (std::size_t c = 0; c < t.names.size(); ++c) ASSERT_EQ(t.columns[c][i], train_values(t.steps[i])[c]) << t.names[c] << " @ " << t.steps[i];
+        for (std::size_t c = 0; c < t.names.size(); ++c)
+          ASSERT_EQ(t.columns[c][i], train_values(t.steps[i])[c]) << t.names[c] << " @ " << t.steps[i];
       }
       const RunState s = r.state();
       EXPECT_EQ(s.status, RunStatus::Running);
@@ -199,7 +201,9 @@ TEST(RunFileSwmr, AWriterKilledAtAnyMomentLeavesAReadableResumableFile) {
     }
     if (python) {
       std::string out;
-      EXPECT_EQ(run_python(kScripts + "/read_killed.py", "'" + file.string() + "' " + std::to_string(flushed), dir.path() / "py.txt", &out), 0) << out;
+      EXPECT_EQ(run_python(kScripts + "/read_killed.py", "'" + file.string() + "' " + std::to_string(flushed), dir.path() / "py.txt", &out),
+                0)
+          << out;
     }
 
     // Resume from the last complete step: the stale open-for-write mark is cleared, rows continue.
@@ -211,7 +215,9 @@ TEST(RunFileSwmr, AWriterKilledAtAnyMomentLeavesAReadableResumableFile) {
     EXPECT_EQ(RunReader(file).metrics(MetricSplit::Train).steps.back(), last + 1);
     if (python) {  // closed cleanly now: even a plain (non-SWMR) open works
       std::string out;
-      EXPECT_EQ(run_python(kScripts + "/read_killed.py", "'" + file.string() + "' " + std::to_string(last + 1) + " --plain", dir.path() / "py.txt", &out), 0)
+      EXPECT_EQ(run_python(kScripts + "/read_killed.py", "'" + file.string() + "' " + std::to_string(last + 1) + " --plain",
+                           dir.path() / "py.txt", &out),
+                0)
           << out;
     }
   }

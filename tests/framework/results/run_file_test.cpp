@@ -2,6 +2,8 @@
 // trims rows past the checkpoint and appending continues; a reader in another process sees rows
 // and state written after it opened; undeclared metrics, misshapen buffers, non-increasing steps,
 // invalid layouts, existing files and second writers are refused loudly.
+#include "results/run_file.hpp"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -9,18 +11,17 @@
 
 #include <cmath>
 #include <cstdio>
-#include <functional>
-#include <optional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ablate/error.hpp"
 #include "framework/plugins/plugin_test_util.hpp"
 #include "framework/results/run_file_test_util.hpp"
-#include "results/run_file.hpp"
 
 namespace ablate::results {
 namespace {
@@ -58,7 +59,8 @@ void expect_train_rows(const RunReader& r, const std::vector<std::int64_t>& step
   ASSERT_EQ(t.steps, steps);
   ASSERT_EQ(t.names, r.layout().train_metrics);
   for (std::size_t i = 0; i < steps.size(); ++i)
-    for (std::size_t c = 0; c < t.names.size(); ++c) EXPECT_EQ(t.columns[c][i], train_values(steps[i])[c]) << t.names[c] << " @ " << steps[i];
+    for (std::size_t c = 0; c < t.names.size(); ++c)
+      EXPECT_EQ(t.columns[c][i], train_values(steps[i])[c]) << t.names[c] << " @ " << steps[i];
 }
 
 void expect_attention_row(const RunReader& r, std::size_t log, std::int64_t step, double variant = 0) {
@@ -203,8 +205,9 @@ TEST(RunFile, ResumeRefusesAFileWhoseLayoutDiffers) {
   RunLayout other = l;
   other.eval_metrics.push_back("bleu");
   const std::string e = error_of([&] { RunWriter::resume(file, 20, &other); });
-  EXPECT_NE(e.find("eval metrics: the file has [loss, token_accuracy, exact_match], this run declares [loss, token_accuracy, exact_match, bleu]"),
-            std::string::npos)
+  EXPECT_NE(
+      e.find("eval metrics: the file has [loss, token_accuracy, exact_match], this run declares [loss, token_accuracy, exact_match, bleu]"),
+      std::string::npos)
       << e;
   other = l;
   other.attention[1].heads = 4;
@@ -221,7 +224,8 @@ TEST(RunFile, RefusesUndeclaredMetricNames) {
   const fs::path file = dir.path() / "run.h5";
   RunWriter w = RunWriter::create(file, sample_info(), sample_layout());
   std::string e = error_of([&] { w.append_train(10, std::map<std::string, double>{{"loss", 1.0}, {"bleu", 2.0}}); });
-  EXPECT_NE(e.find("'bleu' is not a declared metric of /metrics/train (declared: loss, lr, grad_norm, tokens_per_s)"), std::string::npos) << e;
+  EXPECT_NE(e.find("'bleu' is not a declared metric of /metrics/train (declared: loss, lr, grad_norm, tokens_per_s)"), std::string::npos)
+      << e;
   EXPECT_NE(e.find(file.string()), std::string::npos) << e;
   EXPECT_NE(e.find("declare every metric in RunLayout"), std::string::npos) << e;
   e = error_of([&] { w.append_eval(10, std::map<std::string, double>{{"perplexity", 2.0}}); });
@@ -249,7 +253,8 @@ TEST(RunFile, RefusesWronglyShapedBuffers) {
   AttentionData d = attention_data(l, 10);
   d.slots[1].pop_back();
   std::string e = error_of([&] { w.append_attention(10, d.log()); });
-  EXPECT_NE(e.find("attention slot /attention/encoder/self/layer_1 got 63 values, expected [E=2, H=2, Q=4, K=4] = 64"), std::string::npos) << e;
+  EXPECT_NE(e.find("attention slot /attention/encoder/self/layer_1 got 63 values, expected [E=2, H=2, Q=4, K=4] = 64"), std::string::npos)
+      << e;
   EXPECT_NE(e.find(file.string()), std::string::npos);
 
   d = attention_data(l, 10);
@@ -257,10 +262,13 @@ TEST(RunFile, RefusesWronglyShapedBuffers) {
   EXPECT_NE(error_of([&] { w.append_attention(10, d.log()); }).find("got 3 attention buffers for 4 declared slots"), std::string::npos);
   d = attention_data(l, 10);
   d.cross.clear();
-  EXPECT_NE(error_of([&] { w.append_attention(10, d.log()); }).find("0 decode cross-attention buffers for 1 declared layers"), std::string::npos);
+  EXPECT_NE(error_of([&] { w.append_attention(10, d.log()); }).find("0 decode cross-attention buffers for 1 declared layers"),
+            std::string::npos);
   d = attention_data(l, 10);
   d.cross[0].push_back(0.f);
-  EXPECT_NE(error_of([&] { w.append_attention(10, d.log()); }).find("/attention/decode/cross/layer_0 got 97 values, expected [E=2, H=2, T=6, S=4] = 96"),
+  EXPECT_NE(error_of([&] {
+              w.append_attention(10, d.log());
+            }).find("/attention/decode/cross/layer_0 got 97 values, expected [E=2, H=2, T=6, S=4] = 96"),
             std::string::npos);
   d = attention_data(l, 10);
   d.lengths[0] = 7;
@@ -268,7 +276,8 @@ TEST(RunFile, RefusesWronglyShapedBuffers) {
 
   StatsData s = stats_data(l, 10);
   s.tables[0].push_back(1.f);
-  EXPECT_NE(error_of([&] { w.append_stats(10, s.log()); }).find("/stats/residual_norm got 4 values for 3 declared columns"), std::string::npos);
+  EXPECT_NE(error_of([&] { w.append_stats(10, s.log()); }).find("/stats/residual_norm got 4 values for 3 declared columns"),
+            std::string::npos);
   s = stats_data(l, 10);
   s.entropy[3].pop_back();
   EXPECT_NE(error_of([&] { w.append_stats(10, s.log()); }).find("/stats/attention_entropy/decoder/cross/layer_0 got 1 values for H=2"),
@@ -515,7 +524,10 @@ TEST(RunFile, StatusRewriteIsVisibleToALiveReader) {
 TEST(RunFile, RefusesAFinishedTimeTooLongForItsAttribute) {
   TempDir dir;
   RunWriter w = RunWriter::create(dir.path() / "run.h5", sample_info(), sample_layout());
-  EXPECT_NE(error_of([&] { w.set_state({RunStatus::Failed, "", 1, std::string(40, '2')}); }).find("longer than 32 bytes"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              w.set_state({RunStatus::Failed, "", 1, std::string(40, '2')});
+            }).find("longer than 32 bytes"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -93,10 +93,12 @@ inline AttentionData attention_data(const RunLayout& l, std::int64_t step, doubl
   AttentionData d;
   for (std::size_t i = 0; i < l.attention.size(); ++i) {
     const AttentionSlot& s = l.attention[i];
-    d.slots.push_back(softmax_rows(l.probe.examples * s.heads * s.queries, s.keys, static_cast<double>(step) + static_cast<double>(i) + variant));
+    d.slots.push_back(
+        softmax_rows(l.probe.examples * s.heads * s.queries, s.keys, static_cast<double>(step) + static_cast<double>(i) + variant));
   }
   for (std::int64_t i = 0; i < l.decode.layers; ++i)
-    d.cross.push_back(softmax_rows(l.probe.examples * l.decode.heads * l.decode.steps, l.decode.keys, static_cast<double>(step) * 0.5 + variant));
+    d.cross.push_back(
+        softmax_rows(l.probe.examples * l.decode.heads * l.decode.steps, l.decode.keys, static_cast<double>(step) * 0.5 + variant));
   for (std::int64_t e = 0; e < l.probe.examples * l.decode.steps; ++e) d.tokens.push_back(static_cast<std::int32_t>((e + step) % 9));
   for (std::int64_t e = 0; e < l.probe.examples; ++e) d.lengths.push_back(static_cast<std::int32_t>((step + e) % (l.decode.steps + 1)));
   return d;
@@ -116,20 +118,20 @@ inline StatsData stats_data(const RunLayout& l, std::int64_t step) {
   StatsData d;
   for (std::size_t t = 0; t < l.stats.size(); ++t) {
     std::vector<float> row;
-    for (std::size_t c = 0; c < l.stats[t].columns.size(); ++c) row.push_back(static_cast<float>(step) * 0.01f + static_cast<float>(t * 10 + c));
+    for (std::size_t c = 0; c < l.stats[t].columns.size(); ++c)
+      row.push_back(static_cast<float>(step) * 0.01f + static_cast<float>(t * 10 + c));
     d.tables.push_back(row);
   }
   for (std::size_t s = 0; s < l.entropy.size(); ++s) {
     std::vector<float> row;
-    for (std::int64_t h = 0; h < l.entropy[s].heads; ++h) row.push_back(1.0f + static_cast<float>(s) * 0.1f + static_cast<float>(h) * 0.01f + static_cast<float>(step) * 1e-4f);
+    for (std::int64_t h = 0; h < l.entropy[s].heads; ++h)
+      row.push_back(1.0f + static_cast<float>(s) * 0.1f + static_cast<float>(h) * 0.01f + static_cast<float>(step) * 1e-4f);
     d.entropy.push_back(row);
   }
   return d;
 }
 
-inline SamplesLog samples_data(std::int64_t step) {
-  return {{"a b c", "d é"}, {"a b c", "d é"}, {"a b " + std::to_string(step), "d"}};
-}
+inline SamplesLog samples_data(std::int64_t step) { return {{"a b c", "d é"}, {"a b c", "d é"}, {"a b " + std::to_string(step), "d"}}; }
 
 inline std::string read_text(const std::filesystem::path& file) {
   std::ifstream in(file);
@@ -141,9 +143,9 @@ inline constexpr const char* kPython = "/usr/bin/python3";
 inline bool have_h5py() {
   return std::filesystem::exists(kPython) && std::system("/usr/bin/python3 -c 'import h5py, numpy' > /dev/null 2>&1") == 0;
 }
-#define ABLATE_REQUIRE_H5PY()                                                                              \
-  do {                                                                                                     \
-    if (!::ablate::results::testing::have_h5py())                                                          \
+#define ABLATE_REQUIRE_H5PY()                                                                            \
+  do {                                                                                                   \
+    if (!::ablate::results::testing::have_h5py())                                                        \
       GTEST_SKIP() << "needs /usr/bin/python3 with h5py and numpy (Debian: python3-h5py python3-numpy)"; \
   } while (0)
 
