@@ -86,6 +86,10 @@ RunReader::RunReader(const fs::path& file) : impl_(std::make_unique<Impl>()) {
   // handles only when their locking settings agree (a reader beside this process's writer).
   h5::Handle fapl = h5::plist(H5P_FILE_ACCESS);
   if (H5Pset_file_locking(fapl.get(), false, true) < 0) h5::fail(name, "/", "prepare to open");
+  // A SWMR reader retries metadata it cannot verify yet, waiting for the writer; the default (100
+  // tries with growing sleeps) hangs for a very long time on a file whose writer was killed
+  // mid-write. Bounded: such an object then reads as an error instead.
+  if (H5Pset_metadata_read_attempts(fapl.get(), 12) < 0) h5::fail(name, "/", "prepare to open");
   h5::Handle f(H5Fopen(name.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl.get()), H5Fclose);
   if (!f)
     throw Error("cannot open run file " + name + ": HDF5: " + h5::hdf5_reason(),

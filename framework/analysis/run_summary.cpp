@@ -1,0 +1,118 @@
+// Run files -> RunSummary (run_summary.hpp): the one place where the analysis library reads HDF5
+// (through results::RunReader) and YAML (the resolved spec, through yaml-cpp).
+#include "analysis/run_summary.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "ablate/error.hpp"
+#include "results/run_file.hpp"
+
+namespace ablate::analysis {
+namespace fs = std::filesystem;
+
+std::vector<fs::path> find_runs(const std::vector<fs::path>& paths) {
+  std::set<fs::path> found;
+  for (const fs::path& p : paths) {
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) {
+      found.insert(fs::weakly_canonical(p));
+      continue;
+    }
+    if (!fs::is_directory(p, ec)) {
+      throw UsageError("no such run directory or run file: " + p.string(),
+                       "pass the directory `ablate run --out` wrote to, or an experiment directory holding runs");
+    }
+    for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->path().filename() == "run.h5" && it->is_regular_file(ec)) found.insert(fs::weakly_canonical(it->path()));
+    }
+    if (ec) throw Error("cannot list " + p.string() + ": " + ec.message(), "check the directory's permissions");
+  }
+  return {found.begin(), found.end()};
+}
+
+namespace {
+
+std::string flow_text(const YAML::Node& node) {
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  return e.c_str();
+}
+
+void flatten(const YAML::Node& node, const std::string& key, std::map<std::string, std::string>& out) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      for (const auto& kv : node) {
+        const std::string child = kv.first.as<std::string>();
+        const std::string path = key.empty() ? child : key + "." + child;
+        // A plugin reference: its name stands at the key itself, its options below it.
+        if (child == "plugin" && !key.empty() && kv.second.IsScalar()) {
+          out[key] = kv.second.Scalar();
+        } else {
+          flatten(kv.second, path, out);
+        }
+      }
+      break;
+    }
+    case YAML::NodeType::Sequence: out[key] = flow_text(node); break;
+    case YAML::NodeType::Scalar: out[key] = node.Scalar(); break;
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: out[key] = "null"; break;
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> flatten_spec(const std::string& yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    throw Error(std::string("resolved spec is not valid YAML: ") + e.what(), "the run file may be damaged; rerun the run");
+  }
+  if (!root.IsMap()) throw Error("resolved spec is not a YAML mapping", "the run file may be damaged; rerun the run");
+  std::map<std::string, std::string> out;
+  flatten(root, "", out);
+  return out;
+}
+
+RunSummary summarize(const results::RunReader& run) {
+  RunSummary s;
+  const results::RunInfo& info = run.info();
+  s.run_id = info.run_id;
+  s.path = run.path().string();
+  s.status = results::to_string(run.state().status);
+  try {
+    s.config = flatten_spec(info.resolved_spec_yaml);
+  } catch (const Error& e) {
+    throw Error(s.path + ": " + e.what(), e.hint());
+  }
+
+  const results::MetricTable eval = run.metrics(results::MetricSplit::Eval);
+  for (std::size_t m = 0; m < eval.names.size(); ++m) {
+    const std::vector<double>& column = eval.columns[m];
+    auto& curve = s.eval_curves[eval.names[m]];
+    for (std::size_t r = 0; r < eval.steps.size() && r < column.size(); ++r) curve.emplace_back(eval.steps[r], column[r]);
+    if (!column.empty()) s.final_metrics[eval.names[m]] = column.back();
+  }
+
+  const results::MetricTable train = run.metrics(results::MetricSplit::Train);
+  const auto col = std::find(train.names.begin(), train.names.end(), "tokens_per_s");
+  if (col != train.names.end()) {
+    std::vector<double> v;
+    for (double x : train.columns[static_cast<std::size_t>(col - train.names.begin())])
+      if (std::isfinite(x)) v.push_back(x);
+    if (!v.empty()) {
+      std::sort(v.begin(), v.end());
+      const std::size_t n = v.size();
+      s.tokens_per_s = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    }
+  }
+  return s;
+}
+
+}  // namespace ablate::analysis

@@ -1,0 +1,110 @@
+// Tests for reading run files into RunSummary (framework/analysis/run_summary): spec flattening
+// on literal YAML (plugin references, lists, nesting), finding run.h5 files recursively, and
+// summarizing a real run trained in-process by `ablate run`.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "ablate/error.hpp"
+#include "analysis/run_summary.hpp"
+#include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
+#include "results/run_file.hpp"
+
+namespace ablate::analysis {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(RunSummary, FlattensTheSpecToDottedKeys) {
+  const auto c = flatten_spec(R"(name: tiny
+model:
+  block: post_norm
+  ffn: {plugin: gelu, approximate: tanh}
+  d_model: 32
+train:
+  optimizer: {lr: 0.003, betas: [0.9, 0.98]}
+  schedule: {plugin: noam, warmup: 400}
+eval: {metrics: [loss, exact_match]}
+sweep: {grid: {model.block: [pre_norm, post_norm]}}
+note: ~
+)");
+  EXPECT_EQ(c.at("name"), "tiny");
+  EXPECT_EQ(c.at("model.block"), "post_norm");
+  EXPECT_EQ(c.at("model.ffn"), "gelu");
+  EXPECT_EQ(c.at("model.ffn.approximate"), "tanh");
+  EXPECT_EQ(c.count("model.ffn.plugin"), 0u);
+  EXPECT_EQ(c.at("model.d_model"), "32");
+  EXPECT_EQ(c.at("train.optimizer.lr"), "0.003");
+  EXPECT_EQ(c.at("train.optimizer.betas"), "[0.9, 0.98]");
+  EXPECT_EQ(c.at("train.schedule"), "noam");
+  EXPECT_EQ(c.at("train.schedule.warmup"), "400");
+  EXPECT_EQ(c.at("eval.metrics"), "[loss, exact_match]");
+  EXPECT_EQ(c.at("sweep.grid.model.block"), "[pre_norm, post_norm]");
+  EXPECT_EQ(c.at("note"), "null");
+}
+
+TEST(RunSummary, RejectsTextThatIsNotAMapping) {
+  EXPECT_THROW(flatten_spec("- a\n- b\n"), Error);
+  EXPECT_THROW(flatten_spec("a: [unclosed\n"), Error);
+}
+
+class RunSummaryFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ablate_run_summary_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(RunSummaryFiles, FindsRunFilesRecursivelySorted) {
+  for (const char* d : {"b/s2", "a/s1", "a/deeper/x"}) {
+    fs::create_directories(dir_ / d);
+    std::ofstream(dir_ / d / "run.h5") << "x";
+  }
+  std::ofstream(dir_ / "a" / "other.h5") << "x";
+  const auto runs = find_runs({dir_, dir_ / "a" / "s1" / "run.h5"});
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].parent_path().filename(), "x");
+  EXPECT_EQ(runs[1].parent_path().filename(), "s1");
+  EXPECT_EQ(runs[2].parent_path().filename(), "s2");
+  EXPECT_TRUE(find_runs({dir_ / "b" / "s2"}).size() == 1u);
+  EXPECT_THROW(find_runs({dir_ / "missing"}), UsageError);
+}
+
+TEST_F(RunSummaryFiles, SummarizesARealRun) {
+  std::ofstream(dir_ / "spec.yaml") << R"(name: tiny_copy
+task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 400, eval_examples: 32}
+model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 1, d_ff: 32, dropout: 0.0, block: pre_norm}
+backend: onednn
+train: {steps: 12, batch_size: 16, optimizer: {lr: 3.0e-3}, seed: 3}
+log: {every: 2}
+eval: {every: 6, batches: 1, metrics: [loss, exact_match]}
+)";
+  const auto r = testing::run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "run").string(), "--progress", "quiet"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  const auto files = find_runs({dir_});
+  ASSERT_EQ(files.size(), 1u);
+  const RunSummary s = summarize(results::RunReader(files[0]));
+  EXPECT_EQ(s.status, "completed");
+  EXPECT_FALSE(s.run_id.empty());
+  EXPECT_EQ(s.path, files[0].string());
+  EXPECT_EQ(s.config.at("model.block"), "pre_norm");
+  EXPECT_EQ(s.config.at("task"), "copy");
+  EXPECT_EQ(s.config.at("task.vocab_size"), "8");
+  EXPECT_EQ(s.config.at("train.seed"), "3");
+  ASSERT_EQ(s.eval_curves.at("loss").size(), 2u);
+  EXPECT_EQ(s.eval_curves.at("loss").back().first, 12);
+  EXPECT_EQ(s.final_metrics.at("loss"), s.eval_curves.at("loss").back().second);
+  EXPECT_TRUE(s.final_metrics.count("exact_match"));
+  EXPECT_TRUE(std::isfinite(s.tokens_per_s) && s.tokens_per_s > 0) << s.tokens_per_s;
+}
+
+}  // namespace
+}  // namespace ablate::analysis

@@ -1,0 +1,137 @@
+// Tests for `ablate compare` and `ablate plot` in-process, on real run files: a tiny copy sweep
+// (pre_norm / post_norm × 2 seeds, attention logged) is trained once by `ablate run`, then
+// compared (table, report files, summary.json parsed by python3) and plotted (PNG figures).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
+
+namespace ablate::cli {
+namespace {
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+constexpr const char* kTinyCopy = R"(name: tiny_copy
+task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 400, eval_examples: 32}
+model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 2, d_ff: 32, dropout: 0.0, block: pre_norm}
+backend: onednn
+train: {steps: 12, batch_size: 16, optimizer: {lr: 3.0e-3}, seed: 1}
+log: {every: 2, attention: {every: 6, probe_examples: 2}}
+eval: {every: 6, batches: 1, metrics: [loss, token_accuracy, exact_match]}
+)";
+
+bool is_png(const fs::path& file) {
+  std::ifstream f(file, std::ios::binary);
+  char sig[8] = {};
+  f.read(sig, 8);
+  return f.gcount() == 8 && std::string(sig, 8) == std::string("\x89PNG\r\n\x1a\n", 8);
+}
+
+std::string slurp(const fs::path& file) {
+  std::ifstream f(file);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+class ComparePlotCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("ablate_compare_plot_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "sweep");
+    std::ofstream(dir_ / "spec.yaml") << kTinyCopy;
+    for (const std::string block : {"pre_norm", "post_norm"})
+      for (const std::string seed : {"1", "2"}) {
+        const auto r = run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "sweep" / (block + "_s" + seed)).string(),
+                                "--progress", "quiet", "--set", "model.block=" + block, "--set", "train.seed=" + seed});
+        ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+      }
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static fs::path dir_;
+};
+fs::path ComparePlotCli::dir_;
+
+TEST_F(ComparePlotCli, CompareTablesBothArmsAndWritesReports) {
+  const fs::path out = dir_ / "cmp";
+  const auto r = run_cli({"compare", (dir_ / "sweep").string(), "--baseline", "model.block=post_norm", "--metric", "loss",
+                          "--out", out.string()});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("model.block=pre_norm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model.block=post_norm"), std::string::npos) << r.out;
+  // Both arms list 2 runs and aggregate n = 2: "pre_norm │ 2 │ 1.23 ± 0.01 (2)".
+  std::size_t rows_with_n2 = 0;
+  for (std::size_t at = r.out.find(" (2)"); at != std::string::npos; at = r.out.find(" (2)", at + 1)) ++rows_with_n2;
+  EXPECT_EQ(rows_with_n2, 2u) << r.out;
+  for (const char* f : {"report.md", "summary.csv", "summary.json"}) {
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+    EXPECT_NE(r.out.find((out / f).string()), std::string::npos) << r.out;
+  }
+  // summary.json is valid JSON with both arms, two runs each, the baseline marked.
+  const fs::path py = dir_ / "check.py";
+  std::ofstream(py) << "import json, sys\n"
+                       "d = json.load(open(sys.argv[1]))\n"
+                       "arms = {a['label']: a for a in d['arms']}\n"
+                       "assert set(arms) == {'model.block=pre_norm', 'model.block=post_norm'}, arms.keys()\n"
+                       "assert all(len(a['runs']) == 2 and a['counts']['runs'] == 2 for a in d['arms'])\n"
+                       "assert arms['model.block=post_norm']['baseline'] is True\n"
+                       "assert d['metric'] == 'loss'\n";
+  const std::string cmd = "/usr/bin/python3 " + py.string() + " " + (out / "summary.json").string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(out / "summary.json");
+  EXPECT_NE(slurp(out / "summary.csv").find("model.block=pre_norm"), std::string::npos);
+}
+
+TEST_F(ComparePlotCli, CompareDefaultsToTheFirstDirAndSkipsUnreadableFiles) {
+  const fs::path bad = dir_ / "with_bad";
+  fs::create_directories(bad / "broken");
+  std::ofstream(bad / "broken" / "run.h5") << "not hdf5";
+  fs::copy(dir_ / "sweep" / "pre_norm_s1", bad / "ok", fs::copy_options::recursive);
+  const auto r = run_cli({"compare", bad.string()});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_NE(r.err.find("warning"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find((bad / "broken" / "run.h5").string()), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(bad / "report.md"));
+}
+
+TEST_F(ComparePlotCli, NoRunsIsAUsageError) {
+  fs::create_directories(dir_ / "empty");
+  const auto r = run_cli({"compare", (dir_ / "empty").string()});
+  EXPECT_EQ(r.code, kExitUsage) << r.out << r.err;
+  EXPECT_NE(r.err.find((dir_ / "empty").string()), std::string::npos) << r.err;
+  EXPECT_EQ(run_cli({"plot", (dir_ / "empty").string()}).code, kExitUsage);
+  EXPECT_EQ(run_cli({"compare", (dir_ / "nonexistent").string()}).code, kExitUsage);
+  EXPECT_EQ(run_cli({"compare", (dir_ / "sweep").string(), "--metric", "no_such_metric", "--out", (dir_ / "x").string()}).code,
+            kExitUsage);
+}
+
+TEST_F(ComparePlotCli, PlotWritesCurvesHeatmapsDecodeAndEntropy) {
+  const auto r = run_cli({"plot", (dir_ / "sweep").string()});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  const fs::path figs = dir_ / "sweep" / "figures";
+  for (const char* f : {"curves_loss.png", "curves_token_accuracy.png", "curves_exact_match.png", "curves_train_loss.png",
+                        "attention_encoder_self.png", "attention_decoder_self.png", "attention_decoder_cross.png",
+                        "decode_cross.png", "entropy.png"}) {
+    EXPECT_TRUE(is_png(figs / f)) << f << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find((figs / f).string()), std::string::npos) << f << "\n" << r.out;
+  }
+}
+
+TEST_F(ComparePlotCli, PlotOneRunAtAChosenStepAsSvg) {
+  const fs::path out = dir_ / "svg";
+  const auto r = run_cli({"plot", (dir_ / "sweep").string(), "--out", out.string(), "--run",
+                          (dir_ / "sweep" / "post_norm_s2").string(), "--step", "6", "--format", "svg"});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_NE(slurp(out / "attention_encoder_self.svg").find("<svg"), std::string::npos);
+  const auto bad = run_cli({"plot", (dir_ / "sweep").string(), "--out", out.string(), "--step", "5"});
+  EXPECT_EQ(bad.code, kExitUsage) << bad.err;
+  EXPECT_NE(bad.err.find("logged steps: 6, 12"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace ablate::cli
