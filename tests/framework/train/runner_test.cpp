@@ -258,3 +258,42 @@ TEST_F(RunnerTest, InspectSummarisesTheRunFile) {
 
 }  // namespace
 }  // namespace ablate::train
+
+namespace ablate::train {
+namespace {
+
+// The probe pass (attention logs, per-layer statistics) runs on its own graph: logging at every
+// step must leave the training losses bit-identical to logging never.
+TEST_F(RunnerTest, AttentionLoggingDoesNotChangeTraining) {
+  const std::vector<std::string> common = {"--set", "train.steps=12", "--set", "log.every=1", "--set", "eval.every=12",
+                                           "--set", "model.dropout=0.2", "--set", "model.attention_dropout=0.2"};
+  std::vector<std::string> logged = common, quiet = common;
+  logged.insert(logged.end(), {"--set", "log.attention.every=1"});
+  quiet.insert(quiet.end(), {"--set", "log.attention.every=0"});
+  ASSERT_EQ(run("logged", logged).code, cli::kExitOk);
+  ASSERT_EQ(run("quiet", quiet).code, cli::kExitOk);
+  EXPECT_EQ(table("logged", results::MetricSplit::Train).at("loss"), table("quiet", results::MetricSplit::Train).at("loss"));
+  const results::RunReader r(dir_ / "logged" / "run.h5");
+  EXPECT_EQ(r.attention_steps().size(), 12u);
+  EXPECT_TRUE(results::RunReader(dir_ / "quiet" / "run.h5").attention_steps().empty());
+  // Every logged attention row over valid keys sums to 1 (checked on the first log's encoder self-attention).
+  const results::FloatTensor a = r.attention(r.attention_slot("encoder", "self", 0), 0);  // [E, H, Q, K]
+  const auto& lengths = r.layout().probe.src.lengths;
+  const std::int64_t E = a.shape[0], H = a.shape[1], Q = a.shape[2], K = a.shape[3];
+  for (std::int64_t e = 0; e < E; ++e)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t q = 0; q < lengths[static_cast<std::size_t>(e)]; ++q) {
+        double sum = 0.0;
+        for (std::int64_t k = 0; k < K; ++k) {
+          const float v = a.values[static_cast<std::size_t>(((e * H + h) * Q + q) * K + k)];
+          if (k >= lengths[static_cast<std::size_t>(e)]) {
+            EXPECT_EQ(v, 0.0f) << "padded key";
+          }
+          sum += v;
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+}
+
+}  // namespace
+}  // namespace ablate::train
