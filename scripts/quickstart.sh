@@ -26,6 +26,6 @@ for block in post_norm pre_norm; do
 done
 
 echo
-build/bin/ablate compare "$sweep" --baseline model.block=post_norm
+build/bin/ablate compare "$sweep" --baseline model.block=post_norm --threshold 0.9  # + steps to 90% exact match
 echo
 build/bin/ablate plot "$sweep"
