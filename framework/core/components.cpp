@@ -1,4 +1,4 @@
-// ParamScope, NormLayer and SublayerNorms (ablate/components.hpp): the building blocks component
+// ParamScope, NormLayer, FeedForwardLayers and SublayerNorms (ablate/components.hpp): the building blocks component
 // plugins share, out of line so every plugin uses one definition.
 #include "ablate/components.hpp"
 
@@ -38,6 +38,24 @@ Var NormLayer::operator()(Graph& g, const Var& x) const {
   if (gamma_ == nullptr) throw Error("NormLayer: used before it was built with a scope");
   return beta_ ? ops::layer_norm(g, x, g.parameter(*gamma_), g.parameter(*beta_), eps_)
                : ops::rms_norm(g, x, g.parameter(*gamma_), eps_);
+}
+
+void FeedForwardLayers::build(const ParamScope& scope, const ModelDims& dims) {
+  if (dims.d_model <= 0 || dims.d_ff <= 0)
+    throw Error(plugin_ + " in '" + scope.prefix() + "': d_model and d_ff must be > 0, got d_model " +
+                    std::to_string(dims.d_model) + ", d_ff " + std::to_string(dims.d_ff),
+                "set model.d_model and model.d_ff to positive sizes");
+  dropout_ = dims.dropout;
+  w_in_ = &scope.param("in.weight", {dims.d_ff, dims.d_model}, Init::xavier_uniform());   // [F, D]
+  b_in_ = &scope.param("in.bias", {dims.d_ff}, Init::zeros());                            // [F]
+  w_out_ = &scope.param("out.weight", {dims.d_model, dims.d_ff}, Init::xavier_uniform());  // [D, F]
+  b_out_ = &scope.param("out.bias", {dims.d_model}, Init::zeros());                        // [D]
+}
+
+Var FeedForwardLayers::operator()(Graph& g, const Var& x, Activation act) const {
+  if (!w_in_) throw Error(plugin_ + ": forward before build", "call build(scope, dims) once first");
+  const Var h = ops::dropout(g, ops::linear(g, x, g.parameter(*w_in_), g.parameter(*b_in_), act), dropout_);
+  return ops::linear(g, h, g.parameter(*w_out_), g.parameter(*b_out_));
 }
 
 void SublayerNorms::build(const ParamScope& scope, const ModelDims& dims, int sublayers, NormKind kind,

@@ -1,10 +1,7 @@
 // Plugin ffn/gelu: the feed-forward network of BERT and GPT,
 // FFN(x) = Linear_out(Dropout(GELU(Linear_in(x)))), with D -> F -> D widths. GELU is exact
 // (erf) or the tanh approximation (option `approximation`), fused into the first linear.
-#include <string>
-
 #include "ablate/components.hpp"
-#include "ablate/ops.hpp"
 
 namespace ffn_gelu {
 
@@ -13,33 +10,14 @@ class GeluFeedForward final : public ablate::FeedForward {
   explicit GeluFeedForward(const ablate::Options& o)
       : act_(o.get_string("approximation") == "tanh" ? ablate::Activation::GeluTanh : ablate::Activation::GeluErf) {}
 
-  void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims) override {
-    if (dims.d_model <= 0 || dims.d_ff <= 0)
-      throw ablate::Error("ffn/gelu in '" + scope.prefix() + "': d_model and d_ff must be > 0, got d_model " +
-                              std::to_string(dims.d_model) + ", d_ff " + std::to_string(dims.d_ff),
-                          "set model.d_model and model.d_ff to positive sizes");
-    dropout_ = dims.dropout;
-    w_in_ = &scope.param("in.weight", {dims.d_ff, dims.d_model}, ablate::Init::xavier_uniform());  // [F, D]
-    b_in_ = &scope.param("in.bias", {dims.d_ff}, ablate::Init::zeros());                           // [F]
-    w_out_ = &scope.param("out.weight", {dims.d_model, dims.d_ff}, ablate::Init::xavier_uniform()); // [D, F]
-    b_out_ = &scope.param("out.bias", {dims.d_model}, ablate::Init::zeros());                       // [D]
-  }
+  void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims) override { layers_.build(scope, dims); }
 
   // x: [B, T, D] -> h: [B, T, F] -> y: [B, T, D]
-  ablate::Var forward(ablate::Graph& g, const ablate::Var& x) const override {
-    if (!w_in_) throw ablate::Error("ffn/gelu: forward before build", "call build(scope, dims) once first");
-    ablate::Var h = ablate::ops::linear(g, x, g.parameter(*w_in_), g.parameter(*b_in_), act_);
-    h = ablate::ops::dropout(g, h, dropout_);
-    return ablate::ops::linear(g, h, g.parameter(*w_out_), g.parameter(*b_out_));
-  }
+  ablate::Var forward(ablate::Graph& g, const ablate::Var& x) const override { return layers_(g, x, act_); }
 
  private:
   ablate::Activation act_;
-  float dropout_ = 0.0f;
-  ablate::Parameter* w_in_ = nullptr;
-  ablate::Parameter* b_in_ = nullptr;
-  ablate::Parameter* w_out_ = nullptr;
-  ablate::Parameter* b_out_ = nullptr;
+  ablate::FeedForwardLayers layers_{"ffn/gelu"};
 };
 
 constexpr ablate::OptionInfo kOptions[] = {

@@ -124,6 +124,26 @@ class BOOST_SYMBOL_VISIBLE Block : public Component {
   virtual NormKind norm_kind() const = 0;
 };
 
+// The state and forward pass every position-wise FFN shares: y = Linear_out(Dropout(act(Linear_in(x))))
+// with D -> F -> D widths, the activation fused into the first linear. Parameters
+// "<scope>.in.weight" [F, D], ".in.bias" [F], ".out.weight" [D, F], ".out.bias" [D]; Xavier-uniform
+// weights, zero biases. Errors name the plugin (e.g. "ffn/relu").
+class BOOST_SYMBOL_VISIBLE FeedForwardLayers {
+ public:
+  explicit FeedForwardLayers(std::string plugin) : plugin_(std::move(plugin)) {}
+  void build(const ParamScope& scope, const ModelDims& dims);
+  // x: [B, T, D] -> h: [B, T, F] -> y: [B, T, D]
+  Var operator()(Graph& g, const Var& x, Activation act) const;
+
+ private:
+  std::string plugin_;
+  float dropout_ = 0.0f;
+  Parameter* w_in_ = nullptr;
+  Parameter* b_in_ = nullptr;
+  Parameter* w_out_ = nullptr;
+  Parameter* b_out_ = nullptr;
+};
+
 // The state every norm-placement block shares: one NormLayer per sublayer, "<scope>.norm<i>",
 // with range-checked access (errors name the block, e.g. "block/pre_norm").
 class BOOST_SYMBOL_VISIBLE SublayerNorms {
