@@ -4,7 +4,6 @@
 #include "analysis/report.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -26,13 +25,6 @@ std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
-}
-
-// Shortest text that reads back as the same double.
-std::string round_trip(double v) {
-  char buf[64];
-  const auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return ec == std::errc() ? std::string(buf, ptr) : printf_text("%.17g", v);
 }
 
 std::string signed_fixed(double v, int decimals) {
@@ -205,9 +197,9 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-std::string csv_number(double v) { return std::isnan(v) ? std::string() : round_trip(v); }
+std::string csv_number(double v) { return std::isnan(v) ? std::string() : number_text(v); }
 
-std::string json_number(double v) { return std::isfinite(v) ? round_trip(v) : std::string("null"); }
+std::string json_number(double v) { return std::isfinite(v) ? number_text(v) : std::string("null"); }
 
 std::string json_strings(const std::vector<std::string>& items) {
   std::vector<std::string> quoted;
@@ -327,7 +319,7 @@ std::string summary_csv(const Comparison& c) {
     f.push_back(std::to_string(arm.n()));
     for (const double v : {arm.mean, arm.std, arm.delta, arm.test.t, arm.test.df, arm.test.p}) f.push_back(csv_number(v));
     f.push_back(arm.is_baseline ? std::string() : arm.test.note);
-    f.push_back(c.threshold ? round_trip(*c.threshold) : std::string());
+    f.push_back(c.threshold ? number_text(*c.threshold) : std::string());
     f.push_back(csv_number(arm.threshold_step_mean));
     f.push_back(c.threshold ? std::to_string(arm.threshold_reached) : std::string());
     f.push_back(c.threshold ? std::to_string(arm.threshold_considered) : std::string());

@@ -2,6 +2,8 @@
 #include "core/text.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 
@@ -69,6 +71,14 @@ std::string json_quote(std::string_view s) {
   }
   out += '"';
   return out;
+}
+
+std::string number_text(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);  // 64 bytes always suffice for a double
+  return std::string(buf, r.ptr);
 }
 
 }  // namespace ablate

@@ -1,5 +1,5 @@
 // Small text helpers shared by the CLI and error messages: "did you mean" suggestions,
-// joining lists, and JSON string escaping for machine-readable output.
+// joining lists, JSON string escaping for machine-readable output, round-trip number text.
 #pragma once
 
 #include <optional>
@@ -19,5 +19,8 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 
 // `s` as a JSON string literal, quotes included.
 std::string json_quote(std::string_view s);
+
+// The shortest text that reads back as the same double ("0.1", "1e-05"); "nan", "inf", "-inf".
+std::string number_text(double v);
 
 }  // namespace ablate

@@ -147,15 +147,9 @@ constexpr Range kNonNegative{0.0, true, std::nullopt};
 constexpr Range kUnit{0.0, true, 1.0};  // [0, 1)
 constexpr Range kAny{};
 
-std::string num(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
 std::string range_text(const char* what, const Range& r) {
-  if (r.lo && r.hi) return std::string(what) + " in " + (r.lo_inclusive ? "[" : "(") + num(*r.lo) + ", " + num(*r.hi) + ")";
-  if (r.lo) return std::string(what) + (r.lo_inclusive ? " >= " : " > ") + num(*r.lo);
+  if (r.lo && r.hi) return std::string(what) + " in " + (r.lo_inclusive ? "[" : "(") + number_text(*r.lo) + ", " + number_text(*r.hi) + ")";
+  if (r.lo) return std::string(what) + (r.lo_inclusive ? " >= " : " > ") + number_text(*r.lo);
   return what;
 }
 
@@ -577,7 +571,7 @@ bool valid_name(const std::string& s) {
 
 // A float as the shortest text that reads back exactly, always with a '.' or exponent ("0.0").
 std::string text_of(double v) {
-  std::string t = num(v);
+  std::string t = number_text(v);
   if (t.find_first_of(".e") == std::string::npos) t += ".0";
   return t;
 }

@@ -3,7 +3,6 @@
 #include "spec/plugin_validation.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 
 #include "ablate/error.hpp"
@@ -18,11 +17,7 @@ namespace {
 // (train.steps). One value, one place: sweeping model.d_model also moves noam's peak.
 std::optional<std::string> inherited_option(const ExperimentSpec& spec, const std::string& slot, const std::string& option) {
   if (slot != "train.schedule") return std::nullopt;
-  if (option == "lr") {
-    char buf[64];
-    const auto r = std::to_chars(buf, buf + sizeof buf, spec.train.optimizer.lr);
-    return std::string(buf, r.ptr);
-  }
+  if (option == "lr") return number_text(spec.train.optimizer.lr);
   if (option == "d_model") return std::to_string(spec.model.d_model);
   if (option == "total_steps") return std::to_string(spec.train.steps);
   return std::nullopt;

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -32,15 +31,6 @@ namespace {
 std::atomic<bool> g_stop_requested{false};
 
 const std::vector<std::string> kTrainColumns = {"loss", "token_accuracy", "lr", "grad_norm", "tokens_per_s", "elapsed_s"};
-
-// Shortest text that reads back as the same double ("0.1", "1e-05", "nan", "inf").
-std::string number_text(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
 
 std::string host_name() {
   char buf[256] = {};
