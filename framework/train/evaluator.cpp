@@ -22,7 +22,8 @@ std::map<std::string, double> evaluate(Experiment& ex, const std::vector<spec::M
   for (std::int64_t first = 0; first < n; first += batch_size) {
     std::vector<std::int64_t> indices;
     for (std::int64_t i = first; i < std::min(n, first + batch_size); ++i) indices.push_back(i);
-    const model::DeviceBatch batch = ex.batch(Split::Eval, indices);
+    std::vector<Example> examples = ex.examples(Split::Eval, indices);
+    const model::DeviceBatch batch = ex.batch(examples);
     if (forced) {
       Graph g(*ex.backend, static_cast<std::uint64_t>(ex.spec.train.seed), 0, /*training=*/false, /*grad=*/false);
       const ops::CrossEntropyResult ce = ops::cross_entropy(g, ex.model->logits(g, batch), batch.targets);
@@ -33,7 +34,7 @@ std::map<std::string, double> evaluate(Experiment& ex, const std::vector<spec::M
       correct += ce.correct;
     }
     if (decode) {
-      for (std::int64_t i : indices) references.push_back(ex.task->example(Split::Eval, i));
+      references.insert(references.end(), std::make_move_iterator(examples.begin()), std::make_move_iterator(examples.end()));
       auto p = ex.model->greedy_decode(*ex.backend, batch, ex.task_info.max_tgt_len);
       predictions.insert(predictions.end(), std::make_move_iterator(p.begin()), std::make_move_iterator(p.end()));
     }

@@ -119,10 +119,14 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
   optimizer = std::make_unique<Adam>(*backend, adam);
 }
 
-model::DeviceBatch Experiment::batch(Split split, const std::vector<std::int64_t>& indices) const {
-  std::vector<Example> examples;
-  examples.reserve(indices.size());
-  for (std::int64_t i : indices) examples.push_back(task->example(split, i));
+std::vector<Example> Experiment::examples(Split split, const std::vector<std::int64_t>& indices) const {
+  std::vector<Example> out;
+  out.reserve(indices.size());
+  for (std::int64_t i : indices) out.push_back(task->example(split, i));
+  return out;
+}
+
+model::DeviceBatch Experiment::batch(const std::vector<Example>& examples) const {
   return model::upload_batch(*backend, make_batch(examples), model->config(), compute);
 }
 

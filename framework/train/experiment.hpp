@@ -45,8 +45,13 @@ struct Experiment {
   // "kind/name version" of every plugin the run uses, for the records.
   std::vector<std::string> plugin_versions;
 
-  // The examples `indices` of `split`, uploaded as a batch for the model.
-  model::DeviceBatch batch(Split split, const std::vector<std::int64_t>& indices) const;
+  // The examples `indices` of `split`.
+  std::vector<Example> examples(Split split, const std::vector<std::int64_t>& indices) const;
+  // Examples uploaded as a batch for the model; or the examples `indices` of `split`.
+  model::DeviceBatch batch(const std::vector<Example>& examples) const;
+  model::DeviceBatch batch(Split split, const std::vector<std::int64_t>& indices) const {
+    return batch(examples(split, indices));
+  }
 };
 
 }  // namespace ablate::train

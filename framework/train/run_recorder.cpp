@@ -3,6 +3,7 @@
 #include "train/run_recorder.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "ablate/error.hpp"
 #include "train/layer_stats.hpp"
@@ -34,9 +35,9 @@ RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics,
     : ex_(ex) {
   const model::ModelConfig& c = ex.model->config();
   const std::int64_t E = std::min(ex.spec.log.attention.probe_examples, ex.task->size(Split::Eval));
-  std::vector<Example> examples;
-  for (std::int64_t i = 0; i < E; ++i) examples.push_back(ex.task->example(Split::Eval, i));
-  const HostBatch hb = make_batch(examples);
+  std::vector<std::int64_t> indices(static_cast<std::size_t>(E));
+  std::iota(indices.begin(), indices.end(), 0);
+  const HostBatch hb = make_batch(ex.examples(Split::Eval, indices));
   probe_batch_ = model::upload_batch(*ex.backend, hb, c, ex.compute);
   src_lengths_ = hb.src_lengths;
   tgt_lengths_ = hb.tgt_lengths;
@@ -98,8 +99,14 @@ RunRecorder::ProbePass RunRecorder::probe_pass(std::int64_t step) {
   return pass;
 }
 
-void RunRecorder::stats(std::int64_t step) {
+void RunRecorder::probe(std::int64_t step, bool stats, bool attention) {
+  if (!stats && !attention) return;
   const ProbePass pass = probe_pass(step);
+  if (stats) record_stats(step, pass);
+  if (attention) record_attention(step, pass);
+}
+
+void RunRecorder::record_stats(std::int64_t step, const ProbePass& pass) {
   const std::vector<float> residual = as_floats(residual_norms(*ex_.backend, pass.capture, src_lengths_, tgt_lengths_));
   const std::vector<float> grads = as_floats(layer_grad_norms(*ex_.store, layers_));
   std::vector<std::vector<float>> entropy;
@@ -115,8 +122,7 @@ void RunRecorder::stats(std::int64_t step) {
   writer_->append_stats(step, log);
 }
 
-void RunRecorder::attention(std::int64_t step) {
-  const ProbePass pass = probe_pass(step);
+void RunRecorder::record_attention(std::int64_t step, const ProbePass& pass) {
   results::AttentionLog log;
   for (const auto& a : pass.attention) log.slots.emplace_back(a);
   std::vector<std::int32_t> tokens, lengths;

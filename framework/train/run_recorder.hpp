@@ -30,10 +30,9 @@ class RunRecorder {
 
   void train(std::int64_t step, const std::vector<double>& values) { writer_->append_train(step, values); }
   void eval(std::int64_t step, const std::map<std::string, double>& values) { writer_->append_eval(step, values); }
-  // Per-layer statistics at `step` from a probe pass and the gradients of that step's backward.
-  void stats(std::int64_t step);
-  // The probe's attention of every layer and kind, and its greedy decoding (seq2seq).
-  void attention(std::int64_t step);
+  // One probe pass at `step`, recorded as per-layer statistics (with the gradients of that step's
+  // backward) and/or as the probe's attention of every layer and kind plus its greedy decoding.
+  void probe(std::int64_t step, bool stats, bool attention);
   void state(const results::RunState& s) { writer_->set_state(s); }
   void flush() { writer_->flush(); }
 
@@ -44,6 +43,8 @@ class RunRecorder {
     model::ForwardCapture capture;
   };
   ProbePass probe_pass(std::int64_t step);
+  void record_stats(std::int64_t step, const ProbePass& pass);
+  void record_attention(std::int64_t step, const ProbePass& pass);
 
   Experiment& ex_;
   results::RunLayout layout_;

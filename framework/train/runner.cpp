@@ -238,12 +238,14 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       progress.update({step, loss, lr, tokens_per_s, elapsed()});
 
       std::optional<std::string> stop;
-      if (step % spec.log.every == 0 || step == spec.train.steps) {
+      const bool log_now = step % spec.log.every == 0 || step == spec.train.steps;
+      const bool attention_now = spec.log.attention.every > 0 && step % spec.log.attention.every == 0;
+      record.probe(step, log_now, attention_now);  // one probe pass serves both
+      if (log_now) {
         const auto n = static_cast<double>(state.log_steps);
         const double mean_loss = state.log_loss_sum / n;
         record.train(step, {mean_loss, state.log_rows > 0 ? state.log_correct / state.log_rows : 0.0, lr,
                             state.log_grad_norm_sum / n, tokens_per_s, elapsed()});
-        record.stats(step);
         if (spec.train.loss_threshold && mean_loss < *spec.train.loss_threshold)
           stop = "train loss " + number_text(mean_loss) + " below loss_threshold " + number_text(*spec.train.loss_threshold);
         state.log_loss_sum = state.log_rows = state.log_correct = state.log_grad_norm_sum = 0.0;
@@ -252,7 +254,6 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
         record.flush();  // a crash loses at most the current log interval
         interval_start = Clock::now();
       }
-      if (spec.log.attention.every > 0 && step % spec.log.attention.every == 0) record.attention(step);
       const bool eval_now = step % spec.eval.every == 0 || step == spec.train.steps || stop;
       if (eval_now) {
         run_eval(step);
