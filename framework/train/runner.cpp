@@ -10,14 +10,12 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <optional>
 #include <sstream>
 #include <unistd.h>
 
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
-#include "ablate/version.hpp"
 #include "core/text.hpp"
 #include "train/checkpoint.hpp"
 #include "train/data_order.hpp"
@@ -42,7 +40,7 @@ std::string resolved_run_yaml(spec::ExperimentSpec spec) {
   return spec::resolved_yaml(spec);
 }
 
-// The eval metric names this run records, in a fixed order (the eval.csv columns).
+// The eval metric names this run records, in a fixed order (the columns of /metrics/eval in run.h5).
 std::vector<std::string> eval_columns(const std::vector<spec::Metric>& metrics) {
   std::vector<std::string> out;
   for (spec::Metric m : metrics) out.push_back(spec::to_string(m));
