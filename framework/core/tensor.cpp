@@ -1,8 +1,9 @@
 // Shape and Tensor (framework/include/ablate/tensor.hpp) and the small out-of-line pieces of
-// the backend interface (activation_name).
+// the backend interface (activation_name, host_floats).
 #include "ablate/tensor.hpp"
 
 #include "ablate/backend.hpp"
+#include "ablate/bf16.hpp"
 #include "ablate/error.hpp"
 
 namespace ablate {
@@ -66,6 +67,19 @@ const char* activation_name(Activation a) {
     case Activation::SiLU: return "silu";
   }
   return "invalid";
+}
+
+std::vector<float> host_floats(Backend& backend, const Tensor& t) {
+  if (t.dtype() == DType::I32) throw Error("host_floats: " + t.str() + " holds ids, not values");
+  std::vector<float> host(static_cast<std::size_t>(t.numel()));
+  if (t.dtype() == DType::BF16) {
+    std::vector<std::uint16_t> bits(host.size());
+    backend.copy_to_host(bits.data(), t);
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = bf16_to_float(bits[i]);  // exact
+  } else {
+    backend.copy_to_host(host.data(), t);
+  }
+  return host;
 }
 
 }  // namespace ablate

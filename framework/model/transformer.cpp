@@ -19,14 +19,8 @@ Tensor upload_i32(Backend& be, const Shape& shape, const std::vector<std::int32_
 
 // Host argmax over the last dim of logits [N, V] (F32 or BF16 on the backend).
 std::vector<std::int32_t> argmax_rows(Backend& be, const Tensor& logits) {
-  Tensor f = logits;
-  if (logits.dtype() != DType::F32) {
-    f = be.empty(logits.shape(), DType::F32);
-    be.cast(f, logits);
-  }
-  const std::int64_t v = f.shape().last(), n = f.shape().rows();
-  std::vector<float> host(static_cast<std::size_t>(f.numel()));
-  be.copy_to_host(host.data(), f);
+  const std::int64_t v = logits.shape().last(), n = logits.shape().rows();
+  const std::vector<float> host = host_floats(be, logits);
   std::vector<std::int32_t> out(static_cast<std::size_t>(n));
   for (std::int64_t r = 0; r < n; ++r) {
     const float* row = host.data() + r * v;

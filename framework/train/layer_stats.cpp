@@ -51,14 +51,8 @@ std::vector<double> residual_norms(Backend& be, const model::ForwardCapture& cap
                                    const std::vector<std::int32_t>& tgt_lengths) {
   std::vector<double> out;
   for (const auto& r : capture.residuals) {
-    Tensor f = r.x;
-    if (f.dtype() != DType::F32) {
-      f = be.empty(r.x.shape(), DType::F32);
-      be.cast(f, r.x);
-    }
-    std::vector<float> x(static_cast<std::size_t>(f.numel()));
-    be.copy_to_host(x.data(), f);
-    const Shape& s = f.shape();  // [B, T, D]
+    const std::vector<float> x = host_floats(be, r.x);
+    const Shape& s = r.x.shape();  // [B, T, D]
     const std::vector<std::int32_t>& lengths = r.stack == "encoder" ? src_lengths : tgt_lengths;
     if (static_cast<std::int64_t>(lengths.size()) != s[0])
       throw Error("residual_norms: " + std::to_string(lengths.size()) + " lengths for a batch of " + std::to_string(s[0]));

@@ -21,12 +21,6 @@ results::ProbeTokens probe_side(std::int64_t length, const std::vector<std::int3
   return t;
 }
 
-std::vector<float> to_host(Backend& be, const Tensor& t) {
-  std::vector<float> v(static_cast<std::size_t>(t.numel()));
-  be.copy_to_host(v.data(), t);  // probabilities are F32 on every backend
-  return v;
-}
-
 std::vector<float> as_floats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
 
 }  // namespace
@@ -94,7 +88,7 @@ RunRecorder::ProbePass RunRecorder::probe_pass(std::int64_t step) {
     });
     if (it == pass.capture.attention.end())
       throw Error("probe pass: no attention captured for " + s.path(), "the model and the run layout disagree");
-    pass.attention.push_back(to_host(*ex_.backend, it->probs));
+    pass.attention.push_back(host_floats(*ex_.backend, it->probs));
   }
   return pass;
 }
@@ -140,7 +134,7 @@ void RunRecorder::record_attention(std::int64_t step, const ProbePass& pass) {
     }
     cross.assign(static_cast<std::size_t>(d.layers), std::vector<float>(static_cast<std::size_t>(E * d.heads * d.steps * d.keys), 0.0f));
     for (const auto& a : captured.attention) {  // probs [E, H, 1, S] of decode step a.step
-      const std::vector<float> p = to_host(*ex_.backend, a.probs);
+      const std::vector<float> p = host_floats(*ex_.backend, a.probs);
       std::vector<float>& out = cross[static_cast<std::size_t>(a.layer)];
       for (std::int64_t eh = 0; eh < E * d.heads; ++eh)
         std::copy_n(p.begin() + eh * d.keys, d.keys, out.begin() + (eh * d.steps + a.step) * d.keys);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ablate/philox.hpp"
 #include "ablate/plugin.hpp"
@@ -173,5 +174,9 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // y = x converted to y's dtype (F32 <-> BF16, round to nearest even).
   virtual void cast(Tensor& y, const Tensor& x) = 0;
 };
+
+// t's values on the host as floats: F32 copied, BF16 widened (exactly) on the host. For
+// logging and decoding, not for hot paths. Synchronises.
+std::vector<float> host_floats(Backend& backend, const Tensor& t);
 
 }  // namespace ablate
