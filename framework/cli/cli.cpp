@@ -45,6 +45,10 @@ po::variables_map parse_command(const char* command, const po::options_descripti
   return vm;
 }
 
+std::vector<std::string> repeated(const po::variables_map& vm, const char* key) {
+  return vm.count(key) ? vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
+}
+
 namespace {
 
 void print_help(std::ostream& out) {

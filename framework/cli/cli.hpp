@@ -30,6 +30,9 @@ boost::program_options::variables_map parse_command(
     const char* command, const boost::program_options::options_description& options, const std::vector<std::string>& args,
     const boost::program_options::positional_options_description& positional = {});
 
+// The values of a repeatable string option (`--set`, `--plugin-path`), empty if it was not given.
+std::vector<std::string> repeated(const boost::program_options::variables_map& vm, const char* key);
+
 // "ablate 0.1.0 (git <rev>, plugin API 1, ABI <tag>)"
 std::string version_line();
 

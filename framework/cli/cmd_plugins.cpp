@@ -90,8 +90,7 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
   }
 
   std::vector<std::filesystem::path> extra;
-  if (vm.count("plugin-path"))
-    for (const auto& p : vm["plugin-path"].as<std::vector<std::string>>()) extra.emplace_back(p);
+  for (const auto& p : repeated(vm, "plugin-path")) extra.emplace_back(p);
   const std::vector<std::filesystem::path> search_path = plugin_search_path(extra);
   PluginRegistry registry;
   registry.scan(search_path);

@@ -77,10 +77,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   if (!vm.count("spec")) throw UsageError("ablate run: no spec file given", "usage: ablate run SPEC.yaml [--set k=v ...]");
   const std::string file = vm["spec"].as<std::string>();
-  const auto list = [&](const char* key) {
-    return vm.count(key) ? vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
-  };
-  LoadedSpec loaded = load_validated_spec(file, list("set"), list("plugin-path"), err);
+  LoadedSpec loaded = load_validated_spec(file, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
   if (!loaded.spec.sweep.empty())
     out << "note: " << file << " has a sweep; `ablate run` trains its base configuration only\n";
 

@@ -35,12 +35,9 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   if (!vm.count("spec")) throw UsageError("ablate validate: no spec file given", "usage: ablate validate SPEC.yaml [--set k=v ...]");
   const std::string file = vm["spec"].as<std::string>();
-  const std::vector<std::string> overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
   try {
-    const std::vector<std::string> paths =
-        vm.count("plugin-path") ? vm["plugin-path"].as<std::vector<std::string>>() : std::vector<std::string>{};
-    const LoadedSpec loaded = load_validated_spec(file, overrides, paths, err);
+    const LoadedSpec loaded = load_validated_spec(file, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
     out << file << ": valid\n";
     if (vm.count("print")) out << spec::resolved_yaml(loaded.spec);
     return kExitOk;
