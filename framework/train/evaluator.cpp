@@ -9,6 +9,14 @@
 
 namespace ablate::train {
 
+std::vector<std::string> evaluated_names(const std::vector<spec::Metric>& metrics) {
+  std::vector<std::string> out;
+  for (spec::Metric m : metrics) out.push_back(spec::to_string(m));
+  if (std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end())
+    out.push_back("decoded_token_accuracy");
+  return out;
+}
+
 std::map<std::string, double> evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics) {
   const auto wants = [&](spec::Metric m) { return std::find(metrics.begin(), metrics.end(), m) != metrics.end(); };
   const bool decode = wants(spec::Metric::exact_match);

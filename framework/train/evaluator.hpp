@@ -22,4 +22,9 @@ namespace ablate::train {
 // no gradient or parameter is touched.
 std::map<std::string, double> evaluate(Experiment& experiment, const std::vector<spec::Metric>& metrics);
 
+// The names evaluate() reports for `metrics`, in a fixed order (the run file's eval columns): the
+// metrics themselves, then decoded_token_accuracy with exact_match (what the default task
+// scoring adds; other scores a task plugin reports are printed but have no column).
+std::vector<std::string> evaluated_names(const std::vector<spec::Metric>& metrics);
+
 }  // namespace ablate::train

@@ -6,7 +6,6 @@
 // loss curve is the uninterrupted one.
 #include "train/runner.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -38,15 +37,6 @@ std::string host_name() {
 std::string resolved_run_yaml(spec::ExperimentSpec spec) {
   spec.sweep = {};  // a run is one point: its identity excludes the sweep around it
   return spec::resolved_yaml(spec);
-}
-
-// The eval metric names this run records, in a fixed order (the columns of /metrics/eval in run.h5).
-std::vector<std::string> eval_columns(const std::vector<spec::Metric>& metrics) {
-  std::vector<std::string> out;
-  for (spec::Metric m : metrics) out.push_back(spec::to_string(m));
-  if (std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end())
-    out.push_back("decoded_token_accuracy");  // the task's position-wise score of the same decoding
-  return out;
 }
 
 std::string metrics_text(const std::map<std::string, double>& m) {
@@ -140,7 +130,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   std::vector<std::string> skipped;
   const std::vector<spec::Metric> metrics = applicable_metrics(spec, ex.task_info, &skipped);
   for (const std::string& s : skipped) out << "note: eval metric skipped: " << s << "\n";
-  const std::vector<std::string> eval_cols = eval_columns(metrics);
+  const std::vector<std::string> eval_cols = evaluated_names(metrics);
   RunRecorder record(ex, kTrainColumns, eval_cols);
   const std::string id = run_id(spec);
   if (options.resume) {
