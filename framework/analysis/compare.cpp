@@ -10,6 +10,7 @@
 
 #include "ablate/error.hpp"
 #include "core/text.hpp"
+#include "spec/experiment_spec.hpp"
 
 namespace ablate::analysis {
 namespace {
@@ -93,7 +94,9 @@ std::vector<std::pair<std::string, std::string>> parse_baseline(const std::strin
 
 bool is_excluded(const std::string& key, const std::vector<std::string>& ignore) {
   const auto& replicates = replicate_keys();
+  const auto& execution = spec::execution_keys();  // speed, not what is computed
   return std::find(replicates.begin(), replicates.end(), key) != replicates.end() ||
+         std::find(execution.begin(), execution.end(), key) != execution.end() ||
          std::find(ignore.begin(), ignore.end(), key) != ignore.end();
 }
 

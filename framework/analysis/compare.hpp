@@ -49,7 +49,7 @@ struct CompareOptions {
   std::optional<bool> higher_is_better;  // empty: higher_is_better_by_name(metric)
   std::string baseline;                  // "key=value[,key=value]"; empty: the first arm
   std::optional<double> threshold;       // steps-to-threshold on `metric`'s eval curve; empty: not computed
-  std::vector<std::string> ignore_keys;  // further keys not to split arms by
+  std::vector<std::string> ignore_keys;  // further keys not to split arms by (train.seed and backend.threads never do)
   double alpha = 0.05;                   // significance level marked in the renderers
 };
 

@@ -4,6 +4,7 @@
 
 #include <iomanip>
 #include <ostream>
+#include <unistd.h>
 
 #include "ablate/abi.hpp"
 #include "ablate/error.hpp"
@@ -21,6 +22,7 @@ const std::vector<Command>& commands() {
       {"plugins", "list the discovered plugins: kind, name, version, file, description, options", cmd_plugins},
       {"inspect", "summarise a run file: status, last metrics, logged tensors; --follow a live run", cmd_inspect},
       {"run", "train an experiment spec into its run directory (resumable with --resume)", cmd_run},
+      {"sweep", "run a spec's sweep (variants x seeds) locally or on Slurm: resumable, skips finished runs; --status, --dry-run", cmd_sweep},
       {"validate", "check an experiment spec (keys, values, extends, --set, plugins); --print the resolved spec", cmd_validate},
   };
   return table;
@@ -43,6 +45,27 @@ po::variables_map parse_command(const char* command, const po::options_descripti
                      std::string("see `ablate ") + command + " --help`");
   }
   return vm;
+}
+
+train::ProgressMode progress_mode(const char* command, const std::string& name) {
+  if (name == "auto") return train::detect_progress_mode(STDOUT_FILENO);
+  if (name == "bar") return train::ProgressMode::Bar;
+  if (name == "lines") return train::ProgressMode::Lines;
+  if (name == "quiet") return train::ProgressMode::Quiet;
+  throw UsageError(std::string("ablate ") + command + ": --progress '" + name + "' is not one of auto, bar, lines, quiet");
+}
+
+StopSignals::StopSignals(void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int_);
+  sigaction(SIGTERM, &sa, &old_term_);
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
 }
 
 std::vector<std::string> repeated(const po::variables_map& vm, const char* key) {

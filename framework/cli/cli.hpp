@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <signal.h>
+
 #include <boost/program_options.hpp>
+
+#include "train/progress.hpp"
 
 namespace ablate::cli {
 
@@ -33,6 +37,22 @@ boost::program_options::variables_map parse_command(
 // The values of a repeatable string option (`--set`, `--plugin-path`), empty if it was not given.
 std::vector<std::string> repeated(const boost::program_options::variables_map& vm, const char* key);
 
+// --progress NAME (auto | bar | lines | quiet) as a mode; auto looks at stdout.
+train::ProgressMode progress_mode(const char* command, const std::string& name);
+
+// Installs `handler` for SIGINT and SIGTERM while alive, then restores the previous handlers
+// (the stop request of `ablate run` and `ablate sweep`).
+class StopSignals {
+ public:
+  explicit StopSignals(void (*handler)(int));
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
 // "ablate 0.1.0 (git <rev>, plugin API 1, ABI <tag>)"
 std::string version_line();
 
@@ -41,6 +61,7 @@ int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
 int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace ablate::cli

@@ -1,11 +1,9 @@
 // `ablate run SPEC.yaml`: validates the spec like `ablate validate`, then trains it with the
 // runner (framework/train/runner.hpp) into its run directory, printing progress. Ctrl-C stops
 // after the current step with a checkpoint; `--resume` continues.
-#include <csignal>
 #include <fstream>
 #include <iterator>
 #include <ostream>
-#include <unistd.h>
 
 #include "ablate/error.hpp"
 #include "cli/cli.hpp"
@@ -19,42 +17,13 @@ namespace {
 
 extern "C" void on_stop_signal(int) { train::request_stop(); }
 
-// Installs the stop handler for SIGINT/SIGTERM while alive, then restores the previous ones.
-class StopSignals {
- public:
-  StopSignals() {
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
-
-train::ProgressMode progress_mode(const std::string& name) {
-  if (name == "auto") return train::detect_progress_mode(STDOUT_FILENO);
-  if (name == "bar") return train::ProgressMode::Bar;
-  if (name == "lines") return train::ProgressMode::Lines;
-  if (name == "quiet") return train::ProgressMode::Quiet;
-  throw UsageError("ablate run: --progress '" + name + "' is not one of auto, bar, lines, quiet");
-}
-
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description options("ablate run SPEC.yaml [options]\n\n"
                                   "Trains the experiment a spec describes (its base configuration: a sweep runs with\n"
-                                  "`ablate sweep`) and writes the run directory: resolved.yaml, train.csv, eval.csv,\n"
-                                  "checkpoint.bin, run.json. Ctrl-C stops after the current step with a checkpoint;\n"
+                                  "`ablate sweep`) and writes the run directory: run.h5 (docs/results-format.md) and\n"
+                                  "checkpoint.bin. Ctrl-C stops after the current step with a checkpoint;\n"
                                   "--resume continues it. Exit 0 completed, 1 failed, 2 spec error, 3 plugin error,\n"
                                   "4 diverged (NaN/Inf, step recorded), 130 interrupted.\n\nOptions");
   options.add_options()
@@ -89,11 +58,11 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   run.out_dir = vm.count("out") ? std::filesystem::path(vm["out"].as<std::string>())
                                 : std::filesystem::path("results") / loaded.spec.name / train::run_id(loaded.spec);
   run.resume = vm.count("resume") > 0;
-  run.progress = progress_mode(vm["progress"].as<std::string>());
+  run.progress = progress_mode("run", vm["progress"].as<std::string>());
   run.stop_after = vm["stop-after"].as<std::int64_t>();
   if (run.stop_after < 0) throw UsageError("ablate run: --stop-after must be >= 0");
 
-  StopSignals signals;
+  StopSignals signals(on_stop_signal);
   const train::RunResult result = train::run_experiment(loaded.spec, *loaded.registry, run, out);
   switch (result.status) {
     case results::RunStatus::Completed: return kExitOk;

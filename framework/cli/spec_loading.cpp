@@ -43,4 +43,11 @@ LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::s
   return loaded;
 }
 
+spec::ExperimentSpec load_spec_against(const std::string& file, const std::vector<std::string>& overrides,
+                                       const PluginRegistry& registry) {
+  spec::ExperimentSpec s = spec::load_spec(file, overrides);
+  spec::validate_plugins(s, RegistryCatalog(registry));
+  return s;
+}
+
 }  // namespace ablate::cli

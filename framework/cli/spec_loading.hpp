@@ -22,4 +22,9 @@ struct LoadedSpec {
 LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::string>& overrides,
                                const std::vector<std::string>& plugin_paths, std::ostream& err);
 
+// The same spec file with other overrides, checked against an already scanned registry (each
+// run of a sweep). Throws UsageError like load_validated_spec.
+spec::ExperimentSpec load_spec_against(const std::string& file, const std::vector<std::string>& overrides,
+                                       const PluginRegistry& registry);
+
 }  // namespace ablate::cli

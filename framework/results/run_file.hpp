@@ -170,6 +170,9 @@ class RunWriter {
   // resume (/resumes), all in SWMR mode (readers may stay open). With `expected`, first refuses
   // (changing nothing) a file whose layout differs. Refused while another writer holds the file.
   static RunWriter resume(const std::filesystem::path& file, std::int64_t resume_step, const RunLayout* expected = nullptr);
+  // Records the end of a run whose writer died without recording it (`ablate sweep` marks a crashed
+  // run failed): drops torn rows, rewrites the state, closes. Refused while a writer holds the file.
+  static void record_end(const std::filesystem::path& file, const RunState& state);
 
   RunWriter(RunWriter&&) noexcept;
   RunWriter& operator=(RunWriter&&) noexcept;

@@ -452,6 +452,15 @@ RunWriter RunWriter::resume(const fs::path& file, std::int64_t resume_step, cons
   return RunWriter(open_for_writing(file, resume_step, expected));
 }
 
+void RunWriter::record_end(const fs::path& file, const RunState& state) {
+  h5::Quiet quiet;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) throw Error("cannot record the end of " + file.string() + ": no such file", "check the run directory");
+  RunWriter writer(open_for_writing(file, std::nullopt, nullptr));
+  writer.set_state(state);
+  writer.close();
+}
+
 const fs::path& RunWriter::path() const { return live(impl_).path; }
 const RunLayout& RunWriter::layout() const { return live(impl_).layout; }
 

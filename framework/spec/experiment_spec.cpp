@@ -811,4 +811,16 @@ std::string resolved_yaml(const ExperimentSpec& s) {
   return std::string(out.c_str()) + "\n";
 }
 
+const std::vector<std::string>& execution_keys() {
+  static const std::vector<std::string> keys = {"backend.threads"};
+  return keys;
+}
+
+std::string identity_yaml(ExperimentSpec spec) {
+  spec.sweep = {};  // a run is one point: its identity excludes the sweep around it
+  for (const std::string& key : execution_keys())
+    if (key.starts_with("backend.")) spec.backend.options.erase(key.substr(std::string("backend.").size()));
+  return resolved_yaml(spec);
+}
+
 }  // namespace ablate::spec

@@ -181,4 +181,11 @@ ExperimentSpec spec_from_tree(const SpecTree& tree);
 // Every value, defaults included, as YAML that loads back into an equal spec.
 std::string resolved_yaml(const ExperimentSpec& spec);
 
+// Keys that change how fast a run goes, not what it computes (backend.threads): they are no part
+// of a run's identity (its id, the resume check), and `ablate compare` does not split arms by them.
+const std::vector<std::string>& execution_keys();
+
+// The identity of one run: resolved_yaml without the sweep section and the execution keys.
+std::string identity_yaml(ExperimentSpec spec);
+
 }  // namespace ablate::spec

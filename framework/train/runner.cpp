@@ -34,8 +34,9 @@ std::string host_name() {
   return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
 }
 
+// The resolved spec a run records: every value, execution keys included, the sweep left out.
 std::string resolved_run_yaml(spec::ExperimentSpec spec) {
-  spec.sweep = {};  // a run is one point: its identity excludes the sweep around it
+  spec.sweep = {};
   return spec::resolved_yaml(spec);
 }
 
@@ -76,7 +77,7 @@ bool reached(const spec::EarlyStoppingSpec& es, double value) {
 void request_stop() { g_stop_requested.store(true); }
 
 std::string run_id(const spec::ExperimentSpec& spec) {
-  const std::string yaml = resolved_run_yaml(spec);
+  const std::string yaml = spec::identity_yaml(spec);
   const std::uint64_t h = fnv1a64(yaml.data(), yaml.size());
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
@@ -91,14 +92,17 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   const fs::path dir = options.out_dir;
   const fs::path checkpoint_file = dir / "checkpoint.bin", run_file = dir / "run.h5";
   const std::string spec_yaml = resolved_run_yaml(spec);
+  const std::string identity = spec::identity_yaml(spec);  // what a checkpoint must match
+  const std::string id = run_id(spec);
 
   // --- the run directory: never overwrite another run's results
   const std::optional<results::RunState> recorded = recorded_state(run_file);
+  const bool has_checkpoint = fs::exists(checkpoint_file);
   if (!options.resume && recorded)
     throw UsageError("results already exist in " + dir.string() + " (status " + results::to_string(recorded->status) + ")",
                      "continue that run with --resume, or choose another directory with --out");
-  if (options.resume && !fs::exists(checkpoint_file))
-    throw UsageError("nothing to resume in " + dir.string() + ": no checkpoint.bin",
+  if (options.resume && !has_checkpoint && !recorded)
+    throw UsageError("nothing to resume in " + dir.string() + ": no checkpoint.bin and no run.h5",
                      "start the run without --resume (or point --out at the run's directory)");
   if (options.resume && recorded && recorded->status == RunStatus::Completed) {
     out << "run in " << dir.string() << " is already completed; nothing to do\n";
@@ -106,6 +110,13 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
     done.status = RunStatus::Completed;
     done.reason = "already completed";
     return done;
+  }
+  // A run stopped before its first checkpoint restarts from step 0 in its own run file.
+  if (options.resume && !has_checkpoint) {
+    const std::string recorded_id = results::RunReader(run_file).info().run_id;
+    if (recorded_id != id)
+      throw UsageError("cannot resume " + dir.string() + ": its run file belongs to run " + recorded_id + ", this spec is run " + id,
+                       "resume with the same spec and --set options, or start a new run in another directory");
   }
   Experiment ex(spec, registry);  // first: a spec problem leaves no directory behind
   std::error_code ec;
@@ -117,11 +128,11 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   }
 
   TrainState state;
-  if (options.resume) {
+  if (options.resume && has_checkpoint) {
     LoadedCheckpoint loaded = load_checkpoint(checkpoint_file, *ex.store);
-    if (loaded.spec_yaml != spec_yaml)
+    if (loaded.spec_yaml != identity)
       throw UsageError("cannot resume " + dir.string() + ": the spec differs from the one the run started with (" +
-                           first_difference(loaded.spec_yaml, spec_yaml) + ")",
+                           first_difference(loaded.spec_yaml, identity) + ")",
                        "resume with the same spec and --set options, or start a new run in another directory");
     state = loaded.state;
     ex.optimizer->set_steps_taken(state.optimizer_steps);
@@ -132,7 +143,6 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   for (const std::string& s : skipped) out << "note: eval metric skipped: " << s << "\n";
   const std::vector<std::string> eval_cols = evaluated_names(metrics);
   RunRecorder record(ex, kTrainColumns, eval_cols);
-  const std::string id = run_id(spec);
   if (options.resume) {
     record.resume(run_file, state.step);
   } else {
@@ -175,7 +185,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
     record.flush();  // the run file holds every row up to the checkpoint before the checkpoint exists
     state.elapsed_seconds = elapsed();
     state.optimizer_steps = ex.optimizer->steps_taken();
-    save_checkpoint(checkpoint_file, *ex.store, state, spec_yaml);
+    save_checkpoint(checkpoint_file, *ex.store, state, identity);
   };
   auto finish = [&](RunStatus status, std::string reason) {
     result.status = status;

@@ -1,0 +1,346 @@
+// `ablate sweep SPEC.yaml`: runs the sweep a spec describes (framework/sweep): every run of the
+// grid/zip/seeds/runs expansion is loaded and validated first, then the runs that are not done
+// are trained, by child processes here (--executor local) or as one Slurm array job (--executor
+// slurm). Re-running the command skips finished runs, resumes interrupted ones and reruns failed
+// ones only with --rerun-failed; --status and --dry-run only look. At the end it compares the
+// runs (report.md, summary.csv/json) and draws the figures in the sweep directory.
+#include <algorithm>
+#include <map>
+#include <ostream>
+#include <thread>
+
+#include "ablate/error.hpp"
+#include "cli/cli.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/spec_loading.hpp"
+#include "core/text.hpp"
+#include "sweep/local_executor.hpp"
+#include "sweep/manifest.hpp"
+#include "sweep/run_state.hpp"
+#include "sweep/slurm_executor.hpp"
+#include "sweep/sweep_plan.hpp"
+
+namespace ablate::cli {
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+namespace {
+
+extern "C" void on_sweep_signal(int) { sweep::request_stop(); }
+
+std::vector<sweep::RunPhaseInfo> read_phases(const sweep::SweepPlan& plan) {
+  std::vector<sweep::RunPhaseInfo> phases;
+  for (const sweep::SweepRun& run : plan.runs) phases.push_back(sweep::read_run_phase(plan.run_dir(run)));
+  return phases;
+}
+
+// "8 runs: 5 done, 1 running, 1 failed, 0 diverged, 1 pending" (+ ", N interrupted" when any).
+std::string counts_line(const std::vector<sweep::RunPhaseInfo>& phases) {
+  std::map<sweep::RunPhase, std::size_t> n;
+  for (const auto& p : phases) ++n[p.phase];
+  using P = sweep::RunPhase;
+  std::string line = std::to_string(phases.size()) + " run" + (phases.size() == 1 ? "" : "s") + ": " +
+                     std::to_string(n[P::Completed]) + " done, " + std::to_string(n[P::Running]) + " running, " +
+                     std::to_string(n[P::Failed]) + " failed, " + std::to_string(n[P::Diverged]) + " diverged, " +
+                     std::to_string(n[P::Pending]) + " pending";
+  if (n[P::Interrupted]) line += ", " + std::to_string(n[P::Interrupted]) + " interrupted";
+  return line;
+}
+
+std::string settings_text(const spec::SweepPoint& point) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : point.settings) parts.push_back(k + "=" + v);
+  return parts.empty() ? "(the base configuration)" : join(parts, " ");
+}
+
+// One line per run: state, step/total, name, id (and its Slurm job), why.
+void print_runs(const sweep::SweepPlan& plan, const std::vector<sweep::RunPhaseInfo>& phases, sweep::Manifest& manifest,
+                std::ostream& out) {
+  std::size_t width = 4;
+  for (const auto& run : plan.runs) width = std::max(width, run.point.name.size());
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const sweep::SweepRun& run = plan.runs[i];
+    const sweep::RunPhaseInfo& p = phases[i];
+    std::string line = std::string(to_string(p.phase));
+    line.resize(12, ' ');
+    std::string steps = std::to_string(p.step) + "/" + std::to_string(run.spec.train.steps);
+    steps.resize(12, ' ');
+    std::string name = run.point.name;
+    name.resize(width + 2, ' ');
+    line += steps + name + run.id;
+    const sweep::ManifestRun* m = manifest.find(run.id);
+    if (m && !m->slurm_job.empty() && (p.phase == sweep::RunPhase::Pending || p.phase == sweep::RunPhase::Running))
+      line += "  slurm job " + m->slurm_job;
+    if (!p.reason.empty() && p.phase != sweep::RunPhase::Running) line += "  " + p.reason;
+    out << "  " << line << "\n";
+  }
+}
+
+fs::path executable_path() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find the ablate executable (/proc/self/exe): " + ec.message());
+  return self;
+}
+
+// Moves a failed run's folder to <sweep>/.attempts/<folder>.<n> (kept, not deleted) so the run
+// starts afresh; hidden folders are not searched by `ablate compare` and `ablate plot`.
+fs::path set_aside(const fs::path& sweep_dir, const std::string& folder) {
+  const fs::path attempts = sweep_dir / ".attempts";
+  std::error_code ec;
+  fs::create_directories(attempts, ec);
+  for (int n = 1;; ++n) {
+    const fs::path to = attempts / (folder + "." + std::to_string(n));
+    if (fs::exists(to)) continue;
+    fs::rename(sweep_dir / folder, to, ec);
+    if (ec) throw Error("cannot move the failed run " + (sweep_dir / folder).string() + " to " + to.string() + ": " + ec.message());
+    return to;
+  }
+}
+
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description options(
+      "ablate sweep SPEC.yaml [options]\n\n"
+      "Runs every run of the spec's sweep (sweep.grid x sweep.zip, explicit sweep.runs, each per\n"
+      "seed of sweep.seeds) into the sweep directory: one folder <name>-<run id> per run and the\n"
+      "manifest sweep.yaml. Every run is validated before any starts. Running it again skips done\n"
+      "and diverged runs, resumes interrupted ones from their checkpoints, and reruns failed ones\n"
+      "with --rerun-failed only; runs added to the spec are run, old ones are left alone. Then it\n"
+      "compares the runs (report.md, summary.csv/json) and draws figures/ in the sweep directory.\n"
+      "Exit 0 when no run failed (diverged runs are results), 1 when some failed, 130 when stopped.\n\nOptions");
+  options.add_options()
+      ("help,h", "show this help")
+      ("spec", po::value<std::string>(), "the spec file (positional)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override KEY.PATH=VALUE for every run (repeatable)")
+      ("out,o", po::value<std::string>(), "the sweep directory (default: results/<name>)")
+      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)")
+      ("dry-run", "print the runs, their ids and folders; run nothing")
+      ("status", "print the state of every run (done / running / failed / diverged / pending / interrupted)")
+      ("rerun-failed", "run failed runs again (their folders are kept under .attempts/)")
+      ("executor,e", po::value<std::string>()->default_value("local"), "local (child processes here) or slurm (one sbatch array job)")
+      ("jobs,j", po::value<int>(), "local: runs at a time (default 1)")
+      ("threads-per-run,t", po::value<int>(),
+       "threads of each run's backend (default local: cores / jobs; slurm: the spec's) — not part of the run id")
+      ("progress", po::value<std::string>()->default_value("auto"), "auto, bar, lines or quiet (the sweep display)")
+      ("no-compare", "skip the comparison and figures at the end")
+      ("baseline,b", po::value<std::string>(), "the comparison's baseline arm, KEY=VALUE[,KEY=VALUE] (default: the first arm)")
+      ("metric,m", po::value<std::string>(), "the compared eval metric (default: exact_match if recorded, else loss)")
+      ("threshold", po::value<double>(), "also report the first eval step at which the metric reaches this value")
+      ("partition", po::value<std::string>(), "slurm: sbatch --partition")
+      ("time", po::value<std::string>(), "slurm: sbatch --time limit per run, e.g. 2:00:00")
+      ("mem", po::value<std::string>(), "slurm: sbatch --mem per run, e.g. 4G")
+      ("sbatch-line", po::value<std::vector<std::string>>()->composing(), "slurm: another sbatch option, e.g. --qos=high (repeatable)")
+      ("wait", "slurm: wait until the job has left the queue, then compare");
+  po::positional_options_description positional;
+  positional.add("spec", 1);
+  const po::variables_map vm = parse_command("sweep", options, args, positional);
+  if (vm.count("help")) {
+    out << options << "\n";
+    return kExitOk;
+  }
+  if (!vm.count("spec")) throw UsageError("ablate sweep: no spec file given", "usage: ablate sweep SPEC.yaml [--status | --dry-run] [options]");
+  const std::string file = vm["spec"].as<std::string>();
+  const std::string executor = vm["executor"].as<std::string>();
+  if (executor != "local" && executor != "slurm")
+    throw UsageError("ablate sweep: --executor '" + executor + "' is not one of local, slurm");
+  const bool slurm = executor == "slurm";
+  for (const char* o : {"partition", "time", "mem", "sbatch-line", "wait"})
+    if (!slurm && vm.count(o)) throw UsageError(std::string("ablate sweep: --") + o + " is an option of --executor slurm");
+  if (slurm && vm.count("jobs")) throw UsageError("ablate sweep: --jobs is an option of --executor local; Slurm decides how many run at once");
+  const train::ProgressMode progress = progress_mode("sweep", vm["progress"].as<std::string>());
+
+  const LoadedSpec base = load_validated_spec(file, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+  const fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("results") / base.spec.name;
+  const sweep::SweepPlan plan =
+      sweep::plan_sweep(file, repeated(vm, "set"), repeated(vm, "plugin-path"), base.spec, dir,
+                        [&](const std::vector<std::string>& overrides) { return load_spec_against(file, overrides, *base.registry); });
+  for (const std::string& note : plan.notes) out << "note: " << note << "\n";
+
+  if (vm.count("dry-run")) {
+    out << "sweep " << plan.experiment << ": " << plan.runs.size() << " run" << (plan.runs.size() == 1 ? "" : "s") << " in "
+        << dir.string() << "\n";
+    for (const sweep::SweepRun& run : plan.runs)
+      out << "  " << run.id << "  " << run.folder << "\n      " << settings_text(run.point) << "\n";
+    return kExitOk;
+  }
+  sweep::Manifest manifest = sweep::read_manifest(dir);
+  if (vm.count("status")) {
+    const auto phases = read_phases(plan);
+    out << "sweep " << plan.experiment << " in " << dir.string() << "\n";
+    print_runs(plan, phases, manifest, out);
+    out << counts_line(phases) << "\n";
+    std::size_t others = 0;
+    for (const sweep::ManifestRun& m : manifest.runs)
+      others += std::none_of(plan.runs.begin(), plan.runs.end(), [&](const auto& r) { return r.id == m.id; });
+    if (others) out << others << " more run(s) in " << (dir / sweep::kManifestFile).string() << " belong to earlier versions of the spec\n";
+    return kExitOk;
+  }
+
+  // --- run: take the directory, record the runs, decide what each needs
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError("cannot create the sweep directory " + dir.string() + ": " + ec.message(), "choose another with --out");
+  const sweep::SweepLock lock(dir);
+  manifest = sweep::read_manifest(dir);  // again, now that no other sweep can change it
+  const std::size_t added = manifest.merge(plan);
+  sweep::write_manifest(dir, manifest);
+
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = vm.count("jobs") ? vm["jobs"].as<int>() : 1;
+  if (jobs < 1) throw UsageError("ablate sweep: --jobs must be at least 1");
+  int threads = 0;  // 0: the spec's own
+  if (vm.count("threads-per-run")) {
+    threads = vm["threads-per-run"].as<int>();
+    if (threads < 1) throw UsageError("ablate sweep: --threads-per-run must be at least 1");
+  } else if (!slurm) {
+    threads = std::max(1, cores / jobs);
+  }
+
+  // Slurm: runs whose earlier array task is still queued are not submitted twice.
+  std::map<std::string, std::optional<std::set<int>>> queue;
+  auto still_queued = [&](const std::string& id) {
+    const sweep::ManifestRun* m = manifest.find(id);
+    if (!slurm || !m || m->slurm_job.empty()) return false;
+    const std::string job = m->slurm_job.substr(0, m->slurm_job.find('_'));
+    if (!queue.count(job)) queue[job] = sweep::queued_array_tasks(job);
+    const auto& q = queue[job];
+    return q && q->count(std::stoi(m->slurm_job.substr(m->slurm_job.find('_') + 1))) > 0;
+  };
+
+  std::vector<sweep::Task> tasks;
+  std::vector<std::size_t> task_run;  // plan index of each task
+  std::size_t skipped_done = 0, skipped_failed = 0, skipped_busy = 0, resumed = 0;
+  const auto before = read_phases(plan);
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const sweep::SweepRun& run = plan.runs[i];
+    using P = sweep::RunPhase;
+    bool resume = false;
+    switch (before[i].phase) {
+      case P::Completed:
+      case P::Diverged: ++skipped_done; continue;
+      case P::Running: ++skipped_busy; continue;
+      case P::Failed:
+        if (!vm.count("rerun-failed")) {
+          ++skipped_failed;
+          continue;
+        }
+        out << "rerunning failed run " << run.point.name << "; its folder is kept as " << set_aside(dir, run.folder).string() << "\n";
+        break;
+      case P::Interrupted: resume = true; break;
+      case P::Pending: break;
+    }
+    if (still_queued(run.id)) {
+      ++skipped_busy;
+      continue;
+    }
+    resumed += resume;
+    sweep::Task t;
+    t.name = run.point.name;
+    t.dir = plan.run_dir(run);
+    t.args = sweep::run_arguments(plan, run, resume && !slurm, threads);  // the Slurm script decides --resume itself
+    t.total_steps = run.spec.train.steps;
+    t.resume = resume;
+    tasks.push_back(std::move(t));
+    task_run.push_back(i);
+  }
+  out << "sweep " << plan.experiment << ": " << plan.runs.size() << " runs in " << dir.string() << " (" << added
+      << " new to the manifest): " << tasks.size() << " to run (" << resumed << " resumed), " << skipped_done
+      << " already done or diverged, " << skipped_busy << " running or queued elsewhere";
+  if (skipped_failed) out << ", " << skipped_failed << " failed (not rerun: add --rerun-failed)";
+  out << "\n";
+
+  const fs::path exe = executable_path();
+  bool interrupted = false;
+  std::vector<sweep::TaskOutcome> outcomes;
+  if (slurm) {
+    if (tasks.empty()) {
+      out << "nothing to submit\n";
+    } else {
+      sweep::SlurmOptions so;
+      so.job_name = "ablate-" + plan.experiment;
+      so.cpus_per_task = threads > 0 ? threads : 1;
+      if (threads == 0 && sweep::backend_has_threads(base.spec)) so.cpus_per_task = std::stoi(base.spec.backend.options.at("threads"));
+      if (vm.count("partition")) so.partition = vm["partition"].as<std::string>();
+      if (vm.count("time")) so.time = vm["time"].as<std::string>();
+      if (vm.count("mem")) so.mem = vm["mem"].as<std::string>();
+      so.extra_lines = repeated(vm, "sbatch-line");
+      const sweep::SlurmSubmission sub = sweep::submit_array(exe, tasks, dir, so);
+      for (std::size_t k = 0; k < tasks.size(); ++k)
+        manifest.find(plan.runs[task_run[k]].id)->slurm_job = sub.job_id + "_" + std::to_string(k);
+      sweep::write_manifest(dir, manifest);
+      out << "submitted slurm job " << sub.job_id << ": " << tasks.size() << " array task(s), script " << sub.script.string() << "\n";
+    }
+    if (!vm.count("wait")) {
+      out << "follow it with: ablate sweep " << file << " --status" << (vm.count("out") ? " --out " + dir.string() : "") << "\n";
+      return kExitOk;
+    }
+    if (!tasks.empty()) {
+      const StopSignals signals(on_sweep_signal);
+      const std::string job = manifest.find(plan.runs[task_run.front()].id)->slurm_job;
+      interrupted = !sweep::wait_for_job(job.substr(0, job.find('_')), tasks, progress, out);
+      if (interrupted) out << "stopped waiting; the slurm job keeps running (ablate sweep " << file << " --status)\n";
+    }
+  } else {
+    if (!tasks.empty()) {
+      out << "local: " << std::min<std::size_t>(static_cast<std::size_t>(jobs), tasks.size()) << " at a time, "
+          << threads << " thread(s) each, " << cores << " cores\n";
+      const StopSignals signals(on_sweep_signal);
+      sweep::LocalReport report = sweep::run_local(exe, tasks, {jobs, progress}, out);
+      interrupted = report.interrupted;
+      outcomes = std::move(report.outcomes);
+    }
+  }
+
+  // --- the end: every failure with its log, the state of all runs, the comparison
+  const auto after = read_phases(plan);
+  std::vector<std::string> failures;
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const fs::path log = plan.run_dir(plan.runs[i]) / "ablate.log";
+    const auto o = std::find_if(outcomes.begin(), outcomes.end(), [&](const auto& t) { return t.dir == plan.run_dir(plan.runs[i]); });
+    const bool failed_now = o != outcomes.end() && o->failed();
+    if (after[i].phase != sweep::RunPhase::Failed && !failed_now) continue;
+    const std::string reason = failed_now ? o->phase.reason : after[i].reason;
+    std::string text = plan.runs[i].point.name + ": " + reason + "\n    log: " + log.string();
+    const std::string tail = sweep::tail_lines(log, 3);
+    if (!tail.empty()) text += "\n    " + join(std::vector<std::string>{tail}, "") ;
+    failures.push_back(text);
+  }
+  out << "\n" << counts_line(after) << "\n";
+  if (!failures.empty()) {
+    out << failures.size() << " failed run(s):\n";
+    for (const std::string& f : failures) out << "  " << f << "\n";
+    if (!vm.count("rerun-failed")) out << "fix the cause, then run again with --rerun-failed\n";
+  }
+  if (interrupted) {
+    out << "stopped: interrupted runs resume from their checkpoints when you run the same command again\n";
+    return kExitInterrupted;
+  }
+
+  int code = failures.empty() ? kExitOk : kExitRunFailed;
+  std::vector<std::string> files;
+  for (const sweep::SweepRun& run : plan.runs)
+    if (fs::exists(plan.run_dir(run) / "run.h5")) files.push_back((plan.run_dir(run) / "run.h5").string());
+  if (!vm.count("no-compare") && !files.empty()) {
+    std::vector<std::string> cargs = files;
+    cargs.insert(cargs.end(), {"--out", dir.string()});
+    for (const char* o : {"baseline", "metric"})
+      if (vm.count(o)) cargs.insert(cargs.end(), {std::string("--") + o, vm[o].as<std::string>()});
+    if (vm.count("threshold")) cargs.insert(cargs.end(), {"--threshold", number_text(vm["threshold"].as<double>())});
+    std::vector<std::string> pargs = files;
+    pargs.insert(pargs.end(), {"--out", (dir / "figures").string()});
+    out << "\n";
+    try {
+      cmd_compare(cargs, out, err);
+      out << "\n";
+      cmd_plot(pargs, out, err);
+    } catch (const std::exception& e) {
+      err << "ablate sweep: the comparison failed: " << e.what() << "\n";
+      if (const auto* ae = dynamic_cast<const Error*>(&e); ae && !ae->hint().empty()) err << "  hint: " << ae->hint() << "\n";
+      if (code == kExitOk) code = dynamic_cast<const UsageError*>(&e) ? kExitUsage : kExitRunFailed;
+    }
+  }
+  return code;
+}
+
+}  // namespace ablate::cli

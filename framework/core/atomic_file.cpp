@@ -1,0 +1,44 @@
+// write_file_atomically (atomic_file.hpp).
+#include "core/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "ablate/error.hpp"
+
+namespace ablate {
+
+void write_file_atomically(const std::filesystem::path& file, std::string_view contents) {
+  std::filesystem::path temp = file;
+  temp += ".tmp." + std::to_string(::getpid());
+  auto fail = [&](const std::string& doing, int e) {
+    ::unlink(temp.c_str());
+    throw Error("cannot write " + file.string() + ": " + doing + " failed: " + std::strerror(e),
+                "check free space and permissions of " + file.parent_path().string() + "; the previous file is unchanged");
+  };
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fail("creating " + temp.string(), errno);
+  for (std::size_t done = 0; done < contents.size();) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      fail("writing " + temp.string(), e);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int e = errno;
+    ::close(fd);
+    fail("syncing " + temp.string(), e);
+  }
+  if (::close(fd) != 0) fail("closing " + temp.string(), errno);
+  if (::rename(temp.c_str(), file.c_str()) != 0) fail("renaming " + temp.string() + " over it", errno);
+}
+
+}  // namespace ablate

@@ -1,0 +1,76 @@
+// plan_sweep and run_arguments (sweep_plan.hpp).
+#include "sweep/sweep_plan.hpp"
+
+#include <map>
+
+#include "ablate/error.hpp"
+#include "core/text.hpp"
+#include "train/runner.hpp"
+
+namespace ablate::sweep {
+
+SweepPlan plan_sweep(const std::filesystem::path& spec_file, const std::vector<std::string>& overrides,
+                     const std::vector<std::string>& plugin_paths, const spec::ExperimentSpec& base,
+                     const std::filesystem::path& dir, const SpecLoader& load) {
+  SweepPlan plan;
+  plan.spec_file = std::filesystem::absolute(spec_file);
+  plan.overrides = overrides;
+  plan.plugin_paths = plugin_paths;
+  plan.experiment = base.name;
+  plan.dir = dir;
+
+  const spec::SourceMark where = base.marks.of("sweep");
+  const std::string sweep_at = where.line > 0 ? "the sweep at " + where.str() : std::string("the sweep");
+  std::vector<std::string> problems;
+  std::map<std::string, std::string> name_of_id;
+  for (spec::SweepPoint& point : spec::expand_sweep(base.sweep)) {
+    std::vector<std::string> all = overrides;
+    for (const std::string& o : point.overrides()) all.push_back(o);
+    SweepRun run;
+    try {
+      run.spec = load(all);
+    } catch (const UsageError& e) {
+      problems.push_back("run " + point.name + " (from " + sweep_at + "):\n" + e.what());
+      continue;
+    }
+    run.id = train::run_id(run.spec);
+    if (const auto it = name_of_id.find(run.id); it != name_of_id.end()) {
+      plan.notes.push_back(point.name + " resolves to the same spec as " + it->second + " (run " + run.id + "): it runs once");
+      continue;
+    }
+    name_of_id[run.id] = point.name;
+    run.folder = point.name + "-" + run.id;
+    run.point = std::move(point);
+    plan.runs.push_back(std::move(run));
+  }
+  if (!problems.empty())
+    throw UsageError(std::to_string(problems.size()) + " run" + (problems.size() == 1 ? "" : "s") + " of the sweep in " +
+                         spec_file.string() + " cannot be loaded; nothing was run:\n" + join(problems, "\n"),
+                     "fix the sweep values (or the spec) and run again; `ablate sweep SPEC --dry-run` checks without running");
+  return plan;
+}
+
+bool backend_has_threads(const spec::ExperimentSpec& spec) { return spec.backend.options.count("threads") > 0; }
+
+std::vector<std::string> run_arguments(const SweepPlan& plan, const SweepRun& run, bool resume, int threads) {
+  std::vector<std::string> args = {"run", plan.spec_file.string()};
+  auto set = [&](const std::string& assignment) {
+    args.push_back("--set");
+    args.push_back(assignment);
+  };
+  for (const std::string& o : plan.overrides) set(o);
+  for (const std::string& o : run.point.overrides()) set(o);
+  if (threads > 0 && backend_has_threads(run.spec)) set("backend.threads=" + std::to_string(threads));
+  for (const std::string& p : plan.plugin_paths) {
+    args.push_back("--plugin-path");
+    args.push_back(p);
+  }
+  args.push_back("--out");
+  args.push_back(plan.run_dir(run).string());
+  if (resume) args.push_back("--resume");
+  args.push_back("--progress");
+  args.push_back("lines");
+  return args;
+}
+
+}  // namespace ablate::sweep
