@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "ablate/error.hpp"
@@ -77,11 +78,13 @@ struct Child {
 std::string ended_line(const TaskOutcome& o, std::size_t finished, std::size_t total) {
   std::string what = to_string(o.phase.phase);
   if (o.failed() && o.phase.phase != RunPhase::Failed) what = "failed";
-  std::string line = "[" + std::to_string(finished) + "/" + std::to_string(total) + "] " + what + "  " + o.name;
-  if (o.phase.phase != RunPhase::Pending) line += ": step " + std::to_string(o.phase.step);
-  if (!o.phase.reason.empty()) line += ", " + o.phase.reason;
-  if (o.failed()) line += " (log: " + o.log.string() + ")";
-  return line + " (" + train::format_duration(o.seconds) + ")";
+  std::ostringstream line;
+  line << "[" << finished << "/" << total << "] " << what << "  " << o.name;
+  if (o.phase.phase != RunPhase::Pending) line << ": step " << o.phase.step;
+  if (!o.phase.reason.empty()) line << ", " << o.phase.reason;
+  if (o.failed()) line << " (log: " << o.log.string() << ")";
+  line << " (" << train::format_duration(o.seconds) << ")";
+  return line.str();
 }
 
 }  // namespace

@@ -50,7 +50,10 @@ fs::path new_script_path(const fs::path& dir) {
   std::string stamp = results::utc_now_iso8601();
   std::erase_if(stamp, [](char c) { return c == ':' || c == '-'; });
   for (int n = 0;; ++n) {
-    const fs::path p = dir / ("sweep-" + stamp + (n ? "-" + std::to_string(n) : "") + ".sbatch");
+    std::ostringstream name;
+    name << "sweep-" << stamp;
+    if (n) name << "-" << n;
+    const fs::path p = dir / (name.str() + ".sbatch");
     if (!fs::exists(p)) return p;
   }
 }
