@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# `ablate sweep` with the local executor, on the real executable:
+#  1. an uninterrupted sweep (4 runs, 2 at a time) as the reference;
+#  2. the same sweep killed midway with SIGKILL (sweep and runs at once, like a lost machine), then
+#     run again: it resumes the interrupted runs, skips the done ones, and every run's results
+#     equal the reference's bit for bit (same_results.py: nothing lost, nothing repeated);
+#  3. Ctrl-C (SIGINT to the process group): exit 130, runs interrupted, the next sweep finishes them;
+#  4. a run that crashes (SIGSEGV) is recorded failed, the others go on, exit 1; a re-run leaves
+#     it alone; --rerun-failed keeps its folder under .attempts/ and runs it again;
+#  5. an arm whose task refuses its options fails alone, reported with its log;
+#  6. a seed added to the spec runs alone; the finished runs' files are not touched.
+# Usage: sweep_local_test.sh <path/to/ablate>
+set -euo pipefail
+ablate=$1
+here=$(cd "$(dirname "$0")" && pwd)
+fail() { echo "FAIL: $*" >&2; exit 1; }
+attr() {  # attr <run.h5> <name>: a root attribute, read as a live reader would
+  /usr/bin/python3 -c 'import h5py, sys
+v = h5py.File(sys.argv[1], "r", swmr=True).attrs[sys.argv[2]]
+print(v.decode() if isinstance(v, bytes) else v)' "$1" "$2" 2>/dev/null || echo 0
+}
+max_step() {  # the highest step recorded by any run under a sweep directory
+  local best=0 s f
+  for f in "$1"/*/run.h5; do
+    [ -f "$f" ] || continue
+    s=$(attr "$f" step)
+    [ "$s" -gt "$best" ] && best=$s
+  done
+  echo "$best"
+}
+tmp=$(mktemp -d)
+cleanup() { pkill -KILL -f -- "--out $tmp/" 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+cat > "$tmp/spec.yaml" <<'YAML'
+name: local_sweep
+task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 512, eval_examples: 64}
+model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.1}
+backend: reference
+train: {steps: 160, batch_size: 16}
+log: {every: 10, attention: {every: 40, probe_examples: 2}}
+eval: {every: 20, batches: 1}
+sweep:
+  grid: {model.block: [pre_norm, post_norm]}
+  seeds: [1, 2]
+YAML
+sweep() { "$ablate" sweep "$tmp/spec.yaml" --progress lines --no-compare "$@"; }
+
+# 1. the reference
+sweep --out "$tmp/ref" --jobs 2 > "$tmp/ref.log" 2>&1 || { cat "$tmp/ref.log"; fail "reference sweep failed"; }
+grep -q "4 runs: 4 done" "$tmp/ref.log" || { cat "$tmp/ref.log"; fail "reference: not 4 done"; }
+[ "$(find "$tmp/ref" -maxdepth 2 -name run.h5 | wc -l)" -eq 4 ] || fail "reference: expected 4 run files"
+
+# 2. SIGKILL midway, then the same command again
+setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/kill" --jobs 2 --progress lines --no-compare > "$tmp/kill1.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do [ "$(max_step "$tmp/kill")" -ge 60 ] && break; sleep 0.1; done
+[ "$(max_step "$tmp/kill")" -ge 60 ] || { kill -KILL -- -"$pid"; cat "$tmp/kill1.log"; fail "the sweep never got going"; }
+kill -KILL -- -"$pid"
+wait "$pid" 2>/dev/null || true
+sleep 0.5
+"$ablate" sweep "$tmp/spec.yaml" --out "$tmp/kill" --status > "$tmp/kill_status.log" 2>&1
+grep -q "4 runs: 4 done" "$tmp/kill_status.log" && fail "SIGKILL came too late: every run was already done"
+grep -Eq "^  interrupted .*ended without recording" "$tmp/kill_status.log" || { cat "$tmp/kill_status.log"; fail "no killed run shows as interrupted"; }
+sweep --out "$tmp/kill" --jobs 2 > "$tmp/kill2.log" 2>&1 || { cat "$tmp/kill2.log"; fail "the sweep after SIGKILL failed"; }
+grep -Eq "to run \([1-9][0-9]* resumed\)" "$tmp/kill2.log" || { cat "$tmp/kill2.log"; fail "nothing was resumed"; }
+grep -q "4 runs: 4 done" "$tmp/kill2.log" || { cat "$tmp/kill2.log"; fail "after SIGKILL: not 4 done"; }
+/usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/kill" || fail "the resumed sweep's results differ from the uninterrupted sweep's"
+
+# 3. Ctrl-C: SIGINT to the whole foreground group, as a terminal sends it
+setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/int" --jobs 2 --progress lines --no-compare > "$tmp/int1.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do [ "$(max_step "$tmp/int")" -ge 30 ] && break; sleep 0.1; done
+kill -INT -- -"$pid"
+set +e; wait "$pid"; code=$?; set -e
+[ "$code" -eq 130 ] || { cat "$tmp/int1.log"; fail "Ctrl-C: exit $code, expected 130"; }
+grep -q "interrupted runs resume" "$tmp/int1.log" || { cat "$tmp/int1.log"; fail "Ctrl-C: no resume hint"; }
+grep -Eq "\] interrupted  " "$tmp/int1.log" || { cat "$tmp/int1.log"; fail "Ctrl-C: no run recorded as interrupted"; }
+sweep --out "$tmp/int" --jobs 2 > "$tmp/int2.log" 2>&1 || { cat "$tmp/int2.log"; fail "the sweep after Ctrl-C failed"; }
+/usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/int" || fail "results after Ctrl-C differ"
+
+# 4. a crashing run
+setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/crash" --jobs 1 --progress lines --no-compare > "$tmp/crash1.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do [ "$(max_step "$tmp/crash")" -ge 30 ] && break; sleep 0.1; done
+victim=$(pgrep -f -- "--out $tmp/crash/block=pre_norm,seed=1-" | head -1)
+[ -n "$victim" ] || { cat "$tmp/crash1.log"; fail "no run process to crash"; }
+kill -SEGV "$victim"
+set +e; wait "$pid"; code=$?; set -e
+[ "$code" -eq 1 ] || { cat "$tmp/crash1.log"; fail "crash: exit $code, expected 1"; }
+grep -q "3 done, 0 running, 1 failed" "$tmp/crash1.log" || { cat "$tmp/crash1.log"; fail "crash: the other runs did not all finish"; }
+grep -q "killed by signal" "$tmp/crash1.log" || { cat "$tmp/crash1.log"; fail "crash: no reason"; }
+grep -q "log: $tmp/crash/block=pre_norm,seed=1-.*/ablate.log" "$tmp/crash1.log" || { cat "$tmp/crash1.log"; fail "crash: no log path"; }
+set +e; sweep --out "$tmp/crash" > "$tmp/crash2.log" 2>&1; code=$?; set -e
+[ "$code" -eq 1 ] || fail "a failed run left alone: exit $code, expected 1"
+grep -q "0 to run" "$tmp/crash2.log" && grep -q "not rerun: add --rerun-failed" "$tmp/crash2.log" || { cat "$tmp/crash2.log"; fail "the failed run was rerun without --rerun-failed"; }
+sweep --out "$tmp/crash" --rerun-failed > "$tmp/crash3.log" 2>&1 || { cat "$tmp/crash3.log"; fail "--rerun-failed failed"; }
+ls -d "$tmp/crash/.attempts/block=pre_norm,seed=1-"*".1" > /dev/null || fail "the failed run's folder was not kept under .attempts/"
+/usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/crash" || fail "results after --rerun-failed differ"
+
+# 5. an arm that fails before training: the others run, the failure is reported with its log
+cat > "$tmp/bad.yaml" <<YAML
+extends: $tmp/spec.yaml
+name: bad_sweep
+train: {steps: 20}
+sweep:
+  grid: {model.block: [pre_norm]}
+  seeds: [1]
+  runs: [{task.min_len: 5, task.max_len: 3, train.seed: 1}]
+YAML
+set +e; "$ablate" sweep "$tmp/bad.yaml" --out "$tmp/bad" --progress lines --no-compare > "$tmp/bad.log" 2>&1; code=$?; set -e
+[ "$code" -eq 1 ] || { cat "$tmp/bad.log"; fail "failing arm: exit $code, expected 1"; }
+grep -q "1 done" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "failing arm: the good run did not finish"; }
+grep -q "1 failed run(s)" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "failing arm: not reported"; }
+grep -q "min_len" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "failing arm: the report lacks the run's error"; }
+
+# 6. a seed added to the spec: only its runs run; finished runs are not touched
+before=$(md5sum "$tmp"/ref/*/run.h5)
+sed -i 's/seeds: \[1, 2\]/seeds: [1, 2, 3]/' "$tmp/spec.yaml"
+sweep --out "$tmp/ref" --jobs 2 > "$tmp/grow.log" 2>&1 || { cat "$tmp/grow.log"; fail "the grown sweep failed"; }
+grep -q "6 runs in $tmp/ref (2 new to the manifest): 2 to run" "$tmp/grow.log" || { cat "$tmp/grow.log"; fail "the new seed's runs were not the only ones run"; }
+[ "$(md5sum "${tmp}"/ref/*/run.h5 | grep -cF -f <(echo "$before" | cut -d' ' -f1))" -eq 4 ] || fail "a finished run's file changed"
+echo PASS
