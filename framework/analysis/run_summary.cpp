@@ -28,7 +28,12 @@ std::vector<fs::path> find_runs(const std::vector<fs::path>& paths) {
     }
     for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->path().filename() == "run.h5" && it->is_regular_file(ec)) found.insert(fs::weakly_canonical(it->path()));
+      const std::string name = it->path().filename().string();
+      if (name.starts_with(".") && it->is_directory(ec)) {
+        it.disable_recursion_pending();  // hidden folders: failed attempts a sweep set aside (.attempts/)
+        continue;
+      }
+      if (name == "run.h5" && it->is_regular_file(ec)) found.insert(fs::weakly_canonical(it->path()));
     }
     if (ec) throw Error("cannot list " + p.string() + ": " + ec.message(), "check the directory's permissions");
   }

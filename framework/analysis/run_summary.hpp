@@ -16,8 +16,8 @@ class RunReader;
 
 namespace ablate::analysis {
 
-// Every run.h5 under `paths`, searched recursively, sorted and without duplicates; a path may
-// also be a run file itself. Throws ablate::UsageError naming a path that does not exist.
+// Every run.h5 under `paths`, searched recursively (folders whose name starts with '.', such as a
+// sweep's .attempts/, are skipped), sorted and without duplicates; a path may also be a run file itself. Throws ablate::UsageError naming a path that does not exist.
 std::vector<std::filesystem::path> find_runs(const std::vector<std::filesystem::path>& paths);
 
 // A YAML mapping flattened to dotted key paths: nested maps recurse ("model.block" -> "post_norm");

@@ -64,13 +64,13 @@ class RunSummaryFiles : public ::testing::Test {
 };
 
 TEST_F(RunSummaryFiles, FindsRunFilesRecursivelySorted) {
-  for (const char* d : {"b/s2", "a/s1", "a/deeper/x"}) {
+  for (const char* d : {"b/s2", "a/s1", "a/deeper/x", ".attempts/s1.1", "b/.hidden/y"}) {
     fs::create_directories(dir_ / d);
     std::ofstream(dir_ / d / "run.h5") << "x";
   }
   std::ofstream(dir_ / "a" / "other.h5") << "x";
   const auto runs = find_runs({dir_, dir_ / "a" / "s1" / "run.h5"});
-  ASSERT_EQ(runs.size(), 3u);
+  ASSERT_EQ(runs.size(), 3u) << "folders starting with '.' (a sweep's .attempts/) are not searched";
   EXPECT_EQ(runs[0].parent_path().filename(), "x");
   EXPECT_EQ(runs[1].parent_path().filename(), "s1");
   EXPECT_EQ(runs[2].parent_path().filename(), "s2");
