@@ -9,9 +9,12 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "ablate/error.hpp"
+#include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
 #include "framework/results/run_file_test_util.hpp"
 #include "framework/spec/spec_test_util.hpp"
 #include "results/run_file.hpp"
@@ -262,6 +265,47 @@ TEST_F(SweepPlanTest, SlurmScriptRunsEachArrayTaskWithItsArgumentsAndResumesExis
   EXPECT_TRUE(contains(log_of(tasks[1]), "run spec.yaml --out x --resume\n")) << log_of(tasks[1]);
   EXPECT_NE(run_task(2), 0) << "no run for array task 2";
   EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+}
+
+// The command itself, in-process, where it runs nothing: --dry-run, --status and option errors.
+TEST_F(SweepPlanTest, DryRunAndStatusListTheRunsAndRunNothing) {
+  const fs::path spec = write_file(dir_ / "spec.yaml", std::string(kSweep) + "  runs: [{model.ffn: gelu, train.seed: 5}]\n");
+  const fs::path out = dir_ / "out";
+  const auto dry = testing::run_cli({"sweep", spec.string(), "--out", out.string(), "--dry-run"});
+  ASSERT_EQ(dry.code, cli::kExitOk) << dry.err;
+  const SweepPlan p = plan(std::string(kSweep) + "  runs: [{model.ffn: gelu, train.seed: 5}]\n");
+  EXPECT_TRUE(contains(dry.out, "sweep s: 5 runs in " + out.string())) << dry.out;
+  // One line per run, "  <id>  <name>-<id>" (ids of the plugin-resolved specs, which this plan() does not resolve).
+  for (const SweepRun& r : p.runs) {
+    const std::regex line("\n  ([0-9a-f]{12})  " + std::regex_replace(r.point.name, std::regex("[.]"), "\\.") + "-\\1\n");
+    EXPECT_TRUE(std::regex_search(dry.out, line)) << r.point.name << "\n" << dry.out;
+  }
+  EXPECT_TRUE(contains(dry.out, "model.ffn=gelu train.seed=5")) << dry.out;
+  EXPECT_FALSE(fs::exists(out)) << "a dry run creates nothing";
+
+  const auto status = testing::run_cli({"sweep", spec.string(), "--out", out.string(), "--status"});
+  ASSERT_EQ(status.code, cli::kExitOk) << status.err;
+  EXPECT_TRUE(contains(status.out, "5 runs: 0 done, 0 running, 0 failed, 0 diverged, 5 pending")) << status.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(SweepPlanTest, OptionsOfTheOtherExecutorAreUsageErrors) {
+  const fs::path spec = write_file(dir_ / "spec.yaml", kSweep);
+  auto code_and_err = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"sweep", spec.string(), "--out", (dir_ / "out").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::run_cli(args);
+  };
+  const auto wait = code_and_err({"--wait"});
+  EXPECT_EQ(wait.code, cli::kExitUsage);
+  EXPECT_TRUE(contains(wait.err, "--wait is an option of --executor slurm")) << wait.err;
+  const auto jobs = code_and_err({"--executor", "slurm", "--jobs", "2"});
+  EXPECT_EQ(jobs.code, cli::kExitUsage);
+  EXPECT_TRUE(contains(jobs.err, "--jobs is an option of --executor local")) << jobs.err;
+  const auto other = code_and_err({"--executor", "kubernetes"});
+  EXPECT_EQ(other.code, cli::kExitUsage);
+  EXPECT_TRUE(contains(other.err, "'kubernetes' is not one of local, slurm")) << other.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
 }
 
 }  // namespace
