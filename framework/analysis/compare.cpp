@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "ablate/error.hpp"
@@ -302,7 +304,28 @@ std::vector<std::string> varying_keys(const std::vector<RunSummary>& runs, const
     }
     if (varies) out.push_back(key);
   }
-  return out;
+  // An option of a varying plugin whose value follows from the plugin alone (it is there only
+  // because the plugin differs, like model.ffn.approximation for gelu) tells no further arms apart.
+  auto value_of = [](const RunSummary& run, const std::string& key) -> std::optional<std::string> {
+    const auto it = run.config.find(key);
+    return it == run.config.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  auto determined_by = [&](const std::string& parent, const std::string& key) {
+    std::map<std::optional<std::string>, std::optional<std::string>> seen;
+    for (const auto& run : runs) {
+      const auto [it, inserted] = seen.emplace(value_of(run, parent), value_of(run, key));
+      if (!inserted && it->second != value_of(run, key)) return false;
+    }
+    return true;
+  };
+  std::vector<std::string> kept;
+  for (const auto& key : out) {
+    const bool redundant = std::any_of(out.begin(), out.end(), [&](const std::string& parent) {
+      return key.starts_with(parent + ".") && determined_by(parent, key);
+    });
+    if (!redundant) kept.push_back(key);
+  }
+  return kept;
 }
 
 bool higher_is_better_by_name(const std::string& metric) {

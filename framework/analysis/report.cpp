@@ -228,8 +228,20 @@ std::string format_table(const Comparison& c) {
     }
     out += line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
   }
-  for (const auto& arm : c.arms)
-    if (!arm.is_baseline && !arm.test.defined()) out += "p n/a for " + arm.label + ": " + arm.test.note + "\n";
+  // Why p is n/a, once per reason (one seed per arm gives every arm the same one).
+  std::vector<std::pair<std::string, std::vector<std::string>>> untested;  // note -> arm labels
+  std::size_t compared = 0;
+  for (const auto& arm : c.arms) {
+    if (arm.is_baseline) continue;
+    ++compared;
+    if (arm.test.defined()) continue;
+    auto it = std::find_if(untested.begin(), untested.end(), [&](const auto& u) { return u.first == arm.test.note; });
+    if (it == untested.end()) it = untested.insert(untested.end(), {arm.test.note, {}});
+    it->second.push_back(arm.label);
+  }
+  for (const auto& [note, labels] : untested)
+    out += "p n/a for " + (labels.size() > 1 && labels.size() == compared ? std::string("every arm") : join(labels, "; ")) + ": " +
+           note + "\n";
   for (const auto& note : c.notes) out += "note: " + note + "\n";
   return out;
 }

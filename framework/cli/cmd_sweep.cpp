@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "ablate/error.hpp"
+#include "analysis/run_summary.hpp"
 #include "cli/cli.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/spec_loading.hpp"
@@ -97,6 +98,21 @@ fs::path set_aside(const fs::path& sweep_dir, const std::string& folder) {
   }
 }
 
+// The comparison's default baseline: the spec's own base configuration ("model.block=post_norm,..."),
+// when it is one of the grid's arms; "" otherwise (compare then takes its first arm).
+std::string base_arm(const spec::ExperimentSpec& base) {
+  if (!base.sweep.zip.empty() || base.sweep.grid.empty()) return "";
+  const std::map<std::string, std::string> flat = analysis::flatten_spec(spec::resolved_yaml(base));
+  std::vector<std::string> parts;
+  for (const auto& [key, values] : base.sweep.grid) {
+    if (key == "train.seed") continue;
+    const auto it = flat.find(key);
+    if (it == flat.end() || std::find(values.begin(), values.end(), it->second) == values.end()) return "";
+    parts.push_back(key + "=" + it->second);
+  }
+  return join(parts, ",");
+}
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -124,7 +140,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
        "threads of each run's backend (default local: cores / jobs; slurm: the spec's) — not part of the run id")
       ("progress", po::value<std::string>()->default_value("auto"), "auto, bar, lines or quiet (the sweep display)")
       ("no-compare", "skip the comparison and figures at the end")
-      ("baseline,b", po::value<std::string>(), "the comparison's baseline arm, KEY=VALUE[,KEY=VALUE] (default: the first arm)")
+      ("baseline,b", po::value<std::string>(),
+       "the comparison's baseline arm, KEY=VALUE[,KEY=VALUE] (default: the spec's base configuration if it is an arm)")
       ("metric,m", po::value<std::string>(), "the compared eval metric (default: exact_match if recorded, else loss)")
       ("threshold", po::value<double>(), "also report the first eval step at which the metric reaches this value")
       ("partition", po::value<std::string>(), "slurm: sbatch --partition")
@@ -324,8 +341,9 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (!vm.count("no-compare") && !files.empty()) {
     std::vector<std::string> cargs = files;
     cargs.insert(cargs.end(), {"--out", dir.string()});
-    for (const char* o : {"baseline", "metric"})
-      if (vm.count(o)) cargs.insert(cargs.end(), {std::string("--") + o, vm[o].as<std::string>()});
+    const std::string baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : base_arm(base.spec);
+    if (!baseline.empty()) cargs.insert(cargs.end(), {"--baseline", baseline});
+    if (vm.count("metric")) cargs.insert(cargs.end(), {"--metric", vm["metric"].as<std::string>()});
     if (vm.count("threshold")) cargs.insert(cargs.end(), {"--threshold", number_text(vm["threshold"].as<double>())});
     std::vector<std::string> pargs = files;
     pargs.insert(pargs.end(), {"--out", (dir / "figures").string()});

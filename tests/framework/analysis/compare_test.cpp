@@ -100,6 +100,19 @@ TEST(CompareKeys, VaryingKeysLeaveOutSeedsAndIgnoredKeys) {
   EXPECT_TRUE(varying_keys({runs[0]}).empty());
 }
 
+TEST(CompareKeys, OptionsThatFollowFromAVaryingPluginDoNotSplitArms) {
+  auto runs = synthetic_runs();  // model.block varies
+  for (auto& run : runs) {
+    const bool pre = run.config.at("model.block") == "pre_norm";
+    if (pre) run.config["model.block.final_norm"] = "true";  // exists only with pre_norm
+    run.config["model.block.eps"] = "1e-05";
+    run.config["backend.threads"] = pre ? "1" : "2";  // an execution key: speed only
+  }
+  EXPECT_EQ(varying_keys(runs), std::vector<std::string>{"model.block"});
+  runs[0].config["model.block.eps"] = "1e-06";  // now differs within an arm: a real axis
+  EXPECT_EQ(varying_keys(runs), (std::vector<std::string>{"model.block", "model.block.eps"}));
+}
+
 TEST(CompareKeys, MetricDirectionFromItsName) {
   EXPECT_TRUE(higher_is_better_by_name("exact_match"));
   EXPECT_TRUE(higher_is_better_by_name("token_accuracy"));
@@ -292,6 +305,16 @@ TEST(CompareBaseline, ErrorsSayWhatIsWrongAndWhatExists) {
   bad[3].status = "exploded";
   expect_error([&] { compare(bad, {}); }, "results/quickstart/post-s2/run.h5: unknown run status 'exploded'",
                "newer Ablate");
+}
+
+TEST(CompareSynthetic, OneSeedPerArmSaysWhyThereIsNoPOnceForEveryArm) {
+  std::vector<RunSummary> runs = {make_run("a", "pre_norm", 1, "completed", 0.9, {{100, 0.9}}, 100),
+                                  make_run("b", "post_norm", 1, "completed", 0.8, {{100, 0.8}}, 100),
+                                  make_run("c", "sandwich", 1, "completed", 0.7, {{100, 0.7}}, 100)};
+  const std::string table = format_table(compare(runs));
+  const auto first = table.find("p n/a for every arm: ");
+  EXPECT_NE(first, std::string::npos) << table;
+  EXPECT_EQ(table.find("p n/a", first + 1), std::string::npos) << "one line, not one per arm\n" << table;
 }
 
 TEST(CompareSynthetic, FewRunsAndOtherStatusesNeverCrash) {
