@@ -253,8 +253,9 @@ void add_notes(Comparison& c) {
   if (missing > 0)
     c.notes.push_back(plural(missing, "completed run has", "completed runs have") + " no finite final " + c.metric +
                       " and are not in the means");
-  if (c.arms.size() > 2)
-    c.notes.push_back(std::to_string(c.arms.size() - 1) + " arms are each tested against the baseline: with several " +
+  const auto tested = std::count_if(c.arms.begin(), c.arms.end(), [](const Arm& a) { return !a.is_baseline && a.test.defined(); });
+  if (tested > 1)
+    c.notes.push_back(std::to_string(tested) + " arms are each tested against the baseline: with several " +
                       "tests, some p < " + short_number(c.alpha) +
                       " are expected by chance alone (no correction for multiple comparisons is applied)");
 }

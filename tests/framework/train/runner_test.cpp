@@ -164,6 +164,39 @@ TEST_F(RunnerTest, ResumedRunContinuesTheLossCurveBitForBit) {
   EXPECT_NE(refused.err.find("the spec differs"), std::string::npos) << refused.err;
 }
 
+TEST_F(RunnerTest, RunStoppedBeforeItsFirstCheckpointResumesFromStepZero) {
+  const std::vector<std::string> spec = {"--set", "train.steps=12", "--set", "log.every=4", "--set", "eval.every=12"};
+  ASSERT_EQ(run("whole", spec).code, cli::kExitOk);
+  std::vector<std::string> first = spec;
+  first.insert(first.end(), {"--stop-after", "6"});
+  ASSERT_EQ(run("early", first).code, cli::kExitOk);
+  fs::remove(dir_ / "early" / "checkpoint.bin");  // as if killed before its first checkpoint
+  std::vector<std::string> other = spec;
+  other.insert(other.end(), {"--set", "train.seed=2", "--resume"});
+  const auto refused = run("early", other);
+  EXPECT_EQ(refused.code, cli::kExitUsage);
+  EXPECT_NE(refused.err.find("its run file belongs to run "), std::string::npos) << refused.err;
+  std::vector<std::string> again = spec;
+  again.push_back("--resume");
+  const auto resumed = run("early", again);
+  ASSERT_EQ(resumed.code, cli::kExitOk) << resumed.out << resumed.err;
+  EXPECT_NE(resumed.out.find("resuming at step 0 "), std::string::npos) << resumed.out;
+  const auto whole = table("whole", results::MetricSplit::Train), early = table("early", results::MetricSplit::Train);
+  EXPECT_EQ(whole.at("step"), early.at("step")) << "the rows of the first attempt were dropped, none repeated";
+  EXPECT_EQ(whole.at("loss"), early.at("loss"));
+}
+
+TEST_F(RunnerTest, ThreadCountIsNotPartOfTheRunIdentity) {
+  const std::vector<std::string> spec = {"--set", "train.steps=8", "--set", "eval.every=4", "--set", "backend.threads=2"};
+  std::vector<std::string> first = spec;
+  first.insert(first.end(), {"--stop-after", "4"});
+  ASSERT_EQ(run("threads", first).code, cli::kExitOk);
+  const auto resumed = run("threads", {"--set", "train.steps=8", "--set", "eval.every=4", "--set", "backend.threads=1", "--resume"});
+  EXPECT_EQ(resumed.code, cli::kExitOk) << resumed.err;
+  EXPECT_NE(resumed.out.find("resuming at step 4 "), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("1 threads"), std::string::npos) << resumed.out;
+}
+
 TEST_F(RunnerTest, ExistingResultsAreNeverOverwritten) {
   ASSERT_EQ(run("done", {"--set", "train.steps=2", "--set", "eval.every=2"}).code, cli::kExitOk);
   const std::string before = record("done");
