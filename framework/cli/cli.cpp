@@ -85,11 +85,11 @@ void print_help(std::ostream& out) {
   out << "\nRun `ablate <command> --help` for the options of a command.\n\n"
       << "Exit codes:\n"
       << "  0  success\n"
-      << "  1  a run failed (or an internal error)\n"
+      << "  1  a run failed, or runs of a sweep failed (or an internal error)\n"
       << "  2  usage or spec error: bad command line, spec or option value\n"
       << "  3  plugin error: a plugin could not be found, loaded or created\n"
       << "  4  a run diverged (NaN/Inf loss or gradient; the step is recorded)\n"
-      << "  130  a run was interrupted (Ctrl-C / SIGTERM; checkpointed, continue with --resume)\n\n"
+      << "  130  a run or sweep was interrupted (Ctrl-C / SIGTERM; checkpointed: --resume, or the same ablate sweep)\n\n"
       << "Environment:\n"
       << "  ABLATE_PLUGIN_PATH  extra plugin directories or files, colon-separated, searched after the built-in ones\n";
 }

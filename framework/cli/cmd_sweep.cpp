@@ -5,6 +5,7 @@
 // ones only with --rerun-failed; --status and --dry-run only look. At the end it compares the
 // runs (report.md, summary.csv/json) and draws the figures in the sweep directory.
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <ostream>
 #include <thread>
@@ -219,10 +220,13 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   auto still_queued = [&](const std::string& id) {
     const sweep::ManifestRun* m = manifest.find(id);
     if (!slurm || !m || m->slurm_job.empty()) return false;
-    const std::string job = m->slurm_job.substr(0, m->slurm_job.find('_'));
+    const auto underscore = m->slurm_job.find('_');
+    const std::string job = m->slurm_job.substr(0, underscore);
+    int index = -1;
+    if (underscore != std::string::npos) std::from_chars(m->slurm_job.data() + underscore + 1, m->slurm_job.data() + m->slurm_job.size(), index);
     if (!queue.count(job)) queue[job] = sweep::queued_array_tasks(job);
     const auto& q = queue[job];
-    return q && q->count(std::stoi(m->slurm_job.substr(m->slurm_job.find('_') + 1))) > 0;
+    return q && q->count(index) > 0;
   };
 
   std::vector<sweep::Task> tasks;
@@ -319,8 +323,9 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (after[i].phase != sweep::RunPhase::Failed && !failed_now) continue;
     const std::string reason = failed_now ? o->phase.reason : after[i].reason;
     std::string text = plan.runs[i].point.name + ": " + reason + "\n    log: " + log.string();
-    const std::string tail = sweep::tail_lines(log, 3);
-    if (!tail.empty()) text += "\n    " + join(std::vector<std::string>{tail}, "") ;
+    std::string tail = sweep::tail_lines(log, 3);
+    for (std::size_t at = tail.find('\n'); at != std::string::npos; at = tail.find('\n', at + 5)) tail.replace(at, 1, "\n    | ");
+    if (!tail.empty()) text += "\n    | " + tail;
     failures.push_back(text);
   }
   out << "\n" << counts_line(after) << "\n";
