@@ -54,4 +54,8 @@ std::map<std::string, double> Task::score(const std::vector<Example>& references
           {"token_accuracy", positions == 0 ? 1.0 : static_cast<double>(correct) / static_cast<double>(positions)}};
 }
 
+std::vector<std::string> Task::score_names() const { return {"exact_match", "token_accuracy"}; }
+
+std::string Task::text(const std::vector<std::int32_t>&, bool) const { return {}; }
+
 }  // namespace ablate

@@ -1,7 +1,9 @@
-// Evaluation on the held-out split: teacher-forced loss, perplexity and token accuracy, and the
-// task's scores of greedy-decoded predictions (exact_match, and whatever else the task reports).
+// Evaluation on a held-out split: teacher-forced loss, perplexity and token accuracy, and the
+// task's scores of greedy-decoded predictions (exact_match, and whatever else the task reports,
+// such as BLEU), plus a few decoded samples as text.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,20 +13,32 @@
 
 namespace ablate::train {
 
-// The eval examples used: the first min(eval.batches * batch_size, size(Eval)) of the split,
-// the same at every evaluation. Returns metric name -> value:
+// A decoded example, as text (empty strings for tasks without text).
+struct DecodedSample {
+  std::string src, reference, prediction;
+};
+
+struct Evaluation {
+  std::map<std::string, double> metrics;
+  std::vector<DecodedSample> samples;  // the first `samples` examples (decoding runs only)
+};
+
+// The examples used: the first min(eval.batches * batch_size, size(split)) of `split` (Eval or
+// Test), the same at every evaluation. Metrics, by name:
 //   loss          mean cross entropy per target token (no label smoothing)
 //   perplexity    exp(loss)
 //   token_accuracy  teacher-forced argmax accuracy over target tokens
-//   exact_match   fraction of greedy-decoded predictions equal to their target (task score)
-//   decoded_<k>   any other score the task reports for the decoded predictions (e.g. decoded_token_accuracy)
-// Only the metrics in `metrics` (and their decoded companions) are computed; no RNG is drawn and
-// no gradient or parameter is touched.
-std::map<std::string, double> evaluate(Experiment& experiment, const std::vector<spec::Metric>& metrics);
+//   exact_match and the task's other scores (Task::score_names) of greedy-decoded predictions;
+//                 a score named like a teacher-forced metric gets the prefix decoded_
+//                 (decoded_token_accuracy)
+// Only the metrics in `metrics` (and the task's scores with exact_match) are computed; no RNG is
+// drawn and no gradient or parameter is touched.
+Evaluation evaluate(Experiment& experiment, const std::vector<spec::Metric>& metrics, Split split = Split::Eval,
+                    std::size_t samples = 0);
 
-// The names evaluate() reports for `metrics`, in a fixed order (the run file's eval columns): the
-// metrics themselves, then decoded_token_accuracy with exact_match (what the default task
-// scoring adds; other scores a task plugin reports are printed but have no column).
-std::vector<std::string> evaluated_names(const std::vector<spec::Metric>& metrics);
+// The names evaluate() reports for `metrics` with a task scoring `score_names`, in a fixed order
+// (the run file's eval columns): the metrics themselves, then the task's other scores when
+// exact_match is among them.
+std::vector<std::string> evaluated_names(const std::vector<spec::Metric>& metrics, const std::vector<std::string>& score_names);
 
 }  // namespace ablate::train

@@ -12,12 +12,13 @@ namespace ablate::train {
 namespace {
 
 results::ProbeTokens probe_side(std::int64_t length, const std::vector<std::int32_t>& ids,
-                                const std::vector<std::int32_t>& lengths) {
+                                const std::vector<std::int32_t>& lengths, std::vector<std::string> texts) {
   results::ProbeTokens t;
   t.length = length;
   t.ids = ids;
   t.lengths = lengths;
-  t.texts.assign(lengths.size(), "");  // synthetic tasks have no text; the ids are the tokens
+  t.texts = std::move(texts);  // "" for tasks without text (synthetic ids)
+  t.texts.resize(lengths.size());
   return t;
 }
 
@@ -25,26 +26,34 @@ std::vector<float> as_floats(const std::vector<double>& v) { return {v.begin(), 
 
 }  // namespace
 
-RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics, std::vector<std::string> eval_metrics)
+RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics, std::vector<std::string> eval_metrics,
+                         std::int64_t samples)
     : ex_(ex) {
   const model::ModelConfig& c = ex.model->config();
   const std::int64_t E = std::min(ex.spec.log.attention.probe_examples, ex.task->size(Split::Eval));
   std::vector<std::int64_t> indices(static_cast<std::size_t>(E));
   std::iota(indices.begin(), indices.end(), 0);
-  const HostBatch hb = make_batch(ex.examples(Split::Eval, indices));
+  const std::vector<Example> examples = ex.examples(Split::Eval, indices);
+  const HostBatch hb = make_batch(examples);
+  std::vector<std::string> src_texts, tgt_texts;
+  for (const Example& e : examples) {
+    src_texts.push_back(ex.task->text(e.src, false));
+    tgt_texts.push_back(ex.task->text(e.tgt, true));
+  }
   probe_batch_ = model::upload_batch(*ex.backend, hb, c, ex.compute);
   src_lengths_ = hb.src_lengths;
   tgt_lengths_ = hb.tgt_lengths;
 
   layout_.train_metrics = std::move(train_metrics);
   layout_.eval_metrics = std::move(eval_metrics);
+  layout_.samples.count = samples;
   layout_.probe.examples = E;
   const bool lm = c.arch == model::Arch::Decoder;
   // The decoder reads bos + target; a language model's only side is that input ("src" in the file).
-  if (lm) layout_.probe.src = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths);
-  else layout_.probe.src = probe_side(hb.S, hb.src, hb.src_lengths);
-  if (c.arch == model::Arch::EncoderDecoder) layout_.probe.tgt = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths);
-  else layout_.probe.tgt = probe_side(0, {}, std::vector<std::int32_t>(static_cast<std::size_t>(E), 0));  // no second side
+  if (lm) layout_.probe.src = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths, tgt_texts);
+  else layout_.probe.src = probe_side(hb.S, hb.src, hb.src_lengths, src_texts);
+  if (c.arch == model::Arch::EncoderDecoder) layout_.probe.tgt = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths, tgt_texts);
+  else layout_.probe.tgt = probe_side(0, {}, std::vector<std::int32_t>(static_cast<std::size_t>(E), 0), {});  // no second side
 
   const std::int64_t H = c.dims.heads;
   auto slot = [&](const char* stack, const char* kind, std::int64_t layer, std::int64_t q, std::int64_t k,

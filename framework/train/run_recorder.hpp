@@ -18,8 +18,10 @@ namespace ablate::train {
 
 class RunRecorder {
  public:
-  // The probe: the first log.attention.probe_examples examples of the eval split.
-  RunRecorder(Experiment& experiment, std::vector<std::string> train_metrics, std::vector<std::string> eval_metrics);
+  // The probe: the first log.attention.probe_examples examples of the eval split (with the task's
+  // text of each side). `samples`: decoded examples per samples row (0: none).
+  RunRecorder(Experiment& experiment, std::vector<std::string> train_metrics, std::vector<std::string> eval_metrics,
+              std::int64_t samples = 0);
 
   const results::RunLayout& layout() const { return layout_; }
 
@@ -30,6 +32,7 @@ class RunRecorder {
 
   void train(std::int64_t step, const std::vector<double>& values) { writer_->append_train(step, values); }
   void eval(std::int64_t step, const std::map<std::string, double>& values) { writer_->append_eval(step, values); }
+  void samples(std::int64_t step, const results::SamplesLog& log) { writer_->append_samples(step, log); }
   // One probe pass at `step`, recorded as per-layer statistics (with the gradients of that step's
   // backward) and/or as the probe's attention of every layer and kind plus its greedy decoding.
   void probe(std::int64_t step, bool stats, bool attention);

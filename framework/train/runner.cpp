@@ -28,6 +28,7 @@ namespace {
 std::atomic<bool> g_stop_requested{false};
 
 const std::vector<std::string> kTrainColumns = {"loss", "token_accuracy", "lr", "grad_norm", "tokens_per_s", "elapsed_s"};
+constexpr std::int64_t kSamples = 5;  // decoded eval examples kept per evaluation (tasks with text)
 
 std::string host_name() {
   char buf[256] = {};
@@ -141,8 +142,16 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   std::vector<std::string> skipped;
   const std::vector<spec::Metric> metrics = applicable_metrics(spec, ex.task_info, &skipped);
   for (const std::string& s : skipped) out << "note: eval metric skipped: " << s << "\n";
-  const std::vector<std::string> eval_cols = evaluated_names(metrics);
-  RunRecorder record(ex, kTrainColumns, eval_cols);
+  std::vector<std::string> eval_cols = evaluated_names(metrics, ex.task->score_names());
+  // A task with a test split is scored on it once, in the last eval row, as test_<metric>.
+  const bool has_test = ex.task->size(Split::Test) > 0;
+  if (has_test)
+    for (std::size_t i = 0, n = eval_cols.size(); i < n; ++i) eval_cols.push_back("test_" + eval_cols[i]);
+  // Decoded eval samples as text, where the task has text and decoding runs.
+  const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
+  const bool has_text = ex.task->size(Split::Eval) > 0 && !ex.task->text(ex.examples(Split::Eval, {0}).front().tgt, true).empty();
+  const std::int64_t samples = decodes && has_text ? std::min<std::int64_t>(kSamples, ex.task->size(Split::Eval)) : 0;
+  RunRecorder record(ex, kTrainColumns, eval_cols, samples);
   if (options.resume) {
     record.resume(run_file, state.step);
   } else {
@@ -173,13 +182,35 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   const double elapsed_before = state.elapsed_seconds;
   auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(Clock::now() - process_start).count(); };
 
-  auto run_eval = [&](std::int64_t step) {
-    result.eval = evaluate(ex, metrics);
-    std::map<std::string, double> row;  // the declared columns (a task's extra scores are printed, not stored yet)
-    for (const std::string& c : eval_cols)
-      if (result.eval.count(c)) row[c] = result.eval.at(c);
+  Evaluation evaluation;  // the last one; recorded by record_eval once the step's stop decision is made
+  auto run_eval = [&] {
+    evaluation = evaluate(ex, metrics, Split::Eval, static_cast<std::size_t>(samples));
+    result.eval = evaluation.metrics;
+  };
+  auto record_eval = [&](std::int64_t step, bool last) {
+    std::map<std::string, double> row = evaluation.metrics;
+    std::string text = "eval @ " + std::to_string(step) + ": " + metrics_text(evaluation.metrics);
+    if (last && has_test) {
+      const std::map<std::string, double> test = evaluate(ex, metrics, Split::Test).metrics;
+      for (const auto& [k, v] : test) row["test_" + k] = result.eval["test_" + k] = v;
+      text += "\ntest @ " + std::to_string(step) + ": " + metrics_text(test);
+    }
+    for (auto it = row.begin(); it != row.end();)  // the declared columns
+      it = std::find(eval_cols.begin(), eval_cols.end(), it->first) == eval_cols.end() ? row.erase(it) : std::next(it);
     record.eval(step, row);
-    progress.message("eval @ " + std::to_string(step) + ": " + metrics_text(result.eval));
+    if (samples > 0) {
+      results::SamplesLog log;
+      for (const DecodedSample& d : evaluation.samples) {
+        log.src.push_back(d.src);
+        log.reference.push_back(d.reference);
+        log.prediction.push_back(d.prediction);
+      }
+      log.src.resize(static_cast<std::size_t>(samples));  // fewer decoded than declared: empty texts
+      log.reference.resize(static_cast<std::size_t>(samples));
+      log.prediction.resize(static_cast<std::size_t>(samples));
+      record.samples(step, log);
+    }
+    progress.message(text);
   };
   auto save = [&] {
     record.flush();  // the run file holds every row up to the checkpoint before the checkpoint exists
@@ -254,7 +285,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       }
       const bool eval_now = step % spec.eval.every == 0 || step == spec.train.steps || stop;
       if (eval_now) {
-        run_eval(step);
+        run_eval();
         if (const auto& es = spec.train.early_stopping) {
           const double value = result.eval.at(es->metric);
           if (!state.has_best || improved(*es, value, state.best_metric)) {
@@ -271,6 +302,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
             stop = "early stopping: " + es->metric + " did not improve in " + std::to_string(es->patience) +
                    " evaluations (best " + number_text(state.best_metric) + " at step " + std::to_string(state.best_step) + ")";
         }
+        record_eval(step, stop.has_value() || step == spec.train.steps);
         save();
       }
       if (stop) return finish(RunStatus::Completed, *stop);

@@ -13,7 +13,9 @@
 namespace ablate {
 
 enum class TaskType { Seq2Seq, LanguageModel };
-enum class Split { Train, Eval };
+// Train: what the model learns from. Eval: scored during training (early stopping, curves).
+// Test: held out, scored once when a run completes (size 0 for tasks without one).
+enum class Split { Train, Eval, Test };
 
 struct TaskInfo {
   TaskType type;
@@ -51,6 +53,13 @@ class BOOST_SYMBOL_VISIBLE Task : public Component {
   // max(reference length, prediction length): extra and missing tokens count as wrong).
   virtual std::map<std::string, double> score(const std::vector<Example>& references,
                                               const std::vector<std::vector<std::int32_t>>& predictions) const;
+  // The names score() returns, fixed for the task's lifetime (the run file declares its columns
+  // before training). Default: {"exact_match", "token_accuracy"}; an override that adds scores
+  // (BLEU) lists them all.
+  virtual std::vector<std::string> score_names() const;
+  // Tokens as text for people: decoded samples and attention-probe labels. `target`: the target
+  // side's vocabulary, else the source's. Default "": the task has no text (synthetic ids).
+  virtual std::string text(const std::vector<std::int32_t>& tokens, bool target) const;
 };
 
 // Pads to the longest example in the batch; throws ablate::Error on an empty batch.

@@ -1,0 +1,209 @@
+// Plugin task/translation (translation_task.hpp): options, loading, examples, scoring, text.
+#include "translation_task.hpp"
+
+#include <algorithm>
+
+#include "bleu.hpp"
+#include "splits.hpp"
+
+namespace task_translation {
+namespace {
+
+constexpr ablate::OptionInfo kOptions[] = {
+    {"file", ablate::OptionType::String, nullptr, nullptr,
+     "UTF-8 TSV of 'source<TAB>target[<TAB>ignored]' lines (Tatoeba style); a relative path is relative to the current directory"},
+    {"source_tokens", ablate::OptionType::String, "word", "word|char",
+     "source tokenization: word (whitespace, punctuation split) or char (one token per code point, spaces dropped)"},
+    {"target_tokens", ablate::OptionType::String, "word", "word|char", "target tokenization: word or char (as source_tokens)"},
+    {"lowercase", ablate::OptionType::Bool, "true", nullptr, "lower-case both sides (ASCII, Latin-1/Extended-A, Greek, Cyrillic)"},
+    {"split_punctuation", ablate::OptionType::Bool, "true", nullptr,
+     "word level: punctuation characters become their own tokens (don't, 3.5 stay whole)"},
+    {"min_freq", ablate::OptionType::Int, "1", nullptr, "train-split count a token needs to enter its vocabulary; rarer ones are <unk>"},
+    {"max_len", ablate::OptionType::Int, "20", nullptr, "longest side, in content tokens (without bos/eos)"},
+    {"long_examples", ablate::OptionType::String, "filter", "filter|truncate",
+     "pairs with a side longer than max_len: filter (drop the pair) or truncate (cut the side to max_len)"},
+    {"max_examples", ablate::OptionType::Int, "0", nullptr, "keep the first N pairs after filtering, in file order; 0 = all"},
+    {"valid_fraction", ablate::OptionType::Float, "0.05", nullptr, "fraction of the pairs in the eval split (rounded up)"},
+    {"test_fraction", ablate::OptionType::Float, "0.05", nullptr, "fraction of the pairs in the held-out test split (rounded up; 0 = none)"},
+    {"split_seed", ablate::OptionType::Int, "1", nullptr, "seed of the shuffle that assigns pairs to the train/eval/test splits"},
+    {"bleu_k", ablate::OptionType::Int, "2", nullptr, "largest n-gram order of the D2L sentence BLEU (sentence_bleu)"},
+};
+
+[[noreturn]] void bad_option(const std::string& what, const std::string& hint = {}) {
+  throw ablate::Error(std::string(TranslationTask::kName) + ": " + what, hint);
+}
+
+TokenizerOptions tokenizer_options(const ablate::Options& o, const char* level_option) {
+  TokenizerOptions t;
+  t.level = o.get_string(level_option) == "char" ? Level::Char : Level::Word;
+  t.lowercase = o.get_bool("lowercase");
+  t.split_punctuation = o.get_bool("split_punctuation");
+  return t;
+}
+
+CorpusOptions corpus_options(const ablate::Options& o) {
+  CorpusOptions c;
+  c.source = tokenizer_options(o, "source_tokens");
+  c.target = tokenizer_options(o, "target_tokens");
+  c.max_len = o.get_int("max_len");
+  c.long_examples = o.get_string("long_examples") == "truncate" ? LongExamples::Truncate : LongExamples::Filter;
+  c.max_examples = o.get_int("max_examples");
+  if (c.max_len < 1) bad_option("max_len must be >= 1, got " + std::to_string(c.max_len), "it counts content tokens per side");
+  if (c.max_examples < 0) bad_option("max_examples must be >= 0, got " + std::to_string(c.max_examples), "0 keeps every pair");
+  return c;
+}
+
+const char* split_name(ablate::Split s) {
+  switch (s) {
+    case ablate::Split::Train: return "train";
+    case ablate::Split::Eval: return "eval";
+    case ablate::Split::Test: return "test";
+  }
+  return "?";
+}
+
+}  // namespace
+
+TranslationTask::TranslationTask(const ablate::Options& o)
+    : corpus_options_(corpus_options(o)),
+      src_tok_(corpus_options_.source),
+      tgt_tok_(corpus_options_.target),
+      bleu_k_(o.get_int("bleu_k")) {
+  const std::int64_t min_freq = o.get_int("min_freq");
+  if (min_freq < 1) bad_option("min_freq must be >= 1, got " + std::to_string(min_freq), "1 keeps every train token");
+  if (bleu_k_ < 1) bad_option("bleu_k must be >= 1, got " + std::to_string(bleu_k_), "D2L uses k = 2 for short sentences");
+
+  const std::string& file = o.get_string("file");
+  Corpus corpus;
+  try {
+    corpus = read_parallel_tsv_file(file, corpus_options_);
+  } catch (const ablate::Error& e) {
+    bad_option(e.what(), e.hint());
+  }
+  const auto n = static_cast<std::int64_t>(corpus.pairs.size());
+  if (n == 0)
+    bad_option(file + ": no pairs left after tokenization and filtering (" + std::to_string(corpus.lines_read) + " lines, " +
+                   std::to_string(corpus.dropped_empty) + " with an empty side, " + std::to_string(corpus.dropped_long) +
+                   " longer than max_len " + std::to_string(corpus_options_.max_len) + "); expected at least 3 pairs",
+               "raise max_len, use long_examples: truncate, or check the file");
+  SplitIndices split;
+  try {
+    split = split_indices(n, o.get_float("valid_fraction"), o.get_float("test_fraction"),
+                          static_cast<std::uint64_t>(o.get_int("split_seed")));
+  } catch (const ablate::Error& e) {
+    bad_option(file + ": " + e.what(), e.hint());
+  }
+
+  Vocabulary::Builder src_counts, tgt_counts;
+  for (std::int64_t i : split.train) {
+    src_counts.add(corpus.pairs[static_cast<std::size_t>(i)].src);
+    tgt_counts.add(corpus.pairs[static_cast<std::size_t>(i)].tgt);
+  }
+  src_vocab_ = src_counts.build(min_freq);
+  tgt_vocab_ = tgt_counts.build(min_freq);
+
+  const auto encode = [&](const std::vector<std::int64_t>& indices, std::vector<ablate::Example>& out,
+                          std::vector<std::int64_t>& lines) {
+    out.reserve(indices.size());
+    lines.reserve(indices.size());
+    for (std::int64_t i : indices) {
+      const TokenizedPair& p = corpus.pairs[static_cast<std::size_t>(i)];
+      out.push_back({src_vocab_.encode(p.src), tgt_vocab_.encode(p.tgt)});
+      lines.push_back(p.line);
+    }
+  };
+  encode(split.train, train_, train_lines_);
+  encode(split.eval, eval_, eval_lines_);
+  encode(split.test, test_, test_lines_);
+  corpus.pairs.clear();
+  corpus.pairs.shrink_to_fit();
+  stats_ = std::move(corpus);
+}
+
+ablate::TaskInfo TranslationTask::info() const {
+  // As the synthetic tasks: the length bound is the max_len option (every kept side is within it).
+  return {ablate::TaskType::Seq2Seq, std::max(src_vocab_.size(), tgt_vocab_.size()), corpus_options_.max_len,
+          corpus_options_.max_len};
+}
+
+const std::vector<ablate::Example>& TranslationTask::examples(ablate::Split split) const {
+  switch (split) {
+    case ablate::Split::Train: return train_;
+    case ablate::Split::Eval: return eval_;
+    case ablate::Split::Test: return test_;
+  }
+  return train_;
+}
+
+const std::vector<std::int64_t>& TranslationTask::lines(ablate::Split split) const {
+  switch (split) {
+    case ablate::Split::Train: return train_lines_;
+    case ablate::Split::Eval: return eval_lines_;
+    case ablate::Split::Test: return test_lines_;
+  }
+  return train_lines_;
+}
+
+std::int64_t TranslationTask::size(ablate::Split split) const { return static_cast<std::int64_t>(examples(split).size()); }
+
+ablate::Example TranslationTask::example(ablate::Split split, std::int64_t index) const {
+  if (index < 0 || index >= size(split))
+    throw ablate::Error(std::string(kName) + ": example index " + std::to_string(index) + " is outside the " +
+                            split_name(split) + " split [0, " + std::to_string(size(split)) + ")",
+                        "index with 0 .. size(split) - 1");
+  return examples(split)[static_cast<std::size_t>(index)];
+}
+
+std::int64_t TranslationTask::line_of(ablate::Split split, std::int64_t index) const {
+  example(split, index);  // range check
+  return lines(split)[static_cast<std::size_t>(index)];
+}
+
+std::vector<std::string> TranslationTask::score_names() const {
+  return {"exact_match", "token_accuracy", "bleu", "sentence_bleu", "n_bleu_gt_0", "n_bleu_gt_0_8", "n_sentences"};
+}
+
+std::map<std::string, double> TranslationTask::score(const std::vector<ablate::Example>& references,
+                                                     const std::vector<std::vector<std::int32_t>>& predictions) const {
+  std::map<std::string, double> out = Task::score(references, predictions);  // checks the sizes
+  // BLEU on the target tokens the ids stand for: pad/bos/eos in a prediction are no tokens
+  // (dropped, as text() drops them), and <unk> (or an id outside the target vocabulary) never
+  // matches, not even a reference's <unk>.
+  constexpr std::int32_t kNoMatch = -1;
+  BleuStats corpus;
+  double sentence_sum = 0.0;
+  std::int64_t above_0 = 0, above_08 = 0;
+  std::vector<std::int32_t> hypothesis;
+  for (std::size_t i = 0; i < references.size(); ++i) {
+    hypothesis.clear();
+    for (std::int32_t id : predictions[i]) {
+      if (id == Vocabulary::kPad || id == Vocabulary::kBos || id == Vocabulary::kEos) continue;
+      hypothesis.push_back(id == Vocabulary::kUnk || id < 0 || id >= tgt_vocab_.size() ? kNoMatch : id);
+    }
+    const std::vector<std::int32_t>& reference = references[i].tgt;
+    corpus.add(hypothesis, reference);
+    const double b = d2l_sentence_bleu(hypothesis, reference, static_cast<int>(bleu_k_));
+    sentence_sum += b;
+    above_0 += b > 0.0 ? 1 : 0;
+    above_08 += b > 0.8 ? 1 : 0;
+  }
+  const auto n = static_cast<double>(references.size());
+  out["bleu"] = corpus.score();
+  out["sentence_bleu"] = sentence_sum / n;
+  out["n_bleu_gt_0"] = static_cast<double>(above_0);
+  out["n_bleu_gt_0_8"] = static_cast<double>(above_08);
+  out["n_sentences"] = n;
+  return out;
+}
+
+std::string TranslationTask::text(const std::vector<std::int32_t>& tokens, bool target) const {
+  return target ? tgt_tok_.detokenize(tgt_vocab_.decode(tokens)) : src_tok_.detokenize(src_vocab_.decode(tokens));
+}
+
+ablate::Component* create(const ablate::Options& o) { return new TranslationTask(o); }
+
+ABLATE_PLUGIN("task", "translation", "1.0.0",
+              "Translation of parallel text from a TSV file (word/char tokens, train-split vocabularies, BLEU)",
+              ablate::options_of(kOptions), create)
+
+}  // namespace task_translation

@@ -1,0 +1,54 @@
+// Plugin task/translation: sequence-to-sequence translation of real parallel text read from a
+// TSV file (parallel_corpus.hpp), tokenized per side (tokenizer.hpp), split deterministically
+// into train / eval / test (splits.hpp), with a source and a target vocabulary built from the
+// train split (vocabulary.hpp); scored with exact match, token accuracy, corpus BLEU and the
+// D2L sentence BLEU (bleu.hpp).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ablate/task.hpp"
+#include "parallel_corpus.hpp"
+#include "tokenizer.hpp"
+#include "vocabulary.hpp"
+
+namespace task_translation {
+
+class TranslationTask final : public ablate::Task {
+ public:
+  static constexpr const char* kName = "task/translation";
+  // Reads, tokenizes, splits and encodes the whole file (once). Throws ablate::Error naming the
+  // plugin for bad options and FILE:LINE for a bad line.
+  explicit TranslationTask(const ablate::Options& o);
+
+  ablate::TaskInfo info() const override;
+  std::int64_t size(ablate::Split split) const override;
+  ablate::Example example(ablate::Split split, std::int64_t index) const override;
+  std::map<std::string, double> score(const std::vector<ablate::Example>& references,
+                                      const std::vector<std::vector<std::int32_t>>& predictions) const override;
+  std::vector<std::string> score_names() const override;
+  std::string text(const std::vector<std::int32_t>& tokens, bool target) const override;
+
+  const Vocabulary& source_vocabulary() const { return src_vocab_; }
+  const Vocabulary& target_vocabulary() const { return tgt_vocab_; }
+  // What reading the file kept and dropped (the pairs themselves are not kept).
+  const Corpus& corpus_stats() const { return stats_; }
+  // The 1-based file line of an example (for people tracing an example back to the file).
+  std::int64_t line_of(ablate::Split split, std::int64_t index) const;
+
+ private:
+  const std::vector<ablate::Example>& examples(ablate::Split split) const;
+  const std::vector<std::int64_t>& lines(ablate::Split split) const;
+
+  CorpusOptions corpus_options_;
+  Tokenizer src_tok_, tgt_tok_;
+  std::int64_t bleu_k_;
+  Vocabulary src_vocab_, tgt_vocab_;
+  Corpus stats_;  // counts only
+  std::vector<ablate::Example> train_, eval_, test_;
+  std::vector<std::int64_t> train_lines_, eval_lines_, test_lines_;
+};
+
+}  // namespace task_translation

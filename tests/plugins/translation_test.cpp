@@ -1,0 +1,603 @@
+// Tests for plugin task/translation (plugins/task_translation), linked in through its OBJECT
+// library: the tokenizer (word/char, lower-casing, punctuation, UTF-8), the vocabularies, both
+// BLEUs against hand-computed values, the deterministic splits, reading TSV files (filter,
+// truncate, errors with FILE:LINE, Tatoeba's third column), text(), scoring, and a tiny
+// encoder-decoder trained through `ablate run` on a fixture file.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ablate/task.hpp"
+#include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
+#include "framework/plugins/plugin_test_util.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "../../plugins/task_translation/bleu.hpp"
+#include "../../plugins/task_translation/parallel_corpus.hpp"
+#include "../../plugins/task_translation/splits.hpp"
+#include "../../plugins/task_translation/tokenizer.hpp"
+#include "../../plugins/task_translation/translation_task.hpp"
+#include "../../plugins/task_translation/vocabulary.hpp"
+#include "results/run_file.hpp"
+
+ABLATE_DECLARE_PLUGIN(task_translation)
+
+namespace task_translation {
+namespace {
+
+namespace fs = std::filesystem;
+using Words = std::vector<std::string>;
+using Ids = std::vector<std::int32_t>;
+using ablate::Split;
+
+// The fixture TSVs beside this file.
+fs::path data(const std::string& name) { return fs::path(__FILE__).parent_path() / "data" / name; }
+
+Words tokens(std::string_view text, TokenizerOptions o = {}) { return Tokenizer(o).tokenize(text); }
+
+// ---------------------------------------------------------------------------------------------
+// Tokenizer
+
+TEST(TranslationTokenizer, WordLevelLowercasesAndSplitsPunctuation) {
+  EXPECT_EQ(tokens("Hello, world!"), (Words{"hello", ",", "world", "!"}));
+  EXPECT_EQ(tokens("  Go.\tNow  "), (Words{"go", ".", "now"})) << "any run of whitespace separates words";
+  EXPECT_EQ(tokens("Wait... (really?)"), (Words{"wait", ".", ".", ".", "(", "really", "?", ")"}))
+      << "each punctuation character is its own token";
+  EXPECT_TRUE(tokens(" \t ").empty());
+}
+
+TEST(TranslationTokenizer, SpanishAccentsAndInvertedMarksAreUtf8Safe) {
+  EXPECT_EQ(tokens("¿Dónde está?"), (Words{"¿", "dónde", "está", "?"}));
+  EXPECT_EQ(tokens("¡ÁNGEL, ÉL Y ÑANDÚ ÜBER ÍO ÓLE!"),
+            (Words{"¡", "ángel", ",", "él", "y", "ñandú", "über", "ío", "óle", "!"}));
+  EXPECT_EQ(tokens("«Bonjour…» “Hi” — ‘ok’"), (Words{"«", "bonjour", "…", "»", "“", "hi", "”", "—", "‘", "ok", "’"}));
+}
+
+TEST(TranslationTokenizer, ContractionsHyphenatedWordsAndNumbersStayWhole) {
+  EXPECT_EQ(tokens("Don't stop, it's twenty-one at 3.5 km/h, 10,000 at 12:30."),
+            (Words{"don't", "stop", ",", "it's", "twenty-one", "at", "3.5", "km", "/", "h", ",", "10,000", "at", "12:30", "."}));
+  EXPECT_EQ(tokens("don’t"), (Words{"don’t"})) << "the typographic apostrophe too";
+  EXPECT_EQ(tokens("'quoted' -5 end."), (Words{"'", "quoted", "'", "-", "5", "end", "."}))
+      << "an apostrophe or hyphen at a word's edge is punctuation";
+}
+
+TEST(TranslationTokenizer, OptionsTurnLowercasingAndPunctuationSplittingOff) {
+  TokenizerOptions keep_case;
+  keep_case.lowercase = false;
+  EXPECT_EQ(tokens("Hello, Ángela!", keep_case), (Words{"Hello", ",", "Ángela", "!"}));
+  TokenizerOptions whitespace_only;
+  whitespace_only.split_punctuation = false;
+  EXPECT_EQ(tokens("Hello, world! ¿Qué?", whitespace_only), (Words{"hello,", "world!", "¿qué?"}));
+}
+
+TEST(TranslationTokenizer, LowercasesAsciiLatin1LatinExtendedAGreekAndCyrillic) {
+  EXPECT_EQ(to_lower("ABC xyz ÁÉÍÓÚ ÑÜ ÀÇÈÔ ÆØÅÞ"), "abc xyz áéíóú ñü àçèô æøåþ");
+  EXPECT_EQ(to_lower("ŁÓDŹ ŚĆŻ ČŘŠŽ ĞŞ Ő Ű Œ Ÿ İ"), "łódź śćż čřšž ğş ő ű œ ÿ i");
+  EXPECT_EQ(to_lower("ΑΘΗΝΑ Ά МОСКВА Ё"), "αθηνα ά москва ё");
+  EXPECT_EQ(to_lower("× ß ı 123 ¿?"), "× ß ı 123 ¿?") << "no case: unchanged (× is not a letter)";
+}
+
+TEST(TranslationTokenizer, CharLevelGivesOneTokenPerCodePointWithoutSpaces) {
+  TokenizerOptions chars;
+  chars.level = Level::Char;
+  EXPECT_EQ(tokens("我们走吧。", chars), (Words{"我", "们", "走", "吧", "。"}));
+  EXPECT_EQ(tokens("你在哪儿？ 好！", chars), (Words{"你", "在", "哪", "儿", "？", "好", "！"}));
+  EXPECT_EQ(tokens("Sí, 😀", chars), (Words{"s", "í", ",", "😀"})) << "2- and 4-byte characters stay whole, lower-cased";
+  EXPECT_EQ(Tokenizer(chars).detokenize({"我", "们", "走", "吧", "。"}), "我们走吧。");
+  EXPECT_EQ(Tokenizer().detokenize({"hello", ",", "world", "!"}), "hello , world !");
+}
+
+TEST(TranslationTokenizer, Utf8DecodingNeverSplitsCharactersAndFlagsInvalidBytes) {
+  std::size_t pos = 0;
+  const std::string s = "a\xC3\xA9\xE6\x88\x91\xF0\x9F\x98\x80";  // a é 我 😀: 1, 2, 3 and 4 bytes
+  EXPECT_EQ(next_code_point(s, pos), U'a');
+  EXPECT_EQ(next_code_point(s, pos), U'\u00E9');
+  EXPECT_EQ(pos, 3u);
+  EXPECT_EQ(next_code_point(s, pos), U'\u6211');
+  EXPECT_EQ(next_code_point(s, pos), U'\U0001F600');
+  EXPECT_EQ(pos, s.size());
+  EXPECT_EQ(find_invalid_utf8(s), std::string::npos);
+  EXPECT_EQ(find_invalid_utf8("ok\xC3"), 2u) << "truncated 2-byte sequence";
+  EXPECT_EQ(find_invalid_utf8("\xE6\x88"), 0u) << "truncated 3-byte sequence";
+  EXPECT_EQ(find_invalid_utf8("x\xC0\xAF"), 1u) << "overlong '/'";
+  EXPECT_EQ(find_invalid_utf8("\xED\xA0\x80"), 0u) << "a UTF-16 surrogate";
+  EXPECT_EQ(find_invalid_utf8("caf\xE9"), 3u) << "Latin-1, not UTF-8";
+  EXPECT_EQ(find_invalid_utf8("\xEF\xBF\xBD"), std::string::npos) << "U+FFFD itself is valid";
+  // Invalid bytes become U+FFFD tokens; the valid characters around them are intact.
+  TokenizerOptions chars;
+  chars.level = Level::Char;
+  EXPECT_EQ(tokens("\xE6\x88 我", chars), (Words{"\xEF\xBF\xBD", "\xEF\xBF\xBD", "我"}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vocabulary
+
+Vocabulary vocabulary_of(const std::vector<Words>& sentences, std::int64_t min_freq) {
+  Vocabulary::Builder b;
+  for (const Words& s : sentences) b.add(s);
+  return b.build(min_freq);
+}
+
+TEST(TranslationVocabulary, ReservedIdsThenDescendingFrequencyThenLexicographic) {
+  // counts: the 3, cat 2, dog 2, a 1, sat 1
+  const Vocabulary v = vocabulary_of({{"the", "cat", "sat"}, {"the", "dog"}, {"a", "dog", "the", "cat"}}, 1);
+  ASSERT_EQ(v.size(), 9);
+  const Words expected = {"<pad>", "<bos>", "<eos>", "<unk>", "the", "cat", "dog", "a", "sat"};
+  for (std::int32_t id = 0; id < 9; ++id) EXPECT_EQ(v.token(id), expected[static_cast<std::size_t>(id)]) << id;
+  EXPECT_EQ(Vocabulary::kPad, ablate::TaskInfo::kPad);
+  EXPECT_EQ(Vocabulary::kBos, ablate::TaskInfo::kBos);
+  EXPECT_EQ(Vocabulary::kEos, ablate::TaskInfo::kEos);
+  EXPECT_EQ(v.id("cat"), 5);
+  EXPECT_EQ(v.encode({"a", "cat", "unseen"}), (Ids{7, 5, Vocabulary::kUnk}));
+}
+
+TEST(TranslationVocabulary, MinFreqSendsRareTokensToUnk) {
+  const Vocabulary v = vocabulary_of({{"the", "cat", "sat"}, {"the", "dog"}, {"a", "dog", "the", "cat"}}, 2);
+  EXPECT_EQ(v.size(), 4 + 3);  // the, cat, dog
+  EXPECT_EQ(v.encode({"the", "sat", "dog", "a"}), (Ids{4, 3, 6, 3}));
+  EXPECT_EQ(vocabulary_of({{"x"}}, 5).size(), 4) << "only the reserved ids";
+}
+
+TEST(TranslationVocabulary, DecodeDropsControlIdsAndReservedSpellingsAreUnk) {
+  const Vocabulary v = vocabulary_of({{"hola", "<pad>", "<eos>", "<unk>"}}, 1);
+  EXPECT_EQ(v.size(), 5) << "text spelled like a reserved token is not a content token";
+  EXPECT_EQ(v.encode({"<pad>", "<bos>", "<eos>", "<unk>", "hola"}), (Ids{3, 3, 3, 3, 4}))
+      << "text can never produce pad/bos/eos ids";
+  EXPECT_EQ(v.decode({1, 4, 3, 0, 2, 99, -1}), (Words{"hola", "<unk>", "<unk>", "<unk>"}))
+      << "pad/bos/eos dropped; unk and ids outside the table rendered <unk>";
+}
+
+// ---------------------------------------------------------------------------------------------
+// BLEU
+
+TEST(TranslationBleu, D2lSentenceBleuMatchesHandComputedValues) {
+  // pred "a b d" vs label "a b c d", k = 2:
+  //   penalty exp(min(0, 1 - 4/3)) = exp(-1/3)
+  //   n=1: a, b, d all in the label: p1 = 3/3 -> 1^(1/2) = 1
+  //   n=2: pred bigrams {a b, b d}, label bigrams {a b, b c, c d}: p2 = 1/2 -> (1/2)^(1/4)
+  //   score = exp(-1/3) * 0.5^0.25 = 0.716531 * 0.840896 = 0.602529
+  EXPECT_NEAR(d2l_sentence_bleu<std::string>({"a", "b", "d"}, {"a", "b", "c", "d"}, 2), std::exp(-1.0 / 3) * std::pow(0.5, 0.25), 1e-12);
+  EXPECT_NEAR(d2l_sentence_bleu<std::string>({"a", "b", "d"}, {"a", "b", "c", "d"}, 2), 0.602529, 1e-6);
+  // Clipping: pred "a a b" vs label "a b b" (same length: penalty 1).
+  //   n=1: a x2 in pred, x1 in label -> 1; b x1 -> 1: p1 = 2/3 -> (2/3)^(1/2) = 0.816497
+  //   n=2: pred {a a, a b}, label {a b, b b}: p2 = 1/2 -> (1/2)^(1/4) = 0.840896
+  //   k=1: 0.816497; k=2: 0.816497 * 0.840896 = 0.686589
+  EXPECT_NEAR(d2l_sentence_bleu<std::string>({"a", "a", "b"}, {"a", "b", "b"}, 1), std::sqrt(2.0 / 3), 1e-12);
+  EXPECT_NEAR(d2l_sentence_bleu<std::string>({"a", "a", "b"}, {"a", "b", "b"}, 2), 0.686589, 1e-6);
+  // Longer than the label: no penalty (min(0, 1 - 2/3) = 0); "the the the" vs "the cat": p1 = 1/3,
+  // p2 = 0/2 ("the the" x2, label only has "the cat") -> 0.
+  EXPECT_EQ(d2l_sentence_bleu<std::string>({"the", "the", "the"}, {"the", "cat"}, 2), 0.0);
+  EXPECT_NEAR(d2l_sentence_bleu<std::string>({"the", "the", "the"}, {"the", "cat"}, 1), std::sqrt(1.0 / 3), 1e-12);
+  EXPECT_EQ(d2l_sentence_bleu<std::string>({"ve", "."}, {"ve", "."}, 2), 1.0) << "exact: 1";
+  EXPECT_EQ(d2l_sentence_bleu<std::int32_t>({7, 8, 9}, {7, 8, 9}, 4), 1.0) << "ids; k above the length";
+}
+
+TEST(TranslationBleu, D2lSentenceBleuOfShortAndEmptyPredictions) {
+  // D2L loops n = 1 .. min(k, len_pred): pred "a" vs label "a b", k = 2 only has n = 1:
+  //   penalty exp(1 - 2/1) = exp(-1) = 0.367879; p1 = 1/1 -> score exp(-1).
+  EXPECT_NEAR(d2l_sentence_bleu<std::string>({"a"}, {"a", "b"}, 2), std::exp(-1.0), 1e-12);
+  EXPECT_EQ(d2l_sentence_bleu<std::string>({"x"}, {"a", "b"}, 2), 0.0) << "p1 = 0";
+  EXPECT_EQ(d2l_sentence_bleu<std::string>({}, {"a", "b"}, 2), 0.0) << "an empty prediction scores 0";
+  EXPECT_EQ(d2l_sentence_bleu<std::string>({"a"}, {}, 2), 0.0) << "nothing to match";
+}
+
+TEST(TranslationBleu, CorpusBleuOfPerfectDisjointAndShortCorpora) {
+  const std::vector<Words> refs = {{"the", "cat", "sat", "on", "the", "mat"}, {"a", "dog", "runs", "in", "the", "park"}};
+  EXPECT_NEAR(corpus_bleu(refs, refs), 100.0, 1e-12);
+  EXPECT_EQ(corpus_bleu<std::string>({{"x", "y", "z", "w"}}, {{"a", "b", "c", "d"}}), 0.0);
+  // Exact but shorter than 4 tokens: no 4-grams at all, p4 undefined -> 0 (sacrebleu without smoothing).
+  EXPECT_EQ(corpus_bleu<std::string>({{"hello", "there"}}, {{"hello", "there"}}), 0.0);
+  EXPECT_EQ(corpus_bleu<std::string>({}, {}), 0.0);
+  EXPECT_THROW(corpus_bleu<std::string>({{"a"}}, {}), std::invalid_argument);
+}
+
+TEST(TranslationBleu, CorpusBleuWithPartialMatchesAndBrevityPenalty) {
+  // hyp "the cat sat on the mat" (c = 6) vs ref "the cat sat on the red mat" (r = 7):
+  //   p1: the x2, cat, sat, on, mat all in ref           = 6/6
+  //   p2: the cat, cat sat, sat on, on the | not the mat  = 4/5
+  //   p3: the cat sat, cat sat on, sat on the | not on the mat = 3/4
+  //   p4: the cat sat on, cat sat on the | not sat on the mat  = 2/3
+  //   geometric mean (1 * 4/5 * 3/4 * 2/3)^(1/4) = 0.4^(1/4) = 0.795271
+  //   BP = exp(1 - 7/6) = exp(-1/6) = 0.846482     -> BLEU = 100 * 0.846482 * 0.795271 = 67.3182
+  const Words hyp = {"the", "cat", "sat", "on", "the", "mat"}, ref = {"the", "cat", "sat", "on", "the", "red", "mat"};
+  EXPECT_NEAR(corpus_bleu<std::string>({hyp}, {ref}), 100.0 * std::exp(-1.0 / 6) * std::pow(0.4, 0.25), 1e-9);
+  EXPECT_NEAR(corpus_bleu<std::string>({hyp}, {ref}), 67.3182, 1e-4);
+  // Corpus level sums the counts (not a mean of sentence scores): add the exact pair
+  // "hello there" / "hello there" (2 tokens: 2 unigrams, 1 bigram, no 3- or 4-grams):
+  //   p1 = (6+2)/(6+2) = 1, p2 = (4+1)/(5+1) = 5/6, p3 = 3/4, p4 = 2/3; c = 8, r = 9
+  //   BLEU = 100 * exp(1 - 9/8) * (5/6 * 3/4 * 2/3)^(1/4) = 100 * 0.882497 * 0.803428 = 70.9023
+  const Words hello = {"hello", "there"};
+  EXPECT_NEAR(corpus_bleu<std::string>({hyp, hello}, {ref, hello}), 70.9023, 1e-4);
+  // The same with ids.
+  EXPECT_NEAR(corpus_bleu<std::int32_t>({{4, 5, 6, 7, 4, 8}}, {{4, 5, 6, 7, 4, 9, 8}}), 67.3182, 1e-4);
+  // Clipping: "the the the the" vs "the cat": p1 = 1/4 (clipped), p2 = 0 -> 0.
+  EXPECT_EQ(corpus_bleu<std::string>({{"the", "the", "the", "the"}}, {{"the", "cat"}}), 0.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Splits
+
+TEST(TranslationSplits, ShuffleIsDeterministicDisjointAndSized) {
+  std::uint64_t state = 0;
+  EXPECT_EQ(splitmix64(state), 0xE220A8397B1DCDAFull) << "the reference splitmix64 output for seed 0";
+  const SplitIndices a = split_indices(100, 0.05, 0.1, 7), b = split_indices(100, 0.05, 0.1, 7);
+  EXPECT_EQ(a.test.size(), 10u);
+  EXPECT_EQ(a.eval.size(), 5u);
+  EXPECT_EQ(a.train.size(), 85u);
+  EXPECT_EQ(a.train, b.train);
+  EXPECT_EQ(a.eval, b.eval);
+  EXPECT_EQ(a.test, b.test);
+  std::set<std::int64_t> all;
+  for (const auto* part : {&a.train, &a.eval, &a.test}) all.insert(part->begin(), part->end());
+  EXPECT_EQ(all.size(), 100u) << "disjoint";
+  EXPECT_EQ(*all.begin(), 0);
+  EXPECT_EQ(*all.rbegin(), 99);
+  EXPECT_NE(split_indices(100, 0.05, 0.1, 8).test, a.test) << "the seed changes the split";
+  EXPECT_FALSE(std::is_sorted(a.train.begin(), a.train.end())) << "shuffled";
+  // Sizes round up: ceil(0.05 * 21) = 2; 0.07 * 100 = 7.000000000000001 counts as 7.
+  EXPECT_EQ(split_indices(21, 0.05, 0.05, 1).eval.size(), 2u);
+  EXPECT_EQ(split_indices(100, 0.07, 0.0, 1).eval.size(), 7u);
+  EXPECT_TRUE(split_indices(100, 0.07, 0.0, 1).test.empty());
+  EXPECT_THROW(split_indices(2, 0.05, 0.05, 1), ablate::Error) << "no train pairs left";
+  EXPECT_THROW(split_indices(100, 0.0, 0.05, 1), ablate::Error) << "the eval split must not be empty";
+  EXPECT_THROW(split_indices(100, 0.5, 1.0, 1), ablate::Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading TSV files
+
+Corpus read(const std::string& text, CorpusOptions o = {}) {
+  std::istringstream in(text);
+  return read_parallel_tsv(in, "mem.tsv", o);
+}
+
+TEST(TranslationCorpus, ReadsTatoebaLinesCrlfBomAndBlankLines) {
+  const Corpus c = read("\xEF\xBB\xBFGo.\tVe.\tCC-BY 2.0 (France) Attribution: x\r\n\r\nHi.\t\xC2\xA1Hola!\r\n");
+  ASSERT_EQ(c.pairs.size(), 2u);
+  EXPECT_EQ(c.pairs[0], (TokenizedPair{{"go", "."}, {"ve", "."}, 1})) << "BOM and the third column ignored";
+  EXPECT_EQ(c.pairs[1], (TokenizedPair{{"hi", "."}, {"¡", "hola", "!"}, 3})) << "CR stripped, blank line skipped";
+  EXPECT_EQ(c.lines_read, 3);
+  const Corpus empty_side = read("Go.\t\nOk.\t...\n \tAlgo.\n\t\nYes.\tS\xC3\xAD.\n");
+  ASSERT_EQ(empty_side.pairs.size(), 2u) << "pairs with an empty side are dropped, whitespace-only lines skipped";
+  EXPECT_EQ(empty_side.dropped_empty, 2);
+  EXPECT_EQ(empty_side.pairs[0].tgt, (Words{".", ".", "."}));
+}
+
+TEST(TranslationCorpus, FilterDropsAndTruncateCutsLongPairs) {
+  const std::string text = "a b c\tx y\na b c d e\tx\na\tv w x y z\nq\tr\n";
+  CorpusOptions o;
+  o.max_len = 3;
+  const Corpus filtered = read(text, o);
+  ASSERT_EQ(filtered.pairs.size(), 2u);
+  EXPECT_EQ(filtered.pairs[0].line, 1);
+  EXPECT_EQ(filtered.pairs[1].line, 4);
+  EXPECT_EQ(filtered.dropped_long, 2);
+  o.long_examples = LongExamples::Truncate;
+  const Corpus cut = read(text, o);
+  ASSERT_EQ(cut.pairs.size(), 4u);
+  EXPECT_EQ(cut.truncated, 2);
+  EXPECT_EQ(cut.pairs[1], (TokenizedPair{{"a", "b", "c"}, {"x"}, 2}));
+  EXPECT_EQ(cut.pairs[2], (TokenizedPair{{"a"}, {"v", "w", "x"}, 3}));
+  o.long_examples = LongExamples::Filter;
+  o.max_examples = 1;
+  const Corpus first = read(text, o);
+  ASSERT_EQ(first.pairs.size(), 1u);
+  EXPECT_EQ(first.pairs[0].line, 1);
+  o.max_examples = 2;
+  EXPECT_EQ(read(text, o).pairs[1].line, 4) << "the first N pairs after filtering";
+}
+
+TEST(TranslationCorpus, ErrorsNameTheFileAndLine) {
+  const std::string missing_tab = ablate::testing::error_of([] { read("Go.\tVe.\nno tab here\n"); });
+  EXPECT_NE(missing_tab.find("mem.tsv:2: no tab; expected 'source<TAB>target'"), std::string::npos) << missing_tab;
+  const std::string latin1 = ablate::testing::error_of([] { read("Go.\tVe.\n\nCaf\xE9.\tCaf\xE9.\n"); });
+  EXPECT_NE(latin1.find("mem.tsv:3: invalid UTF-8 at byte 4"), std::string::npos) << latin1;
+  const std::string file = data("translation_missing_tab.tsv").string();
+  const std::string fixture = ablate::testing::error_of([&] { read_parallel_tsv_file(file, {}); });
+  EXPECT_NE(fixture.find(file + ":3: no tab"), std::string::npos) << fixture;
+  const std::string absent = ablate::testing::error_of([] { read_parallel_tsv_file("no/such/file.tsv", {}); });
+  EXPECT_NE(absent.find("cannot read 'no/such/file.tsv'"), std::string::npos) << absent;
+  EXPECT_NE(absent.find("relative to the current directory"), std::string::npos) << absent;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The task
+
+class TranslationTaskTest : public ::testing::Test {
+ protected:
+  void SetUp() override { registry.add_linked(task_translation::plugin_info, task_translation::plugin_create); }
+  std::shared_ptr<TranslationTask> make(std::map<std::string, std::string> options) {
+    auto t = std::dynamic_pointer_cast<TranslationTask>(registry.create<ablate::Task>("translation", options));
+    EXPECT_NE(t, nullptr);
+    return t;
+  }
+  std::shared_ptr<TranslationTask> spanish(std::map<std::string, std::string> extra = {}) {
+    extra["file"] = data("translation_eng_spa.tsv").string();
+    return make(extra);
+  }
+  // The original lines of the fixture (1-based: lines[0] is unused).
+  static std::vector<std::string> lines_of(const std::string& name) {
+    std::ifstream in(data(name));
+    std::vector<std::string> lines(1);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  }
+  static std::string column(const std::string& line, int i) {
+    std::vector<std::string> cols;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, '\t');) cols.push_back(c);
+    return cols.at(static_cast<std::size_t>(i));
+  }
+  ablate::PluginRegistry registry;
+};
+
+TEST_F(TranslationTaskTest, DeclaresItsOptionsAndScores) {
+  const auto& d = registry.find("task", "translation");
+  std::vector<std::string> names;
+  for (const auto& o : d.options) names.push_back(o.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"file", "source_tokens", "target_tokens", "lowercase", "split_punctuation", "min_freq",
+                                              "max_len", "long_examples", "max_examples", "valid_fraction", "test_fraction",
+                                              "split_seed", "bleu_k"}));
+  EXPECT_THROW(registry.create<ablate::Task>("translation"), ablate::Error) << "file is required";
+  EXPECT_EQ(spanish()->score_names(), (std::vector<std::string>{"exact_match", "token_accuracy", "bleu", "sentence_bleu",
+                                                                "n_bleu_gt_0", "n_bleu_gt_0_8", "n_sentences"}));
+}
+
+TEST_F(TranslationTaskTest, ReadsATatoebaFileIntoSplitsThatAreStableAndDisjoint) {
+  const auto a = spanish(), b = spanish();
+  // 14 pairs: test ceil(0.05 * 14) = 1, eval ceil(0.05 * 14) = 1, train 12.
+  EXPECT_EQ(a->size(Split::Test), 1);
+  EXPECT_EQ(a->size(Split::Eval), 1);
+  EXPECT_EQ(a->size(Split::Train), 12);
+  std::set<std::int64_t> lines;
+  for (Split s : {Split::Train, Split::Eval, Split::Test})
+    for (std::int64_t i = 0; i < a->size(s); ++i) {
+      EXPECT_EQ(a->example(s, i), b->example(s, i)) << "the same examples in a second construction";
+      EXPECT_EQ(a->line_of(s, i), b->line_of(s, i));
+      lines.insert(a->line_of(s, i));
+    }
+  EXPECT_EQ(lines.size(), 14u) << "every line in exactly one split";
+  EXPECT_THROW(a->example(Split::Eval, 1), ablate::Error);
+  EXPECT_THROW(a->example(Split::Train, -1), ablate::Error);
+  const auto c = spanish({{"split_seed", "2"}, {"valid_fraction", "0.3"}, {"test_fraction", "0.2"}});
+  EXPECT_EQ(c->size(Split::Test), 3);  // ceil(2.8)
+  EXPECT_EQ(c->size(Split::Eval), 5);  // ceil(4.2)
+  EXPECT_EQ(c->size(Split::Train), 6);
+  const auto info = a->info();
+  EXPECT_EQ(info.type, ablate::TaskType::Seq2Seq);
+  EXPECT_EQ(info.max_src_len, 20);
+  EXPECT_EQ(info.max_tgt_len, 20);
+  EXPECT_EQ(info.vocab_size, std::max(a->source_vocabulary().size(), a->target_vocabulary().size()));
+  EXPECT_NE(a->source_vocabulary().size(), a->target_vocabulary().size()) << "separate vocabularies";
+  for (Split s : {Split::Train, Split::Eval, Split::Test})
+    for (std::int64_t i = 0; i < a->size(s); ++i) {
+      const ablate::Example e = a->example(s, i);
+      for (const Ids* side : {&e.src, &e.tgt})
+        for (std::int32_t id : *side) {
+          EXPECT_GE(id, Vocabulary::kUnk);
+          EXPECT_LT(id, info.vocab_size);
+        }
+    }
+}
+
+TEST_F(TranslationTaskTest, VocabulariesComeFromTheTrainSplitOnly) {
+  // A large held-out part, so that some held-out words never occur in train.
+  const auto t = spanish({{"valid_fraction", "0.3"}, {"test_fraction", "0.3"}});
+  const auto lines = lines_of("translation_eng_spa.tsv");
+  std::set<std::string> train_src, train_tgt;
+  const Tokenizer tok;
+  for (std::int64_t i = 0; i < t->size(Split::Train); ++i) {
+    for (const auto& w : tok.tokenize(column(lines[static_cast<std::size_t>(t->line_of(Split::Train, i))], 0))) train_src.insert(w);
+    for (const auto& w : tok.tokenize(column(lines[static_cast<std::size_t>(t->line_of(Split::Train, i))], 1))) train_tgt.insert(w);
+    const Ids tgt = t->example(Split::Train, i).tgt;
+    EXPECT_EQ(std::count(tgt.begin(), tgt.end(), Vocabulary::kUnk), 0) << "every train token is in the vocabulary";
+  }
+  EXPECT_EQ(t->source_vocabulary().size(), 4 + static_cast<std::int64_t>(train_src.size()));
+  EXPECT_EQ(t->target_vocabulary().size(), 4 + static_cast<std::int64_t>(train_tgt.size()));
+  int unknown = 0;
+  for (Split s : {Split::Eval, Split::Test})
+    for (std::int64_t i = 0; i < t->size(s); ++i) {
+      const Words words = tok.tokenize(column(lines[static_cast<std::size_t>(t->line_of(s, i))], 1));
+      const Ids ids = t->example(s, i).tgt;
+      ASSERT_EQ(words.size(), ids.size());
+      for (std::size_t k = 0; k < words.size(); ++k) {
+        const bool seen = train_tgt.count(words[k]) > 0;
+        EXPECT_EQ(ids[k] == Vocabulary::kUnk, !seen) << words[k];
+        unknown += seen ? 0 : 1;
+      }
+    }
+  EXPECT_GT(unknown, 0) << "the fixture has held-out-only words";
+  // min_freq 2: a word seen once in train is <unk> even there.
+  const auto frequent = spanish({{"valid_fraction", "0.3"}, {"test_fraction", "0.3"}, {"min_freq", "2"}});
+  EXPECT_LT(frequent->target_vocabulary().size(), t->target_vocabulary().size());
+}
+
+TEST_F(TranslationTaskTest, FilterTruncateAndMaxExamples) {
+  // Token counts of the fixture (source / target), e.g. line 13 "the cat and the dog sleep ." = 7
+  // and "el gato y el perro duermen ." = 7; every other side has at most 6 tokens.
+  const auto filtered = spanish({{"max_len", "6"}});
+  EXPECT_EQ(filtered->corpus_stats().dropped_long, 1);
+  EXPECT_EQ(filtered->size(Split::Train) + filtered->size(Split::Eval) + filtered->size(Split::Test), 13);
+  const auto cut = spanish({{"max_len", "6"}, {"long_examples", "truncate"}});
+  EXPECT_EQ(cut->corpus_stats().truncated, 1);
+  EXPECT_EQ(cut->size(Split::Train) + cut->size(Split::Eval) + cut->size(Split::Test), 14);
+  for (Split s : {Split::Train, Split::Eval, Split::Test})
+    for (std::int64_t i = 0; i < cut->size(s); ++i) {
+      EXPECT_LE(cut->example(s, i).src.size(), 6u);
+      if (cut->line_of(s, i) == 13) {
+        EXPECT_EQ(cut->text(cut->example(s, i).tgt, true), "el gato y el perro duermen");
+      }
+    }
+  const auto first = spanish({{"max_examples", "10"}, {"valid_fraction", "0.1"}, {"test_fraction", "0.1"}});
+  std::set<std::int64_t> lines;
+  for (Split s : {Split::Train, Split::Eval, Split::Test})
+    for (std::int64_t i = 0; i < first->size(s); ++i) lines.insert(first->line_of(s, i));
+  EXPECT_EQ(lines, (std::set<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})) << "the first 10 pairs of the file";
+}
+
+TEST_F(TranslationTaskTest, TextRoundTripsBothSides) {
+  const auto t = spanish({{"valid_fraction", "0.3"}, {"test_fraction", "0.3"}});
+  const auto lines = lines_of("translation_eng_spa.tsv");
+  const Tokenizer tok;
+  for (std::int64_t i = 0; i < t->size(Split::Train); ++i) {
+    const std::string& line = lines[static_cast<std::size_t>(t->line_of(Split::Train, i))];
+    const ablate::Example e = t->example(Split::Train, i);
+    EXPECT_EQ(t->text(e.src, false), tok.detokenize(tok.tokenize(column(line, 0))));
+    EXPECT_EQ(t->text(e.tgt, true), tok.detokenize(tok.tokenize(column(line, 1))));
+  }
+  // Control ids render as nothing, <unk> as itself.
+  const Ids hola = {ablate::TaskInfo::kBos, t->target_vocabulary().id("¡"), Vocabulary::kUnk, ablate::TaskInfo::kEos,
+                    ablate::TaskInfo::kPad};
+  EXPECT_EQ(t->text(hola, true), "¡ <unk>");
+  // Lower-casing off: capitals are their own tokens, and text() shows them.
+  const auto cased = spanish({{"lowercase", "false"}});
+  EXPECT_NE(cased->target_vocabulary().id("Dónde"), Vocabulary::kUnk);
+  EXPECT_EQ(cased->target_vocabulary().id("dónde"), Vocabulary::kUnk);
+  bool found = false;
+  for (std::int64_t i = 0; i < cased->size(Split::Train); ++i)
+    if (cased->line_of(Split::Train, i) == 2) {
+      EXPECT_EQ(cased->text(cased->example(Split::Train, i).tgt, true), "¿ Dónde está la estación ?");
+      EXPECT_EQ(cased->text(cased->example(Split::Train, i).src, false), "Where is the station ?");
+      found = true;
+    }
+  EXPECT_TRUE(found) << "line 2 is in the train split (12 of the 14 lines are, under split_seed 1)";
+}
+
+TEST_F(TranslationTaskTest, CharacterLevelChineseTargets) {
+  const auto t = make({{"file", data("translation_eng_cmn.tsv").string()}, {"target_tokens", "char"}, {"valid_fraction", "0.1"},
+                       {"test_fraction", "0.1"}});
+  const auto lines = lines_of("translation_eng_cmn.tsv");
+  EXPECT_EQ(t->size(Split::Train), 8);
+  std::map<std::string, int> counts;
+  for (std::int64_t i = 0; i < t->size(Split::Train); ++i) {
+    const std::string line = lines[static_cast<std::size_t>(t->line_of(Split::Train, i))];
+    const ablate::Example e = t->example(Split::Train, i);
+    for (std::size_t pos = 0; pos < column(line, 1).size();) {
+      const std::string text = column(line, 1);
+      const std::size_t at = pos;
+      next_code_point(text, pos);
+      ++counts[text.substr(at, pos - at)];
+    }
+    EXPECT_EQ(t->text(e.tgt, true), column(line, 1)) << "characters concatenate back to the sentence";
+    if (column(line, 1) == "我们走吧。") {
+      EXPECT_EQ(e.tgt.size(), 5u);
+    }
+  }
+  // One entry per distinct train character; ids by descending count, ties in byte order.
+  EXPECT_EQ(t->target_vocabulary().size(), 4 + static_cast<std::int64_t>(counts.size()));
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& [c, n] : counts) order.emplace_back(-n, c);
+  std::sort(order.begin(), order.end());
+  for (std::size_t k = 0; k < order.size(); ++k)
+    EXPECT_EQ(t->target_vocabulary().token(static_cast<std::int32_t>(4 + k)), order[k].second) << k;
+  EXPECT_TRUE(order[0].second == "。" || order[0].second == "我") << "the commonest: " << order[0].second;
+}
+
+TEST_F(TranslationTaskTest, BadOptionsAndFilesAreErrorsNamingThePlugin) {
+  const std::string file = data("translation_eng_spa.tsv").string();
+  const auto error = [&](std::map<std::string, std::string> o) {
+    return ablate::testing::error_of([&] { make(o); });
+  };
+  EXPECT_NE(error({{"file", file}, {"max_len", "0"}}).find("task/translation: max_len must be >= 1"), std::string::npos);
+  EXPECT_NE(error({{"file", file}, {"min_freq", "0"}}).find("min_freq must be >= 1"), std::string::npos);
+  EXPECT_NE(error({{"file", file}, {"bleu_k", "0"}}).find("bleu_k must be >= 1"), std::string::npos);
+  EXPECT_NE(error({{"file", file}, {"valid_fraction", "0.6"}, {"test_fraction", "0.5"}}).find("leave no training data"),
+            std::string::npos);
+  EXPECT_NE(error({{"file", file}, {"max_len", "1"}}).find("no pairs left"), std::string::npos);
+  const std::string bad = data("translation_missing_tab.tsv").string();
+  EXPECT_NE(error({{"file", bad}}).find("task/translation: " + bad + ":3: no tab"), std::string::npos) << error({{"file", bad}});
+  EXPECT_NE(error({{"file", "/no/such.tsv"}}).find("task/translation: cannot read '/no/such.tsv'"), std::string::npos);
+}
+
+TEST_F(TranslationTaskTest, ScoreAddsCorpusAndSentenceBleu) {
+  const auto t = spanish({{"bleu_k", "2"}});
+  const auto names = t->score_names();
+  // Two references of target ids; BLEU looks at ids only, so any ids >= 4 of the vocabulary do.
+  const std::vector<ablate::Example> refs = {{{4}, {4, 5, 6, 7, 4, 8}}, {{4}, {9, 10, 11, 12}}};
+  {  // Perfect predictions: every score at its best.
+    const auto s = t->score(refs, {refs[0].tgt, refs[1].tgt});
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : s) keys.push_back(k);
+    std::vector<std::string> sorted_names = names;
+    std::sort(sorted_names.begin(), sorted_names.end());
+    EXPECT_EQ(keys, sorted_names) << "score() returns exactly score_names()";
+    EXPECT_EQ(s.at("exact_match"), 1.0);
+    EXPECT_EQ(s.at("token_accuracy"), 1.0);
+    EXPECT_NEAR(s.at("bleu"), 100.0, 1e-9);
+    EXPECT_EQ(s.at("sentence_bleu"), 1.0);
+    EXPECT_EQ(s.at("n_bleu_gt_0"), 2.0);
+    EXPECT_EQ(s.at("n_bleu_gt_0_8"), 2.0);
+    EXPECT_EQ(s.at("n_sentences"), 2.0);
+  }
+  {  // Sentence 1: "a b d" style partial (see D2lSentenceBleuMatchesHandComputedValues): pred {4,5,7}
+     // vs {4,5,6,7,4,8}: penalty exp(1 - 6/3) = exp(-1); p1 = 3/3; p2: {4 5} matches, {5 7} not = 1/2
+     // -> exp(-1) * 0.5^0.25 = 0.309348. Sentence 2: nothing matches -> 0. Corpus BLEU: p4 has no
+     // match -> 0. Mean sentence BLEU 0.154674.
+    const auto s = t->score(refs, {{4, 5, 7}, {13, 14, 15, 16}});
+    EXPECT_EQ(s.at("exact_match"), 0.0);
+    EXPECT_EQ(s.at("bleu"), 0.0);
+    EXPECT_NEAR(s.at("sentence_bleu"), std::exp(-1.0) * std::pow(0.5, 0.25) / 2, 1e-12);
+    EXPECT_EQ(s.at("n_bleu_gt_0"), 1.0);
+    EXPECT_EQ(s.at("n_bleu_gt_0_8"), 0.0);
+  }
+  {  // <unk> never matches, not even a reference's <unk>: reference {4, 3, 5, 6}, prediction equal.
+     // Sentence BLEU (k=2): p1 = 3/4, p2: {4 3}, {3 5} contain unk -> only {5 6} = 1/3:
+     // (3/4)^(1/2) * (1/3)^(1/4) = 0.866025 * 0.759836 = 0.658037.
+    const std::vector<ablate::Example> with_unk = {{{4}, {4, 3, 5, 6}}};
+    const auto s = t->score(with_unk, {{4, 3, 5, 6}});
+    EXPECT_EQ(s.at("exact_match"), 1.0) << "the default exact match compares ids";
+    EXPECT_NEAR(s.at("sentence_bleu"), std::sqrt(0.75) * std::pow(1.0 / 3, 0.25), 1e-12);
+    EXPECT_EQ(s.at("bleu"), 0.0) << "the only 4-gram contains <unk>";
+  }
+  EXPECT_THROW(t->score(refs, {{4}}), ablate::Error) << "one prediction per reference";
+}
+
+// ---------------------------------------------------------------------------------------------
+// End to end: `ablate run` on a fixture file (the built plugin, loaded from the build tree).
+
+TEST(TranslationEndToEnd, TinyEncoderDecoderTrainsAndRecordsBleu) {
+  ablate::testing::TempDir dir;
+  const std::string spec = std::string(R"(name: tiny_translation
+task: {plugin: translation, file: ")") + data("translation_eng_spa.tsv").string() +
+                           R"(", valid_fraction: 0.25, test_fraction: 0.1, max_len: 8}
+model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}
+backend: reference
+train: {steps: 40, batch_size: 4, optimizer: {lr: 3.0e-3}, seed: 1}
+log: {every: 10}
+eval: {every: 20, batches: 1, metrics: [loss, token_accuracy, exact_match]}
+)";
+  std::ofstream(dir.path() / "spec.yaml") << spec;
+  const auto r = ablate::testing::run_cli(
+      {"run", (dir.path() / "spec.yaml").string(), "--out", (dir.path() / "run").string(), "--progress", "quiet"});
+  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
+  const ablate::results::RunReader reader(dir.path() / "run" / "run.h5");
+  EXPECT_EQ(reader.state().status, ablate::results::RunStatus::Completed);
+  const ablate::results::MetricTable eval = reader.metrics(ablate::results::MetricSplit::Eval);
+  ASSERT_FALSE(eval.steps.empty());
+  EXPECT_EQ(eval.steps.back(), 40);
+  const auto column = [&](const std::string& name) -> const std::vector<double>* {
+    for (std::size_t i = 0; i < eval.names.size(); ++i)
+      if (eval.names[i] == name) return &eval.columns[i];
+    return nullptr;
+  };
+  std::string names;
+  for (const auto& n : eval.names) names += n + " ";
+  ASSERT_NE(column("loss"), nullptr) << names;
+  EXPECT_LT(column("loss")->back(), column("loss")->front() + 1e-9) << "training lowers the eval loss";
+  const auto* bleu = column("bleu");
+  ASSERT_NE(bleu, nullptr) << "the eval table should have the task's bleu column; it has: " << names;
+  for (double b : *bleu) {
+    EXPECT_GE(b, 0.0);
+    EXPECT_LE(b, 100.0);
+  }
+}
+
+}  // namespace
+}  // namespace task_translation
