@@ -58,6 +58,7 @@ train::ProgressMode progress_mode(const char* command, const std::string& name) 
 StopSignals::StopSignals(void (*handler)(int)) {
   struct sigaction sa {};
   sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART;  // interrupted reads and writes resume; the handler only sets a flag
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int_);
   sigaction(SIGTERM, &sa, &old_term_);

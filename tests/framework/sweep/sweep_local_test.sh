@@ -13,7 +13,11 @@
 set -euo pipefail
 ablate=$1
 here=$(cd "$(dirname "$0")" && pwd)
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() {  # the message, then the tail of every log this test wrote
+  echo "FAIL: $*" >&2
+  for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -n 25 "$f" >&2; done
+  exit 1
+}
 attr() {  # attr <run.h5> <name>: a root attribute, read as a live reader would
   /usr/bin/python3 -c 'import h5py, sys
 v = h5py.File(sys.argv[1], "r", swmr=True).attrs[sys.argv[2]]
