@@ -168,6 +168,17 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (slurm && vm.count("jobs")) throw UsageError("ablate sweep: --jobs is an option of --executor local; Slurm decides how many run at once");
   const train::ProgressMode progress = progress_mode("sweep", vm["progress"].as<std::string>());
 
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = vm.count("jobs") ? vm["jobs"].as<int>() : 1;
+  if (jobs < 1) throw UsageError("ablate sweep: --jobs must be at least 1");
+  int threads = 0;  // 0: the spec's own
+  if (vm.count("threads-per-run")) {
+    threads = vm["threads-per-run"].as<int>();
+    if (threads < 1) throw UsageError("ablate sweep: --threads-per-run must be at least 1");
+  } else if (!slurm) {
+    threads = std::max(1, cores / jobs);
+  }
+
   const LoadedSpec base = load_validated_spec(file, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
   const fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("results") / base.spec.name;
   const sweep::SweepPlan plan =
@@ -203,17 +214,6 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   manifest = sweep::read_manifest(dir);  // again, now that no other sweep can change it
   const std::size_t added = manifest.merge(plan);
   sweep::write_manifest(dir, manifest);
-
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int jobs = vm.count("jobs") ? vm["jobs"].as<int>() : 1;
-  if (jobs < 1) throw UsageError("ablate sweep: --jobs must be at least 1");
-  int threads = 0;  // 0: the spec's own
-  if (vm.count("threads-per-run")) {
-    threads = vm["threads-per-run"].as<int>();
-    if (threads < 1) throw UsageError("ablate sweep: --threads-per-run must be at least 1");
-  } else if (!slurm) {
-    threads = std::max(1, cores / jobs);
-  }
 
   // Slurm: runs whose earlier array task is still queued are not submitted twice.
   std::map<std::string, std::optional<std::set<int>>> queue;
