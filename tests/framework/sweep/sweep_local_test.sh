@@ -18,19 +18,8 @@ fail() {  # the message, then the tail of every log this test wrote
   for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -n 25 "$f" >&2; done
   exit 1
 }
-attr() {  # attr <run.h5> <name>: a root attribute, read as a live reader would
-  /usr/bin/python3 -c 'import h5py, sys
-v = h5py.File(sys.argv[1], "r", swmr=True).attrs[sys.argv[2]]
-print(v.decode() if isinstance(v, bytes) else v)' "$1" "$2" 2>/dev/null || echo 0
-}
-max_step() {  # the highest step recorded by any run under a sweep directory
-  local best=0 s f
-  for f in "$1"/*/run.h5; do
-    [ -f "$f" ] || continue
-    s=$(attr "$f" step)
-    [ "$s" -gt "$best" ] && best=$s
-  done
-  echo "$best"
+max_step() {  # the highest step any run under a sweep directory has logged (its ablate.log; fast to poll)
+  cat "$1"/*/ablate.log 2>/dev/null | sed -n 's/^step \([0-9]*\)\/.*/\1/p' | sort -n | tail -1 | grep . || echo 0
 }
 tmp=$(mktemp -d)
 cleanup() { pkill -KILL -f -- "--out $tmp/" 2>/dev/null || true; rm -rf "$tmp"; }
@@ -41,7 +30,7 @@ name: local_sweep
 task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 512, eval_examples: 64}
 model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.1}
 backend: reference
-train: {steps: 160, batch_size: 16}
+train: {steps: 400, batch_size: 16}
 log: {every: 10, attention: {every: 40, probe_examples: 2}}
 eval: {every: 20, batches: 1}
 sweep:
@@ -58,7 +47,7 @@ grep -q "4 runs: 4 done" "$tmp/ref.log" || { cat "$tmp/ref.log"; fail "reference
 # 2. SIGKILL midway, then the same command again
 setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/kill" --jobs 2 --progress lines --no-compare > "$tmp/kill1.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do [ "$(max_step "$tmp/kill")" -ge 60 ] && break; sleep 0.1; done
+for _ in $(seq 1 6000); do [ "$(max_step "$tmp/kill")" -ge 60 ] && break; sleep 0.02; done
 [ "$(max_step "$tmp/kill")" -ge 60 ] || { kill -KILL -- -"$pid"; cat "$tmp/kill1.log"; fail "the sweep never got going"; }
 kill -KILL -- -"$pid"
 wait "$pid" 2>/dev/null || true
@@ -74,7 +63,7 @@ grep -q "4 runs: 4 done" "$tmp/kill2.log" || { cat "$tmp/kill2.log"; fail "after
 # 3. Ctrl-C: SIGINT to the whole foreground group, as a terminal sends it
 setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/int" --jobs 2 --progress lines --no-compare > "$tmp/int1.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do [ "$(max_step "$tmp/int")" -ge 30 ] && break; sleep 0.1; done
+for _ in $(seq 1 6000); do [ "$(max_step "$tmp/int")" -ge 30 ] && break; sleep 0.02; done
 kill -INT -- -"$pid"
 set +e; wait "$pid"; code=$?; set -e
 [ "$code" -eq 130 ] || { cat "$tmp/int1.log"; fail "Ctrl-C: exit $code, expected 130"; }
@@ -86,7 +75,7 @@ sweep --out "$tmp/int" --jobs 2 > "$tmp/int2.log" 2>&1 || { cat "$tmp/int2.log";
 # 4. a crashing run
 setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/crash" --jobs 1 --progress lines --no-compare > "$tmp/crash1.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do [ "$(max_step "$tmp/crash")" -ge 30 ] && break; sleep 0.1; done
+for _ in $(seq 1 6000); do [ "$(max_step "$tmp/crash")" -ge 30 ] && break; sleep 0.02; done
 victim=$(pgrep -f -- "--out $tmp/crash/block=pre_norm,seed=1-" | head -1)
 [ -n "$victim" ] || { cat "$tmp/crash1.log"; fail "no run process to crash"; }
 kill -SEGV "$victim"
