@@ -30,7 +30,7 @@ name: local_sweep
 task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 512, eval_examples: 64}
 model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.1}
 backend: reference
-train: {steps: 400, batch_size: 16}
+train: {steps: 160, batch_size: 16}
 log: {every: 10, attention: {every: 40, probe_examples: 2}}
 eval: {every: 20, batches: 1}
 sweep:
@@ -73,7 +73,7 @@ sweep --out "$tmp/int" --jobs 2 > "$tmp/int2.log" 2>&1 || { cat "$tmp/int2.log";
 /usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/int" || fail "results after Ctrl-C differ"
 
 # 4. a crashing run
-setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/crash" --jobs 1 --progress lines --no-compare > "$tmp/crash1.log" 2>&1 &
+setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/crash" --jobs 2 --progress lines --no-compare > "$tmp/crash1.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 6000); do [ "$(max_step "$tmp/crash")" -ge 30 ] && break; sleep 0.02; done
 victim=$(pgrep -f -- "--out $tmp/crash/block=pre_norm,seed=1-" | head -1)
