@@ -162,21 +162,22 @@ Obj create_group(const Obj& parent, std::string_view name, bool track_order) {
   return Obj{std::move(g), parent.file, path};
 }
 
-Obj open_group(const Obj& parent, std::string_view name) {
+namespace {
+// Opens the group or dataset `name` below `parent` (`what`: "group" or "dataset"); a missing link
+// is a file that does not follow the schema.
+Obj open_object(const Obj& parent, std::string_view name, const char* what, hid_t (*open)(hid_t, const char*, hid_t),
+                Handle::Closer close) {
   const std::string path = parent.child(name);
   if (!has_link(parent, name))
-    throw Error(parent.file + " has no group " + path, "the file does not follow docs/results-format.md (or is not an Ablate run file)");
-  Handle g = check_id(H5Gopen2(parent.id(), str(name).c_str(), H5P_DEFAULT), H5Gclose, parent, path, "open group");
-  return Obj{std::move(g), parent.file, path};
+    throw Error(parent.file + " has no " + what + " " + path, "the file does not follow docs/results-format.md (or is not an Ablate run file)");
+  Handle h = check_id(open(parent.id(), str(name).c_str(), H5P_DEFAULT), close, parent, path, std::string("open ") + what);
+  return Obj{std::move(h), parent.file, path};
 }
+}  // namespace
 
-Obj open_dataset(const Obj& parent, std::string_view name) {
-  const std::string path = parent.child(name);
-  if (!has_link(parent, name))
-    throw Error(parent.file + " has no dataset " + path, "the file does not follow docs/results-format.md (or is not an Ablate run file)");
-  Handle d = check_id(H5Dopen2(parent.id(), str(name).c_str(), H5P_DEFAULT), H5Dclose, parent, path, "open dataset");
-  return Obj{std::move(d), parent.file, path};
-}
+Obj open_group(const Obj& parent, std::string_view name) { return open_object(parent, name, "group", H5Gopen2, H5Gclose); }
+
+Obj open_dataset(const Obj& parent, std::string_view name) { return open_object(parent, name, "dataset", H5Dopen2, H5Dclose); }
 
 bool has_link(const Obj& parent, std::string_view name) {
   const htri_t r = H5Lexists(parent.id(), str(name).c_str(), H5P_DEFAULT);
