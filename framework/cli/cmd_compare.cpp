@@ -1,7 +1,6 @@
 // `ablate compare DIR...`: reads every run.h5 under the directories, groups the runs into arms by
 // the spec keys that vary, aggregates seeds and tests each arm against a baseline; prints the
 // table and writes report.md, summary.csv and summary.json (framework/analysis does the work).
-#include <fstream>
 #include <ostream>
 
 #include "ablate/error.hpp"
@@ -10,6 +9,7 @@
 #include "analysis/run_summary.hpp"
 #include "cli/cli.hpp"
 #include "cli/exit_codes.hpp"
+#include "core/atomic_file.hpp"
 #include "core/text.hpp"
 #include "results/run_file.hpp"
 
@@ -17,16 +17,6 @@ namespace ablate::cli {
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
-namespace {
-
-void write_file(const fs::path& file, const std::string& text) {
-  std::ofstream f(file, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) throw Error("cannot write " + file.string(), "check that --out names a writable directory");
-}
-
-}  // namespace
 
 int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description options("ablate compare DIR... [options]\n\n"
@@ -88,9 +78,9 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   fs::create_directories(out_dir, ec);
   if (ec) throw Error("cannot create " + out_dir.string() + ": " + ec.message(), "pass a writable directory with --out");
   const fs::path md = out_dir / "report.md", csv = out_dir / "summary.csv", json = out_dir / "summary.json";
-  write_file(md, analysis::report_markdown(comparison));
-  write_file(csv, analysis::summary_csv(comparison));
-  write_file(json, analysis::summary_json(comparison));
+  write_file_atomically(md, analysis::report_markdown(comparison));
+  write_file_atomically(csv, analysis::summary_csv(comparison));
+  write_file_atomically(json, analysis::summary_json(comparison));
   out << "\nwrote " << md.string() << "\nwrote " << csv.string() << "\nwrote " << json.string() << "\n";
   return kExitOk;
 }
