@@ -183,12 +183,14 @@ LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks
     }
     if (reaped) continue;
 
-    std::vector<const Task*> active;
-    for (const Child& c : running) active.push_back(&tasks[c.task]);
-    std::string line = "sweep: " + std::to_string(finished) + "/" + std::to_string(tasks.size()) + " finished, running: " +
-                       running_steps(active);
-    if (next < tasks.size()) line += ", " + std::to_string(tasks.size() - next) + " waiting";
-    display.status(line + " (" + train::format_duration(seconds_since(sweep_start)) + ")");
+    if (display.status_due()) {  // the line reads every running run's file: only when it is shown
+      std::vector<const Task*> active;
+      for (const Child& c : running) active.push_back(&tasks[c.task]);
+      std::string line = "sweep: " + std::to_string(finished) + "/" + std::to_string(tasks.size()) + " finished, running: " +
+                         running_steps(active);
+      if (next < tasks.size()) line += ", " + std::to_string(tasks.size() - next) + " waiting";
+      display.status(line + " (" + train::format_duration(seconds_since(sweep_start)) + ")");
+    }
     std::this_thread::sleep_for(kPollInterval);
   }
   display.finish();

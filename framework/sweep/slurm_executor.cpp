@@ -154,9 +154,11 @@ bool wait_for_job(const std::string& job_id, const std::vector<Task>& tasks, tra
     const auto queued = queued_array_tasks(job_id);
     if (!queued) throw Error("cannot ask squeue about slurm job " + job_id, "is the Slurm client (squeue) on PATH?");
     if (queued->empty()) return true;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    display.status("slurm job " + job_id + ": " + std::to_string(queued->size()) + " array task(s) queued or running; " +
-                   running_steps(all) + " (" + train::format_duration(s) + ")");
+    if (display.status_due()) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      display.status("slurm job " + job_id + ": " + std::to_string(queued->size()) + " array task(s) queued or running; " +
+                     running_steps(all) + " (" + train::format_duration(s) + ")");
+    }
     std::this_thread::sleep_for(kPollInterval);
   }
   return false;

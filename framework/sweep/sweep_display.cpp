@@ -19,12 +19,18 @@ void SweepDisplay::event(const std::string& line) {
   out_.flush();
 }
 
+bool SweepDisplay::status_due() const {
+  if (mode_ == train::ProgressMode::Bar) return !drawn_ || seconds_since(last_) >= kBarRedrawSeconds;
+  return mode_ == train::ProgressMode::Lines && seconds_since(last_) >= kHeartbeatSeconds;
+}
+
 void SweepDisplay::status(const std::string& line) {
   status_ = line;
-  if (mode_ == train::ProgressMode::Bar && (!drawn_ || seconds_since(last_) >= kBarRedrawSeconds)) {
+  if (!status_due()) return;
+  if (mode_ == train::ProgressMode::Bar) {
     clear();
     draw();
-  } else if (mode_ == train::ProgressMode::Lines && seconds_since(last_) >= kHeartbeatSeconds) {
+  } else {
     out_ << line << "\n" << std::flush;
     last_ = std::chrono::steady_clock::now();
   }

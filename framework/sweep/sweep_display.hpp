@@ -25,6 +25,8 @@ class SweepDisplay {
   SweepDisplay& operator=(const SweepDisplay&) = delete;
 
   void event(const std::string& line);   // printed on its own line (not under Quiet)
+  // Whether status() would show a line now: callers build the line (which reads run files) only then.
+  bool status_due() const;
   void status(const std::string& line);  // the current state; shown as the mode says
   void finish();                         // clears a drawn status line
 
