@@ -17,7 +17,7 @@ bool blank(std::string_view line) { return line.find_first_not_of(" \t\v\f") == 
 
 Corpus read_parallel_tsv(std::istream& in, const std::string& name, const CorpusOptions& o) {
   const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const Tokenizer src_tok(o.source), tgt_tok(o.target);
+  const ablate_text::Tokenizer src_tok(o.source), tgt_tok(o.target);
   const auto max_len = static_cast<std::size_t>(o.max_len);
   Corpus c;
   std::string_view rest(data);
@@ -31,7 +31,7 @@ Corpus read_parallel_tsv(std::istream& in, const std::string& name, const Corpus
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (blank(line)) continue;
     const std::string where = name + ":" + std::to_string(number);
-    if (const std::size_t bad = find_invalid_utf8(line); bad != std::string_view::npos)
+    if (const std::size_t bad = ablate_text::find_invalid_utf8(line); bad != std::string_view::npos)
       throw ablate::Error(where + ": invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the line; expected UTF-8 text",
                           "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
     const std::size_t tab = line.find('\t');

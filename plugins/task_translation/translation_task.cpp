@@ -4,9 +4,12 @@
 #include <algorithm>
 
 #include "bleu.hpp"
-#include "splits.hpp"
+#include "text/splits.hpp"
 
 namespace task_translation {
+
+using ablate_text::Vocabulary;
+
 namespace {
 
 constexpr ablate::OptionInfo kOptions[] = {
@@ -33,9 +36,9 @@ constexpr ablate::OptionInfo kOptions[] = {
   throw ablate::Error(std::string(TranslationTask::kName) + ": " + what, hint);
 }
 
-TokenizerOptions tokenizer_options(const ablate::Options& o, const char* level_option) {
-  TokenizerOptions t;
-  t.level = o.get_string(level_option) == "char" ? Level::Char : Level::Word;
+ablate_text::TokenizerOptions tokenizer_options(const ablate::Options& o, const char* level_option) {
+  ablate_text::TokenizerOptions t;
+  t.level = o.get_string(level_option) == "char" ? ablate_text::Level::Char : ablate_text::Level::Word;
   t.lowercase = o.get_bool("lowercase");
   t.split_punctuation = o.get_bool("split_punctuation");
   return t;
@@ -86,15 +89,15 @@ TranslationTask::TranslationTask(const ablate::Options& o)
                    std::to_string(corpus.dropped_empty) + " with an empty side, " + std::to_string(corpus.dropped_long) +
                    " longer than max_len " + std::to_string(corpus_options_.max_len) + "); expected at least 3 pairs",
                "raise max_len, use long_examples: truncate, or check the file");
-  SplitIndices split;
+  ablate_text::SplitIndices split;
   try {
-    split = split_indices(n, o.get_float("valid_fraction"), o.get_float("test_fraction"),
+    split = ablate_text::split_indices(n, o.get_float("valid_fraction"), o.get_float("test_fraction"),
                           static_cast<std::uint64_t>(o.get_int("split_seed")));
   } catch (const ablate::Error& e) {
     bad_option(file + ": " + e.what(), e.hint());
   }
 
-  Vocabulary::Builder src_counts, tgt_counts;
+  ablate_text::Vocabulary::Builder src_counts, tgt_counts;
   for (std::int64_t i : split.train) {
     src_counts.add(corpus.pairs[static_cast<std::size_t>(i)].src);
     tgt_counts.add(corpus.pairs[static_cast<std::size_t>(i)].tgt);

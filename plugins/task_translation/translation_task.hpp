@@ -11,8 +11,8 @@
 
 #include "ablate/task.hpp"
 #include "parallel_corpus.hpp"
-#include "tokenizer.hpp"
-#include "vocabulary.hpp"
+#include "text/tokenizer.hpp"
+#include "text/vocabulary.hpp"
 
 namespace task_translation {
 
@@ -31,8 +31,8 @@ class TranslationTask final : public ablate::Task {
   std::vector<std::string> score_names() const override;
   std::string text(const std::vector<std::int32_t>& tokens, bool target) const override;
 
-  const Vocabulary& source_vocabulary() const { return src_vocab_; }
-  const Vocabulary& target_vocabulary() const { return tgt_vocab_; }
+  const ablate_text::Vocabulary& source_vocabulary() const { return src_vocab_; }
+  const ablate_text::Vocabulary& target_vocabulary() const { return tgt_vocab_; }
   // What reading the file kept and dropped (the pairs themselves are not kept).
   const Corpus& corpus_stats() const { return stats_; }
   // The 1-based file line of an example (for people tracing an example back to the file).
@@ -43,9 +43,9 @@ class TranslationTask final : public ablate::Task {
   const std::vector<std::int64_t>& lines(ablate::Split split) const;
 
   CorpusOptions corpus_options_;
-  Tokenizer src_tok_, tgt_tok_;
+  ablate_text::Tokenizer src_tok_, tgt_tok_;
   std::int64_t bleu_k_;
-  Vocabulary src_vocab_, tgt_vocab_;
+  ablate_text::Vocabulary src_vocab_, tgt_vocab_;
   Corpus stats_;  // counts only
   std::vector<ablate::Example> train_, eval_, test_;
   std::vector<std::int64_t> train_lines_, eval_lines_, test_lines_;

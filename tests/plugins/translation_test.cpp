@@ -21,10 +21,10 @@
 #include "plugins/plugin_registry.hpp"
 #include "../../plugins/task_translation/bleu.hpp"
 #include "../../plugins/task_translation/parallel_corpus.hpp"
-#include "../../plugins/task_translation/splits.hpp"
-#include "../../plugins/task_translation/tokenizer.hpp"
+#include "../../plugins/common/text/splits.hpp"
+#include "../../plugins/common/text/tokenizer.hpp"
 #include "../../plugins/task_translation/translation_task.hpp"
-#include "../../plugins/task_translation/vocabulary.hpp"
+#include "../../plugins/common/text/vocabulary.hpp"
 #include "results/run_file.hpp"
 
 ABLATE_DECLARE_PLUGIN(task_translation)
@@ -36,6 +36,7 @@ namespace fs = std::filesystem;
 using Words = std::vector<std::string>;
 using Ids = std::vector<std::int32_t>;
 using ablate::Split;
+using namespace ablate_text;  // the shared text handling (plugins/common/text) it is built on
 
 // The fixture TSVs beside this file.
 fs::path data(const std::string& name) { return fs::path(__FILE__).parent_path() / "data" / name; }

@@ -1,7 +1,7 @@
 // Word- and character-level tokenization of UTF-8 text (tokenizer.hpp).
 #include "tokenizer.hpp"
 
-namespace task_translation {
+namespace ablate_text {
 namespace {
 
 constexpr char32_t kReplacement = 0xFFFD;
@@ -188,4 +188,4 @@ std::string Tokenizer::detokenize(const std::vector<std::string>& tokens) const 
   return out;
 }
 
-}  // namespace task_translation
+}  // namespace ablate_text

@@ -1,4 +1,4 @@
-// A token <-> id table of one side of a parallel corpus (task/translation). Ids 0..3 are
+// A token <-> id table for the text tasks (one per side of a parallel corpus). Ids 0..3 are
 // reserved: <pad> 0, <bos> 1, <eos> 2 (the framework's TaskInfo ids) and <unk> 3; content tokens
 // follow from 4, most frequent first, ties in byte-wise lexicographic order, so the table is a
 // pure function of the counted text. Built from the train split only.
@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace task_translation {
+namespace ablate_text {
 
 class Vocabulary {
  public:
@@ -44,4 +44,4 @@ class Vocabulary {
   std::unordered_map<std::string, std::int32_t> ids_;
 };
 
-}  // namespace task_translation
+}  // namespace ablate_text

@@ -1,8 +1,9 @@
-// Tokenization of one side of a parallel corpus (task/translation): word level (whitespace
-// split, optionally with punctuation characters as their own tokens) or character level (one
-// token per Unicode code point, whitespace dropped: for Chinese, Japanese). UTF-8 throughout: a
-// multi-byte character is never split; invalid bytes become U+FFFD. Lower-casing covers ASCII,
-// Latin-1, Latin Extended-A, Greek and Cyrillic capitals (a small table, no locale).
+// Tokenization of text for the text tasks (translation, language_model over a file,
+// classification): word level (whitespace split, optionally with punctuation characters as their
+// own tokens) or character level (one token per Unicode code point, whitespace dropped: for
+// Chinese, Japanese). UTF-8 throughout: a multi-byte character is never split; invalid bytes
+// become U+FFFD. Lower-casing covers ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic
+// capitals (a small table, no locale).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace task_translation {
+namespace ablate_text {
 
 // Decodes the code point at `pos` of `s` and advances `pos` past it. A malformed or truncated
 // sequence (or an overlong form, a surrogate, a value above U+10FFFF) decodes as U+FFFD and
@@ -57,4 +58,4 @@ class Tokenizer {
   TokenizerOptions o_;
 };
 
-}  // namespace task_translation
+}  // namespace ablate_text

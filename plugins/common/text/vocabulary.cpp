@@ -1,10 +1,10 @@
-// The token tables of task/translation (vocabulary.hpp).
+// The token tables of the text tasks (vocabulary.hpp).
 #include "vocabulary.hpp"
 
 #include <algorithm>
 #include <utility>
 
-namespace task_translation {
+namespace ablate_text {
 namespace {
 const std::string kReserved[] = {"<pad>", "<bos>", "<eos>", "<unk>"};
 }  // namespace
@@ -64,4 +64,4 @@ std::vector<std::string> Vocabulary::decode(const std::vector<std::int32_t>& ids
   return out;
 }
 
-}  // namespace task_translation
+}  // namespace ablate_text

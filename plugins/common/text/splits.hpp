@@ -1,13 +1,14 @@
-// The train / eval / test split of task/translation: a deterministic shuffle of the pair indices
-// (Fisher-Yates driven by splitmix64, the same on every machine and standard library), then
-// test = the first ceil(test_fraction * n), eval = the next ceil(valid_fraction * n), train = the
-// rest. Each part keeps the shuffled order.
+// The train / eval / test split of the text tasks (translation, language_model over a file,
+// classification): a deterministic shuffle of the example indices (Fisher-Yates driven by
+// splitmix64, the same on every machine and standard library), then test = the first
+// ceil(test_fraction * n), eval = the next ceil(valid_fraction * n), train = the rest. Each part
+// keeps the shuffled order.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-namespace task_translation {
+namespace ablate_text {
 
 // The splitmix64 generator (Steele, Lea, Flood 2014): advances `state`, returns the next value.
 std::uint64_t splitmix64(std::uint64_t& state);
@@ -19,4 +20,4 @@ struct SplitIndices {
 // Throws ablate::Error unless 0 < valid_fraction, 0 <= test_fraction and the train part is non-empty.
 SplitIndices split_indices(std::int64_t n, double valid_fraction, double test_fraction, std::uint64_t seed);
 
-}  // namespace task_translation
+}  // namespace ablate_text

@@ -1,4 +1,4 @@
-// The deterministic split of task/translation (splits.hpp).
+// The deterministic split of the text tasks (splits.hpp).
 #include "splits.hpp"
 
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "ablate/error.hpp"
 
-namespace task_translation {
+namespace ablate_text {
 
 std::uint64_t splitmix64(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -41,4 +41,4 @@ SplitIndices split_indices(std::int64_t n, double valid_fraction, double test_fr
   return s;
 }
 
-}  // namespace task_translation
+}  // namespace ablate_text
