@@ -1,6 +1,6 @@
 // The Transformer models (transformer.hpp): stacks of plugin blocks around multi-head attention
 // and plugin FFNs, embeddings with plugin positional encodings, the output projection (tied or
-// not), and greedy decoding with a per-layer key/value cache.
+// not), greedy decoding and decoder-only continuation with a per-layer key/value cache.
 #include "model/transformer.hpp"
 
 #include <algorithm>
@@ -27,6 +27,31 @@ std::vector<std::int32_t> argmax_rows(Backend& be, const Tensor& logits) {
     out[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(std::max_element(row, row + v) - row);
   }
   return out;
+}
+
+// The next token from one row of logits [V] (host floats): the argmax at temperature 0, else
+// the token whose cumulative share of softmax(logits / temperature) over the top_k most likely
+// (or all) tokens first exceeds u in [0, 1). pad and bos are never chosen: no target is either.
+std::int32_t choose_token(const float* row, std::int64_t V, const GenerateOptions& o, float u) {
+  constexpr std::int32_t kFirst = TaskInfo::kEos;
+  if (o.temperature <= 0.0) return static_cast<std::int32_t>(std::max_element(row + kFirst, row + V) - row);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(V - kFirst));
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = kFirst + static_cast<std::int32_t>(i);
+  if (o.top_k > 0 && static_cast<std::size_t>(o.top_k) < ids.size()) {
+    const auto more_likely = [row](std::int32_t a, std::int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); };
+    std::partial_sort(ids.begin(), ids.begin() + o.top_k, ids.end(), more_likely);
+    ids.resize(static_cast<std::size_t>(o.top_k));
+  }
+  float top = row[ids.front()];
+  for (std::int32_t id : ids) top = std::max(top, row[id]);
+  std::vector<double> weight(ids.size());
+  double total = 0.0;
+  for (std::size_t i = 0; i < ids.size(); ++i) total += weight[i] = std::exp((static_cast<double>(row[ids[i]]) - top) / o.temperature);
+  const double target = static_cast<double>(u) * total;
+  double cumulative = 0.0;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if ((cumulative += weight[i]) > target) return ids[i];
+  return ids.back();  // rounding (or NaN logits): the last candidate
 }
 
 const char* arch_name(Arch a) {
@@ -140,6 +165,8 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
                              Init::normal(1.0f / std::sqrt(static_cast<float>(dims.d_model))));
   s.positions = components.positional_encoding();
   s.positions->build(scope.child("positions"), dims);
+  if (config_.embedding_norm)
+    s.embedding_norm = NormLayer(scope.child("embedding_norm"), NormKind::LayerNorm, dims.d_model, config_.embedding_norm_eps);
   for (std::int64_t i = 0; i < layers; ++i) {
     const ParamScope ls = scope.child("layers").child(std::to_string(i));
     Layer layer;
@@ -160,6 +187,7 @@ Var Transformer::embed(Graph& g, const Stack& stack, const Tensor& ids, std::int
   Var x = ops::embedding(g, ids, g.parameter(*stack.embedding));  // [B, T, D]
   if (config_.scale_embedding) x = ops::scale(g, x, std::sqrt(static_cast<float>(config_.dims.d_model)));
   x = stack.positions->forward(g, x, offset);
+  if (stack.embedding_norm) x = (*stack.embedding_norm)(g, x);
   return ops::dropout(g, x, config_.embedding_dropout);
 }
 
@@ -208,7 +236,7 @@ Var Transformer::logits(Graph& g, const DeviceBatch& batch, ForwardCapture* capt
     }
   }
   ops::AttentionOptions self_mask;
-  self_mask.causal = true;
+  self_mask.causal = config_.causal;
   self_mask.key_lengths = &batch.tgt_lengths;
   const Var h = run_stack(g, *decoder_, embed(g, *decoder_, batch.tgt_in, 0), self_mask, memory, src_mask, capture);
   return project_vocab(g, *decoder_, h);  // [B, T, V]
@@ -218,8 +246,8 @@ std::vector<std::vector<std::int32_t>> Transformer::greedy_decode(Backend& be, c
                                                                   ForwardCapture* cross) const {
   if (config_.arch == Arch::EncoderDecoder) return decode_seq2seq(be, batch, max_len, cross);
   if (config_.arch == Arch::Decoder)
-    throw Error("greedy_decode: decoder-only continuation is not implemented",
-                "evaluate a language model with loss, perplexity and token_accuracy");
+    throw Error("greedy_decode: a decoder-only model has no source to decode from",
+                "continue prompts with Transformer::generate; evaluate a language model with loss, perplexity and token_accuracy");
   Graph g(be, 0, 0, /*training=*/false, /*grad=*/false);
   const Var logits = this->logits(g, batch);
   const std::vector<std::int32_t> best = argmax_rows(be, logits.value());
@@ -230,6 +258,107 @@ std::vector<std::vector<std::int32_t>> Transformer::greedy_decode(Backend& be, c
   for (std::size_t b = 0; b < out.size(); ++b) {
     const auto first = best.begin() + static_cast<std::ptrdiff_t>(b * static_cast<std::size_t>(per_item));
     out[b].assign(first, first + (config_.num_classes > 0 ? 1 : lengths[b]));
+  }
+  return out;
+}
+
+std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const std::vector<std::vector<std::int32_t>>& prompts,
+                                                             const GenerateOptions& o) const {
+  if (config_.arch != Arch::Decoder)
+    throw Error(std::string("generate: continuation needs a decoder-only model, this one is ") + arch_name(config_.arch),
+                "an encoder-decoder decodes with greedy_decode");
+  if (!config_.causal)
+    throw Error("generate: the decoder is not causal (model.causal false): each position sees the later ones, so a "
+                "continuation cannot be computed one token at a time",
+                "set model.causal: true to generate");
+  if (o.max_tokens < 0 || !(o.temperature >= 0.0) || o.top_k < 0)
+    throw Error("generate: max_tokens " + std::to_string(o.max_tokens) + ", temperature " + std::to_string(o.temperature) +
+                    ", top_k " + std::to_string(o.top_k) + "; expected each >= 0",
+                "temperature 0 is greedy decoding, top_k 0 samples from every token");
+  const auto B = static_cast<std::int64_t>(prompts.size());
+  std::vector<std::vector<std::int32_t>> out(prompts.size());
+  if (B == 0 || o.max_tokens == 0) return out;
+  const std::int64_t H = config_.dims.heads, Dh = config_.dims.d_model / H, V = config_.vocab_size;
+  // inputs[b] = bos + prompt b: its tokens at positions 0 .. L_b - 1.
+  std::vector<std::vector<std::int32_t>> inputs(prompts.size());
+  std::int64_t shortest = 0, longest = 0;
+  for (std::size_t b = 0; b < prompts.size(); ++b) {
+    inputs[b].push_back(TaskInfo::kBos);
+    inputs[b].insert(inputs[b].end(), prompts[b].begin(), prompts[b].end());
+    const auto len = static_cast<std::int64_t>(inputs[b].size());
+    shortest = b == 0 ? len : std::min(shortest, len);
+    longest = std::max(longest, len);
+  }
+  // The last new token is never fed back: positions 0 .. longest + max_tokens - 2.
+  const std::int64_t S = longest + o.max_tokens - 1;
+
+  Graph g(be, 0, 0, /*training=*/false, /*grad=*/false);
+  struct LayerCache {
+    Tensor k, v;  // [B, H, S, Dh], in the dtype of the keys (allocated at the first pass)
+  };
+  std::vector<LayerCache> cache(decoder_->layers.size());
+  Tensor filled = be.empty({B}, DType::I32);  // keys written so far (the same for every item)
+
+  // ids [B, T] at positions first .. first+T-1 through the stack, appending their keys/values
+  // to the cache: logits [B, T, V] on the host.
+  const auto run = [&](const std::vector<std::int32_t>& ids, std::int64_t T, std::int64_t first) {
+    be.fill(filled, static_cast<float>(first + T));
+    ops::AttentionOptions mask;
+    mask.causal = true;  // the pass's queries see the keys up to their own position
+    mask.query_offset = first;
+    mask.key_lengths = &filled;
+    Var x = embed(g, *decoder_, upload_i32(be, {B, T}, ids), first);  // [B, T, D]
+    for (std::size_t i = 0; i < decoder_->layers.size(); ++i) {
+      const Layer& L = decoder_->layers[i];
+      LayerCache& c = cache[i];
+      x = L.block->apply(g, 0, x, [&](Graph& gg, const Var& h) {
+        const MultiHeadAttention::Projected p = L.self_attn.project_self(gg, h);  // q/k/v [B, H, T, Dh]
+        if (!c.k.defined()) {
+          c.k = be.empty({B, H, S, Dh}, p.kv.k.dtype());
+          c.v = be.empty({B, H, S, Dh}, p.kv.v.dtype());
+          be.fill(c.k, 0.0f);  // rows past the filled length are masked; zeros keep them finite anyway
+          be.fill(c.v, 0.0f);
+        }
+        be.write_time_slice(c.k, p.kv.k.value(), first);
+        be.write_time_slice(c.v, p.kv.v.value(), first);
+        return L.self_attn.attend(gg, p.q, {gg.constant(c.k), gg.constant(c.v)}, mask);
+      });
+      x = L.block->apply(g, 1, x, [&](Graph& gg, const Var& h) { return L.ffn->forward(gg, h); });
+    }
+    if (decoder_->final_norm) x = (*decoder_->final_norm)(g, x);
+    return host_floats(be, project_vocab(g, *decoder_, x).value());  // [B, T, V]
+  };
+
+  // The prompts' common part in one causal pass, then one position per step.
+  std::vector<std::int32_t> ids;
+  for (const auto& in : inputs) ids.insert(ids.end(), in.begin(), in.begin() + shortest);
+  std::vector<float> logits = run(ids, shortest, 0);
+  std::int64_t rows = shortest;  // positions in `logits`; its last row is position t - 1
+  std::vector<bool> done(prompts.size(), false);
+  for (std::int64_t t = shortest;; ++t) {
+    bool all_done = true;
+    for (std::size_t b = 0; b < prompts.size(); ++b) {
+      const auto len = static_cast<std::int64_t>(inputs[b].size());
+      if (!done[b] && t >= len) {  // position t - 1 held the prompt's last token or a new one: choose the next
+        const float* row = logits.data() + (static_cast<std::int64_t>(b) * rows + rows - 1) * V;
+        float u[4] = {};
+        if (o.temperature > 0.0) philox_uniform4(o.key, (static_cast<std::uint64_t>(b) << 32) | out[b].size(), u);
+        const std::int32_t next = choose_token(row, V, o, u[0]);
+        if (next == TaskInfo::kEos) done[b] = true;
+        else out[b].push_back(next);
+        if (static_cast<std::int64_t>(out[b].size()) == o.max_tokens) done[b] = true;
+      }
+      all_done = all_done && done[b];
+    }
+    if (all_done || t >= S) break;
+    ids.assign(prompts.size(), TaskInfo::kEos);  // a finished item's input: anything valid, its output is unused
+    for (std::size_t b = 0; b < prompts.size(); ++b) {
+      const auto len = static_cast<std::int64_t>(inputs[b].size());
+      if (t < len) ids[b] = inputs[b][static_cast<std::size_t>(t)];
+      else if (!done[b]) ids[b] = out[b].back();
+    }
+    logits = run(ids, 1, t);
+    rows = 1;
   }
   return out;
 }

@@ -1,8 +1,9 @@
 // The Transformer models, assembled from the component interfaces (block, positional_encoding,
 // ffn plugins) and multi-head attention: encoder-only (per-position tagging, or a pooled
-// classifier), decoder-only causal LM, and encoder-decoder seq2seq with teacher forcing and greedy
-// decoding over an incremental key/value cache. The model knows no spec and no plugin registry:
-// the runner maps the spec to a ModelConfig and hands in a ComponentFactory.
+// classifier), decoder-only causal LM (continuing prompts, greedy or sampled), and encoder-decoder
+// seq2seq with teacher forcing and greedy decoding, both over an incremental key/value cache. The
+// model knows no spec and no plugin registry: the runner maps the spec to a ModelConfig and hands
+// in a ComponentFactory.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "ablate/components.hpp"
+#include "ablate/philox.hpp"
 #include "ablate/task.hpp"
 #include "model/attention.hpp"
 
@@ -29,6 +31,9 @@ struct ModelConfig {
   std::int64_t vocab_size = 0;       // V: one vocabulary for source and target
   float embedding_dropout = 0.1f;    // on embeddings + positions
   bool scale_embedding = true;       // embeddings * sqrt(D) before the positions are added
+  bool embedding_norm = false;       // LayerNorm(embeddings + positions) before the embedding dropout (BERT)
+  float embedding_norm_eps = 1e-12f;
+  bool causal = true;                // decoder self-attention masks later positions (false: the future leaks)
   bool final_norm = true;            // a norm after a stack whose blocks want one (pre-norm)
   bool tie_embeddings = true;        // the output projection is the (decoder's) embedding table
   std::int64_t num_classes = 0;      // > 0: encoder-only classifier over pooled states
@@ -77,6 +82,16 @@ struct ForwardCapture {
   std::vector<Residual> residuals;
 };
 
+// Decoder-only continuation (Transformer::generate): how many tokens, and how each is chosen.
+struct GenerateOptions {
+  std::int64_t max_tokens = 0;  // N: new tokens per prompt (fewer where eos comes first)
+  double temperature = 0.0;     // 0: greedy (argmax); > 0: sample from softmax(logits / temperature)
+  std::int64_t top_k = 0;       // > 0: sample among the k most likely tokens only; 0: all
+  // Sampling draws: the uniform of prompt i's n-th new token is philox_uniform4(key, i << 32 | n)[0],
+  // so a continuation is a function of (key, prompt, model) alone: the same after a resume.
+  RngKey key;
+};
+
 class Transformer {
  public:
   // Builds every parameter into `store` ("encoder.layers.0.self_attn.qkv.weight", ...), drawn
@@ -92,11 +107,20 @@ class Transformer {
   //   EncoderDecoder: decodes up to max_len tokens (+ eos) one step at a time, each step a
   //     single query over the key/value cache of the previous steps at position t;
   //   Encoder: the argmax at each source position (tagging) or the class (classifier).
-  // Runs without gradient or dropout (eval). Decoder-only continuation is not offered yet.
+  // Runs without gradient or dropout (eval). Decoder-only models continue prompts with generate().
   // `cross` (EncoderDecoder) receives the cross-attention of every layer at every decoding step
   // (kind "cross", step = t, probs [B, H, 1, S]): the decode-step x source-position heatmaps.
   std::vector<std::vector<std::int32_t>> greedy_decode(Backend& backend, const DeviceBatch& batch, std::int64_t max_len,
                                                        ForwardCapture* cross = nullptr) const;
+
+  // Decoder (causal): continues each prompt (content tokens; bos is put before it) by up to
+  // options.max_tokens new tokens over a per-layer key/value cache: the prompts' common length
+  // runs as one causal pass at positions 0.., then one token per step at position t (the
+  // positional encoding's offset), the prompt's own tokens fed until it is used up. Stops at eos
+  // (not returned). pad and bos are never chosen. Returns the new content tokens per prompt.
+  // Without gradient or dropout. Throws ablate::Error for another architecture or model.causal false.
+  std::vector<std::vector<std::int32_t>> generate(Backend& backend, const std::vector<std::vector<std::int32_t>>& prompts,
+                                                  const GenerateOptions& options) const;
 
   const ModelConfig& config() const { return config_; }
 
@@ -111,13 +135,14 @@ class Transformer {
     std::string name;  // "encoder" | "decoder"
     Parameter* embedding = nullptr;  // [V, D]
     std::shared_ptr<PositionalEncoding> positions;
+    std::optional<NormLayer> embedding_norm;  // "<stack>.embedding_norm" (model.embedding_norm)
     std::vector<Layer> layers;
     std::optional<NormLayer> final_norm;
   };
 
   Stack build_stack(const std::string& name, std::int64_t layers, bool cross, const ComponentFactory& components,
                     const ParamScope& root) const;
-  // ids [B, T] -> dropout(positions(embedding(ids) * sqrt(D)?, offset)): [B, T, D]
+  // ids [B, T] -> dropout(norm?(positions(embedding(ids) * sqrt(D)?, offset))): [B, T, D]
   Var embed(Graph& g, const Stack& stack, const Tensor& ids, std::int64_t offset) const;
   // The layers of `stack` over x [B, T, D] (+ final norm). memory: the encoder output for cross-attention.
   Var run_stack(Graph& g, const Stack& stack, Var x, const ops::AttentionOptions& self_mask, const Var& memory,

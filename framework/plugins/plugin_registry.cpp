@@ -261,7 +261,9 @@ std::shared_ptr<Component> PluginRegistry::create(std::string_view kind, std::st
   Component* raw = nullptr;
   try {
     raw = entry.factory(resolved);
-  } catch (const std::exception& e) {  // read while the plugin's library is still loaded
+  } catch (const Error& e) {  // read while the plugin's library is still loaded; its hint goes on
+    throw PluginError("plugin " + where + " failed to create its component: " + e.what(), e.hint());
+  } catch (const std::exception& e) {
     throw PluginError("plugin " + where + " failed to create its component: " + e.what());
   } catch (...) {
     throw PluginError("plugin " + where + " failed to create its component: it threw a non-standard exception");

@@ -61,7 +61,7 @@ const std::vector<std::string>& spec_paths() {
       "model", "model.arch", "model.d_model", "model.heads", "model.layers", "model.encoder_layers",
       "model.decoder_layers", "model.d_ff", "model.dropout", "model.attention_dropout", "model.embedding_dropout",
       "model.block", "model.positional_encoding", "model.ffn", "model.qkv_bias", "model.out_bias",
-      "model.scale_embedding", "model.final_norm", "model.tie_embeddings", "model.norm_eps", "model.pooling",
+      "model.scale_embedding", "model.embedding_norm", "model.embedding_norm_eps", "model.causal", "model.final_norm", "model.tie_embeddings", "model.norm_eps", "model.pooling",
       "backend", "precision",
       "train", "train.steps", "train.batch_size", "train.optimizer", "train.optimizer.name", "train.optimizer.lr",
       "train.optimizer.betas", "train.optimizer.eps", "train.optimizer.weight_decay", "train.schedule",
@@ -69,7 +69,8 @@ const std::vector<std::string>& spec_paths() {
       "train.early_stopping.metric", "train.early_stopping.mode", "train.early_stopping.target",
       "train.early_stopping.patience", "train.loss_threshold",
       "log", "log.every", "log.attention", "log.attention.every", "log.attention.probe_examples",
-      "eval", "eval.every", "eval.metrics", "eval.batches",
+      "eval", "eval.every", "eval.metrics", "eval.batches", "eval.generate", "eval.generate.prompt_tokens",
+      "eval.generate.max_tokens", "eval.generate.temperature", "eval.generate.top_k",
       "sweep", "sweep.grid", "sweep.zip", "sweep.seeds", "sweep.runs"};
   return paths;
 }
@@ -395,6 +396,9 @@ void read_model(Reader& r, const SpecTree* m, ModelSpec& model) {
   r.read_bool(m, "qkv_bias", "model.qkv_bias", model.qkv_bias);
   r.read_bool(m, "out_bias", "model.out_bias", model.out_bias);
   r.read_bool(m, "scale_embedding", "model.scale_embedding", model.scale_embedding);
+  r.read_bool(m, "embedding_norm", "model.embedding_norm", model.embedding_norm);
+  r.read_float(m, "embedding_norm_eps", "model.embedding_norm_eps", model.embedding_norm_eps, kPositive);
+  r.read_bool(m, "causal", "model.causal", model.causal);
   r.read_bool(m, "final_norm", "model.final_norm", model.final_norm);
   r.read_bool(m, "tie_embeddings", "model.tie_embeddings", model.tie_embeddings);
   r.read_float(m, "norm_eps", "model.norm_eps", model.norm_eps, kPositive);
@@ -471,6 +475,12 @@ void read_eval(Reader& r, const SpecTree* e, EvalSpec& eval) {
     }
   }
   r.read_int(e, "batches", "eval.batches", eval.batches, 1);
+  if (const SpecTree* g = e ? r.section(*e, "generate", "eval.generate") : nullptr) {
+    r.read_int(g, "prompt_tokens", "eval.generate.prompt_tokens", eval.generate.prompt_tokens, 0);
+    r.read_int(g, "max_tokens", "eval.generate.max_tokens", eval.generate.max_tokens, 0);
+    r.read_float(g, "temperature", "eval.generate.temperature", eval.generate.temperature, kNonNegative);
+    r.read_int(g, "top_k", "eval.generate.top_k", eval.generate.top_k, 0);
+  }
 }
 
 // A sweep axis key must name a spec value that a run can vary.
@@ -734,6 +744,9 @@ std::string resolved_yaml(const ExperimentSpec& s) {
   model["qkv_bias"] = m.qkv_bias;
   model["out_bias"] = m.out_bias;
   model["scale_embedding"] = m.scale_embedding;
+  model["embedding_norm"] = m.embedding_norm;
+  model["embedding_norm_eps"] = text_of(m.embedding_norm_eps);
+  model["causal"] = m.causal;
   model["final_norm"] = m.final_norm;
   model["tie_embeddings"] = m.tie_embeddings;
   model["norm_eps"] = text_of(m.norm_eps);
@@ -789,6 +802,12 @@ std::string resolved_yaml(const ExperimentSpec& s) {
   for (Metric x : s.eval.metrics) metrics.push_back(to_string(x));
   eval["metrics"] = flow_node(metrics);
   eval["batches"] = std::to_string(s.eval.batches);
+  YAML::Node generate(YAML::NodeType::Map);
+  generate["prompt_tokens"] = std::to_string(s.eval.generate.prompt_tokens);
+  generate["max_tokens"] = std::to_string(s.eval.generate.max_tokens);
+  generate["temperature"] = text_of(s.eval.generate.temperature);
+  generate["top_k"] = std::to_string(s.eval.generate.top_k);
+  eval["generate"] = generate;
   root["eval"] = eval;
 
   YAML::Node sweep(YAML::NodeType::Map);

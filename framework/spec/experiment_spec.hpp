@@ -55,6 +55,9 @@ struct ModelSpec {
   bool qkv_bias = true;
   bool out_bias = true;
   bool scale_embedding = true;  // embeddings * sqrt(d_model)
+  bool embedding_norm = false;  // LayerNorm over (embedding + position), before the embedding dropout (BERT)
+  double embedding_norm_eps = 1e-12;
+  bool causal = true;           // decoder self-attention sees only earlier positions (false: the future leaks)
   bool final_norm = true;       // a norm after the stack (pre-norm blocks)
   bool tie_embeddings = true;   // decoder embedding shared with the output projection
   double norm_eps = 1e-5;
@@ -105,10 +108,20 @@ struct LogSpec {
   bool operator==(const LogSpec&) const = default;
 };
 
+// Sampled continuations a language model with text records at each evaluation (eval.generate).
+struct GenerateSpec {
+  std::int64_t prompt_tokens = 16;  // the prompt: the first tokens of an eval example
+  std::int64_t max_tokens = 48;     // new tokens per continuation; 0: none recorded
+  double temperature = 0.8;         // 0: greedy
+  std::int64_t top_k = 0;           // 0: sample from every token
+  bool operator==(const GenerateSpec&) const = default;
+};
+
 struct EvalSpec {
   std::int64_t every = 500;
   std::vector<Metric> metrics{Metric::loss, Metric::perplexity, Metric::token_accuracy, Metric::exact_match};
   std::int64_t batches = 8;
+  GenerateSpec generate;
   bool operator==(const EvalSpec&) const = default;
 };
 

@@ -1,15 +1,20 @@
 // evaluate() (evaluator.hpp): batches of the eval split through the model without gradient,
-// then the task's scoring of the greedy predictions.
+// then the task's scoring of the greedy predictions; and a language model's sampled continuations.
 #include "train/evaluator.hpp"
 
 #include <algorithm>
 #include <cmath>
 
+#include "ablate/error.hpp"
 #include "ablate/ops.hpp"
 
 namespace ablate::train {
 
 namespace {
+// The op id of the continuations' random draws (RngKey{train.seed, step, kGenerateOp}): far from
+// the small op ids the graph gives dropout masks, so the two never share a stream.
+constexpr std::uint32_t kGenerateOp = 0x47454E00u;  // "GEN"
+
 // A task score's column: prefixed where a teacher-forced metric has the name already.
 std::string decoded_name(const std::string& score) {
   return score == "loss" || score == "perplexity" || score == "token_accuracy" ? "decoded_" + score : score;
@@ -69,6 +74,48 @@ Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Sp
                                 ex.task->text(predictions[i], true)});
   }
   return result;
+}
+
+bool generates(const Experiment& ex, std::string* note) {
+  const spec::GenerateSpec& g = ex.spec.eval.generate;
+  if (ex.task_info.type != TaskType::LanguageModel || g.max_tokens == 0 || ex.task->size(Split::Eval) == 0) return false;
+  if (ex.task->text(ex.task->example(Split::Eval, 0).tgt, true).empty()) return false;  // no text (synthetic)
+  if (g.prompt_tokens >= ex.task_info.max_tgt_len)
+    throw UsageError(ex.spec.marks.of("eval.generate.prompt_tokens").str() + ": eval.generate.prompt_tokens: " +
+                         std::to_string(g.prompt_tokens) + " leaves nothing to continue: the task's examples have at most " +
+                         std::to_string(ex.task_info.max_tgt_len) + " tokens; expected fewer than " +
+                         std::to_string(ex.task_info.max_tgt_len),
+                     "lower eval.generate.prompt_tokens, or raise the task's example length (context)");
+  if (!ex.model->config().causal) {
+    if (note) *note = "eval.generate (model.causal is false: a continuation needs a causal decoder)";
+    return false;
+  }
+  return true;
+}
+
+std::vector<DecodedSample> generate_samples(Experiment& ex, Split split, std::size_t count, std::int64_t step) {
+  const spec::GenerateSpec& g = ex.spec.eval.generate;
+  const auto n = static_cast<std::int64_t>(std::min<std::size_t>(count, static_cast<std::size_t>(ex.task->size(split))));
+  std::vector<std::int64_t> indices;
+  for (std::int64_t i = 0; i < n; ++i) indices.push_back(i);
+  const std::vector<Example> examples = ex.examples(split, indices);
+  std::vector<std::vector<std::int32_t>> prompts, references;
+  for (const Example& e : examples) {  // tgt = prompt | reference | the rest
+    const auto len = static_cast<std::int64_t>(e.tgt.size());
+    const std::int64_t cut = std::min(len, g.prompt_tokens), end = std::min(len, cut + g.max_tokens);
+    prompts.emplace_back(e.tgt.begin(), e.tgt.begin() + cut);
+    references.emplace_back(e.tgt.begin() + cut, e.tgt.begin() + end);
+  }
+  model::GenerateOptions options;
+  options.max_tokens = g.max_tokens;
+  options.temperature = g.temperature;
+  options.top_k = g.top_k;
+  options.key = {static_cast<std::uint64_t>(ex.spec.train.seed), static_cast<std::uint64_t>(step), kGenerateOp};
+  const std::vector<std::vector<std::int32_t>> continuations = ex.model->generate(*ex.backend, prompts, options);
+  std::vector<DecodedSample> out;
+  for (std::size_t i = 0; i < examples.size(); ++i)
+    out.push_back({ex.task->text(prompts[i], true), ex.task->text(references[i], true), ex.task->text(continuations[i], true)});
+  return out;
 }
 
 }  // namespace ablate::train

@@ -1,6 +1,7 @@
 // Evaluation on a held-out split: teacher-forced loss, perplexity and token accuracy, and the
 // task's scores of greedy-decoded predictions (exact_match, and whatever else the task reports,
-// such as BLEU), plus a few decoded samples as text.
+// such as BLEU), plus a few decoded samples as text; for a language model with text, sampled
+// continuations of eval examples (eval.generate).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,8 @@
 
 namespace ablate::train {
 
-// A decoded example, as text (empty strings for tasks without text).
+// A decoded example, as text (empty strings for tasks without text). A language model's
+// continuation: src = the prompt, reference = the true next tokens, prediction = the generated ones.
 struct DecodedSample {
   std::string src, reference, prediction;
 };
@@ -35,6 +37,18 @@ struct Evaluation {
 // drawn and no gradient or parameter is touched.
 Evaluation evaluate(Experiment& experiment, const std::vector<spec::Metric>& metrics, Split split = Split::Eval,
                     std::size_t samples = 0);
+
+// Whether evaluations record continuations: the task is a language model with text, the model a
+// causal decoder, and eval.generate.max_tokens > 0. `note` receives why not when the spec asks for
+// them and the model cannot (model.causal false). Throws UsageError (at eval.generate.prompt_tokens)
+// when the prompt would take the task's whole example.
+bool generates(const Experiment& experiment, std::string* note = nullptr);
+
+// The continuations of the first `count` examples of `split`: prompt = the first
+// eval.generate.prompt_tokens tokens, reference = the next max_tokens, prediction = the model's
+// continuation (Transformer::generate, with eval.generate's temperature and top_k), drawn from the
+// counter RNG keyed by (train.seed, step): the same samples at the same step after a resume.
+std::vector<DecodedSample> generate_samples(Experiment& experiment, Split split, std::size_t count, std::int64_t step);
 
 // The names evaluate() reports for `metrics` with a task scoring `score_names`, in a fixed order
 // (the run file's eval columns): the metrics themselves, then the task's other scores when

@@ -44,9 +44,13 @@ model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo
   c.vocab_size = task.vocab_size;
   c.embedding_dropout = static_cast<float>(m.embedding_dropout);
   c.scale_embedding = m.scale_embedding;
+  c.embedding_norm = m.embedding_norm;
+  c.embedding_norm_eps = static_cast<float>(m.embedding_norm_eps);
+  c.causal = m.causal;
   c.final_norm = m.final_norm;
   c.tie_embeddings = m.tie_embeddings;
   c.pooling = m.pooling == spec::Pooling::first ? model::Pooling::First : model::Pooling::Mean;
+  c.num_classes = task.type == TaskType::Classification ? task.num_classes : 0;  // > 0: the classifier head
   return c;
 }
 
@@ -74,12 +78,23 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
   }
 
   const bool lm = task_info.type == TaskType::LanguageModel;
+  const bool classification = task_info.type == TaskType::Classification;
+  if (classification && task_info.num_classes < 2)
+    throw PluginError("task/" + spec.task.name + " is a classification task with " + std::to_string(task_info.num_classes) +
+                          " classes; expected at least 2",
+                      "the task plugin must report TaskInfo::num_classes >= 2");
+  if (classification && spec.model.arch != spec::Arch::encoder)
+    spec_problem(spec, "model.arch",
+                 std::string("'") + spec::to_string(spec.model.arch) + "' does not fit task '" + spec.task.name +
+                     "', a classification task (source -> one of " + std::to_string(task_info.num_classes) +
+                     " classes, by a classifier over the pooled encoder states); expected encoder",
+                 "set model.arch: encoder (and model.pooling: mean|first)");
   if (lm && spec.model.arch != spec::Arch::decoder)
     spec_problem(spec, "model.arch",
                  std::string("'") + spec::to_string(spec.model.arch) + "' does not fit task '" + spec.task.name +
                      "', a language model (next-token prediction with no source); expected decoder",
                  "set model.arch: decoder");
-  if (!lm && spec.model.arch == spec::Arch::decoder)
+  if (!lm && !classification && spec.model.arch == spec::Arch::decoder)
     spec_problem(spec, "model.arch",
                  "'decoder' does not fit task '" + spec.task.name +
                      "', a sequence-to-sequence task (source -> target); expected encoder_decoder (or encoder for "

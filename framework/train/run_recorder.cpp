@@ -53,7 +53,9 @@ RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics,
   if (lm) layout_.probe.src = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths, tgt_texts);
   else layout_.probe.src = probe_side(hb.S, hb.src, hb.src_lengths, src_texts);
   if (c.arch == model::Arch::EncoderDecoder) layout_.probe.tgt = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths, tgt_texts);
-  else layout_.probe.tgt = probe_side(0, {}, std::vector<std::int32_t>(static_cast<std::size_t>(E), 0), {});  // no second side
+  else  // no second side; a classifier's probe keeps each example's class as text (its label)
+    layout_.probe.tgt = probe_side(0, {}, std::vector<std::int32_t>(static_cast<std::size_t>(E), 0),
+                                   c.num_classes > 0 ? tgt_texts : std::vector<std::string>{});
 
   const std::int64_t H = c.dims.heads;
   auto slot = [&](const char* stack, const char* kind, std::int64_t layer, std::int64_t q, std::int64_t k,
@@ -67,7 +69,7 @@ RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics,
   if (c.arch != model::Arch::Encoder)
     for (std::int64_t l = 0; l < c.decoder_layers; ++l) {
       const char* side = lm ? "src" : "tgt";
-      slot("decoder", "self", l, hb.T, hb.T, M::CausalKeyPadding, side, side);
+      slot("decoder", "self", l, hb.T, hb.T, c.causal ? M::CausalKeyPadding : M::KeyPadding, side, side);  // model.causal
       if (!lm) slot("decoder", "cross", l, hb.T, hb.S, M::KeyPadding, "tgt", "src");
     }
   if (c.arch == model::Arch::EncoderDecoder)

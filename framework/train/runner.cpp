@@ -120,6 +120,8 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
                        "resume with the same spec and --set options, or start a new run in another directory");
   }
   Experiment ex(spec, registry);  // first: a spec problem leaves no directory behind
+  std::string generate_note;
+  const bool generate = generates(ex, &generate_note);  // a language model's sampled continuations
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UsageError("cannot create the run directory " + dir.string() + ": " + ec.message());
@@ -142,15 +144,18 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   std::vector<std::string> skipped;
   const std::vector<spec::Metric> metrics = applicable_metrics(spec, ex.task_info, &skipped);
   for (const std::string& s : skipped) out << "note: eval metric skipped: " << s << "\n";
+  if (!generate_note.empty()) out << "note: skipped: " << generate_note << "\n";
   std::vector<std::string> eval_cols = evaluated_names(metrics, ex.task->score_names());
   // A task with a test split is scored on it once, in the last eval row, as test_<metric>.
   const bool has_test = ex.task->size(Split::Test) > 0;
   if (has_test)
     for (std::size_t i = 0, n = eval_cols.size(); i < n; ++i) eval_cols.push_back("test_" + eval_cols[i]);
-  // Decoded eval samples as text, where the task has text and decoding runs.
+  // Decoded eval samples as text, where the task has text and decoding runs; a language model's
+  // sampled continuations (generate implies text).
   const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
   const bool has_text = ex.task->size(Split::Eval) > 0 && !ex.task->text(ex.examples(Split::Eval, {0}).front().tgt, true).empty();
-  const std::int64_t samples = decodes && has_text ? std::min<std::int64_t>(kSamples, ex.task->size(Split::Eval)) : 0;
+  const std::int64_t samples =
+      (decodes && has_text) || generate ? std::min<std::int64_t>(kSamples, ex.task->size(Split::Eval)) : 0;
   RunRecorder record(ex, kTrainColumns, eval_cols, samples);
   if (options.resume) {
     record.resume(run_file, state.step);
@@ -183,8 +188,9 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(Clock::now() - process_start).count(); };
 
   Evaluation evaluation;  // the last one; recorded by record_eval once the step's stop decision is made
-  auto run_eval = [&] {
+  auto run_eval = [&](std::int64_t step) {
     evaluation = evaluate(ex, metrics, Split::Eval, static_cast<std::size_t>(samples));
+    if (generate) evaluation.samples = generate_samples(ex, Split::Eval, static_cast<std::size_t>(samples), step);
     result.eval = evaluation.metrics;
   };
   auto record_eval = [&](std::int64_t step, bool last) {
@@ -285,7 +291,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       }
       const bool eval_now = step % spec.eval.every == 0 || step == spec.train.steps || stop;
       if (eval_now) {
-        run_eval();
+        run_eval(step);
         if (const auto& es = spec.train.early_stopping) {
           const double value = result.eval.at(es->metric);
           if (!state.has_best || improved(*es, value, state.best_metric)) {

@@ -46,7 +46,10 @@ struct Settings {
                           " and " + std::to_string(eval_examples));
   }
 
-  std::int64_t size(ablate::Split s) const { return s == ablate::Split::Train ? train_examples : eval_examples; }
+  // No test split: the synthetic data has no held-out set beyond eval.
+  std::int64_t size(ablate::Split s) const {
+    return s == ablate::Split::Train ? train_examples : s == ablate::Split::Eval ? eval_examples : 0;
+  }
   std::int64_t content_tokens() const { return vocab_size - 3; }
 
   void check_index(ablate::Split s, std::int64_t index, const std::string& plugin) const {

@@ -1,52 +1,132 @@
-// Plugin task/language_model: next-token prediction on sequences from a fixed random first-order
-// Markov chain over the content tokens. Each token has 3 likely successors (p = 0.6, 0.25, 0.15)
-// drawn from the seed, so the data is learnable (low entropy) but not trivial.
-#include <array>
+// Plugin task/language_model: next-token prediction, in one of two modes chosen by `file`:
+// synthetic (no file: a random Markov chain, markov_chain.hpp) or text (windows of a UTF-8 text
+// file, char or word tokens, text_task.hpp). An option of the other mode set to anything but its
+// default is refused, so a spec never carries a setting that silently does nothing.
+#include <string>
+#include <string_view>
+#include <vector>
 
-#include "../common/synthetic_seq2seq.hpp"
+#include "markov_chain.hpp"
+#include "text_task.hpp"
 
 namespace task_language_model {
+namespace {
 
-class LanguageModel final : public ablate::Task {
- public:
-  static constexpr int kSuccessors = 3;
-  static constexpr std::array<float, kSuccessors> kCumulative = {0.6f, 0.85f, 1.0f};
-
-  explicit LanguageModel(const ablate::Options& o) : s_(o, kName) {
-    // The transition table: a pure function of the seed (its own Philox stream, step 0).
-    ablate_synthetic::Stream r(s_.seed, 0, ablate_synthetic::kTableStream);
-    successors_.resize(static_cast<std::size_t>(s_.content_tokens()));
-    for (auto& next : successors_)
-      for (auto& t : next) t = static_cast<std::int32_t>(r.integer(3, s_.vocab_size - 1));
-  }
-
-  ablate::TaskInfo info() const override { return {ablate::TaskType::LanguageModel, s_.vocab_size, 0, s_.max_len}; }
-  std::int64_t size(ablate::Split split) const override { return s_.size(split); }
-  ablate::Example example(ablate::Split split, std::int64_t index) const override {
-    s_.check_index(split, index, kName);
-    auto r = ablate_synthetic::Stream::of(s_, split, index);
-    ablate::Example e;
-    e.tgt.resize(static_cast<std::size_t>(r.integer(s_.min_len, s_.max_len)));
-    e.tgt[0] = static_cast<std::int32_t>(r.integer(3, s_.vocab_size - 1));
-    for (std::size_t t = 1; t < e.tgt.size(); ++t) {
-      const auto& next = successors_[static_cast<std::size_t>(e.tgt[t - 1] - 3)];
-      const float u = r.uniform();
-      int k = 0;
-      while (k + 1 < kSuccessors && u >= kCumulative[static_cast<std::size_t>(k)]) ++k;
-      e.tgt[t] = next[static_cast<std::size_t>(k)];
-    }
-    return e;
-  }
-
- private:
-  static constexpr const char* kName = "task/language_model";
-  ablate_synthetic::Settings s_;
-  std::vector<std::array<std::int32_t, kSuccessors>> successors_;  // [vocab_size - 3][kSuccessors]
+constexpr ablate::OptionInfo kOptions[] = {
+    // Synthetic mode (file empty): the shared options of the synthetic tasks.
+    {"vocab_size", ablate::OptionType::Int, "32", nullptr, "synthetic: token ids incl. the 3 reserved ones (pad, bos, eos)"},
+    {"min_len", ablate::OptionType::Int, "4", nullptr, "synthetic: shortest sequence, in content tokens"},
+    {"max_len", ablate::OptionType::Int, "12", nullptr, "synthetic: longest sequence, in content tokens"},
+    {"train_examples", ablate::OptionType::Int, "20000", nullptr, "synthetic: examples in the train split"},
+    {"eval_examples", ablate::OptionType::Int, "500", nullptr, "synthetic: examples in the eval split"},
+    {"seed", ablate::OptionType::Int, "1", nullptr,
+     "synthetic: seed of the Markov chain and the data (independent of the training seed)"},
+    // Text mode (file set).
+    {"file", ablate::OptionType::String, "", nullptr,
+     "UTF-8 text file to model (relative to the current directory); empty = the synthetic Markov chain"},
+    {"tokens", ablate::OptionType::String, "char", "char|word",
+     "text: char (every character, spaces and line breaks included) or word (whitespace/punctuation split, "
+     "a line break is a token)"},
+    {"lowercase", ablate::OptionType::Bool, "false", nullptr,
+     "text: lower-case the text (ASCII, Latin-1/Extended-A, Greek, Cyrillic)"},
+    {"split_punctuation", ablate::OptionType::Bool, "true", nullptr,
+     "text, tokens: word: punctuation characters become their own tokens (don't, 3.5 stay whole)"},
+    {"min_freq", ablate::OptionType::Int, "1", nullptr,
+     "text: train-split count a token needs to enter the vocabulary; rarer ones are <unk>"},
+    {"context", ablate::OptionType::Int, "64", nullptr, "text: tokens per example (a window; the model reads bos + window)"},
+    {"max_examples", ablate::OptionType::Int, "0", nullptr, "text: keep the first N windows of the file; 0 = all"},
+    {"valid_fraction", ablate::OptionType::Float, "0.05", nullptr,
+     "text: fraction of the windows in the eval split (rounded up; 0 = evaluate on the train windows)"},
+    {"test_fraction", ablate::OptionType::Float, "0.05", nullptr,
+     "text: fraction of the windows in the held-out test split (rounded up; 0 = none)"},
+    {"split_seed", ablate::OptionType::Int, "1", nullptr, "text: seed of the shuffle that assigns windows to train/eval/test"},
 };
+constexpr std::size_t kSyntheticOptions = 6;  // kOptions[0 .. 6) belong to the synthetic mode, the rest to the text mode
 
-ablate::Component* create(const ablate::Options& o) { return new LanguageModel(o); }
+// The synthetic mode reads ablate_synthetic::Settings: its options are the shared table's, with
+// the same names and defaults (only the docs say "synthetic:").
+constexpr bool same_as_the_shared_synthetic_options() {
+  if (std::size(ablate_synthetic::kOptions) != kSyntheticOptions) return false;
+  for (std::size_t i = 0; i < kSyntheticOptions; ++i)
+    if (std::string_view(kOptions[i].name) != ablate_synthetic::kOptions[i].name ||
+        std::string_view(kOptions[i].default_value) != ablate_synthetic::kOptions[i].default_value)
+      return false;
+  return true;
+}
+static_assert(same_as_the_shared_synthetic_options(), "keep kOptions[0 .. kSyntheticOptions) equal to ablate_synthetic::kOptions");
 
-ABLATE_PLUGIN("task", "language_model", "1.0.0", "Synthetic LM: sequences from a fixed random Markov chain",
-              ablate::options_of(ablate_synthetic::kOptions), create)
+// Whether `info` holds a value other than its declared default (an explicit default is allowed).
+bool differs_from_default(const ablate::Options& o, const ablate::OptionInfo& info) {
+  const std::string d = info.default_value;
+  switch (info.type) {
+    case ablate::OptionType::Bool: return o.get_bool(info.name) != (d == "true");
+    case ablate::OptionType::Int: return o.get_int(info.name) != std::stoll(d);
+    case ablate::OptionType::Float: return o.get_float(info.name) != std::stod(d);
+    case ablate::OptionType::String: return o.get_string(info.name) != d;
+  }
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// Refuses the options of the mode not chosen (and split_punctuation at char level).
+void refuse_other_mode(const ablate::Options& o, bool text) {
+  std::vector<std::string> stray, expected;
+  for (std::size_t i = 0; i < std::size(kOptions); ++i) {
+    const bool synthetic_option = i < kSyntheticOptions;
+    const std::string name = kOptions[i].name;
+    if (synthetic_option == text) {
+      if (name != "file" && differs_from_default(o, kOptions[i])) stray.push_back(name);
+    } else {
+      expected.push_back(name);
+    }
+  }
+  const std::string plugin = MarkovLanguageModel::kName;
+  if (!stray.empty() && text)
+    throw ablate::Error(plugin + ": " + joined(stray) + (stray.size() > 1 ? " are options" : " is an option") +
+                            " of the synthetic mode, but `file` is set (text mode); expected only " + joined(expected),
+                        "remove them: in text mode the vocabulary comes from the file's train windows, `context` sets the "
+                        "example length and split_seed the split");
+  if (!stray.empty())
+    throw ablate::Error(plugin + ": " + joined(stray) + (stray.size() > 1 ? " are options" : " is an option") +
+                            " of the text mode, but `file` is empty (synthetic mode: a random Markov chain); expected only " +
+                            joined(expected),
+                        "set file: PATH to train on a text file, or remove them");
+  if (text && o.get_string("tokens") == "char" && !o.get_bool("split_punctuation"))
+    throw ablate::Error(plugin + ": split_punctuation applies to tokens: word; with tokens: char every character is a token",
+                        "remove split_punctuation, or set tokens: word");
+}
+
+TextSettings text_settings(const ablate::Options& o) {
+  TextSettings s;
+  s.file = o.get_string("file");
+  s.stream.tokenizer.level = o.get_string("tokens") == "word" ? ablate_text::Level::Word : ablate_text::Level::Char;
+  s.stream.tokenizer.lowercase = o.get_bool("lowercase");
+  s.stream.tokenizer.split_punctuation = o.get_bool("split_punctuation");
+  s.stream.context = o.get_int("context");
+  s.stream.max_examples = o.get_int("max_examples");
+  s.min_freq = o.get_int("min_freq");
+  s.valid_fraction = o.get_float("valid_fraction");
+  s.test_fraction = o.get_float("test_fraction");
+  s.split_seed = o.get_int("split_seed");
+  return s;
+}
+
+}  // namespace
+
+ablate::Component* create(const ablate::Options& o) {
+  const bool text = !o.get_string("file").empty();
+  refuse_other_mode(o, text);
+  if (text) return new TextLanguageModel(text_settings(o));
+  return new MarkovLanguageModel(o);
+}
+
+ABLATE_PLUGIN("task", "language_model", "1.1.0",
+              "Language model: a synthetic Markov chain, or windows of a text file (char/word tokens, train-split vocabulary)",
+              ablate::options_of(kOptions), create)
 
 }  // namespace task_language_model

@@ -26,7 +26,8 @@ constexpr ablate::OptionInfo kOptions[] = {
     {"long_examples", ablate::OptionType::String, "filter", "filter|truncate",
      "pairs with a side longer than max_len: filter (drop the pair) or truncate (cut the side to max_len)"},
     {"max_examples", ablate::OptionType::Int, "0", nullptr, "keep the first N pairs after filtering, in file order; 0 = all"},
-    {"valid_fraction", ablate::OptionType::Float, "0.05", nullptr, "fraction of the pairs in the eval split (rounded up)"},
+    {"valid_fraction", ablate::OptionType::Float, "0.05", nullptr,
+     "fraction of the pairs in the eval split (rounded up); 0 = evaluate on the train pairs (toy runs that memorise)"},
     {"test_fraction", ablate::OptionType::Float, "0.05", nullptr, "fraction of the pairs in the held-out test split (rounded up; 0 = none)"},
     {"split_seed", ablate::OptionType::Int, "1", nullptr, "seed of the shuffle that assigns pairs to the train/eval/test splits"},
     {"bleu_k", ablate::OptionType::Int, "2", nullptr, "largest n-gram order of the D2L sentence BLEU (sentence_bleu)"},
@@ -54,15 +55,6 @@ CorpusOptions corpus_options(const ablate::Options& o) {
   if (c.max_len < 1) bad_option("max_len must be >= 1, got " + std::to_string(c.max_len), "it counts content tokens per side");
   if (c.max_examples < 0) bad_option("max_examples must be >= 0, got " + std::to_string(c.max_examples), "0 keeps every pair");
   return c;
-}
-
-const char* split_name(ablate::Split s) {
-  switch (s) {
-    case ablate::Split::Train: return "train";
-    case ablate::Split::Eval: return "eval";
-    case ablate::Split::Test: return "test";
-  }
-  return "?";
 }
 
 }  // namespace
@@ -105,8 +97,9 @@ TranslationTask::TranslationTask(const ablate::Options& o)
   src_vocab_ = src_counts.build(min_freq);
   tgt_vocab_ = tgt_counts.build(min_freq);
 
-  const auto encode = [&](const std::vector<std::int64_t>& indices, std::vector<ablate::Example>& out,
-                          std::vector<std::int64_t>& lines) {
+  const auto encode = [&](ablate::Split part, const std::vector<std::int64_t>& indices) {
+    std::vector<ablate::Example>& out = examples_[part];
+    std::vector<std::int64_t>& lines = lines_[part];
     out.reserve(indices.size());
     lines.reserve(indices.size());
     for (std::int64_t i : indices) {
@@ -115,9 +108,9 @@ TranslationTask::TranslationTask(const ablate::Options& o)
       lines.push_back(p.line);
     }
   };
-  encode(split.train, train_, train_lines_);
-  encode(split.eval, eval_, eval_lines_);
-  encode(split.test, test_, test_lines_);
+  encode(ablate::Split::Train, split.train);
+  encode(ablate::Split::Eval, split.eval);
+  encode(ablate::Split::Test, split.test);
   corpus.pairs.clear();
   corpus.pairs.shrink_to_fit();
   stats_ = std::move(corpus);
@@ -129,37 +122,14 @@ ablate::TaskInfo TranslationTask::info() const {
           corpus_options_.max_len};
 }
 
-const std::vector<ablate::Example>& TranslationTask::examples(ablate::Split split) const {
-  switch (split) {
-    case ablate::Split::Train: return train_;
-    case ablate::Split::Eval: return eval_;
-    case ablate::Split::Test: return test_;
-  }
-  return train_;
-}
-
-const std::vector<std::int64_t>& TranslationTask::lines(ablate::Split split) const {
-  switch (split) {
-    case ablate::Split::Train: return train_lines_;
-    case ablate::Split::Eval: return eval_lines_;
-    case ablate::Split::Test: return test_lines_;
-  }
-  return train_lines_;
-}
-
-std::int64_t TranslationTask::size(ablate::Split split) const { return static_cast<std::int64_t>(examples(split).size()); }
+std::int64_t TranslationTask::size(ablate::Split split) const { return examples_.size(split); }
 
 ablate::Example TranslationTask::example(ablate::Split split, std::int64_t index) const {
-  if (index < 0 || index >= size(split))
-    throw ablate::Error(std::string(kName) + ": example index " + std::to_string(index) + " is outside the " +
-                            split_name(split) + " split [0, " + std::to_string(size(split)) + ")",
-                        "index with 0 .. size(split) - 1");
-  return examples(split)[static_cast<std::size_t>(index)];
+  return examples_.at(split, index, kName);
 }
 
 std::int64_t TranslationTask::line_of(ablate::Split split, std::int64_t index) const {
-  example(split, index);  // range check
-  return lines(split)[static_cast<std::size_t>(index)];
+  return lines_.at(split, index, kName);
 }
 
 std::vector<std::string> TranslationTask::score_names() const {

@@ -12,6 +12,7 @@
 #include "ablate/task.hpp"
 #include "parallel_corpus.hpp"
 #include "text/tokenizer.hpp"
+#include "text/per_split.hpp"
 #include "text/vocabulary.hpp"
 
 namespace task_translation {
@@ -39,16 +40,13 @@ class TranslationTask final : public ablate::Task {
   std::int64_t line_of(ablate::Split split, std::int64_t index) const;
 
  private:
-  const std::vector<ablate::Example>& examples(ablate::Split split) const;
-  const std::vector<std::int64_t>& lines(ablate::Split split) const;
-
   CorpusOptions corpus_options_;
   ablate_text::Tokenizer src_tok_, tgt_tok_;
   std::int64_t bleu_k_;
   ablate_text::Vocabulary src_vocab_, tgt_vocab_;
   Corpus stats_;  // counts only
-  std::vector<ablate::Example> train_, eval_, test_;
-  std::vector<std::int64_t> train_lines_, eval_lines_, test_lines_;
+  ablate_text::PerSplit<ablate::Example> examples_;
+  ablate_text::PerSplit<std::int64_t> lines_;  // the 1-based file line of each example
 };
 
 }  // namespace task_translation

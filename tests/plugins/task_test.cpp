@@ -2,6 +2,7 @@
 // built-in synthetic tasks copy / reverse / sort / language_model, linked in through their
 // OBJECT libraries: determinism, splits, ranges, the tgt relations, and option errors.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "ablate/task.hpp"
@@ -12,6 +13,7 @@ ABLATE_DECLARE_PLUGIN(task_copy)
 ABLATE_DECLARE_PLUGIN(task_reverse)
 ABLATE_DECLARE_PLUGIN(task_sort)
 ABLATE_DECLARE_PLUGIN(task_language_model)
+ABLATE_DECLARE_PLUGIN(task_random_pairs)
 
 namespace ablate {
 namespace {
@@ -25,11 +27,12 @@ class Tasks : public ::testing::Test {
     registry.add_linked(task_reverse::plugin_info, task_reverse::plugin_create);
     registry.add_linked(task_sort::plugin_info, task_sort::plugin_create);
     registry.add_linked(task_language_model::plugin_info, task_language_model::plugin_create);
+    registry.add_linked(task_random_pairs::plugin_info, task_random_pairs::plugin_create);
   }
   PluginRegistry registry;
 };
 
-const char* const kAll[] = {"copy", "reverse", "sort", "language_model"};
+const char* const kAll[] = {"copy", "reverse", "sort", "language_model", "random_pairs"};
 
 TEST_F(Tasks, ExamplesAreDeterministicAcrossCallsAndInstances) {
   for (const char* name : kAll) {
@@ -105,6 +108,23 @@ TEST_F(Tasks, Seq2SeqTargetsFollowTheirRule) {
     std::sort(sorted.begin(), sorted.end());
     EXPECT_EQ(s.tgt, sorted);
   }
+}
+
+TEST_F(Tasks, RandomPairsHaveTargetsIndependentOfTheirSources) {
+  const std::map<std::string, std::string> options{{"vocab_size", "8"}, {"min_len", "3"}, {"max_len", "3"}};
+  auto t = registry.create<Task>("random_pairs", options);
+  auto copy = registry.create<Task>("copy", options);
+  EXPECT_EQ(t->info().type, TaskType::Seq2Seq);
+  // With 5 content tokens, P(tgt[k] = src[k]) is 1/5 if they are independent (copy would give 1).
+  int equal = 0, positions = 0, same_source = 0;
+  for (std::int64_t i = 0; i < 2000; ++i) {
+    const Example e = t->example(Split::Train, i);
+    for (std::size_t k = 0; k < 3; ++k) equal += e.src[k] == e.tgt[k];
+    positions += 3;
+    same_source += e.src == copy->example(Split::Train, i).src;
+  }
+  EXPECT_NEAR(static_cast<double>(equal) / positions, 0.2, 0.03);
+  EXPECT_EQ(same_source, 2000) << "the sources are the shared generator's, as for copy";
 }
 
 TEST_F(Tasks, LanguageModelIsAMarkovChainWithFewSuccessors) {

@@ -247,7 +247,11 @@ TEST(TranslationSplits, ShuffleIsDeterministicDisjointAndSized) {
   EXPECT_EQ(split_indices(100, 0.07, 0.0, 1).eval.size(), 7u);
   EXPECT_TRUE(split_indices(100, 0.07, 0.0, 1).test.empty());
   EXPECT_THROW(split_indices(2, 0.05, 0.05, 1), ablate::Error) << "no train pairs left";
-  EXPECT_THROW(split_indices(100, 0.0, 0.05, 1), ablate::Error) << "the eval split must not be empty";
+  const SplitIndices toy = split_indices(10, 0.0, 0.2, 1);  // valid_fraction 0: eval on the train examples
+  EXPECT_EQ(toy.train.size(), 8u);
+  EXPECT_EQ(toy.eval, toy.train);
+  EXPECT_EQ(toy.test.size(), 2u);
+  EXPECT_THROW(split_indices(100, -0.1, 0.05, 1), ablate::Error);
   EXPECT_THROW(split_indices(100, 0.5, 1.0, 1), ablate::Error);
 }
 
@@ -338,6 +342,16 @@ class TranslationTaskTest : public ::testing::Test {
   }
   ablate::PluginRegistry registry;
 };
+
+TEST_F(TranslationTaskTest, ThePluginsHintReachesTheCaller) {
+  try {
+    spanish({{"valid_fraction", "0.6"}, {"test_fraction", "0.5"}});
+    FAIL() << "fractions leaving no train pairs must be refused";
+  } catch (const ablate::PluginError& e) {  // the registry's wrapper keeps the plugin's hint
+    EXPECT_NE(std::string(e.what()).find("leave no training data"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("lower valid_fraction"), std::string::npos) << "hint: " << e.hint();
+  }
+}
 
 TEST_F(TranslationTaskTest, DeclaresItsOptionsAndScores) {
   const auto& d = registry.find("task", "translation");

@@ -12,7 +12,9 @@
 
 namespace ablate {
 
-enum class TaskType { Seq2Seq, LanguageModel };
+// Seq2Seq: src -> tgt. LanguageModel: tgt only (next-token prediction). Classification: src ->
+// one class; each example's tgt is {class id in [0, num_classes)} (a class id, not a token id).
+enum class TaskType { Seq2Seq, LanguageModel, Classification };
 // Train: what the model learns from. Eval: scored during training (early stopping, curves).
 // Test: held out, scored once when a run completes (size 0 for tasks without one).
 enum class Split { Train, Eval, Test };
@@ -21,7 +23,8 @@ struct TaskInfo {
   TaskType type;
   std::int64_t vocab_size;  // includes the 3 reserved ids
   static constexpr std::int32_t kPad = 0, kBos = 1, kEos = 2;  // reserved ids; content tokens are 3 .. vocab_size-1
-  std::int64_t max_src_len, max_tgt_len;  // content lengths, without bos/eos
+  std::int64_t max_src_len, max_tgt_len;  // content lengths, without bos/eos (Classification: max_tgt_len 1)
+  std::int64_t num_classes = 0;  // Classification: the classes C (>= 2); 0 for the other task types
 };
 
 // Content tokens only (no bos/eos); src is empty for a LanguageModel task.

@@ -20,14 +20,14 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 SplitIndices split_indices(std::int64_t n, double valid_fraction, double test_fraction, std::uint64_t seed) {
   // ceil(f * n), forgiving the rounding of f * n (0.07 * 100 = 7.000000000000001 is 7).
   const auto part = [n](double f) { return static_cast<std::int64_t>(std::ceil(f * static_cast<double>(n) - 1e-9)); };
-  if (!(valid_fraction > 0.0 && valid_fraction < 1.0) || !(test_fraction >= 0.0 && test_fraction < 1.0))
-    throw ablate::Error("valid_fraction must be in (0, 1) and test_fraction in [0, 1), got " + std::to_string(valid_fraction) +
+  if (!(valid_fraction >= 0.0 && valid_fraction < 1.0) || !(test_fraction >= 0.0 && test_fraction < 1.0))
+    throw ablate::Error("valid_fraction and test_fraction must be in [0, 1), got " + std::to_string(valid_fraction) +
                             " and " + std::to_string(test_fraction),
-                        "they are the fractions of the pairs held out for evaluation and testing");
+                        "they are the fractions of the examples held out for evaluation and testing");
   const std::int64_t n_test = part(test_fraction), n_valid = part(valid_fraction);
   if (n_test + n_valid >= n)
-    throw ablate::Error(std::to_string(n) + " pairs leave no training data after " + std::to_string(n_test) + " test and " +
-                            std::to_string(n_valid) + " eval pairs; expected more pairs or smaller fractions",
+    throw ablate::Error(std::to_string(n) + " examples leave no training data after " + std::to_string(n_test) + " test and " +
+                            std::to_string(n_valid) + " eval examples; expected more examples or smaller fractions",
                         "lower valid_fraction / test_fraction, raise max_examples or max_len, or use a larger file");
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), std::int64_t{0});
@@ -38,6 +38,7 @@ SplitIndices split_indices(std::int64_t n, double valid_fraction, double test_fr
   s.test.assign(first, first + n_test);
   s.eval.assign(first + n_test, first + n_test + n_valid);
   s.train.assign(first + n_test + n_valid, order.end());
+  if (n_valid == 0) s.eval = s.train;  // valid_fraction 0: evaluate on the train examples themselves
   return s;
 }
 

@@ -2,7 +2,8 @@
 // classification): a deterministic shuffle of the example indices (Fisher-Yates driven by
 // splitmix64, the same on every machine and standard library), then test = the first
 // ceil(test_fraction * n), eval = the next ceil(valid_fraction * n), train = the rest. Each part
-// keeps the shuffled order.
+// keeps the shuffled order. valid_fraction 0 holds nothing out for eval: the eval part is the
+// train part itself (toy experiments that memorise a handful of pairs, as the tutorials do).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@ struct SplitIndices {
   std::vector<std::int64_t> train, eval, test;
 };
 
-// Throws ablate::Error unless 0 < valid_fraction, 0 <= test_fraction and the train part is non-empty.
+// Throws ablate::Error unless both fractions are in [0, 1) and the train part is non-empty.
 SplitIndices split_indices(std::int64_t n, double valid_fraction, double test_fraction, std::uint64_t seed);
 
 }  // namespace ablate_text

@@ -80,6 +80,46 @@ TEST(Transformer, CausalDecoderCannotSeeTheFuture) {
   }
 }
 
+TEST(Transformer, WithoutTheCausalMaskTheFutureLeaksIntoEarlierPositions) {
+  ModelConfig c = tiny(Arch::Decoder);
+  c.causal = false;
+  Built m = build(c, "pre_norm", "learned");
+  const std::vector<float> a = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 6, 7, 8}}}, c));
+  const std::vector<float> b = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 9, 10, 3}}}, c));  // only later tokens changed
+  const std::size_t V = 11;
+  for (std::size_t i = 0; i < V; ++i)
+    if (a[i] != b[i]) return;  // position 0 (bos) moved: it attended to the changed tokens
+  ADD_FAILURE() << "model.causal false: position 0 must see the later tokens";
+}
+
+TEST(Transformer, EmbeddingNormNormalisesTheEmbeddingsWithItsOwnEpsilon) {
+  // No layers and an identity output projection: the logits are the embeddings after the norm.
+  ModelConfig c = tiny(Arch::Encoder);
+  c.encoder_layers = 0;
+  c.tie_embeddings = false;
+  c.embedding_norm = true;
+  c.embedding_norm_eps = 1e-12f;
+  Built m = build(c, "pre_norm", "learned");
+  ASSERT_TRUE(m.store->contains("encoder.embedding_norm.gamma"));
+  ASSERT_TRUE(m.store->contains("encoder.embedding_norm.beta"));
+  const std::int64_t D = c.dims.d_model, V = c.vocab_size;
+  std::vector<float> identity(static_cast<std::size_t>(V * D), 0.0f);  // output.weight [V, D]: rows 0..D-1 = I
+  for (std::int64_t i = 0; i < D; ++i) identity[static_cast<std::size_t>(i * D + i)] = 1.0f;
+  be().copy_from_host(m.store->get("output.weight").value, identity.data());
+  m.store->refresh_compute();
+
+  const std::vector<float> out = logits_of(*m.model, batch_of({{{3, 4, 5, 6}, {3, 4, 5, 6}}}, c));  // [1, 4, V]
+  for (std::int64_t t = 0; t < 4; ++t) {
+    double mean = 0.0, var = 0.0;
+    for (std::int64_t i = 0; i < D; ++i) mean += out[static_cast<std::size_t>(t * V + i)] / static_cast<double>(D);
+    for (std::int64_t i = 0; i < D; ++i) var += std::pow(out[static_cast<std::size_t>(t * V + i)] - mean, 2) / static_cast<double>(D);
+    EXPECT_NEAR(mean, 0.0, 1e-5) << "position " << t;
+    EXPECT_NEAR(var, 1.0, 1e-4) << "position " << t;
+  }
+  c.embedding_norm = false;
+  EXPECT_EQ(m.store->numel(), build(c, "pre_norm", "learned").store->numel() + 2 * D);
+}
+
 TEST(Transformer, PaddingDoesNotChangeTheValidPositions) {
   const ModelConfig c = tiny(Arch::EncoderDecoder);
   Built m = build(c, "pre_norm");
@@ -263,6 +303,122 @@ TEST(Transformer, EmbeddingScaleAndDropoutOptionsChangeTheOutput) {
   EXPECT_EQ(logits_of(*m.model, batch), unscaled) << "dropout is off outside training";
   Graph g(be(), 1, 1, /*training=*/true, /*grad=*/false);
   EXPECT_NE(host(be(), m.model->logits(g, batch).value()), unscaled) << "embedding dropout is on in training";
+}
+
+// Decoder-only continuation by recomputing the whole prefix each step: what generate's cache must
+// reproduce. Greedy over the ids a model may generate (pad and bos never).
+std::vector<std::int32_t> naive_continuation(const Transformer& m, const ModelConfig& c, std::vector<std::int32_t> prompt,
+                                             std::int64_t max_tokens) {
+  std::vector<std::int32_t> out;
+  while (static_cast<std::int64_t>(out.size()) < max_tokens) {
+    const std::vector<float> logits = logits_of(m, batch_of({{{}, prompt}}, c));  // [1, len + 1, V]: bos + prompt
+    const float* last = logits.data() + prompt.size() * static_cast<std::size_t>(c.vocab_size);
+    const auto next = static_cast<std::int32_t>(std::max_element(last + TaskInfo::kEos, last + c.vocab_size) - last);
+    if (next == TaskInfo::kEos) break;
+    out.push_back(next);
+    prompt.push_back(next);
+  }
+  return out;
+}
+
+const std::vector<std::vector<std::int32_t>> kPrompts = {{3, 4, 5}, {6, 7, 8, 9, 10, 3}, {}, {5}};
+
+TEST(Transformer, GreedyContinuationWithTheCacheEqualsRecomputation) {
+  const ModelConfig c = tiny(Arch::Decoder);
+  GenerateOptions greedy;
+  greedy.max_tokens = 8;
+  for (const auto& [block, pe] : {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}}) {
+    for (std::uint64_t seed : {3u, 11u}) {
+      Built m = build(c, block, pe, "gelu", seed);
+      // Prompts of different lengths: one causal pass over the shortest (bos alone), then steps in
+      // which the longer prompts still feed their own tokens at positions 1..6.
+      const auto cached = m.model->generate(be(), kPrompts, greedy);
+      ASSERT_EQ(cached.size(), kPrompts.size());
+      std::size_t tokens = 0;
+      for (std::size_t i = 0; i < kPrompts.size(); ++i) {
+        EXPECT_EQ(cached[i], naive_continuation(*m.model, c, kPrompts[i], greedy.max_tokens))
+            << block << "/" << pe << " seed " << seed << " prompt " << i;
+        EXPECT_LE(cached[i].size(), 8u);
+        tokens += cached[i].size();
+      }
+      EXPECT_GT(tokens, 0u) << "an untrained model should emit something other than eos at once";
+      for (std::size_t i = 0; i < kPrompts.size(); ++i)  // alone, a prompt has no shorter one to wait for
+        EXPECT_EQ(m.model->generate(be(), {kPrompts[i]}, greedy)[0], cached[i]) << block << "/" << pe << " prompt " << i;
+    }
+  }
+}
+
+TEST(Transformer, SampledContinuationIsReproducibleAndChangesWithTheKey) {
+  const ModelConfig c = tiny(Arch::Decoder);
+  Built m = build(c, "pre_norm", "learned");
+  GenerateOptions o;
+  o.max_tokens = 12;
+  o.temperature = 1.5;  // flat: samples stray from the argmax
+  o.key = {1, 40, 7};
+  const auto a = m.model->generate(be(), kPrompts, o);
+  EXPECT_EQ(m.model->generate(be(), kPrompts, o), a) << "a function of (key, prompt, model)";
+  GenerateOptions other_seed = o, other_step = o;
+  other_seed.key.seed = 2;
+  other_step.key.step = 41;
+  EXPECT_NE(m.model->generate(be(), kPrompts, other_seed), a);
+  EXPECT_NE(m.model->generate(be(), kPrompts, other_step), a);
+  GenerateOptions greedy;
+  greedy.max_tokens = 12;
+  const auto argmax = m.model->generate(be(), kPrompts, greedy);
+  EXPECT_NE(a, argmax) << "sampling at temperature 1.5 differs from greedy somewhere";
+  GenerateOptions cold = o;
+  cold.temperature = 1e-4;
+  EXPECT_EQ(m.model->generate(be(), kPrompts, cold), argmax) << "temperature -> 0 is greedy";
+  GenerateOptions top1 = o;
+  top1.top_k = 1;
+  EXPECT_EQ(m.model->generate(be(), kPrompts, top1), argmax) << "top_k 1 is greedy at any temperature";
+  GenerateOptions top3 = o;
+  top3.top_k = 3;
+  EXPECT_NE(m.model->generate(be(), kPrompts, top3), argmax);
+}
+
+TEST(Transformer, ContinuationStopsAtEosAndNeverChoosesPadOrBos) {
+  ModelConfig c = tiny(Arch::Decoder);
+  c.tie_embeddings = false;  // an output bias to steer with
+  Built m = build(c, "pre_norm");
+  Parameter& bias = m.store->get("output.bias");
+  const auto set_bias = [&](std::vector<float> b) {
+    be().copy_from_host(bias.value, b.data());
+    m.store->refresh_compute();
+  };
+  std::vector<float> b(static_cast<std::size_t>(c.vocab_size), 0.0f);
+  b[TaskInfo::kPad] = b[TaskInfo::kBos] = 1e4f;  // overwhelmingly likely, and never generated
+  b[7] = 50.0f;                                    // the likeliest of the others, far above eos
+  set_bias(b);
+  GenerateOptions o;
+  o.max_tokens = 6;
+  for (double temperature : {0.0, 1.0}) {
+    o.temperature = temperature;
+    for (const auto& out : m.model->generate(be(), kPrompts, o))
+      EXPECT_EQ(out, (std::vector<std::int32_t>(6, 7))) << "temperature " << temperature << ": no eos, max_tokens tokens";
+  }
+  b[TaskInfo::kEos] = 2e4f;
+  set_bias(b);
+  for (const auto& out : m.model->generate(be(), kPrompts, o)) EXPECT_TRUE(out.empty()) << "eos first: nothing generated";
+  o.max_tokens = 0;
+  EXPECT_EQ(m.model->generate(be(), kPrompts, o), std::vector<std::vector<std::int32_t>>(kPrompts.size()));
+}
+
+TEST(Transformer, ContinuationNeedsACausalDecoder) {
+  GenerateOptions o;
+  o.max_tokens = 3;
+  const ModelConfig s2s = tiny(Arch::EncoderDecoder);
+  EXPECT_THROW(build(s2s).model->generate(be(), kPrompts, o), Error);
+  ModelConfig leaky = tiny(Arch::Decoder);
+  leaky.causal = false;
+  try {
+    build(leaky).model->generate(be(), kPrompts, o);
+    FAIL() << "a non-causal decoder cannot continue token by token";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not causal"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(build(tiny(Arch::Decoder)).model->greedy_decode(be(), batch_of({{{}, {3, 4}}}, tiny(Arch::Decoder)), 4), Error)
+      << "greedy_decode has no source to decode for a decoder-only model";
 }
 
 }  // namespace

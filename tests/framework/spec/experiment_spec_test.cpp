@@ -337,5 +337,26 @@ TEST(SpecPaths, SchemaAndPluginOptionPaths) {
   EXPECT_FALSE(is_spec_path("extends"));
 }
 
+TEST(SpecEvalGenerate, DefaultsValuesErrorsAndTheResolvedSpec) {
+  const GenerateSpec defaults = parse_spec(kMinimal, "t.yaml").eval.generate;
+  EXPECT_EQ(defaults.prompt_tokens, 16);
+  EXPECT_EQ(defaults.max_tokens, 48);
+  EXPECT_DOUBLE_EQ(defaults.temperature, 0.8);
+  EXPECT_EQ(defaults.top_k, 0);
+  const ExperimentSpec s = parse_spec(std::string(kMinimal) + "eval: {generate: {prompt_tokens: 4, temperature: 0}}\n", "t.yaml",
+                                      {"eval.generate.top_k=5"});
+  EXPECT_EQ(s.eval.generate, (GenerateSpec{4, 48, 0.0, 5}));
+  const std::string yaml = resolved_yaml(s);
+  EXPECT_TRUE(contains(yaml, "generate:\n    prompt_tokens: 4\n    max_tokens: 48\n    temperature: 0.0\n    top_k: 5")) << yaml;
+  EXPECT_EQ(parse_spec(yaml, "r.yaml"), s);
+  const std::string e = parse_error(std::string(kMinimal) + "eval:\n  generate: {prompt_tokens: -1, temperature: -0.5, topk: 3}\n");
+  EXPECT_TRUE(contains(e, "t.yaml:6:29: eval.generate.prompt_tokens: -1 is out of range; expected an integer >= 0")) << e;
+  EXPECT_TRUE(contains(e, "eval.generate.temperature: -0.5 is out of range; expected a number >= 0")) << e;
+  EXPECT_TRUE(contains(e, "eval.generate.topk: unknown key; expected one of prompt_tokens, max_tokens, temperature, top_k "
+                          "(did you mean 'top_k'?)"))
+      << e;
+  EXPECT_TRUE(is_spec_path("eval.generate.temperature")) << "--set and sweeps reach it";
+}
+
 }  // namespace
 }  // namespace ablate::spec

@@ -1,0 +1,170 @@
+// Plugin task/classification (classification_task.hpp): options, loading, examples, scoring, text.
+#include "classification_task.hpp"
+
+#include <algorithm>
+
+#include "class_scores.hpp"
+#include "text/splits.hpp"
+
+namespace task_classification {
+namespace {
+
+constexpr ablate::OptionInfo kOptions[] = {
+    {"file", ablate::OptionType::String, nullptr, nullptr,
+     "UTF-8 TSV of 'text<TAB>label' lines (see text_column, label_column); a relative path is relative to the current directory"},
+    {"text_column", ablate::OptionType::Int, "1", nullptr, "the tab-separated column (from 1) holding the text"},
+    {"label_column", ablate::OptionType::Int, "2", nullptr, "the tab-separated column (from 1) holding the label"},
+    {"header", ablate::OptionType::Bool, "false", nullptr, "the first line names the columns and is skipped"},
+    {"tokens", ablate::OptionType::String, "word", "word|char",
+     "tokenization: word (whitespace, punctuation split) or char (one token per code point, spaces dropped)"},
+    {"lowercase", ablate::OptionType::Bool, "true", nullptr, "lower-case the text (ASCII, Latin-1/Extended-A, Greek, Cyrillic); labels stay as written"},
+    {"split_punctuation", ablate::OptionType::Bool, "true", nullptr,
+     "word level: punctuation characters become their own tokens (don't, 3.5 stay whole)"},
+    {"min_freq", ablate::OptionType::Int, "1", nullptr, "train-split count a token needs to enter the vocabulary; rarer ones are <unk>"},
+    {"max_len", ablate::OptionType::Int, "64", nullptr, "longest text, in tokens"},
+    {"long_examples", ablate::OptionType::String, "filter", "filter|truncate",
+     "texts longer than max_len: filter (drop the example) or truncate (keep its first max_len tokens)"},
+    {"max_examples", ablate::OptionType::Int, "0", nullptr, "keep the first N examples after filtering, in file order; 0 = all"},
+    {"valid_fraction", ablate::OptionType::Float, "0.1", nullptr, "fraction of the examples in the eval split (rounded up)"},
+    {"test_fraction", ablate::OptionType::Float, "0.1", nullptr, "fraction of the examples in the held-out test split (rounded up; 0 = none)"},
+    {"split_seed", ablate::OptionType::Int, "1", nullptr, "seed of the shuffle that assigns examples to the train/eval/test splits"},
+};
+
+[[noreturn]] void bad_option(const std::string& what, const std::string& hint = {}) {
+  throw ablate::Error(std::string(ClassificationTask::kName) + ": " + what, hint);
+}
+
+ReadOptions read_options(const ablate::Options& o) {
+  ReadOptions r;
+  r.tokens.level = o.get_string("tokens") == "char" ? ablate_text::Level::Char : ablate_text::Level::Word;
+  r.tokens.lowercase = o.get_bool("lowercase");
+  r.tokens.split_punctuation = o.get_bool("split_punctuation");
+  r.text_column = o.get_int("text_column");
+  r.label_column = o.get_int("label_column");
+  r.header = o.get_bool("header");
+  r.max_len = o.get_int("max_len");
+  r.long_examples = o.get_string("long_examples") == "truncate" ? LongExamples::Truncate : LongExamples::Filter;
+  r.max_examples = o.get_int("max_examples");
+  if (r.text_column < 1 || r.label_column < 1 || r.text_column == r.label_column)
+    bad_option("text_column " + std::to_string(r.text_column) + " and label_column " + std::to_string(r.label_column) +
+                   "; expected two different columns >= 1",
+               "columns are counted from 1: text_column: 1, label_column: 2 reads 'text<TAB>label'");
+  if (r.max_len < 1) bad_option("max_len must be >= 1, got " + std::to_string(r.max_len), "it counts the tokens of a text");
+  if (r.max_examples < 0) bad_option("max_examples must be >= 0, got " + std::to_string(r.max_examples), "0 keeps every example");
+  return r;
+}
+
+}  // namespace
+
+ClassificationTask::ClassificationTask(const ablate::Options& o) : read_options_(read_options(o)), tokenizer_(read_options_.tokens) {
+  const std::int64_t min_freq = o.get_int("min_freq");
+  if (min_freq < 1) bad_option("min_freq must be >= 1, got " + std::to_string(min_freq), "1 keeps every train token");
+
+  const std::string& file = o.get_string("file");
+  LabelledCorpus corpus;
+  try {
+    corpus = read_labelled_tsv_file(file, read_options_);
+  } catch (const ablate::Error& e) {
+    bad_option(e.what(), e.hint());
+  }
+  const auto n = static_cast<std::int64_t>(corpus.examples.size());
+  if (n == 0)
+    bad_option(file + ": no examples left after filtering (" + std::to_string(corpus.lines_read) + " lines, " +
+                   std::to_string(corpus.dropped_long) + " longer than max_len " + std::to_string(read_options_.max_len) +
+                   "); expected at least 3 examples",
+               "raise max_len, use long_examples: truncate, or check the file");
+
+  for (const LabelledText& e : corpus.examples) labels_.push_back(e.label);
+  std::sort(labels_.begin(), labels_.end());
+  labels_.erase(std::unique(labels_.begin(), labels_.end()), labels_.end());
+  if (labels_.size() < 2)
+    bad_option(file + ": " + std::to_string(labels_.size()) + " distinct label ('" + labels_.front() + "') in " +
+                   std::to_string(n) + " examples; expected at least 2 labels",
+               "a classifier needs two classes or more; check label_column");
+
+  ablate_text::SplitIndices split;
+  try {
+    split = ablate_text::split_indices(n, o.get_float("valid_fraction"), o.get_float("test_fraction"),
+                                       static_cast<std::uint64_t>(o.get_int("split_seed")));
+  } catch (const ablate::Error& e) {
+    bad_option(file + ": " + e.what(), e.hint());
+  }
+
+  ablate_text::Vocabulary::Builder counts;
+  for (std::int64_t i : split.train) counts.add(corpus.examples[static_cast<std::size_t>(i)].tokens);
+  vocab_ = counts.build(min_freq);
+
+  const auto encode = [&](ablate::Split part, const std::vector<std::int64_t>& indices) {
+    std::vector<ablate::Example>& out = examples_[part];
+    std::vector<std::int64_t>& lines = lines_[part];
+    out.reserve(indices.size());
+    lines.reserve(indices.size());
+    for (std::int64_t i : indices) {
+      const LabelledText& e = corpus.examples[static_cast<std::size_t>(i)];
+      const auto cls = std::lower_bound(labels_.begin(), labels_.end(), e.label) - labels_.begin();
+      out.push_back({vocab_.encode(e.tokens), {static_cast<std::int32_t>(cls)}});
+      lines.push_back(e.line);
+    }
+  };
+  encode(ablate::Split::Train, split.train);
+  encode(ablate::Split::Eval, split.eval);
+  encode(ablate::Split::Test, split.test);
+  corpus.examples.clear();
+  corpus.examples.shrink_to_fit();
+  stats_ = std::move(corpus);
+}
+
+ablate::TaskInfo ClassificationTask::info() const {
+  ablate::TaskInfo i{ablate::TaskType::Classification, vocab_.size(), read_options_.max_len, 1};
+  i.num_classes = static_cast<std::int64_t>(labels_.size());
+  return i;
+}
+
+std::int64_t ClassificationTask::size(ablate::Split split) const { return examples_.size(split); }
+
+ablate::Example ClassificationTask::example(ablate::Split split, std::int64_t index) const {
+  return examples_.at(split, index, kName);
+}
+
+std::int64_t ClassificationTask::line_of(ablate::Split split, std::int64_t index) const {
+  return lines_.at(split, index, kName);
+}
+
+std::vector<std::string> ClassificationTask::score_names() const { return {"exact_match", "accuracy", "macro_f1"}; }
+
+std::map<std::string, double> ClassificationTask::score(const std::vector<ablate::Example>& references,
+                                                        const std::vector<std::vector<std::int32_t>>& predictions) const {
+  if (references.size() != predictions.size())
+    throw ablate::Error(std::string(kName) + ": " + std::to_string(predictions.size()) + " predictions for " +
+                            std::to_string(references.size()) + " references",
+                        "pass one prediction (the class, as a one-token sequence) per reference example");
+  std::vector<std::int32_t> ref(references.size()), pred(predictions.size());
+  for (std::size_t i = 0; i < references.size(); ++i) {
+    if (references[i].tgt.size() != 1)
+      throw ablate::Error(std::string(kName) + ": reference " + std::to_string(i) + " has " +
+                              std::to_string(references[i].tgt.size()) + " target tokens; expected one, the class id",
+                          "score the task's own examples");
+    ref[i] = references[i].tgt[0];
+    pred[i] = predictions[i].size() == 1 ? predictions[i][0] : -1;  // no single class: wrong
+  }
+  const ClassScores s = class_scores(ref, pred, static_cast<std::int64_t>(labels_.size()));
+  return {{"exact_match", s.accuracy}, {"accuracy", s.accuracy}, {"macro_f1", s.macro_f1}};
+}
+
+std::string ClassificationTask::text(const std::vector<std::int32_t>& tokens, bool target) const {
+  if (!target) return tokenizer_.detokenize(vocab_.decode(tokens));
+  std::string out;
+  for (std::int32_t c : tokens) {
+    if (!out.empty()) out += ' ';
+    out += c >= 0 && c < static_cast<std::int32_t>(labels_.size()) ? labels_[static_cast<std::size_t>(c)] : "<unk>";
+  }
+  return out;
+}
+
+ablate::Component* create(const ablate::Options& o) { return new ClassificationTask(o); }
+
+ABLATE_PLUGIN("task", "classification", "1.0.0",
+              "Text classification of 'text<TAB>label' lines from a TSV file (word/char tokens, train-split vocabulary, accuracy, macro-F1)",
+              ablate::options_of(kOptions), create)
+
+}  // namespace task_classification

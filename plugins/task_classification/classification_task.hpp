@@ -1,0 +1,58 @@
+// Plugin task/classification: text classification of labelled lines read from a TSV file
+// (labelled_text.hpp), for the encoder-only model's classifier head. The texts are tokenized and
+// split deterministically (plugins/common/text), the vocabulary comes from the train split, the
+// classes are the file's distinct labels in sorted order; scored with accuracy and macro-F1.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ablate/task.hpp"
+#include "labelled_text.hpp"
+#include "text/tokenizer.hpp"
+#include "text/per_split.hpp"
+#include "text/vocabulary.hpp"
+
+namespace task_classification {
+
+class ClassificationTask final : public ablate::Task {
+ public:
+  static constexpr const char* kName = "task/classification";
+  // Reads, tokenizes, splits and encodes the whole file (once). Throws ablate::Error naming the
+  // plugin for bad options, FILE:LINE for a bad line, and for a file with fewer than 2 labels.
+  explicit ClassificationTask(const ablate::Options& o);
+
+  // Classification, vocab_size = the vocabulary's size, max_src_len = max_len, max_tgt_len 1,
+  // num_classes = labels().size().
+  ablate::TaskInfo info() const override;
+  std::int64_t size(ablate::Split split) const override;
+  // src: the text's token ids; tgt: {class id}.
+  ablate::Example example(ablate::Split split, std::int64_t index) const override;
+  // exact_match and accuracy (the same number: the one-token prediction equals the class), macro_f1.
+  std::map<std::string, double> score(const std::vector<ablate::Example>& references,
+                                      const std::vector<std::vector<std::int32_t>>& predictions) const override;
+  std::vector<std::string> score_names() const override;
+  // target: the label of each class id ("<unk>" for an id outside the classes), space-separated;
+  // else the detokenized text.
+  std::string text(const std::vector<std::int32_t>& tokens, bool target) const override;
+
+  // Class id -> label: the distinct labels of the kept examples, sorted byte-wise.
+  const std::vector<std::string>& labels() const { return labels_; }
+  const ablate_text::Vocabulary& vocabulary() const { return vocab_; }
+  // What reading the file kept and dropped (the examples themselves are not kept).
+  const LabelledCorpus& corpus_stats() const { return stats_; }
+  // The 1-based file line of an example (for people tracing an example back to the file).
+  std::int64_t line_of(ablate::Split split, std::int64_t index) const;
+
+ private:
+  ReadOptions read_options_;
+  ablate_text::Tokenizer tokenizer_;
+  ablate_text::Vocabulary vocab_;
+  std::vector<std::string> labels_;
+  LabelledCorpus stats_;  // counts only
+  ablate_text::PerSplit<ablate::Example> examples_;
+  ablate_text::PerSplit<std::int64_t> lines_;  // the 1-based file line of each example
+};
+
+}  // namespace task_classification

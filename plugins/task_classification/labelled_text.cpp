@@ -1,0 +1,103 @@
+// Reading labelled TSV files for task/classification (labelled_text.hpp).
+#include "labelled_text.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string_view>
+
+#include "ablate/error.hpp"
+
+namespace task_classification {
+namespace {
+
+constexpr std::string_view kBlank = " \t\v\f";
+
+bool blank(std::string_view line) { return line.find_first_not_of(kBlank) == std::string_view::npos; }
+
+std::string_view trim(std::string_view s) {
+  const std::size_t first = s.find_first_not_of(kBlank);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kBlank) - first + 1);
+}
+
+std::vector<std::string_view> columns(std::string_view line) {
+  std::vector<std::string_view> out;
+  for (std::size_t start = 0;;) {
+    const std::size_t tab = line.find('\t', start);
+    out.push_back(line.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start));
+    if (tab == std::string_view::npos) return out;
+    start = tab + 1;
+  }
+}
+
+// "'text<TAB>label'" for the default columns, else the columns spelled out.
+std::string layout(const ReadOptions& o) {
+  if (o.text_column == 1 && o.label_column == 2) return "'text<TAB>label' (further tab-separated columns are ignored)";
+  return "the text in column " + std::to_string(o.text_column) + " and the label in column " + std::to_string(o.label_column) +
+         " (tab-separated, counted from 1)";
+}
+
+}  // namespace
+
+LabelledCorpus read_labelled_tsv(std::istream& in, const std::string& name, const ReadOptions& o) {
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const ablate_text::Tokenizer tokenizer(o.tokens);
+  const auto max_len = static_cast<std::size_t>(o.max_len);
+  const auto needed = static_cast<std::size_t>(std::max(o.text_column, o.label_column));
+  LabelledCorpus c;
+  std::string_view rest(data);
+  if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);  // UTF-8 byte order mark
+  while (!rest.empty()) {
+    if (o.max_examples > 0 && static_cast<std::int64_t>(c.examples.size()) >= o.max_examples) break;
+    const std::size_t eol = rest.find('\n');
+    std::string_view line = rest.substr(0, eol);
+    rest.remove_prefix(eol == std::string_view::npos ? rest.size() : eol + 1);
+    const std::int64_t number = ++c.lines_read;
+    if (o.header && number == 1) continue;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (blank(line)) continue;
+    const std::string where = name + ":" + std::to_string(number);
+    if (const std::size_t bad = ablate_text::find_invalid_utf8(line); bad != std::string_view::npos)
+      throw ablate::Error(where + ": invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the line; expected UTF-8 text",
+                          "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+    const std::vector<std::string_view> cols = columns(line);
+    if (cols.size() < needed)
+      throw ablate::Error(where + ": " + (cols.size() == 1 ? std::string("no tab") : std::to_string(cols.size()) + " columns") +
+                              "; expected " + layout(o),
+                          "separate the text and the label of each line with a tab character");
+    const std::string_view label = trim(cols[static_cast<std::size_t>(o.label_column - 1)]);
+    if (label.empty())
+      throw ablate::Error(where + ": empty label; expected " + layout(o), "give every line a label, or delete the line");
+    LabelledText e{tokenizer.tokenize(cols[static_cast<std::size_t>(o.text_column - 1)]), std::string(label), number};
+    if (e.tokens.empty())
+      throw ablate::Error(where + ": empty text; expected " + layout(o), "give every line a text, or delete the line");
+    if (e.tokens.size() > max_len) {
+      if (o.long_examples == LongExamples::Filter) {
+        ++c.dropped_long;
+        continue;
+      }
+      ++c.truncated;
+      e.tokens.resize(max_len);
+    }
+    c.examples.push_back(std::move(e));
+  }
+  return c;
+}
+
+LabelledCorpus read_labelled_tsv_file(const std::string& path, const ReadOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  if (!in || std::filesystem::is_directory(path, ec)) {
+    const std::string cwd = std::filesystem::current_path(ec).string();
+    throw ablate::Error("cannot read '" + path + "'; expected a TSV file of " + layout(options) + " lines" +
+                            (std::filesystem::path(path).is_relative()
+                                 ? " (relative paths are relative to the current directory, " + cwd + ")"
+                                 : ""),
+                        "check the task's file option");
+  }
+  return read_labelled_tsv(in, path, options);
+}
+
+}  // namespace task_classification

@@ -1,0 +1,30 @@
+// task/language_model's synthetic mode (markov_chain.hpp): the transition table and the examples.
+#include "markov_chain.hpp"
+
+namespace task_language_model {
+
+MarkovLanguageModel::MarkovLanguageModel(const ablate::Options& o) : s_(o, kName) {
+  // The transition table: a pure function of the seed (its own Philox stream, step 0).
+  ablate_synthetic::Stream r(s_.seed, 0, ablate_synthetic::kTableStream);
+  successors_.resize(static_cast<std::size_t>(s_.content_tokens()));
+  for (auto& next : successors_)
+    for (auto& t : next) t = static_cast<std::int32_t>(r.integer(3, s_.vocab_size - 1));
+}
+
+ablate::Example MarkovLanguageModel::example(ablate::Split split, std::int64_t index) const {
+  s_.check_index(split, index, kName);
+  auto r = ablate_synthetic::Stream::of(s_, split, index);
+  ablate::Example e;
+  e.tgt.resize(static_cast<std::size_t>(r.integer(s_.min_len, s_.max_len)));
+  e.tgt[0] = static_cast<std::int32_t>(r.integer(3, s_.vocab_size - 1));
+  for (std::size_t t = 1; t < e.tgt.size(); ++t) {
+    const auto& next = successors_[static_cast<std::size_t>(e.tgt[t - 1] - 3)];
+    const float u = r.uniform();
+    int k = 0;
+    while (k + 1 < kSuccessors && u >= kCumulative[static_cast<std::size_t>(k)]) ++k;
+    e.tgt[t] = next[static_cast<std::size_t>(k)];
+  }
+  return e;
+}
+
+}  // namespace task_language_model

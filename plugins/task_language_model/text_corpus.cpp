@@ -1,0 +1,115 @@
+// Reading a text file into a token stream for task/language_model's text mode (text_corpus.hpp).
+#include "text_corpus.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string_view>
+#include <unordered_map>
+
+#include "ablate/error.hpp"
+
+namespace task_language_model {
+namespace {
+
+class Interner {
+ public:
+  explicit Interner(TokenStream& s) : s_(s) {}
+  void add(const std::string& token) {
+    auto [it, inserted] = ids_.try_emplace(token, static_cast<std::int32_t>(s_.types.size()));
+    if (inserted) s_.types.push_back(token);
+    s_.tokens.push_back(it->second);
+  }
+
+ private:
+  TokenStream& s_;
+  std::unordered_map<std::string, std::int32_t> ids_;
+};
+
+bool has_text(std::string_view data) {
+  for (std::size_t pos = 0; pos < data.size();)
+    if (!ablate_text::is_space(ablate_text::next_code_point(data, pos))) return true;
+  return false;
+}
+
+const char* level_name(ablate_text::Level l) { return l == ablate_text::Level::Char ? "char" : "word"; }
+
+}  // namespace
+
+std::int64_t TokenStream::line_of_token(std::int64_t index) const {
+  // The last line that starts at or before the token (blank lines share their successor's start).
+  return static_cast<std::int64_t>(std::upper_bound(line_starts.begin(), line_starts.end(), index) - line_starts.begin());
+}
+
+TokenStream read_token_stream(std::istream& in, const std::string& name, const StreamOptions& o) {
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string_view rest(data);
+  if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);  // UTF-8 byte order mark
+  if (!has_text(rest))
+    throw ablate::Error(name + ": " + (rest.empty() ? "the file is empty" : "the file has only whitespace") +
+                            "; expected UTF-8 text to train the language model on",
+                        "check the task's file option");
+  const bool chars = o.tokenizer.level == ablate_text::Level::Char;
+  const ablate_text::Tokenizer words(o.tokenizer);
+  // Reading stops once the windows max_examples asks for are complete.
+  const std::size_t wanted = o.max_examples > 0 ? static_cast<std::size_t>(o.max_examples * o.context) : 0;
+  TokenStream s;
+  Interner intern(s);
+  std::string token;
+  while (!rest.empty() && (wanted == 0 || s.tokens.size() < wanted)) {
+    const std::size_t eol = rest.find('\n');
+    const bool ended = eol != std::string_view::npos;  // the last line may lack its line break
+    std::string_view line = rest.substr(0, eol);
+    rest.remove_prefix(ended ? eol + 1 : rest.size());
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const std::int64_t number = ++s.lines_read;
+    s.line_starts.push_back(static_cast<std::int64_t>(s.tokens.size()));
+    if (const std::size_t bad = ablate_text::find_invalid_utf8(line); bad != std::string_view::npos)
+      throw ablate::Error(name + ":" + std::to_string(number) + ": invalid UTF-8 at byte " + std::to_string(bad + 1) +
+                              " of the line; expected UTF-8 text",
+                          "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+    if (chars) {
+      for (std::size_t pos = 0; pos < line.size();) {
+        char32_t c = ablate_text::next_code_point(line, pos);
+        if (o.tokenizer.lowercase) c = ablate_text::to_lower(c);
+        token.clear();
+        ablate_text::append_utf8(token, c);
+        intern.add(token);
+      }
+      if (ended) intern.add(kLineBreak);
+    } else {
+      const std::vector<std::string> tokens = words.tokenize(line);
+      for (const std::string& t : tokens) intern.add(t);
+      if (!tokens.empty()) intern.add(kLineBreak);
+    }
+  }
+  s.total_tokens = static_cast<std::int64_t>(s.tokens.size());
+  if (s.total_tokens < o.context)
+    throw ablate::Error(name + ": " + std::to_string(s.total_tokens) + " " + level_name(o.tokenizer.level) +
+                            " tokens are fewer than one window of context " + std::to_string(o.context) +
+                            "; expected at least " + std::to_string(o.context) + " tokens (3 windows or more, to split them)",
+                        "lower the task's context option, or use a longer file");
+  std::size_t keep = s.tokens.size() - s.tokens.size() % static_cast<std::size_t>(o.context);
+  if (wanted > 0) keep = std::min(keep, wanted);
+  s.dropped_tokens = s.total_tokens - static_cast<std::int64_t>(keep);
+  s.tokens.resize(keep);
+  s.tokens.shrink_to_fit();
+  return s;
+}
+
+TokenStream read_token_stream_file(const std::string& path, const StreamOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  if (!in || std::filesystem::is_directory(path, ec)) {
+    const std::string cwd = std::filesystem::current_path(ec).string();
+    throw ablate::Error("cannot read '" + path + "'; expected a UTF-8 text file" +
+                            (std::filesystem::path(path).is_relative()
+                                 ? " (relative paths are relative to the current directory, " + cwd + ")"
+                                 : ""),
+                        "check the task's file option");
+  }
+  return read_token_stream(in, path, options);
+}
+
+}  // namespace task_language_model

@@ -1,0 +1,63 @@
+// task/language_model over a text file (the plugin's text mode, option `file`): the file as one
+// token stream (text_corpus.hpp) cut into non-overlapping windows of `context` tokens, the
+// windows split deterministically into train / eval / test (ablate_text::split_indices), and one
+// vocabulary built from the train windows only (<unk> for the rest).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ablate/task.hpp"
+#include "text/per_split.hpp"
+#include "text/vocabulary.hpp"
+#include "text_corpus.hpp"
+
+namespace task_language_model {
+
+struct TextSettings {
+  std::string file;
+  StreamOptions stream;
+  std::int64_t min_freq = 1;
+  double valid_fraction = 0.05, test_fraction = 0.05;
+  std::int64_t split_seed = 1;
+};
+
+// What reading the file kept and dropped (the text itself is not kept).
+struct TextStats {
+  std::int64_t lines_read = 0, total_tokens = 0, dropped_tokens = 0, windows = 0;
+  std::int64_t train_tokens = 0, train_unk = 0;  // content tokens of the train windows; those that are <unk> (min_freq)
+};
+
+class TextLanguageModel final : public ablate::Task {
+ public:
+  static constexpr const char* kName = "task/language_model";
+  // Reads, tokenizes, cuts, splits and encodes the file (once). Throws ablate::Error naming the
+  // plugin for bad settings and FILE:LINE for a bad line.
+  explicit TextLanguageModel(const TextSettings& settings);
+
+  ablate::TaskInfo info() const override;
+  std::int64_t size(ablate::Split split) const override;
+  // A window of `context` content tokens as tgt (src empty): the model reads bos + window.
+  ablate::Example example(ablate::Split split, std::int64_t index) const override;
+  // Characters concatenated (the text as written, lower-cased if asked); words joined by single
+  // spaces, with no space around a line break. pad/bos/eos are dropped, an unknown id is "<unk>".
+  std::string text(const std::vector<std::int32_t>& tokens, bool target) const override;
+
+  const ablate_text::Vocabulary& vocabulary() const { return vocab_; }
+  const TextStats& stats() const { return stats_; }
+  // The window an example is: its tokens are the file's tokens [w * context, (w + 1) * context).
+  std::int64_t window_of(ablate::Split split, std::int64_t index) const;
+  // The 1-based file line where an example's window starts.
+  std::int64_t line_of(ablate::Split split, std::int64_t index) const;
+
+ private:
+  TextSettings settings_;
+  ablate_text::Vocabulary vocab_;
+  std::vector<std::int32_t> ids_;                  // [windows * context]: the kept stream as vocabulary ids
+  std::vector<std::int64_t> window_lines_;         // [windows]: the line each window starts on
+  ablate_text::PerSplit<std::int64_t> windows_;    // window indices per split (shuffled order)
+  TextStats stats_;
+};
+
+}  // namespace task_language_model

@@ -1,0 +1,426 @@
+// Tests for plugin task/classification (plugins/task_classification), linked in through its
+// OBJECT library: reading labelled TSV files (columns, header, filter/truncate, errors with
+// FILE:LINE), accuracy and macro-F1 against hand-computed values, labels, splits, vocabulary and
+// text(), the classifier head's size (model_config), and encoder-only classifiers trained through
+// `ablate run` on a fixture file and on the example spec experiments/classification/.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ablate/task.hpp"
+#include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
+#include "framework/plugins/plugin_test_util.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "../../plugins/common/text/tokenizer.hpp"
+#include "../../plugins/common/text/vocabulary.hpp"
+#include "../../plugins/task_classification/class_scores.hpp"
+#include "../../plugins/task_classification/classification_task.hpp"
+#include "../../plugins/task_classification/labelled_text.hpp"
+#include "results/run_file.hpp"
+#include "spec/experiment_spec.hpp"
+#include "train/experiment.hpp"
+
+ABLATE_DECLARE_PLUGIN(task_classification)
+
+namespace task_classification {
+namespace {
+
+namespace fs = std::filesystem;
+using Words = std::vector<std::string>;
+using Ids = std::vector<std::int32_t>;
+using ablate::Split;
+
+// The fixture TSVs beside this file.
+fs::path data(const std::string& name) { return fs::path(__FILE__).parent_path() / "data" / name; }
+const std::string kSentiment = "classification_sentiment.tsv";  // 60 lines, 20 each of negative, neutral, positive
+
+LabelledCorpus read(const std::string& text, ReadOptions o = {}) {
+  std::istringstream in(text);
+  return read_labelled_tsv(in, "mem.tsv", o);
+}
+
+// The original lines of a fixture (1-based: lines[0] is unused), split into tab-separated columns.
+std::vector<Words> lines_of(const std::string& name) {
+  std::ifstream in(data(name));
+  std::vector<Words> lines(1);
+  for (std::string l; std::getline(in, l);) {
+    Words cols;
+    std::stringstream ss(l);
+    for (std::string c; std::getline(ss, c, '\t');) cols.push_back(c);
+    lines.push_back(cols);
+  }
+  return lines;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading labelled text
+
+TEST(ClassificationReading, ReadsTextAndLabelSkippingBlankLinesAndIgnoringCrlfBomAndExtraColumns) {
+  const LabelledCorpus c = read("\xEF\xBB\xBFGreat film!\tpos\r\n\n   \nA bad, bad film.\t neg \textra column\n");
+  EXPECT_EQ(c.lines_read, 4);
+  ASSERT_EQ(c.examples.size(), 2u);
+  EXPECT_EQ(c.examples[0], (LabelledText{{"great", "film", "!"}, "pos", 1}));
+  EXPECT_EQ(c.examples[1], (LabelledText{{"a", "bad", ",", "bad", "film", "."}, "neg", 4}))
+      << "the label without surrounding spaces; a third column is ignored";
+}
+
+TEST(ClassificationReading, TextAndLabelColumnsAndAHeaderLine) {
+  ReadOptions o;
+  o.text_column = 3;
+  o.label_column = 1;
+  o.header = true;
+  const LabelledCorpus c = read("label\tid\tsentence\nB\t7\tHello there\nA\t8\tBye\n", o);
+  ASSERT_EQ(c.examples.size(), 2u);
+  EXPECT_EQ(c.examples[0], (LabelledText{{"hello", "there"}, "B", 2}));
+  EXPECT_EQ(c.examples[1], (LabelledText{{"bye"}, "A", 3}));
+  o.tokens.lowercase = false;
+  o.tokens.level = ablate_text::Level::Char;
+  EXPECT_EQ(read("label\tid\tsentence\nB\t7\tHi 好\n", o).examples[0].tokens, (Words{"H", "i", "好"}));
+}
+
+TEST(ClassificationReading, FilterTruncateAndMaxExamples) {
+  const std::string text = "a b\tx\na b c d\ty\na\tz\nb c\tx\n";
+  ReadOptions o;
+  o.max_len = 3;
+  const LabelledCorpus filtered = read(text, o);
+  EXPECT_EQ(filtered.dropped_long, 1);
+  ASSERT_EQ(filtered.examples.size(), 3u);
+  EXPECT_EQ(filtered.examples[1].line, 3);
+  o.long_examples = LongExamples::Truncate;
+  const LabelledCorpus cut = read(text, o);
+  EXPECT_EQ(cut.truncated, 1);
+  ASSERT_EQ(cut.examples.size(), 4u);
+  EXPECT_EQ(cut.examples[1], (LabelledText{{"a", "b", "c"}, "y", 2}));
+  o.long_examples = LongExamples::Filter;
+  o.max_examples = 2;
+  const LabelledCorpus first = read(text, o);
+  ASSERT_EQ(first.examples.size(), 2u);
+  EXPECT_EQ(first.examples[1].line, 3) << "the first N examples after filtering";
+}
+
+TEST(ClassificationReading, BadLinesAreErrorsNamingTheFileAndLine) {
+  const auto error = [](const std::string& text, ReadOptions o = {}) {
+    return ablate::testing::error_of([&] { read(text, o); });
+  };
+  std::string e = error("good\tpos\nno tab here\n");
+  EXPECT_NE(e.find("mem.tsv:2: no tab; expected 'text<TAB>label'"), std::string::npos) << e;
+  e = error("good\tpos\n\t neg\n");
+  EXPECT_NE(e.find("mem.tsv:2: empty text; expected"), std::string::npos) << e;
+  e = error("good\tpos\nbad film\t  \n");
+  EXPECT_NE(e.find("mem.tsv:2: empty label; expected"), std::string::npos) << e;
+  e = error("good\tpos\n\nCaf\xE9 ok\tpos\n");
+  EXPECT_NE(e.find("mem.tsv:3: invalid UTF-8 at byte 4 of the line; expected UTF-8 text"), std::string::npos) << e;
+  ReadOptions third;
+  third.text_column = 3;
+  e = error("a\tb\tc\nx\ty\n", third);
+  EXPECT_NE(e.find("mem.tsv:2: 2 columns; expected the text in column 3 and the label in column 2"), std::string::npos) << e;
+  e = ablate::testing::error_of([] { read_labelled_tsv_file("no/such/file.tsv", {}); });
+  EXPECT_NE(e.find("cannot read 'no/such/file.tsv'"), std::string::npos) << e;
+  EXPECT_NE(e.find("relative to the current directory"), std::string::npos) << e;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scores
+
+TEST(ClassificationScores, AccuracyAndMacroF1MatchHandComputedValues) {
+  // refs  0 0 0 1 1 2, preds 0 0 1 1 2 2: accuracy 4/6.
+  // F1 = 2TP / (2TP + FP + FN): class 0 TP 2 FP 0 FN 1 -> 4/5; class 1 TP 1 FP 1 FN 1 -> 2/4;
+  // class 2 TP 1 FP 1 FN 0 -> 2/3. Macro: (4/5 + 1/2 + 2/3) / 3 = 59/90.
+  const Ids refs = {0, 0, 0, 1, 1, 2}, preds = {0, 0, 1, 1, 2, 2};
+  ClassScores s = class_scores(refs, preds, 3);
+  EXPECT_DOUBLE_EQ(s.accuracy, 4.0 / 6.0);
+  EXPECT_DOUBLE_EQ(s.macro_f1, 59.0 / 90.0);
+  EXPECT_DOUBLE_EQ(class_scores(refs, preds, 5).macro_f1, 59.0 / 90.0)
+      << "a class that is neither a reference nor a prediction is not averaged";
+  // Always the majority class: refs 0 0 1, preds 0 0 0: class 0 TP 2 FP 1 -> 4/5, class 1 FN 1 -> 0.
+  s = class_scores({0, 0, 1}, {0, 0, 0}, 2);
+  EXPECT_DOUBLE_EQ(s.accuracy, 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(s.macro_f1, 0.4) << "macro-F1 punishes ignoring a class, accuracy does not";
+  // A prediction outside the classes is wrong and no class's false positive: class 0 -> 1, class 1 -> 0.
+  s = class_scores({0, 1}, {0, -1}, 2);
+  EXPECT_DOUBLE_EQ(s.accuracy, 0.5);
+  EXPECT_DOUBLE_EQ(s.macro_f1, 0.5);
+  s = class_scores({1, 0, 1}, {1, 0, 1}, 2);
+  EXPECT_EQ(s.accuracy, 1.0);
+  EXPECT_EQ(s.macro_f1, 1.0);
+  EXPECT_THROW(class_scores({0, 1}, {0}, 2), ablate::Error);
+  EXPECT_THROW(class_scores({}, {}, 2), ablate::Error);
+  EXPECT_THROW(class_scores({2}, {0}, 2), ablate::Error) << "a reference outside the classes";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The task
+
+class ClassificationTaskTest : public ::testing::Test {
+ protected:
+  void SetUp() override { registry.add_linked(task_classification::plugin_info, task_classification::plugin_create); }
+  std::shared_ptr<ClassificationTask> make(std::map<std::string, std::string> options) {
+    auto t = std::dynamic_pointer_cast<ClassificationTask>(registry.create<ablate::Task>("classification", options));
+    EXPECT_NE(t, nullptr);
+    return t;
+  }
+  std::shared_ptr<ClassificationTask> sentiment(std::map<std::string, std::string> extra = {}) {
+    extra["file"] = data(kSentiment).string();
+    return make(extra);
+  }
+  ablate::PluginRegistry registry;
+};
+
+TEST_F(ClassificationTaskTest, DeclaresItsOptionsAndScores) {
+  const auto& d = registry.find("task", "classification");
+  std::vector<std::string> names;
+  for (const auto& o : d.options) names.push_back(o.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"file", "text_column", "label_column", "header", "tokens", "lowercase",
+                                              "split_punctuation", "min_freq", "max_len", "long_examples", "max_examples",
+                                              "valid_fraction", "test_fraction", "split_seed"}));
+  EXPECT_THROW(registry.create<ablate::Task>("classification"), ablate::Error) << "file is required";
+  EXPECT_EQ(sentiment()->score_names(), (std::vector<std::string>{"exact_match", "accuracy", "macro_f1"}));
+}
+
+TEST_F(ClassificationTaskTest, LabelsAreSortedClassIdsAndEveryExampleCarriesItsLinesLabel) {
+  const auto t = sentiment();
+  EXPECT_EQ(t->labels(), (Words{"negative", "neutral", "positive"}));
+  const ablate::TaskInfo info = t->info();
+  EXPECT_EQ(info.type, ablate::TaskType::Classification);
+  EXPECT_EQ(info.num_classes, 3);
+  EXPECT_EQ(info.max_tgt_len, 1);
+  EXPECT_EQ(info.max_src_len, 64);
+  EXPECT_EQ(info.vocab_size, t->vocabulary().size());
+  const auto lines = lines_of(kSentiment);
+  const ablate_text::Tokenizer tok;
+  for (Split s : {Split::Train, Split::Eval, Split::Test})
+    for (std::int64_t i = 0; i < t->size(s); ++i) {
+      const ablate::Example e = t->example(s, i);
+      const Words& line = lines[static_cast<std::size_t>(t->line_of(s, i))];
+      ASSERT_EQ(e.tgt.size(), 1u);
+      EXPECT_EQ(t->labels()[static_cast<std::size_t>(e.tgt[0])], line[1]);
+      EXPECT_EQ(t->text(e.tgt, true), line[1]) << "a target's text is its label";
+      if (s == Split::Train) {
+        EXPECT_EQ(t->text(e.src, false), tok.detokenize(tok.tokenize(line[0])));
+      }
+      for (std::int32_t id : e.src) {
+        EXPECT_GE(id, ablate_text::Vocabulary::kUnk);
+        EXPECT_LT(id, info.vocab_size);
+      }
+    }
+  EXPECT_EQ(t->text({2, 0}, true), "positive negative");
+  EXPECT_EQ(t->text({3}, true), "<unk>") << "not a class";
+}
+
+TEST_F(ClassificationTaskTest, SplitsAreStableDisjointAndTheVocabularyComesFromTrainOnly) {
+  const auto a = sentiment({{"valid_fraction", "0.25"}, {"test_fraction", "0.1"}}),
+             b = sentiment({{"valid_fraction", "0.25"}, {"test_fraction", "0.1"}});
+  EXPECT_EQ(a->size(Split::Test), 6);   // ceil(0.1 * 60)
+  EXPECT_EQ(a->size(Split::Eval), 15);  // ceil(0.25 * 60)
+  EXPECT_EQ(a->size(Split::Train), 39);
+  std::set<std::int64_t> lines;
+  for (Split s : {Split::Train, Split::Eval, Split::Test})
+    for (std::int64_t i = 0; i < a->size(s); ++i) {
+      EXPECT_EQ(a->example(s, i), b->example(s, i)) << "the same examples in a second construction";
+      lines.insert(a->line_of(s, i));
+    }
+  EXPECT_EQ(lines.size(), 60u) << "every line in exactly one split";
+  EXPECT_THROW(a->example(Split::Test, 6), ablate::Error);
+  EXPECT_THROW(a->example(Split::Train, -1), ablate::Error);
+  EXPECT_NE(sentiment({{"split_seed", "2"}})->line_of(Split::Eval, 0), sentiment()->line_of(Split::Eval, 0))
+      << "split_seed reshuffles";
+
+  const auto rows = lines_of(kSentiment);
+  const ablate_text::Tokenizer tok;
+  std::set<std::string> train_words;
+  for (std::int64_t i = 0; i < a->size(Split::Train); ++i)
+    for (const auto& w : tok.tokenize(rows[static_cast<std::size_t>(a->line_of(Split::Train, i))][0])) train_words.insert(w);
+  EXPECT_EQ(a->vocabulary().size(), 4 + static_cast<std::int64_t>(train_words.size()));
+  int unknown = 0;
+  for (Split s : {Split::Eval, Split::Test})
+    for (std::int64_t i = 0; i < a->size(s); ++i) {
+      const Words words = tok.tokenize(rows[static_cast<std::size_t>(a->line_of(s, i))][0]);
+      const Ids ids = a->example(s, i).src;
+      ASSERT_EQ(words.size(), ids.size());
+      for (std::size_t k = 0; k < words.size(); ++k) {
+        EXPECT_EQ(ids[k] == ablate_text::Vocabulary::kUnk, train_words.count(words[k]) == 0) << words[k];
+        unknown += train_words.count(words[k]) == 0 ? 1 : 0;
+      }
+    }
+  EXPECT_GT(unknown, 0) << "the fixture has held-out-only words";
+  EXPECT_LT(sentiment({{"min_freq", "3"}})->vocabulary().size(), sentiment()->vocabulary().size());
+}
+
+TEST_F(ClassificationTaskTest, ScoreGivesAccuracyAsExactMatchAndMacroF1) {
+  const auto t = sentiment();
+  // negative 0, neutral 1, positive 2; the hand-computed case of AccuracyAndMacroF1MatchHandComputedValues.
+  std::vector<ablate::Example> refs;
+  for (std::int32_t c : {0, 0, 0, 1, 1, 2}) refs.push_back({{4, 5}, {c}});
+  const auto s = t->score(refs, {{0}, {0}, {1}, {1}, {2}, {2}});
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : s) keys.push_back(k);
+  EXPECT_EQ(keys, (Words{"accuracy", "exact_match", "macro_f1"})) << "score() returns exactly score_names()";
+  EXPECT_DOUBLE_EQ(s.at("accuracy"), 4.0 / 6.0);
+  EXPECT_EQ(s.at("exact_match"), s.at("accuracy"));
+  EXPECT_DOUBLE_EQ(s.at("macro_f1"), 59.0 / 90.0);
+  // A prediction that is not one class (none, two) is wrong.
+  const auto wrong = t->score({refs[0], refs[3]}, {{}, {1, 1}});
+  EXPECT_EQ(wrong.at("accuracy"), 0.0);
+  EXPECT_EQ(wrong.at("macro_f1"), 0.0);
+  EXPECT_THROW(t->score(refs, {{0}}), ablate::Error) << "one prediction per reference";
+  EXPECT_THROW(t->score({{{4}, {0, 1}}}, {{0}}), ablate::Error) << "a reference of two tokens is no class";
+}
+
+TEST_F(ClassificationTaskTest, BadOptionsAndFilesAreErrorsNamingThePlugin) {
+  ablate::testing::TempDir dir;
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir.path() / name, std::ios::binary) << text;
+    return (dir.path() / name).string();
+  };
+  const auto error = [&](std::map<std::string, std::string> o) { return ablate::testing::error_of([&] { make(o); }); };
+  const std::string file = data(kSentiment).string();
+  EXPECT_NE(error({{"file", file}, {"max_len", "0"}}).find("task/classification: max_len must be >= 1"), std::string::npos);
+  EXPECT_NE(error({{"file", file}, {"min_freq", "0"}}).find("min_freq must be >= 1"), std::string::npos);
+  EXPECT_NE(error({{"file", file}, {"label_column", "1"}}).find("expected two different columns"), std::string::npos);
+  EXPECT_NE(error({{"file", file}, {"valid_fraction", "0.6"}, {"test_fraction", "0.5"}}).find("leave no training data"),
+            std::string::npos);
+  EXPECT_NE(error({{"file", file}, {"max_len", "2"}}).find("no examples left"), std::string::npos);
+  const std::string one = write("one_label.tsv", "good\tpos\nfine\tpos\nnice\tpos\nok\tpos\n");
+  std::string e = error({{"file", one}});
+  EXPECT_NE(e.find("task/classification: " + one + ": 1 distinct label ('pos') in 4 examples; expected at least 2 labels"),
+            std::string::npos)
+      << e;
+  const std::string tabless = write("tabless.tsv", "good\tpos\nbad\tneg\njust text\n");
+  e = error({{"file", tabless}});
+  EXPECT_NE(e.find("task/classification: " + tabless + ":3: no tab; expected 'text<TAB>label'"), std::string::npos) << e;
+  EXPECT_NE(error({{"file", "/no/such.tsv"}}).find("task/classification: cannot read '/no/such.tsv'"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The framework's side: the classifier head is sized by the task's classes
+
+TEST(ClassificationModelConfig, TheClassifierHeadHasOneOutputPerClassAndOnlyForAClassificationTask) {
+  const auto spec = ablate::spec::parse_spec("name: x\ntask: copy\nmodel: {arch: encoder}\ntrain: {steps: 1}\n");
+  ablate::TaskInfo info{ablate::TaskType::Classification, 50, 16, 1};
+  info.num_classes = 3;
+  EXPECT_EQ(ablate::train::model_config(spec, info).num_classes, 3);
+  info.type = ablate::TaskType::Seq2Seq;
+  EXPECT_EQ(ablate::train::model_config(spec, info).num_classes, 0) << "a tagging encoder has no classifier head";
+  EXPECT_EQ(ablate::TaskInfo({ablate::TaskType::Seq2Seq, 50, 16, 16}).num_classes, 0) << "the default of the other task types";
+}
+
+// ---------------------------------------------------------------------------------------------
+// End to end: `ablate run` on the fixture file (the built plugin, loaded from the build tree).
+
+std::string tiny_spec(const std::string& arch, const std::string& file) {
+  return "name: tiny_classification\n"
+         "task: {plugin: classification, file: \"" + file + "\", valid_fraction: 0.25, test_fraction: 0.1}\n"
+         "model: {arch: " + arch + ", d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}\n"
+         "backend: reference\n"
+         "train: {steps: 150, batch_size: 8, optimizer: {lr: 3.0e-3}, seed: 1}\n"
+         "log: {every: 50, attention: {every: 150, probe_examples: 2}}\n"
+         "eval: {every: 75, batches: 2, metrics: [loss, token_accuracy, exact_match]}\n";
+}
+
+ablate::testing::CliResult run(const ablate::testing::TempDir& dir, const std::string& spec) {
+  std::ofstream(dir.path() / "spec.yaml") << spec;
+  return ablate::testing::run_cli(
+      {"run", (dir.path() / "spec.yaml").string(), "--out", (dir.path() / "run").string(), "--progress", "quiet"});
+}
+
+TEST(ClassificationEndToEnd, TinyEncoderClassifierBeatsTheMajorityClassAndRecordsAccuracyAndLabels) {
+  ablate::testing::TempDir dir;
+  const auto r = run(dir, tiny_spec("encoder", data(kSentiment).string()));
+  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
+
+  // The majority-class rate of the eval split the run scores (all of it: 15 <= 2 batches of 8).
+  ablate::PluginRegistry registry;
+  registry.add_linked(task_classification::plugin_info, task_classification::plugin_create);
+  const auto task = registry.create<ablate::Task>(
+      "classification", {{"file", data(kSentiment).string()}, {"valid_fraction", "0.25"}, {"test_fraction", "0.1"}});
+  std::map<std::int32_t, int> per_class;
+  for (std::int64_t i = 0; i < task->size(Split::Eval); ++i) ++per_class[task->example(Split::Eval, i).tgt[0]];
+  int majority = 0;
+  for (const auto& [c, n] : per_class) majority = std::max(majority, n);
+  const double majority_rate = static_cast<double>(majority) / static_cast<double>(task->size(Split::Eval));
+
+  const ablate::results::RunReader reader(dir.path() / "run" / "run.h5");
+  EXPECT_EQ(reader.state().status, ablate::results::RunStatus::Completed);
+  const ablate::results::MetricTable eval = reader.metrics(ablate::results::MetricSplit::Eval);
+  ASSERT_FALSE(eval.steps.empty());
+  EXPECT_EQ(eval.steps.back(), 150);
+  std::string names;
+  for (const auto& n : eval.names) names += n + " ";
+  const auto column = [&](const std::string& name) -> const std::vector<double>& {
+    for (std::size_t i = 0; i < eval.names.size(); ++i)
+      if (eval.names[i] == name) return eval.columns[i];
+    ADD_FAILURE() << "no eval column " << name << "; the table has: " << names;
+    static const std::vector<double> none(1, -1.0);
+    return none;
+  };
+  const double accuracy = column("accuracy").back();
+  EXPECT_GE(accuracy, majority_rate + 0.3) << "majority-class rate " << majority_rate << "\n" << r.out;
+  EXPECT_EQ(column("exact_match").back(), accuracy);
+  EXPECT_EQ(column("token_accuracy").back(), accuracy) << "teacher-forced accuracy over the one class token is the same";
+  EXPECT_GT(column("macro_f1").back(), 0.0);
+  EXPECT_LE(column("macro_f1").back(), 1.0);
+  EXPECT_GE(column("test_accuracy").back(), 0.0) << "the test split is scored at the end";
+  EXPECT_LT(column("loss").back(), column("loss").front());
+
+  // Decoded samples: the text, and labels as reference and prediction.
+  ASSERT_FALSE(reader.sample_steps().empty());
+  const ablate::results::SamplesRecord samples = reader.samples(reader.sample_steps().size() - 1);
+  ASSERT_FALSE(samples.reference.empty());
+  const std::set<std::string> labels = {"negative", "neutral", "positive"};
+  for (std::size_t i = 0; i < samples.reference.size(); ++i) {
+    EXPECT_FALSE(samples.src[i].empty());
+    EXPECT_EQ(labels.count(samples.reference[i]), 1u) << samples.reference[i];
+    EXPECT_EQ(labels.count(samples.prediction[i]), 1u) << samples.prediction[i];
+  }
+  EXPECT_FALSE(reader.attention_steps().empty()) << "the encoder's attention probe is recorded";
+  const ablate::results::ProbeTokens& probe_classes = reader.layout().probe.tgt;
+  EXPECT_EQ(probe_classes.length, 0) << "a classifier's probe has no target tokens";
+  ASSERT_EQ(probe_classes.texts.size(), 2u);
+  for (const std::string& t : probe_classes.texts) EXPECT_EQ(labels.count(t), 1u) << "the probe example's label: " << t;
+}
+
+TEST(ClassificationEndToEnd, TheExampleSpecTrainsItsDataFile) {
+  // experiments/classification/keyword_sentiment.yaml names its data relative to the repository
+  // root; the test points it there absolutely and halves the steps (3 classes of 60 lines).
+  ablate::testing::TempDir dir;
+  const fs::path experiments = ABLATE_SPEC_EXPERIMENTS_DIR;
+  const auto r = ablate::testing::run_cli({"run", (experiments / "classification" / "keyword_sentiment.yaml").string(), "--set",
+                                           "task.file=" + (experiments / "data" / "keyword_sentiment.tsv").string(), "--set",
+                                           "train.steps=200", "--out", (dir.path() / "run").string(), "--progress", "quiet"});
+  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
+  const ablate::results::MetricTable eval =
+      ablate::results::RunReader(dir.path() / "run" / "run.h5").metrics(ablate::results::MetricSplit::Eval);
+  const auto at = std::find(eval.names.begin(), eval.names.end(), "accuracy");
+  ASSERT_NE(at, eval.names.end());
+  EXPECT_GE(eval.columns[static_cast<std::size_t>(at - eval.names.begin())].back(), 0.8) << r.out;
+}
+
+TEST(ClassificationEndToEnd, AnotherArchitectureOrABadFileIsAnErrorNotACrash) {
+  {
+    ablate::testing::TempDir dir;
+    const auto r = run(dir, tiny_spec("encoder_decoder", data(kSentiment).string()));
+    EXPECT_EQ(r.code, ablate::cli::kExitUsage) << r.out << r.err;
+    EXPECT_NE(r.err.find("spec.yaml:3:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("model.arch: 'encoder_decoder' does not fit task 'classification'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("expected encoder"), std::string::npos) << r.err;
+  }
+  {
+    ablate::testing::TempDir dir;
+    const std::string bad = (dir.path() / "bad.tsv").string();
+    std::ofstream(bad, std::ios::binary) << "good film\tpos\nbad film\tneg\n\xFF\xFE broken\tpos\n";
+    const auto r = run(dir, tiny_spec("encoder", bad));
+    EXPECT_EQ(r.code, ablate::cli::kExitPluginError) << r.out << r.err;
+    EXPECT_NE(r.err.find(bad + ":3: invalid UTF-8 at byte 1 of the line; expected UTF-8 text"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace task_classification

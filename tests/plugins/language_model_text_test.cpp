@@ -1,0 +1,412 @@
+// Tests for task/language_model's text mode (plugins/task_language_model), linked in through its
+// OBJECT library: the token stream (char/word level, line breaks, CRLF, BOM, max_examples), errors
+// with FILE:LINE, windows, deterministic disjoint splits, the train-only vocabulary, refusal of
+// the other mode's options, and `ablate run` end to end over a fixture text: eval perplexity well
+// under the unigram baseline, continuations recorded in run.h5, the same after a resume.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ablate/task.hpp"
+#include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
+#include "framework/plugins/plugin_test_util.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "results/run_file.hpp"
+#include "../../plugins/task_language_model/text_corpus.hpp"
+#include "../../plugins/task_language_model/text_task.hpp"
+
+ABLATE_DECLARE_PLUGIN(task_language_model)
+
+namespace task_language_model {
+namespace {
+
+namespace fs = std::filesystem;
+using ablate::Split;
+using Words = std::vector<std::string>;
+using ablate_text::Vocabulary;
+
+fs::path data(const std::string& name) { return fs::path(__FILE__).parent_path() / "data" / name; }
+const fs::path kFable = data("language_model_fable.txt");
+
+std::string file_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+StreamOptions level(ablate_text::Level l, std::int64_t context, bool lowercase = false) {
+  StreamOptions o;
+  o.tokenizer.level = l;
+  o.tokenizer.lowercase = lowercase;
+  o.context = context;
+  return o;
+}
+StreamOptions chars(std::int64_t context, bool lowercase = false) { return level(ablate_text::Level::Char, context, lowercase); }
+StreamOptions words(std::int64_t context, bool lowercase = true) { return level(ablate_text::Level::Word, context, lowercase); }
+
+TokenStream read(const std::string& text, const StreamOptions& o) {
+  std::istringstream in(text);
+  return read_token_stream(in, "t.txt", o);
+}
+// The stream's tokens as text.
+Words tokens_of(const TokenStream& s) {
+  Words out;
+  for (std::int32_t t : s.tokens) out.push_back(s.types[static_cast<std::size_t>(t)]);
+  return out;
+}
+std::string concatenated(const TokenStream& s) {
+  std::string out;
+  for (const std::string& t : tokens_of(s)) out += t;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The token stream
+
+TEST(LanguageModelStream, CharLevelKeepsSpacesAndLineBreaksAndCutsWholeWindows) {
+  // A BOM and CRLF line ends are not text; the last line has no line break.
+  const TokenStream s = read("\xEF\xBB\xBF" "Ab c\r\nd\n\nxyz", chars(4));
+  EXPECT_EQ(s.total_tokens, 11);  // A b ' ' c \n d \n \n x y z
+  EXPECT_EQ(s.windows(4), 2);
+  EXPECT_EQ(s.dropped_tokens, 3) << "the tail shorter than a window";
+  EXPECT_EQ(concatenated(s), "Ab c\nd\n\n") << "the windows concatenate back to the text";
+  EXPECT_EQ(s.lines_read, 4);
+  EXPECT_EQ(s.line_of_token(0), 1);
+  EXPECT_EQ(s.line_of_token(4), 1) << "a line's break belongs to it";
+  EXPECT_EQ(s.line_of_token(5), 2);
+  EXPECT_EQ(s.line_of_token(7), 3) << "the blank line's break";
+  EXPECT_EQ(concatenated(read("ÀB\nÇd\n", chars(2, /*lowercase=*/true))), "àb\nçd\n") << "lower-casing is UTF-8 aware";
+  EXPECT_EQ(tokens_of(read("añ€😀\n", chars(5))), (Words{"a", "ñ", "€", "😀", "\n"})) << "one token per code point";
+}
+
+TEST(LanguageModelStream, WordLevelEndsEachNonBlankLineWithALineBreakToken) {
+  const TokenStream s = read("Hello, world!\n\n  \nGood   night.\nlast", words(1));
+  EXPECT_EQ(tokens_of(s), (Words{"hello", ",", "world", "!", "\n", "good", "night", ".", "\n", "last", "\n"}));
+  EXPECT_EQ(s.line_of_token(5), 4) << "blank lines add no token";
+  StreamOptions keep = words(1, /*lowercase=*/false);
+  keep.tokenizer.split_punctuation = false;
+  EXPECT_EQ(tokens_of(read("Don't stop, Go.\n", keep)), (Words{"Don't", "stop,", "Go.", "\n"}));
+}
+
+TEST(LanguageModelStream, MaxExamplesKeepsTheFirstWindowsOfTheFile) {
+  StreamOptions o = chars(3);
+  o.max_examples = 2;
+  const TokenStream s = read("abcdefgh\nijklmnop\nqrstuvwx\n", o);
+  EXPECT_EQ(concatenated(s), "abcdef");
+  EXPECT_EQ(s.lines_read, 1) << "reading stops once the windows are complete";
+}
+
+TEST(LanguageModelStream, ErrorsNameTheFileAndLine) {
+  using ablate::testing::error_of;
+  const std::string latin1 = error_of([] { read("ok\nfine\nCaf\xE9 au lait\n", chars(2)); });
+  EXPECT_NE(latin1.find("t.txt:3: invalid UTF-8 at byte 4 of the line; expected UTF-8 text"), std::string::npos) << latin1;
+  EXPECT_NE(latin1.find("iconv"), std::string::npos) << "the hint says how to convert: " << latin1;
+  const std::string empty = error_of([] { read("", chars(2)); });
+  EXPECT_NE(empty.find("t.txt: the file is empty; expected UTF-8 text"), std::string::npos) << empty;
+  EXPECT_NE(error_of([] { read("\xEF\xBB\xBF", chars(2)); }).find("the file is empty"), std::string::npos) << "a BOM alone";
+  const std::string blank = error_of([] { read(" \n\t\r\n", chars(2)); });
+  EXPECT_NE(blank.find("t.txt: the file has only whitespace"), std::string::npos) << blank;
+  const std::string short_file = error_of([] { read("abc", chars(4)); });
+  EXPECT_NE(short_file.find("t.txt: 3 char tokens are fewer than one window of context 4"), std::string::npos) << short_file;
+  const std::string absent = error_of([] { read_token_stream_file("no/such/file.txt", chars(4)); });
+  EXPECT_NE(absent.find("cannot read 'no/such/file.txt'"), std::string::npos) << absent;
+  EXPECT_NE(absent.find("relative to the current directory"), std::string::npos) << absent;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The task
+
+class LanguageModelTextTask : public ::testing::Test {
+ protected:
+  void SetUp() override { registry.add_linked(task_language_model::plugin_info, task_language_model::plugin_create); }
+  std::shared_ptr<TextLanguageModel> make(std::map<std::string, std::string> options) {
+    auto t = std::dynamic_pointer_cast<TextLanguageModel>(registry.create<ablate::Task>("language_model", options));
+    EXPECT_NE(t, nullptr) << "a file selects the text mode";
+    return t;
+  }
+  std::shared_ptr<TextLanguageModel> fable(std::map<std::string, std::string> extra = {}) {
+    extra.emplace("file", kFable.string());
+    extra.emplace("context", "32");
+    return make(extra);
+  }
+  std::string error(std::map<std::string, std::string> options) {
+    return ablate::testing::error_of([&] { registry.create<ablate::Task>("language_model", options); });
+  }
+  // A file in the test's temporary directory.
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = dir.path() / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  ablate::PluginRegistry registry;
+  ablate::testing::TempDir dir;
+};
+
+TEST_F(LanguageModelTextTask, DeclaresTheOptionsOfBothModesAndDefaultsToTheMarkovChain) {
+  std::vector<std::string> names;
+  for (const auto& o : registry.find("task", "language_model").options) names.push_back(o.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"vocab_size", "min_len", "max_len", "train_examples", "eval_examples", "seed", "file",
+                                              "tokens", "lowercase", "split_punctuation", "min_freq", "context", "max_examples",
+                                              "valid_fraction", "test_fraction", "split_seed"}));
+  const auto synthetic = registry.create<ablate::Task>("language_model");
+  EXPECT_EQ(std::dynamic_pointer_cast<TextLanguageModel>(synthetic), nullptr);
+  EXPECT_EQ(synthetic->info().vocab_size, 32);
+  EXPECT_EQ(synthetic->text(synthetic->example(Split::Eval, 0).tgt, true), "") << "the synthetic mode has no text";
+}
+
+TEST_F(LanguageModelTextTask, WindowsAreTheFileCutInOrder) {
+  const std::string text = file_text(kFable);  // ASCII, LF line ends: one char token per byte
+  const auto t = fable();
+  const std::int64_t n = static_cast<std::int64_t>(text.size()) / 32;
+  EXPECT_EQ(t->stats().windows, n);
+  EXPECT_EQ(t->stats().dropped_tokens, static_cast<std::int64_t>(text.size()) % 32);
+  EXPECT_EQ(t->size(Split::Train) + t->size(Split::Eval) + t->size(Split::Test), n);
+  const ablate::TaskInfo info = t->info();
+  EXPECT_EQ(info.type, ablate::TaskType::LanguageModel);
+  EXPECT_EQ(info.vocab_size, t->vocabulary().size());
+  EXPECT_EQ(info.max_src_len, 0);
+  EXPECT_EQ(info.max_tgt_len, 32);
+  for (Split split : {Split::Train, Split::Eval, Split::Test})
+    for (std::int64_t i = 0; i < t->size(split); ++i) {
+      const ablate::Example e = t->example(split, i);
+      EXPECT_TRUE(e.src.empty());
+      ASSERT_EQ(e.tgt.size(), 32u);
+      const std::int64_t w = t->window_of(split, i);
+      if (split == Split::Train) {  // eval/test windows may hold <unk>
+        EXPECT_EQ(t->text(e.tgt, true), text.substr(static_cast<std::size_t>(w * 32), 32)) << "window " << w;
+      }
+      const std::int64_t line = 1 + std::count(text.begin(), text.begin() + w * 32, '\n');
+      EXPECT_EQ(t->line_of(split, i), line) << "window " << w;
+    }
+  EXPECT_THROW(t->example(Split::Eval, t->size(Split::Eval)), ablate::Error);
+}
+
+TEST_F(LanguageModelTextTask, SplitsAreDeterministicDisjointAndCoverEveryWindow) {
+  const auto a = fable(), b = fable();
+  // 121 windows: test ceil(0.05 * 121) = 7, eval 7, train 107.
+  EXPECT_EQ(a->size(Split::Test), 7);
+  EXPECT_EQ(a->size(Split::Eval), 7);
+  EXPECT_EQ(a->size(Split::Train), 107);
+  std::set<std::int64_t> seen;
+  for (Split split : {Split::Train, Split::Eval, Split::Test})
+    for (std::int64_t i = 0; i < a->size(split); ++i) {
+      EXPECT_EQ(a->window_of(split, i), b->window_of(split, i)) << "the same file and seed, the same split";
+      EXPECT_EQ(a->example(split, i), b->example(split, i));
+      EXPECT_TRUE(seen.insert(a->window_of(split, i)).second) << "window " << a->window_of(split, i) << " in two places";
+    }
+  EXPECT_EQ(seen.size(), 121u);
+  EXPECT_EQ(*seen.rbegin(), 120);
+  const auto other = fable({{"split_seed", "2"}});
+  std::vector<std::int64_t> eval_a, eval_other;
+  for (std::int64_t i = 0; i < a->size(Split::Eval); ++i) {
+    eval_a.push_back(a->window_of(Split::Eval, i));
+    eval_other.push_back(other->window_of(Split::Eval, i));
+  }
+  EXPECT_NE(eval_a, eval_other) << "split_seed reshuffles the windows";
+}
+
+TEST_F(LanguageModelTextTask, VocabularyComesFromTheTrainWindowsOnly) {
+  // 40 windows of "ab\n"-text with one 'Z' in window 17: 'Z' is in the vocabulary exactly when
+  // window 17 is a train window; elsewhere it reads as <unk>.
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += i == 17 ? "aZ\nb" : "ab\nb";
+  const std::string file = write("z.txt", text);
+  bool seen_train = false, seen_held_out = false;
+  for (int seed = 1; seed <= 30 && !(seen_train && seen_held_out); ++seed) {
+    const auto t = make({{"file", file}, {"context", "4"}, {"valid_fraction", "0.2"}, {"test_fraction", "0.1"},
+                         {"split_seed", std::to_string(seed)}});
+    Split where = Split::Train;
+    std::int64_t index = -1;
+    for (Split split : {Split::Train, Split::Eval, Split::Test})
+      for (std::int64_t i = 0; i < t->size(split); ++i)
+        if (t->window_of(split, i) == 17) where = split, index = i;
+    ASSERT_GE(index, 0);
+    const bool in_train = where == Split::Train;
+    (in_train ? seen_train : seen_held_out) = true;
+    EXPECT_EQ(t->vocabulary().id("Z") != Vocabulary::kUnk, in_train) << "seed " << seed;
+    EXPECT_EQ(t->vocabulary().size(), in_train ? 8 : 7) << "<pad> <bos> <eos> <unk> a b \\n (Z)";
+    EXPECT_EQ(t->text(t->example(where, index).tgt, true), in_train ? "aZ\nb" : "a<unk>\nb");
+  }
+  EXPECT_TRUE(seen_train && seen_held_out) << "some split seed puts window 17 in train, another outside it";
+}
+
+TEST_F(LanguageModelTextTask, MinFreqSendsRareTokensToUnkAndWordTextKeepsLineBreaks) {
+  const auto t = fable({{"tokens", "word"}, {"lowercase", "true"}, {"context", "16"}, {"min_freq", "3"}});
+  const Vocabulary& v = t->vocabulary();
+  EXPECT_NE(v.id("miller"), Vocabulary::kUnk);
+  EXPECT_NE(v.id("\n"), Vocabulary::kUnk) << "a line break is a word-level token";
+  EXPECT_EQ(v.id("jar"), Vocabulary::kUnk) << "'jar' occurs once in the file: below min_freq 3";
+  EXPECT_EQ(v.id("Miller"), Vocabulary::kUnk) << "lower-cased";
+  EXPECT_GT(t->stats().train_unk, 0);
+  EXPECT_LT(t->stats().train_unk, t->stats().train_tokens / 5);
+  const std::vector<std::int32_t> ids = {v.id("the"), v.id("miller"), v.id("\n"), v.id("and"), ablate::TaskInfo::kEos, v.id("jar")};
+  EXPECT_EQ(t->text(ids, true), "the miller\nand <unk>") << "words joined by spaces, none around a line break; eos dropped";
+}
+
+TEST_F(LanguageModelTextTask, OptionsOfTheOtherModeAreRefused) {
+  const std::string file = kFable.string();
+  const std::string stray = error({{"file", file}, {"vocab_size", "40"}});
+  EXPECT_NE(stray.find("task/language_model: vocab_size is an option of the synthetic mode, but `file` is set (text mode); "
+                       "expected only file, tokens, lowercase"),
+            std::string::npos)
+      << stray;
+  const std::string two = error({{"file", file}, {"max_len", "20"}, {"seed", "3"}});
+  EXPECT_NE(two.find("max_len, seed are options of the synthetic mode"), std::string::npos) << two;
+  const std::string text_only = error({{"context", "32"}, {"tokens", "word"}});
+  EXPECT_NE(text_only.find("tokens, context are options of the text mode, but `file` is empty (synthetic mode"), std::string::npos)
+      << text_only;
+  EXPECT_NE(text_only.find("expected only vocab_size, min_len, max_len"), std::string::npos) << text_only;
+  const std::string punctuation = error({{"file", file}, {"split_punctuation", "false"}});
+  EXPECT_NE(punctuation.find("split_punctuation applies to tokens: word"), std::string::npos) << punctuation;
+  EXPECT_NO_THROW(make({{"file", file}, {"vocab_size", "32"}, {"context", "32"}})) << "an option at its default says nothing";
+  EXPECT_NO_THROW(registry.create<ablate::Task>("language_model", {{"context", "64"}, {"vocab_size", "40"}}));
+}
+
+TEST_F(LanguageModelTextTask, BadFilesAndSettingsAreErrorsNamingThePluginAndTheFile) {
+  const std::string bad = write("latin1.txt", "line one\nline two\ncaf\xE9\n");
+  const std::string latin1 = error({{"file", bad}, {"context", "4"}});
+  EXPECT_NE(latin1.find("task/language_model: " + bad + ":3: invalid UTF-8 at byte 4"), std::string::npos) << latin1;
+  const std::string empty = write("empty.txt", "");
+  EXPECT_NE(error({{"file", empty}}).find("task/language_model: " + empty + ": the file is empty"), std::string::npos);
+  const std::string tiny = write("tiny.txt", "just a few words\n");
+  const std::string short_file = error({{"file", tiny}});
+  EXPECT_NE(short_file.find(tiny + ": 17 char tokens are fewer than one window of context 64"), std::string::npos) << short_file;
+  const std::string two_windows = error({{"file", tiny}, {"context", "8"}});
+  EXPECT_NE(two_windows.find("cut into windows of 8 tokens: 2 examples leave no training data"), std::string::npos) << two_windows;
+  EXPECT_NE(error({{"file", "/no/such.txt"}}).find("task/language_model: cannot read '/no/such.txt'"), std::string::npos);
+  EXPECT_NE(error({{"file", kFable.string()}, {"context", "0"}}).find("context must be >= 1"), std::string::npos);
+  EXPECT_NE(error({{"file", kFable.string()}, {"min_freq", "0"}}).find("min_freq must be >= 1"), std::string::npos);
+  EXPECT_NE(error({{"file", kFable.string()}, {"valid_fraction", "1"}}).find("must be in [0, 1)"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// End to end: `ablate run` over the fixture text (the built plugin, loaded from the build tree).
+
+class LanguageModelTextRun : public ::testing::Test {
+ protected:
+  // Trains the fixture's char-level LM into dir/<name> with `extra` command-line arguments.
+  ablate::testing::CliResult run(const std::string& name, std::vector<std::string> extra = {}) {
+    std::ofstream(dir.path() / "spec.yaml") << kSpec;
+    std::vector<std::string> args = {"run", (dir.path() / "spec.yaml").string(), "--out", (dir.path() / name).string(),
+                                     "--progress", "quiet", "--set", "task.file=" + kFable.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return ablate::testing::run_cli(args);
+  }
+  static constexpr const char* kSpec = R"(name: tiny_lm_text
+task: {plugin: language_model, context: 32, valid_fraction: 0.1, test_fraction: 0.05}
+model: {arch: decoder, d_model: 32, heads: 2, layers: 2, d_ff: 64, dropout: 0.0, block: pre_norm}
+backend: {plugin: onednn, threads: 1}
+train: {steps: 160, batch_size: 16, optimizer: {lr: 5.0e-3}, seed: 1}
+log: {every: 40}
+eval: {every: 80, batches: 1, metrics: [loss, perplexity, token_accuracy],
+       generate: {prompt_tokens: 8, max_tokens: 16, temperature: 0.5}}
+)";
+  ablate::testing::TempDir dir;
+};
+
+// The perplexity of the eval windows under the train windows' unigram distribution (<unk> a token
+// like any other): what a model that ignores the context would reach at best.
+double unigram_perplexity(const ablate::Task& t) {
+  std::map<std::int32_t, double> counts;
+  double total = 0.0, nll = 0.0, n = 0.0;
+  for (std::int64_t i = 0; i < t.size(Split::Train); ++i)
+    for (std::int32_t id : t.example(Split::Train, i).tgt) counts[id] += 1.0, total += 1.0;
+  for (std::int64_t i = 0; i < t.size(Split::Eval); ++i)
+    for (std::int32_t id : t.example(Split::Eval, i).tgt) nll -= std::log(std::max(counts[id], 0.5) / total), n += 1.0;
+  return std::exp(nll / n);
+}
+
+TEST_F(LanguageModelTextRun, TinyCharModelBeatsTheUnigramBaselineAndRecordsContinuations) {
+  const auto r = run("run");
+  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
+  const ablate::results::RunReader reader(dir.path() / "run" / "run.h5");
+  EXPECT_EQ(reader.state().status, ablate::results::RunStatus::Completed);
+  const ablate::results::MetricTable eval = reader.metrics(ablate::results::MetricSplit::Eval);
+  ASSERT_EQ(eval.steps, (std::vector<std::int64_t>{80, 160}));
+  const auto column = [&](const std::string& name) -> const std::vector<double>& {
+    for (std::size_t i = 0; i < eval.names.size(); ++i)
+      if (eval.names[i] == name) return eval.columns[i];
+    static const std::vector<double> none;
+    ADD_FAILURE() << "no eval column " << name;
+    return none;
+  };
+  ablate::PluginRegistry registry;
+  registry.add_linked(task_language_model::plugin_info, task_language_model::plugin_create);
+  const auto task = registry.create<ablate::Task>("language_model", {{"file", kFable.string()}, {"context", "32"},
+                                                                     {"valid_fraction", "0.1"}, {"test_fraction", "0.05"}});
+  const double unigram = unigram_perplexity(*task), vocab = static_cast<double>(task->info().vocab_size);
+  ASSERT_GT(unigram, 12.0) << "the fixture's characters are not nearly uniform, but far from predictable one by one";
+  const double ppl = column("perplexity").back();
+  EXPECT_LT(ppl, 0.5 * unigram) << "eval perplexity " << ppl << ", unigram baseline " << unigram << ", vocabulary " << vocab;
+  EXPECT_LT(ppl, vocab / 5) << "vocabulary " << vocab;
+  EXPECT_LT(column("perplexity").back(), column("perplexity").front());
+  EXPECT_FALSE(std::isnan(column("test_perplexity").back())) << "the test split is scored when the run completes";
+
+  // Continuations: 5 eval examples per evaluation, prompt = the first 8 characters, reference =
+  // the next 16; the prediction is the model's (at most 16 tokens).
+  ASSERT_EQ(reader.sample_steps(), eval.steps);
+  const ablate::results::SamplesRecord last = reader.samples(1);
+  ASSERT_EQ(last.src.size(), 5u);
+  int nonempty = 0;
+  for (std::size_t i = 0; i < 5; ++i) {
+    const std::vector<std::int32_t> window = task->example(Split::Eval, static_cast<std::int64_t>(i)).tgt;
+    EXPECT_EQ(last.src[i], task->text({window.begin(), window.begin() + 8}, true)) << i;
+    EXPECT_EQ(last.reference[i], task->text({window.begin() + 8, window.begin() + 24}, true)) << i;
+    EXPECT_LE(last.prediction[i].size(), 16u * 5) << "16 tokens, each a character or <unk>";
+    nonempty += last.prediction[i].empty() ? 0 : 1;
+  }
+  EXPECT_GE(nonempty, 3) << "a trained model continues rather than ending at once";
+}
+
+TEST_F(LanguageModelTextRun, AResumedRunRecordsTheSameContinuations) {
+  const std::vector<std::string> short_run = {"--set", "train.steps=80", "--set", "eval.every=40"};
+  const auto whole = run("whole", short_run);
+  ASSERT_EQ(whole.code, ablate::cli::kExitOk) << whole.out << whole.err;
+  std::vector<std::string> first = short_run;
+  first.insert(first.end(), {"--stop-after", "40"});  // stops at the first evaluation's checkpoint
+  ASSERT_EQ(run("split", first).code, ablate::cli::kExitOk);
+  std::vector<std::string> second = short_run;
+  second.push_back("--resume");
+  const auto resumed = run("split", second);
+  ASSERT_EQ(resumed.code, ablate::cli::kExitOk) << resumed.out << resumed.err;
+  const ablate::results::RunReader a(dir.path() / "whole" / "run.h5"), b(dir.path() / "split" / "run.h5");
+  ASSERT_EQ(a.sample_steps(), (std::vector<std::int64_t>{40, 80}));
+  ASSERT_EQ(b.sample_steps(), a.sample_steps());
+  for (std::size_t row = 0; row < 2; ++row) {
+    EXPECT_EQ(b.samples(row).src, a.samples(row).src) << row;
+    EXPECT_EQ(b.samples(row).prediction, a.samples(row).prediction) << "row " << row << ": sampled with (seed, step), not a live RNG";
+  }
+}
+
+TEST_F(LanguageModelTextRun, GenerateSettingsAreCheckedAgainstTheTaskAndTheModel) {
+  const auto whole_window = run("long", {"--set", "eval.generate.prompt_tokens=32"});
+  EXPECT_EQ(whole_window.code, ablate::cli::kExitUsage) << whole_window.out << whole_window.err;
+  EXPECT_NE(whole_window.err.find("--set eval.generate.prompt_tokens=32: eval.generate.prompt_tokens: 32 leaves nothing to "
+                                  "continue: the task's examples have at most 32 tokens; expected fewer than 32"),
+            std::string::npos)
+      << whole_window.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "long")) << "a spec problem leaves no run directory";
+
+  const std::vector<std::string> two_steps = {"--set", "train.steps=2", "--set", "eval.every=2"};
+  std::vector<std::string> leaky = two_steps;
+  leaky.insert(leaky.end(), {"--set", "model.causal=false"});
+  const auto r = run("leaky", leaky);
+  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("note: skipped: eval.generate (model.causal is false"), std::string::npos) << r.out;
+  EXPECT_EQ(ablate::results::RunReader(dir.path() / "leaky" / "run.h5").layout().samples.count, 0);
+  std::vector<std::string> off = two_steps;
+  off.insert(off.end(), {"--set", "eval.generate.max_tokens=0"});
+  ASSERT_EQ(run("off", off).code, ablate::cli::kExitOk);
+  EXPECT_EQ(ablate::results::RunReader(dir.path() / "off" / "run.h5").layout().samples.count, 0) << "max_tokens 0: none recorded";
+}
+
+}  // namespace
+}  // namespace task_language_model
