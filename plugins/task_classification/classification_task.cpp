@@ -25,7 +25,8 @@ constexpr ablate::OptionInfo kOptions[] = {
     {"long_examples", ablate::OptionType::String, "filter", "filter|truncate",
      "texts longer than max_len: filter (drop the example) or truncate (keep its first max_len tokens)"},
     {"max_examples", ablate::OptionType::Int, "0", nullptr, "keep the first N examples after filtering, in file order; 0 = all"},
-    {"valid_fraction", ablate::OptionType::Float, "0.1", nullptr, "fraction of the examples in the eval split (rounded up)"},
+    {"valid_fraction", ablate::OptionType::Float, "0.1", nullptr,
+     "fraction of the examples in the eval split (rounded up); 0 = evaluate on the train examples"},
     {"test_fraction", ablate::OptionType::Float, "0.1", nullptr, "fraction of the examples in the held-out test split (rounded up; 0 = none)"},
     {"split_seed", ablate::OptionType::Int, "1", nullptr, "seed of the shuffle that assigns examples to the train/eval/test splits"},
 };
