@@ -5,6 +5,7 @@
 
 #include "class_scores.hpp"
 #include "text/splits.hpp"
+#include "text/text_file.hpp"
 
 namespace task_classification {
 namespace {
@@ -37,9 +38,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ReadOptions read_options(const ablate::Options& o) {
   ReadOptions r;
-  r.tokens.level = o.get_string("tokens") == "char" ? ablate_text::Level::Char : ablate_text::Level::Word;
-  r.tokens.lowercase = o.get_bool("lowercase");
-  r.tokens.split_punctuation = o.get_bool("split_punctuation");
+  r.tokens = ablate_text::tokenizer_options(o, "tokens");
   r.text_column = o.get_int("text_column");
   r.label_column = o.get_int("label_column");
   r.header = o.get_bool("header");

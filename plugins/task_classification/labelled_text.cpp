@@ -2,12 +2,10 @@
 #include "labelled_text.hpp"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string_view>
 
 #include "ablate/error.hpp"
+#include "text/text_file.hpp"
 
 namespace task_classification {
 namespace {
@@ -42,26 +40,18 @@ std::string layout(const ReadOptions& o) {
 }  // namespace
 
 LabelledCorpus read_labelled_tsv(std::istream& in, const std::string& name, const ReadOptions& o) {
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const ablate_text::Tokenizer tokenizer(o.tokens);
   const auto max_len = static_cast<std::size_t>(o.max_len);
   const auto needed = static_cast<std::size_t>(std::max(o.text_column, o.label_column));
   LabelledCorpus c;
-  std::string_view rest(data);
-  if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);  // UTF-8 byte order mark
-  while (!rest.empty()) {
-    if (o.max_examples > 0 && static_cast<std::int64_t>(c.examples.size()) >= o.max_examples) break;
-    const std::size_t eol = rest.find('\n');
-    std::string_view line = rest.substr(0, eol);
-    rest.remove_prefix(eol == std::string_view::npos ? rest.size() : eol + 1);
-    const std::int64_t number = ++c.lines_read;
+  ablate_text::TextLines lines(in);
+  for (std::string_view line; (o.max_examples == 0 || static_cast<std::int64_t>(c.examples.size()) < o.max_examples) &&
+                              lines.next(line);) {
+    const std::int64_t number = c.lines_read = lines.number();
     if (o.header && number == 1) continue;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (blank(line)) continue;
     const std::string where = name + ":" + std::to_string(number);
-    if (const std::size_t bad = ablate_text::find_invalid_utf8(line); bad != std::string_view::npos)
-      throw ablate::Error(where + ": invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the line; expected UTF-8 text",
-                          "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+    ablate_text::check_utf8(line, name, number);
     const std::vector<std::string_view> cols = columns(line);
     if (cols.size() < needed)
       throw ablate::Error(where + ": " + (cols.size() == 1 ? std::string("no tab") : std::to_string(cols.size()) + " columns") +
@@ -87,16 +77,7 @@ LabelledCorpus read_labelled_tsv(std::istream& in, const std::string& name, cons
 }
 
 LabelledCorpus read_labelled_tsv_file(const std::string& path, const ReadOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  std::error_code ec;
-  if (!in || std::filesystem::is_directory(path, ec)) {
-    const std::string cwd = std::filesystem::current_path(ec).string();
-    throw ablate::Error("cannot read '" + path + "'; expected a TSV file of " + layout(options) + " lines" +
-                            (std::filesystem::path(path).is_relative()
-                                 ? " (relative paths are relative to the current directory, " + cwd + ")"
-                                 : ""),
-                        "check the task's file option");
-  }
+  std::ifstream in = ablate_text::open_text_file(path, "a TSV file of " + layout(options) + " lines");
   return read_labelled_tsv(in, path, options);
 }
 

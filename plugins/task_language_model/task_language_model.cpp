@@ -8,6 +8,7 @@
 
 #include "markov_chain.hpp"
 #include "text_task.hpp"
+#include "text/text_file.hpp"
 
 namespace task_language_model {
 namespace {
@@ -104,9 +105,7 @@ void refuse_other_mode(const ablate::Options& o, bool text) {
 TextSettings text_settings(const ablate::Options& o) {
   TextSettings s;
   s.file = o.get_string("file");
-  s.stream.tokenizer.level = o.get_string("tokens") == "word" ? ablate_text::Level::Word : ablate_text::Level::Char;
-  s.stream.tokenizer.lowercase = o.get_bool("lowercase");
-  s.stream.tokenizer.split_punctuation = o.get_bool("split_punctuation");
+  s.stream.tokenizer = ablate_text::tokenizer_options(o, "tokens");
   s.stream.context = o.get_int("context");
   s.stream.max_examples = o.get_int("max_examples");
   s.min_freq = o.get_int("min_freq");

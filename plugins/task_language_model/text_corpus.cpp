@@ -2,13 +2,11 @@
 #include "text_corpus.hpp"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string_view>
 #include <unordered_map>
 
 #include "ablate/error.hpp"
+#include "text/text_file.hpp"
 
 namespace task_language_model {
 namespace {
@@ -43,11 +41,9 @@ std::int64_t TokenStream::line_of_token(std::int64_t index) const {
 }
 
 TokenStream read_token_stream(std::istream& in, const std::string& name, const StreamOptions& o) {
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string_view rest(data);
-  if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);  // UTF-8 byte order mark
-  if (!has_text(rest))
-    throw ablate::Error(name + ": " + (rest.empty() ? "the file is empty" : "the file has only whitespace") +
+  ablate_text::TextLines lines(in);
+  if (!has_text(lines.rest()))
+    throw ablate::Error(name + ": " + (lines.rest().empty() ? "the file is empty" : "the file has only whitespace") +
                             "; expected UTF-8 text to train the language model on",
                         "check the task's file option");
   const bool chars = o.tokenizer.level == ablate_text::Level::Char;
@@ -57,18 +53,11 @@ TokenStream read_token_stream(std::istream& in, const std::string& name, const S
   TokenStream s;
   Interner intern(s);
   std::string token;
-  while (!rest.empty() && (wanted == 0 || s.tokens.size() < wanted)) {
-    const std::size_t eol = rest.find('\n');
-    const bool ended = eol != std::string_view::npos;  // the last line may lack its line break
-    std::string_view line = rest.substr(0, eol);
-    rest.remove_prefix(ended ? eol + 1 : rest.size());
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const std::int64_t number = ++s.lines_read;
+  for (std::string_view line; (wanted == 0 || s.tokens.size() < wanted) && lines.next(line);) {
+    const bool ended = lines.ended();  // the last line may lack its line break
+    s.lines_read = lines.number();
     s.line_starts.push_back(static_cast<std::int64_t>(s.tokens.size()));
-    if (const std::size_t bad = ablate_text::find_invalid_utf8(line); bad != std::string_view::npos)
-      throw ablate::Error(name + ":" + std::to_string(number) + ": invalid UTF-8 at byte " + std::to_string(bad + 1) +
-                              " of the line; expected UTF-8 text",
-                          "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+    ablate_text::check_utf8(line, name, s.lines_read);
     if (chars) {
       for (std::size_t pos = 0; pos < line.size();) {
         char32_t c = ablate_text::next_code_point(line, pos);
@@ -99,16 +88,7 @@ TokenStream read_token_stream(std::istream& in, const std::string& name, const S
 }
 
 TokenStream read_token_stream_file(const std::string& path, const StreamOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  std::error_code ec;
-  if (!in || std::filesystem::is_directory(path, ec)) {
-    const std::string cwd = std::filesystem::current_path(ec).string();
-    throw ablate::Error("cannot read '" + path + "'; expected a UTF-8 text file" +
-                            (std::filesystem::path(path).is_relative()
-                                 ? " (relative paths are relative to the current directory, " + cwd + ")"
-                                 : ""),
-                        "check the task's file option");
-  }
+  std::ifstream in = ablate_text::open_text_file(path, "a UTF-8 text file");
   return read_token_stream(in, path, options);
 }
 

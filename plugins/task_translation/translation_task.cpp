@@ -5,6 +5,7 @@
 
 #include "bleu.hpp"
 #include "text/splits.hpp"
+#include "text/text_file.hpp"
 
 namespace task_translation {
 
@@ -37,18 +38,10 @@ constexpr ablate::OptionInfo kOptions[] = {
   throw ablate::Error(std::string(TranslationTask::kName) + ": " + what, hint);
 }
 
-ablate_text::TokenizerOptions tokenizer_options(const ablate::Options& o, const char* level_option) {
-  ablate_text::TokenizerOptions t;
-  t.level = o.get_string(level_option) == "char" ? ablate_text::Level::Char : ablate_text::Level::Word;
-  t.lowercase = o.get_bool("lowercase");
-  t.split_punctuation = o.get_bool("split_punctuation");
-  return t;
-}
-
 CorpusOptions corpus_options(const ablate::Options& o) {
   CorpusOptions c;
-  c.source = tokenizer_options(o, "source_tokens");
-  c.target = tokenizer_options(o, "target_tokens");
+  c.source = ablate_text::tokenizer_options(o, "source_tokens");
+  c.target = ablate_text::tokenizer_options(o, "target_tokens");
   c.max_len = o.get_int("max_len");
   c.long_examples = o.get_string("long_examples") == "truncate" ? LongExamples::Truncate : LongExamples::Filter;
   c.max_examples = o.get_int("max_examples");

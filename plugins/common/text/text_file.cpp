@@ -1,0 +1,56 @@
+// Opening and reading the text tasks' files (text_file.hpp).
+#include "text_file.hpp"
+
+#include <filesystem>
+#include <iterator>
+
+#include "ablate/error.hpp"
+
+namespace ablate_text {
+
+std::ifstream open_text_file(const std::string& path, const std::string& expected) {
+  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  if (!in || std::filesystem::is_directory(path, ec)) {
+    const std::string cwd = std::filesystem::current_path(ec).string();
+    throw ablate::Error("cannot read '" + path + "'; expected " + expected +
+                            (std::filesystem::path(path).is_relative()
+                                 ? " (relative paths are relative to the current directory, " + cwd + ")"
+                                 : ""),
+                        "check the task's file option");
+  }
+  return in;
+}
+
+TextLines::TextLines(std::istream& in)
+    : data_((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), rest_(data_) {
+  if (rest_.substr(0, 3) == "\xEF\xBB\xBF") rest_.remove_prefix(3);  // UTF-8 byte order mark
+}
+
+bool TextLines::next(std::string_view& line) {
+  if (rest_.empty()) return false;
+  const std::size_t eol = rest_.find('\n');
+  ended_ = eol != std::string_view::npos;
+  line = rest_.substr(0, eol);
+  rest_.remove_prefix(ended_ ? eol + 1 : rest_.size());
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  ++number_;
+  return true;
+}
+
+void check_utf8(std::string_view line, const std::string& name, std::int64_t number) {
+  if (const std::size_t bad = find_invalid_utf8(line); bad != std::string_view::npos)
+    throw ablate::Error(name + ":" + std::to_string(number) + ": invalid UTF-8 at byte " + std::to_string(bad + 1) +
+                            " of the line; expected UTF-8 text",
+                        "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+}
+
+TokenizerOptions tokenizer_options(const ablate::Options& o, const char* level_option) {
+  TokenizerOptions t;
+  t.level = o.get_string(level_option) == "char" ? Level::Char : Level::Word;
+  t.lowercase = o.get_bool("lowercase");
+  t.split_punctuation = o.get_bool("split_punctuation");
+  return t;
+}
+
+}  // namespace ablate_text
