@@ -1,5 +1,6 @@
 // ablate_op_bench: times backend/onednn's GEMM-heavy ops at Transformer shapes (tokens 4096,
-// d 512, d_ff 2048; attention B 16, H 8, T = S 128, Dh 64) in f32 and bf16, next to a plain
+// d 512, d_ff 2048; attention B 16, H 8, T = S 128, Dh 64) in f32 and bf16, and the linear
+// layers of benchmark config A (f32), next to a plain
 // oneDNN f32 matmul at the same sizes (the achievable peak here), and prints one table.
 //
 //   ablate_op_bench [--threads 2] [--reps 7]
@@ -125,27 +126,37 @@ int main(int argc, char** argv) {
   registry.scan({ablate::builtin_plugin_dir()});
   auto be = registry.create<Backend>("onednn", {{"threads", std::to_string(threads)}});
 
+  // linear fwd+bwd: x[n, in] -> y[n, out], as the model runs it (dx, dw, db accumulated).
+  const auto add_linear = [&](std::int64_t n, std::int64_t in, std::int64_t out, Activation act, DType dt) {
+    Tensor x = random_tensor(*be, {n, in}, dt, 1), w = random_tensor(*be, {out, in}, dt, 2, 0.05f),
+           b = random_tensor(*be, {out}, dt, 3), y = be->empty({n, out}, dt), dy = random_tensor(*be, {n, out}, dt, 4),
+           dx = be->empty({n, in}, dt), dw = be->empty({out, in}, DType::F32), db = be->empty({out}, DType::F32);
+    be->fill(dx, 0);
+    be->fill(dw, 0);
+    be->fill(db, 0);
+    const std::string shape = std::to_string(n) + "x" + std::to_string(in) + "->" + std::to_string(out) +
+                              (act == Activation::ReLU ? " relu " : " ") + ablate::dtype_name(dt);
+    rows.push_back({"linear fwd " + shape, [=]() mutable { be->linear_forward(y, nullptr, x, w, &b, act); }, 2.0 * n * in * out});
+    rows.push_back({"bwd dx " + shape, [=]() mutable { be->linear_backward(&dx, nullptr, nullptr, dy, x, w, nullptr, y, act); }, 2.0 * n * in * out});
+    rows.push_back({"bwd dw " + shape, [=]() mutable { be->linear_backward(nullptr, &dw, nullptr, dy, x, w, nullptr, y, act); }, 2.0 * n * in * out});
+    rows.push_back({"bwd db " + shape, [=]() mutable { be->linear_backward(nullptr, nullptr, &db, dy, x, w, nullptr, y, act); }, 0});
+    rows.push_back({"linear fwd+bwd " + shape, [=]() mutable {
+                      be->linear_forward(y, nullptr, x, w, &b, act);
+                      be->linear_backward(&dx, &dw, &db, dy, x, w, nullptr, y, act);
+                    },
+                    3 * 2.0 * n * in * out});
+  };
+  // Benchmark config A's layers (bench/configs/A_enc_dec.yaml: 2048 target tokens, d 256, d_ff
+  // 1024, vocabulary 1000): fused q/k/v, FFN in and out, the output projection.
+  add_linear(2048, 256, 768, Activation::None, DType::F32);
+  add_linear(2048, 256, 1024, Activation::ReLU, DType::F32);
+  add_linear(2048, 1024, 256, Activation::None, DType::F32);
+  add_linear(2048, 256, 1000, Activation::None, DType::F32);
   for (DType dt : {DType::F32, DType::BF16}) {
     const std::string tag = ablate::dtype_name(dt);
-    // linear fwd+bwd, both FFN layers: x[N, D] -> h[N, F] (relu) -> y[N, D]
-    for (int layer = 0; layer < 2; ++layer) {
-      const std::int64_t I = layer == 0 ? D : F, O = layer == 0 ? F : D;
-      const Activation act = layer == 0 ? Activation::ReLU : Activation::None;
-      Tensor x = random_tensor(*be, {N, I}, dt, 1), w = random_tensor(*be, {O, I}, dt, 2, 0.05f),
-             b = random_tensor(*be, {O}, dt, 3), y = be->empty({N, O}, dt), dy = random_tensor(*be, {N, O}, dt, 4),
-             dx = be->empty({N, I}, dt), dw = be->empty({O, I}, DType::F32), db = be->empty({O}, DType::F32);
-      be->fill(dx, 0);
-      be->fill(dw, 0);
-      be->fill(db, 0);
-      const std::string shape = std::to_string(N) + "x" + std::to_string(I) + "->" + std::to_string(O) +
-                                (layer == 0 ? " relu " : " ");
-      rows.push_back({"linear fwd " + shape + tag, [=]() mutable { be->linear_forward(y, nullptr, x, w, &b, act); }, 2.0 * N * I * O});
-      rows.push_back({"linear fwd+bwd " + shape + tag, [=]() mutable {
-                        be->linear_forward(y, nullptr, x, w, &b, act);
-                        be->linear_backward(&dx, &dw, &db, dy, x, w, nullptr, y, act);
-                      },
-                      3 * 2.0 * N * I * O});
-    }
+    // both FFN layers of a d 512 model: x[N, D] -> h[N, F] (relu) -> y[N, D]
+    add_linear(N, D, F, Activation::ReLU, dt);
+    add_linear(N, F, D, Activation::None, dt);
     // batched matmul: scores[BH, T, S] = q[BH, T, Dh] · k[BH, S, Dh]^T
     {
       Tensor q = random_tensor(*be, {B * H, T, Dh}, dt, 5), k = random_tensor(*be, {B * H, S, Dh}, dt, 6),

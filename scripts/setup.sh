@@ -14,6 +14,7 @@ PACKAGES=(
   libhdf5-dev hdf5-tools             # HDF5 1.10 C/C++ API: run files (framework/results/)
   libcairo2-dev                      # PNG/SVG figures rendered in-process (framework/analysis/)
   python3-h5py python3-numpy         # tests read run files the way researchers do, with h5py
+  python3-torch libopenblas0-openmp python3-yaml  # bench.peer_agreement: the PyTorch peer (bench/), on the OpenMP OpenBLAS
   slurmctld slurmd slurm-client munge  # Slurm 22.05: `ablate sweep --executor slurm` test on a loopback cluster
 )
 

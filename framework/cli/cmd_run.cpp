@@ -36,7 +36,10 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       ("progress", po::value<std::string>()->default_value("auto"),
        "auto (a bar on a terminal, lines otherwise or when CI is set), bar, lines, quiet")
       ("stop-after", po::value<std::int64_t>()->default_value(0),
-       "stop (checkpointed, resumable, exit 0) after this many steps of this invocation");
+       "stop (checkpointed, resumable, exit 0) after this many steps of this invocation")
+      ("profile", "time every backend op of the training steps and print where a step's time goes (docs/training.md)")
+      ("dump-reference", po::value<std::string>(),
+       "write FILE.h5 (new): initial parameters, every step's batch and loss, for checking another implementation (bench/)");
   po::positional_options_description positional;
   positional.add("spec", 1);
   const po::variables_map vm = parse_command("run", options, args, positional);
@@ -60,6 +63,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   run.resume = vm.count("resume") > 0;
   run.progress = progress_mode("run", vm["progress"].as<std::string>());
   run.stop_after = vm["stop-after"].as<std::int64_t>();
+  run.profile = vm.count("profile") > 0;
+  if (vm.count("dump-reference")) run.dump_reference = vm["dump-reference"].as<std::string>();
   if (run.stop_after < 0) throw UsageError("ablate run: --stop-after must be >= 0");
 
   StopSignals signals(on_stop_signal);

@@ -67,8 +67,10 @@ std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, c
   return out;
 }
 
-Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& registry) : spec(s) {
+Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& registry, std::shared_ptr<OpProfile> profile)
+    : spec(s) {
   backend = registry.create<Backend>(spec.backend.name, spec.backend.options);
+  if (profile) backend = std::make_shared<ProfilingBackend>(backend, std::move(profile));
   task = registry.create<Task>(spec.task.name, spec.task.options);
   schedule = registry.create<Schedule>(spec.train.schedule.name, spec.train.schedule.options);
   task_info = task->info();
@@ -141,8 +143,8 @@ std::vector<Example> Experiment::examples(Split split, const std::vector<std::in
   return out;
 }
 
-model::DeviceBatch Experiment::batch(const std::vector<Example>& examples) const {
-  return model::upload_batch(*backend, make_batch(examples), model->config(), compute);
+model::DeviceBatch Experiment::batch(const HostBatch& host) const {
+  return model::upload_batch(*backend, host, model->config(), compute);
 }
 
 }  // namespace ablate::train

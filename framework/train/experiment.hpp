@@ -16,6 +16,7 @@
 #include "model/transformer.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "spec/experiment_spec.hpp"
+#include "train/op_profile.hpp"
 
 namespace ablate::train {
 
@@ -30,8 +31,10 @@ std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, c
 struct Experiment {
   // Creates every plugin of `spec` (already checked by spec::validate_plugins) and builds the
   // model. Throws UsageError (with the spec position) when the architecture does not fit the task,
-  // PluginError when a plugin cannot be created.
-  Experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry);
+  // PluginError when a plugin cannot be created. With `profile`, the backend is wrapped in a
+  // ProfilingBackend that times every op into it (`ablate run --profile`).
+  Experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry,
+             std::shared_ptr<OpProfile> profile = nullptr);
 
   spec::ExperimentSpec spec;
   std::shared_ptr<Backend> backend;
@@ -47,8 +50,10 @@ struct Experiment {
 
   // The examples `indices` of `split`.
   std::vector<Example> examples(Split split, const std::vector<std::int64_t>& indices) const;
-  // Examples uploaded as a batch for the model; or the examples `indices` of `split`.
-  model::DeviceBatch batch(const std::vector<Example>& examples) const;
+  // A host batch uploaded for the model; examples batched and uploaded; or the examples
+  // `indices` of `split`.
+  model::DeviceBatch batch(const HostBatch& host) const;
+  model::DeviceBatch batch(const std::vector<Example>& examples) const { return batch(make_batch(examples)); }
   model::DeviceBatch batch(Split split, const std::vector<std::int64_t>& indices) const {
     return batch(examples(split, indices));
   }

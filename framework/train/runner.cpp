@@ -20,6 +20,7 @@
 #include "train/data_order.hpp"
 #include "train/evaluator.hpp"
 #include "train/experiment.hpp"
+#include "train/reference_dump.hpp"
 #include "train/run_recorder.hpp"
 
 namespace ablate::train {
@@ -95,6 +96,13 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   const std::string spec_yaml = resolved_run_yaml(spec);
   const std::string identity = spec::identity_yaml(spec);  // what a checkpoint must match
   const std::string id = run_id(spec);
+  const bool dumping = !options.dump_reference.empty();
+  if (dumping && options.resume)
+    throw UsageError("--dump-reference records a run from its first step; it cannot continue one with --resume",
+                     "dump a new run into another directory");
+  if (dumping && fs::exists(options.dump_reference))
+    throw UsageError("the reference dump " + options.dump_reference.string() + " already exists",
+                     "--dump-reference never overwrites: remove it or name another file");
 
   // --- the run directory: never overwrite another run's results
   const std::optional<results::RunState> recorded = recorded_state(run_file);
@@ -119,7 +127,12 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       throw UsageError("cannot resume " + dir.string() + ": its run file belongs to run " + recorded_id + ", this spec is run " + id,
                        "resume with the same spec and --set options, or start a new run in another directory");
   }
-  Experiment ex(spec, registry);  // first: a spec problem leaves no directory behind
+  const std::shared_ptr<OpProfile> profile = options.profile ? std::make_shared<OpProfile>() : nullptr;
+  Experiment ex(spec, registry, profile);  // first: a spec problem leaves no directory behind
+  std::optional<ReferenceDump> dump;  // written before training: the parameters' initial values
+  if (dumping)
+    dump.emplace(options.dump_reference, spec_yaml, *ex.store, ex.model->config().arch != model::Arch::Decoder,
+                 spec.train.batch_size, ex.task_info.max_src_len, ex.task_info.max_tgt_len + 1);
   std::string generate_note;
   const bool generate = generates(ex, &generate_note);  // a language model's sampled continuations
   std::error_code ec;
@@ -233,6 +246,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
     record.flush();
     out << results::to_string(status) << " at step " << state.step << ": " << result.reason << " (" << format_duration(elapsed())
         << ")\n";
+    if (profile) out << profile->report();
     return result;
   };
 
@@ -246,7 +260,9 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   try {
     while (state.step < spec.train.steps) {
       const std::int64_t step = state.step + 1;
-      const model::DeviceBatch batch = ex.batch(Split::Train, order.batch(step));
+      if (profile) profile->begin_step();
+      const HostBatch host_batch = make_batch(ex.examples(Split::Train, order.batch(step)));
+      const model::DeviceBatch batch = ex.batch(host_batch);
       ex.store->zero_grad();
       Graph g(*ex.backend, seed, static_cast<std::uint64_t>(step), /*training=*/true);
       const ops::CrossEntropyResult ce = ops::cross_entropy(g, ex.model->logits(g, batch), batch.targets,
@@ -259,6 +275,8 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       const double grad_norm = ex.optimizer->step(*ex.store, lr, spec.train.clip_grad_norm);
       if (!std::isfinite(grad_norm))
         return finish(RunStatus::Diverged, "gradient norm is " + number_text(grad_norm) + " at step " + std::to_string(step));
+      if (profile) profile->end_step();
+      if (dump) dump->record(host_batch, loss, lr);
       state.step = step;
       state.tokens_seen += batch.target_tokens;
       ++steps_this_call;

@@ -87,6 +87,22 @@ const float* OnednnBackend::as_f32(const void* data, DType dt, std::int64_t n, S
   return out;
 }
 
+MatView OnednnBackend::padded(const MatView& m, Slot slot) {
+  if (m.trans || m.batch != 1) fail("gemm", "internal: only a plain matrix can be padded");
+  const std::int64_t rows = m.rows, cols = m.cols, ld = cols + 16;
+  float* out = scratch_f32(slot, rows * ld);
+  const auto copy = [&](const auto* in) {
+#pragma omp parallel for num_threads(team_size(rows * cols, threads_)) schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+#pragma omp simd
+      for (std::int64_t c = 0; c < cols; ++c) out[r * ld + c] = backend_onednn::ld(in, r * cols + c);
+    }
+  };
+  if (m.dtype == DType::F32) copy(static_cast<const float*>(m.data));
+  else copy(static_cast<const bf16_t*>(m.data));
+  return MatView{out, DType::F32, 1, rows, cols, false, ld};
+}
+
 // ------------------------------------------------------------------------------------------
 // memory
 
@@ -207,64 +223,17 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
   } else {
     const float* A = as_f32(a.data, a.dtype, batch * M * K, kGemmA);
     const float* B = as_f32(b.data, b.dtype, batch * K * N, kGemmB);
-
-    key_.assign({batch, M, K, N, a.trans, b.trans, static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(alpha)),
-                 accumulate, bias != nullptr, static_cast<std::int64_t>(act)});
-    auto it = prims_.find(key_);
-    Prim* p = nullptr;
-    if (it != prims_.end()) {
-      ++hits_;
-      p = it->second.get();
+    if (batch == 1 && !bias && act == Activation::None) {
+      // The backward GEMMs (dx += g·w, dw += g^T·x) accumulate. oneDNN 2.6's sgemm with
+      // beta = 1 ran them 0-11% faster than the matmul primitive with a sum post-op at benchmark
+      // config A's shapes (ablate_op_bench, linear fwd+bwd rows).
+      const std::int64_t lda = a.padded_ld ? a.padded_ld : a.trans ? M : K, ldb = b.padded_ld ? b.padded_ld : b.trans ? K : N;
+      const dnnl_status_t st = dnnl_sgemm(a.trans ? 'T' : 'N', b.trans ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
+                                          accumulate ? 1.0f : 0.0f, C, N);
+      if (st != dnnl_success) fail(op, "oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)));
     } else {
-      try {
-        auto e = std::make_unique<Prim>();
-        const auto a_md = view_md(batch, M, K, a.trans), b_md = view_md(batch, K, N, b.trans),
-                   c_md = view_md(batch, M, N, false);
-        dnnl::primitive_attr attr;
-        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-        if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-        dnnl::post_ops po;
-        if (accumulate) po.append_sum(1.0f);
-        if (act != Activation::None) po.append_eltwise(1.0f, eltwise_alg(act), act == Activation::SiLU ? 1.0f : 0.0f, 0.0f);
-        attr.set_post_ops(po);
-        dnnl::matmul::desc d = [&] {
-          if (!bias) return dnnl::matmul::desc(a_md, b_md, c_md);
-          const auto bias_md = batch == 1 ? dnnl::memory::desc({1, N}, ddt::f32, tag::ab)
-                                          : dnnl::memory::desc({1, 1, N}, ddt::f32, tag::abc);
-          return dnnl::matmul::desc(a_md, b_md, bias_md, c_md);
-        }();
-        dnnl::matmul::primitive_desc pd(d, attr, engine_);
-        e->prim = dnnl::matmul(pd);
-        e->a = dnnl::memory(a_md, engine_, DNNL_MEMORY_NONE);
-        e->b = dnnl::memory(b_md, engine_, DNNL_MEMORY_NONE);
-        e->c = dnnl::memory(c_md, engine_, DNNL_MEMORY_NONE);
-        e->args = {{DNNL_ARG_SRC, e->a.get()}, {DNNL_ARG_WEIGHTS, e->b.get()}, {DNNL_ARG_DST, e->c.get()}};
-        if (bias) {
-          e->bias = dnnl::memory(pd.bias_desc(), engine_, DNNL_MEMORY_NONE);
-          e->args.push_back({DNNL_ARG_BIAS, e->bias.get()});
-        }
-        e->pad_bytes = pd.scratchpad_desc().get_size();
-        e->pad = dnnl::memory(pd.scratchpad_desc(), engine_, DNNL_MEMORY_NONE);
-        e->args.push_back({DNNL_ARG_SCRATCHPAD, e->pad.get()});
-        p = e.get();
-        prims_.emplace(key_, std::move(e));
-        ++created_;
-      } catch (const dnnl::error& err) {
-        fail(op, std::string("oneDNN matmul primitive creation failed: ") + err.what());
-      }
-    }
-    try {
-      p->a.set_data_handle(const_cast<float*>(A));
-      p->b.set_data_handle(const_cast<float*>(B));
-      p->c.set_data_handle(C);
-      if (bias) p->bias.set_data_handle(const_cast<float*>(bias_f));
-      p->pad.set_data_handle(p->pad_bytes ? scratch(kDnnlScratch, p->pad_bytes) : nullptr);
-      dnnl::error::wrap_c_api(dnnl_primitive_execute(p->prim.get(), stream_.get(), static_cast<int>(p->args.size()),
-                                                     p->args.data()),
-                              "could not execute a matmul primitive");
-      stream_.wait();
-    } catch (const dnnl::error& err) {
-      fail(op, std::string("oneDNN matmul execution failed: ") + err.what());
+      if (a.padded_ld || b.padded_ld) fail(op, "internal: padded operands need the sgemm path");
+      run_matmul(C, A, B, bias_f, batch, M, K, N, a.trans, b.trans, alpha, accumulate, bias != nullptr, act, op);
     }
   }
 
@@ -275,6 +244,69 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
   }
 }
 
+void OnednnBackend::run_matmul(float* C, const float* A, const float* B, const float* bias_f, std::int64_t batch,
+                               std::int64_t M, std::int64_t K, std::int64_t N, bool trans_a, bool trans_b, float alpha,
+                               bool accumulate, bool has_bias, Activation act, const char* op) {
+  key_.assign({batch, M, K, N, trans_a, trans_b, static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(alpha)),
+               accumulate, has_bias, static_cast<std::int64_t>(act)});
+  auto it = prims_.find(key_);
+  Prim* p = nullptr;
+  if (it != prims_.end()) {
+    ++hits_;
+    p = it->second.get();
+  } else {
+    try {
+      auto e = std::make_unique<Prim>();
+      const auto a_md = view_md(batch, M, K, trans_a), b_md = view_md(batch, K, N, trans_b),
+                 c_md = view_md(batch, M, N, false);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+      dnnl::post_ops po;
+      if (accumulate) po.append_sum(1.0f);
+      if (act != Activation::None) po.append_eltwise(1.0f, eltwise_alg(act), act == Activation::SiLU ? 1.0f : 0.0f, 0.0f);
+      attr.set_post_ops(po);
+      dnnl::matmul::desc d = [&] {
+        if (!has_bias) return dnnl::matmul::desc(a_md, b_md, c_md);
+        const auto bias_md = batch == 1 ? dnnl::memory::desc({1, N}, ddt::f32, tag::ab)
+                                        : dnnl::memory::desc({1, 1, N}, ddt::f32, tag::abc);
+        return dnnl::matmul::desc(a_md, b_md, bias_md, c_md);
+      }();
+      dnnl::matmul::primitive_desc pd(d, attr, engine_);
+      e->prim = dnnl::matmul(pd);
+      e->a = dnnl::memory(a_md, engine_, DNNL_MEMORY_NONE);
+      e->b = dnnl::memory(b_md, engine_, DNNL_MEMORY_NONE);
+      e->c = dnnl::memory(c_md, engine_, DNNL_MEMORY_NONE);
+      e->args = {{DNNL_ARG_SRC, e->a.get()}, {DNNL_ARG_WEIGHTS, e->b.get()}, {DNNL_ARG_DST, e->c.get()}};
+      if (has_bias) {
+        e->bias = dnnl::memory(pd.bias_desc(), engine_, DNNL_MEMORY_NONE);
+        e->args.push_back({DNNL_ARG_BIAS, e->bias.get()});
+      }
+      e->pad_bytes = pd.scratchpad_desc().get_size();
+      e->pad = dnnl::memory(pd.scratchpad_desc(), engine_, DNNL_MEMORY_NONE);
+      e->args.push_back({DNNL_ARG_SCRATCHPAD, e->pad.get()});
+      p = e.get();
+      prims_.emplace(key_, std::move(e));
+      ++created_;
+    } catch (const dnnl::error& err) {
+      fail(op, std::string("oneDNN matmul primitive creation failed: ") + err.what());
+    }
+  }
+  try {
+    p->a.set_data_handle(const_cast<float*>(A));
+    p->b.set_data_handle(const_cast<float*>(B));
+    p->c.set_data_handle(C);
+    if (has_bias) p->bias.set_data_handle(const_cast<float*>(bias_f));
+    p->pad.set_data_handle(p->pad_bytes ? scratch(kDnnlScratch, p->pad_bytes) : nullptr);
+    dnnl::error::wrap_c_api(dnnl_primitive_execute(p->prim.get(), stream_.get(), static_cast<int>(p->args.size()),
+                                                   p->args.data()),
+                            "could not execute a matmul primitive");
+    stream_.wait();
+  } catch (const dnnl::error& err) {
+    fail(op, std::string("oneDNN matmul execution failed: ") + err.what());
+  }
+}
+
 namespace {
 MatView view_of(const Tensor& t, std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
   return MatView{t.raw(), t.dtype(), batch, rows, cols, trans};
@@ -282,6 +314,16 @@ MatView view_of(const Tensor& t, std::int64_t batch, std::int64_t rows, std::int
 }  // namespace
 
 namespace {
+// Whether dw[O, I] += g^T·x runs into cache-set aliasing in oneDNN 2.6's sgemm: one side a
+// power-of-two multiple of 1024 floats (4 KiB rows), the other at most 256. Measured with 2048
+// rows (2 threads): 65-85 GFLOP/s for O x I = 1024 x 256, 256 x 1024, 2048 x 256, 256 x 2048,
+// 126-148 with both operands copied to rows padded by 16 floats (the copy included); shapes
+// such as 2048 x 512, 1536 x 512 or 768 x 256 run at 120-160 either way.
+bool aliasing_shape(std::int64_t O, std::int64_t I) {
+  const std::int64_t lo = std::min(O, I), hi = std::max(O, I);
+  return lo <= 256 && hi >= 1024 && hi % 1024 == 0 && (hi & (hi - 1)) == 0;
+}
+
 // g[N, O] = dy ⊙ act'(src) into gs (when non-null) and db's column sums of g into dbs (when
 // non-null), in one pass over the rows; the column sums in fixed chunks (deterministic).
 template <Activation A, class D, class Sp>
@@ -402,15 +444,18 @@ void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Te
     });
     if (gs) g = MatView{gs, DType::F32, 1, N, O, false};
   }
+  const bool pad = aliasing_shape(O, I) && (dx || dw);
+  if (pad) g = padded(g, kPadA);
   // dx[N, I] += g[N, O] · w[O, I]
   if (dx) gemm(dx->raw(), dx->dtype(), g, view_of(w, 1, O, I, false), 1.0f, true, nullptr, Activation::None, op);
   // dw[O, I] += g^T[O, N] · x[N, I]
   if (dw) {
+    const MatView xv = pad ? padded(view_of(x, 1, N, I, false), kPadB) : view_of(x, 1, N, I, false);
     MatView gt = g;
     gt.rows = O;
     gt.cols = N;
     gt.trans = true;
-    gemm(dw->raw(), dw->dtype(), gt, view_of(x, 1, N, I, false), 1.0f, true, nullptr, Activation::None, op);
+    gemm(dw->raw(), dw->dtype(), gt, xv, 1.0f, true, nullptr, Activation::None, op);
   }
   if (db) with_float(op, *db, [&](auto* p) {
 #pragma omp simd

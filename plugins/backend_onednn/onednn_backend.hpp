@@ -36,6 +36,7 @@ struct MatView {
   DType dtype = DType::F32;
   std::int64_t batch = 1, rows = 0, cols = 0;
   bool trans = false;
+  std::int64_t padded_ld = 0;  // > 0: F32, batch 1, stored rows padded to this many elements
 };
 
 // Scratch slots: each a reusable buffer kept for the backend's life (grown, never shrunk), so
@@ -43,6 +44,7 @@ struct MatView {
 enum Slot : int {
   kGemmA = 0, kGemmB, kGemmC, kGemmBias, kDnnlScratch,  // gemm(): bf16 operands widened, oneDNN scratchpad
   kLinG,                                                 // linear_backward: g = dy ⊙ act'
+  kPadA, kPadB,                                          // linear_backward: dw's operands with padded rows
   kAttS, kAttP, kAttD,                                   // attention: scores/P, P' or masks, dP
   kPartial,                                              // per-chunk partial column sums, per-thread rows
   kSums,                                                 // small f32 sums: per-row loss, db, dgamma|dbeta
@@ -114,6 +116,12 @@ class OnednnBackend final : public ablate::Backend {
   // the fused activation `act` (None/ReLU/GeluErf/GeluTanh/SiLU); c_dtype F32 or BF16.
   void gemm(void* c, DType c_dtype, const MatView& a, const MatView& b, float alpha, bool accumulate,
             const Tensor* bias, ablate::Activation act, const char* op);
+  // gemm()'s oneDNN matmul primitive (cached by shape and attributes) on f32 operands.
+  void run_matmul(float* C, const float* A, const float* B, const float* bias, std::int64_t batch, std::int64_t M,
+                  std::int64_t K, std::int64_t N, bool trans_a, bool trans_b, float alpha, bool accumulate, bool has_bias,
+                  ablate::Activation act, const char* op);
+  // `m` (not transposed, batch 1) copied as f32 into `slot` with rows padded to cols + 16.
+  MatView padded(const MatView& m, Slot slot);
   // A reusable f32/byte scratch buffer of at least `bytes` bytes for `slot`.
   void* scratch(Slot slot, std::size_t bytes);
   float* scratch_f32(Slot slot, std::int64_t n) {

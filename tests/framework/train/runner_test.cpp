@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -326,6 +327,40 @@ TEST_F(RunnerTest, AttentionLoggingDoesNotChangeTraining) {
         }
         EXPECT_NEAR(sum, 1.0, 1e-5);
       }
+}
+
+// The value in column `column` (0 = op) of the profile row that starts with `op` and has pass `pass`.
+std::string profile_cell(const std::string& out, const std::string& op, const std::string& pass, int column) {
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with(op + " ")) continue;
+    std::istringstream cells(line.substr(34));  // the op name column is 34 characters wide
+    std::vector<std::string> c{op};
+    for (std::string cell; cells >> cell;) c.push_back(cell);
+    if (c.size() > 1 && c[1] == pass && static_cast<int>(c.size()) > column) return c[static_cast<std::size_t>(column)];
+  }
+  return "";
+}
+
+TEST_F(RunnerTest, ProfileCountsEveryOpOfTheStepsWithoutChangingThem) {
+  const std::vector<std::string> common = {"--set", "train.steps=6", "--set", "log.every=1", "--set", "eval.every=6",
+                                           "--set", "model.dropout=0.1"};
+  std::vector<std::string> profiled = common;
+  profiled.push_back("--profile");
+  const auto r = run("profiled", profiled);
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  ASSERT_EQ(run("plain", common).code, cli::kExitOk);
+  EXPECT_EQ(table("profiled", results::MetricSplit::Train).at("loss"), table("plain", results::MetricSplit::Train).at("loss"));
+  EXPECT_NE(r.out.find("profile of 5 training steps after the first"), std::string::npos) << r.out;
+  // 1+1 layers: encoder qkv, out, ffn in/out (4); decoder qkv, out, cross q, kv, out, ffn in/out (7);
+  // the tied output projection (1).
+  EXPECT_EQ(profile_cell(r.out, "linear", "fwd", 4), "12.0") << r.out;
+  EXPECT_EQ(profile_cell(r.out, "linear", "bwd", 4), "12.0") << r.out;
+  EXPECT_EQ(profile_cell(r.out, "attention", "fwd", 4), "3.0") << r.out;  // encoder self, decoder self and cross
+  EXPECT_EQ(profile_cell(r.out, "cross_entropy", "fwd+bwd", 4), "1.0") << r.out;
+  EXPECT_FALSE(profile_cell(r.out, "linear", "fwd", 5).empty()) << "a GFLOP/s figure for the GEMMs";
+  EXPECT_FALSE(profile_cell(r.out, "step", "all", 2).empty()) << r.out;
+  EXPECT_EQ(run("plain2", common).out.find("profile of"), std::string::npos) << "no profile unless asked";
 }
 
 }  // namespace
