@@ -137,9 +137,6 @@ int main(int argc, char** argv) {
     const std::string shape = std::to_string(n) + "x" + std::to_string(in) + "->" + std::to_string(out) +
                               (act == Activation::ReLU ? " relu " : " ") + ablate::dtype_name(dt);
     rows.push_back({"linear fwd " + shape, [=]() mutable { be->linear_forward(y, nullptr, x, w, &b, act); }, 2.0 * n * in * out});
-    rows.push_back({"bwd dx " + shape, [=]() mutable { be->linear_backward(&dx, nullptr, nullptr, dy, x, w, nullptr, y, act); }, 2.0 * n * in * out});
-    rows.push_back({"bwd dw " + shape, [=]() mutable { be->linear_backward(nullptr, &dw, nullptr, dy, x, w, nullptr, y, act); }, 2.0 * n * in * out});
-    rows.push_back({"bwd db " + shape, [=]() mutable { be->linear_backward(nullptr, nullptr, &db, dy, x, w, nullptr, y, act); }, 0});
     rows.push_back({"linear fwd+bwd " + shape, [=]() mutable {
                       be->linear_forward(y, nullptr, x, w, &b, act);
                       be->linear_backward(&dx, &dw, &db, dy, x, w, nullptr, y, act);
