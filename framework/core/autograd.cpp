@@ -1,6 +1,7 @@
 // The tape (framework/include/ablate/autograd.hpp): nodes, leaves, recording and the reverse
 // replay. Gradients of intermediate nodes are allocated lazily, zeroed, and accumulated into
 // by the backends' backward ops (`+=`); a node used twice simply receives two contributions.
+// A node's gradient is freed once its entry has run: only leaves and parameters keep theirs.
 #include "ablate/autograd.hpp"
 
 #include "ablate/error.hpp"
@@ -100,9 +101,15 @@ void Graph::backward(const Var& output, const Tensor& doutput) {
   backend_.axpy(*grad_buffer(output), doutput, 1.0f);
   // Reverse program order: every consumer of a node was recorded after it, so a node's
   // gradient is complete when its own entry runs.
-  for (auto it = tape_.rbegin(); it != tape_.rend(); ++it)
+  for (auto it = tape_.rbegin(); it != tape_.rend(); ++it) {
     if (it->output->grad.defined()) it->fn(it->output->grad);
-  tape_.clear();  // releases the saved tensors
+    // The node's gradient has reached its inputs and its entry is spent: free both now (the
+    // tensors the entry saved go with its function), so that backward's peak memory holds the
+    // activations and the gradients in flight, not every gradient of the step at once.
+    it->fn = nullptr;
+    if (!it->output->parameter) it->output->grad = Tensor();
+  }
+  tape_.clear();
 }
 
 }  // namespace ablate

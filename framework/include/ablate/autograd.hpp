@@ -27,6 +27,7 @@ class BOOST_SYMBOL_VISIBLE Var {
   DType dtype() const { return value().dtype(); }
   bool requires_grad() const;
   // The accumulated gradient; undefined until backward reached this node (or for constants).
+  // Only a leaf's is kept after backward: an intermediate node's is freed once propagated.
   const Tensor& grad() const;
   const std::string& name() const;
 
