@@ -243,6 +243,10 @@ def main():
     p.add_argument("--configs", default="A,B,B-bf16", help="comma-separated, of " + ", ".join(CONFIGS))
     p.add_argument("--rounds", type=int, default=3, help="alternating Ablate / PyTorch rounds per config")
     p.add_argument("--steps", type=int, help="training steps of each speed run (default: the config's train.steps)")
+    p.add_argument("--bf16-steps", type=int, default=8,
+                   help="training steps of each B-bf16 speed run (5 of warm-up): PyTorch's bf16 on a CPU without bf16 "
+                        "instructions takes minutes per step")
+    p.add_argument("--bf16-rounds", type=int, default=1, help="rounds of B-bf16 (see --bf16-steps)")
     p.add_argument("--check-steps", type=int, default=20, help="steps of the agreement check")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-torch-release", action="store_true", help="only Debian's python3-torch (no venv)")
@@ -274,14 +278,20 @@ def main():
         if not args.check_only:
             peak = matmul_peak(args)
             lines.append(f"- matmul peak (ablate_op_bench, plain oneDNN f32, median): {peak:.1f} GFLOP/s")
+            if any(CONFIGS[n]["bf16"] for n in names):
+                lines.append(f"- bf16 configs: {args.bf16_rounds} round(s) of {args.bf16_steps} steps (5 of warm-up), "
+                             "as PyTorch's bf16 takes minutes per step on a CPU without bf16 instructions")
             for name in names:
-                extra = [f"train.steps={args.steps}"] if args.steps else []
+                bf16 = CONFIGS[name]["bf16"]
+                steps = args.bf16_steps if bf16 else args.steps
+                rounds = args.bf16_rounds if bf16 else args.rounds
+                extra = [f"train.steps={steps}"] if steps else []
                 sets = config_sets(name, args, extra)
                 spec_path = os.path.join(workdir, f"{name}.yaml")
                 spec = resolved_spec(args, name, sets, spec_path)
                 results = {"Ablate": ([], [])}
                 errors = {}
-                for r in range(args.rounds):
+                for r in range(rounds):
                     tps, rss = ablate_speed(args, name, sets, spec, workdir, f"{name}_ablate_{r}")
                     results["Ablate"][0].append(tps)
                     results["Ablate"][1].append(rss)
