@@ -47,6 +47,8 @@ struct RunInfo {
   std::string resolved_spec_yaml;  // every default filled in
   std::int64_t seed = 0;
   std::string backend;
+  std::string backend_device;       // BackendCaps::device, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)"
+  bool backend_deterministic = true;  // BackendCaps::deterministic: bit-identical reruns
   std::vector<std::string> plugins;  // one per plugin: "kind/name version"
   std::string host;
   std::string created;  // ISO-8601 UTC; empty: the time RunWriter::create runs

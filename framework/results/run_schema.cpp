@@ -149,6 +149,10 @@ RunInfo read_info(const h5::Obj& r) {
   i.resolved_spec_yaml = h5::string_attr(r, "resolved_spec_yaml");
   i.seed = h5::int_attr(r, "seed");
   i.backend = h5::string_attr(r, "backend");
+  if (h5::has_attr(r, "backend_device")) {  // files written before these two attributes existed lack them
+    i.backend_device = h5::string_attr(r, "backend_device");
+    i.backend_deterministic = h5::int_attr(r, "backend_deterministic") != 0;
+  }
   i.plugins = h5::strings_attr(r, "plugins");
   i.host = h5::string_attr(r, "host");
   i.created = h5::string_attr(r, "created");

@@ -1,7 +1,11 @@
 // Implementation of the shared backend test helpers (backend_test_util.hpp).
 #include "backends/backend_test_util.hpp"
 
+#include <cstdlib>
+#include <sstream>
+
 #include "ablate/bf16.hpp"
+#include "ablate/error.hpp"
 
 namespace ablate::testing {
 
@@ -29,6 +33,28 @@ std::shared_ptr<Backend> builtin_backend(const std::string& name, const std::map
   auto& slot = made[{name, options}];
   if (!slot) slot = new_builtin_backend(name, options);
   return slot;
+}
+
+std::string backend_unavailable(const std::string& name) {
+  static std::map<std::string, std::string> reasons;
+  if (auto it = reasons.find(name); it != reasons.end()) return it->second;
+  std::string why;
+  try {
+    builtin_backend(name);
+  } catch (const Error& e) {
+    why = "backend '" + name + "' cannot run on this machine: " + e.what() + (e.hint().empty() ? "" : " (" + e.hint() + ")");
+  } catch (const std::exception& e) {
+    why = "backend '" + name + "' cannot run on this machine: " + e.what();
+  }
+  return reasons[name] = why;
+}
+
+bool backend_required(const std::string& name) {
+  const char* env = std::getenv("ABLATE_REQUIRE_BACKENDS");
+  std::istringstream list(env ? env : "");
+  for (std::string item; std::getline(list, item, ',');)
+    if (item == name) return true;
+  return false;
 }
 
 Tensor f32_tensor(Backend& be, const Shape& shape, const std::vector<float>& values) {

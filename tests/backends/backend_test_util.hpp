@@ -24,6 +24,21 @@ std::shared_ptr<Backend> builtin_backend(const std::string& name, const std::map
 std::shared_ptr<Backend> new_builtin_backend(const std::string& name,
                                              const std::map<std::string, std::string>& options = {});
 
+// Why backend `name` cannot be created on this machine (the cudnn backend without a GPU), or ""
+// if it can. Asked once per name and process.
+std::string backend_unavailable(const std::string& name);
+// Whether ABLATE_REQUIRE_BACKENDS (comma-separated names, e.g. "cudnn" on a GPU machine) lists
+// `name`: then an unavailable backend fails its tests instead of skipping them.
+bool backend_required(const std::string& name);
+
+// Skips the current test (or fails it, if the backend is required) when backend `name` cannot
+// be created here, saying why.
+#define ABLATE_SKIP_IF_BACKEND_UNAVAILABLE(name)                                                  \
+  if (const std::string ablate_why = ::ablate::testing::backend_unavailable(name); !ablate_why.empty()) { \
+    if (::ablate::testing::backend_required(name)) FAIL() << "required backend unavailable: " << ablate_why; \
+    GTEST_SKIP() << ablate_why;                                                                  \
+  }
+
 Tensor f32_tensor(Backend& be, const Shape& shape, const std::vector<float>& values);
 Tensor i32_tensor(Backend& be, const Shape& shape, const std::vector<std::int32_t>& values);
 // The tensor's values as floats (F32 as is, BF16 widened).

@@ -16,6 +16,7 @@ namespace {
 
 class KvCache : public ::testing::TestWithParam<std::string> {
  protected:
+  void SetUp() override { ABLATE_SKIP_IF_BACKEND_UNAVAILABLE(GetParam()); }
   Backend& be() { return *builtin_backend(GetParam()); }
   // Values uploaded as `dtype` (BF16 by casting an F32 upload: the values are bf16-exact).
   Tensor upload(const Shape& shape, DType dtype, const std::vector<float>& v) {

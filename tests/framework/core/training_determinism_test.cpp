@@ -72,6 +72,7 @@ using testing::builtin_backend_names;
 class EveryBackend : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryBackend, TrainingIsBitIdenticalRunToRunAndLearns) {
+  ABLATE_SKIP_IF_BACKEND_UNAVAILABLE(GetParam());
   auto be = builtin_backend(GetParam());
   const std::vector<float> first = TinyLayer(*be).train(8);
   const std::vector<float> second = TinyLayer(*be).train(8);
@@ -80,6 +81,7 @@ TEST_P(EveryBackend, TrainingIsBitIdenticalRunToRunAndLearns) {
 }
 
 TEST_P(EveryBackend, LossCurveMatchesTheReferenceBackend) {
+  ABLATE_SKIP_IF_BACKEND_UNAVAILABLE(GetParam());
   auto be = builtin_backend(GetParam());
   const std::vector<float> mine = TinyLayer(*be).train(8);
   const std::vector<float> reference = TinyLayer(*builtin_backend("reference")).train(8);
@@ -87,6 +89,7 @@ TEST_P(EveryBackend, LossCurveMatchesTheReferenceBackend) {
 }
 
 TEST_P(EveryBackend, MixedPrecisionFollowsTheF32Curve) {
+  ABLATE_SKIP_IF_BACKEND_UNAVAILABLE(GetParam());
   auto be = builtin_backend(GetParam());
   if (!be->caps().bf16) GTEST_SKIP() << GetParam() << " has no bf16 support";
   const std::vector<float> f32 = TinyLayer(*be).train(8);
