@@ -57,12 +57,14 @@ class RunnerTest : public ::testing::Test {
     for (std::size_t i = 0; i < t.names.size(); ++i) m[t.names[i]] = t.columns[i];
     return m;
   }
-  // The run's recorded state and identity as one line: "status: completed; step: 40; reason: ...; plugins: ...".
+  // The run's recorded state and identity as one line:
+  // "status: completed; step: 40; reason: ...; backend: onednn on cpu, deterministic; plugins: ...".
   std::string record(const std::string& out) {
     const results::RunReader r(dir_ / out / "run.h5");
     const results::RunState s = r.state();
     std::string text = std::string("status: ") + results::to_string(s.status) + "; step: " + std::to_string(s.step) +
-                       "; reason: " + s.reason + "; plugins:";
+                       "; reason: " + s.reason + "; backend: " + r.info().backend + " on " + r.info().backend_device +
+                       (r.info().backend_deterministic ? ", deterministic" : ", not deterministic") + "; plugins:";
     for (const std::string& p : r.info().plugins) text += " " + p;
     return text;
   }
@@ -78,6 +80,7 @@ TEST_F(RunnerTest, TinyEncoderDecoderLearnsToCopyExactly) {
   EXPECT_EQ(eval.at("exact_match").back(), 1.0) << r.out;
   EXPECT_LT(eval.at("exact_match").front(), 1.0) << "the first evaluation should not be perfect yet";
   EXPECT_NE(record("copy").find("status: completed"), std::string::npos);
+  EXPECT_NE(record("copy").find("backend: onednn on cpu, deterministic"), std::string::npos) << record("copy");
   EXPECT_NE(r.out.find("early stopping: exact_match 1 reached target 1"), std::string::npos) << r.out;
 }
 
