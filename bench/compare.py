@@ -36,7 +36,12 @@ CONFIGS = {
     "A": {"spec": "bench/configs/A_enc_dec.yaml", "sets": [], "bf16": False},
     "B": {"spec": "bench/configs/B_decoder_lm.yaml", "sets": [], "bf16": False},
     "B-bf16": {"spec": "bench/configs/B_decoder_lm.yaml", "sets": ["precision=bf16"], "bf16": True},
+    # --gpu (issue 9): the cudnn backend in bf16 against PyTorch eager bf16 autocast on the same GPU
+    "B-gpu": {"spec": "bench/configs/B_decoder_lm.yaml", "sets": ["backend.plugin=cudnn", "precision=bf16"], "bf16": True,
+              "gpu": True},
+    "C-gpu": {"spec": "bench/configs/C_gpu_large.yaml", "sets": [], "bf16": True, "gpu": True, "no_check": True},
 }
+GPU_CONFIGS = "B-gpu,C-gpu"
 # --size tiny: the same architectures at toy sizes, with sequences of varying length (padding
 # masks exercised), for CI: correctness only.
 TINY_SETS = {
@@ -80,8 +85,18 @@ class Peer:
 
 
 def find_peers(args):
-    """The PyTorch rows: the venv's current release (eager, compiled) and Debian's 1.13."""
+    """The PyTorch rows: the venv's current release (eager, compiled) and Debian's 1.13; with
+    --gpu, the CUDA PyTorch of --torch-python (eager)."""
     peers, notes = [], []
+    if args.gpu:
+        version = subprocess.run([args.torch_python, "-c", "import torch; assert torch.cuda.is_available(); "
+                                  "print(torch.__version__)"], capture_output=True, text=True)
+        if version.returncode != 0:
+            notes.append(f"CUDA PyTorch: none in {args.torch_python} ({version.stderr.strip()[-200:]})")
+        else:
+            peers.append(Peer(f"PyTorch {version.stdout.strip()} eager (CUDA)", args.torch_python, dict(os.environ),
+                              release=True))
+        return peers, notes
     if args.no_torch_release:
         notes.append("current PyTorch release: skipped (--no-torch-release)")
     elif not os.path.exists(VENV_PYTHON):
@@ -112,7 +127,9 @@ def find_peers(args):
 
 
 def config_sets(name, args, extra=()):
-    sets = list(CONFIGS[name]["sets"]) + [f"backend.threads={args.threads}"]
+    sets = list(CONFIGS[name]["sets"])
+    if not CONFIGS[name].get("gpu"):
+        sets.append(f"backend.threads={args.threads}")
     if args.size == "tiny":
         sets += TINY_SETS[name]
     return sets + list(extra)
@@ -178,6 +195,8 @@ def peer_speed(args, peer, spec_path, bf16):
         cmd.append("--compile")
     if bf16:
         cmd.append("--bf16")
+    if args.gpu:
+        cmd += ["--device", "cuda"]
     code, out, rss = run_process(cmd, env=peer.env)
     result = last_json(out)
     if result is None or not result.get("ok"):
@@ -226,6 +245,22 @@ def matmul_peak(args):
     return float(found.group(1))
 
 
+def gpu_matmul_peak(args):
+    """bf16 matmul TFLOP/s of the GPU, measured here and now: torch.matmul of two 8192 x 8192 bf16
+    matrices (cuBLAS), the median of 20 after a warm-up; reported in GFLOP/s like matmul_peak."""
+    script = ("import torch, statistics\n"
+              "a = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16); b = torch.randn_like(a)\n"
+              "for _ in range(5): a @ b\n"
+              "times = []\n"
+              "for _ in range(20):\n"
+              "    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)\n"
+              "    s.record(); a @ b; e.record(); e.synchronize(); times.append(s.elapsed_time(e) / 1e3)\n"
+              "print(2 * 8192 ** 3 / statistics.median(times) / 1e9)\n"
+              "print(torch.cuda.get_device_name())\n")
+    out = subprocess.run([args.torch_python, "-c", script], capture_output=True, text=True, check=True).stdout.split("\n")
+    return float(out[0]), out[1]
+
+
 def machine():
     model = "unknown CPU"
     with open("/proc/cpuinfo") as f:
@@ -253,7 +288,13 @@ def main():
     p.add_argument("--check-only", action="store_true", help="the agreement check only (implied by --size tiny)")
     p.add_argument("--out", default=os.path.join(ROOT, "results", "bench"), help="where the markdown report goes")
     p.add_argument("--verbose", action="store_true", help="print every step of the checks")
+    p.add_argument("--gpu", action="store_true",
+                   help=f"the GPU benchmark (configs {GPU_CONFIGS}, cudnn backend, bf16) against CUDA PyTorch eager bf16")
+    p.add_argument("--torch-python", default=VENV_PYTHON if os.path.exists(VENV_PYTHON) else "python3",
+                   help="--gpu: the Python whose PyTorch has CUDA (default: bench/.venv, else python3)")
     args = p.parse_args()
+    if args.gpu and args.configs == "A,B,B-bf16":
+        args.configs = GPU_CONFIGS
     args.check_only = args.check_only or args.size == "tiny"
     names = [c.strip() for c in args.configs.split(",") if c.strip()]
     unknown = [n for n in names if n not in CONFIGS]
@@ -275,7 +316,10 @@ def main():
     workdir = tempfile.mkdtemp(prefix="ablate_bench_")
     failed = False
     try:
-        if not args.check_only:
+        if not args.check_only and args.gpu:
+            peak, gpu_name = gpu_matmul_peak(args)
+            lines.append(f"- GPU: {gpu_name}; matmul peak (torch bf16 8192^3, median): {peak / 1e3:.1f} TFLOP/s")
+        elif not args.check_only:
             peak = matmul_peak(args)
             lines.append(f"- matmul peak (ablate_op_bench, plain oneDNN f32, median): {peak:.1f} GFLOP/s")
             if any(CONFIGS[n]["bf16"] for n in names):
@@ -283,8 +327,8 @@ def main():
                              "as PyTorch's bf16 takes minutes per step on a CPU without bf16 instructions")
             for name in names:
                 bf16 = CONFIGS[name]["bf16"]
-                steps = args.bf16_steps if bf16 else args.steps
-                rounds = args.bf16_rounds if bf16 else args.rounds
+                steps = args.bf16_steps if bf16 and not args.gpu else args.steps
+                rounds = args.bf16_rounds if bf16 and not args.gpu else args.rounds
                 extra = [f"train.steps={steps}"] if steps else []
                 sets = config_sets(name, args, extra)
                 spec_path = os.path.join(workdir, f"{name}.yaml")
@@ -309,6 +353,8 @@ def main():
                 speed_rows.append((name, spec, results, errors))
         agreements = []
         for name in names:
+            if CONFIGS[name].get("no_check"):  # too large to retrace on the CPU
+                continue
             rows = agreement(args, name, peers, workdir)
             agreements.append((name, rows))
             failed |= not all(r["ok"] for _, r in rows)

@@ -7,7 +7,7 @@ framework/core/optimizer.cpp with the backend's adam_update): the same architect
 names and shapes, initialisation scheme, dropout sites, loss and optimizer. bench/README.md says
 what is measured and how.
 
-  peer_torch.py speed RESOLVED_SPEC.yaml [--threads 2] [--steps N] [--warmup N] [--compile] [--bf16]
+  peer_torch.py speed RESOLVED_SPEC.yaml [--threads 2] [--steps N] [--warmup N] [--compile] [--bf16] [--device cuda]
       trains on random batches of the spec's exact shapes; prints one JSON line (tokens/s, ...)
   peer_torch.py check DUMP.h5 [--threads 2] [--tolerance R] [--float64]
       loads an `ablate run --dump-reference` file, trains the same steps on the same batches from
@@ -254,7 +254,8 @@ def load_yaml(text):
 
 def train_step(model, optimizer, batch, train, forward, bf16):
     optimizer.zero_grad(set_to_none=True)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+    device_type = next(model.parameters()).device.type
+    with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
         loss = forward(model, batch, float(train["label_smoothing"]))
     loss.backward()
     if float(train["clip_grad_norm"]) > 0:
@@ -272,7 +273,8 @@ def speed(args, spec):
     torch.manual_seed(int(train["seed"]))
     vocab, length, b = int(task["vocab_size"]), int(task["max_len"]), int(train["batch_size"])
     lm = m["arch"] == "decoder"
-    model = Transformer(m, vocab, length + 1)
+    device = torch.device(args.device)
+    model = Transformer(m, vocab, length + 1).to(device)
     model.train()
     optimizer = make_optimizer(model.parameters(), train)
     forward = loss_of
@@ -282,9 +284,9 @@ def speed(args, spec):
     def batch():
         """Token values do not change the work; shapes do: sources and targets of max_len tokens."""
         tgt = torch.randint(3, vocab, (b, length))
-        return {"src": None if lm else tgt.clone(),
-                "tgt_in": torch.cat([torch.full((b, 1), BOS), tgt], dim=1),
-                "tgt_out": torch.cat([tgt, torch.full((b, 1), EOS)], dim=1)}
+        return {"src": None if lm else tgt.clone().to(device),
+                "tgt_in": torch.cat([torch.full((b, 1), BOS), tgt], dim=1).to(device),
+                "tgt_out": torch.cat([tgt, torch.full((b, 1), EOS)], dim=1).to(device)}
 
     tokens_per_step = b * (length + 1)  # non-pad target positions, eos included: Ablate's target tokens
     losses = []
@@ -292,14 +294,14 @@ def speed(args, spec):
         for _ in range(args.warmup):
             losses.append(train_step(model, optimizer, batch(), train, forward, args.bf16).item())
         start = time.perf_counter()
-        for _ in range(args.steps):
+        for _ in range(args.steps):  # .item() waits for the step, on a GPU too
             losses.append(train_step(model, optimizer, batch(), train, forward, args.bf16).item())
         seconds = time.perf_counter() - start
     except Exception as e:  # torch.compile's failures surface at the first call
         print(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0][:300]}))
         return 1
     print(json.dumps({"ok": True, "torch": torch.__version__, "compiled": args.compile, "bf16": args.bf16,
-                      "threads": args.threads,
+                      "threads": args.threads, "device": str(device),
                       "fused_adam": bool(optimizer.defaults.get("fused")),
                       "warmup": args.warmup, "steps": args.steps, "seconds": seconds, "tokens_per_step": tokens_per_step,
                       "tokens_per_s": tokens_per_step * args.steps / seconds, "first_loss": losses[0], "last_loss": losses[-1]}))
@@ -371,7 +373,8 @@ def main():
     s.add_argument("--steps", type=int, default=None, help="timed steps (default: train.steps minus the warm-up)")
     s.add_argument("--warmup", type=int, default=None, help="untimed first steps (default: log.every)")
     s.add_argument("--compile", action="store_true", help="torch.compile the forward and loss")
-    s.add_argument("--bf16", action="store_true", help="torch.autocast('cpu', bfloat16) around forward and loss")
+    s.add_argument("--bf16", action="store_true", help="torch.autocast(device, bfloat16) around forward and loss")
+    s.add_argument("--device", default="cpu", help="cpu (default) or cuda: where the peer trains")
     c = sub.add_parser("check", help="retrace an `ablate run --dump-reference` file and compare losses")
     c.add_argument("dump")
     c.add_argument("--threads", type=int, default=2)

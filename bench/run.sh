@@ -5,6 +5,7 @@
 # bench/compare.py with Debian's python3, passing every option on:
 #
 #   bench/run.sh [--size tiny|full] [--configs A,B,B-bf16] [--rounds 3] [--steps N] [--threads 2] [--no-torch-release]
+#   bench/run.sh --gpu [--torch-python python3]   the cudnn backend against CUDA PyTorch (configs B-gpu, C-gpu)
 #
 # Environment: ABLATE_BIN (an existing ablate executable, ablate_op_bench beside it), BUILD_DIR
 # (default build), PIP_ARGS (extra pip arguments, e.g. an --index-url for CPU-only wheels).
@@ -15,6 +16,7 @@ cd "$root"
 release=1
 for a in "$@"; do
   [ "$a" = "--no-torch-release" ] && release=0
+  [ "$a" = "--gpu" ] && release=0  # the GPU machine's own CUDA PyTorch (--torch-python), no download
 done
 
 if [ "$release" = 1 ] && [ ! -x bench/.venv/bin/python ]; then

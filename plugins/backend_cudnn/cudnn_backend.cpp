@@ -1,0 +1,504 @@
+// backend/cudnn: the backend's life cycle and memory, the GEMM-shaped ops (linear, batched
+// matmul) on cuBLASLt, attention (cuDNN's fused SDPA graph for BF16 training steps, else the
+// unfused cuBLASLt + softmax-kernel path), layer norm (cuDNN graph, else kernels), and the
+// runtime library's exported create function.
+#include "cudnn_backend.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "ablate/error.hpp"
+#include "cuda_check.hpp"
+
+namespace backend_cudnn {
+
+using kernels::Act;
+using kernels::VT;
+
+// ------------------------------------------------------------------------------------------
+// checks
+
+void fail(const char* op, const std::string& message) {
+  throw ablate::Error(std::string("backend/cudnn: ") + op + ": " + message);
+}
+
+kernels::VT value_type(const char* op, const char* name, const Tensor& t) {
+  if (!t.defined()) fail(op, std::string(name) + " is undefined");
+  if (t.dtype() == DType::I32) fail(op, std::string(name) + " " + t.str() + " must be f32 or bf16");
+  return t.dtype() == DType::BF16 ? VT::BF16 : VT::F32;
+}
+
+void need_dtype(const char* op, const char* name, const Tensor& t, DType dtype) {
+  if (!t.defined()) fail(op, std::string(name) + " is undefined");
+  if (t.dtype() != dtype) fail(op, std::string(name) + " " + t.str() + " must be " + ablate::dtype_name(dtype));
+}
+
+void need_shape(const char* op, const char* name, const Tensor& t, const Shape& shape) {
+  if (t.shape() != shape) fail(op, std::string(name) + " " + t.str() + " must have shape " + shape.str());
+}
+
+void need_numel(const char* op, const char* name, const Tensor& t, std::int64_t n) {
+  if (t.numel() != n) fail(op, std::string(name) + " " + t.str() + " must have " + std::to_string(n) + " elements");
+}
+
+kernels::VT grad_type(const char* op, const char* name, const Tensor& g, const Tensor& value) {
+  const VT t = value_type(op, name, g);
+  if (g.dtype() != DType::F32 && g.dtype() != value.dtype())
+    fail(op, std::string(name) + " " + g.str() + " must be f32 or " + ablate::dtype_name(value.dtype()));
+  if (g.numel() != value.numel()) fail(op, std::string(name) + " " + g.str() + " must match " + value.str());
+  return t;
+}
+
+kernels::Act act_of(ablate::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
+
+namespace {
+
+GemmOperand operand(const Tensor& t, std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
+  return GemmOperand{t.raw(), t.dtype() == DType::BF16 ? VT::BF16 : VT::F32, batch, rows, cols, trans};
+}
+
+bool needs_pre(ablate::Activation a) {
+  return a == ablate::Activation::GeluErf || a == ablate::Activation::GeluTanh || a == ablate::Activation::SiLU;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// life cycle and memory
+
+CudnnBackend::CudnnBackend(const RuntimeConfig& config) : config_(config) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    throw ablate::Error(std::string("backend/cudnn: no usable CUDA GPU (cudaGetDeviceCount: ") +
+                            (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") + ")",
+                        "run on a machine with an NVIDIA GPU and driver, or choose a CPU backend (backend: onednn)");
+  if (config.device >= count)
+    throw ablate::Error("backend/cudnn: device " + std::to_string(config.device) + " does not exist; this machine has " +
+                            std::to_string(count) + " CUDA device(s)",
+                        "set backend.device to a value in [0, " + std::to_string(count) + ")");
+  check_cuda(cudaSetDevice(static_cast<int>(config.device)), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  check_cuda(cudaGetDeviceProperties(&prop, static_cast<int>(config.device)), "cudaGetDeviceProperties");
+  device_name_ = prop.name;
+  if (prop.major < 8)
+    throw ablate::Error("backend/cudnn: " + device_name_ + " (compute capability " + std::to_string(prop.major) + "." +
+                            std::to_string(prop.minor) + ") is too old; bf16 and the kernels need 8.0 or newer");
+  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cudnn(cudnnCreate(&cudnn_), "cudnnCreate");
+  check_cudnn(cudnnSetStream(cudnn_, stream_), "cudnnSetStream");
+  alloc_ = DeviceAllocator::create();
+  auto workspace = [this](std::size_t bytes) { return scratch(kWorkspace, bytes); };
+  gemm_ = std::make_unique<Gemm>(stream_, config.deterministic, config.tf32, workspace);
+  graphs_ = std::make_unique<CudnnGraphs>(cudnn_, config.deterministic, workspace);
+  flags_ = alloc_->allocate(2 * sizeof(std::int32_t), nullptr);
+  check_cuda(cudaMemsetAsync(flags_->data, 0, 2 * sizeof(std::int32_t), stream_), "cudaMemsetAsync");
+}
+
+CudnnBackend::~CudnnBackend() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  graphs_.reset();
+  gemm_.reset();
+  for (auto& s : slots_) s.reset();
+  flags_.reset();
+  if (cudnn_) cudnnDestroy(cudnn_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+ablate::BackendCaps CudnnBackend::caps() const {
+  ablate::BackendCaps c;
+  c.device = "cuda:" + std::to_string(config_.device) + " (" + device_name_ + ")";
+  c.host_addressable = false;
+  c.bf16 = true;
+  c.deterministic = config_.deterministic;
+  c.threads = 1;
+  return c;
+}
+
+Tensor CudnnBackend::empty(const Shape& shape, DType dtype) {
+  auto self = shared_from_this();
+  return Tensor(alloc_->allocate(static_cast<std::size_t>(shape.numel()) * ablate::dtype_size(dtype), self), shape, dtype);
+}
+
+void* CudnnBackend::scratch(Slot slot, std::size_t bytes) {
+  std::shared_ptr<ablate::Storage>& s = slots_[slot];
+  if (!s || s->bytes < bytes) {
+    s.reset();  // back to the cache first, so a grown slot can reuse it
+    s = alloc_->allocate(std::max<std::size_t>(bytes, 256), nullptr);
+  }
+  return s->data;
+}
+
+void CudnnBackend::fill(Tensor& y, float value) {
+  if (!y.defined()) fail("fill", "y is undefined");
+  kernels::fill(y.raw(), static_cast<int>(y.dtype()), y.numel(), value, stream_);
+}
+
+void CudnnBackend::copy_from_host(Tensor& dst, const void* src) {
+  if (!dst.defined()) fail("copy_from_host", "dst is undefined");
+  check_cuda(cudaMemcpyAsync(dst.raw(), src, dst.bytes(), cudaMemcpyHostToDevice, stream_), "copy_from_host");
+}
+
+void CudnnBackend::copy_to_host(void* dst, const Tensor& src) {
+  if (!src.defined()) fail("copy_to_host", "src is undefined");
+  check_cuda(cudaMemcpyAsync(dst, src.raw(), src.bytes(), cudaMemcpyDeviceToHost, stream_), "copy_to_host");
+  synchronize();
+}
+
+void CudnnBackend::copy(Tensor& dst, const Tensor& src) {
+  if (!dst.defined() || !src.defined() || dst.numel() != src.numel() || dst.dtype() != src.dtype())
+    fail("copy", "dst " + dst.str() + " and src " + src.str() + " differ in numel or dtype");
+  check_cuda(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToDevice, stream_), "copy");
+}
+
+void CudnnBackend::synchronize() {
+  check_cuda(cudaStreamSynchronize(stream_), "synchronize (an earlier kernel failed)");
+  check_flags();
+}
+
+void CudnnBackend::check_flags() {
+  std::int32_t f[2] = {0, 0};
+  check_cuda(cudaMemcpy(f, flags_->data, sizeof(f), cudaMemcpyDeviceToHost), "reading the error flags");
+  if (f[0] == 0 && f[1] == 0) return;
+  check_cuda(cudaMemset(flags_->data, 0, sizeof(f)), "resetting the error flags");
+  if (f[0] != 0) fail("embedding_forward", "ids[" + std::to_string(f[0] - 1) + "] is outside [0, V)");
+  fail("cross_entropy_forward", "targets[" + std::to_string(f[1] - 1) + "] is outside [0, V) and is not ignore_index");
+}
+
+// ------------------------------------------------------------------------------------------
+// linear and batched matmul on cuBLASLt
+
+void CudnnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
+                                  ablate::Activation act) {
+  const char* op = "linear_forward";
+  const VT t = value_type(op, "x", x);
+  need_dtype(op, "w", w, x.dtype());
+  if (w.shape().rank() != 2) fail(op, "w " + w.str() + " must be [O, I]");
+  const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
+  if (x.shape().last() != I) fail(op, "x " + x.str() + " does not match w " + w.str());
+  need_dtype(op, "y", y, x.dtype());
+  need_shape(op, "y", y, x.shape().with_last(O));
+  if (b) {
+    need_dtype(op, "b", *b, x.dtype());
+    need_numel(op, "b", *b, O);
+  }
+  if (pre) {
+    need_dtype(op, "pre", *pre, x.dtype());
+    need_shape(op, "pre", *pre, y.shape());
+  }
+  GemmEpilogue ep{b ? b->raw() : nullptr, act_of(act), pre ? pre->raw() : nullptr};
+  gemm_->run(y.raw(), t, operand(x, 1, N, I, false), operand(w, 1, I, O, true), 1.0f, 0.0f, ep, op);
+}
+
+void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
+                                   const Tensor& w, const Tensor* pre, const Tensor& y, ablate::Activation act) {
+  const char* op = "linear_backward";
+  const VT t = value_type(op, "x", x);
+  const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
+  if (x.shape().last() != I) fail(op, "x " + x.str() + " does not match w " + w.str());
+  need_dtype(op, "dy", dy, x.dtype());
+  need_shape(op, "dy", dy, x.shape().with_last(O));
+  if (needs_pre(act) && pre == nullptr)
+    fail(op, std::string("activation ") + ablate::activation_name(act) + " needs `pre` for backward (got null)");
+  // g = dy ⊙ act'(pre), or dy itself without an activation
+  const void* g = dy.raw();
+  if (act != ablate::Activation::None) {
+    void* gbuf = scratch(kLinG, dy.bytes());
+    const bool from_output = pre == nullptr;  // ReLU: y > 0
+    kernels::activation_grad(gbuf, t, dy.raw(), from_output ? y.raw() : pre->raw(), t, N * O, act_of(act), from_output,
+                             stream_);
+    g = gbuf;
+  }
+  const GemmOperand gop{g, t, 1, N, O, false};
+  if (dx) {  // dx[N, I] += g[N, O] · w[O, I]
+    need_shape(op, "dx", *dx, x.shape());
+    need_dtype(op, "dx", *dx, x.dtype());
+    gemm_->run(dx->raw(), t, gop, operand(w, 1, O, I, false), 1.0f, 1.0f, {}, op);
+  }
+  if (dw) {  // dw[O, I] += g^T[O, N] · x[N, I]
+    const VT wt = grad_type(op, "dw", *dw, w);
+    gemm_->run(dw->raw(), wt, GemmOperand{g, t, 1, O, N, true}, operand(x, 1, N, I, false), 1.0f, 1.0f, {}, op);
+  }
+  if (db) {  // db[O] += column sums of g
+    const VT bt = value_type(op, "db", *db);
+    need_numel(op, "db", *db, O);
+    kernels::column_sum(db->raw(), bt, g, t, N, O, 1.0f, scratch(kReduce, kernels::column_sum_scratch_bytes(N, O)),
+                        stream_);
+  }
+}
+
+namespace {
+
+// [..., R, C] as (batch, R, C).
+void matrix_dims(const char* op, const char* name, const Tensor& t, std::int64_t& batch, std::int64_t& r,
+                 std::int64_t& c) {
+  const int rank = t.shape().rank();
+  if (rank < 2) fail(op, std::string(name) + " " + t.str() + " must have rank >= 2");
+  r = t.shape()[rank - 2];
+  c = t.shape()[rank - 1];
+  batch = (r * c == 0) ? 0 : t.numel() / (r * c);
+}
+
+}  // namespace
+
+void CudnnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool ta, bool tb, float alpha) {
+  const char* op = "matmul_forward";
+  const VT t = value_type(op, "a", a);
+  need_dtype(op, "b", b, a.dtype());
+  need_dtype(op, "c", c, a.dtype());
+  std::int64_t ba, ar, ac, bb, br, bc, bcn, cr, cc;
+  matrix_dims(op, "a", a, ba, ar, ac);
+  matrix_dims(op, "b", b, bb, br, bc);
+  matrix_dims(op, "c", c, bcn, cr, cc);
+  const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, Kb = tb ? bc : br, N = tb ? br : bc;
+  if (K != Kb || ba != bb) fail(op, "a " + a.str() + (ta ? "^T" : "") + " and b " + b.str() + (tb ? "^T" : "") + " do not multiply");
+  if (bcn != ba || cr != M || cc != N) fail(op, "c " + c.str() + " must be [Bt, M, N] for a " + a.str() + ", b " + b.str());
+  gemm_->run(c.raw(), t, operand(a, ba, M, K, ta), operand(b, ba, K, N, tb), alpha, 0.0f, {}, op);
+}
+
+// With C = alpha op(A)·op(B): d op(A) = alpha dC·op(B)^T and d op(B) = alpha op(A)^T·dC, written
+// into the stored layouts (a stored transposed gets the transposed product).
+void CudnnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool ta,
+                                   bool tb, float alpha) {
+  const char* op = "matmul_backward";
+  const VT t = value_type(op, "a", a);
+  need_dtype(op, "dc", dc, a.dtype());
+  std::int64_t Bt, ar, ac, bb, br, bc;
+  matrix_dims(op, "a", a, Bt, ar, ac);
+  matrix_dims(op, "b", b, bb, br, bc);
+  const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
+  need_numel(op, "dc", dc, Bt * M * N);
+  const GemmOperand dC{dc.raw(), t, Bt, M, N, false}, dCt{dc.raw(), t, Bt, N, M, true};
+  if (da) {
+    need_shape(op, "da", *da, a.shape());
+    need_dtype(op, "da", *da, a.dtype());
+    if (!ta)  // da[M, K] += alpha dC[M, N] · op(B)^T[N, K]
+      gemm_->run(da->raw(), t, dC, operand(b, Bt, N, K, !tb), alpha, 1.0f, {}, op);
+    else  // da[K, M] += alpha op(B)[K, N] · dC^T[N, M]
+      gemm_->run(da->raw(), t, operand(b, Bt, K, N, tb), dCt, alpha, 1.0f, {}, op);
+  }
+  if (db) {
+    need_shape(op, "db", *db, b.shape());
+    need_dtype(op, "db", *db, b.dtype());
+    if (!tb)  // db[K, N] += alpha op(A)^T[K, M] · dC[M, N]
+      gemm_->run(db->raw(), t, operand(a, Bt, K, M, !ta), dC, alpha, 1.0f, {}, op);
+    else  // db[N, K] += alpha dC^T[N, M] · op(A)[M, K]
+      gemm_->run(db->raw(), t, dCt, operand(a, Bt, M, K, ta), alpha, 1.0f, {}, op);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// attention
+
+kernels::AttentionShape CudnnBackend::attention_shape(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                                                      const Tensor& lse, const ablate::AttentionParams& p) const {
+  value_type(op, "q", q);
+  need_dtype(op, "k", k, q.dtype());
+  need_dtype(op, "v", v, q.dtype());
+  if (q.shape().rank() != 4 || k.shape().rank() != 4)
+    fail(op, "q " + q.str() + " and k " + k.str() + " must be [B, H, T, Dh] and [B, H, S, Dh]");
+  kernels::AttentionShape a;
+  a.B = q.shape()[0];
+  a.H = q.shape()[1];
+  a.T = q.shape()[2];
+  a.S = k.shape()[2];
+  const std::int64_t Dh = q.shape()[3];
+  need_shape(op, "k", k, Shape{a.B, a.H, a.S, Dh});
+  need_shape(op, "v", v, Shape{a.B, a.H, a.S, Dh});
+  need_dtype(op, "lse", lse, DType::F32);
+  need_shape(op, "lse", lse, Shape{a.B, a.H, a.T});
+  if (p.key_lengths) {
+    need_dtype(op, "key_lengths", *p.key_lengths, DType::I32);
+    need_numel(op, "key_lengths", *p.key_lengths, a.B);
+    a.key_lengths = p.key_lengths->data<std::int32_t>();
+  }
+  if (!(p.dropout >= 0.0f && p.dropout < 1.0f)) fail(op, "dropout " + std::to_string(p.dropout) + " must be in [0, 1)");
+  a.causal = p.causal;
+  a.query_offset = p.causal ? p.query_offset : 0;
+  a.dropout = p.dropout;
+  a.rng = p.rng;
+  return a;
+}
+
+// cuDNN's fused SDPA: BF16 training steps whose masks it expresses (causal from query 0, key
+// padding) and that need no probabilities; anything else takes the unfused path.
+bool CudnnBackend::can_fuse_attention(const kernels::AttentionShape& a, std::int64_t Dh, DType dtype, bool probs) const {
+  return config_.fused_attention && dtype == DType::BF16 && !probs && a.query_offset == 0 && Dh % 8 == 0 && Dh <= 128 &&
+         a.T > 0 && a.S > 0;
+}
+
+void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
+                                     const Tensor& v, const ablate::AttentionParams& params) {
+  const char* op = "attention_forward";
+  const kernels::AttentionShape a = attention_shape(op, q, k, v, lse, params);
+  const VT t = value_type(op, "q", q);
+  const std::int64_t Dh = q.shape()[3], BH = a.B * a.H;
+  need_dtype(op, "out", out, q.dtype());
+  need_shape(op, "out", out, q.shape());
+  if (probs) {
+    need_dtype(op, "probs", *probs, DType::F32);
+    need_shape(op, "probs", *probs, Shape{a.B, a.H, a.T, a.S});
+  }
+  if (can_fuse_attention(a, Dh, q.dtype(), probs != nullptr)) {
+    const SdpaConfig cfg = sdpa_config(a, Dh, params.scale);
+    const void* mask = cfg.dropout ? dropout_mask(a) : nullptr;
+    if (graphs_->sdpa_forward(cfg, out.raw(), lse.data<float>(), q.raw(), k.raw(), v.raw(), a.key_lengths, mask,
+                              stream_)) {
+      if (a.key_lengths)  // queries of an item with no key: out 0, lse -inf, as the interface says
+        kernels::attention_clear_keyless(out.raw(), lse.data<float>(), t, a, Dh, stream_);
+      return;
+    }
+  }
+  const std::size_t n = static_cast<std::size_t>(BH * a.T * a.S);
+  auto* logits = static_cast<float*>(scratch(kAttLogits, n * sizeof(float)));
+  void* pd = scratch(kAttPd, n * ablate::dtype_size(q.dtype()));
+  // logits[BH, T, S] = scale q[BH, T, Dh] · k^T[BH, Dh, S]
+  gemm_->run(logits, VT::F32, operand(q, BH, a.T, Dh, false), operand(k, BH, Dh, a.S, true), params.scale, 0.0f, {}, op);
+  kernels::attention_softmax_forward(lse.data<float>(), probs ? probs->data<float>() : nullptr, pd, t, logits, a, stream_);
+  // out[BH, T, Dh] = pd[BH, T, S] · v[BH, S, Dh]
+  gemm_->run(out.raw(), t, GemmOperand{pd, t, BH, a.T, a.S, false}, operand(v, BH, a.S, Dh, false), 1.0f, 0.0f, {}, op);
+}
+
+void CudnnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
+                                      const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const ablate::AttentionParams& params) {
+  const char* op = "attention_backward";
+  const kernels::AttentionShape a = attention_shape(op, q, k, v, lse, params);
+  const VT t = value_type(op, "q", q);
+  const std::int64_t Dh = q.shape()[3], BH = a.B * a.H;
+  need_dtype(op, "dout", dout, q.dtype());
+  need_shape(op, "dout", dout, q.shape());
+  if (dq) need_shape(op, "dq", *dq, q.shape());
+  if (dk) need_shape(op, "dk", *dk, k.shape());
+  if (dv) need_shape(op, "dv", *dv, v.shape());
+  for (const Tensor* g : {dq, dk, dv})
+    if (g) need_dtype(op, "gradient", *g, q.dtype());
+
+  if (can_fuse_attention(a, Dh, q.dtype(), false) && out.defined()) {
+    const SdpaConfig cfg = sdpa_config(a, Dh, params.scale);
+    const void* mask = cfg.dropout ? dropout_mask(a) : nullptr;
+    // cuDNN writes all three gradients; they are added to the caller's afterwards.
+    void* gq = scratch(kGradA, q.bytes());
+    void* gk = scratch(kGradB, k.bytes());
+    void* gv = scratch(kGradC, v.bytes());
+    if (graphs_->sdpa_backward(cfg, gq, gk, gv, dout.raw(), out.raw(), lse.data<float>(), q.raw(), k.raw(), v.raw(),
+                               a.key_lengths, mask, stream_)) {
+      if (a.key_lengths) kernels::attention_zero_keyless_grads(gq, gk, gv, t, a, Dh, stream_);
+      if (dq) kernels::axpy(dq->raw(), t, gq, t, q.numel(), 1.0f, stream_);
+      if (dk) kernels::axpy(dk->raw(), t, gk, t, k.numel(), 1.0f, stream_);
+      if (dv) kernels::axpy(dv->raw(), t, gv, t, v.numel(), 1.0f, stream_);
+      return;
+    }
+  }
+  const std::size_t n = static_cast<std::size_t>(BH * a.T * a.S), es = ablate::dtype_size(q.dtype());
+  auto* logits = static_cast<float*>(scratch(kAttLogits, n * sizeof(float)));
+  auto* dpd = static_cast<float*>(scratch(kAttDp, n * sizeof(float)));
+  void* pd = scratch(kAttPd, n * es);
+  void* ds = scratch(kAttDs, n * es);
+  // logits = scale q·k^T (recomputed); dpd[BH, T, S] = dout[BH, T, Dh] · v^T[BH, Dh, S]
+  gemm_->run(logits, VT::F32, operand(q, BH, a.T, Dh, false), operand(k, BH, Dh, a.S, true), params.scale, 0.0f, {}, op);
+  gemm_->run(dpd, VT::F32, operand(dout, BH, a.T, Dh, false), operand(v, BH, Dh, a.S, true), 1.0f, 0.0f, {}, op);
+  kernels::attention_softmax_backward(ds, pd, t, logits, lse.data<float>(), dpd, a, stream_);
+  // dv[BH, S, Dh] += pd^T[BH, S, T] · dout[BH, T, Dh]
+  if (dv) gemm_->run(dv->raw(), t, GemmOperand{pd, t, BH, a.S, a.T, true}, operand(dout, BH, a.T, Dh, false), 1.0f, 1.0f, {}, op);
+  // dq[BH, T, Dh] += scale ds[BH, T, S] · k[BH, S, Dh]
+  if (dq) gemm_->run(dq->raw(), t, GemmOperand{ds, t, BH, a.T, a.S, false}, operand(k, BH, a.S, Dh, false), params.scale, 1.0f, {}, op);
+  // dk[BH, S, Dh] += scale ds^T[BH, S, T] · q[BH, T, Dh]
+  if (dk) gemm_->run(dk->raw(), t, GemmOperand{ds, t, BH, a.S, a.T, true}, operand(q, BH, a.T, Dh, false), params.scale, 1.0f, {}, op);
+}
+
+SdpaConfig CudnnBackend::sdpa_config(const kernels::AttentionShape& a, std::int64_t Dh, float scale) const {
+  SdpaConfig c;
+  c.B = a.B;
+  c.H = a.H;
+  c.T = a.T;
+  c.S = a.S;
+  c.Dh = Dh;
+  c.scale = scale;
+  c.causal = a.causal;
+  c.key_padding = a.key_lengths != nullptr;
+  c.dropout = a.dropout > 0.0f;
+  return c;
+}
+
+// The BF16 [B, H, T, S] dropout factors of this attention op: Ablate's Philox masks, so the fused
+// path drops exactly what the CPU backends and the unfused path drop.
+const void* CudnnBackend::dropout_mask(const kernels::AttentionShape& a) {
+  const std::int64_t n = a.B * a.H * a.T * a.S;
+  void* mask = scratch(kAttPd, static_cast<std::size_t>(n) * 2);
+  kernels::dropout_factors(mask, VT::BF16, n, a.dropout, a.rng, stream_);
+  return mask;
+}
+
+// ------------------------------------------------------------------------------------------
+// layer norm: cuDNN's norm graphs, or the kernels where cuDNN has no engine
+
+void CudnnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
+                                      const Tensor& beta, float eps) {
+  const char* op = "layer_norm_forward";
+  const VT t = value_type(op, "x", x);
+  const std::int64_t rows = x.shape().rows(), D = x.shape().last();
+  need_dtype(op, "y", y, x.dtype());
+  need_shape(op, "y", y, x.shape());
+  need_dtype(op, "gamma", gamma, x.dtype());
+  need_numel(op, "gamma", gamma, D);
+  need_dtype(op, "beta", beta, x.dtype());
+  need_numel(op, "beta", beta, D);
+  need_dtype(op, "mean", mean, DType::F32);
+  need_numel(op, "mean", mean, rows);
+  need_dtype(op, "rstd", rstd, DType::F32);
+  need_numel(op, "rstd", rstd, rows);
+  if (rows == 0) return;
+  if (graphs_->layer_norm_forward(t == VT::BF16, rows, D, eps, y.raw(), mean.data<float>(), rstd.data<float>(), x.raw(),
+                                  gamma.raw(), beta.raw(), stream_))
+    return;
+  kernels::layer_norm_forward(y.raw(), mean.data<float>(), rstd.data<float>(), x.raw(), gamma.raw(), beta.raw(), t, rows,
+                              D, eps, stream_);
+}
+
+void CudnnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
+                                       const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
+  const char* op = "layer_norm_backward";
+  const VT t = value_type(op, "x", x);
+  const std::int64_t rows = x.shape().rows(), D = x.shape().last();
+  need_dtype(op, "dy", dy, x.dtype());
+  need_shape(op, "dy", dy, x.shape());
+  need_dtype(op, "mean", mean, DType::F32);
+  need_numel(op, "mean", mean, rows);
+  need_dtype(op, "rstd", rstd, DType::F32);
+  need_numel(op, "rstd", rstd, rows);
+  need_numel(op, "gamma", gamma, D);
+  if (dx) {
+    need_dtype(op, "dx", *dx, x.dtype());
+    need_shape(op, "dx", *dx, x.shape());
+  }
+  const VT gt = dgamma ? grad_type(op, "dgamma", *dgamma, gamma) : VT::F32;
+  const VT bt = dbeta ? grad_type(op, "dbeta", *dbeta, gamma) : VT::F32;
+  if (rows == 0) return;
+  // cuDNN writes dx, dgamma and dbeta (F32); they are then added to the caller's gradients.
+  void* gx = scratch(kGradA, x.bytes());
+  auto* gg = static_cast<float*>(scratch(kGradB, static_cast<std::size_t>(D) * sizeof(float)));
+  auto* gb = static_cast<float*>(scratch(kGradC, static_cast<std::size_t>(D) * sizeof(float)));
+  if (graphs_->layer_norm_backward(t == VT::BF16, rows, D, gx, gg, gb, dy.raw(), x.raw(), mean.data<float>(),
+                                   rstd.data<float>(), gamma.raw(), stream_)) {
+    if (dx) kernels::axpy(dx->raw(), t, gx, t, x.numel(), 1.0f, stream_);
+    if (dgamma) kernels::axpy(dgamma->raw(), gt, gg, VT::F32, D, 1.0f, stream_);
+    if (dbeta) kernels::axpy(dbeta->raw(), bt, gb, VT::F32, D, 1.0f, stream_);
+    return;
+  }
+  if (dgamma && dbeta && gt != bt) fail(op, "dgamma and dbeta must share a dtype");
+  kernels::layer_norm_backward(dx ? dx->raw() : nullptr, dgamma ? dgamma->raw() : nullptr,
+                               dbeta ? dbeta->raw() : nullptr, dgamma ? gt : bt, dy.raw(), x.raw(), mean.data<float>(),
+                               rstd.data<float>(), gamma.raw(), t, rows, D,
+                               scratch(kReduce, kernels::column_sum_scratch_bytes(rows, D)), stream_);
+}
+
+}  // namespace backend_cudnn
+
+// ------------------------------------------------------------------------------------------
+// the runtime library's entry point (see runtime_entry.hpp)
+
+extern "C" __attribute__((visibility("default"))) ablate::Component* ablate_backend_cudnn_runtime_create(
+    const backend_cudnn::RuntimeConfig* config) {
+  return new backend_cudnn::CudnnBackend(*config);
+}
