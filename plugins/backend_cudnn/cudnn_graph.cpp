@@ -410,10 +410,13 @@ bool nondeterministic(cudnnBackendDescriptor_t config) {
 
 // The engine configs cuDNN's heuristics (`mode`) propose for `graph`, best first; none when the
 // heuristics say "not supported".
-std::vector<Desc> engine_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode) {
+// With `device_prop`, for a described device instead of the handle's (deviceless checks).
+std::vector<Desc> engine_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode,
+                                 cudnnBackendDescriptor_t device_prop = nullptr) {
   Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   set_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, graph);
   set_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
+  if (device_prop) set_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, device_prop);
   const cudnnStatus_t st = cudnnBackendFinalize(heur.get());
   if (not_supported(st)) return {};
   build_check(st, "finalizing the engine heuristics");
@@ -849,5 +852,50 @@ bool CudnnGraphs::layer_norm_backward(bool bf16, std::int64_t rows, std::int64_t
 }
 
 CudnnGraphs::Stats CudnnGraphs::stats() const { return impl_->stats; }
+
+// ------------------------------------------------------------------------------------------
+// the deviceless check (cudnn_graph.hpp)
+
+bool engine_for_device(GraphKind kind, const SdpaConfig& cfg, bool bf16, bool deterministic,
+                       const std::string& device_json) {
+  Desc prop(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
+  set_attrs(prop.get(), CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+            static_cast<std::int64_t>(device_json.size()), device_json.data());
+  finalize(prop.get(), "the device description");
+  const bool attention = kind == GraphKind::SdpaForward || kind == GraphKind::SdpaBackward;
+  if (attention ? !positive(cfg) : (cfg.T <= 0 || cfg.Dh <= 0)) return false;  // as the entry points
+  Plan plan;
+  Builder g(plan, nullptr);
+  try {
+    switch (kind) {
+      case GraphKind::SdpaForward: sdpa_forward_graph(g, cfg); break;
+      case GraphKind::SdpaBackward: sdpa_backward_graph(g, cfg, deterministic); break;
+      case GraphKind::LayerNormForward: layer_norm_forward_graph(g, bf16 ? kBF16 : kF32, cfg.T, cfg.Dh); break;
+      case GraphKind::LayerNormBackward: layer_norm_backward_graph(g, bf16 ? kBF16 : kF32, cfg.T, cfg.Dh); break;
+    }
+  } catch (const NotSupported&) {
+    return false;
+  }
+  Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  set_attrs(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+            static_cast<std::int64_t>(g.ops().size()), g.ops().data());
+  if (not_supported(cudnnBackendFinalize(graph.get()))) return false;
+  for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    for (Desc& config : engine_configs(graph.get(), mode, prop.get())) {
+      if (deterministic && nondeterministic(config.get())) continue;
+      Desc exec(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, config.get());
+      set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, prop.get());
+      const cudnnStatus_t st = cudnnBackendFinalize(exec.get());
+      char why[1024] = {};
+      cudnnGetLastErrorString(why, sizeof why);
+      // Without a GPU the engine gets as far as loading its compiled kernels, and no further.
+      const bool only_load_failed = st == CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER &&
+                                    std::string(why).find("cuLibraryLoadData") != std::string::npos;
+      if (st == CUDNN_STATUS_SUCCESS || only_load_failed) return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace backend_cudnn

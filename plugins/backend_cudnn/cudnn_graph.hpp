@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -75,5 +76,16 @@ class CudnnGraphs {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The deviceless check, for tests on machines without a GPU: builds the graph that one entry
+// point would build (layer norm: rows = cfg.T, D = cfg.Dh) and says whether one of the engine
+// configurations cuDNN's heuristics offer (mode A, then the fallback list; deterministic: those
+// without the NONDETERMINISTIC note) finalizes into an execution plan for the device that
+// `device_json` describes (cuDNN's CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR JSON: ahead-of-time
+// planning). Without a GPU a plan gets as far as loading its kernels; that last step's failure
+// counts as accepted. Needs a libcuda.so.1 to load (the toolkit's stub will do); no handle.
+enum class GraphKind { SdpaForward, SdpaBackward, LayerNormForward, LayerNormBackward };
+bool engine_for_device(GraphKind kind, const SdpaConfig& cfg, bool bf16, bool deterministic,
+                       const std::string& device_json);
 
 }  // namespace backend_cudnn
