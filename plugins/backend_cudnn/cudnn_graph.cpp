@@ -743,6 +743,10 @@ struct CudnnGraphs::Impl {
           break;
       }
     }
+    // The graph's own intermediates start at zero: the non-deterministic attention backward
+    // accumulates dq into its F32 buffer there (cudnn-frontend zeroes it the same way).
+    if (plan.scratch_bytes > 0)
+      check_cuda(cudaMemsetAsync(ws + scratch_at, 0, plan.scratch_bytes, stream), "zeroing the graph's intermediates");
     cudnn_check(cudnnSetStream(handle, stream), "cudnnSetStream");
     Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     const auto n = static_cast<std::int64_t>(uids.size());

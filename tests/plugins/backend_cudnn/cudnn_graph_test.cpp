@@ -33,6 +33,10 @@ cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cu
   std::memcpy(d, s, n);
   return cudaSuccess;
 }
+cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t) {
+  std::memset(d, v, n);
+  return cudaSuccess;
+}
 const char* cudaGetErrorName(cudaError_t) { return "cudaError (host stand-in)"; }
 const char* cudaGetErrorString(cudaError_t) { return "host stand-in of the CUDA runtime"; }
 }
