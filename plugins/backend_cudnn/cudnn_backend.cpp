@@ -51,6 +51,24 @@ kernels::VT grad_type(const char* op, const char* name, const Tensor& g, const T
 
 kernels::Act act_of(ablate::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
 
+NormDims norm_dims(const char* op, const Tensor& x, const char* same_name, const Tensor& same, const Tensor* dx,
+                   const Tensor& gamma, std::initializer_list<std::pair<const char*, const Tensor*>> stats) {
+  const NormDims d{value_type(op, "x", x), x.shape().rows(), x.shape().last()};
+  need_dtype(op, same_name, same, x.dtype());
+  need_shape(op, same_name, same, x.shape());
+  if (dx) {
+    need_dtype(op, "dx", *dx, x.dtype());
+    need_shape(op, "dx", *dx, x.shape());
+  }
+  need_dtype(op, "gamma", gamma, x.dtype());
+  need_numel(op, "gamma", gamma, d.D);
+  for (const auto& [name, t] : stats) {
+    need_dtype(op, name, *t, DType::F32);
+    need_numel(op, name, *t, d.rows);
+  }
+  return d;
+}
+
 namespace {
 
 GemmOperand operand(const Tensor& t, std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
@@ -436,18 +454,9 @@ const void* CudnnBackend::dropout_mask(const kernels::AttentionShape& a) {
 void CudnnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
                                       const Tensor& beta, float eps) {
   const char* op = "layer_norm_forward";
-  const VT t = value_type(op, "x", x);
-  const std::int64_t rows = x.shape().rows(), D = x.shape().last();
-  need_dtype(op, "y", y, x.dtype());
-  need_shape(op, "y", y, x.shape());
-  need_dtype(op, "gamma", gamma, x.dtype());
-  need_numel(op, "gamma", gamma, D);
+  const auto [t, rows, D] = norm_dims(op, x, "y", y, nullptr, gamma, {{"mean", &mean}, {"rstd", &rstd}});
   need_dtype(op, "beta", beta, x.dtype());
   need_numel(op, "beta", beta, D);
-  need_dtype(op, "mean", mean, DType::F32);
-  need_numel(op, "mean", mean, rows);
-  need_dtype(op, "rstd", rstd, DType::F32);
-  need_numel(op, "rstd", rstd, rows);
   if (rows == 0) return;
   if (graphs_->layer_norm_forward(t == VT::BF16, rows, D, eps, y.raw(), mean.data<float>(), rstd.data<float>(), x.raw(),
                                   gamma.raw(), beta.raw(), stream_))
@@ -459,19 +468,7 @@ void CudnnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, con
 void CudnnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
                                        const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
   const char* op = "layer_norm_backward";
-  const VT t = value_type(op, "x", x);
-  const std::int64_t rows = x.shape().rows(), D = x.shape().last();
-  need_dtype(op, "dy", dy, x.dtype());
-  need_shape(op, "dy", dy, x.shape());
-  need_dtype(op, "mean", mean, DType::F32);
-  need_numel(op, "mean", mean, rows);
-  need_dtype(op, "rstd", rstd, DType::F32);
-  need_numel(op, "rstd", rstd, rows);
-  need_numel(op, "gamma", gamma, D);
-  if (dx) {
-    need_dtype(op, "dx", *dx, x.dtype());
-    need_shape(op, "dx", *dx, x.shape());
-  }
+  const auto [t, rows, D] = norm_dims(op, x, "dy", dy, dx, gamma, {{"mean", &mean}, {"rstd", &rstd}});
   const VT gt = dgamma ? grad_type(op, "dgamma", *dgamma, gamma) : VT::F32;
   const VT bt = dbeta ? grad_type(op, "dbeta", *dbeta, gamma) : VT::F32;
   if (rows == 0) return;

@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,15 @@ void need_numel(const char* op, const char* name, const Tensor& t, std::int64_t 
 // A parameter gradient: F32, or the values' dtype.
 kernels::VT grad_type(const char* op, const char* name, const Tensor& g, const Tensor& value);
 kernels::Act act_of(ablate::Activation a);
+// The [rows, D] geometry of a norm op over x (checked), with the checks its forward and backward
+// share: `same` ("y" or "dy") and dx (optional) shaped and typed like x, gamma [D], and each
+// statistic (mean, rstd) F32 [rows].
+struct NormDims {
+  kernels::VT t;
+  std::int64_t rows, D;
+};
+NormDims norm_dims(const char* op, const Tensor& x, const char* same_name, const Tensor& same, const Tensor* dx,
+                   const Tensor& gamma, std::initializer_list<std::pair<const char*, const Tensor*>> stats);
 
 // Reusable device scratch buffers, one per purpose, grown and kept (a warm step allocates nothing).
 enum Slot : int {

@@ -34,31 +34,14 @@ HeadDims split_dims(const char* op, const Tensor& merged, const Tensor& heads, i
 // ---------------------------------------------------------------------------- RMS norm
 void CudnnBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
   const char* op = "rms_norm_forward";
-  const VT t = value_type(op, "x", x);
-  const std::int64_t rows = x.shape().rows(), D = x.shape().last();
-  need_dtype(op, "y", y, x.dtype());
-  need_shape(op, "y", y, x.shape());
-  need_dtype(op, "gamma", gamma, x.dtype());
-  need_numel(op, "gamma", gamma, D);
-  need_dtype(op, "rstd", rstd, DType::F32);
-  need_numel(op, "rstd", rstd, rows);
+  const auto [t, rows, D] = norm_dims(op, x, "y", y, nullptr, gamma, {{"rstd", &rstd}});
   kernels::rms_norm_forward(y.raw(), rstd.data<float>(), x.raw(), gamma.raw(), t, rows, D, eps, stream_);
 }
 
 void CudnnBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
                                      const Tensor& gamma) {
   const char* op = "rms_norm_backward";
-  const VT t = value_type(op, "x", x);
-  const std::int64_t rows = x.shape().rows(), D = x.shape().last();
-  need_dtype(op, "dy", dy, x.dtype());
-  need_shape(op, "dy", dy, x.shape());
-  need_dtype(op, "rstd", rstd, DType::F32);
-  need_numel(op, "rstd", rstd, rows);
-  need_numel(op, "gamma", gamma, D);
-  if (dx) {
-    need_dtype(op, "dx", *dx, x.dtype());
-    need_shape(op, "dx", *dx, x.shape());
-  }
+  const auto [t, rows, D] = norm_dims(op, x, "dy", dy, dx, gamma, {{"rstd", &rstd}});
   const VT gt = dgamma ? grad_type(op, "dgamma", *dgamma, gamma) : VT::F32;
   kernels::rms_norm_backward(dx ? dx->raw() : nullptr, dgamma ? dgamma->raw() : nullptr, gt, dy.raw(), x.raw(),
                              rstd.data<float>(), gamma.raw(), t, rows, D,
