@@ -5,7 +5,6 @@
 #include "cudnn_backend.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 #include "ablate/error.hpp"
 #include "cuda_check.hpp"

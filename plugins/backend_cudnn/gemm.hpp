@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <tuple>
 #include <vector>
 
 #include <cublasLt.h>
