@@ -180,8 +180,9 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
     info.resolved_spec_yaml = spec_yaml;
     info.seed = spec.train.seed;
     info.backend = spec.backend.name;
-    info.backend_device = ex.backend->caps().device;
-    info.backend_deterministic = ex.backend->caps().deterministic;
+    const BackendCaps caps = ex.backend->caps();
+    info.backend_device = caps.device;
+    info.backend_deterministic = caps.deterministic;
     info.plugins = ex.plugin_versions;
     info.host = host_name();
     record.create(run_file, info);
