@@ -5,6 +5,7 @@
 #include "cudnn_backend.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "ablate/error.hpp"
 #include "cuda_check.hpp"
@@ -40,6 +41,15 @@ void need_numel(const char* op, const char* name, const Tensor& t, std::int64_t 
   if (t.numel() != n) fail(op, std::string(name) + " " + t.str() + " must have " + std::to_string(n) + " elements");
 }
 
+void need_like(const char* op, const char* name, const Tensor& t, const Tensor& like) {
+  need_dtype(op, name, t, like.dtype());
+  need_shape(op, name, t, like.shape());
+}
+
+void need_probability(const char* op, const char* name, float p) {
+  if (!(p >= 0.0f && p < 1.0f)) fail(op, std::string(name) + " " + std::to_string(p) + " must be in [0, 1)");
+}
+
 kernels::VT grad_type(const char* op, const char* name, const Tensor& g, const Tensor& value) {
   const VT t = value_type(op, name, g);
   if (g.dtype() != DType::F32 && g.dtype() != value.dtype())
@@ -53,12 +63,8 @@ kernels::Act act_of(ablate::Activation a) { return static_cast<Act>(static_cast<
 NormDims norm_dims(const char* op, const Tensor& x, const char* same_name, const Tensor& same, const Tensor* dx,
                    const Tensor& gamma, std::initializer_list<std::pair<const char*, const Tensor*>> stats) {
   const NormDims d{value_type(op, "x", x), x.shape().rows(), x.shape().last()};
-  need_dtype(op, same_name, same, x.dtype());
-  need_shape(op, same_name, same, x.shape());
-  if (dx) {
-    need_dtype(op, "dx", *dx, x.dtype());
-    need_shape(op, "dx", *dx, x.shape());
-  }
+  need_like(op, same_name, same, x);
+  if (dx) need_like(op, "dx", *dx, x);
   need_dtype(op, "gamma", gamma, x.dtype());
   need_numel(op, "gamma", gamma, d.D);
   for (const auto& [name, t] : stats) {
@@ -69,6 +75,19 @@ NormDims norm_dims(const char* op, const Tensor& x, const char* same_name, const
 }
 
 namespace {
+
+// The [N, I] x [O, I] geometry of a linear op (checked): x F32/BF16, w [O, I] of x's dtype.
+struct LinearDims {
+  VT t;
+  std::int64_t N, I, O;
+};
+LinearDims linear_dims(const char* op, const Tensor& x, const Tensor& w) {
+  const VT t = value_type(op, "x", x);
+  need_dtype(op, "w", w, x.dtype());
+  if (w.shape().rank() != 2) fail(op, "w " + w.str() + " must be [O, I]");
+  if (x.shape().last() != w.shape()[1]) fail(op, "x " + x.str() + " does not match w " + w.str());
+  return {t, x.shape().rows(), w.shape()[1], w.shape()[0]};
+}
 
 GemmOperand operand(const Tensor& t, std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
   return GemmOperand{t.raw(), t.dtype() == DType::BF16 ? VT::BF16 : VT::F32, batch, rows, cols, trans};
@@ -89,7 +108,7 @@ CudnnBackend::CudnnBackend(const RuntimeConfig& config) : config_(config) {
   if (e != cudaSuccess || count == 0)
     throw ablate::Error(std::string("backend/cudnn: no usable CUDA GPU (cudaGetDeviceCount: ") +
                             (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") + ")",
-                        "run on a machine with an NVIDIA GPU and driver, or choose a CPU backend (backend: onednn)");
+                        kNoGpuHint);
   if (config.device >= count)
     throw ablate::Error("backend/cudnn: device " + std::to_string(config.device) + " does not exist; this machine has " +
                             std::to_string(count) + " CUDA device(s)",
@@ -108,8 +127,10 @@ CudnnBackend::CudnnBackend(const RuntimeConfig& config) : config_(config) {
   auto workspace = [this](std::size_t bytes) { return scratch(kWorkspace, bytes); };
   gemm_ = std::make_unique<Gemm>(stream_, config.deterministic, config.tf32, workspace);
   graphs_ = std::make_unique<CudnnGraphs>(cudnn_, config.deterministic, workspace);
-  flags_ = alloc_->allocate(2 * sizeof(std::int32_t), nullptr);
-  check_cuda(cudaMemsetAsync(flags_->data, 0, 2 * sizeof(std::int32_t), stream_), "cudaMemsetAsync");
+  check_cuda(cudaHostAlloc(reinterpret_cast<void**>(&flags_), 2 * sizeof(std::int32_t), cudaHostAllocMapped),
+             "cudaHostAlloc (error flags)");
+  flags_[0] = flags_[1] = 0;
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flags_device_), flags_, 0), "cudaHostGetDevicePointer");
 }
 
 CudnnBackend::~CudnnBackend() {
@@ -117,7 +138,7 @@ CudnnBackend::~CudnnBackend() {
   graphs_.reset();
   gemm_.reset();
   for (auto& s : slots_) s.reset();
-  flags_.reset();
+  if (flags_) cudaFreeHost(flags_);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -174,12 +195,11 @@ void CudnnBackend::synchronize() {
 }
 
 void CudnnBackend::check_flags() {
-  std::int32_t f[2] = {0, 0};
-  check_cuda(cudaMemcpy(f, flags_->data, sizeof(f), cudaMemcpyDeviceToHost), "reading the error flags");
-  if (f[0] == 0 && f[1] == 0) return;
-  check_cuda(cudaMemset(flags_->data, 0, sizeof(f)), "resetting the error flags");
-  if (f[0] != 0) fail("embedding_forward", "ids[" + std::to_string(f[0] - 1) + "] is outside [0, V)");
-  fail("cross_entropy_forward", "targets[" + std::to_string(f[1] - 1) + "] is outside [0, V) and is not ignore_index");
+  const std::int32_t bad_id = flags_[0], bad_target = flags_[1];  // the stream is idle: no kernel writes them now
+  if (bad_id == 0 && bad_target == 0) return;
+  flags_[0] = flags_[1] = 0;
+  if (bad_id != 0) fail("embedding_forward", "ids[" + std::to_string(bad_id - 1) + "] is outside [0, V)");
+  fail("cross_entropy_forward", "targets[" + std::to_string(bad_target - 1) + "] is outside [0, V) and is not ignore_index");
 }
 
 // ------------------------------------------------------------------------------------------
@@ -188,21 +208,14 @@ void CudnnBackend::check_flags() {
 void CudnnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
                                   ablate::Activation act) {
   const char* op = "linear_forward";
-  const VT t = value_type(op, "x", x);
-  need_dtype(op, "w", w, x.dtype());
-  if (w.shape().rank() != 2) fail(op, "w " + w.str() + " must be [O, I]");
-  const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
-  if (x.shape().last() != I) fail(op, "x " + x.str() + " does not match w " + w.str());
+  const auto [t, N, I, O] = linear_dims(op, x, w);
   need_dtype(op, "y", y, x.dtype());
   need_shape(op, "y", y, x.shape().with_last(O));
   if (b) {
     need_dtype(op, "b", *b, x.dtype());
     need_numel(op, "b", *b, O);
   }
-  if (pre) {
-    need_dtype(op, "pre", *pre, x.dtype());
-    need_shape(op, "pre", *pre, y.shape());
-  }
+  if (pre) need_like(op, "pre", *pre, y);
   GemmEpilogue ep{b ? b->raw() : nullptr, act_of(act), pre ? pre->raw() : nullptr};
   gemm_->run(y.raw(), t, operand(x, 1, N, I, false), operand(w, 1, I, O, true), 1.0f, 0.0f, ep, op);
 }
@@ -210,9 +223,7 @@ void CudnnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const
 void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
                                    const Tensor& w, const Tensor* pre, const Tensor& y, ablate::Activation act) {
   const char* op = "linear_backward";
-  const VT t = value_type(op, "x", x);
-  const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
-  if (x.shape().last() != I) fail(op, "x " + x.str() + " does not match w " + w.str());
+  const auto [t, N, I, O] = linear_dims(op, x, w);
   need_dtype(op, "dy", dy, x.dtype());
   need_shape(op, "dy", dy, x.shape().with_last(O));
   if (needs_pre(act) && pre == nullptr)
@@ -228,8 +239,7 @@ void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Ten
   }
   const GemmOperand gop{g, t, 1, N, O, false};
   if (dx) {  // dx[N, I] += g[N, O] · w[O, I]
-    need_shape(op, "dx", *dx, x.shape());
-    need_dtype(op, "dx", *dx, x.dtype());
+    need_like(op, "dx", *dx, x);
     gemm_->run(dx->raw(), t, gop, operand(w, 1, O, I, false), 1.0f, 1.0f, {}, op);
   }
   if (dw) {  // dw[O, I] += g^T[O, N] · x[N, I]
@@ -287,16 +297,14 @@ void CudnnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, con
   need_numel(op, "dc", dc, Bt * M * N);
   const GemmOperand dC{dc.raw(), t, Bt, M, N, false}, dCt{dc.raw(), t, Bt, N, M, true};
   if (da) {
-    need_shape(op, "da", *da, a.shape());
-    need_dtype(op, "da", *da, a.dtype());
+    need_like(op, "da", *da, a);
     if (!ta)  // da[M, K] += alpha dC[M, N] · op(B)^T[N, K]
       gemm_->run(da->raw(), t, dC, operand(b, Bt, N, K, !tb), alpha, 1.0f, {}, op);
     else  // da[K, M] += alpha op(B)[K, N] · dC^T[N, M]
       gemm_->run(da->raw(), t, operand(b, Bt, K, N, tb), dCt, alpha, 1.0f, {}, op);
   }
   if (db) {
-    need_shape(op, "db", *db, b.shape());
-    need_dtype(op, "db", *db, b.dtype());
+    need_like(op, "db", *db, b);
     if (!tb)  // db[K, N] += alpha op(A)^T[K, M] · dC[M, N]
       gemm_->run(db->raw(), t, operand(a, Bt, K, M, !ta), dC, alpha, 1.0f, {}, op);
     else  // db[N, K] += alpha dC^T[N, M] · op(A)[M, K]
@@ -329,7 +337,7 @@ kernels::AttentionShape CudnnBackend::attention_shape(const char* op, const Tens
     need_numel(op, "key_lengths", *p.key_lengths, a.B);
     a.key_lengths = p.key_lengths->data<std::int32_t>();
   }
-  if (!(p.dropout >= 0.0f && p.dropout < 1.0f)) fail(op, "dropout " + std::to_string(p.dropout) + " must be in [0, 1)");
+  need_probability(op, "dropout", p.dropout);
   a.causal = p.causal;
   a.query_offset = p.causal ? p.query_offset : 0;
   a.dropout = p.dropout;
@@ -337,11 +345,25 @@ kernels::AttentionShape CudnnBackend::attention_shape(const char* op, const Tens
   return a;
 }
 
-// cuDNN's fused SDPA: BF16 training steps whose masks it expresses (causal from query 0, key
-// padding) and that need no probabilities; anything else takes the unfused path.
-bool CudnnBackend::can_fuse_attention(const kernels::AttentionShape& a, std::int64_t Dh, DType dtype, bool probs) const {
-  return config_.fused_attention && dtype == DType::BF16 && !probs && a.query_offset == 0 && Dh % 8 == 0 && Dh <= 128 &&
-         a.T > 0 && a.S > 0;
+// The fused SDPA configuration of this op when cuDNN's fused attention will run it: BF16
+// training steps whose masks it expresses (causal from query 0, key padding), that need no
+// probabilities, and that cuDNN has an engine for; nullopt sends the op down the unfused path.
+std::optional<SdpaConfig> CudnnBackend::fused_attention(const kernels::AttentionShape& a, std::int64_t Dh, DType dtype,
+                                                        bool probs, float scale, bool backward) {
+  if (!config_.fused_attention || dtype != DType::BF16 || probs || a.query_offset != 0 || Dh % 8 != 0 || Dh > 128)
+    return std::nullopt;
+  SdpaConfig c;
+  c.B = a.B;
+  c.H = a.H;
+  c.T = a.T;
+  c.S = a.S;
+  c.Dh = Dh;
+  c.scale = scale;
+  c.causal = a.causal;
+  c.key_padding = a.key_lengths != nullptr;
+  c.dropout = a.dropout > 0.0f;
+  if (!graphs_->has_sdpa_engine(c, backward, stream_)) return std::nullopt;
+  return c;
 }
 
 void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
@@ -350,16 +372,14 @@ void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, co
   const kernels::AttentionShape a = attention_shape(op, q, k, v, lse, params);
   const VT t = value_type(op, "q", q);
   const std::int64_t Dh = q.shape()[3], BH = a.B * a.H;
-  need_dtype(op, "out", out, q.dtype());
-  need_shape(op, "out", out, q.shape());
+  need_like(op, "out", out, q);
   if (probs) {
     need_dtype(op, "probs", *probs, DType::F32);
     need_shape(op, "probs", *probs, Shape{a.B, a.H, a.T, a.S});
   }
-  if (can_fuse_attention(a, Dh, q.dtype(), probs != nullptr)) {
-    const SdpaConfig cfg = sdpa_config(a, Dh, params.scale);
-    const void* mask = cfg.dropout ? dropout_mask(a) : nullptr;
-    if (graphs_->sdpa_forward(cfg, out.raw(), lse.data<float>(), q.raw(), k.raw(), v.raw(), a.key_lengths, mask,
+  if (const auto cfg = fused_attention(a, Dh, q.dtype(), probs != nullptr, params.scale, false)) {
+    const void* mask = cfg->dropout ? dropout_mask(a) : nullptr;
+    if (graphs_->sdpa_forward(*cfg, out.raw(), lse.data<float>(), q.raw(), k.raw(), v.raw(), a.key_lengths, mask,
                               stream_)) {
       if (a.key_lengths)  // queries of an item with no key: out 0, lse -inf, as the interface says
         kernels::attention_clear_keyless(out.raw(), lse.data<float>(), t, a, Dh, stream_);
@@ -383,22 +403,19 @@ void CudnnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const 
   const kernels::AttentionShape a = attention_shape(op, q, k, v, lse, params);
   const VT t = value_type(op, "q", q);
   const std::int64_t Dh = q.shape()[3], BH = a.B * a.H;
-  need_dtype(op, "dout", dout, q.dtype());
-  need_shape(op, "dout", dout, q.shape());
-  if (dq) need_shape(op, "dq", *dq, q.shape());
-  if (dk) need_shape(op, "dk", *dk, k.shape());
-  if (dv) need_shape(op, "dv", *dv, v.shape());
-  for (const Tensor* g : {dq, dk, dv})
-    if (g) need_dtype(op, "gradient", *g, q.dtype());
+  need_like(op, "dout", dout, q);
+  if (dq) need_like(op, "dq", *dq, q);
+  if (dk) need_like(op, "dk", *dk, k);
+  if (dv) need_like(op, "dv", *dv, v);
 
-  if (can_fuse_attention(a, Dh, q.dtype(), false) && out.defined()) {
-    const SdpaConfig cfg = sdpa_config(a, Dh, params.scale);
-    const void* mask = cfg.dropout ? dropout_mask(a) : nullptr;
+  const auto cfg = out.defined() ? fused_attention(a, Dh, q.dtype(), false, params.scale, true) : std::nullopt;
+  if (cfg) {
+    const void* mask = cfg->dropout ? dropout_mask(a) : nullptr;
     // cuDNN writes all three gradients; they are added to the caller's afterwards.
     void* gq = scratch(kGradA, q.bytes());
     void* gk = scratch(kGradB, k.bytes());
     void* gv = scratch(kGradC, v.bytes());
-    if (graphs_->sdpa_backward(cfg, gq, gk, gv, dout.raw(), out.raw(), lse.data<float>(), q.raw(), k.raw(), v.raw(),
+    if (graphs_->sdpa_backward(*cfg, gq, gk, gv, dout.raw(), out.raw(), lse.data<float>(), q.raw(), k.raw(), v.raw(),
                                a.key_lengths, mask, stream_)) {
       if (a.key_lengths) kernels::attention_zero_keyless_grads(gq, gk, gv, t, a, Dh, stream_);
       if (dq) kernels::axpy(dq->raw(), t, gq, t, q.numel(), 1.0f, stream_);
@@ -422,20 +439,6 @@ void CudnnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const 
   if (dq) gemm_->run(dq->raw(), t, GemmOperand{ds, t, BH, a.T, a.S, false}, operand(k, BH, a.S, Dh, false), params.scale, 1.0f, {}, op);
   // dk[BH, S, Dh] += scale ds^T[BH, S, T] · q[BH, T, Dh]
   if (dk) gemm_->run(dk->raw(), t, GemmOperand{ds, t, BH, a.S, a.T, true}, operand(q, BH, a.T, Dh, false), params.scale, 1.0f, {}, op);
-}
-
-SdpaConfig CudnnBackend::sdpa_config(const kernels::AttentionShape& a, std::int64_t Dh, float scale) const {
-  SdpaConfig c;
-  c.B = a.B;
-  c.H = a.H;
-  c.T = a.T;
-  c.S = a.S;
-  c.Dh = Dh;
-  c.scale = scale;
-  c.causal = a.causal;
-  c.key_padding = a.key_lengths != nullptr;
-  c.dropout = a.dropout > 0.0f;
-  return c;
 }
 
 // The BF16 [B, H, T, S] dropout factors of this attention op: Ablate's Philox masks, so the fused

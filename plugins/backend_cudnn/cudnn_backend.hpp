@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ kernels::VT value_type(const char* op, const char* name, const Tensor& t);
 void need_dtype(const char* op, const char* name, const Tensor& t, DType dtype);
 void need_shape(const char* op, const char* name, const Tensor& t, const Shape& shape);
 void need_numel(const char* op, const char* name, const Tensor& t, std::int64_t n);
+void need_like(const char* op, const char* name, const Tensor& t, const Tensor& like);  // like's dtype and shape
+void need_probability(const char* op, const char* name, float p);                      // in [0, 1)
 // A parameter gradient: F32, or the values' dtype.
 kernels::VT grad_type(const char* op, const char* name, const Tensor& g, const Tensor& value);
 kernels::Act act_of(ablate::Activation a);
@@ -119,14 +122,14 @@ class CudnnBackend final : public ablate::Backend {
  private:
   // Device scratch of at least `bytes` bytes for `slot`, valid until the slot is asked again.
   void* scratch(Slot slot, std::size_t bytes);
-  // Raises the error an embedding id or cross-entropy target out of range left in the device
-  // flags (they are read at the next synchronisation).
+  // Raises the error an embedding id or cross-entropy target out of range left in the flags
+  // (they are read at the next synchronisation).
   void check_flags();
   // The [B, H, T, S] attention geometry of q, k, v (checked), with the params' masks.
   kernels::AttentionShape attention_shape(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
                                           const Tensor& lse, const ablate::AttentionParams& p) const;
-  bool can_fuse_attention(const kernels::AttentionShape& a, std::int64_t Dh, DType dtype, bool probs) const;
-  SdpaConfig sdpa_config(const kernels::AttentionShape& a, std::int64_t Dh, float scale) const;
+  std::optional<SdpaConfig> fused_attention(const kernels::AttentionShape& a, std::int64_t Dh, DType dtype, bool probs,
+                                            float scale, bool backward);
   const void* dropout_mask(const kernels::AttentionShape& a);  // BF16 [B, H, T, S] factors in kAttPd
 
   RuntimeConfig config_;
@@ -135,7 +138,11 @@ class CudnnBackend final : public ablate::Backend {
   cudnnHandle_t cudnn_ = nullptr;
   std::shared_ptr<DeviceAllocator> alloc_;
   std::shared_ptr<ablate::Storage> slots_[kSlotCount];
-  std::shared_ptr<ablate::Storage> flags_;  // I32 [2]: bad embedding id (1 + row), bad target (1 + row)
+  // I32 [2] in mapped pinned host memory: bad embedding id (1 + row), bad target (1 + row).
+  // Kernels write them through flags_device_; the host reads them after a synchronisation
+  // without a copy.
+  std::int32_t* flags_ = nullptr;
+  std::int32_t* flags_device_ = nullptr;
   std::unique_ptr<Gemm> gemm_;
   std::unique_ptr<CudnnGraphs> graphs_;
   std::vector<std::int32_t> host_ids_, groups_;  // embedding backward grouping (reused)

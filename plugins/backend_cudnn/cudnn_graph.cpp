@@ -439,9 +439,29 @@ std::vector<Desc> engine_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeu
   return configs;
 }
 
-// Finalizes the operation graph of `ops` and keeps in `plan` the first execution plan, in the
-// heuristics' order (mode A, then the fallback list), that finalizes; in deterministic mode,
-// engines noted NONDETERMINISTIC are skipped. Throws NotSupported when there is none.
+// Walks the engine configs cuDNN's heuristics propose for `graph` (mode A, then the fallback
+// list; in deterministic mode skipping engines noted NONDETERMINISTIC), finalizing an execution
+// plan of each for `handle` or, without one, for the device `device_prop` describes, until
+// `accept(exec, config, status)` takes one. Returns whether one was taken.
+template <class Accept>
+bool walk_engines(cudnnBackendDescriptor_t graph, bool deterministic, cudnnHandle_t handle,
+                  cudnnBackendDescriptor_t device_prop, Accept&& accept) {
+  for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    for (Desc& config : engine_configs(graph, mode, device_prop)) {
+      if (deterministic && nondeterministic(config.get())) continue;
+      Desc exec(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      if (handle) set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, handle);
+      if (device_prop)
+        set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, device_prop);
+      set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, config.get());
+      if (accept(exec, config, cudnnBackendFinalize(exec.get()))) return true;
+    }
+  }
+  return false;
+}
+
+// Finalizes the operation graph of `ops` and keeps in `plan` the first execution plan that
+// finalizes (walk_engines' order). Throws NotSupported when there is none.
 void choose_engine(Plan& plan, const std::vector<cudnnBackendDescriptor_t>& ops, cudnnHandle_t handle,
                    bool deterministic) {
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
@@ -449,26 +469,21 @@ void choose_engine(Plan& plan, const std::vector<cudnnBackendDescriptor_t>& ops,
             static_cast<std::int64_t>(ops.size()), ops.data());
   set_attr(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, handle);
   finalize(graph.get(), "finalizing the operation graph");
-  for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    for (Desc& config : engine_configs(graph.get(), mode)) {
-      if (deterministic && nondeterministic(config.get())) continue;
-      Desc exec(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, handle);
-      set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, config.get());
-      if (cudnnBackendFinalize(exec.get()) != CUDNN_STATUS_SUCCESS) continue;  // this engine cannot: try the next
-      std::int64_t workspace = 0, count = 0;
-      build_check(cudnnBackendGetAttribute(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                                           &count, &workspace),
-                  "reading the execution plan's workspace size");
-      plan.engine_workspace = static_cast<std::size_t>(workspace);
-      plan.exec = exec.get();
-      plan.descs.push_back(std::move(graph));
-      plan.descs.push_back(std::move(config));
-      plan.descs.push_back(std::move(exec));
-      return;
-    }
-  }
-  throw NotSupported{};
+  const bool found =
+      walk_engines(graph.get(), deterministic, handle, nullptr, [&](Desc& exec, Desc& config, cudnnStatus_t st) {
+        if (st != CUDNN_STATUS_SUCCESS) return false;  // this engine cannot: try the next
+        std::int64_t workspace = 0, count = 0;
+        build_check(cudnnBackendGetAttribute(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+                                             1, &count, &workspace),
+                    "reading the execution plan's workspace size");
+        plan.engine_workspace = static_cast<std::size_t>(workspace);
+        plan.exec = exec.get();
+        plan.descs.push_back(std::move(graph));
+        plan.descs.push_back(std::move(config));
+        plan.descs.push_back(std::move(exec));
+        return true;
+      });
+  if (!found) throw NotSupported{};
 }
 
 // ------------------------------------------------------------------------------------------
@@ -669,16 +684,33 @@ void layer_norm_backward_graph(Builder& g, cudnnDataType_t type, std::int64_t ro
 // ------------------------------------------------------------------------------------------
 // cache keys
 
-enum class Op : std::int64_t { SdpaForward, SdpaBackward, LayerNormForward, LayerNormBackward };
 using Key = std::array<std::int64_t, 7>;
 
-Key sdpa_key(Op op, const SdpaConfig& c) {
+Key sdpa_key(GraphKind kind, const SdpaConfig& c) {
   const std::int64_t flags = (c.causal ? 1 : 0) | (c.key_padding ? 2 : 0) | (c.dropout ? 4 : 0);
-  return {static_cast<std::int64_t>(op), c.B, c.H, c.T, c.S, c.Dh, flags};
+  return {static_cast<std::int64_t>(kind), c.B, c.H, c.T, c.S, c.Dh, flags};
 }
 
-Key norm_key(Op op, bool bf16, std::int64_t rows, std::int64_t D) {
-  return {static_cast<std::int64_t>(op), bf16 ? 1 : 0, rows, D, 0, 0, 0};
+Key norm_key(GraphKind kind, bool bf16, std::int64_t rows, std::int64_t D) {
+  return {static_cast<std::int64_t>(kind), bf16 ? 1 : 0, rows, D, 0, 0, 0};
+}
+
+// Builds the graph of `kind` (layer norm: rows = cfg.T, D = cfg.Dh, dtype per `bf16`).
+void build_graph(Builder& g, GraphKind kind, const SdpaConfig& cfg, bool bf16, bool deterministic) {
+  switch (kind) {
+    case GraphKind::SdpaForward: sdpa_forward_graph(g, cfg); break;
+    case GraphKind::SdpaBackward: sdpa_backward_graph(g, cfg, deterministic); break;
+    case GraphKind::LayerNormForward: layer_norm_forward_graph(g, bf16 ? kBF16 : kF32, cfg.T, cfg.Dh); break;
+    case GraphKind::LayerNormBackward: layer_norm_backward_graph(g, bf16 ? kBF16 : kF32, cfg.T, cfg.Dh); break;
+  }
+}
+
+// The sizes of a layer norm, in the SdpaConfig fields build_graph reads them from.
+SdpaConfig norm_config(std::int64_t rows, std::int64_t D) {
+  SdpaConfig c;
+  c.T = rows;
+  c.Dh = D;
+  return c;
 }
 
 bool positive(const SdpaConfig& c) { return c.B > 0 && c.H > 0 && c.T > 0 && c.S > 0 && c.Dh > 0; }
@@ -695,14 +727,14 @@ struct CudnnGraphs::Impl {
   std::map<Key, std::unique_ptr<Plan>> plans;  // nullptr: cuDNN refused that configuration
   Stats stats;
 
-  // The plan of `key`, built by `build` the first time; nullptr when cuDNN refused it.
-  template <class Build>
-  Plan* plan(const Key& key, cudaStream_t stream, Build&& build) {
+  // The plan of the graph of `kind` (see build_graph), built the first time; nullptr when cuDNN
+  // refused it.
+  Plan* plan(const Key& key, GraphKind kind, const SdpaConfig& cfg, bool bf16, cudaStream_t stream) {
     if (auto it = plans.find(key); it != plans.end()) return it->second.get();
     auto p = std::make_unique<Plan>();
     try {
       Builder g(*p, stream);
-      build(g);
+      build_graph(g, kind, cfg, bf16, deterministic);
       choose_engine(*p, g.ops(), handle, deterministic);
       ++stats.graphs_built;
     } catch (const NotSupported&) {
@@ -710,6 +742,13 @@ struct CudnnGraphs::Impl {
       ++stats.unsupported;
     }
     return plans.emplace(key, std::move(p)).first->second.get();
+  }
+
+  // The plan of an attention graph; nullptr for shapes the entry points never hand to cuDNN (an
+  // empty one; a single query and key in backward, which cuDNN's backward engines do not handle).
+  Plan* sdpa_plan(GraphKind kind, const SdpaConfig& cfg, cudaStream_t stream) {
+    if (!positive(cfg) || (kind == GraphKind::SdpaBackward && cfg.T == 1 && cfg.S == 1)) return nullptr;
+    return plan(sdpa_key(kind, cfg), kind, cfg, true, stream);
   }
 
   // Runs `plan` on `stream` with the call's pointers. False (nothing run) when a device pointer
@@ -776,8 +815,7 @@ CudnnGraphs::~CudnnGraphs() = default;
 bool CudnnGraphs::sdpa_forward(const SdpaConfig& cfg, void* o, float* stats, const void* q, const void* k,
                                const void* v, const std::int32_t* kv_lengths, const void* dropout_mask,
                                cudaStream_t stream) {
-  if (!positive(cfg)) return false;
-  Plan* plan = impl_->plan(sdpa_key(Op::SdpaForward, cfg), stream, [&](Builder& g) { sdpa_forward_graph(g, cfg); });
+  Plan* plan = impl_->sdpa_plan(GraphKind::SdpaForward, cfg, stream);
   if (!plan) return false;
   Args args{};
   args[kQ] = q;
@@ -794,11 +832,7 @@ bool CudnnGraphs::sdpa_forward(const SdpaConfig& cfg, void* o, float* stats, con
 bool CudnnGraphs::sdpa_backward(const SdpaConfig& cfg, void* dq, void* dk, void* dv, const void* d_o, const void* o,
                                 const float* stats, const void* q, const void* k, const void* v,
                                 const std::int32_t* kv_lengths, const void* dropout_mask, cudaStream_t stream) {
-  // a single query and key: cuDNN's backward engines do not handle it
-  if (!positive(cfg) || (cfg.T == 1 && cfg.S == 1)) return false;
-  const bool deterministic = impl_->deterministic;
-  Plan* plan = impl_->plan(sdpa_key(Op::SdpaBackward, cfg), stream,
-                           [&](Builder& g) { sdpa_backward_graph(g, cfg, deterministic); });
+  Plan* plan = impl_->sdpa_plan(GraphKind::SdpaBackward, cfg, stream);
   if (!plan) return false;
   Args args{};
   args[kQ] = q;
@@ -820,9 +854,8 @@ bool CudnnGraphs::layer_norm_forward(bool bf16, std::int64_t rows, std::int64_t 
                                      float* rstd, const void* x, const void* gamma, const void* beta,
                                      cudaStream_t stream) {
   if (rows <= 0 || D <= 0) return false;
-  const cudnnDataType_t type = bf16 ? kBF16 : kF32;
-  Plan* plan = impl_->plan(norm_key(Op::LayerNormForward, bf16, rows, D), stream,
-                           [&](Builder& g) { layer_norm_forward_graph(g, type, rows, D); });
+  Plan* plan = impl_->plan(norm_key(GraphKind::LayerNormForward, bf16, rows, D), GraphKind::LayerNormForward,
+                           norm_config(rows, D), bf16, stream);
   if (!plan) return false;
   Args args{};
   args[kX] = x;
@@ -839,9 +872,8 @@ bool CudnnGraphs::layer_norm_backward(bool bf16, std::int64_t rows, std::int64_t
                                       float* dbeta, const void* dy, const void* x, const float* mean,
                                       const float* rstd, const void* gamma, cudaStream_t stream) {
   if (rows <= 0 || D <= 0) return false;
-  const cudnnDataType_t type = bf16 ? kBF16 : kF32;
-  Plan* plan = impl_->plan(norm_key(Op::LayerNormBackward, bf16, rows, D), stream,
-                           [&](Builder& g) { layer_norm_backward_graph(g, type, rows, D); });
+  Plan* plan = impl_->plan(norm_key(GraphKind::LayerNormBackward, bf16, rows, D), GraphKind::LayerNormBackward,
+                           norm_config(rows, D), bf16, stream);
   if (!plan) return false;
   Args args{};
   args[kX] = x;
@@ -855,6 +887,10 @@ bool CudnnGraphs::layer_norm_backward(bool bf16, std::int64_t rows, std::int64_t
   return impl_->execute(*plan, args, stream, "layer_norm_backward");
 }
 
+bool CudnnGraphs::has_sdpa_engine(const SdpaConfig& cfg, bool backward, cudaStream_t stream) {
+  return impl_->sdpa_plan(backward ? GraphKind::SdpaBackward : GraphKind::SdpaForward, cfg, stream) != nullptr;
+}
+
 CudnnGraphs::Stats CudnnGraphs::stats() const { return impl_->stats; }
 
 // ------------------------------------------------------------------------------------------
@@ -862,21 +898,16 @@ CudnnGraphs::Stats CudnnGraphs::stats() const { return impl_->stats; }
 
 bool engine_for_device(GraphKind kind, const SdpaConfig& cfg, bool bf16, bool deterministic,
                        const std::string& device_json) {
+  const bool attention = kind == GraphKind::SdpaForward || kind == GraphKind::SdpaBackward;
+  if (attention ? !positive(cfg) : (cfg.T <= 0 || cfg.Dh <= 0)) return false;  // as the entry points
   Desc prop(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
   set_attrs(prop.get(), CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
             static_cast<std::int64_t>(device_json.size()), device_json.data());
   finalize(prop.get(), "the device description");
-  const bool attention = kind == GraphKind::SdpaForward || kind == GraphKind::SdpaBackward;
-  if (attention ? !positive(cfg) : (cfg.T <= 0 || cfg.Dh <= 0)) return false;  // as the entry points
   Plan plan;
   Builder g(plan, nullptr);
   try {
-    switch (kind) {
-      case GraphKind::SdpaForward: sdpa_forward_graph(g, cfg); break;
-      case GraphKind::SdpaBackward: sdpa_backward_graph(g, cfg, deterministic); break;
-      case GraphKind::LayerNormForward: layer_norm_forward_graph(g, bf16 ? kBF16 : kF32, cfg.T, cfg.Dh); break;
-      case GraphKind::LayerNormBackward: layer_norm_backward_graph(g, bf16 ? kBF16 : kF32, cfg.T, cfg.Dh); break;
-    }
+    build_graph(g, kind, cfg, bf16, deterministic);
   } catch (const NotSupported&) {
     return false;
   }
@@ -884,22 +915,13 @@ bool engine_for_device(GraphKind kind, const SdpaConfig& cfg, bool bf16, bool de
   set_attrs(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
             static_cast<std::int64_t>(g.ops().size()), g.ops().data());
   if (not_supported(cudnnBackendFinalize(graph.get()))) return false;
-  for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    for (Desc& config : engine_configs(graph.get(), mode, prop.get())) {
-      if (deterministic && nondeterministic(config.get())) continue;
-      Desc exec(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, config.get());
-      set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, prop.get());
-      const cudnnStatus_t st = cudnnBackendFinalize(exec.get());
-      char why[1024] = {};
-      cudnnGetLastErrorString(why, sizeof why);
-      // Without a GPU the engine gets as far as loading its compiled kernels, and no further.
-      const bool only_load_failed = st == CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER &&
-                                    std::string(why).find("cuLibraryLoadData") != std::string::npos;
-      if (st == CUDNN_STATUS_SUCCESS || only_load_failed) return true;
-    }
-  }
-  return false;
+  return walk_engines(graph.get(), deterministic, nullptr, prop.get(), [](Desc&, Desc&, cudnnStatus_t st) {
+    char why[1024] = {};
+    cudnnGetLastErrorString(why, sizeof why);
+    // Without a GPU the engine gets as far as loading its compiled kernels, and no further.
+    return st == CUDNN_STATUS_SUCCESS || (st == CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER &&
+                                          std::string(why).find("cuLibraryLoadData") != std::string::npos);
+  });
 }
 
 }  // namespace backend_cudnn

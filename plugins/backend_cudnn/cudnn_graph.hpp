@@ -65,6 +65,11 @@ class CudnnGraphs {
                            const void* dy, const void* x, const float* mean, const float* rstd, const void* gamma,
                            cudaStream_t stream);
 
+  // Whether cuDNN has an engine for the attention graph of `cfg` (built and cached on first ask):
+  // sdpa_forward / sdpa_backward then run it, given aligned pointers. For work that only the
+  // fused path needs, such as its dropout mask.
+  bool has_sdpa_engine(const SdpaConfig& cfg, bool backward, cudaStream_t stream);
+
   struct Stats {
     std::size_t graphs_built = 0;   // execution plans finalized
     std::size_t unsupported = 0;    // configurations cuDNN refused (fallback taken)

@@ -16,9 +16,6 @@ namespace backend_cudnn {
 
 namespace {
 
-constexpr const char* kNoGpuHint =
-    "run on a machine with an NVIDIA GPU and driver, or choose a CPU backend (backend: onednn or reference)";
-
 constexpr ablate::OptionInfo kOptions[] = {
     {"device", ablate::OptionType::Int, "0", nullptr, "CUDA device ordinal"},
     {"deterministic", ablate::OptionType::Bool, "true", nullptr,

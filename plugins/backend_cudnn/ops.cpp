@@ -52,18 +52,15 @@ void CudnnBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& d
 void CudnnBackend::activation_forward(Tensor& y, const Tensor& x, ablate::Activation act) {
   const char* op = "activation_forward";
   const VT t = value_type(op, "x", x);
-  need_dtype(op, "y", y, x.dtype());
-  need_shape(op, "y", y, x.shape());
+  need_like(op, "y", y, x);
   kernels::activation_forward(y.raw(), x.raw(), t, x.numel(), act_of(act), stream_);
 }
 
 void CudnnBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, ablate::Activation act) {
   const char* op = "activation_backward";
   const VT t = value_type(op, "x", x);
-  need_dtype(op, "dy", dy, x.dtype());
-  need_shape(op, "dy", dy, x.shape());
-  need_dtype(op, "dx", dx, x.dtype());
-  need_shape(op, "dx", dx, x.shape());
+  need_like(op, "dy", dy, x);
+  need_like(op, "dx", dx, x);
   kernels::activation_backward(dx.raw(), dy.raw(), x.raw(), t, x.numel(), act_of(act), stream_);
 }
 
@@ -71,8 +68,7 @@ void CudnnBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, floa
   const char* op = "add_forward";
   const VT t = value_type(op, "a", a);
   need_dtype(op, "b", b, a.dtype());
-  need_dtype(op, "y", y, a.dtype());
-  need_shape(op, "y", y, a.shape());
+  need_like(op, "y", y, a);
   if (b.numel() == 0 ? a.numel() != 0 : a.numel() % b.numel() != 0)
     fail(op, "b " + b.str() + " must repeat over a " + a.str() + " (its numel must divide a's)");
   kernels::add_forward(y.raw(), a.raw(), b.raw(), t, a.numel(), b.numel(), alpha, beta, stream_);
@@ -82,8 +78,7 @@ void CudnnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float 
   const char* op = "add_backward";
   const VT t = value_type(op, "dy", dy);
   if (da) {
-    need_dtype(op, "da", *da, dy.dtype());
-    need_shape(op, "da", *da, dy.shape());
+    need_like(op, "da", *da, dy);
     kernels::axpy(da->raw(), t, dy.raw(), t, dy.numel(), alpha, stream_);
   }
   if (db) {
@@ -99,24 +94,18 @@ void CudnnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float 
 void CudnnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
   const char* op = "mul_forward";
   const VT t = value_type(op, "a", a);
-  need_dtype(op, "b", b, a.dtype());
-  need_shape(op, "b", b, a.shape());
-  need_dtype(op, "y", y, a.dtype());
-  need_shape(op, "y", y, a.shape());
+  need_like(op, "b", b, a);
+  need_like(op, "y", y, a);
   kernels::mul_forward(y.raw(), a.raw(), b.raw(), t, a.numel(), stream_);
 }
 
 void CudnnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
   const char* op = "mul_backward";
   const VT t = value_type(op, "a", a);
-  need_dtype(op, "dy", dy, a.dtype());
-  need_shape(op, "dy", dy, a.shape());
+  need_like(op, "dy", dy, a);
   need_shape(op, "b", b, a.shape());
   for (const Tensor* g : {da, db})
-    if (g) {
-      need_dtype(op, "gradient", *g, a.dtype());
-      need_shape(op, "gradient", *g, a.shape());
-    }
+    if (g) need_like(op, "gradient", *g, a);
   kernels::mul_backward(da ? da->raw() : nullptr, db ? db->raw() : nullptr, dy.raw(), a.raw(), b.raw(), t, a.numel(),
                         stream_);
 }
@@ -131,18 +120,16 @@ void CudnnBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
 void CudnnBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
   const char* op = "dropout_forward";
   const VT t = value_type(op, "x", x);
-  need_dtype(op, "y", y, x.dtype());
-  need_shape(op, "y", y, x.shape());
-  if (!(p >= 0.0f && p < 1.0f)) fail(op, "p " + std::to_string(p) + " must be in [0, 1)");
+  need_like(op, "y", y, x);
+  need_probability(op, "p", p);
   kernels::dropout_forward(y.raw(), x.raw(), t, x.numel(), p, rng, stream_);
 }
 
 void CudnnBackend::dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
   const char* op = "dropout_backward";
   const VT t = value_type(op, "dy", dy);
-  need_dtype(op, "dx", dx, dy.dtype());
-  need_shape(op, "dx", dx, dy.shape());
-  if (!(p >= 0.0f && p < 1.0f)) fail(op, "p " + std::to_string(p) + " must be in [0, 1)");
+  need_like(op, "dx", dx, dy);
+  need_probability(op, "p", p);
   kernels::dropout_backward(dx.raw(), dy.raw(), t, dy.numel(), p, rng, stream_);
 }
 
@@ -157,7 +144,7 @@ void CudnnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor&
   if (y.shape().rows() != N || y.shape().last() != D)
     fail(op, "y " + y.str() + " must be [N, D] for ids " + ids.str() + " and table " + table.str());
   kernels::embedding_forward(y.raw(), ids.data<std::int32_t>(), table.raw(), t, N, D, V,
-                             static_cast<std::int32_t*>(flags_->data), stream_);
+                             flags_device_, stream_);
 }
 
 // dtable[ids[n]] += dy[n]. Deterministic mode groups the rows by id on the host (one small
@@ -183,30 +170,30 @@ void CudnnBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Te
     if (host_ids_[static_cast<std::size_t>(n)] < 0 || host_ids_[static_cast<std::size_t>(n)] >= V)
       fail(op, "ids[" + std::to_string(n) + "] = " + std::to_string(host_ids_[static_cast<std::size_t>(n)]) +
                    " is outside [0, V = " + std::to_string(V) + ")");
-  // groups_ = [uniq ids (U) | starts (U + 1) | rows (N)], rows stable-sorted by id
-  std::vector<std::int32_t> rows(static_cast<std::size_t>(N));
-  std::iota(rows.begin(), rows.end(), 0);
-  std::stable_sort(rows.begin(), rows.end(), [this](std::int32_t a, std::int32_t b) {
+  // groups_ = [rows (N) | uniq ids (U <= N) | starts (U + 1)], rows stable-sorted by id: built in
+  // place at fixed offsets, so a warm step allocates nothing here.
+  const std::size_t n = static_cast<std::size_t>(N);
+  groups_.resize(3 * n + 1);
+  std::int32_t* rows = groups_.data();
+  std::int32_t* uniq = rows + n;
+  std::int32_t* starts = uniq + n;
+  std::iota(rows, rows + n, 0);
+  std::stable_sort(rows, rows + n, [this](std::int32_t a, std::int32_t b) {
     return host_ids_[static_cast<std::size_t>(a)] < host_ids_[static_cast<std::size_t>(b)];
   });
-  std::vector<std::int32_t> uniq, starts;
-  for (std::int64_t k = 0; k < N; ++k) {
-    const std::int32_t id = host_ids_[static_cast<std::size_t>(rows[static_cast<std::size_t>(k)])];
-    if (uniq.empty() || uniq.back() != id) {
-      uniq.push_back(id);
-      starts.push_back(static_cast<std::int32_t>(k));
+  std::size_t U = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::int32_t id = host_ids_[static_cast<std::size_t>(rows[k])];
+    if (U == 0 || uniq[U - 1] != id) {
+      uniq[U] = id;
+      starts[U++] = static_cast<std::int32_t>(k);
     }
   }
-  starts.push_back(static_cast<std::int32_t>(N));
-  const std::size_t U = uniq.size();
-  groups_.clear();
-  groups_.insert(groups_.end(), uniq.begin(), uniq.end());
-  groups_.insert(groups_.end(), starts.begin(), starts.end());
-  groups_.insert(groups_.end(), rows.begin(), rows.end());
-  auto* dev = static_cast<std::int32_t*>(scratch(kIds, groups_.size() * sizeof(std::int32_t)));
-  check_cuda(cudaMemcpyAsync(dev, groups_.data(), groups_.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream_),
-             op);
-  kernels::embedding_backward_grouped(dtable.raw(), gt, dy.raw(), t, dev, dev + U, dev + 2 * U + 1,
+  starts[U] = static_cast<std::int32_t>(N);
+  const std::size_t used = 2 * n + U + 1;  // rows, the uniq region, and the U + 1 starts
+  auto* dev = static_cast<std::int32_t*>(scratch(kIds, used * sizeof(std::int32_t)));
+  check_cuda(cudaMemcpyAsync(dev, groups_.data(), used * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream_), op);
+  kernels::embedding_backward_grouped(dtable.raw(), gt, dy.raw(), t, dev + n, dev + 2 * n, dev,
                                       static_cast<std::int64_t>(U), D, stream_);
   // groups_ must outlive the asynchronous copy from pageable memory: it is staged before return.
 }
@@ -266,8 +253,7 @@ void CudnnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& 
                                          const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
   const char* op = "cross_entropy_forward";
   const VT t = value_type(op, "logits", logits);
-  need_dtype(op, "dlogits", dlogits, logits.dtype());
-  need_shape(op, "dlogits", dlogits, logits.shape());
+  need_like(op, "dlogits", dlogits, logits);
   need_dtype(op, "loss", loss, DType::F32);
   need_numel(op, "loss", loss, 1);
   need_dtype(op, "stats", stats, DType::F32);
@@ -279,7 +265,7 @@ void CudnnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& 
     fail(op, "label_smoothing " + std::to_string(label_smoothing) + " must be in [0, 1]");
   kernels::cross_entropy(loss.data<float>(), dlogits.raw(), stats.data<float>(), logits.raw(),
                          targets.data<std::int32_t>(), t, N, V, ignore_index, label_smoothing,
-                         static_cast<std::int32_t*>(flags_->data) + 1,
+                         flags_device_ + 1,
                          scratch(kReduce, kernels::cross_entropy_scratch_bytes(N)), stream_);
 }
 

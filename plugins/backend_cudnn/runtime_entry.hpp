@@ -15,6 +15,10 @@ struct RuntimeConfig {
   bool tf32 = false;              // F32 GEMMs on TF32 tensor cores (faster, ~1e-3 relative error)
 };
 
+// What to do when there is no GPU to run on (the plugin's driver check, the runtime's device check).
+inline constexpr const char* kNoGpuHint =
+    "run on a machine with an NVIDIA GPU and driver, or choose a CPU backend (backend: onednn or reference)";
+
 using RuntimeCreateFn = ablate::Component* (*)(const RuntimeConfig* config);
 // Relative to the plugin's directory: a subfolder, which the plugin scan does not enter.
 inline constexpr const char* kRuntimeLibrary = "backend_cudnn/libablate_backend_cudnn_runtime.so";
