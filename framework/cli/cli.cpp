@@ -11,6 +11,7 @@
 #include "ablate/version.hpp"
 #include "cli/exit_codes.hpp"
 #include "core/text.hpp"
+#include "plugins/plugin_call.hpp"
 
 namespace ablate::cli {
 namespace po = boost::program_options;
@@ -88,7 +89,7 @@ void print_help(std::ostream& out) {
       << "  0  success\n"
       << "  1  a run failed, or runs of a sweep failed (or an internal error)\n"
       << "  2  usage or spec error: bad command line, spec or option value\n"
-      << "  3  plugin error: a plugin could not be found, loaded or created\n"
+      << "  3  plugin error: a plugin could not be found, loaded or created, or its code failed (threw) in a run\n"
       << "  4  a run diverged (NaN/Inf loss or gradient; the step is recorded)\n"
       << "  130  a run or sweep was interrupted (Ctrl-C / SIGTERM; checkpointed: --resume, or the same ablate sweep)\n\n"
       << "Environment:\n"
@@ -136,6 +137,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return kExitRunFailed;
   } catch (const std::exception& e) {
     report(err, "internal error", e, "please report this with the command that caused it");
+    return kExitRunFailed;
+  } catch (...) {  // plugin calls turn these into PluginFaults; this is the last net
+    err << "ablate: internal error: " << thrown_text().what << "\n  hint: please report this with the command that caused it\n";
     return kExitRunFailed;
   }
 }

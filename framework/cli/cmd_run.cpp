@@ -24,7 +24,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                                   "Trains the experiment a spec describes (its base configuration: a sweep runs with\n"
                                   "`ablate sweep`) and writes the run directory: run.h5 (docs/results-format.md) and\n"
                                   "checkpoint.bin. Ctrl-C stops after the current step with a checkpoint;\n"
-                                  "--resume continues it. Exit 0 completed, 1 failed, 2 spec error, 3 plugin error,\n"
+                                  "--resume continues it. Exit 0 completed, 1 failed, 2 spec error, 3 plugin error (a plugin\n"
+                                  "could not be created, or threw: the run file says failed and why),\n"
                                   "4 diverged (NaN/Inf, step recorded), 130 interrupted.\n\nOptions");
   options.add_options()
       ("help,h", "show this help")

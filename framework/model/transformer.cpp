@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "ablate/error.hpp"
+#include "plugins/plugin_call.hpp"
 
 namespace ablate::model {
 namespace {
@@ -164,29 +165,41 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
   s.embedding = &scope.param("embedding.weight", {config_.vocab_size, dims.d_model},
                              Init::normal(1.0f / std::sqrt(static_cast<float>(dims.d_model))));
   s.positions = components.positional_encoding();
-  s.positions->build(scope.child("positions"), dims);
+  plugin_call(*s.positions, "build", [&] { s.positions->build(scope.child("positions"), dims); });
   if (config_.embedding_norm)
     s.embedding_norm = NormLayer(scope.child("embedding_norm"), NormKind::LayerNorm, dims.d_model, config_.embedding_norm_eps);
   for (std::int64_t i = 0; i < layers; ++i) {
     const ParamScope ls = scope.child("layers").child(std::to_string(i));
     Layer layer;
     layer.block = components.block();
-    layer.block->build(ls, dims, cross ? 3 : 2);
+    plugin_call(*layer.block, "build", [&] { layer.block->build(ls, dims, cross ? 3 : 2); });
     layer.self_attn = MultiHeadAttention(ls.child("self_attn"), dims, MultiHeadAttention::Kind::Self);
     if (cross) layer.cross_attn = MultiHeadAttention(ls.child("cross_attn"), dims, MultiHeadAttention::Kind::Cross);
     layer.ffn = components.ffn();
-    layer.ffn->build(ls.child("ffn"), dims);
+    plugin_call(*layer.ffn, "build", [&] { layer.ffn->build(ls.child("ffn"), dims); });
     s.layers.push_back(std::move(layer));
   }
-  if (!s.layers.empty() && config_.final_norm && s.layers.front().block->wants_final_norm())
-    s.final_norm = NormLayer(scope.child("final_norm"), s.layers.front().block->norm_kind(), dims.d_model, dims.norm_eps);
+  if (!s.layers.empty() && config_.final_norm) {
+    const Block& block = *s.layers.front().block;
+    if (plugin_call(block, "wants_final_norm", [&] { return block.wants_final_norm(); }))
+      s.final_norm = NormLayer(scope.child("final_norm"), plugin_call(block, "norm_kind", [&] { return block.norm_kind(); }),
+                               dims.d_model, dims.norm_eps);
+  }
   return s;
+}
+
+Var Transformer::Layer::sublayer(Graph& g, int i, const Var& x, const Block::Sublayer& f) const {
+  return plugin_call(*block, "apply", [&] { return block->apply(g, i, x, f); });
+}
+
+Var Transformer::Layer::feed_forward(Graph& g, const Var& h) const {
+  return plugin_call(*ffn, "forward", [&] { return ffn->forward(g, h); });
 }
 
 Var Transformer::embed(Graph& g, const Stack& stack, const Tensor& ids, std::int64_t offset) const {
   Var x = ops::embedding(g, ids, g.parameter(*stack.embedding));  // [B, T, D]
   if (config_.scale_embedding) x = ops::scale(g, x, std::sqrt(static_cast<float>(config_.dims.d_model)));
-  x = stack.positions->forward(g, x, offset);
+  x = plugin_call(*stack.positions, "forward", [&] { return stack.positions->forward(g, x, offset); });
   if (stack.embedding_norm) x = (*stack.embedding_norm)(g, x);
   return ops::dropout(g, x, config_.embedding_dropout);
 }
@@ -206,11 +219,11 @@ Var Transformer::run_stack(Graph& g, const Stack& stack, Var x, const ops::Atten
     const Layer& L = stack.layers[i];
     const int li = static_cast<int>(i);
     int sub = 0;
-    x = L.block->apply(g, sub++, x, [&](Graph& gg, const Var& h) { return attend(L.self_attn, gg, h, Var(), self_mask, "self", li); });
+    x = L.sublayer(g, sub++, x, [&](Graph& gg, const Var& h) { return attend(L.self_attn, gg, h, Var(), self_mask, "self", li); });
     if (L.cross_attn)
-      x = L.block->apply(g, sub++, x,
+      x = L.sublayer(g, sub++, x,
                          [&](Graph& gg, const Var& h) { return attend(*L.cross_attn, gg, h, memory, cross_mask, "cross", li); });
-    x = L.block->apply(g, sub, x, [&](Graph& gg, const Var& h) { return L.ffn->forward(gg, h); });
+    x = L.sublayer(g, sub, x, [&](Graph& gg, const Var& h) { return L.feed_forward(gg, h); });
     if (capture) capture->residuals.push_back({stack.name, li, x.value()});
   }
   return stack.final_norm ? (*stack.final_norm)(g, x) : x;
@@ -311,7 +324,7 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
     for (std::size_t i = 0; i < decoder_->layers.size(); ++i) {
       const Layer& L = decoder_->layers[i];
       LayerCache& c = cache[i];
-      x = L.block->apply(g, 0, x, [&](Graph& gg, const Var& h) {
+      x = L.sublayer(g, 0, x, [&](Graph& gg, const Var& h) {
         const MultiHeadAttention::Projected p = L.self_attn.project_self(gg, h);  // q/k/v [B, H, T, Dh]
         if (!c.k.defined()) {
           c.k = be.empty({B, H, S, Dh}, p.kv.k.dtype());
@@ -323,7 +336,7 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
         be.write_time_slice(c.v, p.kv.v.value(), first);
         return L.self_attn.attend(gg, p.q, {gg.constant(c.k), gg.constant(c.v)}, mask);
       });
-      x = L.block->apply(g, 1, x, [&](Graph& gg, const Var& h) { return L.ffn->forward(gg, h); });
+      x = L.sublayer(g, 1, x, [&](Graph& gg, const Var& h) { return L.feed_forward(gg, h); });
     }
     if (decoder_->final_norm) x = (*decoder_->final_norm)(g, x);
     return host_floats(be, project_vocab(g, *decoder_, x).value());  // [B, T, V]
@@ -397,13 +410,13 @@ std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, 
     for (std::size_t i = 0; i < decoder_->layers.size(); ++i) {
       const Layer& L = decoder_->layers[i];
       LayerState& s = state[i];
-      x = L.block->apply(g, 0, x, [&](Graph& gg, const Var& h) {
+      x = L.sublayer(g, 0, x, [&](Graph& gg, const Var& h) {
         const MultiHeadAttention::Projected p = L.self_attn.project_self(gg, h);  // q/k/v [B, H, 1, Dh]
         be.write_time_slice(s.k, p.kv.k.value(), t);
         be.write_time_slice(s.v, p.kv.v.value(), t);
         return L.self_attn.attend(gg, p.q, {gg.constant(s.k), gg.constant(s.v)}, cache_mask);
       });
-      x = L.block->apply(g, 1, x, [&](Graph& gg, const Var& h) {
+      x = L.sublayer(g, 1, x, [&](Graph& gg, const Var& h) {
         ops::AttentionOptions mask = src_mask;
         Tensor probs;
         if (cross) mask.probs = &probs;
@@ -411,7 +424,7 @@ std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, 
         if (cross) cross->attention.push_back({"decoder", "cross", static_cast<int>(i), probs, t});
         return y;
       });
-      x = L.block->apply(g, 2, x, [&](Graph& gg, const Var& h) { return L.ffn->forward(gg, h); });
+      x = L.sublayer(g, 2, x, [&](Graph& gg, const Var& h) { return L.feed_forward(gg, h); });
     }
     if (decoder_->final_norm) x = (*decoder_->final_norm)(g, x);
     const std::vector<std::int32_t> next = argmax_rows(be, project_vocab(g, *decoder_, x).value());  // [B]

@@ -130,6 +130,10 @@ class Transformer {
     MultiHeadAttention self_attn;
     std::optional<MultiHeadAttention> cross_attn;
     std::shared_ptr<FeedForward> ffn;
+    // The layer's plugins, every call guarded (a throw becomes a PluginFault naming the plugin):
+    // sublayer `i` of the block around f, x: [B, T, D] -> [B, T, D]; the FFN, h: [B, T, D] -> [B, T, D].
+    Var sublayer(Graph& g, int i, const Var& x, const Block::Sublayer& f) const;
+    Var feed_forward(Graph& g, const Var& h) const;
   };
   struct Stack {
     std::string name;  // "encoder" | "decoder"

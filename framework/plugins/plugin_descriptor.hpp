@@ -31,6 +31,8 @@ struct PluginDescriptor {
   std::vector<OptionDescriptor> options;
 
   std::string id() const { return kind + "/" + name; }
+  // "kind/name version (file)", or "(linked)" for a plugin linked into the binary: how errors name it.
+  std::string text() const { return id() + " " + version + " (" + (path.empty() ? std::string("linked") : path.string()) + ")"; }
 };
 
 }  // namespace ablate

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
+#include <mutex>
 #include <set>
 
 #include <boost/dll/library_info.hpp>
@@ -14,6 +16,7 @@
 #include "core/text.hpp"
 #include "plugins/elf_check.hpp"
 #include "plugins/option_resolver.hpp"
+#include "plugins/plugin_call.hpp"
 
 #ifndef ABLATE_PLUGIN_RELDIR
 #define ABLATE_PLUGIN_RELDIR "lib/ablate/plugins"
@@ -118,7 +121,20 @@ std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& extra) {
 }
 
 PluginRegistry::PluginRegistry() = default;
-PluginRegistry::~PluginRegistry() = default;
+PluginRegistry::~PluginRegistry() {
+  // Unwinding: the exception in flight, or the strings it carries, may be a plugin's own code and
+  // data; keep every library mapped until the process ends.
+  if (std::uncaught_exceptions() > 0)
+    for (Entry& e : entries_)
+      if (e.library) pin_library(std::move(e.library));
+}
+
+void pin_library(std::shared_ptr<boost::dll::shared_library> library) {
+  static auto* pinned = new std::vector<std::shared_ptr<boost::dll::shared_library>>();  // never freed, on purpose
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  pinned->push_back(std::move(library));
+}
 
 void PluginRegistry::scan(const std::vector<fs::path>& search_path) {
   for (const fs::path& entry : search_path) {
@@ -256,23 +272,25 @@ std::shared_ptr<Component> PluginRegistry::create(std::string_view kind, std::st
   const PluginDescriptor& d = find(kind, name);
   const Entry& entry = *std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return &e.descriptor == &d; });
   const Options resolved = resolve_options(d, options);
-  const std::string where = d.id() + (d.path.empty() ? std::string() : " (" + d.path.string() + ")");
 
   Component* raw = nullptr;
-  try {
+  try {  // what it throws is read while the plugin's library is loaded (the registry holds it)
     raw = entry.factory(resolved);
-  } catch (const Error& e) {  // read while the plugin's library is still loaded; its hint goes on
-    throw PluginError("plugin " + where + " failed to create its component: " + e.what(), e.hint());
-  } catch (const std::exception& e) {
-    throw PluginError("plugin " + where + " failed to create its component: " + e.what());
   } catch (...) {
-    throw PluginError("plugin " + where + " failed to create its component: it threw a non-standard exception");
+    ThrownText t = thrown_text();
+    throw PluginFault(d.text(), "create", {}, std::move(t.what), std::move(t.hint));
   }
-  if (raw == nullptr) throw PluginError("plugin " + where + " returned no component (its factory returned null)");
+  if (raw == nullptr) throw PluginFault(d.text(), "create", {}, "its factory returned no component (null)", {});
+  remember_plugin_of(raw, d.text());
   // The deleter owns a reference to the library: the object is destroyed (running plugin code)
-  // first, then the deleter and with it the last reference that keeps the library mapped.
+  // first, then the deleter and with it the last reference that keeps the library mapped. While
+  // an exception is in flight (it may be the plugin's own object) the library stays mapped.
   std::shared_ptr<boost::dll::shared_library> library = entry.library;
-  return std::shared_ptr<Component>(raw, [library](Component* p) { delete p; });
+  return std::shared_ptr<Component>(raw, [library](Component* p) mutable {
+    forget_plugin_of(p);
+    delete p;
+    if (std::uncaught_exceptions() > 0) pin_library(std::move(library));
+  });
 }
 
 }  // namespace ablate

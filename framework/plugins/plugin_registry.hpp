@@ -30,6 +30,9 @@ struct PluginProblem {
   std::string hint;
 };
 
+// Keeps `library` mapped until the process ends (used while an exception is in flight).
+void pin_library(std::shared_ptr<boost::dll::shared_library> library);
+
 // The directories (or single files) searched for plugins, in order: the built-in directory
 // next to the executable (<exe>/../lib/ablate/plugins), then ABLATE_PLUGIN_PATH (colon-
 // separated), then `extra` (paths named by a spec or --plugin-path).
@@ -64,7 +67,7 @@ class PluginRegistry {
   const PluginDescriptor& find(std::string_view kind, std::string_view name) const;
 
   // Creates a component with options resolved against the plugin's declarations
-  // (UsageError for bad options, PluginError if the factory throws or returns nothing).
+  // (UsageError for bad options, PluginFault if the factory throws or returns nothing).
   std::shared_ptr<Component> create(std::string_view kind, std::string_view name,
                                     const std::map<std::string, std::string>& options = {}) const;
 

@@ -354,18 +354,20 @@ void set_attr(const Obj& obj, std::string_view name, const std::vector<std::int6
 void set_fixed_attr(const Obj& obj, std::string_view name, std::string_view value, std::size_t bytes) {
   refuse_nul(obj, name, value);
   const std::string path = obj.path + "@" + str(name);
-  Handle type = fixed_string_type(bytes);
   Handle a;
-  if (has_attr(obj, name)) {
+  if (has_attr(obj, name)) {  // rewritten in place at the size it was created with (older files: smaller)
     a = open_attr(obj, name);
     Handle stored = check_id(H5Aget_type(a.get()), H5Tclose, obj, path, "read the type of attribute");
-    if (H5Tget_class(stored.get()) != H5T_STRING || H5Tis_variable_str(stored.get()) != 0 || H5Tget_size(stored.get()) != bytes)
-      throw Error("attribute " + path + " in " + obj.file + " is not a fixed-length string of " + std::to_string(bytes) + " bytes",
+    if (H5Tget_class(stored.get()) != H5T_STRING || H5Tis_variable_str(stored.get()) != 0 || H5Tget_size(stored.get()) == 0)
+      throw Error("attribute " + path + " in " + obj.file + " is not a fixed-length string",
                   "the file does not follow docs/results-format.md");
+    bytes = H5Tget_size(stored.get());
   } else {
+    Handle type = fixed_string_type(bytes);
     Handle space = scalar_space();
     a = new_attr(obj, name, type.get(), space.get());
   }
+  Handle type = fixed_string_type(bytes);
   std::vector<char> buf(bytes, '\0');
   const std::string fitted = fit_utf8(value, bytes);
   std::memcpy(buf.data(), fitted.data(), fitted.size());

@@ -119,7 +119,8 @@ void refresh(const Obj& dataset);
 
 // Attributes. The string and array setters replace an existing attribute (before SWMR writing
 // only); the integer setter and set_fixed_attr rewrite an existing one in place (fixed size:
-// allowed while SWMR writing).
+// allowed while SWMR writing). set_fixed_attr creates `bytes` bytes, and keeps the size an
+// existing attribute has (a file written with a smaller size), cutting the value to fit.
 bool has_attr(const Obj& obj, std::string_view name);
 void set_attr(const Obj& obj, std::string_view name, std::string_view value);
 void set_attr(const Obj& obj, std::string_view name, std::int64_t value);

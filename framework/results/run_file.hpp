@@ -22,7 +22,7 @@ inline constexpr std::int64_t kFormatVersion = 1;         // root attribute `for
 // Sizes of the fixed-length root attributes rewritten while the run goes (SWMR writes cannot
 // allocate): `status`, `reason` (longer reasons are cut at a UTF-8 character boundary), `finished`.
 inline constexpr std::size_t kStatusBytes = 16;
-inline constexpr std::size_t kReasonBytes = 256;
+inline constexpr std::size_t kReasonBytes = 1024;  // older files have 256; readers take either
 inline constexpr std::size_t kTimeBytes = 32;
 
 enum class RunStatus { Running, Completed, Failed, Diverged, Interrupted };

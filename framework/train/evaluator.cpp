@@ -35,7 +35,7 @@ Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Sp
   const bool decode = wants(spec::Metric::exact_match);
   const bool forced = wants(spec::Metric::loss) || wants(spec::Metric::perplexity) || wants(spec::Metric::token_accuracy);
   const std::int64_t batch_size = ex.spec.train.batch_size;
-  const std::int64_t n = std::min(ex.spec.eval.batches * batch_size, ex.task->size(split));
+  const std::int64_t n = std::min(ex.spec.eval.batches * batch_size, ex.size(split));
 
   double loss_sum = 0.0, rows = 0.0, correct = 0.0;
   std::vector<Example> references;
@@ -68,18 +68,18 @@ Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Sp
   if (wants(spec::Metric::perplexity)) out["perplexity"] = std::exp(loss);
   if (wants(spec::Metric::token_accuracy)) out["token_accuracy"] = rows > 0 ? correct / rows : 0.0;
   if (decode && !references.empty()) {
-    for (const auto& [name, value] : ex.task->score(references, predictions)) out[decoded_name(name)] = value;
+    for (const auto& [name, value] : ex.score(references, predictions)) out[decoded_name(name)] = value;
     for (std::size_t i = 0; i < std::min(samples, references.size()); ++i)
-      result.samples.push_back({ex.task->text(references[i].src, false), ex.task->text(references[i].tgt, true),
-                                ex.task->text(predictions[i], true)});
+      result.samples.push_back({ex.text(references[i].src, false), ex.text(references[i].tgt, true),
+                                ex.text(predictions[i], true)});
   }
   return result;
 }
 
 bool generates(const Experiment& ex, std::string* note) {
   const spec::GenerateSpec& g = ex.spec.eval.generate;
-  if (ex.task_info.type != TaskType::LanguageModel || g.max_tokens == 0 || ex.task->size(Split::Eval) == 0) return false;
-  if (ex.task->text(ex.task->example(Split::Eval, 0).tgt, true).empty()) return false;  // no text (synthetic)
+  if (ex.task_info.type != TaskType::LanguageModel || g.max_tokens == 0 || ex.size(Split::Eval) == 0) return false;
+  if (ex.text(ex.examples(Split::Eval, {0}).front().tgt, true).empty()) return false;  // no text (synthetic)
   if (g.prompt_tokens >= ex.task_info.max_tgt_len)
     throw UsageError(ex.spec.marks.of("eval.generate.prompt_tokens").str() + ": eval.generate.prompt_tokens: " +
                          std::to_string(g.prompt_tokens) + " leaves nothing to continue: the task's examples have at most " +
@@ -95,7 +95,7 @@ bool generates(const Experiment& ex, std::string* note) {
 
 std::vector<DecodedSample> generate_samples(Experiment& ex, Split split, std::size_t count, std::int64_t step) {
   const spec::GenerateSpec& g = ex.spec.eval.generate;
-  const auto n = static_cast<std::int64_t>(std::min<std::size_t>(count, static_cast<std::size_t>(ex.task->size(split))));
+  const auto n = static_cast<std::int64_t>(std::min<std::size_t>(count, static_cast<std::size_t>(ex.size(split))));
   std::vector<std::int64_t> indices;
   for (std::int64_t i = 0; i < n; ++i) indices.push_back(i);
   const std::vector<Example> examples = ex.examples(split, indices);
@@ -114,7 +114,7 @@ std::vector<DecodedSample> generate_samples(Experiment& ex, Split split, std::si
   const std::vector<std::vector<std::int32_t>> continuations = ex.model->generate(*ex.backend, prompts, options);
   std::vector<DecodedSample> out;
   for (std::size_t i = 0; i < examples.size(); ++i)
-    out.push_back({ex.task->text(prompts[i], true), ex.task->text(references[i], true), ex.task->text(continuations[i], true)});
+    out.push_back({ex.text(prompts[i], true), ex.text(references[i], true), ex.text(continuations[i], true)});
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include "ablate/error.hpp"
 #include "core/text.hpp"
+#include "plugins/plugin_call.hpp"
 
 namespace ablate::train {
 namespace {
@@ -70,10 +71,10 @@ std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, c
 Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& registry, std::shared_ptr<OpProfile> profile)
     : spec(s) {
   backend = registry.create<Backend>(spec.backend.name, spec.backend.options);
-  if (profile) backend = std::make_shared<ProfilingBackend>(backend, std::move(profile));
+  backend = std::make_shared<HostedBackend>(backend, std::move(profile));  // faults name the plugin
   task = registry.create<Task>(spec.task.name, spec.task.options);
   schedule = registry.create<Schedule>(spec.train.schedule.name, spec.train.schedule.options);
-  task_info = task->info();
+  task_info = plugin_call(*task, "info", [&] { return task->info(); });
   for (const spec::PluginSlot& slot : spec::plugin_slots()) {
     const spec::PluginRef& ref = spec::plugin_at(spec, slot.path);
     plugin_versions.push_back(slot.kind + "/" + ref.name + " " + registry.find(slot.kind, ref.name).version);
@@ -139,8 +140,31 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
 std::vector<Example> Experiment::examples(Split split, const std::vector<std::int64_t>& indices) const {
   std::vector<Example> out;
   out.reserve(indices.size());
-  for (std::int64_t i : indices) out.push_back(task->example(split, i));
+  plugin_call(*task, "example", [&] {
+    for (std::int64_t i : indices) out.push_back(task->example(split, i));
+  });
   return out;
+}
+
+std::int64_t Experiment::size(Split split) const {
+  return plugin_call(*task, "size", [&] { return task->size(split); });
+}
+
+std::string Experiment::text(const std::vector<std::int32_t>& tokens, bool target) const {
+  return plugin_call(*task, "text", [&] { return task->text(tokens, target); });
+}
+
+std::map<std::string, double> Experiment::score(const std::vector<Example>& references,
+                                                const std::vector<std::vector<std::int32_t>>& predictions) const {
+  return plugin_call(*task, "score", [&] { return task->score(references, predictions); });
+}
+
+std::vector<std::string> Experiment::score_names() const {
+  return plugin_call(*task, "score_names", [&] { return task->score_names(); });
+}
+
+double Experiment::learning_rate(std::int64_t step) const {
+  return plugin_call(*schedule, "learning_rate", [&] { return schedule->learning_rate(step); });
 }
 
 model::DeviceBatch Experiment::batch(const HostBatch& host) const {

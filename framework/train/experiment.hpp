@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,8 +32,8 @@ std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, c
 struct Experiment {
   // Creates every plugin of `spec` (already checked by spec::validate_plugins) and builds the
   // model. Throws UsageError (with the spec position) when the architecture does not fit the task,
-  // PluginError when a plugin cannot be created. With `profile`, the backend is wrapped in a
-  // ProfilingBackend that times every op into it (`ablate run --profile`).
+  // PluginError when a plugin cannot be created, PluginFault when one fails. The backend is wrapped
+  // in a HostedBackend (faults name the plugin); with `profile` it also times every op into it.
   Experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry,
              std::shared_ptr<OpProfile> profile = nullptr);
 
@@ -48,8 +49,16 @@ struct Experiment {
   // "kind/name version" of every plugin the run uses, for the records.
   std::vector<std::string> plugin_versions;
 
-  // The examples `indices` of `split`.
+  // The task and schedule plugins, every call guarded (a throw becomes a PluginFault naming the
+  // plugin): the examples `indices` of `split`, a split's size, tokens as text, scores, and the
+  // learning rate of an optimizer step. The runner reaches those plugins only through these.
   std::vector<Example> examples(Split split, const std::vector<std::int64_t>& indices) const;
+  std::int64_t size(Split split) const;
+  std::string text(const std::vector<std::int32_t>& tokens, bool target) const;
+  std::map<std::string, double> score(const std::vector<Example>& references,
+                                      const std::vector<std::vector<std::int32_t>>& predictions) const;
+  std::vector<std::string> score_names() const;
+  double learning_rate(std::int64_t step) const;
   // A host batch uploaded for the model; examples batched and uploaded; or the examples
   // `indices` of `split`.
   model::DeviceBatch batch(const HostBatch& host) const;

@@ -1,5 +1,7 @@
-// The per-op profile of `ablate run --profile` (op_profile.hpp).
+// The run's view of its backend plugin and the per-op profile of `ablate run --profile` (op_profile.hpp).
 #include "train/op_profile.hpp"
+
+#include "plugins/plugin_call.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -99,141 +101,150 @@ std::string OpProfile::report() const {
   return out;
 }
 
-ProfilingBackend::ProfilingBackend(std::shared_ptr<Backend> inner, std::shared_ptr<OpProfile> profile)
-    : inner_(std::move(inner)), profile_(std::move(profile)), sync_each_op_(!inner_->caps().host_addressable) {}
+HostedBackend::HostedBackend(std::shared_ptr<Backend> inner, std::shared_ptr<OpProfile> profile)
+    : inner_(std::move(inner)), profile_(std::move(profile)), sync_each_op_(!caps().host_addressable) {}
+
+BackendCaps HostedBackend::caps() const {
+  return plugin_call(*inner_, "caps", [&] { return inner_->caps(); });
+}
+void HostedBackend::synchronize() {
+  plugin_call(*inner_, "synchronize", [&] { inner_->synchronize(); });
+}
 
 template <typename F>
-void ProfilingBackend::timed(ProfiledOp op, double flops, F&& call) {
-  if (!profile_->in_step()) {
+void HostedBackend::timed(ProfiledOp op, double flops, F&& call) {
+  const auto start = profile_ ? OpProfile::Clock::now() : OpProfile::Clock::time_point{};
+  try {
     call();
-    return;
+    if (profile_ && profile_->in_step() && sync_each_op_) inner_->synchronize();
+  } catch (...) {
+    const OpName& name = kNames[static_cast<std::size_t>(op)];
+    throw_plugin_fault(*inner_, std::string(name.op) + " (" + name.direction + ")");
   }
-  const auto start = OpProfile::Clock::now();
-  call();
-  if (sync_each_op_) inner_->synchronize();
+  if (!profile_ || !profile_->in_step()) return;
   profile_->add(op, std::chrono::duration<double>(OpProfile::Clock::now() - start).count(), flops);
 }
 
-Tensor ProfilingBackend::empty(const Shape& shape, DType dtype) {
+Tensor HostedBackend::empty(const Shape& shape, DType dtype) {
   Tensor t;
   timed(ProfiledOp::Memory, 0.0, [&] { t = inner_->empty(shape, dtype); });
   return t;
 }
-void ProfilingBackend::fill(Tensor& y, float value) {
+void HostedBackend::fill(Tensor& y, float value) {
   timed(ProfiledOp::Memory, 0.0, [&] { inner_->fill(y, value); });
 }
-void ProfilingBackend::copy_from_host(Tensor& dst, const void* src) {
+void HostedBackend::copy_from_host(Tensor& dst, const void* src) {
   timed(ProfiledOp::Memory, 0.0, [&] { inner_->copy_from_host(dst, src); });
 }
-void ProfilingBackend::copy_to_host(void* dst, const Tensor& src) {
+void HostedBackend::copy_to_host(void* dst, const Tensor& src) {
   timed(ProfiledOp::Memory, 0.0, [&] { inner_->copy_to_host(dst, src); });
 }
-void ProfilingBackend::copy(Tensor& dst, const Tensor& src) {
+void HostedBackend::copy(Tensor& dst, const Tensor& src) {
   timed(ProfiledOp::Memory, 0.0, [&] { inner_->copy(dst, src); });
 }
-void ProfilingBackend::cast(Tensor& y, const Tensor& x) {
+void HostedBackend::cast(Tensor& y, const Tensor& x) {
   timed(ProfiledOp::Memory, 0.0, [&] { inner_->cast(y, x); });
 }
-void ProfilingBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
+void HostedBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
   timed(ProfiledOp::Memory, 0.0, [&] { inner_->write_time_slice(dst, src, offset); });
 }
 
-void ProfilingBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
+void HostedBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
                                       Activation act) {
   timed(ProfiledOp::LinearFwd, linear_flops(x, w), [&] { inner_->linear_forward(y, pre, x, w, b, act); });
 }
-void ProfilingBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
+void HostedBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
                                        const Tensor& w, const Tensor* pre, const Tensor& y, Activation act) {
   const double flops = linear_flops(x, w) * ((dx ? 1.0 : 0.0) + (dw ? 1.0 : 0.0));
   timed(ProfiledOp::LinearBwd, flops, [&] { inner_->linear_backward(dx, dw, db, dy, x, w, pre, y, act); });
 }
-void ProfilingBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) {
+void HostedBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) {
   timed(ProfiledOp::MatmulFwd, matmul_flops(c, a, trans_a), [&] { inner_->matmul_forward(c, a, b, trans_a, trans_b, alpha); });
 }
-void ProfilingBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
+void HostedBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
                                        bool trans_a, bool trans_b, float alpha) {
   const double flops = matmul_flops(dc, a, trans_a) * ((da ? 1.0 : 0.0) + (db ? 1.0 : 0.0));
   timed(ProfiledOp::MatmulBwd, flops, [&] { inner_->matmul_backward(da, db, dc, a, b, trans_a, trans_b, alpha); });
 }
-void ProfilingBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
+void HostedBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
                                          const Tensor& v, const AttentionParams& params) {
   timed(ProfiledOp::AttentionFwd, attention_flops(q, k), [&] { inner_->attention_forward(out, lse, probs, q, k, v, params); });
 }
-void ProfilingBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
+void HostedBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
                                           const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                                           const AttentionParams& params) {
   timed(ProfiledOp::AttentionBwd, 2.0 * attention_flops(q, k),
         [&] { inner_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, params); });
 }
-void ProfilingBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
+void HostedBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
                                           const Tensor& beta, float eps) {
   timed(ProfiledOp::LayerNormFwd, 0.0, [&] { inner_->layer_norm_forward(y, mean, rstd, x, gamma, beta, eps); });
 }
-void ProfilingBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
+void HostedBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
                                            const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
   timed(ProfiledOp::LayerNormBwd, 0.0, [&] { inner_->layer_norm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma); });
 }
-void ProfilingBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
+void HostedBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
   timed(ProfiledOp::RmsNormFwd, 0.0, [&] { inner_->rms_norm_forward(y, rstd, x, gamma, eps); });
 }
-void ProfilingBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
+void HostedBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
                                          const Tensor& gamma) {
   timed(ProfiledOp::RmsNormBwd, 0.0, [&] { inner_->rms_norm_backward(dx, dgamma, dy, x, rstd, gamma); });
 }
-void ProfilingBackend::activation_forward(Tensor& y, const Tensor& x, Activation act) {
+void HostedBackend::activation_forward(Tensor& y, const Tensor& x, Activation act) {
   timed(ProfiledOp::ActivationFwd, 0.0, [&] { inner_->activation_forward(y, x, act); });
 }
-void ProfilingBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) {
+void HostedBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) {
   timed(ProfiledOp::ActivationBwd, 0.0, [&] { inner_->activation_backward(dx, dy, x, act); });
 }
-void ProfilingBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
+void HostedBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
   timed(ProfiledOp::AddFwd, 0.0, [&] { inner_->add_forward(y, a, b, alpha, beta); });
 }
-void ProfilingBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
+void HostedBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
   timed(ProfiledOp::AddBwd, 0.0, [&] { inner_->add_backward(da, db, dy, alpha, beta); });
 }
-void ProfilingBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
+void HostedBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
   timed(ProfiledOp::MulFwd, 0.0, [&] { inner_->mul_forward(y, a, b); });
 }
-void ProfilingBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
+void HostedBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
   timed(ProfiledOp::MulBwd, 0.0, [&] { inner_->mul_backward(da, db, dy, a, b); });
 }
-void ProfilingBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
+void HostedBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
   timed(ProfiledOp::Axpy, 0.0, [&] { inner_->axpy(y, x, alpha); });
 }
-void ProfilingBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const RngKey& rng) {
+void HostedBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const RngKey& rng) {
   timed(ProfiledOp::DropoutFwd, 0.0, [&] { inner_->dropout_forward(y, x, p, rng); });
 }
-void ProfilingBackend::dropout_backward(Tensor& dx, const Tensor& dy, float p, const RngKey& rng) {
+void HostedBackend::dropout_backward(Tensor& dx, const Tensor& dy, float p, const RngKey& rng) {
   timed(ProfiledOp::DropoutBwd, 0.0, [&] { inner_->dropout_backward(dx, dy, p, rng); });
 }
-void ProfilingBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
+void HostedBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
   timed(ProfiledOp::EmbeddingFwd, 0.0, [&] { inner_->embedding_forward(y, ids, table); });
 }
-void ProfilingBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
+void HostedBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
   timed(ProfiledOp::EmbeddingBwd, 0.0, [&] { inner_->embedding_backward(dtable, dy, ids); });
 }
-void ProfilingBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
+void HostedBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
   timed(ProfiledOp::HeadsFwd, 0.0, [&] { inner_->split_heads_forward(y, x, parts, part); });
 }
-void ProfilingBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
+void HostedBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
   timed(ProfiledOp::HeadsBwd, 0.0, [&] { inner_->split_heads_backward(dx, dy, parts, part); });
 }
-void ProfilingBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
+void HostedBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
   timed(ProfiledOp::HeadsFwd, 0.0, [&] { inner_->merge_heads_forward(y, x); });
 }
-void ProfilingBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
+void HostedBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
   timed(ProfiledOp::HeadsBwd, 0.0, [&] { inner_->merge_heads_backward(dx, dy); });
 }
-void ProfilingBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
+void HostedBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
                                              const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
   timed(ProfiledOp::CrossEntropy, 0.0,
         [&] { inner_->cross_entropy_forward(loss, dlogits, stats, logits, targets, ignore_index, label_smoothing); });
 }
-void ProfilingBackend::sum_squares(Tensor& total, const Tensor& x) {
+void HostedBackend::sum_squares(Tensor& total, const Tensor& x) {
   timed(ProfiledOp::SumSquares, 0.0, [&] { inner_->sum_squares(total, x); });
 }
-void ProfilingBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
+void HostedBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
                                    const AdamParams& params) {
   timed(ProfiledOp::AdamUpdate, 0.0, [&] { inner_->adam_update(w, m, v, w_low, grad, params); });
 }

@@ -1,5 +1,7 @@
-// `ablate run --profile`: where a training step's time goes. ProfilingBackend wraps the run's
-// backend and times every op call (per op kind, forward and backward apart) while a training
+// The run's view of its backend plugin, HostedBackend: every op forwarded to the plugin, and what
+// the plugin throws turned into a PluginFault naming it (plugins/plugin_call.hpp). And `ablate run
+// --profile`: where a training step's time goes. With a profile, HostedBackend also times every
+// op call (per op kind, forward and backward apart) while a training
 // step is open; OpProfile adds them up and prints a table of milliseconds per step, share of
 // the step and, for the GEMM-shaped ops, GFLOP/s. Time in a step outside every backend op is
 // the framework's own (autograd graph, batching, the host side of the loss) and is shown as such.
@@ -55,18 +57,19 @@ class OpProfile {
   bool in_step_ = false;
 };
 
-// A Backend that forwards every call to `inner`, timing it into `profile`.
-class ProfilingBackend final : public Backend {
+// A Backend that forwards every call to `inner` (a plugin's backend), turns what it throws into a
+// PluginFault, and with a `profile` (may be null) times the call into it.
+class HostedBackend final : public Backend {
  public:
-  ProfilingBackend(std::shared_ptr<Backend> inner, std::shared_ptr<OpProfile> profile);
+  HostedBackend(std::shared_ptr<Backend> inner, std::shared_ptr<OpProfile> profile);
 
-  BackendCaps caps() const override { return inner_->caps(); }
+  BackendCaps caps() const override;
   Tensor empty(const Shape& shape, DType dtype) override;
   void fill(Tensor& y, float value) override;
   void copy_from_host(Tensor& dst, const void* src) override;
   void copy_to_host(void* dst, const Tensor& src) override;
   void copy(Tensor& dst, const Tensor& src) override;
-  void synchronize() override { inner_->synchronize(); }
+  void synchronize() override;
   void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation act) override;
   void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
                        const Tensor* pre, const Tensor& y, Activation act) override;

@@ -30,15 +30,15 @@ RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics,
                          std::int64_t samples)
     : ex_(ex) {
   const model::ModelConfig& c = ex.model->config();
-  const std::int64_t E = std::min(ex.spec.log.attention.probe_examples, ex.task->size(Split::Eval));
+  const std::int64_t E = std::min(ex.spec.log.attention.probe_examples, ex.size(Split::Eval));
   std::vector<std::int64_t> indices(static_cast<std::size_t>(E));
   std::iota(indices.begin(), indices.end(), 0);
   const std::vector<Example> examples = ex.examples(Split::Eval, indices);
   const HostBatch hb = make_batch(examples);
   std::vector<std::string> src_texts, tgt_texts;
   for (const Example& e : examples) {
-    src_texts.push_back(ex.task->text(e.src, false));
-    tgt_texts.push_back(ex.task->text(e.tgt, true));
+    src_texts.push_back(ex.text(e.src, false));
+    tgt_texts.push_back(ex.text(e.tgt, true));
   }
   probe_batch_ = model::upload_batch(*ex.backend, hb, c, ex.compute);
   src_lengths_ = hb.src_lengths;

@@ -16,6 +16,7 @@
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
 #include "core/text.hpp"
+#include "plugins/plugin_call.hpp"
 #include "train/checkpoint.hpp"
 #include "train/data_order.hpp"
 #include "train/evaluator.hpp"
@@ -158,17 +159,17 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   const std::vector<spec::Metric> metrics = applicable_metrics(spec, ex.task_info, &skipped);
   for (const std::string& s : skipped) out << "note: eval metric skipped: " << s << "\n";
   if (!generate_note.empty()) out << "note: skipped: " << generate_note << "\n";
-  std::vector<std::string> eval_cols = evaluated_names(metrics, ex.task->score_names());
+  std::vector<std::string> eval_cols = evaluated_names(metrics, ex.score_names());
   // A task with a test split is scored on it once, in the last eval row, as test_<metric>.
-  const bool has_test = ex.task->size(Split::Test) > 0;
+  const bool has_test = ex.size(Split::Test) > 0;
   if (has_test)
     for (std::size_t i = 0, n = eval_cols.size(); i < n; ++i) eval_cols.push_back("test_" + eval_cols[i]);
   // Decoded eval samples as text, where the task has text and decoding runs; a language model's
   // sampled continuations (generate implies text).
   const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
-  const bool has_text = ex.task->size(Split::Eval) > 0 && !ex.task->text(ex.examples(Split::Eval, {0}).front().tgt, true).empty();
+  const bool has_text = ex.size(Split::Eval) > 0 && !ex.text(ex.examples(Split::Eval, {0}).front().tgt, true).empty();
   const std::int64_t samples =
-      (decodes && has_text) || generate ? std::min<std::int64_t>(kSamples, ex.task->size(Split::Eval)) : 0;
+      (decodes && has_text) || generate ? std::min<std::int64_t>(kSamples, ex.size(Split::Eval)) : 0;
   RunRecorder record(ex, kTrainColumns, eval_cols, samples);
   if (options.resume) {
     record.resume(run_file, state.step);
@@ -197,7 +198,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       << ex.backend->caps().threads << " threads); " << (options.resume ? "resuming at step " + std::to_string(state.step) : std::string("from step 0"))
       << " of " << spec.train.steps << "\n";
 
-  DataOrder order(ex.task->size(Split::Train), spec.train.batch_size, static_cast<std::uint64_t>(spec.train.seed));
+  DataOrder order(ex.size(Split::Train), spec.train.batch_size, static_cast<std::uint64_t>(spec.train.seed));
   Progress progress(out, options.progress, spec.train.steps, state.step, spec.log.every);
   const auto process_start = Clock::now();
   const double elapsed_before = state.elapsed_seconds;
@@ -260,9 +261,13 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   const float smoothing = static_cast<float>(spec.train.label_smoothing);
   const auto seed = static_cast<std::uint64_t>(spec.train.seed);
 
+  const char* phase = "training";  // what the loop is doing at step phase_step, for error messages
+  std::int64_t phase_step = state.step + 1;
   try {
     while (state.step < spec.train.steps) {
       const std::int64_t step = state.step + 1;
+      phase = "training";
+      phase_step = step;
       if (profile) profile->begin_step();
       const HostBatch host_batch = make_batch(ex.examples(Split::Train, order.batch(step)));
       const model::DeviceBatch batch = ex.batch(host_batch);
@@ -274,7 +279,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       ex.backend->copy_to_host(&loss, ce.loss.value());
       if (!std::isfinite(loss)) return finish(RunStatus::Diverged, "loss is " + number_text(loss) + " at step " + std::to_string(step));
       g.backward(ce.loss);
-      const double lr = ex.schedule->learning_rate(step);
+      const double lr = ex.learning_rate(step);
       const double grad_norm = ex.optimizer->step(*ex.store, lr, spec.train.clip_grad_norm);
       if (!std::isfinite(grad_norm))
         return finish(RunStatus::Diverged, "gradient norm is " + number_text(grad_norm) + " at step " + std::to_string(step));
@@ -296,6 +301,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       std::optional<std::string> stop;
       const bool log_now = step % spec.log.every == 0 || step == spec.train.steps;
       const bool attention_now = spec.log.attention.every > 0 && step % spec.log.attention.every == 0;
+      phase = "logging";
       record.probe(step, log_now, attention_now);  // one probe pass serves both
       if (log_now) {
         const auto n = static_cast<double>(state.log_steps);
@@ -312,6 +318,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       }
       const bool eval_now = step % spec.eval.every == 0 || step == spec.train.steps || stop;
       if (eval_now) {
+        phase = "evaluation";
         run_eval(step);
         if (const auto& es = spec.train.early_stopping) {
           const double value = result.eval.at(es->metric);
@@ -340,9 +347,15 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       }
     }
     return finish(RunStatus::Completed, "reached train.steps");
-  } catch (const std::exception& e) {
+  } catch (...) {
+    // Where the run was, added to a plugin's fault; then recorded as the run's failure.
+    const std::exception_ptr error = in_context("at step " + std::to_string(phase_step) + " (" + phase + ")");
     result.status = RunStatus::Failed;
-    result.reason = e.what();
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      result.reason = e.what();
+    }
     result.step = state.step;
     progress.finish();
     try {
@@ -350,7 +363,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
       record.flush();
     } catch (const std::exception&) {  // the original error is the one to report
     }
-    throw;
+    std::rethrow_exception(error);
   }
 }
 
