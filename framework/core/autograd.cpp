@@ -4,6 +4,8 @@
 // A node's gradient is freed once its entry has run: only leaves and parameters keep theirs.
 #include "ablate/autograd.hpp"
 
+#include "plugins/plugin_call.hpp"
+
 #include "ablate/error.hpp"
 #include "ablate/parameters.hpp"
 
@@ -66,7 +68,7 @@ Var Graph::result(Tensor value, std::initializer_list<const Var*> inputs, std::s
 
 void Graph::record(const Var& output, std::function<void(const Tensor&)> backward_fn) {
   if (!grad_ || !output.requires_grad()) return;
-  tape_.push_back({output.state_, std::move(backward_fn)});
+  tape_.push_back({output.state_, std::move(backward_fn), running_plugin()});
 }
 
 Tensor* Graph::grad_buffer(const Var& v) {
@@ -102,7 +104,12 @@ void Graph::backward(const Var& output, const Tensor& doutput) {
   // Reverse program order: every consumer of a node was recorded after it, so a node's
   // gradient is complete when its own entry runs.
   for (auto it = tape_.rbegin(); it != tape_.rend(); ++it) {
-    if (it->output->grad.defined()) it->fn(it->output->grad);
+    if (it->output->grad.defined()) {
+      if (it->plugin)  // recorded while a plugin's code ran: a throw names that plugin
+        plugin_call(*it->plugin, "backward", [&] { it->fn(it->output->grad); });
+      else
+        it->fn(it->output->grad);
+    }
     // The node's gradient has reached its inputs and its entry is spent: free both now (the
     // tensors the entry saved go with its function), so that backward's peak memory holds the
     // activations and the gradients in flight, not every gradient of the step at once.

@@ -16,6 +16,7 @@ namespace ablate {
 namespace {
 
 std::mutex g_mutex;
+thread_local const Component* t_running = nullptr;
 std::map<const Component*, std::string>& names() {
   static auto* m = new std::map<const Component*, std::string>();  // never destroyed: deleters may run at exit
   return *m;
@@ -47,6 +48,11 @@ PluginFault::PluginFault(std::string plugin, std::string call, std::string conte
 PluginFault PluginFault::with_context(const std::string& context) const {
   return PluginFault(plugin_, call_, context_.empty() ? context : context_, detail_, hint());
 }
+
+const Component* running_plugin() { return t_running; }
+
+RunningPlugin::RunningPlugin(const Component& component) : previous_(t_running) { t_running = &component; }
+RunningPlugin::~RunningPlugin() { t_running = previous_; }
 
 void remember_plugin_of(const Component* component, std::string text) {
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -55,10 +55,27 @@ ThrownText thrown_text();
 // what was thrown and where.
 std::exception_ptr in_context(const std::string& context);
 
+// The component whose plugin code this thread is running (the innermost plugin_call), or null.
+// Graph::record keeps it with each backward function, so backward names the plugin too.
+const Component* running_plugin();
+
+// Marks `component` as running on this thread for its lifetime (nested scopes stack).
+class RunningPlugin {
+ public:
+  explicit RunningPlugin(const Component& component);
+  ~RunningPlugin();
+  RunningPlugin(const RunningPlugin&) = delete;
+  RunningPlugin& operator=(const RunningPlugin&) = delete;
+
+ private:
+  const Component* previous_;
+};
+
 // Runs f() (a call into `component`'s plugin code) and turns whatever it throws into a PluginFault.
 template <class F>
 decltype(auto) plugin_call(const Component& component, const char* call, F&& f) {
   try {
+    RunningPlugin running(component);
     return std::forward<F>(f)();
   } catch (...) {
     throw_plugin_fault(component, call);

@@ -84,6 +84,7 @@ class BOOST_SYMBOL_VISIBLE Graph {
   struct Entry {
     std::shared_ptr<Var::State> output;
     std::function<void(const Tensor&)> fn;
+    const Component* plugin;  // the plugin whose code recorded it (host-side call tracking), or null
   };
   Backend& backend_;
   std::uint64_t seed_;

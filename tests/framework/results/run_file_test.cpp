@@ -489,7 +489,7 @@ TEST(RunFile, StatusRewriteIsVisibleToALiveReader) {
   TempDir dir;
   const fs::path file = dir.path() / "run.h5";
   std::string reason = "loss is NaN at step 130: ";
-  while (reason.size() < 300) reason += "é";
+  while (reason.size() < kReasonBytes + 44) reason += "é";
   std::optional<RunWriter> w;  // lives in the child
   ForkedWriter writer({[&] {
                          w.emplace(RunWriter::create(file, sample_info(), sample_layout()));
@@ -514,9 +514,9 @@ TEST(RunFile, StatusRewriteIsVisibleToALiveReader) {
   EXPECT_EQ(s.status, RunStatus::Diverged);
   EXPECT_EQ(s.step, 130);
   EXPECT_EQ(s.finished, "2025-01-31T15:00:00Z");
-  // A reason longer than its 256 bytes is cut at a character boundary.
-  EXPECT_EQ(s.reason.size(), 255u);  // 25 ASCII bytes + 115 two-byte characters
-  EXPECT_EQ(s.reason, reason.substr(0, 255));
+  // A reason longer than its kReasonBytes (1024) bytes is cut at a character boundary.
+  EXPECT_EQ(s.reason.size(), kReasonBytes - 1);  // 25 ASCII bytes + 499 two-byte characters
+  EXPECT_EQ(s.reason, reason.substr(0, kReasonBytes - 1));
   writer.step();
   EXPECT_EQ(r.state(), s);
 }

@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+# The fault corpus (issue "Trust"): bad inputs and faulty plugins run through the real `ablate`
+# executable. Each case asserts the documented exit code, a message naming the problem and where,
+# no death by signal, no sanitizer report, and run files that h5py can read afterwards. Prints
+# one summary line: cases, passed, by category. Debian's python3 (h5py) runs it.
+# Usage: fault_corpus.py ABLATE FIXTURE_DIR [--long] [-k SUBSTRING]
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PLUGIN, EXIT_DIVERGED = 0, 1, 2, 3, 4
+
+# A run that takes well under a second: 1+1 layers, d_model 16, 6 steps, one evaluation.
+TINY = """name: fault_tiny
+task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}
+model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 1, d_ff: 32, dropout: 0.0}
+backend: reference
+train: {steps: 6, batch_size: 8, schedule: {plugin: constant}}
+log: {every: 2, attention: {every: 0}}
+eval: {every: 6, batches: 1}
+"""
+
+
+class Corpus:
+    def __init__(self, ablate, fixtures, work, only):
+        self.ablate, self.fixtures, self.work, self.only = ablate, fixtures, work, only
+        self.results = []  # (category, name, problem or None)
+
+    def spec(self, name, text=TINY, extra=""):
+        path = os.path.join(self.work, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(text + extra)
+        return path
+
+    def run(self, args, env_extra=None):
+        env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
+        env.update(env_extra or {})
+        p = subprocess.run([self.ablate] + args, capture_output=True, text=True, env=env, timeout=300)
+        return p.returncode, p.stdout + p.stderr
+
+    def case(self, category, name, fn):
+        if self.only and self.only not in category + "/" + name:
+            return
+        try:
+            problem = fn()
+        except AssertionError as e:
+            problem = str(e) or "assertion failed"
+        except subprocess.TimeoutExpired:
+            problem = "hang: no exit within 300 s"
+        self.results.append((category, name, problem))
+        print(("ok   " if problem is None else "FAIL ") + category + "/" + name + ("" if problem is None else ": " + problem))
+
+    def summary(self):
+        cats = {}
+        for c, _, p in self.results:
+            n, ok = cats.get(c, (0, 0))
+            cats[c] = (n + 1, ok + (p is None))
+        passed = sum(1 for r in self.results if r[2] is None)
+        by = ", ".join(f"{c} {ok}/{n}" for c, (n, ok) in sorted(cats.items()))
+        print(f"fault corpus: {len(self.results)} cases, {passed} passed ({by})")
+        return passed == len(self.results)
+
+
+def expect(code, out, want_code, *needles):
+    assert code >= 0 and code < 128, f"died by a signal (exit {code}): {out[-600:]}"
+    assert "Sanitizer" not in out and "runtime error:" not in out, "sanitizer report: " + out[-1200:]
+    assert code == want_code, f"exit {code}, expected {want_code}: {out[-600:]}"
+    for n in needles:
+        assert n in out, f"message lacks {n!r}: {out[-600:]}"
+
+
+def run_file_state(run_dir):
+    """(status, reason) of run_dir/run.h5, read with h5py; None when there is no run file."""
+    path = os.path.join(run_dir, "run.h5")
+    if not os.path.exists(path):
+        return None
+    with h5py.File(path, "r") as f:
+        attrs = f.attrs
+        dec = lambda v: v.decode() if isinstance(v, bytes) else str(v)
+        return dec(attrs["status"]), dec(attrs["reason"])
+
+
+# ---- plugins that throw, from every call, each way
+def plugin_fault_cases(c):
+    ffn_dir = os.path.join(c.fixtures, "fixture_faulty_ffn")
+    sched_dir = os.path.join(c.fixtures, "fixture_faulty_schedule")
+    calls = [("ffn", "create", None), ("ffn", "build", None), ("ffn", "forward", 1), ("ffn", "backward", 1),
+             ("schedule", "learning_rate", 3)]
+    for kind, at, step in calls:
+        for throws in ("ablate", "std", "int"):
+            def fn(kind=kind, at=at, step=step, throws=throws):
+                name = f"{kind}_{at}_{throws}"
+                if kind == "ffn":
+                    sets = ["model.ffn=faulty", f"model.ffn.at={at}", f"model.ffn.throws={throws}"]
+                    plugin_dir, plugin = ffn_dir, "ffn/faulty 1.0.0 ("
+                else:
+                    sets = ["train.schedule=faulty", f"train.schedule.at={at}", f"train.schedule.throws={throws}"]
+                    plugin_dir, plugin = sched_dir, "schedule/faulty 1.0.0 ("
+                out_dir = os.path.join(c.work, name)
+                args = ["run", c.spec(name), "--out", out_dir, "--progress", "quiet", "-p", plugin_dir]
+                for s in sets:
+                    args += ["--set", s]
+                code, out = c.run(args)
+                what = {"ablate": "fixture fault in", "std": "plugin-defined exception",
+                        "int": "non-standard exception of type int"}[throws]
+                needles = [plugin, f"failed in {at}", what]
+                if step is not None:
+                    needles.append(f"at step {step} (training)")
+                expect(code, out, EXIT_PLUGIN, *needles)
+                state = run_file_state(out_dir)
+                if step is None:  # failed before training: no run directory is left behind
+                    assert state is None, f"a run file was written for a run that never started: {state}"
+                else:
+                    assert state is not None, "no run.h5 after a failure in a run"
+                    assert state[0] == "failed", f"run.h5 says {state[0]}, expected failed"
+                    assert plugin in state[1] and what in state[1], f"run.h5 reason lacks the fault: {state[1]!r}"
+                return None
+            c.case("plugin_fault", f"{kind}.{at}.{throws}", fn)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("ablate")
+    ap.add_argument("fixtures")
+    ap.add_argument("--long", action="store_true", help="more trials of the random cases (run by hand)")
+    ap.add_argument("-k", default="", help="only cases whose category/name contains this")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="ablate_faults_")
+    try:
+        c = Corpus(os.path.abspath(a.ablate), os.path.abspath(a.fixtures), work, a.k)
+        plugin_fault_cases(c)
+        ok = c.summary()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
