@@ -10,17 +10,26 @@
 #include "plugins/option_resolver.hpp"
 
 namespace ablate::spec {
+
+std::optional<std::string> inherited_from(const std::string& slot, const std::string& option) {
+  if (slot != "train.schedule") return std::nullopt;
+  if (option == "lr") return "train.optimizer.lr";
+  if (option == "d_model") return "model.d_model";
+  if (option == "total_steps") return "train.steps";
+  return std::nullopt;
+}
+
 namespace {
 
 // A schedule option that repeats a value the spec already states takes that value unless the
-// spec sets the option itself: lr (train.optimizer.lr), d_model (model.d_model), total_steps
-// (train.steps). One value, one place: sweeping model.d_model also moves noam's peak.
+// spec sets the option itself (inherited_from names the key). One value, one place: sweeping
+// model.d_model also moves noam's peak.
 std::optional<std::string> inherited_option(const ExperimentSpec& spec, const std::string& slot, const std::string& option) {
-  if (slot != "train.schedule") return std::nullopt;
-  if (option == "lr") return number_text(spec.train.optimizer.lr);
-  if (option == "d_model") return std::to_string(spec.model.d_model);
-  if (option == "total_steps") return std::to_string(spec.train.steps);
-  return std::nullopt;
+  const std::optional<std::string> key = inherited_from(slot, option);
+  if (!key) return std::nullopt;
+  if (*key == "train.optimizer.lr") return number_text(spec.train.optimizer.lr);
+  if (*key == "model.d_model") return std::to_string(spec.model.d_model);
+  return std::to_string(spec.train.steps);  // train.steps
 }
 
 }  // namespace

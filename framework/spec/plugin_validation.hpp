@@ -28,4 +28,8 @@ struct PluginCatalog {
 // reported in one UsageError, one line each ("FILE:LINE:COLUMN: KEY.PATH: ...").
 void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog);
 
+// The spec key a plugin option takes its value from when the spec does not set it (slot
+// "train.schedule", option "total_steps" -> "train.steps"), or nullopt.
+std::optional<std::string> inherited_from(const std::string& slot, const std::string& option);
+
 }  // namespace ablate::spec

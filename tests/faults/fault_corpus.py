@@ -123,6 +123,33 @@ def plugin_fault_cases(c):
             c.case("plugin_fault", f"{kind}.{at}.{throws}", fn)
 
 
+# ---- what can be known before training is a spec error (exit 2) of `validate` and of `run`,
+# naming the keys, with no run directory left behind
+def spec_cases(c):
+    def refused(name, sets, *needles, text=TINY):
+        def fn():
+            spec = c.spec(name, text)
+            args = []
+            for s in sets:
+                args += ["--set", s]
+            code, out = c.run(["validate", spec] + args)
+            expect(code, out, EXIT_USAGE, *needles)
+            out_dir = os.path.join(c.work, name)
+            code, out = c.run(["run", spec, "--out", out_dir, "--progress", "quiet"] + args)
+            expect(code, out, EXIT_USAGE, *needles)
+            assert not os.path.exists(out_dir), "`ablate run` left a run directory for a spec error"
+            return None
+        c.case("spec", name, fn)
+
+    refused("learned_positions_shorter_than_task", ["model.positional_encoding=learned",
+                                                   "model.positional_encoding.max_len=4"],
+            "model.positional_encoding: positional_encoding plugin 'learned' represents 4 positions",
+            "(task: copy) has sequences of 5", "expected a limit of at least 5")
+    refused("warmup_not_below_steps", ["train.schedule=cosine", "train.schedule.warmup=6"],
+            "train.schedule: schedule plugin 'cosine' refuses its options", "warmup 6",
+            "total_steps 6 is train.steps")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ablate")
@@ -134,6 +161,7 @@ def main():
     try:
         c = Corpus(os.path.abspath(a.ablate), os.path.abspath(a.fixtures), work, a.k)
         plugin_fault_cases(c)
+        spec_cases(c)
         ok = c.summary()
     finally:
         shutil.rmtree(work, ignore_errors=True)

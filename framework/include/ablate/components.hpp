@@ -102,6 +102,9 @@ class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
   // incremental decoding (one new token per step). Throws ablate::Error (naming the position
   // and the limit) for positions the encoding cannot represent.
   virtual Var forward(Graph& g, const Var& x, std::int64_t offset) const = 0;
+  // The number of positions it can represent (0 .. max_positions()-1), or 0 for no limit. The
+  // host checks it against the task's longest sequence before training (a spec error then).
+  virtual std::int64_t max_positions() const { return 0; }
 };
 
 // Kind "block": the residual wiring of one layer with S sublayers (self-attention, optional
