@@ -3,6 +3,10 @@
 #include "cli/spec_loading.hpp"
 
 #include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+#include <unistd.h>
 
 #include "ablate/components.hpp"
 #include "ablate/task.hpp"
@@ -34,20 +38,56 @@ class RegistryCatalog final : public spec::PluginCatalog {
   const PluginRegistry& registry_;
 };
 
-// The spec's model and schedule plugins created once (cheap: no data, no backend), so that what
-// their constructors refuse is a spec error naming the keys before any run starts; and, for a
-// positional encoding with a limit, the task's longest sequence checked against it.
+// Roughly what training `spec` on `task` needs, in bytes: f32 weights, gradients and two Adam
+// moments per parameter (16 bytes), and what one step keeps for backward: per token and layer
+// ~(14 D + 3 F) floats and the attention probabilities, plus the logits and their gradient.
+// In long double: absurd sizes must not overflow on the way to being refused.
+struct MemoryEstimate {
+  long double parameters = 0, parameter_bytes = 0, activation_bytes = 0;
+  long double total() const { return parameter_bytes + activation_bytes; }
+};
+MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo& task) {
+  const spec::ModelSpec& m = spec.model;
+  const long double D = static_cast<long double>(m.d_model), F = static_cast<long double>(m.d_ff);
+  const long double V = static_cast<long double>(task.vocab_size), H = static_cast<long double>(m.heads);
+  const bool enc = m.arch != spec::Arch::decoder, dec = m.arch != spec::Arch::encoder;
+  const long double layer = 4 * D * D + 2 * D * F + 10 * D + F;  // attention, FFN, norms, biases
+  MemoryEstimate e;
+  e.parameters = (enc ? m.encoder_layers * layer + V * D : 0) + (dec ? m.decoder_layers * (layer + 4 * D * D) + V * D : 0) +
+                 (m.tie_embeddings ? 0 : V * D);
+  e.parameter_bytes = 16 * e.parameters;
+  const long double B = static_cast<long double>(spec.train.batch_size);
+  const long double S = static_cast<long double>(task.max_src_len), T = static_cast<long double>(task.max_tgt_len + 1);
+  const long double per_layer = 4 * ((14 * D + 3 * F) + H * std::max(S, T));
+  e.activation_bytes = B * ((enc ? S * m.encoder_layers * per_layer : 0) + (dec ? T * m.decoder_layers * per_layer : 0) +
+                            (dec ? T : 1) * 8 * std::max(V, static_cast<long double>(task.num_classes)));
+  return e;
+}
+
+std::string gib(long double bytes) {
+  std::ostringstream s;
+  s << std::setprecision(3) << bytes / (1024.0L * 1024 * 1024) << " GiB";
+  return s.str();
+}
+
+// The spec's task, model and schedule plugins created once (cheap for the built-in ones: the
+// task reads its data, nothing touches a backend), so that what their constructors refuse is a
+// spec error naming the keys before any run starts; then what needs the task's sizes: positions
+// beyond what a positional encoding holds, and a model too large for this machine's memory.
 void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry) {
   spec::SpecErrors errors;
   std::shared_ptr<PositionalEncoding> positions;
-  for (const char* path : {"model.block", "model.positional_encoding", "model.ffn", "train.schedule"}) {
+  std::shared_ptr<Task> task;
+  for (const char* path : {"task", "model.block", "model.positional_encoding", "model.ffn", "train.schedule"}) {
     const spec::PluginSlot& slot = *std::find_if(spec::plugin_slots().begin(), spec::plugin_slots().end(),
                                                  [&](const spec::PluginSlot& s) { return s.path == path; });
     const spec::PluginRef& ref = spec::plugin_at(spec, slot.path);
     try {
       std::shared_ptr<Component> c = registry.create(slot.kind, ref.name, ref.options);
       if (slot.kind == PositionalEncoding::kKind) positions = std::dynamic_pointer_cast<PositionalEncoding>(c);
+      if (slot.kind == Task::kKind) task = std::dynamic_pointer_cast<Task>(c);
     } catch (const PluginFault& f) {
+      if (!f.reported()) throw;  // not a refusal of its options but a defect: a plugin error (exit 3)
       std::vector<std::string> inherited;  // options the message names that the spec took from other keys
       for (const auto& [option, value] : ref.options)
         if (auto key = spec::inherited_from(slot.path, option);
@@ -58,19 +98,29 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
                      (inherited.empty() ? "" : " (" + join(inherited, ", ") + ")") + (f.hint().empty() ? "" : "; " + f.hint()));
     }
   }
-  const std::int64_t limit = positions ? plugin_call(*positions, "max_positions", [&] { return positions->max_positions(); }) : 0;
-  if (limit > 0) {
-    const std::shared_ptr<Task> task = registry.create<Task>(spec.task.name, spec.task.options);
+  if (task) {
     const TaskInfo info = plugin_call(*task, "info", [&] { return task->info(); });
+    const std::int64_t limit = positions ? plugin_call(*positions, "max_positions", [&] { return positions->max_positions(); }) : 0;
     const bool source = spec.model.arch != spec::Arch::decoder, target = spec.model.arch != spec::Arch::encoder;
     const std::int64_t need = std::max(source ? info.max_src_len : 0, target ? info.max_tgt_len + 1 : 0);
-    if (need > limit)
+    if (limit > 0 && need > limit)
       errors.add(spec.marks.of("model.positional_encoding"), "model.positional_encoding",
                  "positional_encoding plugin '" + spec.model.positional_encoding.name + "' represents " +
                      std::to_string(limit) + " positions, but the task (task: " + spec.task.name + ") has sequences of " +
                      std::to_string(need) + " (" + (source ? std::to_string(info.max_src_len) + " source tokens" : "") +
                      (source && target ? ", " : "") + (target ? std::to_string(info.max_tgt_len) + " target tokens + bos" : "") +
                      "); expected a limit of at least " + std::to_string(need));
+    const long double memory = static_cast<long double>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
+    const MemoryEstimate e = estimate_memory(spec, info);
+    if (memory > 0 && e.total() > memory) {
+      std::ostringstream params;
+      params << std::setprecision(3) << e.parameters;
+      errors.add(spec.marks.of("model.d_model"), "model",
+                 "training this model needs about " + gib(e.total()) + " (" + params.str() + " parameters: " +
+                     gib(e.parameter_bytes) + " of weights, gradients and Adam moments; " + gib(e.activation_bytes) +
+                     " of activations per batch), but this machine has " + gib(memory) +
+                     " of memory; expected a smaller model.d_model, model.d_ff, model.layers, train.batch_size or task");
+    }
   }
   errors.throw_if_any("`ablate plugins` lists every plugin's options and what they mean");
 }

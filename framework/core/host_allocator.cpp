@@ -4,12 +4,18 @@
 
 #include <cstdlib>
 #include <new>
+#include <string>
+
+#include "ablate/error.hpp"
 
 namespace ablate {
 namespace {
 
 std::size_t rounded(std::size_t bytes) {
   if (bytes == 0) bytes = 1;
+  if (bytes > (std::size_t{1} << 56))  // the doubling below would wrap to 0 (and spin) above 2^63
+    throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory",
+                "a size in the spec (model width, vocabulary, batch or length) is far too large");
   if (bytes > (std::size_t{1} << 20)) {
     std::size_t p = std::size_t{1} << 20;
     while (p < bytes) p <<= 1;

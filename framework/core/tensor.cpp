@@ -28,7 +28,10 @@ Shape Shape::with_last(std::int64_t last) const {
 
 std::int64_t Shape::numel() const {
   std::int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[static_cast<std::size_t>(i)];
+  for (int i = 0; i < rank_; ++i)
+    if (__builtin_mul_overflow(n, dims_[static_cast<std::size_t>(i)], &n) || n > (std::int64_t{1} << 56))
+      throw Error("shape " + str() + " has more elements than can be addressed",
+                  "a size in the spec (model width, vocabulary, batch or length) is far too large");
   return n;
 }
 

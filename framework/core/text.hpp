@@ -17,6 +17,11 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
 
 std::string join(const std::vector<std::string>& items, std::string_view separator);
 
+// The byte offset of the first byte that does not start a well-formed UTF-8 sequence (overlong
+// forms, surrogates and code points above U+10FFFF included), or npos. (The text plugins have
+// their own decoder in plugins/common/text: plugins see only the public headers.)
+std::size_t first_invalid_utf8(std::string_view s);
+
 // `s` as a JSON string literal, quotes included.
 std::string json_quote(std::string_view s);
 

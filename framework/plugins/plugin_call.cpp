@@ -38,15 +38,17 @@ std::string current_exception_type() {
 
 }  // namespace
 
-PluginFault::PluginFault(std::string plugin, std::string call, std::string context, std::string detail, std::string hint)
+PluginFault::PluginFault(std::string plugin, std::string call, std::string context, std::string detail, std::string hint,
+                         bool reported)
     : PluginError(fault_message(plugin, call, context, detail), std::move(hint)),
       plugin_(std::move(plugin)),
       call_(std::move(call)),
       context_(std::move(context)),
-      detail_(std::move(detail)) {}
+      detail_(std::move(detail)),
+      reported_(reported) {}
 
 PluginFault PluginFault::with_context(const std::string& context) const {
-  return PluginFault(plugin_, call_, context_.empty() ? context : context_, detail_, hint());
+  return PluginFault(plugin_, call_, context_.empty() ? context : context_, detail_, hint(), reported_);
 }
 
 const Component* running_plugin() { return t_running; }
@@ -74,7 +76,7 @@ ThrownText thrown_text() {
   try {
     throw;
   } catch (const Error& e) {
-    return {e.what(), e.hint()};
+    return {e.what(), e.hint(), true};
   } catch (const std::exception& e) {
     return {std::string(e.what()) + " (" + current_exception_type() + ")", {}};
   } catch (...) {
@@ -90,7 +92,7 @@ void throw_plugin_fault(const Component& component, const std::string& call) {
     throw;  // an inner call (e.g. the backend under a block) was the one that failed
   } catch (...) {
     ThrownText t = thrown_text();
-    throw PluginFault(plugin_of(component), call, {}, std::move(t.what), std::move(t.hint));
+    throw PluginFault(plugin_of(component), call, {}, std::move(t.what), std::move(t.hint), t.ablate_error);
   }
 }
 

@@ -18,16 +18,21 @@ namespace ablate {
 // plugin's library. Exit code 3, like every PluginError.
 class PluginFault : public PluginError {
  public:
-  PluginFault(std::string plugin, std::string call, std::string context, std::string detail, std::string hint);
+  PluginFault(std::string plugin, std::string call, std::string context, std::string detail, std::string hint,
+              bool reported = true);
   const std::string& plugin() const { return plugin_; }    // "ffn/bad 1.0.0 (/path/ffn_bad.so)"
   const std::string& call() const { return call_; }        // "forward", "build", "create", ...
   const std::string& context() const { return context_; }  // "at step 12 (training)", or empty
   const std::string& detail() const { return detail_; }    // what the plugin threw
+  // True when the plugin threw an ablate::Error: it reported a problem the documented way (bad
+  // options, data it cannot use); false for anything else it let escape (a defect in the plugin).
+  bool reported() const { return reported_; }
   // The same fault with `context` (where the run was) in its message, if it has none yet.
   PluginFault with_context(const std::string& context) const;
 
  private:
   std::string plugin_, call_, context_, detail_;
+  bool reported_;
 };
 
 // "kind/name version (file)" of a component the registry created; a placeholder for one it did
@@ -42,6 +47,7 @@ void forget_plugin_of(const Component* component);
 // is not a std::exception, its type) and its hint. Call only inside a catch block.
 struct ThrownText {
   std::string what, hint;
+  bool ablate_error = false;  // an ablate::Error (what and hint are its own)
 };
 ThrownText thrown_text();
 

@@ -278,7 +278,7 @@ std::shared_ptr<Component> PluginRegistry::create(std::string_view kind, std::st
     raw = entry.factory(resolved);
   } catch (...) {
     ThrownText t = thrown_text();
-    throw PluginFault(d.text(), "create", {}, std::move(t.what), std::move(t.hint));
+    throw PluginFault(d.text(), "create", {}, std::move(t.what), std::move(t.hint), t.ablate_error);
   }
   if (raw == nullptr) throw PluginFault(d.text(), "create", {}, "its factory returned no component (null)", {});
   remember_plugin_of(raw, d.text());

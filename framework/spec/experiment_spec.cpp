@@ -472,6 +472,8 @@ void read_eval(Reader& r, const SpecTree* e, EvalSpec& eval) {
             eval.metrics.push_back(*v);
         }
       }
+      if (m->items.empty())
+        r.error(m->mark, "eval.metrics", "[] is empty; expected at least one of loss, perplexity, token_accuracy, exact_match");
     }
   }
   r.read_int(e, "batches", "eval.batches", eval.batches, 1);
@@ -572,7 +574,7 @@ void read_sweep(Reader& r, const SpecTree* s, SweepSpec& sweep) {
 }
 
 bool valid_name(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+  return !s.empty() && s != "." && s != ".." && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
   });
 }
@@ -648,7 +650,7 @@ ExperimentSpec spec_from_tree(const SpecTree& tree) {
 
   r.read_string(&tree, "name", "name", spec.name, true);
   if (const SpecTree* n = tree.find("name"); n && n->is_scalar() && !valid_name(spec.name))
-    r.error(n->mark, "name", "'" + spec.name + "' is not a valid name; expected letters, digits, '_', '.' or '-' (it names the results folder)");
+    r.error(n->mark, "name", "'" + spec.name + "' is not a valid name; expected letters, digits, '_', '.' or '-', and not '.' or '..' (it names the results folder)");
   r.read_string(&tree, "description", "description", spec.description);
   if (const SpecTree* p = tree.find("plugin_paths"); p && p->kind != SpecTree::Kind::Null) {
     spec.marks.at["plugin_paths"] = p->mark;

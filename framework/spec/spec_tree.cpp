@@ -157,6 +157,9 @@ std::string child_path(const std::string& path, const std::string& key) { return
 SpecTree load_chain(const std::filesystem::path& file, std::vector<std::filesystem::path>& chain, const SourceMark* from,
                     const IsPluginRef& is_plugin_ref) {
   namespace fs = std::filesystem;
+  if (file.empty())
+    throw UsageError((from ? from->str() + ": extends: " : std::string()) + "the spec file path is empty; expected a spec file",
+                     "name a .yaml file");
   const fs::path canonical = fs::weakly_canonical(fs::absolute(file));
   if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
     std::vector<std::string> names;
@@ -165,14 +168,35 @@ SpecTree load_chain(const std::filesystem::path& file, std::vector<std::filesyst
     throw UsageError((from ? from->str() + ": extends: " : std::string()) + "extends cycle: " + join(names, " -> "),
                      "remove one `extends:` from the chain");
   }
-  std::ifstream in(file);
-  if (!in) {
-    if (from) throw UsageError(from->str() + ": extends: cannot read '" + file.string() + "'; expected a spec file (paths are relative to the file that names them)");
-    throw UsageError("cannot read spec file '" + file.string() + "'", "check the path");
+  const std::string where = from ? from->str() + ": extends: " : std::string();
+  std::error_code ec;
+  const fs::file_status st = fs::status(file, ec);
+  if (!fs::exists(st))
+    throw UsageError(where + "cannot read spec file '" + file.string() + "': it does not exist",
+                     from ? "paths in extends: are relative to the file that names them" : "check the path");
+  if (!fs::is_regular_file(st))
+    throw UsageError(where + "'" + file.string() + "' is " + (fs::is_directory(st) ? "a directory" : "not a regular file") +
+                         "; expected a spec file (YAML)",
+                     "name a .yaml file");
+  const std::uintmax_t size = fs::file_size(file, ec);
+  if (ec || size > kMaxSpecBytes)
+    throw UsageError(where + "spec file '" + file.string() + "' has " + std::to_string(size) + " bytes; expected at most " +
+                         std::to_string(kMaxSpecBytes),
+                     "a spec is a small YAML file; data belongs in the task's files");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UsageError(where + "cannot read spec file '" + file.string() + "'", "check its permissions");
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (const std::size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
+    const std::string before = text.substr(0, bad);
+    const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+    const auto column = bad - (before.rfind('\n') == std::string::npos ? 0 : before.rfind('\n') + 1) + 1;
+    throw UsageError(where + file.string() + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                         ": invalid UTF-8 (byte " + std::to_string(bad) + "); expected a UTF-8 text file",
+                     "save the spec as UTF-8");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  SpecTree tree = parse_yaml(text.str(), file.string());
+  SpecTree tree = parse_yaml(text, file.string());
   if (!tree.is_map()) return tree;  // the typed layer reports a non-map document
 
   const fs::path dir = file.parent_path();
@@ -225,7 +249,12 @@ std::string SpecTree::flow() const {
 SpecTree parse_yaml(const std::string& text, const std::string& origin) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1)
+      throw UsageError(origin + ": holds " + std::to_string(documents.size()) +
+                           " YAML documents (separated by ---); expected one spec per file",
+                       "put each experiment in its own file, or use sweep: for variants");
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::ParserException& e) {
     const SourceMark m{origin, e.mark.line + 1, e.mark.column + 1};
     throw UsageError(m.str() + ": invalid YAML: " + e.msg, "check the indentation and the brackets/quotes near that position");

@@ -3,6 +3,7 @@
 // `extends:` merging and `--set` overrides keep exact error positions for the typed layer.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -10,6 +11,10 @@
 #include <vector>
 
 namespace ablate::spec {
+
+// The largest spec file read (bytes): specs are small YAML files; anything larger (or a device,
+// a FIFO, a directory) is refused before it is read.
+inline constexpr std::uintmax_t kMaxSpecBytes = 1 << 20;
 
 // Where a value was written: "FILE:LINE:COLUMN" (1-based), or an origin without a position
 // such as "--set model.d_model=256".

@@ -111,7 +111,9 @@ def plugin_fault_cases(c):
                 needles = [plugin, f"failed in {at}", what]
                 if step is not None:
                     needles.append(f"at step {step} (training)")
-                expect(code, out, EXIT_PLUGIN, *needles)
+                if at == "create" and throws == "ablate":  # the documented refusal: a spec error at the key
+                    needles = ["model.ffn: ffn plugin 'faulty' refuses its options: " + what]
+                expect(code, out, EXIT_USAGE if at == "create" and throws == "ablate" else EXIT_PLUGIN, *needles)
                 state = run_file_state(out_dir)
                 if step is None:  # failed before training: no run directory is left behind
                     assert state is None, f"a run file was written for a run that never started: {state}"
@@ -145,9 +147,41 @@ def spec_cases(c):
                                                    "model.positional_encoding.max_len=4"],
             "model.positional_encoding: positional_encoding plugin 'learned' represents 4 positions",
             "(task: copy) has sequences of 5", "expected a limit of at least 5")
+    refused("vocab_size_0", ["task.vocab_size=0"], "task: task plugin 'copy' refuses its options", "vocab_size must be > 3")
+    for name, value in (("d_model_2p31", "2147483648"), ("d_model_2p63", "9223372036854775807")):
+        refused(name, ["model.heads=1", "model.d_model=" + value], "model: training this model needs about",
+                "of memory; expected a smaller model.d_model")
+    refused("vocab_size_2p63", ["task.vocab_size=9223372036854775807"], "model: training this model needs about")
+    refused("eval_metrics_empty", ["eval.metrics=[]"], "eval.metrics: [] is empty; expected at least one of")
+    for bad in (".", ".."):
+        refused("name_" + {".": "dot", "..": "dotdot"}[bad], ["name=" + bad], "name: '" + bad + "' is not a valid name")
     refused("warmup_not_below_steps", ["train.schedule=cosine", "train.schedule.warmup=6"],
             "train.schedule: schedule plugin 'cosine' refuses its options", "warmup 6",
             "total_steps 6 is train.steps")
+
+
+# ---- spec files that are not specs: refused before (or instead of) reading them whole
+def spec_file_cases(c):
+    def refused(name, content, *needles, path=None):
+        def fn():
+            p = path if path is not None else os.path.join(c.work, name + ".yaml")
+            if content is not None:
+                with open(p, "wb") as f:
+                    f.write(content)
+            code, out = c.run(["validate", p])
+            expect(code, out, EXIT_USAGE, *needles)
+            return None
+        c.case("spec_file", name, fn)
+
+    refused("two_documents", TINY.encode() + b"---\nname: other\n", "holds 2 YAML documents")
+    refused("invalid_utf8", TINY.encode().replace(b"name: fault_tiny", b"name: fault\xff"), ":1:12: invalid UTF-8")
+    os.makedirs(os.path.join(c.work, "a_dir"), exist_ok=True)
+    refused("extends_directory", b"extends: a_dir\n" + TINY.encode(), "extends: '", "is a directory")
+    refused("extends_urandom", b"extends: /dev/urandom\n" + TINY.encode(), "'/dev/urandom' is not a regular file")
+    refused("spec_is_dev_zero", None, "'/dev/zero' is not a regular file", path="/dev/zero")
+    refused("too_large", TINY.encode() + b"# " + b"x" * (1 << 20) + b"\n", "bytes; expected at most 1048576")
+    refused("empty_path", None, "the spec file path is empty", path="")
+    refused("missing", None, "it does not exist", path=os.path.join(c.work, "no_such.yaml"))
 
 
 def main():
@@ -162,6 +196,7 @@ def main():
         c = Corpus(os.path.abspath(a.ablate), os.path.abspath(a.fixtures), work, a.k)
         plugin_fault_cases(c)
         spec_cases(c)
+        spec_file_cases(c)
         ok = c.summary()
     finally:
         shutil.rmtree(work, ignore_errors=True)

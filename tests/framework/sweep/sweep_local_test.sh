@@ -7,11 +7,13 @@
 #  3. Ctrl-C (SIGINT to the process group): exit 130, runs interrupted, the next sweep finishes them;
 #  4. a run that crashes (SIGSEGV) is recorded failed, the others go on, exit 1; a re-run leaves
 #     it alone; --rerun-failed keeps its folder under .attempts/ and runs it again;
-#  5. an arm whose task refuses its options fails alone, reported with its log;
+#  5. an arm whose task refuses its options is a spec error of the whole sweep (nothing runs);
+#     an arm whose plugin fails in training fails alone, reported with its log;
 #  6. a seed added to the spec runs alone; the finished runs' files are not touched.
-# Usage: sweep_local_test.sh <path/to/ablate>
+# Usage: sweep_local_test.sh <path/to/ablate> <fixture plugin dir>
 set -euo pipefail
 ablate=$1
+fixtures=$2
 here=$(cd "$(dirname "$0")" && pwd)
 fail() {  # the message, then the tail of every log this test wrote
   echo "FAIL: $*" >&2
@@ -92,21 +94,36 @@ sweep --out "$tmp/crash" --rerun-failed > "$tmp/crash3.log" 2>&1 || { cat "$tmp/
 ls -d "$tmp/crash/.attempts/block=pre_norm,seed=1-"*".1" > /dev/null || fail "the failed run's folder was not kept under .attempts/"
 /usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/crash" || fail "results after --rerun-failed differ"
 
-# 5. an arm that fails before training: the others run, the failure is reported with its log
-cat > "$tmp/bad.yaml" <<YAML
+# 5. an arm that cannot be made (its task refuses its options): a spec error, nothing runs
+cat > "$tmp/invalid.yaml" <<YAML
 extends: $tmp/spec.yaml
-name: bad_sweep
+name: invalid_sweep
 train: {steps: 20}
 sweep:
   grid: {model.block: [pre_norm]}
   seeds: [1]
   runs: [{task.min_len: 5, task.max_len: 3, train.seed: 1}]
 YAML
+set +e; "$ablate" sweep "$tmp/invalid.yaml" --out "$tmp/invalid" --progress lines --no-compare > "$tmp/invalid.log" 2>&1; code=$?; set -e
+[ "$code" -eq 2 ] || { cat "$tmp/invalid.log"; fail "invalid arm: exit $code, expected 2"; }
+grep -q "nothing was run" "$tmp/invalid.log" && grep -q "min_len" "$tmp/invalid.log" || { cat "$tmp/invalid.log"; fail "invalid arm: not named"; }
+[ ! -e "$tmp/invalid/sweep.yaml" ] || fail "invalid arm: the sweep started anyway"
+# an arm whose plugin fails in training: the others run, the failure is reported with its log
+cat > "$tmp/bad.yaml" <<YAML
+extends: $tmp/spec.yaml
+name: bad_sweep
+plugin_paths: [$fixtures/fixture_faulty_ffn]
+train: {steps: 20}
+sweep:
+  grid: {model.block: [pre_norm]}
+  seeds: [1]
+  runs: [{model.ffn: faulty, model.ffn.at: forward, train.seed: 1}]
+YAML
 set +e; "$ablate" sweep "$tmp/bad.yaml" --out "$tmp/bad" --progress lines --no-compare > "$tmp/bad.log" 2>&1; code=$?; set -e
 [ "$code" -eq 1 ] || { cat "$tmp/bad.log"; fail "failing arm: exit $code, expected 1"; }
 grep -q "1 done" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "failing arm: the good run did not finish"; }
 grep -q "1 failed run(s)" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "failing arm: not reported"; }
-grep -q "min_len" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "failing arm: the report lacks the run's error"; }
+grep -q "fixture fault in forward" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "failing arm: the report lacks the run's error"; }
 
 # 6. a seed added to the spec: only its runs run; finished runs are not touched
 before=$(md5sum "$tmp"/ref/*/run.h5)

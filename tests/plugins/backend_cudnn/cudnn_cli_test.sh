@@ -30,7 +30,7 @@ spec="$root/experiments/quickstart.yaml"
 "$ablate" validate "$spec" --set backend.plugin=cudnn >/dev/null || fail "a spec choosing cudnn does not validate"
 
 set +e
-"$ablate" run "$spec" --set backend.plugin=cudnn --set train.steps=20 --out "$tmp/runs" >"$tmp/out" 2>"$tmp/err"
+"$ablate" run "$spec" --set backend.plugin=cudnn --set train.steps=20 --set train.schedule.warmup=5 --out "$tmp/runs" >"$tmp/out" 2>"$tmp/err"
 code=$?
 set -e
 if /usr/bin/python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null && [ -e /dev/nvidia0 ]; then
