@@ -417,7 +417,8 @@ TEST(ClassificationEndToEnd, AnotherArchitectureOrABadFileIsAnErrorNotACrash) {
     const std::string bad = (dir.path() / "bad.tsv").string();
     std::ofstream(bad, std::ios::binary) << "good film\tpos\nbad film\tneg\n\xFF\xFE broken\tpos\n";
     const auto r = run(dir, tiny_spec("encoder", bad));
-    EXPECT_EQ(r.code, ablate::cli::kExitPluginError) << r.out << r.err;
+    EXPECT_EQ(r.code, ablate::cli::kExitUsage) << r.out << r.err;  // the task refuses its file: a spec error at `task`
+    EXPECT_NE(r.err.find("task: task plugin 'classification' refuses its options"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(bad + ":3: invalid UTF-8 at byte 1 of the line; expected UTF-8 text"), std::string::npos) << r.err;
   }
 }
