@@ -62,6 +62,7 @@ class Fd {
   explicit Fd(int fd) : fd_(fd) {}
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   ~Fd() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -525,23 +526,41 @@ void save_checkpoint(const std::filesystem::path& file, ParameterStore& store, c
   temp.commit();
 }
 
-LoadedCheckpoint load_checkpoint(const std::filesystem::path& file, ParameterStore& store) {
-  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
+namespace {
+
+// Opens `file` and checks it whole (envelope, checksum, structure): its state, spec and records.
+struct OpenCheckpoint {
+  Fd fd;
+  LoadedCheckpoint loaded;
+  std::vector<Record> records;
+};
+OpenCheckpoint open_checkpoint(const std::filesystem::path& file) {
+  OpenCheckpoint c{Fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC)), {}, {}};
+  if (!c.fd.valid()) {
     const int e = errno;
     throw Error("cannot read checkpoint " + file.string() + ": " + errno_text(e),
                 e == ENOENT ? "check the path, and that the run which should have written it got that far"
                             : "check that the file is readable by this user");
   }
-  const Reader in(fd.get(), file);
+  const Reader in(c.fd.get(), file);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) in.fail("cannot stat: " + errno_text(errno), "check that the file is readable");
+  if (::fstat(c.fd.get(), &st) != 0) in.fail("cannot stat: " + errno_text(errno), "check that the file is readable");
   if (S_ISDIR(st.st_mode)) in.fail("is a directory, not a checkpoint file", "pass the checkpoint file inside it");
   if (!S_ISREG(st.st_mode)) in.fail("is not a regular file", "pass a checkpoint file written by an Ablate training run");
-
   const std::uint64_t payload = check_envelope(in, static_cast<std::uint64_t>(st.st_size));
-  LoadedCheckpoint out;
-  const std::vector<Record> records = parse_payload(in, payload, out);
+  c.records = parse_payload(in, payload, c.loaded);
+  return c;
+}
+
+}  // namespace
+
+LoadedCheckpoint read_checkpoint(const std::filesystem::path& file) { return open_checkpoint(file).loaded; }
+
+LoadedCheckpoint load_checkpoint(const std::filesystem::path& file, ParameterStore& store) {
+  OpenCheckpoint c = open_checkpoint(file);
+  const Reader in(c.fd.get(), file);
+  LoadedCheckpoint out = std::move(c.loaded);
+  const std::vector<Record>& records = c.records;
   const std::vector<const Record*> matched = match_store(in, records, store);
 
   // Everything is checked. Moments the file has and the store lacks are allocated before the

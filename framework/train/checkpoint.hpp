@@ -70,6 +70,10 @@ struct LoadedCheckpoint {
   std::string spec_yaml;
 };
 
+// Checks `file` whole (as load_checkpoint does) and returns its state and spec, loading no
+// parameters: what a resume compares with the spec and the run file before touching anything.
+LoadedCheckpoint read_checkpoint(const std::filesystem::path& file);
+
 // Reads `file` into an already-built `store` (the same model: same parameter names and shapes)
 // and returns the state. Every value, and moment, is restored bit for bit; moments absent in the
 // file are left undefined (a checkpoint taken before the first step), so the optimizer starts

@@ -114,19 +114,31 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   if (options.resume && !has_checkpoint && !recorded)
     throw UsageError("nothing to resume in " + dir.string() + ": no checkpoint.bin and no run.h5",
                      "start the run without --resume (or point --out at the run's directory)");
+  // The run file, the checkpoint and the spec must be one run; checked before anything is touched.
+  if (options.resume) {
+    const std::string hint = "resume with the same spec and --set options, or start a new run in another directory";
+    if (has_checkpoint) {
+      const std::string started = read_checkpoint(checkpoint_file).spec_yaml;
+      if (started != identity)
+        throw UsageError("cannot resume " + dir.string() + ": the spec differs from the one the run started with (" +
+                             first_difference(started, identity) + ")",
+                         hint);
+    }
+    if (recorded) {
+      const results::RunInfo info = results::RunReader(run_file).info();
+      if (info.run_id != id)
+        throw UsageError("cannot resume " + dir.string() + ": its run file belongs to run " + info.run_id + " (seed " +
+                             std::to_string(info.seed) + "), this spec is run " + id + " (seed " +
+                             std::to_string(spec.train.seed) + ")",
+                         hint);
+    }
+  }
   if (options.resume && recorded && recorded->status == RunStatus::Completed) {
     out << "run in " << dir.string() << " is already completed; nothing to do\n";
     RunResult done;
     done.status = RunStatus::Completed;
     done.reason = "already completed";
     return done;
-  }
-  // A run stopped before its first checkpoint restarts from step 0 in its own run file.
-  if (options.resume && !has_checkpoint) {
-    const std::string recorded_id = results::RunReader(run_file).info().run_id;
-    if (recorded_id != id)
-      throw UsageError("cannot resume " + dir.string() + ": its run file belongs to run " + recorded_id + ", this spec is run " + id,
-                       "resume with the same spec and --set options, or start a new run in another directory");
   }
   const std::shared_ptr<OpProfile> profile = options.profile ? std::make_shared<OpProfile>() : nullptr;
   Experiment ex(spec, registry, profile);  // first: a spec problem leaves no directory behind
@@ -146,11 +158,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
 
   TrainState state;
   if (options.resume && has_checkpoint) {
-    LoadedCheckpoint loaded = load_checkpoint(checkpoint_file, *ex.store);
-    if (loaded.spec_yaml != identity)
-      throw UsageError("cannot resume " + dir.string() + ": the spec differs from the one the run started with (" +
-                           first_difference(loaded.spec_yaml, identity) + ")",
-                       "resume with the same spec and --set options, or start a new run in another directory");
+    LoadedCheckpoint loaded = load_checkpoint(checkpoint_file, *ex.store);  // its spec was checked above
     state = loaded.state;
     ex.optimizer->set_steps_taken(state.optimizer_steps);
   }

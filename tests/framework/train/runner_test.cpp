@@ -168,6 +168,43 @@ TEST_F(RunnerTest, ResumedRunContinuesTheLossCurveBitForBit) {
   EXPECT_NE(refused.err.find("the spec differs"), std::string::npos) << refused.err;
 }
 
+// A checkpoint, a run file and a spec that are not one run: refused before anything is touched,
+// whichever of them differs; a shape change is refused like any other spec change.
+TEST_F(RunnerTest, ResumeRefusesAnotherRunsFilesAndTouchesNothing) {
+  const std::vector<std::string> spec = {"--set", "train.steps=12", "--set", "log.every=4", "--set", "eval.every=4"};
+  std::vector<std::string> seed1 = spec, seed7 = spec;
+  seed1.insert(seed1.end(), {"--stop-after", "8"});
+  seed7.insert(seed7.end(), {"--set", "train.seed=7", "--stop-after", "4"});
+  ASSERT_EQ(run("one", seed1).code, cli::kExitOk);
+  ASSERT_EQ(run("seven", seed7).code, cli::kExitOk);
+  fs::copy_file(dir_ / "one" / "checkpoint.bin", dir_ / "seven" / "checkpoint.bin", fs::copy_options::overwrite_existing);
+  auto bytes = [&](const std::string& f) {
+    std::ifstream in(dir_ / "seven" / f, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string run_file = bytes("run.h5"), checkpoint = bytes("checkpoint.bin");
+  std::vector<std::string> resume1 = spec;
+  resume1.push_back("--resume");
+  const auto mixed = run("seven", resume1);  // the checkpoint is seed 1's, the run file seed 7's
+  EXPECT_EQ(mixed.code, cli::kExitUsage) << mixed.out << mixed.err;
+  EXPECT_NE(mixed.err.find("its run file belongs to run "), std::string::npos) << mixed.err;
+  EXPECT_NE(mixed.err.find("(seed 7), this spec is run "), std::string::npos) << mixed.err;
+  std::vector<std::string> resume7 = spec;
+  resume7.insert(resume7.end(), {"--set", "train.seed=7", "--resume"});
+  const auto other = run("seven", resume7);  // the run file matches, the checkpoint does not
+  EXPECT_EQ(other.code, cli::kExitUsage) << other.out << other.err;
+  EXPECT_NE(other.err.find("the spec differs from the one the run started with"), std::string::npos) << other.err;
+  EXPECT_EQ(bytes("run.h5"), run_file);
+  EXPECT_EQ(bytes("checkpoint.bin"), checkpoint);
+
+  std::vector<std::string> wider = spec;
+  wider.insert(wider.end(), {"--set", "model.d_model=64", "--resume"});
+  const auto shape = run("one", wider);
+  EXPECT_EQ(shape.code, cli::kExitUsage) << shape.out << shape.err;
+  EXPECT_NE(shape.err.find("the spec differs from the one the run started with"), std::string::npos) << shape.err;
+  EXPECT_NE(shape.err.find("d_model"), std::string::npos) << shape.err;
+}
+
 TEST_F(RunnerTest, RunStoppedBeforeItsFirstCheckpointResumesFromStepZero) {
   const std::vector<std::string> spec = {"--set", "train.steps=12", "--set", "log.every=4", "--set", "eval.every=12"};
   ASSERT_EQ(run("whole", spec).code, cli::kExitOk);
