@@ -108,6 +108,15 @@ std::string tail_lines(const fs::path& file, std::size_t n) {
   return join(std::vector<std::string>(lines.begin(), lines.end()), "\n");
 }
 
+// The last "ablate: ..." line of a child's log (its error message), or "".
+std::string last_error_line(const fs::path& log) {
+  std::ifstream in(log);
+  std::string found;
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("ablate: ")) found = line.substr(8);
+  return found;
+}
+
 LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks, const LocalOptions& options,
                       std::ostream& out) {
   if (options.jobs < 1) throw UsageError("--jobs must be at least 1, got " + std::to_string(options.jobs));
@@ -132,11 +141,14 @@ LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks
     if (WIFEXITED(status)) o.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
     o.phase = read_run_phase(o.dir);
-    const bool clean_exit = o.exit_code == 0 || o.exit_code == 4 || o.exit_code == 130;
-    if (o.phase.writer_died && !clean_exit && !g_stop.load()) {
-      // The child crashed mid-run: record it as failed, so the next sweep does not resume it blindly.
-      const std::string reason = o.signal ? std::string("ablate run was killed by signal ") + ::strsignal(o.signal)
-                                          : "ablate run exited with status " + std::to_string(o.exit_code);
+    const bool clean_exit = !o.signal && (o.exit_code == 0 || o.exit_code == 4 || o.exit_code == 130);
+    // A child that crashed mid-run (the file says running), or that failed while resuming an
+    // interrupted run (the file still says interrupted): record it as failed, so it is counted and
+    // listed, and the next sweep does not resume it blindly.
+    if (!clean_exit && !g_stop.load() && (o.phase.writer_died || o.phase.phase == RunPhase::Interrupted)) {
+      std::string reason = o.signal ? std::string("ablate run was killed by signal ") + ::strsignal(o.signal)
+                                    : "ablate run exited with status " + std::to_string(o.exit_code);
+      if (const std::string error = last_error_line(o.log); !error.empty()) reason += ": " + error;
       try {
         results::RunWriter::record_end(o.dir / "run.h5", {results::RunStatus::Failed, reason, o.phase.step, results::utc_now_iso8601()});
         o.phase = read_run_phase(o.dir);
@@ -146,6 +158,7 @@ LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks
       }
     } else if (o.failed() && o.phase.reason.empty()) {
       o.phase.reason = "ablate run exited with status " + std::to_string(o.exit_code) + " before recording a run";
+      if (const std::string error = last_error_line(o.log); !error.empty()) o.phase.reason += ": " + error;
     }
     display.event(ended_line(o, ++finished, tasks.size()));
   };

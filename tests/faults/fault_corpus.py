@@ -52,6 +52,8 @@ class Corpus:
             problem = str(e) or "assertion failed"
         except subprocess.TimeoutExpired:
             problem = "hang: no exit within 300 s"
+        except Exception as e:  # the case itself broke: a failure too, never a pass
+            problem = f"{type(e).__name__}: {e}"
         self.results.append((category, name, problem))
         print(("ok   " if problem is None else "FAIL ") + category + "/" + name + ("" if problem is None else ": " + problem))
 
@@ -184,6 +186,29 @@ def spec_file_cases(c):
     refused("missing", None, "it does not exist", path=os.path.join(c.work, "no_such.yaml"))
 
 
+# ---- sweeps: a child run that fails is recorded, listed and counted, with exit 1
+def sweep_cases(c):
+    def child_fails_at_once():
+        spec = c.spec("sweep_fail", TINY.replace("name: fault_tiny", "name: sweep_fail"),
+                      "sweep:\n  grid: {model.block: [pre_norm, post_norm]}\n  seeds: [1]\n")
+        out_dir = os.path.join(c.work, "sweep_fail")
+        code, out = c.run(["sweep", spec, "--out", out_dir, "--progress", "lines", "--no-compare"])
+        expect(code, out, EXIT_OK, "2 done")
+        run = sorted(d for d in os.listdir(out_dir) if d.startswith("block=pre_norm"))[0]
+        run_dir = os.path.join(out_dir, run)
+        with h5py.File(os.path.join(run_dir, "run.h5"), "r+") as f:  # as if stopped mid-run...
+            f.attrs.modify("status", f.attrs["status"].__class__(b"interrupted"))
+        open(os.path.join(run_dir, "checkpoint.bin"), "wb").close()  # ...with an empty checkpoint
+        code, out = c.run(["sweep", spec, "--out", out_dir, "--progress", "lines", "--no-compare"])
+        expect(code, out, EXIT_FAILED, "1 failed run(s)", "checkpoint", "1 failed")
+        state = run_file_state(run_dir)
+        assert state and state[0] == "failed" and "checkpoint" in state[1], f"run.h5 after the failed resume: {state}"
+        code, out = c.run(["sweep", spec, "--out", out_dir, "--status"])
+        assert "1 failed" in out, "--status does not count the failed run: " + out[-400:]
+        return None
+    c.case("sweep", "child_fails_at_once", child_fails_at_once)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ablate")
@@ -197,6 +222,7 @@ def main():
         plugin_fault_cases(c)
         spec_cases(c)
         spec_file_cases(c)
+        sweep_cases(c)
         ok = c.summary()
     finally:
         shutil.rmtree(work, ignore_errors=True)
