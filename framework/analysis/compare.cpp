@@ -189,6 +189,7 @@ void summarize(Arm& arm, const std::string& metric, bool higher_is_better, const
     if (const auto it = run.config.find("train.seed"); it != run.config.end()) r.seed = it->second;
     if (const auto it = run.final_metrics.find(metric); it != run.final_metrics.end()) r.value = it->second;
     r.tokens_per_s = run.tokens_per_s;
+    r.code_id = run.code_id;
     ++arm.n_runs;
     switch (r.status) {
       case RunStatus::completed: ++arm.n_completed; break;
@@ -238,6 +239,15 @@ void add_notes(Comparison& c) {
       if (count > 1)
         c.notes.push_back(arm.label + ": " + std::to_string(count) + " runs have train.seed=" + seed +
                           "; they are repeats of one seed, not independent replicates");
+    std::map<std::string, std::vector<std::string>> by_code;  // code id -> the arm's runs made by it
+    for (const auto& run : arm.runs) by_code[run.code_id.empty() ? "unknown" : run.code_id].push_back(run.path);
+    if (by_code.size() > 1) {
+      std::vector<std::string> groups;
+      for (const auto& [code, paths] : by_code) groups.push_back("code " + code + ": " + join(paths, ", "));
+      c.notes.push_back("WARNING " + arm.label + " pools runs made by different code (a plugin library or Ablate's "
+                        "compute version changed between them; run.h5 plugin_code says what): " + join(groups, "; ") +
+                        "; rerun them with one code (ablate sweep reruns runs made by other code)");
+    }
   }
   if (c.keys.empty())
     c.notes.push_back("no config key other than the seed varies across the runs: they form one arm, with nothing to "

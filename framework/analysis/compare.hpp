@@ -25,6 +25,7 @@ struct RunSummary {
   std::map<std::string, double> final_metrics;       // last eval values: "exact_match", "loss", ...
   std::map<std::string, std::vector<std::pair<std::int64_t, double>>> eval_curves;  // metric -> (step, value)
   double tokens_per_s = NAN;                         // median training throughput
+  std::string code_id;                               // the code that made it (run.h5 code_id; "" if unknown)
 };
 
 enum class RunStatus { completed, diverged, failed, interrupted, running };
@@ -64,6 +65,7 @@ struct ArmRun {
   double value = NAN;                    // final metric (NaN if absent)
   std::optional<std::int64_t> threshold_step;  // first eval step that reached the threshold
   double tokens_per_s = NAN;
+  std::string code_id;  // RunSummary::code_id
 };
 
 // One arm: the runs sharing the values of every varying key. The metric statistics cover only its

@@ -89,6 +89,7 @@ RunSummary summarize(const results::RunReader& run) {
   RunSummary s;
   const results::RunInfo& info = run.info();
   s.run_id = info.run_id;
+  s.code_id = info.code_id;
   s.path = run.path().string();
   s.status = results::to_string(run.state().status);
   try {

@@ -16,11 +16,13 @@
 #include "cli/exit_codes.hpp"
 #include "cli/spec_loading.hpp"
 #include "core/text.hpp"
+#include "results/run_file.hpp"
 #include "sweep/local_executor.hpp"
 #include "sweep/manifest.hpp"
 #include "sweep/run_state.hpp"
 #include "sweep/slurm_executor.hpp"
 #include "sweep/sweep_plan.hpp"
+#include "train/code_identity.hpp"
 
 namespace ablate::cli {
 namespace po = boost::program_options;
@@ -99,6 +101,19 @@ fs::path set_aside(const fs::path& sweep_dir, const std::string& folder) {
   }
 }
 
+// If the finished or interrupted run in `run_dir` was made by other code than `spec` gets from
+// `registry` now, what differs ("ffn/x 1.0.1 <hash> (was 1.0.0 <hash>)"); nullopt if the same, or
+// if there is no readable run to judge (pending, or failed: handled as such).
+std::optional<std::string> stale_code(const fs::path& run_dir, const spec::ExperimentSpec& spec,
+                                      const PluginRegistry& registry, sweep::RunPhase phase) {
+  using P = sweep::RunPhase;
+  if (phase != P::Completed && phase != P::Diverged && phase != P::Interrupted) return std::nullopt;
+  const results::RunInfo info = results::RunReader(run_dir / "run.h5").info();
+  const train::CodeIdentity now = train::code_identity(spec, registry);
+  if (info.code_id == now.id) return std::nullopt;
+  return train::code_difference(info.plugin_code, now.parts);
+}
+
 // The comparison's default baseline: the spec's own base configuration ("model.block=post_norm,..."),
 // when it is one of the grid's arms; "" otherwise (compare then takes its first arm).
 std::string base_arm(const spec::ExperimentSpec& base) {
@@ -123,7 +138,9 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       "seed of sweep.seeds) into the sweep directory: one folder <name>-<run id> per run and the\n"
       "manifest sweep.yaml. Every run is validated before any starts. Running it again skips done\n"
       "and diverged runs, resumes interrupted ones from their checkpoints, and reruns failed ones\n"
-      "with --rerun-failed only; runs added to the spec are run, old ones are left alone. Then it\n"
+      "with --rerun-failed only; runs added to the spec are run, old ones are left alone. A run\n"
+      "made by other code (a plugin's library or Ablate's compute version changed: run.h5 code_id)\n"
+      "is rerun, its folder kept under .attempts/ (--keep-stale keeps finished ones). Then it\n"
       "compares the runs (report.md, summary.csv/json) and draws figures/ in the sweep directory.\n"
       "Exit 0 when no run failed (diverged runs are results), 1 when some failed, 130 when stopped.\n\nOptions");
   options.add_options()
@@ -135,6 +152,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ("dry-run", "print the runs, their ids and folders; run nothing")
       ("status", "print the state of every run (done / running / failed / diverged / pending / interrupted)")
       ("rerun-failed", "run failed runs again (their folders are kept under .attempts/)")
+      ("keep-stale", "count finished runs made by other code (another plugin library or Ablate compute version) as done "
+                     "instead of rerunning them; interrupted ones are restarted either way")
       ("executor,e", po::value<std::string>()->default_value("local"), "local (child processes here) or slurm (one sbatch array job)")
       ("jobs,j", po::value<int>(), "local: runs at a time (default 1)")
       ("threads-per-run,t", po::value<int>(),
@@ -232,10 +251,24 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   std::vector<sweep::Task> tasks;
   std::vector<std::size_t> task_run;  // plan index of each task
   std::size_t skipped_done = 0, skipped_failed = 0, skipped_busy = 0, resumed = 0;
-  const auto before = read_phases(plan);
+  auto before = read_phases(plan);
+  std::vector<std::string> stale_kept;
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const sweep::SweepRun& run = plan.runs[i];
     using P = sweep::RunPhase;
+    // A run made by other code is not this sweep's result: rerun it (keeping its folder), or with
+    // --keep-stale count a finished one as done; an interrupted one cannot continue with other code.
+    if (const auto stale = stale_code(plan.run_dir(run), run.spec, *base.registry, before[i].phase)) {
+      const bool finished = before[i].phase == P::Completed || before[i].phase == P::Diverged;
+      if (finished && vm.count("keep-stale")) {
+        stale_kept.push_back(run.point.name + ": " + *stale);
+      } else {
+        out << (finished ? "rerunning run " : "restarting interrupted run ") << run.point.name
+            << ": it was made by other code (now " << *stale << "); its folder is kept as "
+            << set_aside(dir, run.folder).string() << "\n";
+        before[i] = sweep::RunPhaseInfo{};
+      }
+    }
     bool resume = false;
     switch (before[i].phase) {
       case P::Completed:
@@ -270,6 +303,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       << " already done or diverged, " << skipped_busy << " running or queued elsewhere";
   if (skipped_failed) out << ", " << skipped_failed << " failed (not rerun: add --rerun-failed)";
   out << "\n";
+  for (const std::string& s : stale_kept) out << "warning: kept (--keep-stale) a run made by other code: " << s << "\n";
 
   const fs::path exe = executable_path();
   bool interrupted = false;

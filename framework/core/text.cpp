@@ -40,6 +40,18 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
   return best;
 }
 
+std::uint64_t fnv1a64(const void* bytes, std::size_t n, std::uint64_t hash) {
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  for (std::size_t i = 0; i < n; ++i) hash = (hash ^ p[i]) * 0x100000001b3ull;
+  return hash;
+}
+
+std::string hex16(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 std::size_t first_invalid_utf8(std::string_view s) {
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
   for (std::size_t i = 0; i < s.size();) {

@@ -1,7 +1,9 @@
 // Small text helpers shared by the CLI and error messages: "did you mean" suggestions,
-// joining lists, JSON string escaping for machine-readable output, round-trip number text.
+// joining lists, JSON string escaping for machine-readable output, round-trip number text,
+// UTF-8 checking, and the FNV-1a hash behind checksums and ids.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +18,13 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 std::string join(const std::vector<std::string>& items, std::string_view separator);
+
+// FNV-1a 64 of `bytes` continuing from `hash` (start from kFnv1a64Basis): checkpoint checksums,
+// run ids, plugin code hashes.
+inline constexpr std::uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
+std::uint64_t fnv1a64(const void* bytes, std::size_t n, std::uint64_t hash = kFnv1a64Basis);
+// A 64-bit value as 16 lowercase hex digits.
+std::string hex16(std::uint64_t v);
 
 // The byte offset of the first byte that does not start a well-formed UTF-8 sequence (overlong
 // forms, surrogates and code points above U+10FFFF included), or npos. (The text plugins have

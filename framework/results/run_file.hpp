@@ -50,6 +50,10 @@ struct RunInfo {
   std::string backend_device;       // BackendCaps::device, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)"
   bool backend_deterministic = true;  // BackendCaps::deterministic: bit-identical reruns
   std::vector<std::string> plugins;  // one per plugin: "kind/name version"
+  // The code that made it (train/code_identity.hpp): "ablate compute N", then "kind/name version
+  // hash" per plugin; and their hash. Both empty in files written before they existed.
+  std::vector<std::string> plugin_code;
+  std::string code_id;
   std::string host;
   std::string created;  // ISO-8601 UTC; empty: the time RunWriter::create runs
   bool operator==(const RunInfo&) const = default;

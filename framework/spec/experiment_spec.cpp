@@ -45,6 +45,10 @@ const std::vector<PluginSlot>& plugin_slots() {
   return slots;
 }
 
+const PluginRef& plugin_at(const ExperimentSpec& spec, const std::string& path) {
+  return plugin_at(const_cast<ExperimentSpec&>(spec), path);  // one table of slots; this one reads only
+}
+
 PluginRef& plugin_at(ExperimentSpec& spec, const std::string& path) {
   if (path == "task") return spec.task;
   if (path == "model.block") return spec.model.block;

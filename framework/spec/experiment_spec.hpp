@@ -171,6 +171,7 @@ struct PluginSlot {
 };
 const std::vector<PluginSlot>& plugin_slots();
 PluginRef& plugin_at(ExperimentSpec& spec, const std::string& path);
+const PluginRef& plugin_at(const ExperimentSpec& spec, const std::string& path);
 
 // True if `path` ("model.d_model", "train.schedule.warmup") may be set by --set or swept:
 // a key of the schema, or an option below a plugin reference.

@@ -3,6 +3,8 @@
 // the store before it overwrites anything.
 #include "train/checkpoint.hpp"
 
+#include "core/text.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,12 +27,6 @@ namespace ablate::train {
 
 static_assert(std::endian::native == std::endian::little, "checkpoints are written as native little-endian bytes");
 static_assert(sizeof(float) == 4 && sizeof(double) == 8);
-
-std::uint64_t fnv1a64(const void* bytes, std::size_t n, std::uint64_t hash) {
-  const auto* p = static_cast<const unsigned char*>(bytes);
-  for (std::size_t i = 0; i < n; ++i) hash = (hash ^ p[i]) * 0x100000001b3ull;
-  return hash;
-}
 
 namespace {
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ablate/parameters.hpp"
+#include "core/text.hpp"  // fnv1a64: the checksum
 
 namespace ablate::train {
 
@@ -82,9 +83,5 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& file);
 // ablate::Error naming `file`, and the store is untouched. Host memory used: one parameter's
 // worth (the file is read twice: once for the checksum, once for the data).
 LoadedCheckpoint load_checkpoint(const std::filesystem::path& file, ParameterStore& store);
-
-// FNV-1a 64 of `bytes` continuing from `hash` (start from kFnv1a64Basis): the checksum above.
-inline constexpr std::uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
-std::uint64_t fnv1a64(const void* bytes, std::size_t n, std::uint64_t hash = kFnv1a64Basis);
 
 }  // namespace ablate::train

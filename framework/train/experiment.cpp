@@ -79,6 +79,7 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
     const spec::PluginRef& ref = spec::plugin_at(spec, slot.path);
     plugin_versions.push_back(slot.kind + "/" + ref.name + " " + registry.find(slot.kind, ref.name).version);
   }
+  code = code_identity(spec, registry);
 
   const bool lm = task_info.type == TaskType::LanguageModel;
   const bool classification = task_info.type == TaskType::Classification;

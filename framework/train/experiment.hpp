@@ -17,6 +17,7 @@
 #include "model/transformer.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "spec/experiment_spec.hpp"
+#include "train/code_identity.hpp"
 #include "train/op_profile.hpp"
 
 namespace ablate::train {
@@ -46,8 +47,9 @@ struct Experiment {
   std::unique_ptr<model::Transformer> model;
   std::unique_ptr<Adam> optimizer;
   DType compute = DType::F32;
-  // "kind/name version" of every plugin the run uses, for the records.
+  // "kind/name version" of every plugin the run uses, and the code that makes the run, for the records.
   std::vector<std::string> plugin_versions;
+  CodeIdentity code;
 
   // The task and schedule plugins, every call guarded (a throw becomes a PluginFault naming the
   // plugin): the examples `indices` of `split`, a split's size, tokens as text, scores, and the

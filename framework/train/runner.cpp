@@ -131,6 +131,12 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
                              std::to_string(info.seed) + "), this spec is run " + id + " (seed " +
                              std::to_string(spec.train.seed) + ")",
                          hint);
+      const CodeIdentity code = code_identity(spec, registry);
+      if (info.code_id != code.id)
+        throw UsageError("cannot resume " + dir.string() + ": the run was made by other code; now: " +
+                             code_difference(info.plugin_code, code.parts),
+                         "a run continues only with the code that started it: start it afresh in another directory "
+                         "(ablate sweep reruns such runs and keeps the old folder under .attempts/)");
     }
   }
   if (options.resume && recorded && recorded->status == RunStatus::Completed) {
@@ -193,6 +199,8 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
     info.backend_device = caps.device;
     info.backend_deterministic = caps.deterministic;
     info.plugins = ex.plugin_versions;
+    info.plugin_code = ex.code.parts;
+    info.code_id = ex.code.id;
     info.host = host_name();
     record.create(run_file, info);
   }

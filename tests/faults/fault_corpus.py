@@ -209,6 +209,75 @@ def sweep_cases(c):
     c.case("sweep", "child_fails_at_once", child_fails_at_once)
 
 
+# ---- results know the code that made them: a changed plugin library reruns, refuses, warns
+def code_cases(c):
+    def plugin_copy(name):
+        d = os.path.join(c.work, name)
+        os.makedirs(d, exist_ok=True)
+        so = os.path.join(d, "fixture_faulty_schedule.so")
+        shutil.copy(os.path.join(c.fixtures, "fixture_faulty_schedule", "fixture_faulty_schedule.so"), so)
+        return d, so
+
+    def change(so):  # new code, same plugin: a byte appended to the library changes its hash only
+        with open(so, "ab") as f:
+            f.write(b"\0")
+
+    def sweep_reruns_changed_code():
+        plugins, so = plugin_copy("code_sweep_plugins")
+        spec = c.spec("code_sweep", TINY.replace("name: fault_tiny", "name: code_sweep").replace(
+            "schedule: {plugin: constant}", "schedule: {plugin: faulty}"),
+            f"plugin_paths: [{plugins}]\nsweep:\n  grid: {{model.block: [pre_norm, post_norm]}}\n  seeds: [1]\n")
+        out_dir = os.path.join(c.work, "code_sweep")
+        args = ["sweep", spec, "--out", out_dir, "--progress", "lines", "--no-compare"]
+        code, out = c.run(args)
+        expect(code, out, EXIT_OK, "2 done")
+        code, out = c.run(args)
+        expect(code, out, EXIT_OK, "0 to run", "2 already done")
+        change(so)
+        code, out = c.run(args + ["--keep-stale"])
+        expect(code, out, EXIT_OK, "0 to run", "warning: kept (--keep-stale) a run made by other code",
+               "schedule/faulty 1.0.0 ")
+        code, out = c.run(args)
+        expect(code, out, EXIT_OK, "rerunning run block=pre_norm", "it was made by other code (now schedule/faulty 1.0.0 ",
+               "(was 1.0.0 ", "2 to run", "2 done")
+        attempts = os.listdir(os.path.join(out_dir, ".attempts"))
+        assert len(attempts) == 2, f"the old folders were not kept under .attempts/: {attempts}"
+        return None
+
+    def resume_refuses_changed_code():
+        plugins, so = plugin_copy("code_resume_plugins")
+        spec = c.spec("code_resume", TINY.replace("schedule: {plugin: constant}", "schedule: {plugin: faulty}"),
+                      f"plugin_paths: [{plugins}]\n")
+        out_dir = os.path.join(c.work, "code_resume")
+        code, out = c.run(["run", spec, "--out", out_dir, "--progress", "quiet", "--stop-after", "2"])
+        expect(code, out, EXIT_OK)
+        change(so)
+        before = open(os.path.join(out_dir, "run.h5"), "rb").read()
+        code, out = c.run(["run", spec, "--out", out_dir, "--progress", "quiet", "--resume"])
+        expect(code, out, EXIT_USAGE, "the run was made by other code; now: schedule/faulty 1.0.0 ", "(was 1.0.0 ")
+        assert open(os.path.join(out_dir, "run.h5"), "rb").read() == before, "the refused resume changed run.h5"
+        return None
+
+    def compare_warns_on_pooled_code():
+        plugins, so = plugin_copy("code_compare_plugins")
+        base = TINY.replace("schedule: {plugin: constant}", "schedule: {plugin: faulty}")
+        dirs = []
+        for seed in (1, 2):
+            spec = c.spec(f"code_compare_{seed}", base, f"plugin_paths: [{plugins}]\n")
+            d = os.path.join(c.work, f"code_compare_{seed}")
+            code, out = c.run(["run", spec, "--out", d, "--progress", "quiet", "--set", f"train.seed={seed}"])
+            expect(code, out, EXIT_OK)
+            dirs.append(d)
+            change(so)
+        code, out = c.run(["compare"] + dirs + ["--out", os.path.join(c.work, "code_compare_report")])
+        expect(code, out, EXIT_OK, "pools runs made by different code", dirs[0], dirs[1])
+        return None
+
+    c.case("code", "sweep_reruns_changed_code", sweep_reruns_changed_code)
+    c.case("code", "resume_refuses_changed_code", resume_refuses_changed_code)
+    c.case("code", "compare_warns_on_pooled_code", compare_warns_on_pooled_code)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ablate")
@@ -223,6 +292,7 @@ def main():
         spec_cases(c)
         spec_file_cases(c)
         sweep_cases(c)
+        code_cases(c)
         ok = c.summary()
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -237,7 +237,7 @@ TEST(SpecExtends, MissingParentNamesTheExtendsLine) {
   ablate::testing::TempDir dir;
   write_file(dir.path() / "a.yaml", "name: a\nextends: nope.yaml\n");
   const std::string e = usage_error([&] { load_spec(dir.path() / "a.yaml"); });
-  EXPECT_TRUE(contains(e, "a.yaml:2:10: extends: cannot read '" + (dir.path() / "nope.yaml").string() + "'")) << e;
+  EXPECT_TRUE(contains(e, "a.yaml:2:10: extends: cannot read spec file '" + (dir.path() / "nope.yaml").string() + "': it does not exist")) << e;
 }
 
 TEST(SpecExtends, PluginPathsAreRelativeToTheirFile) {
