@@ -44,12 +44,15 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   const std::vector<std::string> dirs = vm["dirs"].as<std::vector<std::string>>();
 
   const std::vector<fs::path> files = analysis::find_runs(std::vector<fs::path>(dirs.begin(), dirs.end()));
+  results::vet_run_files(files);  // one child reads them all first: a damaged file cannot crash this process
   std::vector<analysis::RunSummary> runs;
+  std::vector<std::string> unreadable;  // left out, and said so in the table's notes and the report
   for (const fs::path& file : files) {
     try {
       runs.push_back(analysis::summarize(results::RunReader(file)));
     } catch (const std::exception& e) {
       err << "ablate compare: warning: skipping unreadable run file " << file.string() << ": " << e.what() << "\n";
+      unreadable.push_back(e.what());
     }
   }
   if (runs.empty()) {
@@ -71,6 +74,9 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
     // A metric or baseline that matches nothing is a command-line mistake.
     throw UsageError(std::string("ablate compare: ") + e.what(), e.hint());
   }
+  if (!unreadable.empty())
+    comparison.notes.push_back(std::to_string(unreadable.size()) + " unreadable run file(s) left out of every arm: " +
+                               join(unreadable, "; "));
   out << analysis::format_table(comparison);
 
   const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path(dirs.front());

@@ -1,13 +1,20 @@
 // `ablate inspect RUN.h5 | RUN_DIR`: what a run file holds — identity, status, the last train and
 // eval metrics, and every logged tensor with its shape. `--follow` keeps printing new metric rows
-// of a live run (the file is read under SWMR) until it stops.
+// of a live run (the file is read under SWMR) until it stops. What makes no sense in a readable
+// file (a spec that is not YAML, steps that go back, all-NaN metrics) is said as warnings.
 #include <chrono>
 #include <iomanip>
 #include <ostream>
 #include <thread>
 
+#include <algorithm>
+#include <cmath>
+
 #include "ablate/error.hpp"
+#include "analysis/run_summary.hpp"
 #include "cli/cli.hpp"
+#include "core/text.hpp"
+#include "spec/spec_tree.hpp"
 #include "cli/exit_codes.hpp"
 #include "results/run_file.hpp"
 
@@ -69,6 +76,40 @@ void print_summary(std::ostream& out, const results::RunReader& run) {
   out << "; attention entropy for " << layout.entropy.size() << " attention layers\n";
 }
 
+// What in a readable run file makes no sense (a resolved spec that is not YAML, a step outside
+// the run, steps that go back, a metric that is NaN in every row): one line each, for the reader.
+std::vector<std::string> implausible(const results::RunReader& run) {
+  std::vector<std::string> out;
+  const results::RunInfo& info = run.info();
+  const results::RunState state = run.state();
+  std::int64_t steps = -1;
+  try {
+    const spec::SpecTree tree = spec::parse_yaml(info.resolved_spec_yaml, "resolved_spec_yaml");
+    if (!tree.is_map()) throw UsageError("it is not a YAML map");
+    const auto flat = analysis::flatten_spec(info.resolved_spec_yaml);
+    if (const auto it = flat.find("train.steps"); it != flat.end()) steps = std::stoll(it->second);
+  } catch (const std::exception& e) {
+    out.push_back("the resolved spec (attribute resolved_spec_yaml) is not a readable spec: " + std::string(e.what()));
+  }
+  if (state.step < 0 || (steps >= 0 && state.step > steps))
+    out.push_back("the run's step " + std::to_string(state.step) + " is outside 0.." +
+                  (steps >= 0 ? std::to_string(steps) + " (train.steps)" : std::string("train.steps")));
+  for (const auto& [name, split] : {std::pair{"train", results::MetricSplit::Train}, std::pair{"eval", results::MetricSplit::Eval}}) {
+    const results::MetricTable t = run.metrics(split);
+    if (t.stored_rows > t.steps.size() && state.status != results::RunStatus::Running)
+      out.push_back(std::string(name) + " metrics: " + std::to_string(t.stored_rows - t.steps.size()) + " of " +
+                    std::to_string(t.stored_rows) + " stored rows are left out: after row " + std::to_string(t.steps.size()) +
+                    " the steps do not increase (or are negative or beyond the run)");
+    if (!t.steps.empty() && (t.steps.back() > state.step || t.steps.front() < 0) && state.status != results::RunStatus::Running)
+      out.push_back(std::string(name) + " metrics: steps " + std::to_string(t.steps.front()) + ".." +
+                    std::to_string(t.steps.back()) + " reach beyond the run's step " + std::to_string(state.step));
+    for (std::size_t c = 0; c < t.names.size(); ++c)
+      if (!t.steps.empty() && std::all_of(t.columns[c].begin(), t.columns[c].end(), [](double v) { return std::isnan(v); }))
+        out.push_back(std::string(name) + " metric " + t.names[c] + " is NaN in all " + std::to_string(t.steps.size()) + " rows");
+  }
+  return out;
+}
+
 }  // namespace
 
 int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
@@ -88,14 +129,21 @@ int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::os
   }
   if (!vm.count("run")) throw UsageError("ablate inspect: no run file given", "usage: ablate inspect RUN.h5 [--follow]");
   std::filesystem::path file = vm["run"].as<std::string>();
-  if (std::filesystem::is_directory(file)) file /= "run.h5";
+  if (std::filesystem::is_directory(file) && file.filename() != "run.h5") file /= "run.h5";
   if (!std::filesystem::exists(file))
     throw UsageError("ablate inspect: " + file.string() + " does not exist", "give a run.h5 file or a run directory");
+  if (std::filesystem::is_directory(file))
+    throw UsageError("ablate inspect: " + file.string() + " is a directory, not a run file", "give a run.h5 file or a run directory");
+  const double seconds = vm["interval"].as<double>();
+  if (!(seconds >= 0.05 && seconds <= 3600))  // NaN fails too
+    throw UsageError("ablate inspect: --interval " + number_text(seconds) + " is out of range; expected seconds in [0.05, 3600]",
+                     "e.g. --interval 2");
   const results::RunReader run(file);
   print_summary(out, run);
+  for (const std::string& problem : implausible(run)) out << "  warning: " << problem << "\n";
   if (!vm.count("follow")) return kExitOk;
 
-  const auto interval = std::chrono::duration<double>(std::max(0.05, vm["interval"].as<double>()));
+  const auto interval = std::chrono::duration<double>(seconds);
   std::size_t train_seen = run.metrics(results::MetricSplit::Train).steps.size();
   std::size_t eval_seen = run.metrics(results::MetricSplit::Eval).steps.size();
   for (;;) {

@@ -258,6 +258,7 @@ int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
   const std::string ext = "." + format;
 
   const std::vector<fs::path> files = analysis::find_runs(std::vector<fs::path>(dirs.begin(), dirs.end()));
+  results::vet_run_files(files);  // one child reads them all first: a damaged file cannot crash this process
   std::vector<PlotRun> runs;
   for (const fs::path& file : files) {
     try {

@@ -32,6 +32,10 @@ namespace {
 extern "C" void on_sweep_signal(int) { sweep::request_stop(); }
 
 std::vector<sweep::RunPhaseInfo> read_phases(const sweep::SweepPlan& plan) {
+  std::vector<fs::path> files;  // those that exist, vetted by one child first (results::vet_run_files)
+  for (const sweep::SweepRun& run : plan.runs)
+    if (std::error_code ec; fs::is_regular_file(plan.run_dir(run) / "run.h5", ec)) files.push_back(plan.run_dir(run) / "run.h5");
+  results::vet_run_files(files);
   std::vector<sweep::RunPhaseInfo> phases;
   for (const sweep::SweepRun& run : plan.runs) phases.push_back(sweep::read_run_phase(plan.run_dir(run)));
   return phases;

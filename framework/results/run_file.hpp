@@ -225,6 +225,9 @@ enum class MetricSplit { Train, Eval };
 struct MetricTable {
   std::vector<std::string> names;
   std::vector<std::int64_t> steps;
+  // Rows stored in the file; more than steps.size() when rows after the consistent ones are left
+  // out (a live writer's row in progress, or steps that do not increase: a damaged file).
+  std::size_t stored_rows = 0;
   std::vector<std::vector<double>> columns;                        // [names][rows]
   const std::vector<double>& column(std::string_view name) const;  // throws naming the known names
 };
@@ -251,9 +254,20 @@ struct SamplesRecord {
 // read-only in SWMR mode, and every call reads the file's current contents (rows appended since
 // the last call included). Rows are counted consistently per table: a row is visible once its
 // step and all its datasets are.
+// Has a forked child read each of `files` whole, so that RunReader refuses one that would crash
+// the HDF5 library (see RunReader). Pass every file at once where they are known together
+// (compare, plot, a sweep's status): one child reads them all, a new one only after a crash.
+void vet_run_files(const std::vector<std::filesystem::path>& files);
+
 class RunReader {
  public:
+  // Opens `file` after a forked child has read it whole (attributes, tables): a file so damaged
+  // that it crashes the HDF5 library is refused with an ablate::Error ("... is damaged: reading
+  // it crashed the HDF5 library"), never a crash of this process. Checked once per file version.
   explicit RunReader(const std::filesystem::path& file);
+  // kUnvetted: without that check (the child's own read).
+  enum Vetting { kVetted, kUnvetted };
+  RunReader(const std::filesystem::path& file, Vetting vetting);
   RunReader(RunReader&&) noexcept;
   RunReader& operator=(RunReader&&) noexcept;
   ~RunReader();

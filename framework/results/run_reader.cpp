@@ -1,6 +1,17 @@
 // RunReader (run_file.hpp): opens a run file read-only in SWMR mode (finished, live, or left by a
 // killed writer) and reads tables with consistent row counts, refreshing metadata as it goes.
+// A file is first read by a forked child (vet_in_child): HDF5 can crash on a damaged file.
 #include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ablate/error.hpp"
 #include "results/hdf5_util.hpp"
@@ -17,6 +28,192 @@ std::size_t numel(const std::vector<std::int64_t>& shape) {
   std::size_t n = 1;
   for (std::int64_t d : shape) n *= static_cast<std::size_t>(d);
   return n;
+}
+
+// Reads every attribute of every object of an open file (what a damaged file crashes HDF5 on).
+herr_t read_attribute(hid_t location, const char* name, const H5A_info_t*, void*) {
+  h5::Handle a(H5Aopen(location, name, H5P_DEFAULT), H5Aclose);
+  if (!a) return -1;
+  h5::Handle type(H5Aget_type(a.get()), H5Tclose);
+  h5::Handle space(H5Aget_space(a.get()), H5Sclose);
+  if (!type || !space) return -1;
+  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  if (n < 0 || n > (1 << 20)) return -1;
+  if (n == 0) return 0;  // an empty list: nothing to read
+  if (H5Tget_class(type.get()) == H5T_STRING && H5Tis_variable_str(type.get()) > 0) {
+    std::vector<char*> strings(static_cast<std::size_t>(n), nullptr);
+    if (H5Aread(a.get(), type.get(), strings.data()) < 0) return -1;
+    H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, strings.data());
+  } else {
+    const std::size_t bytes = H5Tget_size(type.get()) * static_cast<std::size_t>(n);
+    if (bytes > (std::size_t{1} << 26)) return -1;
+    std::vector<char> buffer(bytes);
+    if (H5Aread(a.get(), type.get(), buffer.data()) < 0) return -1;
+  }
+  return 0;
+}
+herr_t read_attributes(hid_t root, const char* path, const H5O_info_t*, void*) {  // path: relative to root
+  h5::Handle object(H5Oopen(root, path, H5P_DEFAULT), H5Oclose);
+  if (!object) return -1;
+  return H5Aiterate2(object.get(), H5_INDEX_NAME, H5_ITER_NATIVE, nullptr, read_attribute, nullptr) < 0 ? -1 : 0;
+}
+
+// What a RunReader reads at open and of its tables, plus every attribute: done by the child.
+void read_everything(const fs::path& file) {
+  RunReader r(file, RunReader::kUnvetted);  // in the child: read directly
+  (void)r.state();
+  (void)r.resumes();
+  (void)r.metrics(MetricSplit::Train);
+  (void)r.metrics(MetricSplit::Eval);
+  (void)r.attention_steps();
+  (void)r.stats_steps();
+  (void)r.sample_steps();
+  h5::Quiet quiet;
+  h5::Handle fapl = h5::plist(H5P_FILE_ACCESS);
+  H5Pset_file_locking(fapl.get(), false, true);
+  h5::Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl.get()), H5Fclose);
+  if (!f || H5Ovisit2(f.get(), H5_INDEX_NAME, H5_ITER_NATIVE, read_attributes, nullptr, H5O_INFO_BASIC) < 0)
+    throw Error("cannot read the attributes of run file " + file.string() + ": HDF5: " + h5::hdf5_reason(),
+                "the file is damaged; rerun the run (or restore the file)");
+}
+
+// What a child found of each file it read, with the file's size and time then: a file that
+// changes is read again. An empty error: readable.
+struct Vetted {
+  std::tuple<std::uintmax_t, fs::file_time_type> key;
+  std::string error, hint;
+};
+std::mutex g_vetted_mutex;
+std::map<fs::path, Vetted>& vetted() {
+  static auto* m = new std::map<fs::path, Vetted>();
+  return *m;
+}
+
+std::tuple<std::uintmax_t, fs::file_time_type> file_key(const fs::path& file) {
+  std::error_code ec;
+  return {fs::file_size(file, ec), fs::last_write_time(file, ec)};
+}
+
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\t', ' ');
+  return s;
+}
+
+// The child: reads files[from..] in order, writing "index\t0\n" or "index\t1\twhat\thint\n" after
+// each; then _exit (no atexit handlers, no flushing of the parent's buffers).
+[[noreturn]] void vet_child(const std::vector<fs::path>& files, std::size_t from, int fd) {
+  for (std::size_t i = from; i < files.size(); ++i) {
+    std::string record = std::to_string(i) + "\t0\n";
+    try {
+      read_everything(files[i]);
+    } catch (const Error& e) {
+      record = std::to_string(i) + "\t1\t" + one_line(e.what()) + "\t" + one_line(e.hint()) + "\n";
+    } catch (const std::exception& e) {
+      record = std::to_string(i) + "\t1\t" + one_line(e.what()) + "\t\n";
+    }
+    for (std::size_t done = 0; done < record.size();) {
+      const ssize_t w = ::write(fd, record.data() + done, record.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) ::_exit(2);
+      done += static_cast<std::size_t>(w);
+    }
+  }
+  ::_exit(0);
+}
+
+}  // namespace
+
+// Reading a damaged HDF5 file can crash inside the library (seen: SIGSEGV in H5HG_read, under
+// H5Aread of a string attribute, after 20 flipped bytes). So before this process reads a run
+// file, a forked child reads it whole (read_everything); a child that dies on a file (or takes
+// more than 60 s over it) means that file cannot be trusted to the library: it is refused like
+// any unreadable file, and a new child goes on with the next. One child reads a whole batch
+// (compare, plot and sweep pass every file at once), so the fork is paid once, not per file.
+void vet_run_files(const std::vector<fs::path>& files) {
+  // A child shares this process's HDF5 state: with a file open here (this process's own run being
+  // written, e.g. a resume reading its run file), the child's read would meet it; read directly.
+  if (H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_FILE) > 0) return;
+  std::vector<fs::path> todo;
+  {
+    std::lock_guard<std::mutex> lock(g_vetted_mutex);
+    for (const fs::path& f : files)
+      if (auto it = vetted().find(f); it == vetted().end() || it->second.key != file_key(f)) todo.push_back(f);
+  }
+  std::vector<Vetted> found(todo.size());
+  for (std::size_t i = 0; i < todo.size(); ++i) found[i].key = file_key(todo[i]);
+  for (std::size_t from = 0; from < todo.size();) {
+    int fds[2];
+    if (::pipe(fds) != 0) throw Error(std::string("cannot check run files: pipe: ") + std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      throw Error(std::string("cannot check run files: fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      ::close(fds[0]);
+      vet_child(todo, from, fds[1]);
+    }
+    ::close(fds[1]);
+    std::string pending;
+    char buffer[4096];
+    std::size_t next = from;  // the first file without a record yet
+    bool hung = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{fds[0], POLLIN, 0};
+      const int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) {
+        hung = ready == 0;
+        break;
+      }
+      const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buffer, static_cast<std::size_t>(n));
+      for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+        const std::string line = pending.substr(0, nl);
+        const auto t1 = line.find('\t'), t2 = line.find('\t', t1 + 1);
+        const std::size_t index = std::stoul(line.substr(0, t1));
+        if (line.substr(t1 + 1, 1) == "1") {
+          const auto t3 = line.find('\t', t2 + 1);
+          found[index].error = line.substr(t2 + 1, t3 - t2 - 1);
+          found[index].hint = t3 == std::string::npos ? "" : line.substr(t3 + 1);
+        }
+        next = index + 1;
+        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      }
+    }
+    ::close(fds[0]);
+    if (hung) ::kill(pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (next < todo.size() && (hung || WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0))) {
+      found[next].error = "run file " + todo[next].string() + " is damaged: " +
+                          (hung ? std::string("reading it did not finish within 60 s")
+                                : WIFSIGNALED(status) ? "reading it crashed the HDF5 library (" + std::string(::strsignal(WTERMSIG(status))) + ")"
+                                                      : "the reading process failed");
+      found[next].hint = "rerun the run (or restore the file); other runs are not affected";
+      ++next;
+    }
+    from = next;
+  }
+  std::lock_guard<std::mutex> lock(g_vetted_mutex);
+  for (std::size_t i = 0; i < todo.size(); ++i) vetted()[todo[i]] = found[i];
+}
+
+namespace {
+
+// Throws the error a child found in `file` (after vetting it, if it was not yet).
+void vet_in_child(const fs::path& file) {
+  vet_run_files({file});
+  std::lock_guard<std::mutex> lock(g_vetted_mutex);
+  if (auto it = vetted().find(file); it != vetted().end() && !it->second.error.empty())
+    throw Error(it->second.error, it->second.hint);
 }
 
 }  // namespace
@@ -74,14 +271,20 @@ struct RunReader::Impl {
   }
 };
 
-RunReader::RunReader(const fs::path& file) : impl_(std::make_unique<Impl>()) {
+RunReader::RunReader(const fs::path& file) : RunReader(file, kVetted) {}
+
+RunReader::RunReader(const fs::path& file, Vetting vetting) : impl_(std::make_unique<Impl>()) {
   h5::Quiet quiet;
   Impl& m = *impl_;
   m.path = file;
   const std::string name = file.string();
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec))
-    throw Error("cannot read run file " + name + ": no such file", "check the path; a run's file is <run dir>/run.h5");
+  const fs::file_status st = fs::status(file, ec);
+  if (!fs::is_regular_file(st))
+    throw Error("cannot read run file " + name + ": " +
+                    (!fs::exists(st) ? "no such file" : fs::is_directory(st) ? "it is a directory" : "not a regular file"),
+                "check the path; a run's file is <run dir>/run.h5");
+  if (vetting == kVetted) vet_in_child(file);
   // HDF5's flock is off, as in RunWriter: within one process HDF5 shares an open file between its
   // handles only when their locking settings agree (a reader beside this process's writer).
   h5::Handle fapl = h5::plist(H5P_FILE_ACCESS);
@@ -146,6 +349,7 @@ MetricTable RunReader::metrics(MetricSplit split) const {
   MetricTable t;
   t.names = split == MetricSplit::Train ? impl_->layout.train_metrics : impl_->layout.eval_metrics;
   t.steps = std::move(r.steps);
+  t.stored_rows = r.stored;
   for (const h5::Obj& c : impl_->tables[index].columns) {
     std::vector<double> v(r.rows);
     h5::read_rows(c, 0, r.rows, H5T_NATIVE_DOUBLE, v.data());

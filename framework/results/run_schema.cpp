@@ -294,6 +294,7 @@ TableRows consistent_rows(const std::vector<const h5::Obj*>& datasets, bool refr
   while (k < n && steps[k] >= 0 && (k == 0 || steps[k] > steps[k - 1]) && (!max_step || steps[k] <= *max_step)) ++k;
   steps.resize(k);
   out.rows = k;
+  out.stored = n;
   out.steps = std::move(steps);
   return out;
 }

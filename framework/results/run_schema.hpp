@@ -65,7 +65,8 @@ std::string layout_difference(const RunLayout& in_file, const RunLayout& expecte
 // step that is unwritten (negative, the fill value) or not after the one before it, and, with
 // `max_step`, before the first step past it. `datasets`: the steps dataset first.
 struct TableRows {
-  hsize_t rows = 0;
+  hsize_t rows = 0;     // consistent rows: present in every dataset, steps >= 0 and increasing
+  hsize_t stored = 0;   // rows present in every dataset (stored - rows: left out, e.g. a torn write)
   std::vector<std::int64_t> steps;
 };
 TableRows consistent_rows(const std::vector<const h5::Obj*>& datasets, bool refresh, std::optional<std::int64_t> max_step = {});

@@ -278,6 +278,120 @@ def code_cases(c):
     c.case("code", "compare_warns_on_pooled_code", compare_warns_on_pooled_code)
 
 
+# ---- damaged run files and checkpoints: reported, never fatal; the other runs go on
+def run_file_cases(c, trials):
+    import random
+    good = os.path.join(c.work, "rf_good")
+    code, out = c.run(["run", c.spec("rf_good"), "--out", good, "--progress", "quiet",
+                       "--set", "train.steps=8", "--set", "log.every=2", "--set", "eval.every=4"])
+    assert code == 0, "the reference run failed: " + out[-400:]
+    data = open(os.path.join(good, "run.h5"), "rb").read()
+    checkpoint = open(os.path.join(good, "checkpoint.bin"), "rb").read()
+
+    def damaged_dir(name, content):
+        d = os.path.join(c.work, name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "run.h5"), "wb") as f:
+            f.write(content)
+        return d
+
+    def reported(name, content):
+        def fn():
+            d = damaged_dir(name, content)
+            code, out = c.run(["inspect", d])
+            assert code in (0, 1), f"inspect: exit {code}: {out[-600:]}"  # 0: the damage missed what is read
+            expect(code, out, code)  # no signal, no sanitizer report
+            if code == 1:
+                assert d in out, "inspect's error does not name the file: " + out[-400:]
+            code, out = c.run(["compare", good, d, "--out", os.path.join(c.work, name + "_cmp")])
+            expect(code, out, EXIT_OK)
+            if "skipping unreadable run file" in out:
+                assert "unreadable run file(s) left out" in out, "the table does not count the unreadable run: " + out[-600:]
+            return None
+        c.case("run_file", name, fn)
+
+    rng = random.Random(17)
+    for t in range(trials):
+        b = bytearray(data)
+        for _ in range(20):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        reported(f"flipped_20_bytes.{t}", bytes(b))
+    for size in (0, 7, 512, len(data) // 2, len(data) - 1):
+        reported(f"truncated_at_{size}", data[:size])
+    reported("not_hdf5", b"this is not an HDF5 file\n" * 10)
+
+    def foreign_hdf5():
+        d = os.path.join(c.work, "rf_foreign")
+        os.makedirs(d, exist_ok=True)
+        with h5py.File(os.path.join(d, "run.h5"), "w") as f:
+            f["x"] = [1.0, 2.0]
+        code, out = c.run(["inspect", d])
+        expect(code, out, EXIT_FAILED, "run.h5")
+        return None
+    c.case("run_file", "hdf5_from_elsewhere", foreign_hdf5)
+
+    def run_file_is_a_directory():
+        d = os.path.join(c.work, "rf_dir")
+        os.makedirs(os.path.join(d, "run.h5"), exist_ok=True)
+        code, out = c.run(["inspect", os.path.join(d, "run.h5")])
+        expect(code, out, EXIT_USAGE, "is a directory")
+        return None
+    c.case("run_file", "run_h5_is_a_directory", run_file_is_a_directory)
+
+    def nonsense(name, edit, *needles):
+        def fn():
+            d = damaged_dir(name, data)
+            with h5py.File(os.path.join(d, "run.h5"), "r+") as f:
+                edit(f)
+            code, out = c.run(["inspect", d])
+            expect(code, out, EXIT_OK, *needles)
+            return None
+        c.case("run_file", name, fn)
+
+    def set_attr(key, value):
+        def edit(f):
+            del f.attrs[key]
+            f.attrs[key] = value
+        return edit
+
+    def decreasing(f):
+        s = f["metrics/eval/step"]
+        s[...] = s[...][::-1]
+
+    def all_nan(f):
+        f["metrics/train/loss"][...] = float("nan")
+
+    nonsense("spec_not_yaml", set_attr("resolved_spec_yaml", "{{{ not: yaml"), "warning: the resolved spec")
+    nonsense("step_2p62", lambda f: f.attrs.modify("step", 2 ** 62), "warning: the run's step 4611686018427387904 is outside")
+    nonsense("eval_steps_decreasing", decreasing, "warning: eval metrics: 1 of 2 stored rows are left out")
+    nonsense("train_loss_all_nan", all_nan, "warning: train metric loss is NaN in all")
+
+    def checkpoint_damaged(name, content):
+        def fn():
+            d = os.path.join(c.work, "ck_" + name)
+            shutil.copytree(good, d)
+            with h5py.File(os.path.join(d, "run.h5"), "r+") as f:  # as if stopped mid-run
+                f.attrs.modify("status", f.attrs["status"].__class__(b"interrupted"))
+            with open(os.path.join(d, "checkpoint.bin"), "wb") as f:
+                f.write(content)
+            before = open(os.path.join(d, "run.h5"), "rb").read()
+            code, out = c.run(["run", c.spec("rf_good"), "--out", d, "--progress", "quiet", "--resume",
+                               "--set", "train.steps=8", "--set", "log.every=2", "--set", "eval.every=4"])
+            assert code in (EXIT_FAILED, EXIT_USAGE), f"exit {code}: {out[-600:]}"
+            expect(code, out, code, "checkpoint", "checkpoint.bin")
+            assert open(os.path.join(d, "run.h5"), "rb").read() == before, "a refused resume changed run.h5"
+            return None
+        c.case("checkpoint", name, fn)
+
+    for size in (0, 10, 31, len(checkpoint) // 2, len(checkpoint) - 1):
+        checkpoint_damaged(f"truncated_at_{size}", checkpoint[:size])
+    b = bytearray(checkpoint)
+    for _ in range(20):
+        b[rng.randrange(24, len(b))] ^= 0x5A
+    checkpoint_damaged("flipped_20_bytes", bytes(b))
+    checkpoint_damaged("not_a_checkpoint", b"hello" * 100)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ablate")
@@ -293,6 +407,7 @@ def main():
         spec_file_cases(c)
         sweep_cases(c)
         code_cases(c)
+        run_file_cases(c, 60 if a.long else 12)
         ok = c.summary()
     finally:
         shutil.rmtree(work, ignore_errors=True)
