@@ -204,9 +204,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
   const LoadedSpec base = load_validated_spec(file, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
   const fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("results") / base.spec.name;
-  const sweep::SweepPlan plan =
-      sweep::plan_sweep(file, repeated(vm, "set"), repeated(vm, "plugin-path"), base.spec, dir,
-                        [&](const std::vector<std::string>& overrides) { return load_spec_against(file, overrides, *base.registry); });
+  const sweep::SweepPlan plan = plan_validated_sweep(file, repeated(vm, "set"), repeated(vm, "plugin-path"), base, dir);
   for (const std::string& note : plan.notes) out << "note: " << note << "\n";
 
   if (vm.count("dry-run")) {

@@ -38,7 +38,13 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
 
   try {
     const LoadedSpec loaded = load_validated_spec(file, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
-    out << file << ": valid\n";
+    std::string runs;
+    if (!loaded.spec.sweep.empty()) {  // every point, exactly as `ablate sweep --dry-run` checks them
+      const sweep::SweepPlan plan = plan_validated_sweep(file, repeated(vm, "set"), repeated(vm, "plugin-path"), loaded,
+                                                         std::filesystem::path("results") / loaded.spec.name);
+      runs = " (and the " + std::to_string(plan.runs.size()) + " runs of its sweep)";
+    }
+    out << file << ": valid" << runs << "\n";
     if (vm.count("print")) out << spec::resolved_yaml(loaded.spec);
     return kExitOk;
   } catch (const UsageError& e) {

@@ -13,6 +13,7 @@
 #include "core/text.hpp"
 #include "plugins/plugin_call.hpp"
 #include "spec/plugin_validation.hpp"
+#include "sweep/sweep_plan.hpp"
 #include "spec/spec_tree.hpp"
 
 namespace ablate::cli {
@@ -26,6 +27,10 @@ class RegistryCatalog final : public spec::PluginCatalog {
     for (const PluginDescriptor* d : registry_.list(kind))
       if (d->name == name) return d->options;
     return std::nullopt;
+  }
+
+  void check_not_refused(const std::string& kind, const std::string& name) const override {
+    if (const PluginProblem* p = registry_.refused(kind, name)) throw PluginError(p->message, p->hint);
   }
 
   std::vector<std::string> names(const std::string& kind) const override {
@@ -127,6 +132,14 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
 
 }  // namespace
 
+sweep::SweepPlan plan_validated_sweep(const std::string& file, const std::vector<std::string>& overrides,
+                                      const std::vector<std::string>& plugin_paths, const LoadedSpec& base,
+                                      const std::filesystem::path& dir) {
+  return sweep::plan_sweep(file, overrides, plugin_paths, base.spec, dir, [&](const std::vector<std::string>& point) {
+    return load_spec_against(file, point, *base.registry);
+  });
+}
+
 LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::string>& overrides,
                                const std::vector<std::string>& plugin_paths, std::ostream& err) {
   LoadedSpec loaded{spec::load_spec(file, overrides), std::make_unique<PluginRegistry>()};
@@ -144,7 +157,7 @@ LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::s
 
 spec::ExperimentSpec load_spec_against(const std::string& file, const std::vector<std::string>& overrides,
                                        const PluginRegistry& registry) {
-  spec::ExperimentSpec s = spec::load_spec(file, overrides);
+  spec::ExperimentSpec s = spec::load_sweep_point(file, overrides);
   spec::validate_plugins(s, RegistryCatalog(registry));
   check_components(s, registry);
   return s;

@@ -9,6 +9,7 @@
 
 #include "plugins/plugin_registry.hpp"
 #include "spec/experiment_spec.hpp"
+#include "sweep/sweep_plan.hpp"
 
 namespace ablate::cli {
 
@@ -22,9 +23,15 @@ struct LoadedSpec {
 LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::string>& overrides,
                                const std::vector<std::string>& plugin_paths, std::ostream& err);
 
-// The same spec file with other overrides, checked against an already scanned registry (each
-// run of a sweep). Throws UsageError like load_validated_spec.
+// One point of the spec file's sweep (the file with other overrides, its sweep not read),
+// checked against an already scanned registry. Throws UsageError like load_validated_spec.
 spec::ExperimentSpec load_spec_against(const std::string& file, const std::vector<std::string>& overrides,
                                        const PluginRegistry& registry);
+
+// Every point of `base`'s sweep, loaded and checked as above, in directory `dir`: what `ablate
+// sweep` (also with --dry-run) and `ablate validate` check. Throws one UsageError for them all.
+sweep::SweepPlan plan_validated_sweep(const std::string& file, const std::vector<std::string>& overrides,
+                                      const std::vector<std::string>& plugin_paths, const LoadedSpec& base,
+                                      const std::filesystem::path& dir);
 
 }  // namespace ablate::cli

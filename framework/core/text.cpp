@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cctype>
 #include <cstdio>
 #include <numeric>
 
@@ -28,10 +29,18 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
   const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
   std::optional<std::string> best;
   std::size_t best_distance = limit + 1;
+  const auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
+  };
+  const std::string w = lower(word);
   for (const auto& c : candidates) {
-    // A prefix ("sched" for "schedule") counts as close as a single typo.
-    const bool prefix = word.size() >= 3 && std::string_view(c).starts_with(word);
-    const std::size_t d = prefix ? 1 : edit_distance(word, c);
+    // Case does not count ("swiGLU" for "swiglu" is distance 0); a prefix ("sched" for
+    // "schedule") counts as close as a single typo.
+    const std::string lc = lower(c);
+    const bool prefix = w.size() >= 3 && std::string_view(lc).starts_with(w);
+    const std::size_t d = lc == w ? 0 : prefix ? 1 : edit_distance(w, lc);
     if (d < best_distance) {
       best_distance = d;
       best = c;

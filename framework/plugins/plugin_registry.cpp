@@ -29,6 +29,8 @@ namespace {
 
 constexpr const char* kInfoAlias = "ablate_plugin_info";
 constexpr const char* kFactoryAlias = "ablate_create";
+constexpr const char* kFindHint =
+    "a plugin of your own: add its directory with -p DIR, ABLATE_PLUGIN_PATH or the spec's plugin_paths";
 constexpr const char* kRebuildHint = "rebuild the plugin against this Ablate (find_package(Ablate) + ablate_add_plugin)";
 
 bool is_identifier(const char* s) {
@@ -165,12 +167,13 @@ void PluginRegistry::scan(const std::vector<fs::path>& search_path) {
       continue;
     }
     for (const fs::path& f : files) {
+      refusing_ = {};
       try {
         load(f);
       } catch (const Error& e) {
-        problems_.push_back({f, e.what(), e.hint()});
+        problems_.push_back({f, e.what(), e.hint(), refusing_.first, refusing_.second});
       } catch (const std::exception& e) {
-        problems_.push_back({f, e.what(), {}});
+        problems_.push_back({f, e.what(), {}, refusing_.first, refusing_.second});
       }
     }
   }
@@ -213,6 +216,7 @@ const PluginDescriptor& PluginRegistry::load(const fs::path& file) {
                       kRebuildHint);
   const std::string host_tag = ABLATE_ABI_TAG;
   const std::string plugin_tag = info.abi_tag ? info.abi_tag : "(none)";
+  if (is_identifier(info.kind) && is_identifier(info.name)) refusing_ = {info.kind, info.name};  // same API: the record reads
   if (plugin_tag != host_tag)
     throw PluginError(path.string() + ": ABI tag '" + plugin_tag + "' differs from this ablate's ABI tag '" + host_tag +
                           "' (compiler/standard library/build type must match)",
@@ -248,6 +252,12 @@ const PluginDescriptor& PluginRegistry::add(Entry entry) {
   return entries_.back().descriptor;
 }
 
+const PluginProblem* PluginRegistry::refused(std::string_view kind, std::string_view name) const {
+  for (const PluginProblem& p : problems_)
+    if (p.kind == kind && p.name == name) return &p;
+  return nullptr;
+}
+
 std::vector<const PluginDescriptor*> PluginRegistry::list(std::string_view kind) const {
   std::vector<const PluginDescriptor*> out;
   for (const Entry& e : entries_)
@@ -277,7 +287,8 @@ const PluginDescriptor& PluginRegistry::find(std::string_view kind, std::string_
     throw PluginError("no plugin of kind '" + std::string(kind) + "' is available (wanted '" + std::string(name) + "')",
                       hint);
   }
-  std::string hint = "available " + std::string(kind) + " plugins: " + join(names, ", ");
+  if (const PluginProblem* p = refused(kind, name)) throw PluginError(p->message, p->hint);
+  std::string hint = "available " + std::string(kind) + " plugins: " + join(names, ", ") + "; " + kFindHint;
   if (auto near = closest_match(name, names)) hint = "did you mean '" + *near + "'? " + hint;
   throw PluginError("unknown " + std::string(kind) + " plugin '" + std::string(name) + "'", hint);
 }

@@ -28,6 +28,7 @@ struct PluginProblem {
   std::filesystem::path path;
   std::string message;
   std::string hint;
+  std::string kind, name;  // the plugin it defines, where its record could be read (an ABI mismatch); else empty
 };
 
 // Keeps `library` mapped until the process ends (used while an exception is in flight).
@@ -61,6 +62,8 @@ class PluginRegistry {
   // Plugins in discovery order, optionally only those of `kind`.
   std::vector<const PluginDescriptor*> list(std::string_view kind = {}) const;
   const std::vector<PluginProblem>& problems() const { return problems_; }
+  // The problem of a file that defines (kind, name) but was refused (built for another ABI), or null.
+  const PluginProblem* refused(std::string_view kind, std::string_view name) const;
 
   // The plugin (kind, name). Throws PluginError for an unknown one (listing the available names
   // of that kind and the closest match) or one defined by two files (naming both).
@@ -93,6 +96,7 @@ class PluginRegistry {
 
   std::deque<Entry> entries_;  // a deque: descriptors handed out stay valid as plugins load
   std::vector<PluginProblem> problems_;
+  std::pair<std::string, std::string> refusing_;  // kind/name of the plugin load() is refusing, if known
   // (kind, name) defined by more than one file: every file that claimed it.
   std::map<std::pair<std::string, std::string>, std::vector<std::filesystem::path>> duplicates_;
 };

@@ -4,6 +4,7 @@
 #include "spec/experiment_spec.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -662,7 +663,10 @@ ExperimentSpec spec_from_tree(const SpecTree& tree) {
       r.error(p->mark, "plugin_paths", describe(*p) + " is not a list; expected a list of directories");
     } else {
       for (std::size_t i = 0; i < p->items.size(); ++i) {
-        if (p->items[i].is_scalar() && !p->items[i].text.empty())
+        if (std::error_code ec; p->items[i].is_scalar() && !p->items[i].text.empty() && !std::filesystem::exists(p->items[i].text, ec))
+          r.error(p->items[i].mark, "plugin_paths[" + std::to_string(i) + "]",
+                  "'" + p->items[i].text + "' does not exist; expected a directory of plugins or a plugin file (relative paths are relative to the spec file)");
+        else if (p->items[i].is_scalar() && !p->items[i].text.empty())
           spec.plugin_paths.push_back(p->items[i].text);
         else
           r.error(p->items[i].mark, "plugin_paths[" + std::to_string(i) + "]", describe(p->items[i]) + " is not a path; expected a directory");
@@ -713,6 +717,12 @@ void apply_overrides(SpecTree& tree, const std::vector<std::string>& overrides) 
 
 ExperimentSpec load_spec(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
   SpecTree tree = load_tree(file, is_plugin_path);
+  apply_overrides(tree, overrides);
+  return spec_from_tree(tree);
+}
+
+ExperimentSpec load_sweep_point(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
+  SpecTree tree = load_tree(file, is_plugin_path, /*with_sweep=*/false);
   apply_overrides(tree, overrides);
   return spec_from_tree(tree);
 }

@@ -183,6 +183,9 @@ const std::vector<std::string>& spec_paths();
 // validates. Every problem found is reported in one UsageError, one line per problem:
 // "FILE:LINE:COLUMN: KEY.PATH: what is wrong; expected ...".
 ExperimentSpec load_spec(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
+// The same for one point of the spec's sweep: its `sweep:` is not read (the points of a large
+// sweep load in linear time).
+ExperimentSpec load_sweep_point(const std::filesystem::path& file, const std::vector<std::string>& overrides);
 
 // The same from YAML text; `origin` names it in messages. `extends:` needs a file (load_spec)
 // and is an error here.

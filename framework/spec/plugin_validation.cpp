@@ -41,6 +41,7 @@ void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog) {
     const SourceMark at = spec.marks.of(slot.path);
     const auto declared = catalog.options(slot.kind, ref.name);
     if (!declared) {
+      catalog.check_not_refused(slot.kind, ref.name);
       const std::vector<std::string> names = catalog.names(slot.kind);
       std::string what = "unknown " + slot.kind + " plugin '" + ref.name + "'; expected ";
       what += names.empty() ? "a " + slot.kind + " plugin, but none is installed (see `ablate plugins`; add a directory with --plugin-path or plugin_paths)"
@@ -85,7 +86,8 @@ void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog) {
       }
     }
   }
-  errors.throw_if_any("`ablate plugins` lists every plugin with its options");
+  errors.throw_if_any("`ablate plugins` lists every plugin with its options; a plugin of your own: add its directory "
+                      "with -p DIR, ABLATE_PLUGIN_PATH or the spec's plugin_paths");
 }
 
 }  // namespace ablate::spec

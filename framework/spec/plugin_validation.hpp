@@ -18,6 +18,9 @@ struct PluginCatalog {
   virtual std::optional<std::vector<OptionDescriptor>> options(const std::string& kind, const std::string& name) const = 0;
   // The names of every plugin of `kind` (for "expected one of ...").
   virtual std::vector<std::string> names(const std::string& kind) const = 0;
+  // Throws PluginError when (kind, name) is defined by a file that was refused (another ABI): the
+  // user must see that refusal, not "unknown plugin".
+  virtual void check_not_refused(const std::string& kind, const std::string& name) const { (void)kind, (void)name; }
 };
 
 // Checks every plugin reference of `spec` (task, model.block, model.positional_encoding,

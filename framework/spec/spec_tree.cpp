@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <tuple>
 
@@ -154,8 +156,26 @@ void set_origin(SpecTree& t, const SourceMark& mark) {
 
 std::string child_path(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
+// Reads and parses one spec file of `size` bytes (checked by the caller): UTF-8, one document.
+SpecTree read_spec_file(const std::filesystem::path& file, std::uintmax_t size, const std::string& where) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UsageError(where + "cannot read spec file '" + file.string() + "'", "check its permissions");
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (const std::size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
+    const std::string before = text.substr(0, bad);
+    const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+    const auto column = bad - (before.rfind('\n') == std::string::npos ? 0 : before.rfind('\n') + 1) + 1;
+    throw UsageError(where + file.string() + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                         ": invalid UTF-8 (byte " + std::to_string(bad) + "); expected a UTF-8 text file",
+                     "save the spec as UTF-8");
+  }
+  return parse_yaml(text, file.string());
+}
+
 SpecTree load_chain(const std::filesystem::path& file, std::vector<std::filesystem::path>& chain, const SourceMark* from,
-                    const IsPluginRef& is_plugin_ref) {
+                    const IsPluginRef& is_plugin_ref, bool with_sweep) {
   namespace fs = std::filesystem;
   if (file.empty())
     throw UsageError((from ? from->str() + ": extends: " : std::string()) + "the spec file path is empty; expected a spec file",
@@ -183,20 +203,30 @@ SpecTree load_chain(const std::filesystem::path& file, std::vector<std::filesyst
     throw UsageError(where + "spec file '" + file.string() + "' has " + std::to_string(size) + " bytes; expected at most " +
                          std::to_string(kMaxSpecBytes),
                      "a spec is a small YAML file; data belongs in the task's files");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw UsageError(where + "cannot read spec file '" + file.string() + "'", "check its permissions");
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(size));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (const std::size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
-    const std::string before = text.substr(0, bad);
-    const auto line = 1 + std::count(before.begin(), before.end(), '\n');
-    const auto column = bad - (before.rfind('\n') == std::string::npos ? 0 : before.rfind('\n') + 1) + 1;
-    throw UsageError(where + file.string() + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                         ": invalid UTF-8 (byte " + std::to_string(bad) + "); expected a UTF-8 text file",
-                     "save the spec as UTF-8");
+  // A sweep loads its spec file once per point: parse each file once per version of it
+  // (size, time), so that expanding N points is not N parses of an N-value list.
+  static std::mutex cache_mutex;
+  static auto* cache = new std::map<fs::path, std::tuple<std::uintmax_t, fs::file_time_type, SpecTree>>();
+  const fs::file_time_type mtime = fs::last_write_time(file, ec);
+  SpecTree tree;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    if (auto it = cache->find(canonical); it == cache->end() || std::get<0>(it->second) != size || std::get<1>(it->second) != mtime)
+      (*cache)[canonical] = {size, mtime, read_spec_file(file, size, where)};
+    // A sweep's points need no sweep: copying the rest only keeps N points linear in N.
+    const SpecTree& cached = std::get<2>((*cache)[canonical]);
+    if (with_sweep || !cached.is_map()) {
+      tree = cached;
+    } else {
+      tree.kind = cached.kind;
+      tree.mark = cached.mark;
+      for (std::size_t i = 0; i < cached.entries.size(); ++i) {
+        if (cached.entries[i].first == "sweep") continue;
+        tree.entries.push_back(cached.entries[i]);
+        tree.key_marks.push_back(cached.key_marks[i]);
+      }
+    }
   }
-  SpecTree tree = parse_yaml(text, file.string());
   if (!tree.is_map()) return tree;  // the typed layer reports a non-map document
 
   const fs::path dir = file.parent_path();
@@ -213,7 +243,7 @@ SpecTree load_chain(const std::filesystem::path& file, std::vector<std::filesyst
   }
   const SourceMark mark = extends->mark;
   chain.push_back(canonical);
-  SpecTree base = load_chain((dir / extends->text).lexically_normal(), chain, &mark, is_plugin_ref);
+  SpecTree base = load_chain((dir / extends->text).lexically_normal(), chain, &mark, is_plugin_ref, with_sweep);
   chain.pop_back();
   tree.erase("extends");
   merge_into(base, tree, "", is_plugin_ref);
@@ -302,9 +332,9 @@ void merge_into(SpecTree& base, const SpecTree& top, const std::string& path, co
   }
 }
 
-SpecTree load_tree(const std::filesystem::path& file, const IsPluginRef& is_plugin_ref) {
+SpecTree load_tree(const std::filesystem::path& file, const IsPluginRef& is_plugin_ref, bool with_sweep) {
   std::vector<std::filesystem::path> chain;
-  return load_chain(file, chain, nullptr, is_plugin_ref);
+  return load_chain(file, chain, nullptr, is_plugin_ref, with_sweep);
 }
 
 std::pair<SpecTree, std::string> parse_override(const std::string& assignment) {

@@ -73,8 +73,9 @@ void merge_into(SpecTree& base, const SpecTree& top, const std::string& path, co
 
 // Loads `file` and, depth-first, the files it `extends:` (relative to the file), merged with the
 // child overriding. `plugin_paths` entries become absolute (relative to the file naming them).
-// A cycle is a UsageError naming the chain.
-SpecTree load_tree(const std::filesystem::path& file, const IsPluginRef& is_plugin_ref);
+// A cycle is a UsageError naming the chain. Without `with_sweep`, every file's `sweep:` is left
+// out (a sweep's points). Each file is read and parsed once per version (size, time) per process.
+SpecTree load_tree(const std::filesystem::path& file, const IsPluginRef& is_plugin_ref, bool with_sweep = true);
 
 // The tree of one override "a.b.c=VALUE" (VALUE parsed as YAML): {a: {b: {c: VALUE}}}.
 // Throws UsageError for text without '=' or an empty path. Returns the tree and the path.

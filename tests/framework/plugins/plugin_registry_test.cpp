@@ -152,6 +152,20 @@ TEST(PluginRegistry, UnknownPluginListsAvailableNamesAndSuggestsTheClosest) {
   const std::string k = error_of<PluginError>([&] { r.find("schedul", "noam"); });
   EXPECT_TRUE(contains(k, "no plugin of kind 'schedul'")) << k;
   EXPECT_TRUE(contains(k, "did you mean kind 'schedule'")) << k;
+  // Case does not hide the suggestion; the hint says how to add a plugin of one's own.
+  const std::string c = error_of<PluginError>([&] { r.find("schedule", "NOAM"); });
+  EXPECT_TRUE(contains(c, "did you mean 'noam'")) << c;
+  EXPECT_TRUE(contains(c, "-p DIR, ABLATE_PLUGIN_PATH")) << c;
+}
+
+TEST(PluginRegistry, APluginRefusedForItsAbiIsReportedAsSuchNotAsUnknown) {
+  PluginRegistry r;
+  r.scan({fixture("fixture_abi_mismatch")});
+  ASSERT_NE(r.refused("fixture", "foreign"), nullptr);
+  const std::string e = error_of<PluginError>([&] { r.find("fixture", "foreign"); });
+  EXPECT_TRUE(contains(e, "ABI tag 'msvc-19.0/other-stl/Debug' differs")) << e;
+  EXPECT_TRUE(contains(e, "CMAKE_BUILD_TYPE")) << e;
+  EXPECT_FALSE(contains(e, "unknown")) << e;
 }
 
 TEST(PluginRegistry, FactoryFailuresBecomePluginErrors) {
