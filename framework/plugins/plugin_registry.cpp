@@ -280,6 +280,7 @@ const PluginDescriptor& PluginRegistry::find(std::string_view kind, std::string_
     if (e.descriptor.kind == kind) names.push_back(e.descriptor.name);
     if (std::find(kinds.begin(), kinds.end(), e.descriptor.kind) == kinds.end()) kinds.push_back(e.descriptor.kind);
   }
+  if (const PluginProblem* p = refused(kind, name)) throw PluginError(p->message, p->hint);
   if (names.empty()) {
     std::string hint = kinds.empty() ? "no plugins were found; run `ablate plugins` to see the search path"
                                      : "known kinds: " + join(kinds, ", ");
@@ -287,7 +288,6 @@ const PluginDescriptor& PluginRegistry::find(std::string_view kind, std::string_
     throw PluginError("no plugin of kind '" + std::string(kind) + "' is available (wanted '" + std::string(name) + "')",
                       hint);
   }
-  if (const PluginProblem* p = refused(kind, name)) throw PluginError(p->message, p->hint);
   std::string hint = "available " + std::string(kind) + " plugins: " + join(names, ", ") + "; " + kFindHint;
   if (auto near = closest_match(name, names)) hint = "did you mean '" + *near + "'? " + hint;
   throw PluginError("unknown " + std::string(kind) + " plugin '" + std::string(name) + "'", hint);
