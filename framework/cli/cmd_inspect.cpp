@@ -46,7 +46,7 @@ void print_summary(std::ostream& out, const results::RunReader& run) {
       << "\n  status " << results::to_string(state.status) << " at step " << state.step
       << (state.reason.empty() ? "" : " (" + state.reason + ")")
       << (state.status == results::RunStatus::Running && !run.writer_alive() ? " — no writer holds the file: the run died" : "")
-      << "\n  created " << info.created << (state.finished.empty() ? "" : ", finished " + state.finished) << "; ablate "
+      << (info.precision.empty() ? "" : ", precision " + info.precision) << "\n  created " << info.created << (state.finished.empty() ? "" : ", finished " + state.finished) << "; ablate "
       << info.ablate_version << " (git " << info.git_revision << ") on " << info.host << "\n  plugins:";
   for (const std::string& p : info.plugins) out << " " << p << ";";
   out << "\n";

@@ -15,6 +15,7 @@
 #include "spec/plugin_validation.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "spec/spec_tree.hpp"
+#include "train/experiment.hpp"
 
 namespace ablate::cli {
 namespace {
@@ -105,6 +106,9 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
   }
   if (task) {
     const TaskInfo info = plugin_call(*task, "info", [&] { return task->info(); });
+    const std::vector<std::string> scores = plugin_call(*task, "score_names", [&] { return task->score_names(); });
+    if (auto problem = train::early_stopping_problem(spec, info, scores))
+      errors.add(spec.marks.of("train.early_stopping.metric"), "train.early_stopping.metric", *problem);
     const std::int64_t limit = positions ? plugin_call(*positions, "max_positions", [&] { return positions->max_positions(); }) : 0;
     const bool source = spec.model.arch != spec::Arch::decoder, target = spec.model.arch != spec::Arch::encoder;
     const std::int64_t need = std::max(source ? info.max_src_len : 0, target ? info.max_tgt_len + 1 : 0);

@@ -49,6 +49,7 @@ struct RunInfo {
   std::string backend;
   std::string backend_device;       // BackendCaps::device, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)"
   bool backend_deterministic = true;  // BackendCaps::deterministic: bit-identical reruns
+  std::string precision;              // what ran: "f32", or "bf16 (<BackendCaps::bf16_arithmetic>)"; "" in older files
   std::vector<std::string> plugins;  // one per plugin: "kind/name version"
   // The code that made it (train/code_identity.hpp): "ablate compute N", then "kind/name version
   // hash" per plugin; and their hash. Both empty in files written before they existed.

@@ -154,6 +154,7 @@ RunInfo read_info(const h5::Obj& r) {
     i.backend_deterministic = h5::int_attr(r, "backend_deterministic") != 0;
   }
   i.plugins = h5::strings_attr(r, "plugins");
+  if (h5::has_attr(r, "precision")) i.precision = h5::string_attr(r, "precision");
   if (h5::has_attr(r, "code_id")) {  // files written before code identities lack them
     i.plugin_code = h5::strings_attr(r, "plugin_code");
     i.code_id = h5::string_attr(r, "code_id");

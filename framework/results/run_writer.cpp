@@ -113,6 +113,7 @@ void build(const h5::Obj& file, const RunInfo& info, const RunLayout& l) {
   h5::set_attr(root, "backend_device", info.backend_device);
   h5::set_attr(root, "backend_deterministic", std::int64_t{info.backend_deterministic ? 1 : 0});
   h5::set_attr(root, "plugins", info.plugins);
+  h5::set_attr(root, "precision", info.precision);
   h5::set_attr(root, "plugin_code", info.plugin_code);
   h5::set_attr(root, "code_id", info.code_id);
   h5::set_attr(root, "host", info.host);

@@ -6,6 +6,7 @@
 
 #include "ablate/error.hpp"
 #include "core/text.hpp"
+#include "train/evaluator.hpp"
 #include "plugins/plugin_call.hpp"
 
 namespace ablate::train {
@@ -53,6 +54,15 @@ model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo
   c.pooling = m.pooling == spec::Pooling::first ? model::Pooling::First : model::Pooling::Mean;
   c.num_classes = task.type == TaskType::Classification ? task.num_classes : 0;  // > 0: the classifier head
   return c;
+}
+
+std::optional<std::string> early_stopping_problem(const spec::ExperimentSpec& spec, const TaskInfo& task,
+                                                  const std::vector<std::string>& score_names) {
+  if (!spec.train.early_stopping) return std::nullopt;
+  const std::vector<std::string> names = evaluated_names(applicable_metrics(spec, task, nullptr), score_names);
+  if (std::find(names.begin(), names.end(), spec.train.early_stopping->metric) != names.end()) return std::nullopt;
+  return "'" + spec.train.early_stopping->metric + "' is not evaluated for this task and eval.metrics; expected one of " +
+         join(names, ", ");
 }
 
 std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, const TaskInfo& task,
@@ -104,14 +114,8 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
                      "', a sequence-to-sequence task (source -> target); expected encoder_decoder (or encoder for "
                      "length-preserving tasks)",
                  "set model.arch: encoder_decoder");
-  if (spec.train.early_stopping) {
-    std::vector<std::string> names;
-    for (spec::Metric m : applicable_metrics(spec, task_info, nullptr)) names.push_back(spec::to_string(m));
-    if (std::find(names.begin(), names.end(), spec.train.early_stopping->metric) == names.end())
-      spec_problem(spec, "train.early_stopping.metric",
-                   "'" + spec.train.early_stopping->metric + "' is not an evaluated metric; expected one of " + join(names, ", "),
-                   "early stopping watches one of eval.metrics");
-  }
+  if (auto problem = early_stopping_problem(spec, task_info, score_names()))
+    spec_problem(spec, "train.early_stopping.metric", *problem, "early stopping watches one of the evaluated metrics");
 
   if (spec.precision == spec::Precision::bf16) {
     if (!backend->caps().bf16)

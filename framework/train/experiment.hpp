@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo
 // needs decoding, which a decoder-only LM does not offer. `skipped` receives the others, with why.
 std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, const TaskInfo& task,
                                              std::vector<std::string>* skipped);
+
+// What is wrong with train.early_stopping.metric, or nullopt: it must be one of the columns the
+// run evaluates (the spec's applicable eval.metrics and, with decoding, the task's scores).
+std::optional<std::string> early_stopping_problem(const spec::ExperimentSpec& spec, const TaskInfo& task,
+                                                  const std::vector<std::string>& score_names);
 
 struct Experiment {
   // Creates every plugin of `spec` (already checked by spec::validate_plugins) and builds the

@@ -68,6 +68,12 @@ std::string first_difference(const std::string& a, const std::string& b) {
   }
 }
 
+// What precision really runs: "f32", or "bf16 (how this backend computes it)".
+std::string precision_text(const spec::ExperimentSpec& spec, const BackendCaps& caps) {
+  if (spec.precision != spec::Precision::bf16) return "f32";
+  return "bf16 (" + (caps.bf16_arithmetic.empty() ? std::string("arithmetic not described by the backend") : caps.bf16_arithmetic) + ")";
+}
+
 bool improved(const spec::EarlyStoppingSpec& es, double value, double best) {
   return es.mode == spec::MetricMode::max ? value > best : value < best;
 }
@@ -198,6 +204,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
     const BackendCaps caps = ex.backend->caps();
     info.backend_device = caps.device;
     info.backend_deterministic = caps.deterministic;
+    info.precision = precision_text(spec, caps);
     info.plugins = ex.plugin_versions;
     info.plugin_code = ex.code.parts;
     info.code_id = ex.code.id;
@@ -211,7 +218,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   out << "run " << id << " of " << spec.name << " -> " << dir.string() << "\n"
       << "model " << spec::to_string(spec.model.arch) << " d_model " << spec.model.d_model << ", " << ex.store->numel()
       << " parameters; backend " << spec.backend.name << " (" << ex.backend->caps().device << ", "
-      << ex.backend->caps().threads << " threads); " << (options.resume ? "resuming at step " + std::to_string(state.step) : std::string("from step 0"))
+      << ex.backend->caps().threads << " threads), " << precision_text(spec, ex.backend->caps()) << "; " << (options.resume ? "resuming at step " + std::to_string(state.step) : std::string("from step 0"))
       << " of " << spec.train.steps << "\n";
 
   DataOrder order(ex.size(Split::Train), spec.train.batch_size, static_cast<std::uint64_t>(spec.train.seed));

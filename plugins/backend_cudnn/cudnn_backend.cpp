@@ -148,6 +148,7 @@ ablate::BackendCaps CudnnBackend::caps() const {
   c.device = "cuda:" + std::to_string(config_.device) + " (" + device_name_ + ")";
   c.host_addressable = false;
   c.bf16 = true;
+  c.bf16_arithmetic = "bf16 GEMMs and attention with f32 accumulation";
   c.deterministic = config_.deterministic;
   c.threads = 1;
   return c;

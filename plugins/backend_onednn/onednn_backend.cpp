@@ -44,6 +44,7 @@ ablate::BackendCaps OnednnBackend::caps() const {
   c.device = "cpu";
   c.host_addressable = true;
   c.bf16 = true;
+  c.bf16_arithmetic = "f32 GEMMs on bf16 values widened to f32 (saves memory, not time)";
   c.deterministic = true;
   c.threads = threads_;
   return c;

@@ -142,6 +142,7 @@ ablate::BackendCaps ReferenceBackend::caps() const {
   c.device = "cpu";
   c.host_addressable = true;
   c.bf16 = true;
+  c.bf16_arithmetic = "f32 arithmetic on bf16-rounded values (no bf16 speed-up)";
   c.deterministic = true;
   c.threads = 1;
   return c;

@@ -130,7 +130,7 @@ def plugin_fault_cases(c):
 # ---- what can be known before training is a spec error (exit 2) of `validate` and of `run`,
 # naming the keys, with no run directory left behind
 def spec_cases(c):
-    def refused(name, sets, *needles, text=TINY):
+    def refused(name, sets, *needles, text=TINY, run=True):
         def fn():
             spec = c.spec(name, text)
             args = []
@@ -138,6 +138,8 @@ def spec_cases(c):
                 args += ["--set", s]
             code, out = c.run(["validate", spec] + args)
             expect(code, out, EXIT_USAGE, *needles)
+            if not run:  # `ablate run` trains the base configuration only
+                return None
             out_dir = os.path.join(c.work, name)
             code, out = c.run(["run", spec, "--out", out_dir, "--progress", "quiet"] + args)
             expect(code, out, EXIT_USAGE, *needles)
@@ -157,6 +159,11 @@ def spec_cases(c):
     refused("eval_metrics_empty", ["eval.metrics=[]"], "eval.metrics: [] is empty; expected at least one of")
     for bad in (".", ".."):
         refused("name_" + {".": "dot", "..": "dotdot"}[bad], ["name=" + bad], "name: '" + bad + "' is not a valid name")
+    refused("early_stopping_on_unevaluated_metric", ["train.early_stopping.metric=bleu"],
+            "train.early_stopping.metric: 'bleu' is not evaluated for this task")
+    refused("plugin_paths_missing", ["plugin_paths=[no_such_dir]"], "plugin_paths[0]: '", "does not exist")
+    refused("grid_typo_in_plugin_name", [], "unknown ffn plugin 'GELU'", "did you mean 'gelu'",
+            text=TINY + "sweep:\n  grid: {model.ffn: [relu, GELU]}\n  seeds: [1]\n", run=False)
     refused("warmup_not_below_steps", ["train.schedule=cosine", "train.schedule.warmup=6"],
             "train.schedule: schedule plugin 'cosine' refuses its options", "warmup 6",
             "total_steps 6 is train.steps")
@@ -392,6 +399,28 @@ def run_file_cases(c, trials):
     checkpoint_damaged("not_a_checkpoint", b"hello" * 100)
 
 
+# ---- what ran is said: bf16 on a backend without bf16 arithmetic is recorded as such
+def precision_cases(c):
+    def bf16_on_reference():
+        out_dir = os.path.join(c.work, "bf16_reference")
+        code, out = c.run(["run", c.spec("bf16_reference"), "--out", out_dir, "--progress", "quiet", "--set", "precision=bf16"])
+        expect(code, out, EXIT_OK, "bf16 (f32 arithmetic on bf16-rounded values")
+        with h5py.File(os.path.join(out_dir, "run.h5"), "r") as f:
+            p = f.attrs["precision"]
+            p = p.decode() if isinstance(p, bytes) else str(p)
+        assert p.startswith("bf16 (f32 arithmetic"), f"run.h5 precision is {p!r}"
+        return None
+    c.case("spec", "bf16_on_reference_says_what_ran", bf16_on_reference)
+
+    def large_sweep_dry_run():
+        vals = ",".join(str(0.001 + i * 1e-8) for i in range(10000))
+        spec = c.spec("sweep_10k", TINY, "sweep:\n  grid: {train.optimizer.lr: [" + vals + "]}\n  seeds: [1]\n")
+        code, out = c.run(["sweep", spec, "--dry-run", "--out", os.path.join(c.work, "sweep_10k")])
+        expect(code, out, EXIT_OK, "10000 runs")
+        return None
+    c.case("sweep", "dry_run_of_10000_points", large_sweep_dry_run)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ablate")
@@ -407,6 +436,7 @@ def main():
         spec_file_cases(c)
         sweep_cases(c)
         code_cases(c)
+        precision_cases(c)
         run_file_cases(c, 60 if a.long else 12)
         ok = c.summary()
     finally:

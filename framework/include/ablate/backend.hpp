@@ -59,6 +59,8 @@ struct BackendCaps {
   std::string device;              // "cpu", "cuda:0"
   bool host_addressable = true;    // Tensor::raw() is a host pointer
   bool bf16 = false;               // BF16 value tensors supported (mixed precision)
+  std::string bf16_arithmetic;     // how a bf16 run computes, recorded and printed with it
+                                   // (e.g. "f32 arithmetic on bf16-rounded values")
   bool deterministic = true;       // current mode gives bit-identical results run to run
   int threads = 1;                 // CPU threads used
 };

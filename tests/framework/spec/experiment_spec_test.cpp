@@ -242,10 +242,15 @@ TEST(SpecExtends, MissingParentNamesTheExtendsLine) {
 
 TEST(SpecExtends, PluginPathsAreRelativeToTheirFile) {
   ablate::testing::TempDir dir;
-  write_file(dir.path() / "base" / "b.yaml", "name: b\ntask: copy\ntrain: {steps: 1}\nplugin_paths: [../my_plugins, /abs]\n");
+  std::filesystem::create_directories(dir.path() / "my_plugins");
+  write_file(dir.path() / "base" / "b.yaml", "name: b\ntask: copy\ntrain: {steps: 1}\nplugin_paths: [../my_plugins, /tmp]\n");
   write_file(dir.path() / "a.yaml", "extends: base/b.yaml\n");
   const ExperimentSpec s = load_spec(dir.path() / "a.yaml");
-  EXPECT_EQ(s.plugin_paths, (std::vector<std::string>{std::filesystem::absolute(dir.path() / "my_plugins").lexically_normal().string(), "/abs"}));
+  EXPECT_EQ(s.plugin_paths, (std::vector<std::string>{std::filesystem::absolute(dir.path() / "my_plugins").lexically_normal().string(), "/tmp"}));
+  // One that does not exist is a spec error at its entry.
+  write_file(dir.path() / "c.yaml", "name: c\ntask: copy\nplugin_paths: [nowhere]\n");
+  const std::string e = usage_error([&] { load_spec(dir.path() / "c.yaml"); });
+  EXPECT_TRUE(contains(e, "c.yaml:3:16: plugin_paths[0]: '" + (dir.path() / "nowhere").string() + "' does not exist")) << e;
 }
 
 TEST(SpecOverrides, SetReplacesValuesPluginsAndLists) {

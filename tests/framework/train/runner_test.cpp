@@ -287,7 +287,8 @@ TEST_F(RunnerTest, SpecProblemsFoundAtRunTimeNameTheKey) {
   EXPECT_NE(lm.err.find("spec.yaml:3:"), std::string::npos) << "the position of model.arch: " << lm.err;
   const auto es = run("es", {"--set", "train.early_stopping={metric: bleu}"});
   EXPECT_EQ(es.code, cli::kExitUsage);
-  EXPECT_NE(es.err.find("train.early_stopping.metric: 'bleu' is not an evaluated metric; expected one of loss, token_accuracy, exact_match"),
+  EXPECT_NE(es.err.find("train.early_stopping.metric: 'bleu' is not evaluated for this task and eval.metrics; expected one of "
+                        "loss, token_accuracy, exact_match, decoded_token_accuracy"),
             std::string::npos)
       << es.err;
   const auto typo = run("typo", {"--set", "model.blok=pre_norm"});
