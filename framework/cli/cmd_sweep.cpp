@@ -181,6 +181,9 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return kExitOk;
   }
   if (!vm.count("spec")) throw UsageError("ablate sweep: no spec file given", "usage: ablate sweep SPEC.yaml [--status | --dry-run] [options]");
+  if (vm.count("dry-run") && vm.count("status"))
+    throw UsageError("ablate sweep: --dry-run and --status are two different questions; give one",
+                     "--dry-run lists the runs the spec defines; --status the state of those in the directory");
   const std::string file = vm["spec"].as<std::string>();
   const std::string executor = vm["executor"].as<std::string>();
   if (executor != "local" && executor != "slurm")

@@ -75,6 +75,8 @@ std::string plugin_of(const Component& component) {
 ThrownText thrown_text() {
   try {
     throw;
+  } catch (const PluginError& e) {  // the plugin misused the API (an undeclared option): a defect
+    return {e.what(), e.hint(), false};
   } catch (const Error& e) {
     return {e.what(), e.hint(), true};
   } catch (const std::exception& e) {

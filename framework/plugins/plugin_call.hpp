@@ -25,7 +25,8 @@ class PluginFault : public PluginError {
   const std::string& context() const { return context_; }  // "at step 12 (training)", or empty
   const std::string& detail() const { return detail_; }    // what the plugin threw
   // True when the plugin threw an ablate::Error: it reported a problem the documented way (bad
-  // options, data it cannot use); false for anything else it let escape (a defect in the plugin).
+  // options, data it cannot use); false for anything else it let escape, and for a PluginError
+  // (it misused the plugin API, e.g. read an option it never declared): a defect in the plugin.
   bool reported() const { return reported_; }
   // The same fault with `context` (where the run was) in its message, if it has none yet.
   PluginFault with_context(const std::string& context) const;
@@ -47,7 +48,7 @@ void forget_plugin_of(const Component* component);
 // is not a std::exception, its type) and its hint. Call only inside a catch block.
 struct ThrownText {
   std::string what, hint;
-  bool ablate_error = false;  // an ablate::Error (what and hint are its own)
+  bool ablate_error = false;  // an ablate::Error other than PluginError: a problem reported the documented way
 };
 ThrownText thrown_text();
 

@@ -90,7 +90,9 @@ PluginDescriptor describe(const PluginInfo& info, const fs::path& path) {
       try {
         parse_option_value(od, *od.default_value, d.id());
       } catch (const UsageError& e) {
-        throw malformed(std::string("bad default: ") + e.what());
+        throw PluginError(where + ": option '" + od.name + "' declares the default '" + *od.default_value +
+                              "', which is not a valid value of its own declaration: " + e.what(),
+                          "fix the default (or the type/choices) of '" + od.name + "' in the plugin's OptionInfo table and rebuild it");
       }
     }
     d.options.push_back(std::move(od));
@@ -157,8 +159,19 @@ void PluginRegistry::scan(const std::vector<fs::path>& search_path) {
     std::error_code ec;
     std::vector<fs::path> files;
     if (fs::is_directory(entry, ec)) {
-      for (const auto& f : fs::directory_iterator(entry, ec))
-        if (f.path().extension() == ".so" && f.is_regular_file(ec)) files.push_back(f.path());
+      for (const auto& f : fs::directory_iterator(entry, ec)) {
+        if (f.path().extension() != ".so") continue;
+        std::error_code fe;
+        const fs::file_status st = fs::status(f.path(), fe);  // follows links: a loop or a device is a problem, said
+        if (fs::is_regular_file(st)) {
+          files.push_back(f.path());
+        } else {
+          const std::string what = fe ? "cannot be followed (" + fe.message() + ")"
+                                      : fs::is_directory(st) ? std::string("is a directory") : std::string("is not a regular file");
+          problems_.push_back({f.path(), f.path().string() + ": " + what + "; expected a plugin shared library",
+                               "remove it from the plugin directory, or point it at a plugin file"});
+        }
+      }
       std::sort(files.begin(), files.end());
     } else if (fs::exists(entry, ec)) {
       files.push_back(entry);

@@ -104,6 +104,22 @@ TranslationTask::TranslationTask(const ablate::Options& o)
   encode(ablate::Split::Train, split.train);
   encode(ablate::Split::Eval, split.eval);
   encode(ablate::Split::Test, split.test);
+  // A vocabulary that knows (almost) nothing trains a model of <unk>: refuse it rather than
+  // let a run "complete" on it. Measured on the train split, per side.
+  for (const bool target : {false, true}) {
+    std::int64_t tokens = 0, unknown = 0;
+    for (const ablate::Example& e : examples_[ablate::Split::Train])
+      for (std::int32_t id : target ? e.tgt : e.src) {
+        ++tokens;
+        unknown += id == ablate_text::Vocabulary::kUnk;
+      }
+    const std::int64_t known = (target ? tgt_vocab_ : src_vocab_).size() - ablate_text::Vocabulary::kFirstContent;
+    if (tokens > 0 && (known == 0 || 2 * unknown > tokens))
+      bad_option(file + ": min_freq " + std::to_string(min_freq) + " leaves " + std::to_string(known) + " " +
+                     (target ? "target" : "source") + " tokens in the vocabulary and " + std::to_string(100 * unknown / tokens) +
+                     "% of the train split's " + (target ? "target" : "source") + " tokens <unk>; expected most tokens known",
+                 "lower min_freq (1 keeps every train token), or train on a larger corpus");
+  }
   corpus.pairs.clear();
   corpus.pairs.shrink_to_fit();
   stats_ = std::move(corpus);

@@ -127,6 +127,38 @@ def plugin_fault_cases(c):
             c.case("plugin_fault", f"{kind}.{at}.{throws}", fn)
 
 
+# ---- command lines and plugin directories that make no sense
+def cli_cases(c):
+    def case(name, args, want, *needles, setup=None):
+        def fn():
+            if setup:
+                setup()
+            code, out = c.run(args)
+            expect(code, out, want, *needles)
+            return None
+        c.case("cli", name, fn)
+
+    spec = c.spec("cli_tiny")
+    for value in ("-1", "1e300", "nan"):
+        case("inspect_interval_" + value, ["inspect", spec, "--follow", "--interval", value], EXIT_USAGE,
+             "--interval", "out of range")
+    case("sweep_dry_run_and_status", ["sweep", spec, "--dry-run", "--status"], EXIT_USAGE, "--dry-run and --status")
+    case("run_empty_path", ["run", ""], EXIT_USAGE, "the spec file path is empty")
+    bad_dir = os.path.join(c.work, "bad_plugins")
+
+    def make_bad_plugins():
+        os.makedirs(bad_dir, exist_ok=True)
+        for name, target in (("loop.so", "loop.so"), ("zero.so", "/dev/zero")):
+            if not os.path.lexists(os.path.join(bad_dir, name)):
+                os.symlink(target, os.path.join(bad_dir, name))
+    case("plugins_symlink_loop_and_device", ["plugins", "-p", bad_dir], EXIT_PLUGIN,
+         "loop.so: cannot be followed", "zero.so: is not a regular file", setup=make_bad_plugins)
+    ffn_dir = os.path.join(c.fixtures, "fixture_faulty_ffn")
+    case("plugin_reads_undeclared_option", ["validate", spec, "-p", ffn_dir, "--set", "model.ffn=faulty",
+                                            "--set", "model.ffn.at=undeclared"], EXIT_PLUGIN,
+         "plugin ffn/faulty 1.0.0 (", "failed in create", "reads option 'never_declared', which it never declared")
+
+
 # ---- what can be known before training is a spec error (exit 2) of `validate` and of `run`,
 # naming the keys, with no run directory left behind
 def spec_cases(c):
@@ -164,6 +196,14 @@ def spec_cases(c):
     refused("plugin_paths_missing", ["plugin_paths=[no_such_dir]"], "plugin_paths[0]: '", "does not exist")
     refused("grid_typo_in_plugin_name", [], "unknown ffn plugin 'GELU'", "did you mean 'gelu'",
             text=TINY + "sweep:\n  grid: {model.ffn: [relu, GELU]}\n  seeds: [1]\n", run=False)
+    tsv = os.path.join(c.work, "tiny.tsv")
+    with open(tsv, "w") as f:
+        for i in range(40):
+            f.write(f"word{i} other{i} a\tpalabra{i} otra{i} b\n")
+    refused("translation_vocabulary_all_unk", [], "task: task plugin 'translation' refuses its options", "min_freq 2 leaves",
+            "lower min_freq",
+            text=TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+                              "task: {plugin: translation, file: " + tsv + ", min_freq: 2}"))
     refused("warmup_not_below_steps", ["train.schedule=cosine", "train.schedule.warmup=6"],
             "train.schedule: schedule plugin 'cosine' refuses its options", "warmup 6",
             "total_steps 6 is train.steps")
@@ -432,6 +472,7 @@ def main():
     try:
         c = Corpus(os.path.abspath(a.ablate), os.path.abspath(a.fixtures), work, a.k)
         plugin_fault_cases(c)
+        cli_cases(c)
         spec_cases(c)
         spec_file_cases(c)
         sweep_cases(c)

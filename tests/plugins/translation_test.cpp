@@ -430,8 +430,13 @@ TEST_F(TranslationTaskTest, VocabulariesComeFromTheTrainSplitOnly) {
     }
   EXPECT_GT(unknown, 0) << "the fixture has held-out-only words";
   // min_freq 2: a word seen once in train is <unk> even there.
-  const auto frequent = spanish({{"valid_fraction", "0.3"}, {"test_fraction", "0.3"}, {"min_freq", "2"}});
-  EXPECT_LT(frequent->target_vocabulary().size(), t->target_vocabulary().size());
+  const auto frequent = spanish({{"min_freq", "2"}});
+  EXPECT_LT(frequent->target_vocabulary().size(), spanish({})->target_vocabulary().size());
+  // On the small train split above, min_freq 2 leaves most tokens <unk>: refused, saying how many.
+  const std::string refused = ablate::testing::error_of(
+      [&] { spanish({{"valid_fraction", "0.3"}, {"test_fraction", "0.3"}, {"min_freq", "2"}}); });
+  EXPECT_NE(refused.find("% of the train split's source tokens <unk>; expected most tokens known"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("lower min_freq"), std::string::npos) << refused;
 }
 
 TEST_F(TranslationTaskTest, FilterTruncateAndMaxExamples) {

@@ -66,9 +66,13 @@ class Options {
   template <class T>
   const T& get(std::string_view name, const char* type) const {
     auto it = values_.find(name);
-    if (it == values_.end()) throw Error("option '" + std::string(name) + "' was not declared by this plugin");
+    // A defect of the plugin, not of the spec: PluginError, so the host reports it as one (exit 3).
+    if (it == values_.end())
+      throw PluginError("the plugin reads option '" + std::string(name) + "', which it never declared",
+                        "declare every option the plugin reads in its OptionInfo table (ABLATE_PLUGIN)");
     if (const T* v = std::get_if<T>(&it->second)) return *v;
-    throw Error("option '" + std::string(name) + "' is not of type " + type);
+    throw PluginError("the plugin reads option '" + std::string(name) + "' as " + type + ", but declares another type",
+                      "read each option with the getter of its declared type");
   }
 
   std::map<std::string, Value, std::less<>> values_;
