@@ -76,12 +76,13 @@ def expect(code, out, want_code, *needles):
         assert n in out, f"message lacks {n!r}: {out[-600:]}"
 
 
-def run_file_state(run_dir):
-    """(status, reason) of run_dir/run.h5, read with h5py; None when there is no run file."""
+def run_file_state(run_dir, swmr=False):
+    """(status, reason) of run_dir/run.h5, read with h5py (swmr: as a live reader does, also a file
+    whose writer was killed); None when there is no run file."""
     path = os.path.join(run_dir, "run.h5")
     if not os.path.exists(path):
         return None
-    with h5py.File(path, "r") as f:
+    with h5py.File(path, "r", swmr=swmr) as f:
         attrs = f.attrs
         dec = lambda v: v.decode() if isinstance(v, bytes) else str(v)
         return dec(attrs["status"]), dec(attrs["reason"])
@@ -461,6 +462,133 @@ def precision_cases(c):
     c.case("sweep", "dry_run_of_10000_points", large_sweep_dry_run)
 
 
+# ---- the environment: unwritable or full output places; kills at random points of run and sweep
+def same_metrics(a, b):
+    """None if run files a and b hold the same metrics/stats (wall-clock columns aside), else why."""
+    skip = {"tokens_per_s", "elapsed_s"}
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        for group in ("metrics/train", "metrics/eval"):
+            for name in fa[group]:
+                if name in skip:
+                    continue
+                x, y = fa[group][name][()], fb[group][name][()]
+                if x.shape != y.shape or not (x == y).all():
+                    return f"{group}/{name} differs: {x[:6]} vs {y[:6]}"
+    return None
+
+
+def environment_cases(c, trials):
+    import random
+    import signal
+    import time
+
+    def out_is_a_file():
+        f = os.path.join(c.work, "out_is_a_file")
+        open(f, "w").close()
+        code, out = c.run(["run", c.spec("env_file"), "--out", f, "--progress", "quiet"])
+        expect(code, out, EXIT_USAGE, "cannot create the run directory", f)
+        return None
+    c.case("environment", "output_path_is_a_file", out_is_a_file)
+
+    def mounted(name, options):
+        d = os.path.join(c.work, name)
+        os.makedirs(d, exist_ok=True)
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", d], capture_output=True)
+        return d if p.returncode == 0 else None
+
+    def read_only_output():
+        d = mounted("ro_mount", "ro,size=1m")
+        if d is None:
+            return None  # not permitted here (not root): nothing to check
+        try:
+            code, out = c.run(["run", c.spec("env_ro"), "--out", os.path.join(d, "run"), "--progress", "quiet"])
+            expect(code, out, EXIT_USAGE, "cannot create the run directory", "Read-only file system")
+        finally:
+            subprocess.run(["umount", d])
+        return None
+    c.case("environment", "read_only_output", read_only_output)
+
+    def full_disk():
+        d = mounted("full_mount", "size=160k")
+        if d is None:
+            return None
+        try:
+            run = os.path.join(d, "run")
+            code, out = c.run(["run", c.spec("env_full"), "--out", run, "--progress", "quiet",
+                               "--set", "train.steps=40", "--set", "log.every=1", "--set", "eval.every=10"])
+            assert code in (EXIT_FAILED,), f"a full disk: exit {code}: {out[-600:]}"
+            expect(code, out, code, "No space left on device")
+            if os.path.exists(os.path.join(run, "run.h5")):
+                state = run_file_state(run)  # h5py can read it, and it says what happened
+                assert state is not None and state[0] in ("failed", "running"), f"run.h5 after a full disk: {state}"
+        finally:
+            subprocess.run(["umount", d])
+        return None
+    c.case("environment", "full_disk", full_disk)
+
+    # Kills: SIGKILL (a lost machine) or SIGTERM (Ctrl-C) at a random moment, then resume until
+    # done: the results must equal the uninterrupted run's, nothing lost, nothing repeated.
+    long_run = ["--set", "train.steps=1500", "--set", "log.every=10", "--set", "eval.every=250"]
+    ref = os.path.join(c.work, "kill_ref")
+    start = time.monotonic()
+    code, out = c.run(["run", c.spec("kill"), "--out", ref, "--progress", "quiet"] + long_run)
+    duration = time.monotonic() - start
+    rng = random.Random(5)
+    for t in range(trials):
+        sig = (signal.SIGKILL, signal.SIGTERM)[t % 2]
+
+        def killed_run(t=t, sig=sig):
+            assert code == 0, "the reference run failed: " + out[-400:]
+            d = os.path.join(c.work, f"kill_run_{t}")
+            env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
+            p = subprocess.Popen([c.ablate, "run", c.spec("kill"), "--out", d, "--progress", "quiet"] + long_run,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+            time.sleep(rng.uniform(0.05, 0.9) * duration)
+            p.send_signal(sig)
+            first = p.communicate(timeout=300)[0].decode(errors="replace")
+            assert p.returncode in (0, 130, -signal.SIGKILL), f"{sig.name}: exit {p.returncode}: {first[-400:]}"
+            for _ in range(3):  # resume until completed (a kill before the first checkpoint restarts)
+                state = run_file_state(d, swmr=True)
+                if state and state[0] == "completed":
+                    break
+                started = state is not None or os.path.exists(os.path.join(d, "checkpoint.bin"))
+                r, o = c.run(["run", c.spec("kill"), "--out", d, "--progress", "quiet"] + (["--resume"] if started else []) +
+                             long_run)
+                expect(r, o, EXIT_OK)
+            assert run_file_state(d)[0] == "completed", f"not completed after resuming: {run_file_state(d)}"  # plain h5py
+            return same_metrics(os.path.join(ref, "run.h5"), os.path.join(d, "run.h5"))
+        c.case("kill", f"run_{sig.name}_{t}", killed_run)
+
+    sweep_spec = c.spec("kill_sweep", TINY.replace("name: fault_tiny", "name: kill_sweep"),
+                        "sweep:\n  grid: {model.block: [pre_norm, post_norm]}\n  seeds: [1]\n")
+    sweep_ref = os.path.join(c.work, "kill_sweep_ref")
+    sweep_args = ["--progress", "lines", "--no-compare"] + long_run
+    scode, sout = c.run(["sweep", sweep_spec, "--out", sweep_ref] + sweep_args)
+    same = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "framework", "sweep", "same_results.py")
+    for t in range(trials):
+        sig = (signal.SIGKILL, signal.SIGTERM)[t % 2]
+
+        def killed_sweep(t=t, sig=sig):
+            assert scode == 0, "the reference sweep failed: " + sout[-400:]
+            d = os.path.join(c.work, f"kill_sweep_{t}")
+            env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
+            p = subprocess.Popen([c.ablate, "sweep", sweep_spec, "--out", d] + sweep_args, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            time.sleep(rng.uniform(0.05, 1.8) * duration)
+            if sig == signal.SIGKILL:
+                os.killpg(p.pid, signal.SIGKILL)  # the sweep and its runs at once, like a lost machine
+            else:
+                p.send_signal(signal.SIGTERM)
+            first = p.communicate(timeout=300)[0].decode(errors="replace")
+            assert p.returncode in (0, 130, -signal.SIGKILL), f"{sig.name}: exit {p.returncode}: {first[-400:]}"
+            r, o = c.run(["sweep", sweep_spec, "--out", d] + sweep_args)
+            expect(r, o, EXIT_OK, "2 done")
+            check = subprocess.run(["/usr/bin/python3", same, sweep_ref, d], capture_output=True, text=True)
+            assert check.returncode == 0, "results differ from the uninterrupted sweep: " + check.stdout + check.stderr
+            return None
+        c.case("kill", f"sweep_{sig.name}_{t}", killed_sweep)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ablate")
@@ -479,6 +607,7 @@ def main():
         code_cases(c)
         precision_cases(c)
         run_file_cases(c, 60 if a.long else 12)
+        environment_cases(c, 20 if a.long else 3)
         ok = c.summary()
     finally:
         shutil.rmtree(work, ignore_errors=True)
