@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import h5py
 
@@ -37,11 +38,26 @@ class Corpus:
             f.write(text + extra)
         return path
 
-    def run(self, args, env_extra=None):
-        env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
-        env.update(env_extra or {})
-        p = subprocess.run([self.ablate] + args, capture_output=True, text=True, env=env, timeout=300)
+    @staticmethod
+    def env():
+        return dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
+
+    def run(self, args):
+        p = subprocess.run([self.ablate] + args, capture_output=True, text=True, env=self.env(), timeout=300)
         return p.returncode, p.stdout + p.stderr
+
+    def killed(self, args, sig, after, group=False):
+        """Starts `ablate ARGS`, sends `sig` after `after` seconds (to its whole process group with
+        `group`: the sweep and its runs at once, like a lost machine); its exit code and output."""
+        p = subprocess.Popen([self.ablate] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env(),
+                             start_new_session=group)
+        time.sleep(after)
+        if group:
+            os.killpg(p.pid, sig)
+        else:
+            p.send_signal(sig)
+        out = p.communicate(timeout=300)[0]
+        return p.returncode, out.decode(errors="replace")
 
     def case(self, category, name, fn):
         if self.only and self.only not in category + "/" + name:
@@ -480,7 +496,6 @@ def same_metrics(a, b):
 def environment_cases(c, trials):
     import random
     import signal
-    import time
 
     def out_is_a_file():
         f = os.path.join(c.work, "out_is_a_file")
@@ -540,13 +555,9 @@ def environment_cases(c, trials):
         def killed_run(t=t, sig=sig):
             assert code == 0, "the reference run failed: " + out[-400:]
             d = os.path.join(c.work, f"kill_run_{t}")
-            env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
-            p = subprocess.Popen([c.ablate, "run", c.spec("kill"), "--out", d, "--progress", "quiet"] + long_run,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-            time.sleep(rng.uniform(0.05, 0.9) * duration)
-            p.send_signal(sig)
-            first = p.communicate(timeout=300)[0].decode(errors="replace")
-            assert p.returncode in (0, 130, -signal.SIGKILL), f"{sig.name}: exit {p.returncode}: {first[-400:]}"
+            args = ["run", c.spec("kill"), "--out", d, "--progress", "quiet"] + long_run
+            rc, first = c.killed(args, sig, rng.uniform(0.05, 0.9) * duration)
+            assert rc in (0, 130, -signal.SIGKILL), f"{sig.name}: exit {rc}: {first[-400:]}"
             for _ in range(3):  # resume until completed (a kill before the first checkpoint restarts)
                 state = run_file_state(d, swmr=True)
                 if state and state[0] == "completed":
@@ -571,16 +582,9 @@ def environment_cases(c, trials):
         def killed_sweep(t=t, sig=sig):
             assert scode == 0, "the reference sweep failed: " + sout[-400:]
             d = os.path.join(c.work, f"kill_sweep_{t}")
-            env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
-            p = subprocess.Popen([c.ablate, "sweep", sweep_spec, "--out", d] + sweep_args, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, env=env, start_new_session=True)
-            time.sleep(rng.uniform(0.05, 1.8) * duration)
-            if sig == signal.SIGKILL:
-                os.killpg(p.pid, signal.SIGKILL)  # the sweep and its runs at once, like a lost machine
-            else:
-                p.send_signal(signal.SIGTERM)
-            first = p.communicate(timeout=300)[0].decode(errors="replace")
-            assert p.returncode in (0, 130, -signal.SIGKILL), f"{sig.name}: exit {p.returncode}: {first[-400:]}"
+            args = ["sweep", sweep_spec, "--out", d] + sweep_args
+            rc, first = c.killed(args, sig, rng.uniform(0.05, 1.8) * duration, group=sig == signal.SIGKILL)
+            assert rc in (0, 130, -signal.SIGKILL), f"{sig.name}: exit {rc}: {first[-400:]}"
             r, o = c.run(["sweep", sweep_spec, "--out", d] + sweep_args)
             expect(r, o, EXIT_OK, "2 done")
             check = subprocess.run(["/usr/bin/python3", same, sweep_ref, d], capture_output=True, text=True)
