@@ -80,7 +80,15 @@ class Corpus:
             cats[c] = (n + 1, ok + (p is None))
         passed = sum(1 for r in self.results if r[2] is None)
         by = ", ".join(f"{c} {ok}/{n}" for c, (n, ok) in sorted(cats.items()))
-        print(f"fault corpus: {len(self.results)} cases, {passed} passed ({by})")
+        problems = [p for _, _, p in self.results if p is not None]
+        kinds = {  # the failures the issue counts, by what the case saw
+            "crashes": sum("died by a signal" in p or "sanitizer report" in p for p in problems),
+            "hangs": sum(p.startswith("hang") for p in problems),
+            "silent accepts": sum(p.startswith("exit 0, expected") for p in problems),
+            "data lost": sum("differ" in p or "changed" in p for p in problems),
+        }
+        figures = ", ".join(f"{k} {v}" for k, v in kinds.items())
+        print(f"fault corpus: {len(self.results)} cases, {passed} passed ({by}); {figures}")
         return passed == len(self.results)
 
 
