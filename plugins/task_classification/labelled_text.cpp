@@ -51,7 +51,7 @@ LabelledCorpus read_labelled_tsv(std::istream& in, const std::string& name, cons
     if (o.header && number == 1) continue;
     if (blank(line)) continue;
     const std::string where = name + ":" + std::to_string(number);
-    ablate_text::check_utf8(line, name, number);
+    ablate_text::check_line(line, name, number, ablate_text::kMaxExampleLineBytes);
     const std::vector<std::string_view> cols = columns(line);
     if (cols.size() < needed)
       throw ablate::Error(where + ": " + (cols.size() == 1 ? std::string("no tab") : std::to_string(cols.size()) + " columns") +

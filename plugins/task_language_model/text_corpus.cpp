@@ -57,7 +57,7 @@ TokenStream read_token_stream(std::istream& in, const std::string& name, const S
     const bool ended = lines.ended();  // the last line may lack its line break
     s.lines_read = lines.number();
     s.line_starts.push_back(static_cast<std::int64_t>(s.tokens.size()));
-    ablate_text::check_utf8(line, name, s.lines_read);
+    ablate_text::check_line(line, name, s.lines_read);
     if (chars) {
       for (std::size_t pos = 0; pos < line.size();) {
         char32_t c = ablate_text::next_code_point(line, pos);

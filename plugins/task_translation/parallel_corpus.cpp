@@ -23,7 +23,7 @@ Corpus read_parallel_tsv(std::istream& in, const std::string& name, const Corpus
     const std::int64_t number = c.lines_read = lines.number();
     if (blank(line)) continue;
     const std::string where = name + ":" + std::to_string(number);
-    ablate_text::check_utf8(line, name, number);
+    ablate_text::check_line(line, name, number, ablate_text::kMaxExampleLineBytes);
     const std::size_t tab = line.find('\t');
     if (tab == std::string_view::npos)
       throw ablate::Error(where + ": no tab; expected 'source<TAB>target' (further tab-separated columns are ignored)",

@@ -184,6 +184,54 @@ def cli_cases(c):
          "plugin ffn/faulty 1.0.0 (", "failed in create", "reads option 'never_declared', which it never declared")
 
 
+# ---- data files a task cannot use: a spec error at `task` naming the file (and line), never a crash
+def data_file_cases(c):
+    def refused(name, content, plugin, *needles, extra=""):
+        def fn():
+            path = os.path.join(c.work, name + ".data")
+            with open(path, "wb") as f:
+                f.write(content)
+            task = {"classification": f"{{plugin: classification, file: {path}{extra}}}",
+                    "translation": f"{{plugin: translation, file: {path}{extra}}}",
+                    "language_model": f"{{plugin: language_model, file: {path}{extra}}}"}[plugin]
+            arch = "encoder" if plugin == "classification" else "decoder" if plugin == "language_model" else "encoder_decoder"
+            text = TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+                                "task: " + task).replace("arch: encoder_decoder", "arch: " + arch)
+            code, out = c.run(["validate", c.spec(name, text)])
+            expect(code, out, EXIT_USAGE, f"task: task plugin '{plugin}' refuses its options", path, *needles)
+            return None
+        c.case("data_file", name, fn)
+
+    good = "".join(f"text number {i}\t{'pos' if i % 2 else 'neg'}\n" for i in range(30)).encode()
+    refused("classification_empty", b"", "classification")
+    refused("classification_missing_column", b"just text without a label\n" * 5, "classification", ":1:")
+    refused("classification_invalid_utf8", good + b"bad \xff\xfe text\tpos\n", "classification", ":31:", "UTF-8")
+    refused("classification_nul_byte", good + b"nul \x00 here\tneg\n", "classification", ":31: a NUL byte")
+    refused("classification_one_class", "".join(f"text {i}\tpos\n" for i in range(30)).encode(), "classification")
+    refused("translation_1mb_line", b"a\tb\n" * 10 + b"x" * (1 << 20) + b"\ty\n", "translation", ":11: a line of 1048578 bytes")
+    refused("language_model_empty", b"", "language_model")
+
+
+# ---- plugin files that are not plugins: reported naming the file (exit 3), never a crash
+def plugin_file_cases(c):
+    def refused(name, content, *needles):
+        def fn():
+            d = os.path.join(c.work, "plugin_files_" + name)
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, name + ".so"), "wb") as f:
+                f.write(content)
+            code, out = c.run(["plugins", "-p", d])
+            expect(code, out, EXIT_PLUGIN, os.path.join(d, name + ".so"), *needles)
+            return None
+        c.case("plugin_file", name, fn)
+
+    refused("empty", b"")
+    refused("garbage", bytes(range(256)) * 40)
+    with open(os.path.join(c.fixtures, "fixture_good", "fixture_good.so"), "rb") as f:
+        good = f.read()
+    refused("truncated", good[: len(good) // 2])
+
+
 # ---- what can be known before training is a spec error (exit 2) of `validate` and of `run`,
 # naming the keys, with no run directory left behind
 def spec_cases(c):
@@ -613,6 +661,8 @@ def main():
         c = Corpus(os.path.abspath(a.ablate), os.path.abspath(a.fixtures), work, a.k)
         plugin_fault_cases(c)
         cli_cases(c)
+        data_file_cases(c)
+        plugin_file_cases(c)
         spec_cases(c)
         spec_file_cases(c)
         sweep_cases(c)

@@ -38,11 +38,18 @@ bool TextLines::next(std::string_view& line) {
   return true;
 }
 
-void check_utf8(std::string_view line, const std::string& name, std::int64_t number) {
+void check_line(std::string_view line, const std::string& name, std::int64_t number, std::size_t max_bytes) {
+  const std::string where = name + ":" + std::to_string(number) + ": ";
+  if (max_bytes > 0 && line.size() > max_bytes)
+    throw ablate::Error(where + "a line of " + std::to_string(line.size()) + " bytes; expected at most " +
+                            std::to_string(max_bytes) + " (one example per line)",
+                        "check the file's line breaks; a file without them, or binary data, is not a corpus");
   if (const std::size_t bad = find_invalid_utf8(line); bad != std::string_view::npos)
-    throw ablate::Error(name + ":" + std::to_string(number) + ": invalid UTF-8 at byte " + std::to_string(bad + 1) +
-                            " of the line; expected UTF-8 text",
+    throw ablate::Error(where + "invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the line; expected UTF-8 text",
                         "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+  if (const std::size_t nul = line.find('\0'); nul != std::string_view::npos)
+    throw ablate::Error(where + "a NUL byte at byte " + std::to_string(nul + 1) + " of the line; expected text",
+                        "the file holds binary data; pass a text file");
 }
 
 TokenizerOptions tokenizer_options(const ablate::Options& o, const char* level_option) {

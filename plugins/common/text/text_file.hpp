@@ -40,9 +40,13 @@ class TextLines {
   bool ended_ = false;
 };
 
-// Throws ablate::Error "NAME:LINE: invalid UTF-8 at byte N of the line; expected UTF-8 text"
-// (with a hint on converting the file) if `line` is not valid UTF-8.
-void check_utf8(std::string_view line, const std::string& name, std::int64_t number);
+// The longest line a task reading one example per line accepts (translation, classification): a
+// longer one is not a sentence but a file without line breaks, or binary data.
+inline constexpr std::size_t kMaxExampleLineBytes = std::size_t{1} << 16;
+
+// Throws ablate::Error "NAME:LINE: ..." (with a hint) if `line` is not valid UTF-8, holds a NUL
+// byte (binary data, not text), or is longer than `max_bytes` (0: no limit).
+void check_line(std::string_view line, const std::string& name, std::int64_t number, std::size_t max_bytes = 0);
 
 // A tokenizer's options from a text task's options: the level from `level_option` ("tokens",
 // "source_tokens": word|char), `lowercase` and `split_punctuation`.
