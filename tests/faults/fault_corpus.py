@@ -28,8 +28,8 @@ eval: {every: 6, batches: 1}
 
 
 class Corpus:
-    def __init__(self, ablate, fixtures, work, only):
-        self.ablate, self.fixtures, self.work, self.only = ablate, fixtures, work, only
+    def __init__(self, ablate, fixtures, work, only, long):
+        self.ablate, self.fixtures, self.work, self.only, self.long = ablate, fixtures, work, only, long
         self.results = []  # (category, name, problem or None)
 
     def spec(self, name, text=TINY, extra=""):
@@ -62,6 +62,7 @@ class Corpus:
     def case(self, category, name, fn):
         if self.only and self.only not in category + "/" + name:
             return
+        start = time.monotonic()
         try:
             problem = fn()
         except AssertionError as e:
@@ -71,7 +72,8 @@ class Corpus:
         except Exception as e:  # the case itself broke: a failure too, never a pass
             problem = f"{type(e).__name__}: {e}"
         self.results.append((category, name, problem))
-        print(("ok   " if problem is None else "FAIL ") + category + "/" + name + ("" if problem is None else ": " + problem))
+        took = f" ({time.monotonic() - start:.1f} s)"
+        print(("ok   " if problem is None else "FAIL ") + category + "/" + name + took + ("" if problem is None else ": " + problem))
 
     def summary(self):
         cats = {}
@@ -525,13 +527,15 @@ def precision_cases(c):
         return None
     c.case("spec", "bf16_on_reference_says_what_ran", bf16_on_reference)
 
+    points = 10000 if c.long else 2000
+
     def large_sweep_dry_run():
-        vals = ",".join(str(0.001 + i * 1e-8) for i in range(10000))
+        vals = ",".join(str(0.001 + i * 1e-8) for i in range(points))
         spec = c.spec("sweep_10k", TINY, "sweep:\n  grid: {train.optimizer.lr: [" + vals + "]}\n  seeds: [1]\n")
         code, out = c.run(["sweep", spec, "--dry-run", "--out", os.path.join(c.work, "sweep_10k")])
-        expect(code, out, EXIT_OK, "10000 runs")
+        expect(code, out, EXIT_OK, f"{points} runs")
         return None
-    c.case("sweep", "dry_run_of_10000_points", large_sweep_dry_run)
+    c.case("sweep", f"dry_run_of_{points}_points", large_sweep_dry_run)
 
 
 # ---- the environment: unwritable or full output places; kills at random points of run and sweep
@@ -599,7 +603,7 @@ def environment_cases(c, trials):
 
     # Kills: SIGKILL (a lost machine) or SIGTERM (Ctrl-C) at a random moment, then resume until
     # done: the results must equal the uninterrupted run's, nothing lost, nothing repeated.
-    long_run = ["--set", "train.steps=1500", "--set", "log.every=10", "--set", "eval.every=250"]
+    long_run = ["--set", "train.steps=600", "--set", "log.every=10", "--set", "eval.every=100"]
     ref = os.path.join(c.work, "kill_ref")
     start = time.monotonic()
     code, out = c.run(["run", c.spec("kill"), "--out", ref, "--progress", "quiet"] + long_run)
@@ -658,7 +662,7 @@ def main():
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ablate_faults_")
     try:
-        c = Corpus(os.path.abspath(a.ablate), os.path.abspath(a.fixtures), work, a.k)
+        c = Corpus(os.path.abspath(a.ablate), os.path.abspath(a.fixtures), work, a.k, a.long)
         plugin_fault_cases(c)
         cli_cases(c)
         data_file_cases(c)
@@ -668,8 +672,8 @@ def main():
         sweep_cases(c)
         code_cases(c)
         precision_cases(c)
-        run_file_cases(c, 60 if a.long else 12)
-        environment_cases(c, 20 if a.long else 3)
+        run_file_cases(c, 60 if c.long else 12)
+        environment_cases(c, 20 if c.long else 3)
         ok = c.summary()
     finally:
         shutil.rmtree(work, ignore_errors=True)
