@@ -59,7 +59,8 @@ MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo&
   const bool enc = m.arch != spec::Arch::decoder, dec = m.arch != spec::Arch::encoder;
   const long double layer = 4 * D * D + 2 * D * F + 10 * D + F;  // attention, FFN, norms, biases
   MemoryEstimate e;
-  e.parameters = (enc ? m.encoder_layers * layer + V * D : 0) + (dec ? m.decoder_layers * (layer + 4 * D * D) + V * D : 0) +
+  const long double cross = enc && dec ? 4 * D * D : 0;  // the decoder's cross-attention (encoder-decoder only)
+  e.parameters = (enc ? m.encoder_layers * layer + V * D : 0) + (dec ? m.decoder_layers * (layer + cross) + V * D : 0) +
                  (m.tie_embeddings ? 0 : V * D);
   e.parameter_bytes = 16 * e.parameters;
   const long double B = static_cast<long double>(spec.train.batch_size);
