@@ -22,6 +22,7 @@ const std::vector<Command>& commands() {
       {"plot", "draw curves per arm, attention heatmap grids, decode cross-attention and entropy figures (PNG/SVG)", cmd_plot},
       {"plugins", "list the discovered plugins: kind, name, version, file, description, options", cmd_plugins},
       {"inspect", "summarise a run file: status, last metrics, logged tensors; --follow a live run", cmd_inspect},
+      {"keys", "list the spec's keys: type and range, default, meaning (--markdown: the tables of docs/spec-reference.md)", cmd_keys},
       {"run", "train an experiment spec into its run directory (resumable with --resume)", cmd_run},
       {"sweep", "run a spec's sweep (variants x seeds) locally or on Slurm: resumable, skips finished runs; --status, --dry-run", cmd_sweep},
       {"validate", "check an experiment spec (keys, values, extends, --set, plugins); --print the resolved spec", cmd_validate},

@@ -1,6 +1,8 @@
 // The typed experiment spec: what a YAML spec file says, after `extends:` and `--set`, read once
-// into structs with every default filled in (docs/spec-reference.md documents each key).
-// Plugin references keep their option text; validate_plugins() (plugin_validation.hpp) checks them.
+// into structs with every default filled in. Each key is described once, in the schema table of
+// experiment_spec.cpp (type, range, default, meaning): the structs below carry no defaults of their
+// own (default_spec() is the table's). Plugin references keep their option text;
+// validate_plugins() (plugin_validation.hpp) checks them.
 #pragma once
 
 #include <array>
@@ -39,88 +41,88 @@ struct PluginRef {
 };
 
 struct ModelSpec {
-  Arch arch = Arch::encoder_decoder;
-  std::int64_t d_model = 512;
-  std::int64_t heads = 8;
-  std::int64_t layers = 6;
-  std::int64_t encoder_layers = 6;  // default: layers
-  std::int64_t decoder_layers = 6;  // default: layers
-  std::int64_t d_ff = 2048;
-  double dropout = 0.1;            // residual branches
-  double attention_dropout = 0.0;
-  double embedding_dropout = 0.1;  // default: dropout
-  PluginRef block{"post_norm", {}};
-  PluginRef positional_encoding{"sinusoidal", {}};
-  PluginRef ffn{"relu", {}};
-  bool qkv_bias = true;
-  bool out_bias = true;
-  bool scale_embedding = true;  // embeddings * sqrt(d_model)
-  bool embedding_norm = false;  // LayerNorm over (embedding + position), before the embedding dropout (BERT)
-  double embedding_norm_eps = 1e-12;
-  bool causal = true;           // decoder self-attention sees only earlier positions (false: the future leaks)
-  bool final_norm = true;       // a norm after the stack (pre-norm blocks)
-  bool tie_embeddings = true;   // decoder embedding shared with the output projection
-  double norm_eps = 1e-5;
-  Pooling pooling = Pooling::mean;  // encoder-only classification
+  Arch arch{};
+  std::int64_t d_model{};
+  std::int64_t heads{};
+  std::int64_t layers{};
+  std::int64_t encoder_layers{};  // default: layers
+  std::int64_t decoder_layers{};  // default: layers
+  std::int64_t d_ff{};
+  double dropout{};  // residual branches
+  double attention_dropout{};
+  double embedding_dropout{};  // default: dropout
+  PluginRef block{};
+  PluginRef positional_encoding{};
+  PluginRef ffn{};
+  bool qkv_bias{};
+  bool out_bias{};
+  bool scale_embedding{};  // embeddings * sqrt(d_model)
+  bool embedding_norm{};  // LayerNorm over (embedding + position), before the embedding dropout (BERT)
+  double embedding_norm_eps{};
+  bool causal{};  // decoder self-attention sees only earlier positions (false: the future leaks)
+  bool final_norm{};  // a norm after the stack (pre-norm blocks)
+  bool tie_embeddings{};  // decoder embedding shared with the output projection
+  double norm_eps{};
+  Pooling pooling{};  // encoder-only classification
   bool operator==(const ModelSpec&) const = default;
 };
 
 struct OptimizerSpec {
-  OptimizerName name = OptimizerName::adam;
-  double lr = 1e-3;
-  std::array<double, 2> betas{0.9, 0.98};
-  double eps = 1e-9;
-  double weight_decay = 0.0;
+  OptimizerName name{};
+  double lr{};
+  std::array<double, 2> betas{};
+  double eps{};
+  double weight_decay{};
   bool operator==(const OptimizerSpec&) const = default;
 };
 
 struct EarlyStoppingSpec {
   std::string metric;
-  MetricMode mode = MetricMode::max;
+  MetricMode mode{};
   std::optional<double> target;
-  std::int64_t patience = 0;  // 0: off
+  std::int64_t patience{};  // 0: off
   bool operator==(const EarlyStoppingSpec&) const = default;
 };
 
 struct TrainSpec {
-  std::int64_t steps = 0;  // required
-  std::int64_t batch_size = 64;
+  std::int64_t steps{};  // required
+  std::int64_t batch_size{};
   OptimizerSpec optimizer;
-  PluginRef schedule{"constant", {}};
-  double clip_grad_norm = 0.0;  // 0: off
-  double label_smoothing = 0.0;
-  std::int64_t seed = 1;
-  bool deterministic = true;
+  PluginRef schedule{};
+  double clip_grad_norm{};  // 0: off
+  double label_smoothing{};
+  std::int64_t seed{};
+  bool deterministic{};
   std::optional<EarlyStoppingSpec> early_stopping;
   std::optional<double> loss_threshold;  // stop when the train loss is below it
   bool operator==(const TrainSpec&) const = default;
 };
 
 struct AttentionLogSpec {
-  std::int64_t every = 0;  // 0: off
-  std::int64_t probe_examples = 4;
+  std::int64_t every{};  // 0: off
+  std::int64_t probe_examples{};
   bool operator==(const AttentionLogSpec&) const = default;
 };
 
 struct LogSpec {
-  std::int64_t every = 50;
+  std::int64_t every{};
   AttentionLogSpec attention;
   bool operator==(const LogSpec&) const = default;
 };
 
 // Sampled continuations a language model with text records at each evaluation (eval.generate).
 struct GenerateSpec {
-  std::int64_t prompt_tokens = 16;  // the prompt: the first tokens of an eval example
-  std::int64_t max_tokens = 48;     // new tokens per continuation; 0: none recorded
-  double temperature = 0.8;         // 0: greedy
-  std::int64_t top_k = 0;           // 0: sample from every token
+  std::int64_t prompt_tokens{};  // the prompt: the first tokens of an eval example
+  std::int64_t max_tokens{};  // new tokens per continuation; 0: none recorded
+  double temperature{};  // 0: greedy
+  std::int64_t top_k{};  // 0: sample from every token
   bool operator==(const GenerateSpec&) const = default;
 };
 
 struct EvalSpec {
-  std::int64_t every = 500;
-  std::vector<Metric> metrics{Metric::loss, Metric::perplexity, Metric::token_accuracy, Metric::exact_match};
-  std::int64_t batches = 8;
+  std::int64_t every{};
+  std::vector<Metric> metrics{};
+  std::int64_t batches{};
   GenerateSpec generate;
   bool operator==(const EvalSpec&) const = default;
 };
@@ -154,8 +156,8 @@ struct ExperimentSpec {
   std::vector<std::string> plugin_paths;  // absolute (relative paths resolve against their file)
   PluginRef task;                         // required
   ModelSpec model;
-  PluginRef backend{"onednn", {}};
-  Precision precision = Precision::f32;
+  PluginRef backend;
+  Precision precision{};
   TrainSpec train;
   LogSpec log;
   EvalSpec eval;
@@ -195,6 +197,10 @@ ExperimentSpec parse_spec(const std::string& yaml, const std::string& origin = "
 // The spec from an already merged tree (what load_spec does after extends and overrides).
 ExperimentSpec spec_from_tree(const SpecTree& tree);
 
+// The spec with every key at its default (required keys empty): the schema's defaults, the start
+// of every spec read.
+const ExperimentSpec& default_spec();
+
 // Every value, defaults included, as YAML that loads back into an equal spec.
 std::string resolved_yaml(const ExperimentSpec& spec);
 
@@ -204,5 +210,18 @@ const std::vector<std::string>& execution_keys();
 
 // The identity of one run: resolved_yaml without the sweep section and the execution keys.
 std::string identity_yaml(ExperimentSpec spec);
+
+// One key as documented (docs/spec-reference.md, `ablate keys`), from the schema table.
+struct KeyDoc {
+  std::string path;           // "model.d_model"
+  std::string type;           // Markdown: "int > 0", "`adam` \| `adamw`", "plugin", "map"
+  std::string default_value;  // "512", "`post_norm`", "`model.layers`" (that key's value), "absent"; "" none
+  bool required = false;
+  std::string meaning;
+};
+// Every key, sections included, in schema order.
+std::vector<KeyDoc> key_docs();
+// The key tables of docs/spec-reference.md: "### Top level" and one table per section.
+std::string key_tables_markdown();
 
 }  // namespace ablate::spec

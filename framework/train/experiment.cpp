@@ -56,6 +56,17 @@ model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo
   return c;
 }
 
+AdamConfig adam_config(const spec::ExperimentSpec& spec) {
+  const spec::OptimizerSpec& o = spec.train.optimizer;
+  AdamConfig c;
+  c.beta1 = static_cast<float>(o.betas[0]);
+  c.beta2 = static_cast<float>(o.betas[1]);
+  c.eps = static_cast<float>(o.eps);
+  c.weight_decay = static_cast<float>(o.weight_decay);
+  c.decoupled = o.name == spec::OptimizerName::adamw;
+  return c;
+}
+
 std::optional<std::string> early_stopping_problem(const spec::ExperimentSpec& spec, const TaskInfo& task,
                                                   const std::vector<std::string>& score_names) {
   if (!spec.train.early_stopping) return std::nullopt;
@@ -133,13 +144,7 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
   model = std::make_unique<model::Transformer>(model_config(spec, task_info), components, *store,
                                                static_cast<std::uint64_t>(spec.train.seed));
 
-  AdamConfig adam;
-  adam.beta1 = static_cast<float>(spec.train.optimizer.betas[0]);
-  adam.beta2 = static_cast<float>(spec.train.optimizer.betas[1]);
-  adam.eps = static_cast<float>(spec.train.optimizer.eps);
-  adam.weight_decay = static_cast<float>(spec.train.optimizer.weight_decay);
-  adam.decoupled = spec.train.optimizer.name == spec::OptimizerName::adamw;
-  optimizer = std::make_unique<Adam>(*backend, adam);
+  optimizer = std::make_unique<Adam>(*backend, adam_config(spec));
 }
 
 std::vector<Example> Experiment::examples(Split split, const std::vector<std::int64_t>& indices) const {

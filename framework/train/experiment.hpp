@@ -23,8 +23,12 @@
 
 namespace ablate::train {
 
-// The spec's model section (and the task's vocabulary) as the model layer's config.
+// The spec's model section (and the task's vocabulary) as the model layer's config. Every field
+// comes from the spec: the config's own initial values never reach a run.
 model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo& task);
+
+// The spec's train.optimizer as the optimizer's config (every field from the spec).
+AdamConfig adam_config(const spec::ExperimentSpec& spec);
 
 // The metrics a task/architecture pair can report, from those the spec asks for: exact_match
 // needs decoding, which a decoder-only LM does not offer. `skipped` receives the others, with why.

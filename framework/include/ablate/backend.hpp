@@ -44,11 +44,13 @@ struct AttentionParams {
   RngKey rng;
 };
 
+// One Adam update's parameters (the optimizer fills every field from AdamConfig; the initial
+// values are the spec's defaults, held equal by tests/framework/train/experiment_test.cpp).
 struct AdamParams {
   float lr = 1e-3f;
   float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
+  float beta2 = 0.98f;
+  float eps = 1e-9f;
   float weight_decay = 0.0f;
   bool decoupled = false;  // true: AdamW (decay applied to the weight), false: L2 added to the gradient
   std::int64_t step = 1;   // 1-based, for bias correction

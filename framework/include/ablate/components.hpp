@@ -20,14 +20,15 @@
 
 namespace ablate {
 
-// The model's sizes and regularisation, passed to every component's build. Defaults: the base
-// model of "Attention Is All You Need"; the model fills every field from the spec.
+// The model's sizes and regularisation, passed to every component's build. A run fills every field
+// from the spec; the initial values are the spec's defaults (docs/spec-reference.md), held equal
+// by a test (tests/framework/train/experiment_test.cpp).
 struct ModelDims {
   std::int64_t d_model = 512;     // D: width of the residual stream
   std::int64_t heads = 8;         // H: attention heads (Dh = D / H)
   std::int64_t d_ff = 2048;       // F: inner width of the feed-forward network
   float dropout = 0.1f;           // residual-branch and FFN dropout (identity outside training)
-  float attention_dropout = 0.1f; // on the attention probabilities
+  float attention_dropout = 0.0f; // on the attention probabilities
   float norm_eps = 1e-5f;         // epsilon of every LayerNorm / RMSNorm
   bool qkv_bias = true;           // bias on the q, k, v projections
   bool out_bias = true;           // bias on the attention output projection

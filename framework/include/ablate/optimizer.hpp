@@ -8,10 +8,12 @@
 
 namespace ablate {
 
+// A run fills every field from train.optimizer; the initial values are the spec's defaults
+// (docs/spec-reference.md), held equal by a test (tests/framework/train/experiment_test.cpp).
 struct AdamConfig {
   float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
+  float beta2 = 0.98f;
+  float eps = 1e-9f;
   float weight_decay = 0.0f;
   bool decoupled = false;  // AdamW
 };

@@ -28,6 +28,24 @@ TEST(Cli, HelpListsOnlyWorkingCommandsAndTheExitCodes) {
   EXPECT_TRUE(contains(r.out, "130  a run or sweep was interrupted")) << r.out;
 }
 
+TEST(Cli, KeysListsTheSchemaWithTypesAndDefaults) {
+  const Result r = run_cli({"keys", "train.optimizer"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_TRUE(contains(r.out, "train.optimizer.name")) << r.out;
+  EXPECT_TRUE(contains(r.out, "adam | adamw")) << "a terminal gets no Markdown escapes: " << r.out;
+  EXPECT_TRUE(contains(r.out, "[0.9, 0.98]")) << r.out;
+  EXPECT_FALSE(contains(r.out, "model.d_model")) << "only the prefix's keys";
+  const Result steps = run_cli({"keys", "train.steps"});
+  EXPECT_TRUE(contains(steps.out, "required int > 0")) << steps.out;
+  const Result typo = run_cli({"keys", "trian"});
+  EXPECT_EQ(typo.code, kExitUsage);
+  EXPECT_TRUE(contains(typo.err, "no spec key starts with 'trian'") && contains(typo.err, "did you mean 'train'")) << typo.err;
+  const Result md = run_cli({"keys", "--markdown"});
+  EXPECT_EQ(md.code, kExitOk);
+  EXPECT_TRUE(contains(md.out, "| `d_model` | int > 0 | 512 | model width D |")) << md.out;
+  EXPECT_EQ(run_cli({"keys", "model", "--markdown"}).code, kExitUsage);
+}
+
 TEST(Cli, NoArgumentsPrintsHelpAndIsAUsageError) {
   const Result r = run_cli({});
   EXPECT_EQ(r.code, kExitUsage);

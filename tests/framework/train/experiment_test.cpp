@@ -1,0 +1,94 @@
+// Tests for the spec-to-config mapping of framework/train/experiment.cpp: every field of the model
+// and optimizer configs comes from the spec, and the configs' own initial values (public structs a
+// plugin author may construct) are the spec's defaults, so the two can never disagree unseen.
+#include "train/experiment.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ablate::train {
+namespace {
+
+spec::ExperimentSpec defaults() { return spec::parse_spec("name: x\ntask: copy\ntrain: {steps: 1}\n", "t.yaml"); }
+
+TEST(SpecDefaults, ModelDimsAndModelConfigStartAtTheSpecsDefaults) {
+  const model::ModelConfig from_spec = model_config(defaults(), TaskInfo{TaskType::Seq2Seq, 50, 16, 16});
+  const ModelDims d = ModelDims{};
+  EXPECT_EQ(d.d_model, from_spec.dims.d_model);
+  EXPECT_EQ(d.heads, from_spec.dims.heads);
+  EXPECT_EQ(d.d_ff, from_spec.dims.d_ff);
+  EXPECT_EQ(d.dropout, from_spec.dims.dropout);
+  EXPECT_EQ(d.attention_dropout, from_spec.dims.attention_dropout);
+  EXPECT_EQ(d.norm_eps, from_spec.dims.norm_eps);
+  EXPECT_EQ(d.qkv_bias, from_spec.dims.qkv_bias);
+  EXPECT_EQ(d.out_bias, from_spec.dims.out_bias);
+  const model::ModelConfig c;
+  EXPECT_EQ(c.arch, from_spec.arch);
+  EXPECT_EQ(c.encoder_layers, from_spec.encoder_layers);
+  EXPECT_EQ(c.decoder_layers, from_spec.decoder_layers);
+  EXPECT_EQ(c.embedding_dropout, from_spec.embedding_dropout);
+  EXPECT_EQ(c.scale_embedding, from_spec.scale_embedding);
+  EXPECT_EQ(c.embedding_norm, from_spec.embedding_norm);
+  EXPECT_EQ(c.embedding_norm_eps, from_spec.embedding_norm_eps);
+  EXPECT_EQ(c.causal, from_spec.causal);
+  EXPECT_EQ(c.final_norm, from_spec.final_norm);
+  EXPECT_EQ(c.tie_embeddings, from_spec.tie_embeddings);
+  EXPECT_EQ(c.pooling, from_spec.pooling);
+}
+
+TEST(SpecDefaults, AdamConfigAndTheAdamOpStartAtTheSpecsDefaults) {
+  const AdamConfig from_spec = adam_config(defaults());
+  const AdamConfig c;
+  EXPECT_EQ(c.beta1, from_spec.beta1);
+  EXPECT_EQ(c.beta2, from_spec.beta2);
+  EXPECT_EQ(c.eps, from_spec.eps);
+  EXPECT_EQ(c.weight_decay, from_spec.weight_decay);
+  EXPECT_EQ(c.decoupled, from_spec.decoupled);
+  const AdamParams op;  // the backend op's parameters
+  EXPECT_EQ(op.lr, static_cast<float>(defaults().train.optimizer.lr));
+  EXPECT_EQ(op.beta1, from_spec.beta1);
+  EXPECT_EQ(op.beta2, from_spec.beta2);
+  EXPECT_EQ(op.eps, from_spec.eps);
+  EXPECT_EQ(op.weight_decay, from_spec.weight_decay);
+  EXPECT_EQ(op.decoupled, from_spec.decoupled);
+}
+
+TEST(SpecDefaults, EveryConfigFieldFollowsTheSpec) {
+  // Every value away from its default: a field the mapping forgot keeps its default and fails here.
+  const spec::ExperimentSpec s = spec::parse_spec(
+      "name: x\ntask: copy\ntrain: {steps: 1, optimizer: {name: adamw, betas: [0.8, 0.9], eps: 1e-6, weight_decay: 0.1}}\n"
+      "model: {arch: decoder, d_model: 48, heads: 3, d_ff: 96, dropout: 0.2, attention_dropout: 0.3, norm_eps: 1e-6,\n"
+      "        qkv_bias: false, out_bias: false, encoder_layers: 2, decoder_layers: 3, embedding_dropout: 0.4,\n"
+      "        scale_embedding: false, embedding_norm: true, embedding_norm_eps: 1e-7, causal: false, final_norm: false,\n"
+      "        tie_embeddings: false, pooling: first}\n",
+      "t.yaml");
+  const model::ModelConfig c = model_config(s, TaskInfo{TaskType::LanguageModel, 50, 16, 16});
+  const model::ModelConfig d;
+  EXPECT_NE(c.arch, d.arch);
+  EXPECT_NE(c.dims.d_model, d.dims.d_model);
+  EXPECT_NE(c.dims.heads, d.dims.heads);
+  EXPECT_NE(c.dims.d_ff, d.dims.d_ff);
+  EXPECT_NE(c.dims.dropout, d.dims.dropout);
+  EXPECT_NE(c.dims.attention_dropout, d.dims.attention_dropout);
+  EXPECT_NE(c.dims.norm_eps, d.dims.norm_eps);
+  EXPECT_NE(c.dims.qkv_bias, d.dims.qkv_bias);
+  EXPECT_NE(c.dims.out_bias, d.dims.out_bias);
+  EXPECT_NE(c.encoder_layers, d.encoder_layers);
+  EXPECT_NE(c.decoder_layers, d.decoder_layers);
+  EXPECT_NE(c.embedding_dropout, d.embedding_dropout);
+  EXPECT_NE(c.scale_embedding, d.scale_embedding);
+  EXPECT_NE(c.embedding_norm, d.embedding_norm);
+  EXPECT_NE(c.embedding_norm_eps, d.embedding_norm_eps);
+  EXPECT_NE(c.causal, d.causal);
+  EXPECT_NE(c.final_norm, d.final_norm);
+  EXPECT_NE(c.tie_embeddings, d.tie_embeddings);
+  EXPECT_NE(c.pooling, d.pooling);
+  const AdamConfig a = adam_config(s), ad;
+  EXPECT_NE(a.beta1, ad.beta1);
+  EXPECT_NE(a.beta2, ad.beta2);
+  EXPECT_NE(a.eps, ad.eps);
+  EXPECT_NE(a.weight_decay, ad.weight_decay);
+  EXPECT_NE(a.decoupled, ad.decoupled);
+}
+
+}  // namespace
+}  // namespace ablate::train
