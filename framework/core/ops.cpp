@@ -143,9 +143,29 @@ Var activation(Graph& g, const Var& x, Activation act) {
   return out;
 }
 
+namespace {
+
+// The broadcast of add and mul, checked once: b is a's shape, a's trailing dimensions (a [T, D]
+// table over [B, T, D], a [D] gate per channel; leading 1s of b are ignored), or one element.
+void require_repeats_over(const char* op, const Var& a, const Var& b) {
+  const Shape& as = a.shape();
+  const Shape& bs = b.shape();
+  bool ok = bs.numel() == 1;
+  if (!ok) {
+    int lead = 0;  // b's leading 1s
+    while (lead < bs.rank() - 1 && bs[lead] == 1) ++lead;
+    const int k = bs.rank() - lead;
+    ok = k <= as.rank();
+    for (int i = 0; ok && i < k; ++i) ok = bs[lead + i] == as[as.rank() - k + i];
+  }
+  require(ok, op, "b " + b.value().str() + " must be a's shape, a's trailing dimensions or a single element (a " +
+                      a.value().str() + ")");
+}
+
+}  // namespace
+
 Var add(Graph& g, const Var& a, const Var& b, float alpha, float beta) {
-  require(b.value().numel() > 0 && a.value().numel() % b.value().numel() == 0 && a.shape().last() == b.shape().last(),
-          "add", "b " + b.value().str() + " must match or repeat over a " + a.value().str());
+  require_repeats_over("add", a, b);
   Tensor y = g.backend().empty(a.shape(), a.dtype());
   g.backend().add_forward(y, a.value(), b.value(), alpha, beta);
   Var out = g.result(y, {&a, &b});
@@ -156,7 +176,7 @@ Var add(Graph& g, const Var& a, const Var& b, float alpha, float beta) {
 }
 
 Var mul(Graph& g, const Var& a, const Var& b) {
-  require(a.shape() == b.shape(), "mul", "shapes differ: " + a.value().str() + " and " + b.value().str());
+  require_repeats_over("mul", a, b);
   Tensor y = g.backend().empty(a.shape(), a.dtype());
   g.backend().mul_forward(y, a.value(), b.value());
   Var out = g.result(y, {&a, &b});

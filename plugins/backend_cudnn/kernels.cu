@@ -153,18 +153,19 @@ __global__ void add_kernel(T* y, const T* a, const T* b, std::int64_t n, std::in
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(y, i, alpha * ld(a, i) + beta * ld(b, i % nb));
 }
 
-// y[i] = a[i] * b[i].
+// y[i] = a[i] * b[i % nb].
 template <class T>
-__global__ void mul_kernel(T* y, const T* a, const T* b, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(y, i, ld(a, i) * ld(b, i));
+__global__ void mul_kernel(T* y, const T* a, const T* b, std::int64_t n, std::int64_t nb) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(y, i, ld(a, i) * ld(b, i % nb));
 }
 
-// da[i] += dy[i] * b[i], db[i] += dy[i] * a[i] (a null gradient is skipped).
+// da[i] += dy[i] * b[i % nb]; db[i] += dy[i] * a[i] only when nb == n (a null gradient is
+// skipped; a repeated b's db is a column sum of ProductTerm).
 template <class T>
-__global__ void mul_backward_kernel(T* da, T* db, const T* dy, const T* a, const T* b, std::int64_t n) {
+__global__ void mul_backward_kernel(T* da, T* db, const T* dy, const T* a, const T* b, std::int64_t n, std::int64_t nb) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     const float g = ld(dy, i);
-    if (da) st(da, i, ld(da, i) + g * ld(b, i));
+    if (da) st(da, i, ld(da, i) + g * ld(b, i % nb));
     if (db) st(db, i, ld(db, i) + g * ld(a, i));
   }
 }
@@ -251,6 +252,17 @@ struct ColumnTerm {
   const T* x;
   std::int64_t cols;
   __device__ void operator()(std::int64_t r, std::int64_t c, float* acc) const { acc[0] += ld(x, r * cols + c); }
+};
+
+// The terms of a repeated b's gradient in mul_backward: dy[r, c] * a[r, c].
+template <class T>
+struct ProductTerm {
+  const T* dy;
+  const T* a;
+  std::int64_t cols;
+  __device__ void operator()(std::int64_t r, std::int64_t c, float* acc) const {
+    acc[0] += ld(dy, r * cols + c) * ld(a, r * cols + c);
+  }
 };
 
 // The terms of layer norm's dgamma (dy * xhat) and dbeta (dy).
@@ -807,26 +819,35 @@ void column_sum(void* out, VT out_t, const void* x, VT xt, std::int64_t rows, st
   column_finish(out, out_t, partial, 0, rows, cols, alpha, s, "column_sum (finish)");
 }
 
-void mul_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, cudaStream_t s) {
+void mul_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb, cudaStream_t s) {
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
     mul_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(a), static_cast<const T*>(b),
-                                                n);
+                                                n, nb);
   });
   check_launch("mul_forward");
 }
 
 void mul_backward(void* da, void* db, const void* dy, const void* a, const void* b, VT t, std::int64_t n,
-                  cudaStream_t s) {
+                  std::int64_t nb, void* scratch, cudaStream_t s) {
   if (n == 0 || (da == nullptr && db == nullptr)) return;
+  void* db_here = nb == n ? db : nullptr;  // a repeated b: its gradient is a column sum below
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    mul_backward_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(da), static_cast<T*>(db),
-                                                         static_cast<const T*>(dy), static_cast<const T*>(a),
-                                                         static_cast<const T*>(b), n);
+    if (da || db_here) {
+      mul_backward_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(da), static_cast<T*>(db_here),
+                                                           static_cast<const T*>(dy), static_cast<const T*>(a),
+                                                           static_cast<const T*>(b), n, nb);
+      check_launch("mul_backward");
+    }
+    if (db && nb != n) {
+      auto* partial = static_cast<float*>(scratch);
+      column_partials<1>(partial, n / nb, nb, ProductTerm<T>{static_cast<const T*>(dy), static_cast<const T*>(a), nb}, s,
+                         "mul_backward (partials)");
+      column_finish(db, t, partial, 0, n / nb, nb, 1.0f, s, "mul_backward (finish)");
+    }
   });
-  check_launch("mul_backward");
 }
 
 void activation_forward(void* y, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s) {

@@ -43,10 +43,12 @@ void add_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, st
 // out[c] += alpha * sum_r x[r, c] for x [rows, cols]; out may be F32 or BF16. Deterministic.
 void column_sum(void* out, VT out_t, const void* x, VT xt, std::int64_t rows, std::int64_t cols, float alpha,
                 void* scratch, cudaStream_t s);
-void mul_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, cudaStream_t s);
-// da += dy * b, db += dy * a (either may be null).
+// y[i] = a[i] * b[i % nb] (nb divides n; nb == n: same shape; a gate per channel or scalar).
+void mul_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb, cudaStream_t s);
+// da[i] += dy[i] * b[i % nb]; db[j] += sum over the repeats of dy * a (either may be null). nb < n
+// needs `scratch` of column_sum_scratch_bytes(n / nb, nb) bytes.
 void mul_backward(void* da, void* db, const void* dy, const void* a, const void* b, VT t, std::int64_t n,
-                  cudaStream_t s);
+                  std::int64_t nb, void* scratch, cudaStream_t s);
 void activation_forward(void* y, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s);
 // dx += dy * act'(x).
 void activation_backward(void* dx, const void* dy, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s);

@@ -94,19 +94,25 @@ void CudnnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float 
 void CudnnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
   const char* op = "mul_forward";
   const VT t = value_type(op, "a", a);
-  need_like(op, "b", b, a);
+  need_dtype(op, "b", b, a.dtype());
   need_like(op, "y", y, a);
-  kernels::mul_forward(y.raw(), a.raw(), b.raw(), t, a.numel(), stream_);
+  if (b.numel() == 0 ? a.numel() != 0 : a.numel() % b.numel() != 0)
+    fail(op, "b " + b.str() + " must repeat over a " + a.str() + " (its numel must divide a's)");
+  kernels::mul_forward(y.raw(), a.raw(), b.raw(), t, a.numel(), b.numel(), stream_);
 }
 
 void CudnnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
   const char* op = "mul_backward";
   const VT t = value_type(op, "a", a);
   need_like(op, "dy", dy, a);
-  need_shape(op, "b", b, a.shape());
-  for (const Tensor* g : {da, db})
-    if (g) need_like(op, "gradient", *g, a);
-  kernels::mul_backward(da ? da->raw() : nullptr, db ? db->raw() : nullptr, dy.raw(), a.raw(), b.raw(), t, a.numel(),
+  need_dtype(op, "b", b, a.dtype());
+  const std::int64_t n = a.numel(), nb = b.numel();
+  if (nb == 0 ? n != 0 : n % nb != 0)
+    fail(op, "b " + b.str() + " must repeat over a " + a.str() + " (its numel must divide a's)");
+  if (da) need_like(op, "da", *da, a);
+  if (db) need_like(op, "db", *db, b);
+  void* reduce = db && nb > 0 && nb != n ? scratch(kReduce, kernels::column_sum_scratch_bytes(n / nb, nb)) : nullptr;
+  kernels::mul_backward(da ? da->raw() : nullptr, db ? db->raw() : nullptr, dy.raw(), a.raw(), b.raw(), t, n, nb, reduce,
                         stream_);
 }
 

@@ -351,49 +351,86 @@ void OnednnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float
   }
 }
 
+// y = a * b, b repeating over a's leading elements (reps of nb): a gate per channel or scalar.
 void OnednnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
   const char* op = "mul_forward";
   need_float(op, "a", a);
   need_float(op, "b", b);
   need_float(op, "y", y);
-  need_numel(op, "b", b, a.numel());
   need_numel(op, "y", y, a.numel());
-  const std::int64_t n = a.numel();
+  const std::int64_t n = a.numel(), nb = b.numel();
+  if (nb == 0 ? n != 0 : n % nb != 0)
+    fail(op, "b " + b.str() + " must have a's shape or repeat over a's leading elements (a " + a.str() + ")");
+  if (n == 0) return;
+  const std::int64_t reps = n / nb;
   set_threads();
   with_float(op, a, [&](const auto* ap) {
     with_float(op, b, [&](const auto* bp) {
       with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
-        for (std::int64_t i = 0; i < n; ++i) st(yp, i, ld(ap, i) * ld(bp, i));
+#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static) collapse(2)
+        for (std::int64_t r = 0; r < reps; ++r)
+          for (std::int64_t j = 0; j < nb; ++j) st(yp, r * nb + j, ld(ap, r * nb + j) * ld(bp, j));
       });
     });
   });
 }
 
-// da += dy * b; db += dy * a.
+// da += dy * b (repeated); db += (dy * a) summed over the repeats.
 void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
   const char* op = "mul_backward";
   need_float(op, "dy", dy);
   need_float(op, "a", a);
   need_float(op, "b", b);
-  const std::int64_t n = dy.numel();
+  const std::int64_t n = dy.numel(), nb = b.numel();
   need_numel(op, "a", a, n);
-  need_numel(op, "b", b, n);
+  if (nb == 0 ? n != 0 : n % nb != 0)
+    fail(op, "b " + b.str() + " must have a's shape or repeat over a's leading elements (a " + a.str() + ")");
+  if (n == 0) return;
+  const std::int64_t reps = n / nb;
   set_threads();
-  auto one = [&](Tensor& d, const Tensor& other, const char* name) {
-    need_float(op, name, d);
-    need_numel(op, name, d, n);
+  if (da) {
+    need_float(op, "da", *da);
+    need_numel(op, "da", *da, n);
     with_float(op, dy, [&](const auto* dyp) {
-      with_float(op, other, [&](const auto* op2) {
-        with_float(op, d, [&](auto* dp) {
-#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
-          for (std::int64_t i = 0; i < n; ++i) st(dp, i, ld(dp, i) + ld(dyp, i) * ld(op2, i));
+      with_float(op, b, [&](const auto* bp) {
+        with_float(op, *da, [&](auto* dp) {
+#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static) collapse(2)
+          for (std::int64_t r = 0; r < reps; ++r)
+            for (std::int64_t j = 0; j < nb; ++j) st(dp, r * nb + j, ld(dp, r * nb + j) + ld(dyp, r * nb + j) * ld(bp, j));
         });
       });
     });
-  };
-  if (da) one(*da, b, "da");
-  if (db) one(*db, a, "db");
+  }
+  if (!db) return;
+  need_float(op, "db", *db);
+  need_numel(op, "db", *db, nb);
+  if (reps == 1) {  // same shapes: elementwise
+    with_float(op, dy, [&](const auto* dyp) {
+      with_float(op, a, [&](const auto* ap) {
+        with_float(op, *db, [&](auto* dp) {
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
+          for (std::int64_t i = 0; i < n; ++i) st(dp, i, ld(dp, i) + ld(dyp, i) * ld(ap, i));
+        });
+      });
+    });
+    return;
+  }
+  float* sums = scratch_f32(kSums, nb);
+  float* partial = scratch_f32(kPartial, std::min<std::int64_t>(reps, 64) * nb);
+  with_float(op, dy, [&](const auto* dyp) {
+    with_float(op, a, [&](const auto* ap) {
+      chunked_column_sum(sums, partial, reps, nb, threads_, [&](std::int64_t r, float* acc) {
+        const auto* g = dyp + r * nb;
+        const auto* x = ap + r * nb;
+#pragma omp simd
+        for (std::int64_t j = 0; j < nb; ++j) acc[j] += ld(g, j) * ld(x, j);
+      });
+    });
+  });
+  with_float(op, *db, [&](auto* p) {
+#pragma omp parallel for simd num_threads(team_size(nb, threads_)) schedule(static)
+    for (std::int64_t j = 0; j < nb; ++j) st(p, j, ld(p, j) + sums[j]);
+  });
 }
 
 void OnednnBackend::axpy(Tensor& y, const Tensor& x, float alpha) {

@@ -73,38 +73,41 @@ void ReferenceBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, fl
 }
 
 // ---------------------------------------------------------------------------- mul
-// y = a * b (same shapes).
+// y = a * b[i % nb]: b of a's shape or repeating over a's leading elements.
 void ReferenceBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
   const char* op = "mul_forward";
   check_value(op, "a", a);
   check_same_dtype(op, "b", b, "a", a);
   check_same_dtype(op, "y", y, "a", a);
-  check_shape(op, "b", b, a.shape());
   check_shape(op, "y", y, a.shape());
+  if (b.numel() == 0 || a.numel() % b.numel() != 0)
+    fail(op, "b " + b.str() + " must have a number of elements dividing that of a " + a.str());
   const std::vector<double> av = load(a), bv = load(b);
   std::vector<double> yv(av.size());
-  for (std::size_t i = 0; i < av.size(); ++i) yv[i] = av[i] * bv[i];
+  for (std::size_t i = 0; i < av.size(); ++i) yv[i] = av[i] * bv[i % bv.size()];
   store(y, yv);
 }
 
-// da += dy * b; db += dy * a.
+// da += dy * b (repeated); db += (dy * a) summed over the repeats.
 void ReferenceBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
   const char* op = "mul_backward";
   check_value(op, "a", a);
   check_same_dtype(op, "b", b, "a", a);
   check_same_dtype(op, "dy", dy, "a", a);
-  check_shape(op, "b", b, a.shape());
   check_shape(op, "dy", dy, a.shape());
+  if (b.numel() == 0 || a.numel() % b.numel() != 0)
+    fail(op, "b " + b.str() + " must have a number of elements dividing that of a " + a.str());
   if (da) check_grad(op, "da", *da, "a", a, true);
   if (db) check_grad(op, "db", *db, "b", b, true);
   const std::vector<double> av = load(a), bv = load(b), g = load(dy);
-  std::vector<double> d(g.size());
   if (da) {
-    for (std::size_t i = 0; i < g.size(); ++i) d[i] = g[i] * bv[i];
+    std::vector<double> d(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) d[i] = g[i] * bv[i % bv.size()];
     accumulate(da, d);
   }
   if (db) {
-    for (std::size_t i = 0; i < g.size(); ++i) d[i] = g[i] * av[i];
+    std::vector<double> d(bv.size(), 0.0);
+    for (std::size_t i = 0; i < g.size(); ++i) d[i % d.size()] += g[i] * av[i];
     accumulate(db, d);
   }
 }

@@ -499,7 +499,8 @@ void add_elementwise(std::vector<OpCase>& out) {
                                 {Shape{2, 3, 5}, Shape{2, 3, 5}, 0.5f, -2.0f},
                                 {Shape{3, 7, 33}, Shape{7, 33}, 1.0f, 1.0f},
                                 {Shape{5, 65}, Shape{65}, 2.0f, 0.25f},
-                                {Shape{4, 100, 90}, Shape{100, 90}, 1.0f, -1.0f}};
+                                {Shape{4, 100, 90}, Shape{100, 90}, 1.0f, -1.0f},
+                                {Shape{2, 3, 5}, Shape{1}, 1.0f, 0.5f}};  // a scalar
   for (const Ad& d : adds) {
     OpCase c;
     c.op = "add";
@@ -514,12 +515,21 @@ void add_elementwise(std::vector<OpCase>& out) {
     c.backward = [=](OpRun& r) { r.backend.add_backward(r.opt("da"), r.opt("db"), r["dy"], alpha, beta); };
     out.push_back(std::move(c));
   }
-  for (const Shape& s : shapes) {
+  // b of a's shape, then gates repeated over a's leading elements: per channel [D], a [T, D]
+  // table, a scalar [1]; the last is above the threading grain.
+  std::vector<std::pair<Shape, Shape>> muls;
+  for (const Shape& s : shapes) muls.emplace_back(s, s);
+  muls.insert(muls.end(), {{Shape{3, 7, 33}, Shape{33}},
+                           {Shape{3, 7, 33}, Shape{7, 33}},
+                           {Shape{2, 3, 5}, Shape{1}},
+                           {Shape{4, 100, 90}, Shape{90}}});
+  for (const auto& [as, bs] : muls) {
     OpCase c;
     c.op = "mul";
-    c.name = "x" + dims(s);
-    c.inputs = {value("a", s), value("b", s)};
-    c.outputs = {value("y", s)};
+    c.name = as == bs ? "x" + dims(as) : "a" + dims(as) + "_b" + dims(bs);
+    c.reduction = static_cast<double>(as.numel() / bs.numel());
+    c.inputs = {value("a", as), value("b", bs)};
+    c.outputs = {value("y", as)};
     c.grad_inputs = {"a", "b"};
     c.grad_outputs = {"y"};
     c.forward = [](OpRun& r) { r.backend.mul_forward(r["y"], r["a"], r["b"]); };

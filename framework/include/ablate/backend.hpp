@@ -132,7 +132,10 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   virtual void add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) = 0;
   // da += alpha * dy; db += beta * (dy summed over the repeats).
   virtual void add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) = 0;
-  virtual void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) = 0;  // same shapes
+  // y = a * b, b of a's shape or repeating over a's leading elements as in add (a gate: [D] per
+  // channel or [1] scalar over [B, T, D]).
+  virtual void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) = 0;
+  // da += dy * b (b repeated); db += (dy * a) summed over the repeats.
   virtual void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) = 0;
   // y += alpha * x (scale, gradient accumulation). y and x may differ in dtype (F32 += BF16).
   virtual void axpy(Tensor& y, const Tensor& x, float alpha) = 0;

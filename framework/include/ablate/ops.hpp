@@ -28,7 +28,9 @@ Var layer_norm(Graph& g, const Var& x, const Var& gamma, const Var& beta, float 
 Var rms_norm(Graph& g, const Var& x, const Var& gamma, float eps = 1e-6f);
 Var activation(Graph& g, const Var& x, Activation act);
 
-// alpha * a + beta * b, b of a's shape or repeating over a's leading elements.
+// alpha * a + beta * b, and a * b: b is a's shape, or repeats over a's leading dimensions (b is
+// a's trailing dimensions, e.g. a [T, D] table over [B, T, D], a [D] per-channel gate), or is one
+// element (a [1] scalar gate, as in ReZero). b's gradient sums over the repeats.
 Var add(Graph& g, const Var& a, const Var& b, float alpha = 1.0f, float beta = 1.0f);
 Var mul(Graph& g, const Var& a, const Var& b);
 Var scale(Graph& g, const Var& x, float alpha);

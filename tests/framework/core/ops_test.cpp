@@ -3,6 +3,8 @@
 // projections, masks), plus a small Transformer-like composition end to end.
 #include "ablate/ops.hpp"
 
+#include <algorithm>
+
 #include "ablate/testing/gradcheck.hpp"
 #include "framework/core/backend_fixture.hpp"
 
@@ -11,6 +13,7 @@ namespace {
 using testing::gradcheck;
 using testing::i32_tensor;
 using testing::f32_tensor;
+using testing::host;
 using testing::ramp;
 using testing::reference_backend;
 
@@ -71,6 +74,12 @@ TEST(OpsGradcheck, ElementwiseOps) {
                    values({3, 4, 2}), values({4, 2}, 1.0f));  // b repeats over the batch
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::mul(g, in[0], in[1]); }, values({7}),
                    values({7}, 1.0f));
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::mul(g, in[0], in[1]); }, values({2, 3, 5}),
+                   values({5}, 1.0f));  // a per-channel gate (LayerScale)
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::mul(g, in[0], in[1]); }, values({2, 3, 5}),
+                   values({1}, 1.0f));  // a scalar gate (ReZero)
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::add(g, in[0], in[1]); }, values({2, 3, 5}),
+                   values({1, 3, 5}, 1.0f));  // leading 1s of b are ignored
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::scale(g, in[0], -1.5f); }, values({7}));
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::dropout(g, in[0], 0.4f); }, values({33}));
   for (Activation act : {Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU})
@@ -141,6 +150,29 @@ TEST(Ops, ShapeErrorsNameTheOpAndTensors) {
     EXPECT_NE(std::string(e.what()).find("ops::linear: x f32[2, 5] does not match w f32[4, 6]"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(Ops, AGateRepeatsOverLeadingDimensionsOnly) {
+  Backend& be = reference_backend();
+  Graph g(be, 1, 0);
+  Var x = g.constant(values({2, 3, 5}));
+  // A scalar gate of 0 silences the branch (ReZero at initialisation); a per-channel gate scales each channel.
+  const std::vector<float> zero = host(be, ops::mul(g, x, g.constant(f32_tensor(be, {1}, {0.0f}))).value());
+  EXPECT_TRUE(std::all_of(zero.begin(), zero.end(), [](float v) { return v == 0.0f; }));
+  const std::vector<float> xs = host(be, x.value());
+  const std::vector<float> gated = host(be, ops::mul(g, x, g.constant(f32_tensor(be, {5}, {1, 2, 3, 4, 5}))).value());
+  for (std::size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(gated[i], xs[i] * static_cast<float>(i % 5 + 1)) << i;
+  for (const Shape& bad : {Shape{3}, Shape{2, 1, 5}, Shape{6, 5}}) {  // leading dims, inner 1s, too large
+    try {
+      ops::mul(g, x, g.constant(values(bad)));
+      FAIL() << "b " << bad.str() << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ops::mul: b f32" + bad.str() + " must be a's shape, a's trailing dimensions or a single element"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(ops::add(g, x, g.constant(values({3}))), Error);
 }
 
 }  // namespace
