@@ -99,6 +99,25 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
   return result;
 }
 
+Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base) {
+  const Shape& s = x.shape();
+  require(s.rank() == 4, "rope", "x " + x.value().str() + " must be [B, H, T, Dh]");
+  if (rotary == 0) rotary = static_cast<int>(s[3]);
+  require(rotary > 0 && rotary % 2 == 0 && rotary <= s[3], "rope",
+          "rotary " + std::to_string(rotary) + " must be even and in (0, Dh = " + std::to_string(s[3]) + "]");
+  require(positions.dtype() == DType::I32 && positions.shape() == Shape{s[2]}, "rope",
+          "positions " + positions.str() + " must be i32[" + std::to_string(s[2]) + "] for x " + x.value().str());
+  require(g.backend().supports(OptionalOp::rope), "rope",
+          "this backend has no rope (Backend::supports); run on a backend that has it (reference, onednn)");
+  Tensor y = g.backend().empty(s, x.dtype());
+  g.backend().rope_forward(y, x.value(), positions, rotary, base);
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x, positions, rotary, base](const Tensor& dy) {
+    g.backend().rope_backward(*g.grad_buffer(x), dy, positions, rotary, base);
+  });
+  return out;
+}
+
 Var layer_norm(Graph& g, const Var& x, const Var& gamma, const Var& beta, float eps) {
   const std::int64_t d = x.shape().last();
   require(gamma.shape() == Shape{d} && beta.shape() == Shape{d}, "layer_norm",

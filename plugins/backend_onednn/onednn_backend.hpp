@@ -49,6 +49,7 @@ enum Slot : int {
   kPartial,                                              // per-chunk partial column sums, per-thread rows
   kSums,                                                 // small f32 sums: per-row loss, db, dgamma|dbeta
   kVecA, kVecB,                                          // gamma / beta widened to f32
+  kRope,                                                 // rope: cos | sin per (t, i)
   kSlotCount
 };
 
@@ -111,7 +112,14 @@ class OnednnBackend final : public ablate::Backend {
                    const ablate::AdamParams& params) override;
   void cast(Tensor& y, const Tensor& x) override;
 
+  // rope_ops.cpp
+  bool supports(ablate::OptionalOp op) const override { return op == ablate::OptionalOp::rope; }
+  void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
+  void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) override;
+
  private:
+  // rope's cos | sin [T, rotary/2] for `positions` (in slot kRope).
+  const float* rope_table(const Tensor& positions, std::int64_t T, int rotary, float base);
   // C[batch, M, N] = alpha * A[batch, M, K] · B[batch, K, N] (+ bias[N]) (+ C if accumulate), then
   // the fused activation `act` (None/ReLU/GeluErf/GeluTanh/SiLU); c_dtype F32 or BF16.
   void gemm(void* c, DType c_dtype, const MatView& a, const MatView& b, float alpha, bool accumulate,

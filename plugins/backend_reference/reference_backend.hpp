@@ -85,6 +85,11 @@ class ReferenceBackend final : public ablate::Backend {
                    const ablate::AdamParams& params) override;
   void cast(Tensor& y, const Tensor& x) override;
 
+  // rope_ops.cpp
+  bool supports(ablate::OptionalOp op) const override { return op == ablate::OptionalOp::rope; }
+  void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
+  void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) override;
+
  private:
   std::shared_ptr<ablate::HostAllocator> allocator_;
 };

@@ -638,6 +638,43 @@ void add_embedding_heads(std::vector<OpCase>& out) {
 
 // ---- cross entropy (fused: its "backward" scales the forward's dlogits by the upstream
 // gradient of the loss into the logits' gradient), sum of squares, Adam, cast, memory ops
+// ---- rope: x[B, H, T, Dh] turned by position (an optional op: backends that lack it skip)
+void add_rope(std::vector<OpCase>& out) {
+  struct Rp {
+    std::string name;
+    Shape x;
+    int rotary;
+    float base;
+    std::vector<double> positions;  // [T]
+  };
+  auto from = [](std::int64_t first, std::int64_t T) {
+    std::vector<double> p;
+    for (std::int64_t t = 0; t < T; ++t) p.push_back(static_cast<double>(first + t));
+    return p;
+  };
+  const std::vector<Rp> ropes = {
+      {"full", Shape{2, 3, 5, 8}, 8, 10000.0f, from(0, 5)},
+      {"partial_offset", Shape{1, 2, 7, 6}, 4, 10000.0f, from(3, 7)},                // half-rotary dims copied; decoding offset
+      {"far_positions", Shape{2, 2, 3, 4}, 4, 500.0f, {100, 2047, 5}},                 // large angles
+      {"above_grain", Shape{4, 4, 64, 64}, 32, 10000.0f, from(0, 64)},                // onednn's threaded path
+  };
+  for (const Rp& p : ropes) {
+    OpCase c;
+    c.op = "rope";
+    c.name = p.name + "_x" + dims(p.x) + "_r" + std::to_string(p.rotary);
+    c.needs = {OptionalOp::rope};
+    c.inputs = {value("x", p.x), fixed_i32("positions", Shape{p.x[2]}, p.positions)};
+    c.outputs = {value("y", p.x)};
+    c.grad_inputs = {"x"};
+    c.grad_outputs = {"y"};
+    const int rotary = p.rotary;
+    const float base = p.base;
+    c.forward = [=](OpRun& r) { r.backend.rope_forward(r["y"], r["x"], r["positions"], rotary, base); };
+    c.backward = [=](OpRun& r) { r.backend.rope_backward(r["dx"], r["dy"], r["positions"], rotary, base); };
+    out.push_back(std::move(c));
+  }
+}
+
 void add_loss_optim(std::vector<OpCase>& out) {
   struct X {
     std::int64_t N, V;
@@ -751,6 +788,7 @@ std::vector<OpCase> all_op_cases() {
   add_elementwise(cases);
   add_embedding_heads(cases);
   add_loss_optim(cases);
+  add_rope(cases);
   return cases;
 }
 

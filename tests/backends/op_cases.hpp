@@ -47,6 +47,7 @@ struct OpCase {
   std::string op;    // the op family: "linear", "attention", ...
   std::string name;  // unique within op; [A-Za-z0-9_]
   bool bf16 = true;  // also runs with BF16 values
+  std::vector<OptionalOp> needs;  // optional ops a backend must support to run the case
   double reduction = 1;  // the longest reduction length in the op (scales parity tolerances)
   std::vector<TensorSpec> inputs;        // generated from the case's seed and uploaded
   std::vector<TensorSpec> outputs;       // allocated (empty) before forward

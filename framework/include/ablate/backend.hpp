@@ -19,11 +19,13 @@
 //    copy_to_host (which synchronises).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "ablate/error.hpp"
 #include "ablate/philox.hpp"
 #include "ablate/plugin.hpp"
 #include "ablate/tensor.hpp"
@@ -56,6 +58,17 @@ struct AdamParams {
   std::int64_t step = 1;   // 1-based, for bias correction
   float grad_scale = 1.0f; // the gradient is multiplied by this first (clipping, loss scaling)
 };
+
+// Ops beyond the core set: a backend says which it has (Backend::supports); the others refuse
+// with a clear error. A new op lands in `reference` first and in the fast backends later.
+enum class OptionalOp { rope };
+inline const char* optional_op_name(OptionalOp op) { return op == OptionalOp::rope ? "rope" : "?"; }
+
+// The angle by which rope turns pair i (i < rotary / 2) at `position`: position * base^(-2i/rotary)
+// (RoFormer's frequencies), in double so that every backend starts from the same angle.
+inline double rope_angle(std::int64_t position, std::int64_t i, int rotary, float base) {
+  return static_cast<double>(position) * std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / rotary);
+}
 
 struct BackendCaps {
   std::string device;              // "cpu", "cuda:0"
@@ -180,6 +193,26 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
                            const AdamParams& params) = 0;
   // y = x converted to y's dtype (F32 <-> BF16, round to nearest even).
   virtual void cast(Tensor& y, const Tensor& x) = 0;
+
+  // --- optional ops (see OptionalOp): true if this backend runs `op`.
+  virtual bool supports(OptionalOp op) const {
+    (void)op;
+    return false;
+  }
+  // Rotary positions (RoPE), "rotate half" pairing (GPT-NeoX, LLaMA): for every (b, h, t) of
+  // x[B, H, T, Dh], the first `rotary` dims (even, 0 < rotary <= Dh) turn as pairs (i, i + rotary/2)
+  // by rope_angle(positions[t], i, rotary, base): y_i = x_i cos - x_{i+R/2} sin,
+  // y_{i+R/2} = x_{i+R/2} cos + x_i sin; dims from `rotary` on are copied. positions: I32 [T], >= 0,
+  // absolute (a cached decoding step passes offset, offset+1, ...). y has x's shape and dtype.
+  virtual void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
+    (void)y, (void)x, (void)positions, (void)rotary, (void)base;
+    throw Error("backend has no rope_forward; check supports(OptionalOp::rope) first");
+  }
+  // dx += dy turned back (by the negative angle): the transpose of the forward's rotation.
+  virtual void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
+    (void)dx, (void)dy, (void)positions, (void)rotary, (void)base;
+    throw Error("backend has no rope_backward; check supports(OptionalOp::rope) first");
+  }
 };
 
 // t's values on the host as floats: F32 copied, BF16 widened (exactly) on the host. For

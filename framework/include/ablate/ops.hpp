@@ -24,6 +24,12 @@ struct AttentionOptions {
 // out[B, H, T, Dh] from q[B, H, T, Dh], k/v[B, H, S, Dh].
 Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options);
 
+// Rotary positions: x[B, H, T, Dh] (q or k) with its first `rotary` dims (0: all of Dh; even)
+// turned pair by pair by angles position * base^(-2i/rotary) (Backend::rope_forward, "rotate half").
+// positions: I32 [T], absolute (cached decoding passes offset..offset+T-1), on the graph's backend.
+// Refused on a backend without rope (Backend::supports).
+Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary = 0, float base = 10000.0f);
+
 Var layer_norm(Graph& g, const Var& x, const Var& gamma, const Var& beta, float eps = 1e-5f);
 Var rms_norm(Graph& g, const Var& x, const Var& gamma, float eps = 1e-6f);
 Var activation(Graph& g, const Var& x, Activation act);

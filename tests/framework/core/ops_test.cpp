@@ -4,6 +4,7 @@
 #include "ablate/ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ablate/testing/gradcheck.hpp"
 #include "framework/core/backend_fixture.hpp"
@@ -85,6 +86,41 @@ TEST(OpsGradcheck, ElementwiseOps) {
   for (Activation act : {Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU})
     expect_gradcheck([act](Graph& g, const std::vector<Var>& in) { return ops::activation(g, in[0], act); },
                      values({9}, 0.3f));  // phase 0.3: no element sits on ReLU's kink at 0
+}
+
+TEST(OpsGradcheck, RopeFullAndPartialAtAnOffset) {
+  Backend& be = reference_backend();
+  const Tensor positions = i32_tensor(be, {3}, {4, 5, 6});
+  expect_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ops::rope(g, in[0], positions); },
+                   values({2, 2, 3, 6}));
+  expect_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ops::rope(g, in[0], positions, 2, 100.0f); },
+                   values({1, 2, 3, 5}));
+}
+
+TEST(Ops, RopeTurnsHandComputedPairsAndKeepsOnlyRelativePositionInTheProduct) {
+  Backend& be = reference_backend();
+  Graph g(be, 1, 0);
+  // x[1, 1, 2, 4]: the same row at positions 0 and 1; rotary 4 pairs dims (0, 2) and (1, 3), turned
+  // by 1 * 10000^0 = 1 rad and 1 * 10000^(-1/2) = 0.01 rad at position 1.
+  Var x = g.constant(f32_tensor(be, {1, 1, 2, 4}, {1, 2, 3, 4, 1, 2, 3, 4}));
+  const std::vector<float> y = host(be, ops::rope(g, x, i32_tensor(be, {2}, {0, 1})).value());
+  const double c1 = std::cos(1.0), s1 = std::sin(1.0), c2 = std::cos(0.01), s2 = std::sin(0.01);
+  const std::vector<double> expect = {1, 2, 3, 4, 1 * c1 - 3 * s1, 2 * c2 - 4 * s2, 3 * c1 + 1 * s1, 4 * c2 + 2 * s2};
+  for (std::size_t i = 0; i < expect.size(); ++i) EXPECT_NEAR(y[i], expect[i], 1e-6) << i;
+  // q at position m and k at position n: q·k depends on m - n only (the point of RoPE).
+  Var q = g.constant(values({1, 1, 1, 8}));
+  Var k = g.constant(values({1, 1, 1, 8}, 1.0f));
+  auto dot = [&](int m, int n) {
+    const std::vector<float> a = host(be, ops::rope(g, q, i32_tensor(be, {1}, {m})).value());
+    const std::vector<float> b = host(be, ops::rope(g, k, i32_tensor(be, {1}, {n})).value());
+    double d = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) d += static_cast<double>(a[i]) * b[i];
+    return d;
+  };
+  EXPECT_NEAR(dot(3, 1), dot(10, 8), 1e-5);
+  EXPECT_GT(std::abs(dot(3, 1) - dot(3, 2)), 1e-3) << "another distance gives another product";
+  EXPECT_THROW(ops::rope(g, x, i32_tensor(be, {2}, {0, 1}), 3), Error) << "an odd rotary is refused";
+  EXPECT_THROW(ops::rope(g, x, i32_tensor(be, {3}, {0, 1, 2})), Error) << "positions must be [T]";
 }
 
 TEST(OpsGradcheck, EmbeddingScattersIntoTheTable) {
