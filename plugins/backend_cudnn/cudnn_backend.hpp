@@ -102,6 +102,9 @@ class CudnnBackend final : public ablate::Backend {
   void add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) override;
   void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) override;
   void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) override;
+  bool supports(ablate::OptionalOp op) const override { return op == ablate::OptionalOp::rope; }
+  void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
+  void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) override;
   void axpy(Tensor& y, const Tensor& x, float alpha) override;
   void dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) override;
   void dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) override;

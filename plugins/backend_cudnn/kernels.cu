@@ -15,6 +15,7 @@
 
 #include "ablate/bf16.hpp"
 #include "ablate/error.hpp"
+#include "ablate/rope.hpp"
 
 namespace backend_cudnn::kernels {
 
@@ -167,6 +168,29 @@ __global__ void mul_backward_kernel(T* da, T* db, const T* dy, const T* a, const
     const float g = ld(dy, i);
     if (da) st(da, i, ld(da, i) + g * ld(b, i % nb));
     if (db) st(db, i, ld(db, i) + g * ld(a, i));
+  }
+}
+
+// One thread per (row, pair i < rotary/2) and per copied dim: rope's rotation (or its transpose,
+// accumulated, for backward).
+template <class T>
+__global__ void rope_kernel(T* y, const T* x, const std::int32_t* positions, std::int64_t rows, std::int64_t T_len,
+                            std::int64_t Dh, int rotary, float base, bool backward) {
+  const std::int64_t half = rotary / 2, width = half + (Dh - rotary), n = rows * width;
+  for (std::int64_t k = first_index(); k < n; k += grid_stride()) {
+    const std::int64_t r = k / width, j = k % width;
+    const T* xr = x + r * Dh;
+    T* yr = y + r * Dh;
+    if (j >= half) {  // a copied dim
+      const std::int64_t d = rotary + (j - half);
+      st(yr, d, (backward ? ld(yr, d) : 0.0f) + ld(xr, d));
+      continue;
+    }
+    const double angle = ablate::rope_angle(positions[r % T_len], j, rotary, base);
+    const float c = static_cast<float>(cos(angle)), sn = static_cast<float>(backward ? -sin(angle) : sin(angle));
+    const float a = ld(xr, j), b = ld(xr, j + half);
+    st(yr, j, (backward ? ld(yr, j) : 0.0f) + a * c - b * sn);
+    st(yr, j + half, (backward ? ld(yr, j + half) : 0.0f) + b * c + a * sn);
   }
 }
 
@@ -848,6 +872,18 @@ void mul_backward(void* da, void* db, const void* dy, const void* a, const void*
       column_finish(db, t, partial, 0, n / nb, nb, 1.0f, s, "mul_backward (finish)");
     }
   });
+}
+
+void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int64_t rows, std::int64_t T,
+          std::int64_t Dh, int rotary, float base, bool backward, cudaStream_t s) {
+  const std::int64_t n = rows * (rotary / 2 + (Dh - rotary));
+  if (n == 0) return;
+  with_type(t, [&](auto k) {
+    using V = type_of<decltype(k)>;
+    rope_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<V*>(y), static_cast<const V*>(x), positions, rows, T, Dh,
+                                                 rotary, base, backward);
+  });
+  check_launch(backward ? "rope_backward" : "rope_forward");
 }
 
 void activation_forward(void* y, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s) {

@@ -49,6 +49,11 @@ void mul_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, st
 // needs `scratch` of column_sum_scratch_bytes(n / nb, nb) bytes.
 void mul_backward(void* da, void* db, const void* dy, const void* a, const void* b, VT t, std::int64_t n,
                   std::int64_t nb, void* scratch, cudaStream_t s);
+// Rotary positions on x[rows = B*H*T, Dh] (row r at positions[r % T], I32 on the device): the
+// first `rotary` dims turn by ablate::rope_angle, the rest are copied. backward: dx += R(-angle) dy
+// (y = dx, x = dy). Positions are not checked on the host (that would synchronise).
+void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int64_t rows, std::int64_t T,
+          std::int64_t Dh, int rotary, float base, bool backward, cudaStream_t s);
 void activation_forward(void* y, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s);
 // dx += dy * act'(x).
 void activation_backward(void* dx, const void* dy, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s);

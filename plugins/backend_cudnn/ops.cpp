@@ -302,6 +302,42 @@ void CudnnBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, c
                        p.grad_scale, stream_);
 }
 
+namespace {
+
+// rope's checks (those that need no synchronisation): x [B, H, T, Dh], positions I32 [T], rotary
+// even in (0, Dh], base > 0.
+void check_rope(const char* op, const Tensor& x, const Tensor& positions, int rotary, float base) {
+  if (x.shape().rank() != 4) fail(op, "x " + x.str() + " must be [B, H, T, Dh]");
+  const std::int64_t T = x.shape()[2], Dh = x.shape()[3];
+  need_dtype(op, "positions", positions, DType::I32);
+  need_numel(op, "positions", positions, T);
+  if (rotary <= 0 || rotary % 2 != 0 || rotary > Dh)
+    fail(op, "rotary " + std::to_string(rotary) + " must be even and in (0, Dh = " + std::to_string(Dh) + "]");
+  if (!(base > 0.0f)) fail(op, "base " + std::to_string(base) + " must be > 0");
+}
+
+}  // namespace
+
+void CudnnBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
+  const char* op = "rope_forward";
+  const VT t = value_type(op, "x", x);
+  check_rope(op, x, positions, rotary, base);
+  need_like(op, "y", y, x);
+  const std::int64_t Dh = x.shape()[3];
+  kernels::rope(y.raw(), x.raw(), positions.data<std::int32_t>(), t, x.numel() / Dh, x.shape()[2], Dh, rotary, base,
+                false, stream_);
+}
+
+void CudnnBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
+  const char* op = "rope_backward";
+  const VT t = value_type(op, "dy", dy);
+  check_rope(op, dy, positions, rotary, base);
+  need_like(op, "dx", dx, dy);
+  const std::int64_t Dh = dy.shape()[3];
+  kernels::rope(dx.raw(), dy.raw(), positions.data<std::int32_t>(), t, dy.numel() / Dh, dy.shape()[2], Dh, rotary, base,
+                true, stream_);
+}
+
 void CudnnBackend::cast(Tensor& y, const Tensor& x) {
   const char* op = "cast";
   const VT yt = value_type(op, "y", y), xt = value_type(op, "x", x);

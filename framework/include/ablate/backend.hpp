@@ -19,7 +19,6 @@
 //    copy_to_host (which synchronises).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +26,7 @@
 
 #include "ablate/error.hpp"
 #include "ablate/philox.hpp"
+#include "ablate/rope.hpp"
 #include "ablate/plugin.hpp"
 #include "ablate/tensor.hpp"
 
@@ -63,12 +63,6 @@ struct AdamParams {
 // with a clear error. A new op lands in `reference` first and in the fast backends later.
 enum class OptionalOp { rope };
 inline const char* optional_op_name(OptionalOp op) { return op == OptionalOp::rope ? "rope" : "?"; }
-
-// The angle by which rope turns pair i (i < rotary / 2) at `position`: position * base^(-2i/rotary)
-// (RoFormer's frequencies), in double so that every backend starts from the same angle.
-inline double rope_angle(std::int64_t position, std::int64_t i, int rotary, float base) {
-  return static_cast<double>(position) * std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / rotary);
-}
 
 struct BackendCaps {
   std::string device;              // "cpu", "cuda:0"

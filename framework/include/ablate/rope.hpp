@@ -1,0 +1,22 @@
+// The angle of rotary positions (RoPE), defined once for every backend: host code (reference,
+// onednn) and CUDA kernels (cudnn) include this header, so all start from the same double angle.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define ABLATE_HOST_DEVICE __host__ __device__
+#else
+#define ABLATE_HOST_DEVICE
+#endif
+
+namespace ablate {
+
+// The angle by which rope turns pair i (i < rotary / 2) at `position`: position * base^(-2i/rotary)
+// (RoFormer's frequencies).
+ABLATE_HOST_DEVICE inline double rope_angle(std::int64_t position, std::int64_t i, int rotary, float base) {
+  return static_cast<double>(position) * ::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / rotary);
+}
+
+}  // namespace ablate
