@@ -5,6 +5,7 @@
 #include "ablate/ops.hpp"
 
 #include <cmath>
+#include <utility>
 
 #include "ablate/error.hpp"
 
@@ -114,6 +115,53 @@ Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base
   Var out = g.result(y, {&x});
   g.record(out, [&g, x, positions, rotary, base](const Tensor& dy) {
     g.backend().rope_backward(*g.grad_buffer(x), dy, positions, rotary, base);
+  });
+  return out;
+}
+
+namespace {
+
+void require_slice_op(Graph& g, const char* op) {
+  require(g.backend().supports(OptionalOp::slice_last), op,
+          "this backend has no slice_last (Backend::supports); run on a backend that has it (reference, onednn)");
+}
+
+}  // namespace
+
+Var slice_last(Graph& g, const Var& x, std::int64_t offset, std::int64_t width) {
+  const Shape& s = x.shape();
+  require(width > 0 && offset >= 0 && offset + width <= s.last(), "slice_last",
+          "[" + std::to_string(offset) + ", " + std::to_string(offset + width) + ") is not inside the last dim of x " +
+              x.value().str());
+  require_slice_op(g, "slice_last");
+  Tensor y = g.backend().empty(s.with_last(width), x.dtype());
+  g.backend().slice_last_forward(y, x.value(), offset);
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x, offset](const Tensor& dy) { g.backend().slice_last_backward(*g.grad_buffer(x), dy, offset); });
+  return out;
+}
+
+Var concat_last(Graph& g, const Var& a, const Var& b) {
+  const Shape& as = a.shape();
+  const Shape& bs = b.shape();
+  require(as.rank() == bs.rank() && as.with_last(1) == bs.with_last(1) && a.dtype() == b.dtype(), "concat_last",
+          "a " + a.value().str() + " and b " + b.value().str() + " must differ in the last dim only");
+  require_slice_op(g, "concat_last");
+  const std::int64_t wa = as.last(), wb = bs.last();
+  Tensor y = g.backend().empty(as.with_last(wa + wb), a.dtype());
+  g.backend().fill(y, 0.0f);
+  g.backend().slice_last_backward(y, a.value(), 0);  // y[..., 0:wa] += a
+  g.backend().slice_last_backward(y, b.value(), wa);
+  Var out = g.result(y, {&a, &b});
+  g.record(out, [&g, a, b, wa](const Tensor& dy) {  // each part's gradient: its slice of dy
+    const std::pair<const Var*, std::int64_t> parts[] = {{&a, 0}, {&b, wa}};
+    for (const auto& [v, offset] : parts) {
+      Tensor* d = g.grad_buffer(*v);
+      if (!d) continue;
+      Tensor part = g.backend().empty(v->shape(), dy.dtype());
+      g.backend().slice_last_forward(part, dy, offset);
+      g.backend().axpy(*d, part, 1.0f);
+    }
   });
   return out;
 }

@@ -169,14 +169,14 @@ void PluginRegistry::scan(const std::vector<fs::path>& search_path) {
           const std::string what = fe ? "cannot be followed (" + fe.message() + ")"
                                       : fs::is_directory(st) ? std::string("is a directory") : std::string("is not a regular file");
           problems_.push_back({f.path(), f.path().string() + ": " + what + "; expected a plugin shared library",
-                               "remove it from the plugin directory, or point it at a plugin file"});
+                               "remove it from the plugin directory, or point it at a plugin file", {}, {}});
         }
       }
       std::sort(files.begin(), files.end());
     } else if (fs::exists(entry, ec)) {
       files.push_back(entry);
     } else {
-      problems_.push_back({entry, entry.string() + ": plugin search path entry does not exist", "check ABLATE_PLUGIN_PATH and the spec's plugin_paths"});
+      problems_.push_back({entry, entry.string() + ": plugin search path entry does not exist", "check ABLATE_PLUGIN_PATH and the spec's plugin_paths", {}, {}});
       continue;
     }
     for (const fs::path& f : files) {

@@ -112,10 +112,17 @@ class OnednnBackend final : public ablate::Backend {
                    const ablate::AdamParams& params) override;
   void cast(Tensor& y, const Tensor& x) override;
 
+  bool supports(ablate::OptionalOp op) const override {
+    return op == ablate::OptionalOp::rope || op == ablate::OptionalOp::slice_last;
+  }
+
   // rope_ops.cpp
-  bool supports(ablate::OptionalOp op) const override { return op == ablate::OptionalOp::rope; }
   void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
   void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) override;
+
+  // slice_ops.cpp
+  void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) override;
+  void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) override;
 
  private:
   // rope's cos | sin [T, rotary/2] for `positions` (in slot kRope).

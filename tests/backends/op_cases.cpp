@@ -675,6 +675,32 @@ void add_rope(std::vector<OpCase>& out) {
   }
 }
 
+// ---- slice_last: y[N, W] = x[N, offset : offset + W] (an optional op)
+void add_slice(std::vector<OpCase>& out) {
+  struct Sl {
+    Shape x;
+    std::int64_t offset, width;
+  };
+  const std::vector<Sl> slices = {{Shape{5}, 0, 5},             // the whole
+                                  {Shape{3, 7}, 2, 3},          // the middle
+                                  {Shape{2, 3, 65}, 33, 32},    // the end
+                                  {Shape{4, 100, 96}, 32, 64}}; // above onednn's threading grain
+  for (const Sl& s : slices) {
+    OpCase c;
+    c.op = "slice_last";
+    c.name = "x" + dims(s.x) + "_at" + std::to_string(s.offset) + "_w" + std::to_string(s.width);
+    c.needs = {OptionalOp::slice_last};
+    c.inputs = {value("x", s.x)};
+    c.outputs = {value("y", s.x.with_last(s.width))};
+    c.grad_inputs = {"x"};
+    c.grad_outputs = {"y"};
+    const std::int64_t offset = s.offset;
+    c.forward = [=](OpRun& r) { r.backend.slice_last_forward(r["y"], r["x"], offset); };
+    c.backward = [=](OpRun& r) { r.backend.slice_last_backward(r["dx"], r["dy"], offset); };
+    out.push_back(std::move(c));
+  }
+}
+
 void add_loss_optim(std::vector<OpCase>& out) {
   struct X {
     std::int64_t N, V;
@@ -789,6 +815,7 @@ std::vector<OpCase> all_op_cases() {
   add_embedding_heads(cases);
   add_loss_optim(cases);
   add_rope(cases);
+  add_slice(cases);
   return cases;
 }
 

@@ -61,8 +61,14 @@ struct AdamParams {
 
 // Ops beyond the core set: a backend says which it has (Backend::supports); the others refuse
 // with a clear error. A new op lands in `reference` first and in the fast backends later.
-enum class OptionalOp { rope };
-inline const char* optional_op_name(OptionalOp op) { return op == OptionalOp::rope ? "rope" : "?"; }
+enum class OptionalOp { rope, slice_last };
+inline const char* optional_op_name(OptionalOp op) {
+  switch (op) {
+    case OptionalOp::rope: return "rope";
+    case OptionalOp::slice_last: return "slice_last";
+  }
+  return "?";
+}
 
 struct BackendCaps {
   std::string device;              // "cpu", "cuda:0"
@@ -206,6 +212,17 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   virtual void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
     (void)dx, (void)dy, (void)positions, (void)rotary, (void)base;
     throw Error("backend has no rope_backward; check supports(OptionalOp::rope) first");
+  }
+  // Slices along the last dim: y[N, W] = x[N, offset : offset + W] (any leading dims as N; same
+  // dtype; 0 <= offset, offset + W <= x's last dim). Backward: dx[N, offset : offset + W] += dy,
+  // which also assembles a concatenation (ops::concat_last).
+  virtual void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
+    (void)y, (void)x, (void)offset;
+    throw Error("backend has no slice_last_forward; check supports(OptionalOp::slice_last) first");
+  }
+  virtual void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
+    (void)dx, (void)dy, (void)offset;
+    throw Error("backend has no slice_last_backward; check supports(OptionalOp::slice_last) first");
   }
 };
 

@@ -30,6 +30,11 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
 // Refused on a backend without rope (Backend::supports).
 Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary = 0, float base = 10000.0f);
 
+// x[..., offset : offset + width] (the last dim sliced; e.g. q, k, v of unequal widths out of one
+// projection), and [a | b] joined along the last dim (same leading dims). Backends: OptionalOp::slice_last.
+Var slice_last(Graph& g, const Var& x, std::int64_t offset, std::int64_t width);
+Var concat_last(Graph& g, const Var& a, const Var& b);
+
 Var layer_norm(Graph& g, const Var& x, const Var& gamma, const Var& beta, float eps = 1e-5f);
 Var rms_norm(Graph& g, const Var& x, const Var& gamma, float eps = 1e-6f);
 Var activation(Graph& g, const Var& x, Activation act);

@@ -123,6 +123,25 @@ TEST(Ops, RopeTurnsHandComputedPairsAndKeepsOnlyRelativePositionInTheProduct) {
   EXPECT_THROW(ops::rope(g, x, i32_tensor(be, {3}, {0, 1, 2})), Error) << "positions must be [T]";
 }
 
+TEST(OpsGradcheck, SliceAndConcatAlongTheLastDim) {
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::slice_last(g, in[0], 2, 3); }, values({2, 3, 7}));
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::concat_last(g, in[0], in[1]); }, values({2, 3, 4}),
+                   values({2, 3, 5}, 1.0f));
+}
+
+TEST(Ops, ConcatThenSliceGivesThePartsBack) {
+  Backend& be = reference_backend();
+  Graph g(be, 1, 0);
+  Var a = g.constant(values({2, 3}));
+  Var b = g.constant(values({2, 5}, 1.0f));
+  Var ab = ops::concat_last(g, a, b);
+  EXPECT_EQ(ab.shape(), (Shape{2, 8}));
+  EXPECT_EQ(host(be, ops::slice_last(g, ab, 0, 3).value()), host(be, a.value()));
+  EXPECT_EQ(host(be, ops::slice_last(g, ab, 3, 5).value()), host(be, b.value()));
+  EXPECT_THROW(ops::slice_last(g, ab, 6, 3), Error) << "past the end";
+  EXPECT_THROW(ops::concat_last(g, a, g.constant(values({3, 5}))), Error) << "other rows";
+}
+
 TEST(OpsGradcheck, EmbeddingScattersIntoTheTable) {
   const Tensor ids = i32_tensor(reference_backend(), {2, 3}, {1, 4, 1, 0, 2, 4});  // repeats accumulate
   expect_gradcheck([&ids](Graph& g, const std::vector<Var>& in) { return ops::embedding(g, ids, in[0]); },

@@ -1,0 +1,62 @@
+// backend/onednn: slices along the last dim (forward copies, backward accumulates into the slice),
+// rows in parallel (contract in ablate/backend.hpp).
+#include <string>
+
+#include "kernels.hpp"
+#include "onednn_backend.hpp"
+
+namespace backend_onednn {
+namespace {
+
+// whole: [N, C], part: [N, W] with offset + W <= C, one dtype (the checks both directions share).
+void check_slice(const char* op, const char* whole_name, const Tensor& whole, const char* part_name, const Tensor& part,
+                 std::int64_t offset) {
+  need_float(op, whole_name, whole);
+  need_dtype(op, part_name, part, whole.dtype());
+  const std::int64_t C = whole.shape().last(), W = part.shape().last();
+  if (whole.shape().rows() != part.shape().rows())
+    fail(op, std::string(part_name) + " " + part.str() + " and " + whole_name + " " + whole.str() + " differ in rows");
+  if (offset < 0 || offset + W > C)
+    fail(op, "offset " + std::to_string(offset) + " + width " + std::to_string(W) + " must lie in [0, " +
+                 std::to_string(C) + "] (" + whole_name + " " + whole.str() + ")");
+}
+
+}  // namespace
+
+void OnednnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
+  const char* op = "slice_last_forward";
+  check_slice(op, "x", x, "y", y, offset);
+  const std::int64_t C = x.shape().last(), W = y.shape().last(), N = x.shape().rows();
+  set_threads();
+  with_float(op, x, [&](const auto* xp) {
+    with_float(op, y, [&](auto* yp) {
+#pragma omp parallel for num_threads(team_size(y.numel(), threads_)) schedule(static)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const auto* xr = xp + n * C + offset;
+        auto* yr = yp + n * W;
+#pragma omp simd
+        for (std::int64_t j = 0; j < W; ++j) st(yr, j, ld(xr, j));
+      }
+    });
+  });
+}
+
+void OnednnBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
+  const char* op = "slice_last_backward";
+  check_slice(op, "dx", dx, "dy", dy, offset);
+  const std::int64_t C = dx.shape().last(), W = dy.shape().last(), N = dx.shape().rows();
+  set_threads();
+  with_float(op, dy, [&](const auto* gp) {
+    with_float(op, dx, [&](auto* dp) {
+#pragma omp parallel for num_threads(team_size(dy.numel(), threads_)) schedule(static)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const auto* gr = gp + n * W;
+        auto* dr = dp + n * C + offset;
+#pragma omp simd
+        for (std::int64_t j = 0; j < W; ++j) st(dr, j, ld(dr, j) + ld(gr, j));
+      }
+    });
+  });
+}
+
+}  // namespace backend_onednn

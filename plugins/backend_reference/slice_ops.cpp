@@ -1,0 +1,45 @@
+// backend/reference: slices along the last dim, forward and backward side by side (contract in
+// ablate/backend.hpp); ops::slice_last and ops::concat_last are built on this pair.
+#include "reference_backend.hpp"
+
+namespace backend_reference {
+namespace {
+
+// whole: [N, C], part: [N, W] with offset + W <= C (the checks both directions share).
+void check_slice(const char* op, const char* whole_name, const Tensor& whole, const char* part_name, const Tensor& part,
+                 std::int64_t offset) {
+  check_value(op, whole_name, whole);
+  check_same_dtype(op, part_name, part, whole_name, whole);
+  const std::int64_t C = whole.shape().last(), W = part.shape().last();
+  if (whole.numel() / C != part.numel() / W || whole.shape().rows() != part.shape().rows())
+    fail(op, std::string(part_name) + " " + part.str() + " and " + whole_name + " " + whole.str() + " differ in rows");
+  if (offset < 0 || offset + W > C)
+    fail(op, "offset " + std::to_string(offset) + " + width " + std::to_string(W) + " must lie in [0, " +
+                 std::to_string(C) + "] (" + whole_name + " " + whole.str() + ")");
+}
+
+}  // namespace
+
+void ReferenceBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
+  const char* op = "slice_last_forward";
+  check_slice(op, "x", x, "y", y, offset);
+  const std::int64_t C = x.shape().last(), W = y.shape().last(), N = x.shape().rows();
+  const std::vector<double> xv = load(x);
+  std::vector<double> yv(static_cast<std::size_t>(y.numel()));
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t j = 0; j < W; ++j) yv[static_cast<std::size_t>(n * W + j)] = xv[static_cast<std::size_t>(n * C + offset + j)];
+  store(y, yv);
+}
+
+void ReferenceBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
+  const char* op = "slice_last_backward";
+  check_slice(op, "dx", dx, "dy", dy, offset);
+  const std::int64_t C = dx.shape().last(), W = dy.shape().last(), N = dx.shape().rows();
+  const std::vector<double> g = load(dy);
+  std::vector<double> d(static_cast<std::size_t>(dx.numel()), 0.0);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t j = 0; j < W; ++j) d[static_cast<std::size_t>(n * C + offset + j)] = g[static_cast<std::size_t>(n * W + j)];
+  accumulate(&dx, d);
+}
+
+}  // namespace backend_reference
