@@ -102,9 +102,13 @@ class CudnnBackend final : public ablate::Backend {
   void add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) override;
   void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) override;
   void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) override;
-  bool supports(ablate::OptionalOp op) const override { return op == ablate::OptionalOp::rope; }
+  bool supports(ablate::OptionalOp op) const override {
+    return op == ablate::OptionalOp::rope || op == ablate::OptionalOp::slice_last;
+  }
   void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
   void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) override;
+  void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) override;
+  void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) override;
   void axpy(Tensor& y, const Tensor& x, float alpha) override;
   void dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) override;
   void dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) override;

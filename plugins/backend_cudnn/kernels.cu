@@ -194,6 +194,19 @@ __global__ void rope_kernel(T* y, const T* x, const std::int32_t* positions, std
   }
 }
 
+// One thread per element of part[N, W]: copied out of whole[N, C] (forward) or added into it.
+template <class T>
+__global__ void slice_last_kernel(T* part, T* whole, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset,
+                                  bool backward) {
+  for (std::int64_t k = first_index(); k < N * W; k += grid_stride()) {
+    const std::int64_t w = (k / W) * C + offset + k % W;
+    if (backward)
+      st(whole, w, ld(whole, w) + ld(part, k));
+    else
+      st(part, k, ld(whole, w));
+  }
+}
+
 // y[i] = act(x[i]).
 template <class T>
 __global__ void activation_forward_kernel(T* y, const T* x, std::int64_t n, Act act) {
@@ -884,6 +897,17 @@ void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int6
                                                  rotary, base, backward);
   });
   check_launch(backward ? "rope_backward" : "rope_forward");
+}
+
+void slice_last(void* part, void* whole, VT t, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset,
+                bool backward, cudaStream_t s) {
+  if (N * W == 0) return;
+  with_type(t, [&](auto k) {
+    using V = type_of<decltype(k)>;
+    slice_last_kernel<<<grid_for(N * W), kThreads, 0, s>>>(static_cast<V*>(part), static_cast<V*>(whole), N, C, W, offset,
+                                                           backward);
+  });
+  check_launch(backward ? "slice_last_backward" : "slice_last_forward");
 }
 
 void activation_forward(void* y, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s) {

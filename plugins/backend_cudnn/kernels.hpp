@@ -54,6 +54,10 @@ void mul_backward(void* da, void* db, const void* dy, const void* a, const void*
 // (y = dx, x = dy). Positions are not checked on the host (that would synchronise).
 void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int64_t rows, std::int64_t T,
           std::int64_t Dh, int rotary, float base, bool backward, cudaStream_t s);
+// part[N, W] and whole[N, C] at column `offset`: forward part = whole[:, offset:offset+W];
+// backward whole[:, offset:offset+W] += part.
+void slice_last(void* part, void* whole, VT t, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset,
+                bool backward, cudaStream_t s);
 void activation_forward(void* y, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s);
 // dx += dy * act'(x).
 void activation_backward(void* dx, const void* dy, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s);

@@ -338,6 +338,37 @@ void CudnnBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& pos
                 true, stream_);
 }
 
+namespace {
+
+// whole: [N, C], part: [N, W] with offset + W <= C, one dtype (the checks both directions share).
+void check_slice(const char* op, const Tensor& whole, const Tensor& part, std::int64_t offset) {
+  need_dtype(op, "part", part, whole.dtype());
+  const std::int64_t C = whole.shape().last(), W = part.shape().last();
+  if (whole.shape().rows() != part.shape().rows())
+    fail(op, "part " + part.str() + " and whole " + whole.str() + " differ in rows");
+  if (offset < 0 || offset + W > C)
+    fail(op, "offset " + std::to_string(offset) + " + width " + std::to_string(W) + " must lie in [0, " +
+                 std::to_string(C) + "] (" + whole.str() + ")");
+}
+
+}  // namespace
+
+void CudnnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
+  const char* op = "slice_last_forward";
+  const VT t = value_type(op, "x", x);
+  check_slice(op, x, y, offset);
+  kernels::slice_last(y.raw(), x.raw(), t, x.shape().rows(), x.shape().last(), y.shape().last(), offset,
+                      false, stream_);
+}
+
+void CudnnBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
+  const char* op = "slice_last_backward";
+  const VT t = value_type(op, "dx", dx);
+  check_slice(op, dx, dy, offset);
+  kernels::slice_last(dy.raw(), dx.raw(), t, dx.shape().rows(), dx.shape().last(), dy.shape().last(),
+                      offset, true, stream_);
+}
+
 void CudnnBackend::cast(Tensor& y, const Tensor& x) {
   const char* op = "cast";
   const VT yt = value_type(op, "y", y), xt = value_type(op, "x", x);
