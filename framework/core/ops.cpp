@@ -102,12 +102,9 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
 
 Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base) {
   const Shape& s = x.shape();
-  require(s.rank() == 4, "rope", "x " + x.value().str() + " must be [B, H, T, Dh]");
-  if (rotary == 0) rotary = static_cast<int>(s[3]);
-  require(rotary > 0 && rotary % 2 == 0 && rotary <= s[3], "rope",
-          "rotary " + std::to_string(rotary) + " must be even and in (0, Dh = " + std::to_string(s[3]) + "]");
-  require(positions.dtype() == DType::I32 && positions.shape() == Shape{s[2]}, "rope",
-          "positions " + positions.str() + " must be i32[" + std::to_string(s[2]) + "] for x " + x.value().str());
+  if (rotary == 0 && s.rank() == 4) rotary = static_cast<int>(s[3]);
+  const std::string problem = rope_problem(x.value(), positions, rotary, base);
+  require(problem.empty(), "rope", problem);
   require(g.backend().supports(OptionalOp::rope), "rope",
           "this backend has no rope (Backend::supports); run on a backend that has it (reference, onednn)");
   Tensor y = g.backend().empty(s, x.dtype());
@@ -130,7 +127,7 @@ void require_slice_op(Graph& g, const char* op) {
 
 Var slice_last(Graph& g, const Var& x, std::int64_t offset, std::int64_t width) {
   const Shape& s = x.shape();
-  require(width > 0 && offset >= 0 && offset + width <= s.last(), "slice_last",
+  require(s.rank() > 0 && width > 0 && offset >= 0 && offset + width <= s.last(), "slice_last",
           "[" + std::to_string(offset) + ", " + std::to_string(offset + width) + ") is not inside the last dim of x " +
               x.value().str());
   require_slice_op(g, "slice_last");

@@ -302,26 +302,10 @@ void CudnnBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, c
                        p.grad_scale, stream_);
 }
 
-namespace {
-
-// rope's checks (those that need no synchronisation): x [B, H, T, Dh], positions I32 [T], rotary
-// even in (0, Dh], base > 0.
-void check_rope(const char* op, const Tensor& x, const Tensor& positions, int rotary, float base) {
-  if (x.shape().rank() != 4) fail(op, "x " + x.str() + " must be [B, H, T, Dh]");
-  const std::int64_t T = x.shape()[2], Dh = x.shape()[3];
-  need_dtype(op, "positions", positions, DType::I32);
-  need_numel(op, "positions", positions, T);
-  if (rotary <= 0 || rotary % 2 != 0 || rotary > Dh)
-    fail(op, "rotary " + std::to_string(rotary) + " must be even and in (0, Dh = " + std::to_string(Dh) + "]");
-  if (!(base > 0.0f)) fail(op, "base " + std::to_string(base) + " must be > 0");
-}
-
-}  // namespace
-
 void CudnnBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
   const char* op = "rope_forward";
   const VT t = value_type(op, "x", x);
-  check_rope(op, x, positions, rotary, base);
+  if (const std::string p = ablate::rope_problem(x, positions, rotary, base); !p.empty()) fail(op, p);
   need_like(op, "y", y, x);
   const std::int64_t Dh = x.shape()[3];
   kernels::rope(y.raw(), x.raw(), positions.data<std::int32_t>(), t, x.numel() / Dh, x.shape()[2], Dh, rotary, base,
@@ -331,32 +315,17 @@ void CudnnBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positi
 void CudnnBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
   const char* op = "rope_backward";
   const VT t = value_type(op, "dy", dy);
-  check_rope(op, dy, positions, rotary, base);
+  if (const std::string p = ablate::rope_problem(dy, positions, rotary, base); !p.empty()) fail(op, p);
   need_like(op, "dx", dx, dy);
   const std::int64_t Dh = dy.shape()[3];
   kernels::rope(dx.raw(), dy.raw(), positions.data<std::int32_t>(), t, dy.numel() / Dh, dy.shape()[2], Dh, rotary, base,
                 true, stream_);
 }
 
-namespace {
-
-// whole: [N, C], part: [N, W] with offset + W <= C, one dtype (the checks both directions share).
-void check_slice(const char* op, const Tensor& whole, const Tensor& part, std::int64_t offset) {
-  need_dtype(op, "part", part, whole.dtype());
-  const std::int64_t C = whole.shape().last(), W = part.shape().last();
-  if (whole.shape().rows() != part.shape().rows())
-    fail(op, "part " + part.str() + " and whole " + whole.str() + " differ in rows");
-  if (offset < 0 || offset + W > C)
-    fail(op, "offset " + std::to_string(offset) + " + width " + std::to_string(W) + " must lie in [0, " +
-                 std::to_string(C) + "] (" + whole.str() + ")");
-}
-
-}  // namespace
-
 void CudnnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
   const char* op = "slice_last_forward";
   const VT t = value_type(op, "x", x);
-  check_slice(op, x, y, offset);
+  if (const std::string p = ablate::slice_last_problem(x, y, offset); !p.empty()) fail(op, p);
   kernels::slice_last(y.raw(), x.raw(), t, x.shape().rows(), x.shape().last(), y.shape().last(), offset,
                       false, stream_);
 }
@@ -364,7 +333,7 @@ void CudnnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t o
 void CudnnBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
   const char* op = "slice_last_backward";
   const VT t = value_type(op, "dx", dx);
-  check_slice(op, dx, dy, offset);
+  if (const std::string p = ablate::slice_last_problem(dx, dy, offset); !p.empty()) fail(op, p);
   kernels::slice_last(dy.raw(), dx.raw(), t, dx.shape().rows(), dx.shape().last(), dy.shape().last(),
                       offset, true, stream_);
 }

@@ -11,19 +11,12 @@
 namespace backend_onednn {
 namespace {
 
-// The checks both directions share. x: [B, H, T, Dh]; positions: I32 [T] (>= 0); rotary even in
-// (0, Dh]; base > 0.
+// The checks both directions share: ablate::rope_problem, a value dtype, positions >= 0.
 void check_rope(const char* op, const Tensor& x, const Tensor& positions, int rotary, float base) {
   need_float(op, "x", x);
-  need_rank(op, "x", x, 4);
-  const std::int64_t T = x.shape()[2], Dh = x.shape()[3];
-  need_dtype(op, "positions", positions, DType::I32);
-  need_numel(op, "positions", positions, T);
-  if (rotary <= 0 || rotary % 2 != 0 || rotary > Dh)
-    fail(op, "rotary " + std::to_string(rotary) + " must be even and in (0, Dh = " + std::to_string(Dh) + "]");
-  if (!(base > 0.0f) || !std::isfinite(base)) fail(op, "base " + std::to_string(base) + " must be > 0");
+  if (const std::string p = ablate::rope_problem(x, positions, rotary, base); !p.empty()) fail(op, p);
   const std::int32_t* p = positions.data<std::int32_t>();
-  for (std::int64_t t = 0; t < T; ++t)
+  for (std::int64_t t = 0; t < positions.numel(); ++t)
     if (p[t] < 0) fail(op, "positions hold " + std::to_string(p[t]) + "; expected positions >= 0");
 }
 

@@ -8,24 +8,17 @@
 namespace backend_onednn {
 namespace {
 
-// whole: [N, C], part: [N, W] with offset + W <= C, one dtype (the checks both directions share).
-void check_slice(const char* op, const char* whole_name, const Tensor& whole, const char* part_name, const Tensor& part,
-                 std::int64_t offset) {
-  need_float(op, whole_name, whole);
-  need_dtype(op, part_name, part, whole.dtype());
-  const std::int64_t C = whole.shape().last(), W = part.shape().last();
-  if (whole.shape().rows() != part.shape().rows())
-    fail(op, std::string(part_name) + " " + part.str() + " and " + whole_name + " " + whole.str() + " differ in rows");
-  if (offset < 0 || offset + W > C)
-    fail(op, "offset " + std::to_string(offset) + " + width " + std::to_string(W) + " must lie in [0, " +
-                 std::to_string(C) + "] (" + whole_name + " " + whole.str() + ")");
+// whole: [N, C], part: [N, W] (ablate::slice_last_problem), f32 or bf16.
+void check_slice(const char* op, const Tensor& whole, const Tensor& part, std::int64_t offset) {
+  need_float(op, "whole", whole);
+  if (const std::string p = ablate::slice_last_problem(whole, part, offset); !p.empty()) fail(op, p);
 }
 
 }  // namespace
 
 void OnednnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
   const char* op = "slice_last_forward";
-  check_slice(op, "x", x, "y", y, offset);
+  check_slice(op, x, y, offset);
   const std::int64_t C = x.shape().last(), W = y.shape().last(), N = x.shape().rows();
   set_threads();
   with_float(op, x, [&](const auto* xp) {
@@ -43,7 +36,7 @@ void OnednnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t 
 
 void OnednnBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
   const char* op = "slice_last_backward";
-  check_slice(op, "dx", dx, "dy", dy, offset);
+  check_slice(op, dx, dy, offset);
   const std::int64_t C = dx.shape().last(), W = dy.shape().last(), N = dx.shape().rows();
   set_threads();
   with_float(op, dy, [&](const auto* gp) {

@@ -5,17 +5,11 @@
 namespace backend_reference {
 namespace {
 
-// The checks both directions share; returns the positions.
-// x: [B, H, T, Dh]; positions: I32 [T] (>= 0); rotary even in (0, Dh]; base > 0.
+// The checks both directions share (ablate::rope_problem, a value dtype, positions >= 0); returns
+// the positions.
 std::vector<std::int32_t> checked_rope(const char* op, const Tensor& x, const Tensor& positions, int rotary, float base) {
   check_value(op, "x", x);
-  if (x.shape().rank() != 4) fail(op, "x " + x.str() + " must be [B, H, T, Dh]");
-  const std::int64_t T = x.shape()[2], Dh = x.shape()[3];
-  check_dtype(op, "positions", positions, DType::I32);
-  check_shape(op, "positions", positions, Shape{T});
-  if (rotary <= 0 || rotary % 2 != 0 || rotary > Dh)
-    fail(op, "rotary " + std::to_string(rotary) + " must be even and in (0, Dh = " + std::to_string(Dh) + "]");
-  if (!(base > 0.0f) || !std::isfinite(base)) fail(op, "base " + std::to_string(base) + " must be > 0");
+  if (const std::string p = ablate::rope_problem(x, positions, rotary, base); !p.empty()) fail(op, p);
   std::vector<std::int32_t> pos = load_i32(positions);
   for (std::int32_t p : pos)
     if (p < 0) fail(op, "positions hold " + std::to_string(p) + "; expected positions >= 0");

@@ -5,24 +5,17 @@
 namespace backend_reference {
 namespace {
 
-// whole: [N, C], part: [N, W] with offset + W <= C (the checks both directions share).
-void check_slice(const char* op, const char* whole_name, const Tensor& whole, const char* part_name, const Tensor& part,
-                 std::int64_t offset) {
-  check_value(op, whole_name, whole);
-  check_same_dtype(op, part_name, part, whole_name, whole);
-  const std::int64_t C = whole.shape().last(), W = part.shape().last();
-  if (whole.numel() / C != part.numel() / W || whole.shape().rows() != part.shape().rows())
-    fail(op, std::string(part_name) + " " + part.str() + " and " + whole_name + " " + whole.str() + " differ in rows");
-  if (offset < 0 || offset + W > C)
-    fail(op, "offset " + std::to_string(offset) + " + width " + std::to_string(W) + " must lie in [0, " +
-                 std::to_string(C) + "] (" + whole_name + " " + whole.str() + ")");
+// whole: [N, C], part: [N, W] (ablate::slice_last_problem), value dtypes.
+void check_slice(const char* op, const Tensor& whole, const Tensor& part, std::int64_t offset) {
+  check_value(op, "whole", whole);
+  if (const std::string p = ablate::slice_last_problem(whole, part, offset); !p.empty()) fail(op, p);
 }
 
 }  // namespace
 
 void ReferenceBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
   const char* op = "slice_last_forward";
-  check_slice(op, "x", x, "y", y, offset);
+  check_slice(op, x, y, offset);
   const std::int64_t C = x.shape().last(), W = y.shape().last(), N = x.shape().rows();
   const std::vector<double> xv = load(x);
   std::vector<double> yv(static_cast<std::size_t>(y.numel()));
@@ -33,7 +26,7 @@ void ReferenceBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64
 
 void ReferenceBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
   const char* op = "slice_last_backward";
-  check_slice(op, "dx", dx, "dy", dy, offset);
+  check_slice(op, dx, dy, offset);
   const std::int64_t C = dx.shape().last(), W = dy.shape().last(), N = dx.shape().rows();
   const std::vector<double> g = load(dy);
   std::vector<double> d(static_cast<std::size_t>(dx.numel()), 0.0);

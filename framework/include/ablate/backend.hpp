@@ -19,6 +19,7 @@
 //    copy_to_host (which synchronises).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -68,6 +69,33 @@ inline const char* optional_op_name(OptionalOp op) {
     case OptionalOp::slice_last: return "slice_last";
   }
   return "?";
+}
+
+// The shape contracts of the optional ops, one definition for every backend and for ops.cpp (they
+// read no tensor data, so a device backend checks them without synchronising). "" when the
+// arguments fit; else what is wrong, for the caller's error.
+// rope: x [B, H, T, Dh], positions I32 [T], rotary even in (0, Dh], base > 0 and finite.
+inline std::string rope_problem(const Tensor& x, const Tensor& positions, int rotary, float base) {
+  if (x.shape().rank() != 4) return "x " + x.str() + " must be [B, H, T, Dh]";
+  const std::int64_t T = x.shape()[2], Dh = x.shape()[3];
+  if (positions.dtype() != DType::I32 || positions.shape() != Shape{T})
+    return "positions " + positions.str() + " must be i32[" + std::to_string(T) + "] for x " + x.str();
+  if (rotary <= 0 || rotary % 2 != 0 || rotary > Dh)
+    return "rotary " + std::to_string(rotary) + " must be even and in (0, Dh = " + std::to_string(Dh) + "]";
+  if (!(base > 0.0f) || !std::isfinite(base)) return "base " + std::to_string(base) + " must be > 0";
+  return {};
+}
+// slice_last: whole [N, C] and part [N, W] (any leading dims as N), one dtype, 0 <= offset,
+// offset + W <= C.
+inline std::string slice_last_problem(const Tensor& whole, const Tensor& part, std::int64_t offset) {
+  if (whole.dtype() != part.dtype()) return "whole " + whole.str() + " and part " + part.str() + " differ in dtype";
+  if (whole.shape().rank() == 0 || part.shape().rank() != whole.shape().rank() || part.shape().last() <= 0 ||
+      whole.shape().with_last(1) != part.shape().with_last(1))
+    return "whole " + whole.str() + " and part " + part.str() + " must differ in the last dim only (part's > 0)";
+  if (offset < 0 || offset + part.shape().last() > whole.shape().last())
+    return "offset " + std::to_string(offset) + " + width " + std::to_string(part.shape().last()) + " must lie in [0, " +
+           std::to_string(whole.shape().last()) + "] of " + whole.str();
+  return {};
 }
 
 struct BackendCaps {
