@@ -27,8 +27,8 @@
 
 #include "ablate/error.hpp"
 #include "ablate/philox.hpp"
-#include "ablate/rope.hpp"
 #include "ablate/plugin.hpp"
+#include "ablate/rope.hpp"
 #include "ablate/tensor.hpp"
 
 namespace ablate {
