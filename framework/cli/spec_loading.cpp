@@ -85,7 +85,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
   spec::SpecErrors errors;
   std::shared_ptr<PositionalEncoding> positions;
   std::shared_ptr<Task> task;
-  for (const char* path : {"task", "model.block", "model.positional_encoding", "model.ffn", "train.schedule"}) {
+  for (const char* path : {"task", "model.block", "model.attention", "model.positional_encoding", "model.ffn", "train.schedule"}) {
     const spec::PluginSlot& slot = *std::find_if(spec::plugin_slots().begin(), spec::plugin_slots().end(),
                                                  [&](const spec::PluginSlot& s) { return s.path == path; });
     const spec::PluginRef& ref = spec::plugin_at(spec, slot.path);

@@ -1,6 +1,11 @@
-// ParamScope, NormLayer, FeedForwardLayers and SublayerNorms (ablate/components.hpp): the building blocks component
-// plugins share, out of line so every plugin uses one definition.
+// ParamScope, NormLayer, FeedForwardLayers, Sublayers and SublayerNorms (ablate/components.hpp) and the
+// KeyValueCache (ablate/attention.hpp): the building blocks component plugins share, out of line so
+// every plugin uses one definition.
 #include "ablate/components.hpp"
+
+#include <algorithm>
+
+#include "ablate/attention.hpp"
 
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
@@ -58,23 +63,72 @@ Var FeedForwardLayers::operator()(Graph& g, const Var& x, Activation act) const 
   return ops::linear(g, h, g.parameter(*w_out_), g.parameter(*b_out_));
 }
 
-void SublayerNorms::build(const ParamScope& scope, const ModelDims& dims, int sublayers, NormKind kind,
-                          const std::string& block) {
+const char* sublayer_role_name(SublayerRole role) {
+  switch (role) {
+    case SublayerRole::SelfAttention: return "self_attention";
+    case SublayerRole::CrossAttention: return "cross_attention";
+    case SublayerRole::FeedForward: return "ffn";
+  }
+  return "?";
+}
+
+const char* attention_role_name(AttentionRole role) { return role == AttentionRole::Self ? "self" : "cross"; }
+
+bool Sublayers::has(SublayerRole role) const {
+  const std::vector<SublayerRole>& r = roles();
+  return std::find(r.begin(), r.end(), role) != r.end();
+}
+
+Var SublayerFunctions::operator()(Graph& g, SublayerRole role, const Var& h) const {
+  if (!has(role))
+    throw Error(std::string("this layer has no ") + sublayer_role_name(role) + " sublayer",
+                "a block calls only the roles in sublayers.roles()");
+  return f_(g, role, h);
+}
+
+void SublayerNorms::build(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles,
+                          NormKind kind, const std::string& block) {
   block_ = block;
-  if (dims.d_model <= 0 || sublayers <= 0)
-    throw Error(block + " in '" + scope.prefix() + "': needs d_model > 0 and sublayers > 0, got d_model " +
-                std::to_string(dims.d_model) + ", sublayers " + std::to_string(sublayers));
+  if (dims.d_model <= 0 || roles.empty())
+    throw Error(block + " in '" + scope.prefix() + "': needs d_model > 0 and at least one sublayer, got d_model " +
+                std::to_string(dims.d_model) + ", " + std::to_string(roles.size()) + " sublayers");
+  roles_ = roles;
   norms_.clear();
-  for (int i = 0; i < sublayers; ++i)
+  for (std::size_t i = 0; i < roles.size(); ++i)
     norms_.emplace_back(scope.child("norm" + std::to_string(i)), kind, dims.d_model, dims.norm_eps);
 }
 
-const NormLayer& SublayerNorms::operator[](int sublayer) const {
-  if (sublayer < 0 || static_cast<std::size_t>(sublayer) >= norms_.size())
-    throw Error(block_ + ": sublayer " + std::to_string(sublayer) + " out of range: built with " +
-                    std::to_string(norms_.size()) + " sublayers",
-                "build(scope, dims, sublayers) with the number of sublayers the layer applies");
-  return norms_[static_cast<std::size_t>(sublayer)];
+const NormLayer& SublayerNorms::operator[](SublayerRole role) const {
+  const auto it = std::find(roles_.begin(), roles_.end(), role);
+  if (it == roles_.end())
+    throw Error(block_ + ": no norm for the " + sublayer_role_name(role) + " sublayer: built for " +
+                    std::to_string(roles_.size()) + " sublayers without it",
+                "build(scope, dims, roles) with the roles of the layer the block runs");
+  return norms_[static_cast<std::size_t>(it - roles_.begin())];
+}
+
+KeyValues KeyValueCache::append(Graph& g, const Var& k, const Var& v) {
+  const Tensor& kt = k.value();
+  const Tensor& vt = v.value();
+  if (kt.shape().rank() != 4 || vt.shape() != kt.shape() || vt.dtype() != kt.dtype())
+    throw Error("KeyValueCache: keys " + kt.str() + " and values " + vt.str() + " must both be [B, Hkv, T, Dh] of one dtype");
+  const Shape& s = kt.shape();
+  if (length_ + s[2] > capacity_)
+    throw Error("KeyValueCache: " + std::to_string(length_) + " positions held + " + std::to_string(s[2]) +
+                    " new exceed its capacity of " + std::to_string(capacity_),
+                "the model sizes the cache for the prompt and every new token");
+  if (!k_.defined()) {
+    k_ = g.backend().empty({s[0], s[1], capacity_, s[3]}, kt.dtype());
+    v_ = g.backend().empty(k_.shape(), kt.dtype());
+    g.backend().fill(k_, 0.0f);  // rows past length() are masked; zeros keep them finite anyway
+    g.backend().fill(v_, 0.0f);
+  } else if (k_.dtype() != kt.dtype() || k_.shape()[0] != s[0] || k_.shape()[1] != s[1] || k_.shape()[3] != s[3]) {
+    throw Error("KeyValueCache: keys " + kt.str() + " do not fit the cache " + k_.str() + " made at the first step");
+  }
+  g.backend().write_time_slice(k_, kt, length_);
+  g.backend().write_time_slice(v_, vt, length_);
+  length_ += s[2];
+  return {g.constant(k_), g.constant(v_)};
 }
 
 }  // namespace ablate

@@ -1,6 +1,6 @@
-// The Transformer models (transformer.hpp): stacks of plugin blocks around multi-head attention
-// and plugin FFNs, embeddings with plugin positional encodings, the output projection (tied or
-// not), greedy decoding and decoder-only continuation with a per-layer key/value cache.
+// The Transformer models (transformer.hpp): stacks of plugin blocks around plugin attentions and
+// FFNs, embeddings with plugin positional encodings, the output projection (tied or not), greedy
+// decoding and decoder-only continuation with per-layer key/value caches, all through layer_step.
 #include "model/transformer.hpp"
 
 #include <algorithm>
@@ -166,15 +166,26 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
                              Init::normal(1.0f / std::sqrt(static_cast<float>(dims.d_model))));
   s.positions = components.positional_encoding();
   plugin_call(*s.positions, "build", [&] { s.positions->build(scope.child("positions"), dims); });
+  s.rotates = plugin_call(*s.positions, "rotates", [&] { return s.positions->rotates(); });
+  s.rotates_cross = cross && s.rotates &&
+                    plugin_call(*s.positions, "in_cross_attention", [&] { return s.positions->in_cross_attention(); });
   if (config_.embedding_norm)
     s.embedding_norm = NormLayer(scope.child("embedding_norm"), NormKind::LayerNorm, dims.d_model, config_.embedding_norm_eps);
   for (std::int64_t i = 0; i < layers; ++i) {
     const ParamScope ls = scope.child("layers").child(std::to_string(i));
     Layer layer;
+    layer.roles = {SublayerRole::SelfAttention};
+    if (cross) layer.roles.push_back(SublayerRole::CrossAttention);
+    layer.roles.push_back(SublayerRole::FeedForward);
     layer.block = components.block();
-    plugin_call(*layer.block, "build", [&] { layer.block->build(ls, dims, cross ? 3 : 2); });
-    layer.self_attn = MultiHeadAttention(ls.child("self_attn"), dims, MultiHeadAttention::Kind::Self);
-    if (cross) layer.cross_attn = MultiHeadAttention(ls.child("cross_attn"), dims, MultiHeadAttention::Kind::Cross);
+    plugin_call(*layer.block, "build", [&] { layer.block->build(ls, dims, layer.roles); });
+    layer.self_attn = components.attention();
+    plugin_call(*layer.self_attn, "build", [&] { layer.self_attn->build(ls.child("self_attn"), dims, AttentionRole::Self); });
+    if (cross) {
+      layer.cross_attn = components.attention();
+      plugin_call(*layer.cross_attn, "build",
+                  [&] { layer.cross_attn->build(ls.child("cross_attn"), dims, AttentionRole::Cross); });
+    }
     layer.ffn = components.ffn();
     plugin_call(*layer.ffn, "build", [&] { layer.ffn->build(ls.child("ffn"), dims); });
     s.layers.push_back(std::move(layer));
@@ -188,14 +199,6 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
   return s;
 }
 
-Var Transformer::Layer::sublayer(Graph& g, int i, const Var& x, const Block::Sublayer& f) const {
-  return plugin_call(*block, "apply", [&] { return block->apply(g, i, x, f); });
-}
-
-Var Transformer::Layer::feed_forward(Graph& g, const Var& h) const {
-  return plugin_call(*ffn, "forward", [&] { return ffn->forward(g, h); });
-}
-
 Var Transformer::embed(Graph& g, const Stack& stack, const Tensor& ids, std::int64_t offset) const {
   Var x = ops::embedding(g, ids, g.parameter(*stack.embedding));  // [B, T, D]
   if (config_.scale_embedding) x = ops::scale(g, x, std::sqrt(static_cast<float>(config_.dims.d_model)));
@@ -204,28 +207,95 @@ Var Transformer::embed(Graph& g, const Stack& stack, const Tensor& ids, std::int
   return ops::dropout(g, x, config_.embedding_dropout);
 }
 
-Var Transformer::run_stack(Graph& g, const Stack& stack, Var x, const ops::AttentionOptions& self_mask,
-                           const Var& memory, const ops::AttentionOptions& cross_mask, ForwardCapture* capture) const {
-  // Runs one attention, capturing its probabilities when asked.
-  auto attend = [&](const MultiHeadAttention& mha, Graph& gg, const Var& h, const Var& mem, ops::AttentionOptions mask,
-                    const char* kind, int layer) {
-    Tensor probs;
-    if (capture) mask.probs = &probs;
-    Var y = mha.forward(gg, h, mem, mask);
-    if (capture) capture->attention.push_back({stack.name, kind, layer, probs, -1});
-    return y;
+Var Transformer::layer_step(Graph& g, const Stack& stack, std::size_t i, const Var& x, const Pass& pass,
+                            const AttentionPositions* self_positions, const AttentionPositions* cross_positions) const {
+  const Layer& L = stack.layers[i];
+  LayerCache* cache = pass.cache ? &(*pass.cache)[i] : nullptr;
+  // The layer's sublayers by role, as its block calls them; every plugin call guarded.
+  class LayerSublayers final : public Sublayers {
+   public:
+    LayerSublayers(const Stack& stack, std::size_t i, const Pass& pass, LayerCache* cache,
+                   const AttentionPositions* self_positions, const AttentionPositions* cross_positions)
+        : stack_(stack), layer_(stack.layers[i]), i_(static_cast<int>(i)), pass_(pass), cache_(cache),
+          self_positions_(self_positions), cross_positions_(cross_positions) {}
+    const std::vector<SublayerRole>& roles() const override { return layer_.roles; }
+    Var operator()(Graph& g, SublayerRole role, const Var& h) const override {
+      if (!has(role))
+        throw Error(std::string("layer ") + std::to_string(i_) + " of the " + stack_.name + " has no " +
+                        sublayer_role_name(role) + " sublayer",
+                    "a block calls only the roles in sublayers.roles()");
+      if (role == SublayerRole::FeedForward)
+        return plugin_call(*layer_.ffn, "forward", [&] { return layer_.ffn->forward(g, h); });
+      const bool self = role == SublayerRole::SelfAttention;
+      const Attention& attention = self ? *layer_.self_attn : *layer_.cross_attn;
+      AttentionCall call;
+      call.x = h;
+      call.memory = self ? Var() : pass_.memory;
+      call.mask = self ? pass_.self_mask : pass_.cross_mask;
+      call.positions = self ? self_positions_ : cross_positions_;
+      call.cache = cache_ ? (self ? &cache_->self : &cache_->cross) : nullptr;
+      const bool capture = pass_.capture && (pass_.decode_step < 0 || !self);
+      Tensor probs;
+      if (capture) call.mask.probs = &probs;
+      Var y = plugin_call(attention, "forward", [&] { return attention.forward(g, call); });
+      if (capture) pass_.capture->attention.push_back({stack_.name, self ? "self" : "cross", i_, probs, pass_.decode_step});
+      return y;
+    }
+
+   private:
+    const Stack& stack_;
+    const Layer& layer_;
+    int i_;
+    const Pass& pass_;
+    LayerCache* cache_;
+    const AttentionPositions* self_positions_;
+    const AttentionPositions* cross_positions_;
   };
-  for (std::size_t i = 0; i < stack.layers.size(); ++i) {
-    const Layer& L = stack.layers[i];
-    const int li = static_cast<int>(i);
-    int sub = 0;
-    x = L.sublayer(g, sub++, x, [&](Graph& gg, const Var& h) { return attend(L.self_attn, gg, h, Var(), self_mask, "self", li); });
-    if (L.cross_attn)
-      x = L.sublayer(g, sub++, x,
-                         [&](Graph& gg, const Var& h) { return attend(*L.cross_attn, gg, h, memory, cross_mask, "cross", li); });
-    x = L.sublayer(g, sub, x, [&](Graph& gg, const Var& h) { return L.feed_forward(gg, h); });
-    if (capture) capture->residuals.push_back({stack.name, li, x.value()});
+  const LayerSublayers sublayers(stack, i, pass, cache, self_positions, cross_positions);
+  Var y = plugin_call(*L.block, "forward", [&] { return L.block->forward(g, x, sublayers); });
+  if (pass.capture && pass.decode_step < 0) pass.capture->residuals.push_back({stack.name, static_cast<int>(i), y.value()});
+  return y;
+}
+
+namespace {
+
+// A stack's rotating positional encoding as the attentions see it: queries at offset ..
+// offset+T-1, keys at the queries' positions (self) or at 0 .. S-1 (cross); each call guarded.
+class StackPositions final : public AttentionPositions {
+ public:
+  StackPositions(const PositionalEncoding& pe, Tensor query_positions, Tensor key_positions)
+      : pe_(pe), queries_(std::move(query_positions)), keys_(std::move(key_positions)) {}
+  Var queries(Graph& g, const Var& q) const override { return rotate(g, q, queries_); }
+  Var keys(Graph& g, const Var& k) const override { return rotate(g, k, keys_); }
+
+ private:
+  Var rotate(Graph& g, const Var& x, const Tensor& positions) const {
+    return plugin_call(pe_, "rotate", [&] { return pe_.rotate(g, x, positions); });
   }
+  const PositionalEncoding& pe_;
+  Tensor queries_, keys_;
+};
+
+// I32 [n]: first, first+1, ..., first+n-1 on the backend.
+Tensor position_range(Backend& be, std::int64_t first, std::int64_t n) {
+  std::vector<std::int32_t> p(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<std::int32_t>(first + static_cast<std::int64_t>(i));
+  return upload_i32(be, {n}, p);
+}
+
+}  // namespace
+
+Var Transformer::run_stack(Graph& g, const Stack& stack, Var x, const Pass& pass) const {
+  std::optional<StackPositions> self_positions, cross_positions;
+  if (stack.rotates) {
+    const Tensor queries = position_range(g.backend(), pass.offset, x.shape()[1]);
+    self_positions.emplace(*stack.positions, queries, queries);
+    if (stack.rotates_cross && pass.memory.defined())
+      cross_positions.emplace(*stack.positions, queries, position_range(g.backend(), 0, pass.memory.shape()[1]));
+  }
+  for (std::size_t i = 0; i < stack.layers.size(); ++i)
+    x = layer_step(g, stack, i, x, pass, self_positions ? &*self_positions : nullptr,
+                   cross_positions ? &*cross_positions : nullptr);
   return stack.final_norm ? (*stack.final_norm)(g, x) : x;
 }
 
@@ -235,23 +305,26 @@ Var Transformer::project_vocab(Graph& g, const Stack& stack, const Var& h) const
 }
 
 Var Transformer::logits(Graph& g, const DeviceBatch& batch, ForwardCapture* capture) const {
-  Var memory;
-  ops::AttentionOptions src_mask;
+  Pass enc;
+  enc.capture = capture;
   if (encoder_) {
-    src_mask.key_lengths = &batch.src_lengths;
-    memory = run_stack(g, *encoder_, embed(g, *encoder_, batch.src, 0), src_mask, Var(), {}, capture);  // [B, S, D]
+    enc.self_mask.key_lengths = &batch.src_lengths;
+    enc.memory = run_stack(g, *encoder_, embed(g, *encoder_, batch.src, 0), enc);  // [B, S, D]
     if (config_.arch == Arch::Encoder) {
       if (config_.num_classes > 0) {
-        const Var pooled = ops::matmul(g, g.constant(batch.pool, "pool"), memory);  // [B, 1, S]·[B, S, D] -> [B, 1, D]
-        return ops::linear(g, pooled, g.parameter(*out_w_), g.parameter(*out_b_));  // [B, 1, C]
+        const Var pooled = ops::matmul(g, g.constant(batch.pool, "pool"), enc.memory);  // [B, 1, S]·[B, S, D] -> [B, 1, D]
+        return ops::linear(g, pooled, g.parameter(*out_w_), g.parameter(*out_b_));     // [B, 1, C]
       }
-      return project_vocab(g, *encoder_, memory);  // [B, S, V]
+      return project_vocab(g, *encoder_, enc.memory);  // [B, S, V]
     }
   }
-  ops::AttentionOptions self_mask;
-  self_mask.causal = config_.causal;
-  self_mask.key_lengths = &batch.tgt_lengths;
-  const Var h = run_stack(g, *decoder_, embed(g, *decoder_, batch.tgt_in, 0), self_mask, memory, src_mask, capture);
+  Pass dec;
+  dec.capture = capture;
+  dec.self_mask.causal = config_.causal;
+  dec.self_mask.key_lengths = &batch.tgt_lengths;
+  dec.memory = enc.memory;
+  dec.cross_mask.key_lengths = &batch.src_lengths;
+  const Var h = run_stack(g, *decoder_, embed(g, *decoder_, batch.tgt_in, 0), dec);
   return project_vocab(g, *decoder_, h);  // [B, T, V]
 }
 
@@ -291,7 +364,7 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
   const auto B = static_cast<std::int64_t>(prompts.size());
   std::vector<std::vector<std::int32_t>> out(prompts.size());
   if (B == 0 || o.max_tokens == 0) return out;
-  const std::int64_t H = config_.dims.heads, Dh = config_.dims.d_model / H, V = config_.vocab_size;
+  const std::int64_t V = config_.vocab_size;
   // inputs[b] = bos + prompt b: its tokens at positions 0 .. L_b - 1.
   std::vector<std::vector<std::int32_t>> inputs(prompts.size());
   std::int64_t shortest = 0, longest = 0;
@@ -306,40 +379,22 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
   const std::int64_t S = longest + o.max_tokens - 1;
 
   Graph g(be, 0, 0, /*training=*/false, /*grad=*/false);
-  struct LayerCache {
-    Tensor k, v;  // [B, H, S, Dh], in the dtype of the keys (allocated at the first pass)
-  };
-  std::vector<LayerCache> cache(decoder_->layers.size());
+  std::vector<LayerCache> cache;
+  for (std::size_t i = 0; i < decoder_->layers.size(); ++i) cache.push_back({KeyValueCache(S), KeyValueCache(0)});
   Tensor filled = be.empty({B}, DType::I32);  // keys written so far (the same for every item)
 
   // ids [B, T] at positions first .. first+T-1 through the stack, appending their keys/values
   // to the cache: logits [B, T, V] on the host.
   const auto run = [&](const std::vector<std::int32_t>& ids, std::int64_t T, std::int64_t first) {
     be.fill(filled, static_cast<float>(first + T));
-    ops::AttentionOptions mask;
-    mask.causal = true;  // the pass's queries see the keys up to their own position
-    mask.query_offset = first;
-    mask.key_lengths = &filled;
-    Var x = embed(g, *decoder_, upload_i32(be, {B, T}, ids), first);  // [B, T, D]
-    for (std::size_t i = 0; i < decoder_->layers.size(); ++i) {
-      const Layer& L = decoder_->layers[i];
-      LayerCache& c = cache[i];
-      x = L.sublayer(g, 0, x, [&](Graph& gg, const Var& h) {
-        const MultiHeadAttention::Projected p = L.self_attn.project_self(gg, h);  // q/k/v [B, H, T, Dh]
-        if (!c.k.defined()) {
-          c.k = be.empty({B, H, S, Dh}, p.kv.k.dtype());
-          c.v = be.empty({B, H, S, Dh}, p.kv.v.dtype());
-          be.fill(c.k, 0.0f);  // rows past the filled length are masked; zeros keep them finite anyway
-          be.fill(c.v, 0.0f);
-        }
-        be.write_time_slice(c.k, p.kv.k.value(), first);
-        be.write_time_slice(c.v, p.kv.v.value(), first);
-        return L.self_attn.attend(gg, p.q, {gg.constant(c.k), gg.constant(c.v)}, mask);
-      });
-      x = L.sublayer(g, 1, x, [&](Graph& gg, const Var& h) { return L.feed_forward(gg, h); });
-    }
-    if (decoder_->final_norm) x = (*decoder_->final_norm)(g, x);
-    return host_floats(be, project_vocab(g, *decoder_, x).value());  // [B, T, V]
+    Pass pass;
+    pass.self_mask.causal = true;  // the pass's queries see the keys up to their own position
+    pass.self_mask.query_offset = first;
+    pass.self_mask.key_lengths = &filled;
+    pass.offset = first;
+    pass.cache = &cache;
+    const Var h = run_stack(g, *decoder_, embed(g, *decoder_, upload_i32(be, {B, T}, ids), first), pass);  // [B, T, D]
+    return host_floats(be, project_vocab(g, *decoder_, h).value());                                       // [B, T, V]
   };
 
   // The prompts' common part in one causal pass, then one position per step.
@@ -378,25 +433,23 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
 
 std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, const DeviceBatch& batch,
                                                                    std::int64_t max_len, ForwardCapture* cross) const {
-  const std::int64_t B = batch.B, H = config_.dims.heads, Dh = config_.dims.d_model / H;
+  const std::int64_t B = batch.B;
   const std::int64_t steps = max_len + 1;  // max_len tokens, then eos
   Graph g(be, 0, 0, /*training=*/false, /*grad=*/false);
-  ops::AttentionOptions src_mask;
-  src_mask.key_lengths = &batch.src_lengths;
-  const Var memory = run_stack(g, *encoder_, embed(g, *encoder_, batch.src, 0), src_mask, Var(), {}, nullptr);
-
-  // Per layer: the cross-attention keys/values of the memory (once), and the self-attention cache.
-  struct LayerState {
-    KeyValues cross;
-    Tensor k, v;  // [B, H, steps, Dh]
-  };
-  std::vector<LayerState> state;
-  for (const Layer& L : decoder_->layers) {
-    LayerState s{L.cross_attn->project_memory(g, memory), be.empty({B, H, steps, Dh}, memory.dtype()),
-                 be.empty({B, H, steps, Dh}, memory.dtype())};
-    state.push_back(std::move(s));
+  Pass pass;
+  {
+    Pass enc;
+    enc.self_mask.key_lengths = &batch.src_lengths;
+    pass.memory = run_stack(g, *encoder_, embed(g, *encoder_, batch.src, 0), enc);  // [B, S, D]
   }
+  // Per layer: the self-attention cache of the steps so far, and the memory's keys/values (kept at step 0).
+  std::vector<LayerCache> cache;
+  for (std::size_t i = 0; i < decoder_->layers.size(); ++i) cache.push_back({KeyValueCache(steps), KeyValueCache(0)});
   Tensor filled = be.empty({B}, DType::I32);  // keys written so far, per batch item
+  pass.self_mask.key_lengths = &filled;
+  pass.cross_mask.key_lengths = &batch.src_lengths;
+  pass.cache = &cache;
+  pass.capture = cross;
 
   std::vector<std::int32_t> token(static_cast<std::size_t>(B), TaskInfo::kBos);
   std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(B));
@@ -404,30 +457,10 @@ std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, 
   for (std::int64_t t = 0; t < steps; ++t) {
     const Tensor ids = upload_i32(be, {B, 1}, token);
     be.fill(filled, static_cast<float>(t + 1));
-    ops::AttentionOptions cache_mask;
-    cache_mask.key_lengths = &filled;
-    Var x = embed(g, *decoder_, ids, /*offset=*/t);  // [B, 1, D] at position t
-    for (std::size_t i = 0; i < decoder_->layers.size(); ++i) {
-      const Layer& L = decoder_->layers[i];
-      LayerState& s = state[i];
-      x = L.sublayer(g, 0, x, [&](Graph& gg, const Var& h) {
-        const MultiHeadAttention::Projected p = L.self_attn.project_self(gg, h);  // q/k/v [B, H, 1, Dh]
-        be.write_time_slice(s.k, p.kv.k.value(), t);
-        be.write_time_slice(s.v, p.kv.v.value(), t);
-        return L.self_attn.attend(gg, p.q, {gg.constant(s.k), gg.constant(s.v)}, cache_mask);
-      });
-      x = L.sublayer(g, 1, x, [&](Graph& gg, const Var& h) {
-        ops::AttentionOptions mask = src_mask;
-        Tensor probs;
-        if (cross) mask.probs = &probs;
-        Var y = L.cross_attn->attend(gg, L.cross_attn->project_query(gg, h), s.cross, mask);
-        if (cross) cross->attention.push_back({"decoder", "cross", static_cast<int>(i), probs, t});
-        return y;
-      });
-      x = L.sublayer(g, 2, x, [&](Graph& gg, const Var& h) { return L.feed_forward(gg, h); });
-    }
-    if (decoder_->final_norm) x = (*decoder_->final_norm)(g, x);
-    const std::vector<std::int32_t> next = argmax_rows(be, project_vocab(g, *decoder_, x).value());  // [B]
+    pass.offset = t;
+    pass.decode_step = t;
+    const Var h = run_stack(g, *decoder_, embed(g, *decoder_, ids, /*offset=*/t), pass);  // [B, 1, D] at position t
+    const std::vector<std::int32_t> next = argmax_rows(be, project_vocab(g, *decoder_, h).value());  // [B]
     bool all_done = true;
     for (std::size_t b = 0; b < out.size(); ++b) {
       if (!done[b]) {

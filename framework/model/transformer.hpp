@@ -1,7 +1,8 @@
-// The Transformer models, assembled from the component interfaces (block, positional_encoding,
-// ffn plugins) and multi-head attention: encoder-only (per-position tagging, or a pooled
+// The Transformer models, assembled from the component interfaces (block, attention,
+// positional_encoding and ffn plugins): encoder-only (per-position tagging, or a pooled
 // classifier), decoder-only causal LM (continuing prompts, greedy or sampled), and encoder-decoder
-// seq2seq with teacher forcing and greedy decoding, both over an incremental key/value cache. The
+// seq2seq with teacher forcing and greedy decoding, both over an incremental key/value cache. Every
+// pass (training, evaluation, generation, decoding) runs a layer through one path, layer_step. The
 // model knows no spec and no plugin registry: the runner maps the spec to a ModelConfig and hands
 // in a ComponentFactory.
 #pragma once
@@ -13,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "ablate/attention.hpp"
 #include "ablate/components.hpp"
 #include "ablate/philox.hpp"
 #include "ablate/task.hpp"
-#include "model/attention.hpp"
 
 namespace ablate::model {
 
@@ -43,6 +44,7 @@ struct ModelConfig {
 // One new component per use site; the runner wraps the plugin registry (and the spec's options).
 struct ComponentFactory {
   std::function<std::shared_ptr<Block>()> block;
+  std::function<std::shared_ptr<Attention>()> attention;
   std::function<std::shared_ptr<PositionalEncoding>()> positional_encoding;
   std::function<std::shared_ptr<FeedForward>()> ffn;
 };
@@ -127,30 +129,45 @@ class Transformer {
  private:
   struct Layer {
     std::shared_ptr<Block> block;
-    MultiHeadAttention self_attn;
-    std::optional<MultiHeadAttention> cross_attn;
+    std::vector<SublayerRole> roles;  // {SelfAttention, (CrossAttention,) FeedForward}
+    std::shared_ptr<Attention> self_attn;
+    std::shared_ptr<Attention> cross_attn;  // null without cross-attention
     std::shared_ptr<FeedForward> ffn;
-    // The layer's plugins, every call guarded (a throw becomes a PluginFault naming the plugin):
-    // sublayer `i` of the block around f, x: [B, T, D] -> [B, T, D]; the FFN, h: [B, T, D] -> [B, T, D].
-    Var sublayer(Graph& g, int i, const Var& x, const Block::Sublayer& f) const;
-    Var feed_forward(Graph& g, const Var& h) const;
   };
   struct Stack {
     std::string name;  // "encoder" | "decoder"
     Parameter* embedding = nullptr;  // [V, D]
     std::shared_ptr<PositionalEncoding> positions;
+    bool rotates = false;             // positions act inside self-attention (PositionalEncoding::rotates)
+    bool rotates_cross = false;       // ... and inside cross-attention
     std::optional<NormLayer> embedding_norm;  // "<stack>.embedding_norm" (model.embedding_norm)
     std::vector<Layer> layers;
     std::optional<NormLayer> final_norm;
+  };
+  // The key/value caches of one layer in an incremental decode.
+  struct LayerCache {
+    KeyValueCache self, cross;
+  };
+  // What one pass through a stack needs besides its input x [B, T, D].
+  struct Pass {
+    ops::AttentionOptions self_mask;   // causal / key lengths / query offset of the self-attentions
+    ops::AttentionOptions cross_mask;  // key lengths of the memory
+    Var memory;                        // [B, S, D]: the encoder output, for cross-attention
+    std::int64_t offset = 0;           // absolute position of x's first token
+    std::vector<LayerCache>* cache = nullptr;  // one per layer in incremental decoding; null otherwise
+    ForwardCapture* capture = nullptr;
+    std::int64_t decode_step = -1;     // >= 0: a decoding step; capture takes its cross-attention only
   };
 
   Stack build_stack(const std::string& name, std::int64_t layers, bool cross, const ComponentFactory& components,
                     const ParamScope& root) const;
   // ids [B, T] -> dropout(norm?(positions(embedding(ids) * sqrt(D)?, offset))): [B, T, D]
   Var embed(Graph& g, const Stack& stack, const Tensor& ids, std::int64_t offset) const;
-  // The layers of `stack` over x [B, T, D] (+ final norm). memory: the encoder output for cross-attention.
-  Var run_stack(Graph& g, const Stack& stack, Var x, const ops::AttentionOptions& self_mask, const Var& memory,
-                const ops::AttentionOptions& cross_mask, ForwardCapture* capture) const;
+  // The one layer path: layer `i` of `stack` (its block around its attentions and FFN) on x [B, T, D].
+  Var layer_step(Graph& g, const Stack& stack, std::size_t i, const Var& x, const Pass& pass,
+                 const AttentionPositions* self_positions, const AttentionPositions* cross_positions) const;
+  // Every layer of `stack` over x [B, T, D], then its final norm (if any): [B, T, D].
+  Var run_stack(Graph& g, const Stack& stack, Var x, const Pass& pass) const;
   // h [B, T, D] -> [B, T, V]
   Var project_vocab(Graph& g, const Stack& stack, const Var& h) const;
   std::vector<std::vector<std::int32_t>> decode_seq2seq(Backend& backend, const DeviceBatch& batch, std::int64_t max_len,

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <tuple>
 
 #include <fcntl.h>
@@ -307,19 +308,24 @@ RunReader::RunReader(const fs::path& file, Vetting vetting) : impl_(std::make_un
                 "or run `h5clear -s " +
                     name + "`");
   m.file = h5::Obj{std::move(f), name, "/"};
-  m.root = schema::open_root(m.file);
-  m.version = schema::check_format(m.root);
-  m.info = schema::read_info(m.root);
-  m.layout = schema::read_layout(m.root);
-  for (schema::TableDef& def : schema::tables(m.layout)) {
-    ReaderTable t;
-    t.steps = schema::open_path(m.root, def.steps);
-    for (const schema::ColumnDef& c : def.columns) t.columns.push_back(schema::open_path(m.root, c.path));
-    t.def = std::move(def);
-    m.tables.push_back(std::move(t));
+  try {
+    m.root = schema::open_root(m.file);
+    m.version = schema::check_format(m.root);
+    m.info = schema::read_info(m.root);
+    m.layout = schema::read_layout(m.root);
+    for (schema::TableDef& def : schema::tables(m.layout)) {
+      ReaderTable t;
+      t.steps = schema::open_path(m.root, def.steps);
+      for (const schema::ColumnDef& c : def.columns) t.columns.push_back(schema::open_path(m.root, c.path));
+      t.def = std::move(def);
+      m.tables.push_back(std::move(t));
+    }
+    m.resume_steps = schema::open_path(m.root, std::string(schema::kResumes) + "/step");
+    m.resume_times = schema::open_path(m.root, std::string(schema::kResumes) + "/time");
+  } catch (const Error& e) {  // a value the schema refuses (a damaged attribute): name the file once
+    if (std::string_view(e.what()).find(name) != std::string_view::npos) throw;
+    throw Error("run file " + name + ": " + e.what(), e.hint());
   }
-  m.resume_steps = schema::open_path(m.root, std::string(schema::kResumes) + "/step");
-  m.resume_times = schema::open_path(m.root, std::string(schema::kResumes) + "/time");
 }
 
 RunReader::RunReader(RunReader&&) noexcept = default;

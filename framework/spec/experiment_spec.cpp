@@ -43,8 +43,8 @@ const char* to_string(Metric v) {
 
 const std::vector<PluginSlot>& plugin_slots() {
   static const std::vector<PluginSlot> slots = {
-      {"task", "task"}, {"model.block", "block"}, {"model.positional_encoding", "positional_encoding"},
-      {"model.ffn", "ffn"}, {"backend", "backend"}, {"train.schedule", "schedule"}};
+      {"task", "task"}, {"model.block", "block"}, {"model.attention", "attention"},
+      {"model.positional_encoding", "positional_encoding"}, {"model.ffn", "ffn"}, {"backend", "backend"}, {"train.schedule", "schedule"}};
   return slots;
 }
 
@@ -55,6 +55,7 @@ const PluginRef& plugin_at(const ExperimentSpec& spec, const std::string& path) 
 PluginRef& plugin_at(ExperimentSpec& spec, const std::string& path) {
   if (path == "task") return spec.task;
   if (path == "model.block") return spec.model.block;
+  if (path == "model.attention") return spec.model.attention;
   if (path == "model.positional_encoding") return spec.model.positional_encoding;
   if (path == "model.ffn") return spec.model.ffn;
   if (path == "backend") return spec.backend;
@@ -578,7 +579,10 @@ const std::vector<SpecKey>& schema() {
     k.push_back(number(KEY(model.attention_dropout), kUnit).def("0.0").doc("on attention probabilities"));
     k.push_back(number(KEY(model.embedding_dropout), kUnit).def_from("model.dropout").doc("on embeddings + positions"));
     k.push_back(plugin(KEY(model.block)).def("post_norm").doc("residual/norm arrangement (`pre_norm`, `post_norm`)"));
-    k.push_back(plugin(KEY(model.positional_encoding)).def("sinusoidal").doc("(`sinusoidal`, `learned`)"));
+    k.push_back(plugin(KEY(model.attention)).def("mha").doc(
+        "the attention sublayer, self and cross (`mha`: multi-head attention); docs/architecture.md"));
+    k.push_back(plugin(KEY(model.positional_encoding)).def("sinusoidal").doc(
+        "where positions enter: added to the embeddings (`sinusoidal`, `learned`) or inside attention (a rotating plugin)"));
     k.push_back(plugin(KEY(model.ffn)).def("relu").doc("feed-forward (`relu`, `gelu`)"));
     k.push_back(boolean(KEY(model.qkv_bias)).def("true").doc("biases in the q/k/v projections"));
     k.push_back(boolean(KEY(model.out_bias)).def("true").doc("bias in the attention output projection"));

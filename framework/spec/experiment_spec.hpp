@@ -52,6 +52,7 @@ struct ModelSpec {
   double attention_dropout{};
   double embedding_dropout{};  // default: dropout
   PluginRef block{};
+  PluginRef attention{};
   PluginRef positional_encoding{};
   PluginRef ffn{};
   bool qkv_bias{};

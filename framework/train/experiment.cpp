@@ -137,6 +137,9 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
   store = std::make_unique<ParameterStore>(*backend, compute);
   model::ComponentFactory components;
   components.block = [&registry, this] { return registry.create<Block>(spec.model.block.name, spec.model.block.options); };
+  components.attention = [&registry, this] {
+    return registry.create<Attention>(spec.model.attention.name, spec.model.attention.options);
+  };
   components.positional_encoding = [&registry, this] {
     return registry.create<PositionalEncoding>(spec.model.positional_encoding.name, spec.model.positional_encoding.options);
   };

@@ -10,15 +10,18 @@ class PostNorm final : public ablate::Block {
  public:
   explicit PostNorm(const ablate::Options& o) : kind_(ablate::parse_norm_kind(o.get_string("norm"))) {}
 
-  void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims, int sublayers) override {
-    norms_.build(scope, dims, sublayers, kind_, "block/post_norm");  // "<scope>.norm<i>.gamma" / ".beta"
+  void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims,
+             const std::vector<ablate::SublayerRole>& roles) override {
+    norms_.build(scope, dims, roles, kind_, "block/post_norm");  // "<scope>.norm<i>.gamma" / ".beta"
     dropout_ = dims.dropout;
   }
 
-  // x: [B, T, D] -> Norm_i(x + Dropout(f(x))): [B, T, D]
-  ablate::Var apply(ablate::Graph& g, int sublayer, const ablate::Var& x, const Sublayer& f) const override {
-    const ablate::Var r = ablate::ops::dropout(g, f(g, x), dropout_);
-    return norms_[sublayer](g, ablate::ops::add(g, x, r));
+  // x: [B, T, D] -> for each sublayer f_r in order: x = Norm_r(x + Dropout(f_r(x))): [B, T, D]
+  ablate::Var forward(ablate::Graph& g, const ablate::Var& x, const ablate::Sublayers& sublayers) const override {
+    ablate::Var y = x;
+    for (const ablate::SublayerRole r : sublayers.roles())
+      y = norms_[r](g, ablate::ops::add(g, y, ablate::ops::dropout(g, sublayers(g, r, y), dropout_)));
+    return y;
   }
 
   bool wants_final_norm() const override { return false; }
@@ -37,7 +40,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ablate::Component* create(const ablate::Options& o) { return new PostNorm(o); }
 
-ABLATE_PLUGIN("block", "post_norm", "1.0.0", "Norm(x + Dropout(f(x))) per sublayer (Vaswani et al. 2017)",
+ABLATE_PLUGIN("block", "post_norm", "2.0.0", "Norm(x + Dropout(f(x))) per sublayer (Vaswani et al. 2017)",
               ablate::options_of(kOptions), create)
 
 }  // namespace block_post_norm

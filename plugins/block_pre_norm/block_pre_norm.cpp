@@ -10,15 +10,18 @@ class PreNorm final : public ablate::Block {
  public:
   explicit PreNorm(const ablate::Options& o) : kind_(ablate::parse_norm_kind(o.get_string("norm"))) {}
 
-  void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims, int sublayers) override {
-    norms_.build(scope, dims, sublayers, kind_, "block/pre_norm");  // "<scope>.norm<i>.gamma" / ".beta"
+  void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims,
+             const std::vector<ablate::SublayerRole>& roles) override {
+    norms_.build(scope, dims, roles, kind_, "block/pre_norm");  // "<scope>.norm<i>.gamma" / ".beta"
     dropout_ = dims.dropout;
   }
 
-  // x: [B, T, D] -> x + Dropout(f(Norm_i(x))): [B, T, D]
-  ablate::Var apply(ablate::Graph& g, int sublayer, const ablate::Var& x, const Sublayer& f) const override {
-    const ablate::Var h = norms_[sublayer](g, x);
-    return ablate::ops::add(g, x, ablate::ops::dropout(g, f(g, h), dropout_));
+  // x: [B, T, D] -> for each sublayer f_r in order: x = x + Dropout(f_r(Norm_r(x))): [B, T, D]
+  ablate::Var forward(ablate::Graph& g, const ablate::Var& x, const ablate::Sublayers& sublayers) const override {
+    ablate::Var y = x;
+    for (const ablate::SublayerRole r : sublayers.roles())
+      y = ablate::ops::add(g, y, ablate::ops::dropout(g, sublayers(g, r, norms_[r](g, y)), dropout_));
+    return y;
   }
 
   bool wants_final_norm() const override { return true; }
@@ -37,7 +40,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ablate::Component* create(const ablate::Options& o) { return new PreNorm(o); }
 
-ABLATE_PLUGIN("block", "pre_norm", "1.0.0", "x + Dropout(f(Norm(x))) per sublayer, final norm (GPT-2; Xiong et al. 2020)",
+ABLATE_PLUGIN("block", "pre_norm", "2.0.0", "x + Dropout(f(Norm(x))) per sublayer, final norm (GPT-2; Xiong et al. 2020)",
               ablate::options_of(kOptions), create)
 
 }  // namespace block_pre_norm

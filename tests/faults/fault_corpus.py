@@ -442,6 +442,16 @@ def run_file_cases(c, trials):
         reported(f"truncated_at_{size}", data[:size])
     reported("not_hdf5", b"this is not an HDF5 file\n" * 10)
 
+    def refused_attribute():  # sound HDF5, one value the schema refuses: the error names the file
+        d = damaged_dir("rf_bad_mask", data)
+        with h5py.File(os.path.join(d, "run.h5"), "r+") as f:
+            slot = f["attention"].attrs["slots"][0]
+            f["attention"][slot.decode() if isinstance(slot, bytes) else slot].attrs["mask"] = "diagonal"
+        code, out = c.run(["inspect", d])
+        expect(code, out, EXIT_FAILED, "unknown attention mask 'diagonal'", d)
+        return None
+    c.case("run_file", "attribute_value_refused", refused_attribute)
+
     def foreign_hdf5():
         d = os.path.join(c.work, "rf_foreign")
         os.makedirs(d, exist_ok=True)

@@ -4,6 +4,8 @@
 // the options `ablate plugins` prints. Plugins are linked in (OBJECT libraries) and once loaded.
 #include "ablate/components.hpp"
 
+#include "ablate/attention.hpp"
+
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -403,9 +405,18 @@ TEST_F(Components, LearnedGradientsMatchFiniteDifferences) {
 
 // --- block/post_norm and block/pre_norm
 
-std::vector<float> apply_block(Block& block, int sublayer, const Tensor& x, const Block::Sublayer& f) {
+constexpr SublayerRole kSelf = SublayerRole::SelfAttention, kCross = SublayerRole::CrossAttention,
+                        kFfn = SublayerRole::FeedForward;
+using Roles = std::vector<SublayerRole>;
+
+// The block's layer with the stand-in sublayers `f` (one function for every role).
+std::vector<float> run_block(Block& block, const Roles& roles, const Tensor& x, const SublayerFunctions::Function& f) {
   Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
-  return host(reference_backend(), block.apply(g, sublayer, g.constant(x), f).value());
+  return host(reference_backend(), block.forward(g, g.constant(x), SublayerFunctions(roles, f)).value());
+}
+// One stand-in function for every role.
+SublayerFunctions::Function every_role(const std::function<Var(Graph&, const Var&)>& f) {
+  return [f](Graph& g, SublayerRole, const Var& h) { return f(g, h); };
 }
 
 // Row means and (biased) variances of [N, D] values.
@@ -426,7 +437,7 @@ void expect_normalised_rows(const std::vector<float>& y, std::int64_t d) {
 
 TEST_F(Components, BlocksMakeOneNormPerSublayerUnderTheScope) {
   auto post = registry.create<Block>("post_norm");
-  post->build(ParamScope(store, 1, "decoder.layers.0"), small_dims(), 3);
+  post->build(ParamScope(store, 1, "decoder.layers.0"), small_dims(), {kSelf, kCross, kFfn});
   EXPECT_EQ(names(store),
             (std::vector<std::string>{"decoder.layers.0.norm0.gamma", "decoder.layers.0.norm0.beta",
                                       "decoder.layers.0.norm1.gamma", "decoder.layers.0.norm1.beta",
@@ -434,7 +445,7 @@ TEST_F(Components, BlocksMakeOneNormPerSublayerUnderTheScope) {
   for (float v : host(reference_backend(), store.get("decoder.layers.0.norm1.gamma").value)) EXPECT_EQ(v, 1.0f);
   for (float v : host(reference_backend(), store.get("decoder.layers.0.norm1.beta").value)) EXPECT_EQ(v, 0.0f);
   auto pre = registry.create<Block>("pre_norm", {{"norm", "rms_norm"}});
-  pre->build(ParamScope(store, 1, "encoder.layers.1"), small_dims(), 2);
+  pre->build(ParamScope(store, 1, "encoder.layers.1"), small_dims(), {kSelf, kFfn});
   EXPECT_TRUE(store.contains("encoder.layers.1.norm1.gamma"));
   EXPECT_FALSE(store.contains("encoder.layers.1.norm0.beta"));  // RMSNorm: gamma only
   EXPECT_EQ(store.all().size(), 8u);
@@ -442,22 +453,41 @@ TEST_F(Components, BlocksMakeOneNormPerSublayerUnderTheScope) {
   EXPECT_TRUE(pre->wants_final_norm());
   EXPECT_EQ(post->norm_kind(), NormKind::LayerNorm);
   EXPECT_EQ(pre->norm_kind(), NormKind::RMSNorm);  // the model's final norm follows the block's
-  const Block::Sublayer id = [](Graph&, const Var& h) { return h; };
-  const std::string e = testing::error_of([&] { apply_block(*pre, 2, values({1, 2, 6}), id); });
-  EXPECT_NE(e.find("block/pre_norm: sublayer 2 out of range"), std::string::npos) << e;
+  // A layer with a role the block was not built for: the error names the block and the role.
+  const auto id = every_role([](Graph&, const Var& h) { return h; });
+  const std::string e = testing::error_of([&] { run_block(*pre, {kSelf, kCross, kFfn}, values({1, 2, 6}), id); });
+  EXPECT_NE(e.find("block/pre_norm: no norm for the cross_attention sublayer"), std::string::npos) << e;
 
   EXPECT_THROW(registry.create<Block>("post_norm", {{"norm", "batch_norm"}}), UsageError);
 }
 
+// Each block calls every sublayer of the layer once, in the layer's order, and only those.
+TEST_F(Components, BlocksCallEachSublayerOnceInOrder) {
+  for (const char* plugin : {"post_norm", "pre_norm"}) {
+    SCOPED_TRACE(plugin);
+    for (const Roles& roles : {Roles{kSelf, kFfn}, Roles{kSelf, kCross, kFfn}}) {
+      ParameterStore params(reference_backend());
+      auto block = registry.create<Block>(plugin);
+      block->build(ParamScope(params, 1, "layers.0"), small_dims(), roles);
+      Roles called;
+      run_block(*block, roles, values({1, 2, 6}), [&](Graph& g, SublayerRole r, const Var& h) {
+        called.push_back(r);
+        return ops::scale(g, h, 0.5f);
+      });
+      EXPECT_EQ(called, roles);
+    }
+  }
+}
+
 TEST_F(Components, PostNormNormalisesTheResidualSum) {
   auto block = registry.create<Block>("post_norm");
-  block->build(ParamScope(store, 1, "layers.0"), small_dims(/*dropout=*/0.3f), 2);  // eval: dropout off
+  block->build(ParamScope(store, 1, "layers.0"), small_dims(/*dropout=*/0.3f), {kFfn});  // eval: dropout off
   const Tensor x = values({2, 3, 6}, 0.1f);
   const std::vector<float> xv = host(reference_backend(), x);
-  const Block::Sublayer twice = [](Graph& g, const Var& h) { return ops::scale(g, ops::activation(g, h, Activation::GeluTanh), 2.0f); };
-  expect_normalised_rows(apply_block(*block, 1, x, twice), 6);
+  const auto twice = every_role([](Graph& g, const Var& h) { return ops::scale(g, ops::activation(g, h, Activation::GeluTanh), 2.0f); });
+  expect_normalised_rows(run_block(*block, {kFfn}, x, twice), 6);
   // f = 0: LayerNorm(x) itself.
-  const std::vector<float> y = apply_block(*block, 0, x, [](Graph& g, const Var& h) { return ops::scale(g, h, 0.0f); });
+  const std::vector<float> y = run_block(*block, {kFfn}, x, every_role([](Graph& g, const Var& h) { return ops::scale(g, h, 0.0f); }));
   expect_normalised_rows(y, 6);
   // ... which preserves the order of each row's values.
   for (std::size_t r = 0; r < 6; ++r)
@@ -465,8 +495,8 @@ TEST_F(Components, PostNormNormalisesTheResidualSum) {
       EXPECT_EQ(xv[r * 6 + j] > xv[r * 6 + j - 1], y[r * 6 + j] > y[r * 6 + j - 1]);
 
   auto rms = registry.create<Block>("post_norm", {{"norm", "rms_norm"}});
-  rms->build(ParamScope(store, 1, "layers.1"), small_dims(), 1);
-  const std::vector<float> yr = apply_block(*rms, 0, x, twice);
+  rms->build(ParamScope(store, 1, "layers.1"), small_dims(), {kFfn});
+  const std::vector<float> yr = run_block(*rms, {kFfn}, x, twice);
   for (std::size_t r = 0; r < 6; ++r) {
     double ms = 0.0;
     for (std::size_t j = 0; j < 6; ++j) ms += static_cast<double>(yr[r * 6 + j]) * yr[r * 6 + j];
@@ -479,19 +509,19 @@ TEST_F(Components, PreNormKeepsTheResidualStreamAndNormalisesTheSublayerInput) {
     SCOPED_TRACE(norm);
     ParameterStore params(reference_backend());
     auto block = registry.create<Block>("pre_norm", {{"norm", norm}});
-    block->build(ParamScope(params, 1, "layers.0"), small_dims(/*dropout=*/0.3f), 2);
+    block->build(ParamScope(params, 1, "layers.0"), small_dims(/*dropout=*/0.3f), {kFfn});
     const Tensor x = values({2, 3, 6}, 0.1f);
     const std::vector<float> xv = host(reference_backend(), x);
     // f returns 0: x passes through unchanged.
     std::vector<float> seen;
-    const std::vector<float> y = apply_block(*block, 1, x, [&](Graph& g, const Var& h) {
+    const std::vector<float> y = run_block(*block, {kFfn}, x, every_role([&](Graph& g, const Var& h) {
       seen = host(reference_backend(), h.value());
       return ops::scale(g, h, 0.0f);
-    });
+    }));
     EXPECT_EQ(y, xv);
     if (std::string(norm) == "layer_norm") expect_normalised_rows(seen, 6);
     // f = identity: y = x + Norm(x).
-    const std::vector<float> y2 = apply_block(*block, 0, x, [](Graph&, const Var& h) { return h; });
+    const std::vector<float> y2 = run_block(*block, {kFfn}, x, every_role([](Graph&, const Var& h) { return h; }));
     for (std::size_t k = 0; k < y2.size(); ++k) EXPECT_NEAR(y2[k], xv[k] + seen[k], 1e-6f) << k;
   }
 }
@@ -502,11 +532,13 @@ TEST_F(Components, BlockGradientsMatchFiniteDifferences) {
     SCOPED_TRACE(plugin + " " + norm);
     ParameterStore params(reference_backend());
     auto block = registry.create<Block>(plugin, {{"norm", norm}});
-    block->build(ParamScope(params, 1, "layers.0"), small_dims(/*dropout=*/0.25f), 2);  // residual dropout on
+    block->build(ParamScope(params, 1, "layers.0"), small_dims(/*dropout=*/0.25f), {kSelf, kFfn});  // residual dropout on
     randomize(params);
-    const Block::Sublayer f = [](Graph& g, const Var& h) { return ops::activation(g, ops::scale(g, h, 1.5f), Activation::GeluTanh); };
-    // Two sublayers in sequence, as a layer applies them.
-    auto layer = [&](Graph& g, const Var& x) { return block->apply(g, 1, block->apply(g, 0, x, f), f); };
+    const SublayerFunctions f({kSelf, kFfn}, every_role([](Graph& g, const Var& h) {
+      return ops::activation(g, ops::scale(g, h, 1.5f), Activation::GeluTanh);
+    }));
+    // Two sublayers in sequence, as a layer has them.
+    auto layer = [&](Graph& g, const Var& x) { return block->forward(g, x, f); };
     expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return layer(g, in[0]); }, values({2, 3, 6}, 0.2f));
     const Tensor x = values({2, 3, 6}, 0.2f);
     EXPECT_TRUE(parameter_gradcheck(params, [&](Graph& g) { return layer(g, g.constant(x)); }));
@@ -523,7 +555,7 @@ TEST_F(Components, OneLayerRunsInBf16CloseToF32) {
     auto block = registry.create<Block>("pre_norm");
     auto ffn = registry.create<FeedForward>("gelu");
     pe->build(ParamScope(params, 1, "positions"), small_dims());
-    block->build(ParamScope(params, 1, "layers.0"), small_dims(), 1);
+    block->build(ParamScope(params, 1, "layers.0"), small_dims(), {kFfn});
     ffn->build(ParamScope(params, 1, "layers.0.ffn"), small_dims());
     Tensor x = values({2, 3, 6});
     if (dtype == DType::BF16) {
@@ -533,7 +565,7 @@ TEST_F(Components, OneLayerRunsInBf16CloseToF32) {
     }
     Graph g(be, 1, 0, false, false);
     const Var h = pe->forward(g, g.constant(x), 2);
-    const Var y = block->apply(g, 0, h, [&](Graph& gg, const Var& v) { return ffn->forward(gg, v); });
+    const Var y = block->forward(g, h, SublayerFunctions({kFfn}, every_role([&](Graph& gg, const Var& v) { return ffn->forward(gg, v); })));
     EXPECT_EQ(y.dtype(), dtype);
     return host(be, y.value());
   };
@@ -545,6 +577,38 @@ TEST_F(Components, OneLayerRunsInBf16CloseToF32) {
   }
 }
 
+// --- KeyValueCache (ablate/attention.hpp)
+
+// Appends land at the rows after the previous ones; the rows not yet written are zeros (the
+// reference backend's new tensors are NaN: a masked NaN key would still poison a kernel that
+// multiplies it by a zero probability); past capacity, or keys of another shape, are refused.
+TEST_F(Components, KeyValueCacheAppendsRowsAndKeepsTheRestZero) {
+  Backend& be = reference_backend();
+  Graph g(be, 1, 0, /*training=*/false, /*grad=*/false);
+  KeyValueCache cache(4);
+  const Var k1 = g.constant(values({1, 2, 3, 2}, 0.1f)), v1 = g.constant(values({1, 2, 3, 2}, 0.4f));
+  KeyValues kv = cache.append(g, k1, v1);
+  EXPECT_EQ(cache.length(), 3);
+  ASSERT_EQ(kv.k.shape(), Shape({1, 2, 4, 2}));
+  const Var k2 = g.constant(values({1, 2, 1, 2}, 0.7f));
+  kv = cache.append(g, k2, k2);
+  EXPECT_EQ(cache.length(), 4);
+  const std::vector<float> k = host(be, kv.k.value()), a = host(be, k1.value()), b = host(be, k2.value());
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t t = 0; t < 4; ++t)
+      for (std::size_t d = 0; d < 2; ++d)
+        EXPECT_EQ(k[(h * 4 + t) * 2 + d], t < 3 ? a[(h * 3 + t) * 2 + d] : b[h * 2 + d]) << h << " " << t << " " << d;
+  KeyValueCache fresh(5);
+  const std::vector<float> z = host(be, fresh.append(g, k2, k2).v.value());
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    const bool unwritten = i % 10 >= 2;  // rows 1..4 of each head
+    EXPECT_TRUE(!unwritten || z[i] == 0.0f) << i << ": " << z[i];
+  }
+  EXPECT_NE(testing::error_of([&] { cache.append(g, k2, k2); }).find("exceed its capacity of 4"), std::string::npos);
+  const Var wide = g.constant(values({1, 2, 1, 3}));
+  EXPECT_NE(testing::error_of([&] { fresh.append(g, wide, wide); }).find("do not fit the cache"), std::string::npos);
+}
+
 // --- the loaded libraries and `ablate plugins`
 
 TEST(ComponentPlugins, LoadedLibrariesBuildAndRun) {
@@ -554,13 +618,13 @@ TEST(ComponentPlugins, LoadedLibrariesBuildAndRun) {
   auto block = loaded.create<Block>("pre_norm");
   auto ffn = loaded.create<FeedForward>("gelu");
   auto pe = loaded.create<PositionalEncoding>("learned", {{"max_len", "4"}});
-  block->build(layer, small_dims(), 1);
+  block->build(layer, small_dims(), {kFfn});
   ffn->build(layer.child("ffn"), small_dims());
   pe->build(ParamScope(store, 1, "positions"), small_dims());
   EXPECT_TRUE(store.contains("layers.0.ffn.in.weight"));
   Graph g(reference_backend(), 1, 0, false, false);
   const Var x = pe->forward(g, g.constant(values({2, 3, 6})), 0);
-  const Var y = block->apply(g, 0, x, [&](Graph& gg, const Var& h) { return ffn->forward(gg, h); });
+  const Var y = block->forward(g, x, SublayerFunctions({kFfn}, every_role([&](Graph& gg, const Var& h) { return ffn->forward(gg, h); })));
   EXPECT_EQ(y.shape(), Shape({2, 3, 6}));
   EXPECT_NO_THROW(loaded.create<PositionalEncoding>("sinusoidal"));
   EXPECT_NO_THROW(loaded.create<FeedForward>("relu"));

@@ -14,7 +14,8 @@ namespace ablate {
 inline constexpr std::uint32_t kPluginApiVersion = 5;  // 2: Task::score_names, Task::text, Split::Test
                                                        // 3: TaskType::Classification, TaskInfo::num_classes
                                                        // 4: PositionalEncoding::max_positions
-                                                       // 5: Backend::supports, rope
+                                                       // 5: Backend::supports, rope; kind "attention",
+                                                       //    Block by role (Sublayers), PositionalEncoding::rotates
 
 }  // namespace ablate
 

@@ -1,12 +1,12 @@
-// The model's component kinds: "ffn", "positional_encoding" and "block". The model
-// (framework/model/) is assembled from these interfaces only, so each variant a tutorial uses
-// (ReLU or GELU FFN, sinusoidal or learned positions, post- or pre-norm) is its own plugin.
+// The model's component kinds "ffn", "positional_encoding" and "block" (and, in attention.hpp,
+// "attention"). The model (framework/model/) is assembled from these interfaces only, so each
+// variant (ReLU or GELU FFN, sinusoidal, learned or rotary positions, post- or pre-norm) is its own plugin.
 //
 // One plugin instance is created per use site (one FFN per layer, one block per layer, one
 // positional encoding per stack) and owns its parameters: `build` adds them to the model's
 // ParameterStore under the scope's dotted prefix and keeps pointers to them (the store's
-// addresses are stable); `forward`/`apply` read them through Graph::parameter. Shapes use the
-// vocabulary of backend.hpp: B batch, T length, D model width, F feed-forward width.
+// addresses are stable); `forward` reads them through Graph::parameter. Shapes use the
+// vocabulary of backend.hpp: B batch, T length, H heads, Dh head width, D model width, F feed-forward width.
 #pragma once
 
 #include <cstdint>
@@ -92,8 +92,12 @@ class BOOST_SYMBOL_VISIBLE FeedForward : public Component {
   virtual Var forward(Graph& g, const Var& x) const = 0;
 };
 
-// Kind "positional_encoding": adds position information to the (scaled) token embeddings.
-// Embedding dropout is the model's: a positional encoding only adds.
+// Kind "positional_encoding": where the position of a token enters the model. One kind with
+// capabilities rather than one kind per mechanism, so that `model.positional_encoding` is one
+// factor of an ablation whatever the mechanism (docs/architecture.md): an encoding
+//  - adds to the (scaled) token embeddings before the first layer (forward: sinusoidal, learned),
+//  - and/or rotates q and k inside self-attention at absolute positions (rotates(): rotary);
+// a rotating encoding's forward returns x unchanged. Embedding dropout is the model's.
 class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
  public:
   static constexpr const char* kKind = "positional_encoding";
@@ -106,22 +110,65 @@ class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
   // The number of positions it can represent (0 .. max_positions()-1), or 0 for no limit. The
   // host checks it against the task's longest sequence before training (a spec error then).
   virtual std::int64_t max_positions() const { return 0; }
+
+  // True when the encoding acts inside attention: the model then hands every self-attention of
+  // the stack a rotate() of its queries and keys (AttentionPositions in attention.hpp).
+  virtual bool rotates() const { return false; }
+  // True when cross-attentions get it too (queries at their positions, memory keys at 0 .. S-1).
+  virtual bool in_cross_attention() const { return false; }
+  // x: [B, H, T, Dh] (q, or k with H = Hkv) at the absolute positions `positions` (I32 [T], on the
+  // graph's backend) -> [B, H, T, Dh]. Called only when rotates().
+  virtual Var rotate(Graph& g, const Var& x, const Tensor& positions) const {
+    (void)g, (void)positions;
+    return x;
+  }
 };
 
-// Kind "block": the residual wiring of one layer with S sublayers (self-attention, optional
-// cross-attention, FFN), i.e. where the norms sit:
-//   post_norm: y = Norm_i(x + Dropout(f(x)))      pre_norm: y = x + Dropout(f(Norm_i(x)))
-// Residual dropout uses dims.dropout (ops::dropout: the identity outside training).
+// The sublayers of a layer, by role: self-attention, cross-attention (encoder-decoder's decoder
+// only), feed-forward. A layer's roles in order: {SelfAttention, FeedForward}, or
+// {SelfAttention, CrossAttention, FeedForward}.
+enum class SublayerRole : std::uint8_t { SelfAttention = 0, CrossAttention = 1, FeedForward = 2 };
+const char* sublayer_role_name(SublayerRole role);  // "self_attention" | "cross_attention" | "ffn"
+
+// What a block is handed to run its layer: the sublayers by role. The model implements it (each
+// call runs the attention or FFN plugin, guarded); tests and plugin authors use SublayerFunctions.
+class BOOST_SYMBOL_VISIBLE Sublayers {
+ public:
+  virtual ~Sublayers() = default;
+  // The layer's roles, in order.
+  virtual const std::vector<SublayerRole>& roles() const = 0;
+  // Sublayer `role` on h: [B, T, D] -> [B, T, D], its raw output (no residual, no dropout).
+  // Throws ablate::Error for a role the layer does not have.
+  virtual Var operator()(Graph& g, SublayerRole role, const Var& h) const = 0;
+  bool has(SublayerRole role) const;
+};
+
+// Sublayers from one function (a test's stand-ins for attention and FFN).
+class BOOST_SYMBOL_VISIBLE SublayerFunctions final : public Sublayers {
+ public:
+  using Function = std::function<Var(Graph&, SublayerRole, const Var&)>;
+  SublayerFunctions(std::vector<SublayerRole> roles, Function f) : roles_(std::move(roles)), f_(std::move(f)) {}
+  const std::vector<SublayerRole>& roles() const override { return roles_; }
+  Var operator()(Graph& g, SublayerRole role, const Var& h) const override;
+
+ private:
+  std::vector<SublayerRole> roles_;
+  Function f_;
+};
+
+// Kind "block": the wiring of one layer around its sublayers, i.e. where the norms and the
+// residual adds sit, e.g. for every role r in order:
+//   post_norm: x = Norm_r(x + Dropout(f_r(x)))      pre_norm: x = x + Dropout(f_r(Norm_r(x)))
+// and a parallel block runs attention and FFN on one normalised input. Residual dropout uses
+// dims.dropout (ops::dropout: the identity outside training).
 class BOOST_SYMBOL_VISIBLE Block : public Component {
  public:
   static constexpr const char* kKind = "block";
-  // The sublayer function: [B, T, D] -> [B, T, D] (attention over some memory, or the FFN).
-  using Sublayer = std::function<Var(Graph&, const Var&)>;
-  // Adds the parameters of `sublayers` sublayers (the norms) under `scope`
-  // (e.g. "decoder.layers.0"; sublayers = 3 with cross-attention).
-  virtual void build(const ParamScope& scope, const ModelDims& dims, int sublayers) = 0;
-  // Sublayer `sublayer` (0 .. S-1, in the layer's order) around x: [B, T, D] -> [B, T, D].
-  virtual Var apply(Graph& g, int sublayer, const Var& x, const Sublayer& f) const = 0;
+  // Adds the block's parameters (its norms, gates) for a layer with `roles` under `scope`
+  // (e.g. "decoder.layers.0").
+  virtual void build(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles) = 0;
+  // The layer: x [B, T, D] -> [B, T, D], calling each of sublayers.roles() once.
+  virtual Var forward(Graph& g, const Var& x, const Sublayers& sublayers) const = 0;
   // True when the stack of these blocks must end with a norm (pre-norm: the residual stream
   // is never normalised otherwise). The model owns that final norm, of kind norm_kind().
   virtual bool wants_final_norm() const = 0;
@@ -148,15 +195,17 @@ class BOOST_SYMBOL_VISIBLE FeedForwardLayers {
   Parameter* b_out_ = nullptr;
 };
 
-// The state every norm-placement block shares: one NormLayer per sublayer, "<scope>.norm<i>",
-// with range-checked access (errors name the block, e.g. "block/pre_norm").
+// The state every norm-placement block shares: one NormLayer per sublayer, "<scope>.norm<i>" for
+// the i-th of the layer's roles, looked up by role (errors name the block, e.g. "block/pre_norm").
 class BOOST_SYMBOL_VISIBLE SublayerNorms {
  public:
-  void build(const ParamScope& scope, const ModelDims& dims, int sublayers, NormKind kind, const std::string& block);
-  const NormLayer& operator[](int sublayer) const;
+  void build(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles, NormKind kind,
+             const std::string& block);
+  const NormLayer& operator[](SublayerRole role) const;
   std::size_t size() const { return norms_.size(); }
 
  private:
+  std::vector<SublayerRole> roles_;
   std::vector<NormLayer> norms_;
   std::string block_;
 };

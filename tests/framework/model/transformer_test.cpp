@@ -1,12 +1,14 @@
 // Tests for the Transformer models (framework/model): the masks (a causal decoder cannot see the
 // future; padding changes nothing), greedy decoding over the key/value cache against decoding by
 // full recomputation, the classifier's pooling, the options that add or remove parameters, and
-// the batch checks. Tiny random models on the reference backend, components from the built-in plugins.
+// the batch checks, also with positions that act inside attention (examples/positional_encoding_rotary).
+// Tiny random models on the reference backend, components from the built-in and example plugins.
 #include "model/transformer.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
@@ -20,11 +22,22 @@ using testing::host;
 
 using Options = std::map<std::string, std::string>;
 
+// The built-in plugins and the example components (positional_encoding/rotary).
+PluginRegistry& registry() {
+  static PluginRegistry* r = [] {
+    auto* reg = new PluginRegistry();  // never destroyed, like builtin_registry()
+    reg->scan({builtin_plugin_dir(), std::filesystem::path(ABLATE_FIXTURE_DIR) / "examples"});
+    return reg;
+  }();
+  return *r;
+}
+
 ComponentFactory components(const std::string& block, const std::string& pe, const std::string& ffn) {
   ComponentFactory f;
-  f.block = [block] { return builtin_registry().create<Block>(block); };
-  f.positional_encoding = [pe] { return builtin_registry().create<PositionalEncoding>(pe, pe == "learned" ? Options{{"max_len", "32"}} : Options{}); };
-  f.ffn = [ffn] { return builtin_registry().create<FeedForward>(ffn); };
+  f.block = [block] { return registry().create<Block>(block); };
+  f.attention = [] { return registry().create<Attention>("mha"); };
+  f.positional_encoding = [pe] { return registry().create<PositionalEncoding>(pe, pe == "learned" ? Options{{"max_len", "32"}} : Options{}); };
+  f.ffn = [ffn] { return registry().create<FeedForward>(ffn); };
   return f;
 }
 
@@ -68,12 +81,12 @@ std::vector<float> logits_of(const Transformer& m, const DeviceBatch& batch) {
 
 TEST(Transformer, CausalDecoderCannotSeeTheFuture) {
   const ModelConfig c = tiny(Arch::Decoder);
-  for (const std::string block : {"post_norm", "pre_norm"}) {
-    Built m = build(c, block, "learned");
+  for (const auto& [block, pe] : {std::pair{"post_norm", "learned"}, std::pair{"pre_norm", "learned"}, std::pair{"pre_norm", "rotary"}}) {
+    Built m = build(c, block, pe);
     const std::vector<float> a = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 6, 7, 8}}}, c));
     const std::vector<float> b = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 9, 10, 3}}}, c));  // tokens 3.. changed
     const std::size_t V = 11, unchanged = 4 * V;  // inputs bos,3,4,5 are equal: positions 0..3 must not move
-    for (std::size_t i = 0; i < unchanged; ++i) ASSERT_EQ(a[i], b[i]) << block << " logit " << i;
+    for (std::size_t i = 0; i < unchanged; ++i) ASSERT_EQ(a[i], b[i]) << block << "/" << pe << " logit " << i;
     bool later_changed = false;
     for (std::size_t i = unchanged; i < a.size(); ++i) later_changed |= a[i] != b[i];
     EXPECT_TRUE(later_changed) << "the changed tokens must change the later positions";
@@ -122,12 +135,31 @@ TEST(Transformer, EmbeddingNormNormalisesTheEmbeddingsWithItsOwnEpsilon) {
 
 TEST(Transformer, PaddingDoesNotChangeTheValidPositions) {
   const ModelConfig c = tiny(Arch::EncoderDecoder);
-  Built m = build(c, "pre_norm");
-  const Example shortest{{3, 4, 5}, {6, 7}};
-  const Example longer{{3, 4, 5, 6, 7, 8, 9}, {6, 7, 8, 9, 10}};
-  const std::vector<float> alone = logits_of(*m.model, batch_of({shortest}, c));     // [1, 3, V]
-  const std::vector<float> padded = logits_of(*m.model, batch_of({shortest, longer}, c));  // [2, 6, V]: item 0 padded
-  for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_NEAR(alone[i], padded[i], 1e-5f) << "logit " << i;
+  for (const char* pe : {"sinusoidal", "rotary"}) {
+    Built m = build(c, "pre_norm", pe);
+    const Example shortest{{3, 4, 5}, {6, 7}};
+    const Example longer{{3, 4, 5, 6, 7, 8, 9}, {6, 7, 8, 9, 10}};
+    const std::vector<float> alone = logits_of(*m.model, batch_of({shortest}, c));          // [1, 3, V]
+    const std::vector<float> padded = logits_of(*m.model, batch_of({shortest, longer}, c));  // [2, 6, V]: item 0 padded
+    for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_NEAR(alone[i], padded[i], 1e-5f) << pe << " logit " << i;
+  }
+}
+
+// Rotary positions act inside self-attention only: nothing is added to the embeddings, no
+// parameter is made, and yet the order of the tokens matters (a model without positions would
+// give a permutation-equivariant encoder).
+TEST(Transformer, RotaryPositionsMakeOrderMatterWithoutParameters) {
+  ModelConfig c = tiny(Arch::Encoder);
+  Built rotary = build(c, "pre_norm", "rotary");
+  Built sinusoidal = build(c, "pre_norm", "sinusoidal");
+  EXPECT_EQ(rotary.store->numel(), sinusoidal.store->numel());  // neither has position parameters
+  const std::vector<float> a = logits_of(*rotary.model, batch_of({{{3, 4, 5, 6}, {3, 4, 5, 6}}}, c));  // [1, 4, V]
+  const std::vector<float> b = logits_of(*rotary.model, batch_of({{{6, 5, 4, 3}, {6, 5, 4, 3}}}, c));  // reversed
+  const std::size_t V = 11;
+  // Without positions, position 0 of b (token 6) would equal position 3 of a (token 6).
+  double difference = 0.0;
+  for (std::size_t v = 0; v < V; ++v) difference += std::abs(a[3 * V + v] - b[v]);
+  EXPECT_GT(difference, 1e-4) << "the token's position must change its output";
 }
 
 // Greedy decoding by recomputing the whole prefix each step: what the KV cache must reproduce.
@@ -146,7 +178,8 @@ std::vector<std::int32_t> naive_greedy(const Transformer& m, const ModelConfig& 
 
 TEST(Transformer, GreedyDecodingWithTheCacheEqualsRecomputation) {
   ModelConfig c = tiny(Arch::EncoderDecoder);
-  for (const auto& [block, pe] : {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}}) {
+  for (const auto& [block, pe] :
+       {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}, std::pair{"post_norm", "rotary"}}) {
     for (std::uint64_t seed : {3u, 11u}) {
       Built m = build(c, block, pe, "gelu", seed);
       const std::vector<Example> examples = {{{3, 4, 5, 6}, {}}, {{7, 8, 9, 10, 4, 5, 6}, {}}, {{5}, {}}};
@@ -327,7 +360,8 @@ TEST(Transformer, GreedyContinuationWithTheCacheEqualsRecomputation) {
   const ModelConfig c = tiny(Arch::Decoder);
   GenerateOptions greedy;
   greedy.max_tokens = 8;
-  for (const auto& [block, pe] : {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}}) {
+  for (const auto& [block, pe] :
+       {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}, std::pair{"post_norm", "rotary"}}) {
     for (std::uint64_t seed : {3u, 11u}) {
       Built m = build(c, block, pe, "gelu", seed);
       // Prompts of different lengths: one causal pass over the shortest (bos alone), then steps in

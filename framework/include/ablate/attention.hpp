@@ -1,0 +1,93 @@
+// Kind "attention": the attention sublayer as a plugin (its projections, its k/v heads, what it
+// does to q and k before the product), and what the model hands it for one call: the memory of a
+// cross-attention, the mask, the positions that act inside attention, and the key/value cache.
+// The built-in attention/mha is one such plugin; docs/architecture.md shows where it sits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ablate/components.hpp"
+#include "ablate/ops.hpp"
+
+namespace ablate {
+
+// Which attention of a layer: over the layer's own input (Self), or from the decoder to the
+// encoder output (Cross).
+enum class AttentionRole : std::uint8_t { Self = 0, Cross = 1 };
+const char* attention_role_name(AttentionRole role);  // "self" | "cross"
+
+// Keys and values split into heads: k, v [B, Hkv, S, Dh] (Hkv = H for multi-head attention).
+struct KeyValues {
+  Var k, v;
+};
+
+// The keys and values of one attention sublayer across the steps of an incremental decode
+// (generation, greedy decoding): one per attention per layer, owned by the model, created before
+// the first step and used for every step. Allocate once: the buffers [B, Hkv, capacity, Dh] are
+// made (zero-filled) at the first append, in the dtype and head count of the first keys.
+class BOOST_SYMBOL_VISIBLE KeyValueCache {
+ public:
+  // capacity: the most positions a self-attention's cache will hold (prompt + new tokens).
+  explicit KeyValueCache(std::int64_t capacity) : capacity_(capacity) {}
+
+  // Self-attention: writes k, v [B, Hkv, T, Dh] at rows length() .. length()+T-1 and returns the
+  // whole buffers [B, Hkv, capacity, Dh] as constants (rows from length()+T on are unwritten: the
+  // model's mask, key_lengths = positions so far, hides them). Throws ablate::Error past capacity
+  // or when k, v change shape or dtype between steps.
+  KeyValues append(Graph& g, const Var& k, const Var& v);
+  // Positions written so far.
+  std::int64_t length() const { return length_; }
+  std::int64_t capacity() const { return capacity_; }
+
+  // Cross-attention: the memory's keys and values are computed at the first step and kept.
+  bool has_memory() const { return memory_.k.defined(); }
+  const KeyValues& memory() const { return memory_; }
+  void keep_memory(const KeyValues& kv) { memory_ = kv; }
+
+ private:
+  std::int64_t capacity_;
+  std::int64_t length_ = 0;
+  Tensor k_, v_;
+  KeyValues memory_;
+};
+
+// Positions that act inside attention (a positional encoding that rotates q and k, e.g. rotary),
+// as the model hands them to an attention: the model implements it around the stack's positional
+// encoding, so what that plugin throws is reported as its own fault. Absent (null in the call)
+// when the encoding only adds to the embeddings, and for cross-attention unless the encoding
+// asks for it (PositionalEncoding::in_cross_attention).
+class BOOST_SYMBOL_VISIBLE AttentionPositions {
+ public:
+  virtual ~AttentionPositions() = default;
+  // q [B, H, T, Dh] of the call's queries, at their absolute positions (offset .. offset+T-1).
+  virtual Var queries(Graph& g, const Var& q) const = 0;
+  // New keys [B, Hkv, S', Dh] at their absolute positions: the queries' in self-attention (the
+  // keys a step appends to the cache), 0 .. S'-1 in cross-attention.
+  virtual Var keys(Graph& g, const Var& k) const = 0;
+};
+
+// One call of an attention sublayer.
+struct AttentionCall {
+  Var x;       // [B, T, D]: the queries' input (the block has normalised it, or not)
+  Var memory;  // [B, S, D]: the keys' and values' input of a cross-attention; undefined for Self
+  // Causal / key lengths / query offset, and `probs` when the model logs the probabilities. The
+  // attention sets dropout (its own, from ModelDims::attention_dropout) and may set scale.
+  ops::AttentionOptions mask;
+  const AttentionPositions* positions = nullptr;  // null: no positions act inside this attention
+  KeyValueCache* cache = nullptr;                 // null: no incremental decoding (training, a full pass)
+};
+
+// Kind "attention": one instance per attention sublayer (self and cross are separate instances,
+// built with their role). Output [B, T, D].
+class BOOST_SYMBOL_VISIBLE Attention : public Component {
+ public:
+  static constexpr const char* kKind = "attention";
+  // Adds this attention's parameters under `scope` ("decoder.layers.0.self_attn").
+  virtual void build(const ParamScope& scope, const ModelDims& dims, AttentionRole role) = 0;
+  // x: [B, T, D] (and memory [B, S, D]) -> [B, T, D]. With a cache, a Self call appends its new
+  // keys/values and attends over all of them; a Cross call computes the memory's once.
+  virtual Var forward(Graph& g, const AttentionCall& call) const = 0;
+};
+
+}  // namespace ablate
