@@ -22,7 +22,8 @@ constexpr OpName kNames[] = {
     {"rms_norm", "fwd"},      {"rms_norm", "bwd"},   {"activation", "fwd"},  {"activation", "bwd"},
     {"add", "fwd"},           {"add", "bwd"},        {"mul", "fwd"},         {"mul", "bwd"},
     {"dropout", "fwd"},       {"dropout", "bwd"},    {"embedding", "fwd"},   {"embedding", "bwd"},
-    {"split/merge heads", "fwd"}, {"split/merge heads", "bwd"}, {"cross_entropy", "fwd+bwd"},
+    {"split/merge heads", "fwd"}, {"split/merge heads", "bwd"}, {"rope", "fwd"}, {"rope", "bwd"},
+    {"slice/concat last", "fwd"}, {"slice/concat last", "bwd"}, {"cross_entropy", "fwd+bwd"},
     {"axpy", "bwd"},          {"sum_squares", "optim"}, {"adam_update", "optim"},
     {"memory (alloc, fill, copy, cast)", "-"},
 };
@@ -147,6 +148,22 @@ void HostedBackend::cast(Tensor& y, const Tensor& x) {
 }
 void HostedBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
   timed(ProfiledOp::Memory, 0.0, [&] { inner_->write_time_slice(dst, src, offset); });
+}
+
+bool HostedBackend::supports(OptionalOp op) const {
+  return plugin_call(*inner_, "supports", [&] { return inner_->supports(op); });
+}
+void HostedBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
+  timed(ProfiledOp::RopeFwd, 0.0, [&] { inner_->rope_forward(y, x, positions, rotary, base); });
+}
+void HostedBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
+  timed(ProfiledOp::RopeBwd, 0.0, [&] { inner_->rope_backward(dx, dy, positions, rotary, base); });
+}
+void HostedBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
+  timed(ProfiledOp::SliceFwd, 0.0, [&] { inner_->slice_last_forward(y, x, offset); });
+}
+void HostedBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
+  timed(ProfiledOp::SliceBwd, 0.0, [&] { inner_->slice_last_backward(dx, dy, offset); });
 }
 
 void HostedBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,

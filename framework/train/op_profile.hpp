@@ -23,7 +23,8 @@ namespace ablate::train {
 enum class ProfiledOp : std::uint8_t {
   LinearFwd, LinearBwd, MatmulFwd, MatmulBwd, AttentionFwd, AttentionBwd, LayerNormFwd, LayerNormBwd,
   RmsNormFwd, RmsNormBwd, ActivationFwd, ActivationBwd, AddFwd, AddBwd, MulFwd, MulBwd, DropoutFwd,
-  DropoutBwd, EmbeddingFwd, EmbeddingBwd, HeadsFwd, HeadsBwd, CrossEntropy, Axpy, SumSquares, AdamUpdate,
+  DropoutBwd, EmbeddingFwd, EmbeddingBwd, HeadsFwd, HeadsBwd, RopeFwd, RopeBwd, SliceFwd, SliceBwd, CrossEntropy, Axpy,
+  SumSquares, AdamUpdate,
   Memory,  // empty, fill, copies, cast, KV-cache writes
   Count
 };
@@ -108,6 +109,12 @@ class HostedBackend final : public Backend {
   void sum_squares(Tensor& total, const Tensor& x) override;
   void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad, const AdamParams& params) override;
   void cast(Tensor& y, const Tensor& x) override;
+  // The optional ops: announced as the plugin announces them, forwarded like the others.
+  bool supports(OptionalOp op) const override;
+  void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
+  void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) override;
+  void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) override;
+  void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) override;
 
  private:
   // Runs `call` on the inner backend, timed into `op` with `flops` of work.

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The plugin SDK round trip: install Ablate into a temporary prefix, build the out-of-tree
-# example plugin against that install in a separate build tree, and load it with the
-# installed `ablate` (via ABLATE_PLUGIN_PATH, then installed next to the built-in plugins).
-# Usage: install_roundtrip.sh <ablate build dir> <example source dir>
+# example plugins against that install in separate build trees, load schedule/linear with the
+# installed `ablate` (via ABLATE_PLUGIN_PATH, then installed next to the built-in plugins), and
+# train the copy task with positional_encoding/rotary (positions inside attention).
+# Usage: install_roundtrip.sh <ablate build dir> <examples dir>
 set -euo pipefail
 build=$1
-example=$2
+example=$2/schedule_linear
+rotary=$2/positional_encoding_rotary
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -44,4 +46,28 @@ installed=$(find "$work/prefix" -name schedule_linear.so | head -1)
 [ -n "$installed" ] || fail "installing the example did not place schedule_linear.so"
 json=$("$work/prefix/bin/ablate" plugins --json)
 check "$json" "$installed"
-echo "sdk round trip: installed ablate loads the out-of-tree plugin"
+
+# positional_encoding/rotary: built out of tree, it trains an encoder-decoder on the copy task.
+cmake -S "$rotary" -B "$work/rotary-build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/rotary-build"
+cat > "$work/rotary_copy.yaml" <<'YAML'
+name: rotary_copy
+task: {plugin: copy, vocab_size: 12, min_len: 2, max_len: 6, train_examples: 2000, eval_examples: 64}
+model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm, positional_encoding: rotary}
+train: {steps: 300, batch_size: 32, schedule: {plugin: constant}, optimizer: {lr: 3.0e-3}}
+log: {every: 100}
+eval: {every: 300, batches: 2}
+YAML
+ABLATE_PLUGIN_PATH="$work/rotary-build" "$work/prefix/bin/ablate" run "$work/rotary_copy.yaml" --out "$work/rotary_run" \
+  --progress quiet || fail "the copy task with the out-of-tree rotary positions did not train"
+/usr/bin/python3 - "$work/rotary_run/run.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    plugins = [p.decode() if isinstance(p, bytes) else p for p in f.attrs["plugins"]]
+    assert any(p.startswith("positional_encoding/rotary 1.0.0") for p in plugins), plugins
+    assert f.attrs["status"] in ("completed", b"completed"), f.attrs["status"]
+    acc = f["metrics/eval/token_accuracy"][-1]
+    assert acc > 0.5, f"token accuracy {acc} after 300 steps: rotary positions did not let it learn to copy (chance 0.08)"
+print(f"rotary copy: token accuracy {acc:.3f}")
+PY
+echo "sdk round trip: installed ablate loads the out-of-tree plugins; rotary positions train the copy task"

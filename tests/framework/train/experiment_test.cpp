@@ -1,9 +1,15 @@
 // Tests for the spec-to-config mapping of framework/train/experiment.cpp: every field of the model
 // and optimizer configs comes from the spec, and the configs' own initial values (public structs a
-// plugin author may construct) are the spec's defaults, so the two can never disagree unseen.
+// plugin author may construct) are the spec's defaults, so the two can never disagree unseen; and the
+// run's wrapper of its backend plugin (HostedBackend) forwards the optional ops.
 #include "train/experiment.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ablate/ops.hpp"
+#include "backends/backend_test_util.hpp"
 
 namespace ablate::train {
 namespace {
@@ -88,6 +94,34 @@ TEST(SpecDefaults, EveryConfigFieldFollowsTheSpec) {
   EXPECT_NE(a.eps, ad.eps);
   EXPECT_NE(a.weight_decay, ad.weight_decay);
   EXPECT_NE(a.decoupled, ad.decoupled);
+}
+
+}  // namespace
+}  // namespace ablate::train
+
+namespace ablate::train {
+namespace {
+
+// The run's wrapper of its backend plugin forwards the optional ops too: it announces what the
+// plugin announces, and rope and slice_last run through it (a rotary run trains on it).
+TEST(HostedBackend, ForwardsTheOptionalOps) {
+  auto profile = std::make_shared<OpProfile>();
+  HostedBackend hosted(testing::builtin_registry().create<Backend>("reference"), profile);
+  ASSERT_TRUE(hosted.supports(OptionalOp::rope));
+  ASSERT_TRUE(hosted.supports(OptionalOp::slice_last));
+  Tensor x = hosted.empty({1, 1, 2, 2}, DType::F32);
+  const std::vector<float> xv = {1.0f, 0.0f, 1.0f, 0.0f};  // pairs (x0, x1) at positions 0 and 1
+  hosted.copy_from_host(x, xv.data());
+  Tensor positions = hosted.empty({2}, DType::I32);
+  const std::vector<std::int32_t> pv = {0, 1};
+  hosted.copy_from_host(positions, pv.data());
+  Graph g(hosted, 1, 0, /*training=*/false, /*grad=*/false);
+  const std::vector<float> y = testing::host(hosted, ops::rope(g, g.constant(x), positions, 2, 10000.0f).value());
+  EXPECT_FLOAT_EQ(y[0], 1.0f);  // position 0: not turned
+  EXPECT_FLOAT_EQ(y[2], std::cos(1.0f));  // position 1: turned by 1 radian (i = 0)
+  EXPECT_FLOAT_EQ(y[3], std::sin(1.0f));
+  const std::vector<float> s = testing::host(hosted, ops::slice_last(g, g.constant(x), 1, 1).value());
+  EXPECT_EQ(s, (std::vector<float>{0.0f, 0.0f}));
 }
 
 }  // namespace
