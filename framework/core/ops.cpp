@@ -74,15 +74,21 @@ Var matmul(Graph& g, const Var& a, const Var& b, bool trans_a, bool trans_b, flo
 
 Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options) {
   const Shape& qs = q.shape();
-  require(qs.rank() == 4 && k.shape().rank() == 4 && k.shape() == v.shape() && qs[0] == k.shape()[0] &&
-              qs[1] == k.shape()[1] && qs[3] == k.shape()[3],
-          "attention", "expects q[B, H, T, Dh], k/v[B, H, S, Dh], got " + q.value().str() + ", " + k.value().str() +
-                           ", " + v.value().str());
-  Backend& be = g.backend();
   AttentionParams p;
   p.causal = options.causal;
   p.key_lengths = options.key_lengths;
   p.query_offset = options.query_offset;
+  const Var bias = options.bias;
+  const Tensor slopes = options.slopes;
+  if (bias.defined()) p.bias = &bias.value();
+  if (slopes.defined()) p.slopes = &slopes;
+  const std::string problem = attention_problem(q.value(), k.value(), v.value(), p);
+  require(problem.empty(), "attention", problem);
+  Backend& be = g.backend();
+  require(!(bias.defined() || slopes.defined()) || be.supports(OptionalOp::attention_bias), "attention",
+          "this backend has no attention logit bias or ALiBi slopes (Backend::supports); run on reference or onednn");
+  require(k.shape()[1] == qs[1] || be.supports(OptionalOp::grouped_attention), "attention",
+          "this backend has no grouped k/v heads (Backend::supports); run on reference or onednn");
   p.scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(qs[3]));
   if (g.training() && options.dropout > 0.0f) {
     p.dropout = options.dropout;
@@ -92,10 +98,14 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
   Tensor lse = be.empty({qs[0], qs[1], qs[2]}, DType::F32);
   if (options.probs) *options.probs = be.empty({qs[0], qs[1], qs[2], k.shape()[2]}, DType::F32);
   be.attention_forward(out, lse, options.probs, q.value(), k.value(), v.value(), p);
-  Var result = g.result(out, {&q, &k, &v});
-  g.record(result, [&g, q, k, v, out, lse, p](const Tensor& dout) {
+  Var result = bias.defined() ? g.result(out, {&q, &k, &v, &bias}) : g.result(out, {&q, &k, &v});
+  g.record(result, [&g, q, k, v, out, lse, p, bias, slopes](const Tensor& dout) {
+    AttentionParams bp = p;  // pointing into this closure's own copies
+    bp.bias = bias.defined() ? &bias.value() : nullptr;
+    bp.slopes = slopes.defined() ? &slopes : nullptr;
+    bp.dbias = bias.defined() ? g.grad_buffer(bias) : nullptr;
     g.backend().attention_backward(g.grad_buffer(q), g.grad_buffer(k), g.grad_buffer(v), dout, out, lse, q.value(),
-                                   k.value(), v.value(), p);
+                                   k.value(), v.value(), bp);
   });
   return result;
 }

@@ -167,8 +167,9 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
   s.positions = components.positional_encoding();
   plugin_call(*s.positions, "build", [&] { s.positions->build(scope.child("positions"), dims); });
   s.rotates = plugin_call(*s.positions, "rotates", [&] { return s.positions->rotates(); });
-  s.rotates_cross = cross && s.rotates &&
-                    plugin_call(*s.positions, "in_cross_attention", [&] { return s.positions->in_cross_attention(); });
+  s.biases = plugin_call(*s.positions, "biases_logits", [&] { return s.positions->biases_logits(); });
+  s.in_cross = cross && (s.rotates || s.biases) &&
+               plugin_call(*s.positions, "in_cross_attention", [&] { return s.positions->in_cross_attention(); });
   if (config_.embedding_norm)
     s.embedding_norm = NormLayer(scope.child("embedding_norm"), NormKind::LayerNorm, dims.d_model, config_.embedding_norm_eps);
   for (std::int64_t i = 0; i < layers; ++i) {
@@ -286,16 +287,38 @@ Tensor position_range(Backend& be, std::int64_t first, std::int64_t n) {
 }  // namespace
 
 Var Transformer::run_stack(Graph& g, const Stack& stack, Var x, const Pass& pass) const {
+  const std::int64_t T = x.shape()[1];
+  const bool cross = stack.in_cross && pass.memory.defined();
   std::optional<StackPositions> self_positions, cross_positions;
   if (stack.rotates) {
-    const Tensor queries = position_range(g.backend(), pass.offset, x.shape()[1]);
+    const Tensor queries = position_range(g.backend(), pass.offset, T);
     self_positions.emplace(*stack.positions, queries, queries);
-    if (stack.rotates_cross && pass.memory.defined())
-      cross_positions.emplace(*stack.positions, queries, position_range(g.backend(), 0, pass.memory.shape()[1]));
+    if (cross) cross_positions.emplace(*stack.positions, queries, position_range(g.backend(), 0, pass.memory.shape()[1]));
   }
-  for (std::size_t i = 0; i < stack.layers.size(); ++i)
-    x = layer_step(g, stack, i, x, pass, self_positions ? &*self_positions : nullptr,
-                   cross_positions ? &*cross_positions : nullptr);
+  if (!stack.biases)
+    return run_layers(g, stack, x, pass, self_positions ? &*self_positions : nullptr,
+                      cross_positions ? &*cross_positions : nullptr);
+  // Logit biases, once per pass: self-attention keys are this pass's (T) or the whole cache.
+  Pass biased = pass;
+  const PositionalEncoding& pe = *stack.positions;
+  const std::int64_t S = pass.cache && !pass.cache->empty() ? pass.cache->front().self.capacity() : T;
+  const PositionalEncoding::LogitBias self_bias =
+      plugin_call(pe, "logit_bias", [&] { return pe.logit_bias(g, T, S, pass.offset); });
+  biased.self_mask.bias = self_bias.bias;
+  biased.self_mask.slopes = self_bias.slopes;
+  if (cross) {
+    const PositionalEncoding::LogitBias cross_bias =
+        plugin_call(pe, "logit_bias", [&] { return pe.logit_bias(g, T, pass.memory.shape()[1], pass.offset); });
+    biased.cross_mask.bias = cross_bias.bias;
+    biased.cross_mask.slopes = cross_bias.slopes;
+  }
+  return run_layers(g, stack, x, biased, self_positions ? &*self_positions : nullptr,
+                    cross_positions ? &*cross_positions : nullptr);
+}
+
+Var Transformer::run_layers(Graph& g, const Stack& stack, Var x, const Pass& pass, const AttentionPositions* self_positions,
+                            const AttentionPositions* cross_positions) const {
+  for (std::size_t i = 0; i < stack.layers.size(); ++i) x = layer_step(g, stack, i, x, pass, self_positions, cross_positions);
   return stack.final_norm ? (*stack.final_norm)(g, x) : x;
 }
 

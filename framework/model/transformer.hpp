@@ -138,8 +138,9 @@ class Transformer {
     std::string name;  // "encoder" | "decoder"
     Parameter* embedding = nullptr;  // [V, D]
     std::shared_ptr<PositionalEncoding> positions;
-    bool rotates = false;             // positions act inside self-attention (PositionalEncoding::rotates)
-    bool rotates_cross = false;       // ... and inside cross-attention
+    bool rotates = false;             // positions rotate q/k inside self-attention (PositionalEncoding::rotates)
+    bool biases = false;              // positions add to the self-attention logits (::biases_logits)
+    bool in_cross = false;            // ... and the same inside cross-attention (::in_cross_attention)
     std::optional<NormLayer> embedding_norm;  // "<stack>.embedding_norm" (model.embedding_norm)
     std::vector<Layer> layers;
     std::optional<NormLayer> final_norm;
@@ -166,8 +167,11 @@ class Transformer {
   // The one layer path: layer `i` of `stack` (its block around its attentions and FFN) on x [B, T, D].
   Var layer_step(Graph& g, const Stack& stack, std::size_t i, const Var& x, const Pass& pass,
                  const AttentionPositions* self_positions, const AttentionPositions* cross_positions) const;
-  // Every layer of `stack` over x [B, T, D], then its final norm (if any): [B, T, D].
+  // Every layer of `stack` over x [B, T, D], then its final norm (if any): [B, T, D], with the
+  // stack's positions inside attention (rotations, logit biases) prepared once for the pass.
   Var run_stack(Graph& g, const Stack& stack, Var x, const Pass& pass) const;
+  Var run_layers(Graph& g, const Stack& stack, Var x, const Pass& pass, const AttentionPositions* self_positions,
+                 const AttentionPositions* cross_positions) const;
   // h [B, T, D] -> [B, T, V]
   Var project_vocab(Graph& g, const Stack& stack, const Var& h) const;
   std::vector<std::vector<std::int32_t>> decode_seq2seq(Backend& backend, const DeviceBatch& batch, std::int64_t max_len,

@@ -1,6 +1,8 @@
 // Plugin attention/mha: multi-head attention of "Attention Is All You Need" (section 3.2.2), the
 // default attention sublayer: a fused q/k/v projection for self-attention (q, and a fused k/v of the
 // memory, for cross-attention), heads split and merged by backend ops, scaled dot-product attention.
+// Option kv_heads < heads shares each k/v head among a group of query heads (grouped-query
+// attention, Ainslie et al. 2023; 1 = multi-query, Shazeer 2019) without repeating k and v.
 #include "ablate/attention.hpp"
 
 namespace attention_mha {
@@ -9,8 +11,15 @@ using ablate::Var;
 
 class MultiHeadAttention final : public ablate::Attention {
  public:
-  // Adds, under `scope` ("decoder.layers.0.self_attn"), with D = dims.d_model:
-  //   Self:  qkv.weight [3D, D] (+ qkv.bias [3D])       Cross: q.weight [D, D], kv.weight [2D, D] (+ biases)
+  explicit MultiHeadAttention(const ablate::Options& o) : kv_heads_option_(o.get_int("kv_heads")) {
+    if (kv_heads_option_ < 0)
+      throw ablate::Error("attention/mha: kv_heads must be >= 0 (0: as many as model.heads), got " +
+                          std::to_string(kv_heads_option_));
+  }
+
+  // Adds, under `scope` ("decoder.layers.0.self_attn"), with D = dims.d_model and K = kv_heads * Dh
+  // (K = D without grouping):
+  //   Self:  qkv.weight [D + 2K, D] (+ qkv.bias)       Cross: q.weight [D, D], kv.weight [2K, D] (+ biases)
   //   both:  out.weight [D, D] (+ out.bias [D])
   // Weights are Xavier-uniform (as PyTorch's nn.MultiheadAttention), biases zero.
   void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims, ablate::AttentionRole role) override {
@@ -19,16 +28,25 @@ class MultiHeadAttention final : public ablate::Attention {
       throw ablate::Error("attention/mha in '" + scope.prefix() + "': heads " + std::to_string(dims.heads) +
                               " does not divide d_model " + std::to_string(d),
                           "choose model.heads as a divisor of model.d_model");
+    const std::int64_t kv_heads = kv_heads_option_ == 0 ? dims.heads : kv_heads_option_;
+    if (kv_heads > dims.heads || dims.heads % kv_heads != 0)
+      throw ablate::Error("attention/mha in '" + scope.prefix() + "': kv_heads " + std::to_string(kv_heads) +
+                              " must divide model.heads " + std::to_string(dims.heads),
+                          "1 is multi-query attention, model.heads (or 0) is multi-head attention");
     role_ = role;
     heads_ = static_cast<int>(dims.heads);
+    kv_heads_ = static_cast<int>(kv_heads);
+    width_ = d;
+    kv_width_ = kv_heads * (d / dims.heads);
     dropout_ = dims.attention_dropout;
     const bool self = role == ablate::AttentionRole::Self;
     const std::string in = self ? "qkv" : "q";
-    in_w_ = &scope.param(in + ".weight", {self ? 3 * d : d, d}, ablate::Init::xavier_uniform());
-    if (dims.qkv_bias) in_b_ = &scope.param(in + ".bias", {self ? 3 * d : d}, ablate::Init::zeros());
+    const std::int64_t in_rows = self ? d + 2 * kv_width_ : d;
+    in_w_ = &scope.param(in + ".weight", {in_rows, d}, ablate::Init::xavier_uniform());
+    if (dims.qkv_bias) in_b_ = &scope.param(in + ".bias", {in_rows}, ablate::Init::zeros());
     if (!self) {
-      kv_w_ = &scope.param("kv.weight", {2 * d, d}, ablate::Init::xavier_uniform());
-      if (dims.qkv_bias) kv_b_ = &scope.param("kv.bias", {2 * d}, ablate::Init::zeros());
+      kv_w_ = &scope.param("kv.weight", {2 * kv_width_, d}, ablate::Init::xavier_uniform());
+      if (dims.qkv_bias) kv_b_ = &scope.param("kv.bias", {2 * kv_width_}, ablate::Init::zeros());
     }
     out_w_ = &scope.param("out.weight", {d, d}, ablate::Init::xavier_uniform());
     if (dims.out_bias) out_b_ = &scope.param("out.bias", {d}, ablate::Init::zeros());
@@ -41,9 +59,15 @@ class MultiHeadAttention final : public ablate::Attention {
     Var q;
     ablate::KeyValues kv;
     if (role_ == ablate::AttentionRole::Self) {
-      const Var qkv = ops::linear(g, call.x, g.parameter(*in_w_), bias(g, in_b_));  // [B, T, 3D]
-      q = ops::split_heads(g, qkv, heads_, 3, 0);                                   // [B, H, T, Dh]
-      kv = {ops::split_heads(g, qkv, heads_, 3, 1), ops::split_heads(g, qkv, heads_, 3, 2)};
+      const Var qkv = ops::linear(g, call.x, g.parameter(*in_w_), bias(g, in_b_));  // [B, T, D + 2K]
+      if (kv_heads_ == heads_) {  // three equal parts: split straight from the fused projection
+        q = ops::split_heads(g, qkv, heads_, 3, 0);  // [B, H, T, Dh]
+        kv = {ops::split_heads(g, qkv, heads_, 3, 1), ops::split_heads(g, qkv, heads_, 3, 2)};
+      } else {  // q [B, T, D] | k [B, T, K] | v [B, T, K]
+        q = ops::split_heads(g, ops::slice_last(g, qkv, 0, width_), heads_);                       // [B, H, T, Dh]
+        kv = {ops::split_heads(g, ops::slice_last(g, qkv, width_, kv_width_), kv_heads_),           // [B, Hkv, T, Dh]
+              ops::split_heads(g, ops::slice_last(g, qkv, width_ + kv_width_, kv_width_), kv_heads_)};
+      }
       if (call.positions) kv.k = call.positions->keys(g, kv.k);
       if (call.cache) kv = call.cache->append(g, kv.k, kv.v);  // [B, H, S, Dh]: every step's keys
     } else {
@@ -53,8 +77,8 @@ class MultiHeadAttention final : public ablate::Attention {
       } else {
         if (!call.memory.defined())
           throw ablate::Error("attention/mha: a cross-attention call without the encoder output");
-        const Var m = ops::linear(g, call.memory, g.parameter(*kv_w_), bias(g, kv_b_));  // [B, S, 2D]
-        kv = {ops::split_heads(g, m, heads_, 2, 0), ops::split_heads(g, m, heads_, 2, 1)};
+        const Var m = ops::linear(g, call.memory, g.parameter(*kv_w_), bias(g, kv_b_));  // [B, S, 2K]
+        kv = {ops::split_heads(g, m, kv_heads_, 2, 0), ops::split_heads(g, m, kv_heads_, 2, 1)};  // [B, Hkv, S, Dh]
         if (call.positions) kv.k = call.positions->keys(g, kv.k);
         if (call.cache) call.cache->keep_memory(kv);
       }
@@ -69,21 +93,28 @@ class MultiHeadAttention final : public ablate::Attention {
  private:
   static Var bias(ablate::Graph& g, ablate::Parameter* p) { return p ? g.parameter(*p) : Var(); }
 
+  std::int64_t kv_heads_option_;
   ablate::AttentionRole role_ = ablate::AttentionRole::Self;
-  int heads_ = 1;
+  int heads_ = 1, kv_heads_ = 1;
+  std::int64_t width_ = 0, kv_width_ = 0;  // D = H * Dh and K = Hkv * Dh
   float dropout_ = 0.0f;
-  ablate::Parameter* in_w_ = nullptr;  // Self: qkv [3D, D]; Cross: q [D, D]
+  ablate::Parameter* in_w_ = nullptr;  // Self: qkv [D + 2K, D]; Cross: q [D, D]
   ablate::Parameter* in_b_ = nullptr;
-  ablate::Parameter* kv_w_ = nullptr;  // Cross only: kv [2D, D]
+  ablate::Parameter* kv_w_ = nullptr;  // Cross only: kv [2K, D]
   ablate::Parameter* kv_b_ = nullptr;
   ablate::Parameter* out_w_ = nullptr;  // [D, D]
   ablate::Parameter* out_b_ = nullptr;
 };
 
-ablate::Component* create(const ablate::Options&) { return new MultiHeadAttention(); }
+constexpr ablate::OptionInfo kOptions[] = {
+    {"kv_heads", ablate::OptionType::Int, "0", nullptr,
+     "k/v heads, dividing model.heads: 0 = model.heads (multi-head), 1 = multi-query, between = grouped-query"},
+};
 
-ABLATE_PLUGIN("attention", "mha", "1.0.0",
-              "multi-head attention, fused q/k/v projection, scaled dot-product (Vaswani et al. 2017)",
-              ablate::kNoOptions, create)
+ablate::Component* create(const ablate::Options& o) { return new MultiHeadAttention(o); }
+
+ABLATE_PLUGIN("attention", "mha", "1.1.0",
+              "multi-head attention, fused q/k/v projection, scaled dot-product (Vaswani et al. 2017); grouped k/v heads",
+              ablate::options_of(kOptions), create)
 
 }  // namespace attention_mha

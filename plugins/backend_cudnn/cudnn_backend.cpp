@@ -329,6 +329,13 @@ kernels::AttentionShape CudnnBackend::attention_shape(const char* op, const Tens
   a.T = q.shape()[2];
   a.S = k.shape()[2];
   const std::int64_t Dh = q.shape()[3];
+  // Not yet on this backend (cuDNN's SDPA has both; its graphs here are built without them):
+  // grouped k/v heads and the logit bias / ALiBi slopes. Refused, never ignored.
+  if (k.shape()[1] != a.H)
+    fail(op, "k " + k.str() + " has " + std::to_string(k.shape()[1]) + " heads for q's " + std::to_string(a.H) +
+                 ": grouped-query attention is not implemented on cudnn yet; run it on reference or onednn");
+  if (p.bias || p.slopes || p.dbias)
+    fail(op, "an attention logit bias or ALiBi slopes are not implemented on cudnn yet; run on reference or onednn");
   need_shape(op, "k", k, Shape{a.B, a.H, a.S, Dh});
   need_shape(op, "v", v, Shape{a.B, a.H, a.S, Dh});
   need_dtype(op, "lse", lse, DType::F32);

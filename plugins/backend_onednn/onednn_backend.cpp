@@ -531,12 +531,15 @@ void OnednnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, co
 }
 
 // ------------------------------------------------------------------------------------------
-// attention: out[B, H, T, Dh] = dropout(softmax(mask(scale q·k^T))) · v — forward and backward
+// attention: out[B, H, T, Dh] = dropout(softmax(mask(scale q·k^T + bias))) · v — forward and backward
+// (k/v [B, Hkv, S, Dh]: grouped-query attention batches each group of query heads against its k/v head)
 
 namespace {
 
 struct AttDims {
   std::int64_t B, H, T, S, Dh;
+  std::int64_t Hkv;  // k/v heads: the G = H / Hkv query heads of a group are adjacent in q, so each
+                     // group is one [G*T, Dh] block against one k/v head (no repeated k/v)
 };
 
 AttDims attention_dims(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -544,18 +547,30 @@ AttDims attention_dims(const char* op, const Tensor& q, const Tensor& k, const T
   need_float(op, "q", q);
   need_float(op, "k", k);
   need_float(op, "v", v);
-  need_rank(op, "q", q, 4);
-  need_rank(op, "k", k, 4);
-  need_same_shape(op, "k", k, "v", v);
-  AttDims d{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3]};
-  if (k.shape()[0] != d.B || k.shape()[1] != d.H || k.shape()[3] != d.Dh)
-    fail(op, "q " + q.str() + " and k " + k.str() + " must be [B, H, T, Dh] and [B, H, S, Dh]");
+  if (const std::string problem = ablate::attention_problem(q, k, v, prm); !problem.empty()) fail(op, problem);
+  AttDims d{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3], k.shape()[1]};
   if (prm.key_lengths) {
     need_dtype(op, "key_lengths", *prm.key_lengths, DType::I32);
     need_numel(op, "key_lengths", *prm.key_lengths, d.B);
   }
   if (!(prm.dropout >= 0.0f && prm.dropout <= 1.0f)) fail(op, "dropout must be in [0, 1], got " + std::to_string(prm.dropout));
   return d;
+}
+
+// Adds AttentionParams' bias and ALiBi slopes to the n visible logits of row r = (b, h, i).
+inline void add_logit_bias(float* row, const AttDims& d, const ablate::AttentionParams& prm, std::int64_t r,
+                           std::int64_t n) {
+  const std::int64_t h = (r / d.T) % d.H, i = r % d.T;
+  if (prm.bias) {
+    const float* bias = prm.bias->data<float>() + ((prm.bias->shape()[0] == 1 ? 0 : h) * d.T + i) * d.S;
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) row[j] += bias[j];
+  }
+  if (prm.slopes) {
+    const float slope = prm.slopes->data<float>()[h];
+    const std::int64_t pos = i + prm.query_offset;
+    for (std::int64_t j = 0; j < n; ++j) row[j] -= slope * static_cast<float>(pos > j ? pos - j : j - pos);
+  }
 }
 
 // Number of keys query i of batch item b may see: keys [0, visible) (masks are prefixes).
@@ -580,10 +595,11 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
     need_f32(op, "probs", *probs, d.B * d.H * d.T * d.S);
   }
   const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
+  const std::int64_t BG = d.B * d.Hkv, GT = d.H / d.Hkv * T;  // groups, and a group's query rows
   if (BH * T == 0) return;
-  // scores[BH, T, S] = scale q[BH, T, Dh] · k^T[BH, Dh, S]
+  // scores[BG, G*T, S] (= [BH, T, S]) = scale q[BG, G*T, Dh] · k^T[BG, Dh, S]
   float* sc = scratch_f32(kAttS, BH * T * S);
-  gemm(sc, DType::F32, view_of(q, BH, T, Dh, false), view_of(k, BH, Dh, S, true), prm.scale, false, nullptr,
+  gemm(sc, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr,
        Activation::None, op);
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
   float* lse_p = lse.data<float>();
@@ -606,6 +622,7 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
       if (pr) std::fill(pr + r * S, pr + (r + 1) * S, 0.0f);
       continue;
     }
+    add_logit_bias(row, d, prm, r, n);
     const float mx = row_max(row, n);
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
@@ -627,8 +644,8 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
       for (std::int64_t j = 0; j < n; ++j) row[j] *= m[j];
     }
   }
-  // out[BH, T, Dh] = P'[BH, T, S] · v[BH, S, Dh]
-  gemm(out.raw(), out.dtype(), MatView{sc, DType::F32, BH, T, S, false}, view_of(v, BH, S, Dh, false), 1.0f, false,
+  // out[BG, G*T, Dh] = P'[BG, G*T, S] · v[BG, S, Dh]
+  gemm(out.raw(), out.dtype(), MatView{sc, DType::F32, BG, GT, S, false}, view_of(v, BG, S, Dh, false), 1.0f, false,
        nullptr, Activation::None, op);
 }
 
@@ -643,8 +660,9 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   if (dq) { need_float(op, "dq", *dq); need_same_shape(op, "dq", *dq, "q", q); }
   if (dk) { need_float(op, "dk", *dk); need_same_shape(op, "dk", *dk, "k", k); }
   if (dv) { need_float(op, "dv", *dv); need_same_shape(op, "dv", *dv, "v", v); }
-  if (!dq && !dk && !dv) return;
+  if (!dq && !dk && !dv && !prm.dbias) return;
   const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
+  const std::int64_t BG = d.B * d.Hkv, GT = d.H / d.Hkv * T;  // groups, and a group's query rows
   if (BH * T * S == 0) return;
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
   const float* lse_p = lse.data<float>();
@@ -657,13 +675,14 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   float* Pd = drop ? scratch_f32(kAttP, BH * T * S) : P;
   const std::int64_t per_thread = 2 * S + 16;  // keep scales [S] + Philox uniforms [S + 16]
   float* tbuf = drop ? scratch_f32(kPartial, static_cast<std::int64_t>(threads_) * per_thread) : nullptr;
-  gemm(P, DType::F32, view_of(q, BH, T, Dh, false), view_of(k, BH, Dh, S, true), prm.scale, false, nullptr,
+  gemm(P, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr,
        Activation::None, op);
 #pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
     const std::int64_t b = r / (d.H * T), i = r % T;
     const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
     float* row = P + r * S;
+    add_logit_bias(row, d, prm, r, n);
     const float l = lse_p[r];
 #pragma omp simd
     for (std::int64_t j = 0; j < n; ++j) row[j] = fast_exp(row[j] - l);
@@ -677,14 +696,14 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
       std::fill(m + n, m + S, 0.0f);
     }
   }
-  // dv[BH, S, Dh] += P'^T[BH, S, T] · dout[BH, T, Dh]
+  // dv[BG, S, Dh] += P'^T[BG, S, G*T] · dout[BG, G*T, Dh]
   if (dv)
-    gemm(dv->raw(), dv->dtype(), MatView{Pd, DType::F32, BH, S, T, true}, view_of(dout, BH, T, Dh, false), 1.0f, true,
+    gemm(dv->raw(), dv->dtype(), MatView{Pd, DType::F32, BG, S, GT, true}, view_of(dout, BG, GT, Dh, false), 1.0f, true,
          nullptr, Activation::None, op);
-  if (!dq && !dk) return;
-  // dP'[BH, T, S] = dout[BH, T, Dh] · v^T[BH, Dh, S]
+  if (!dq && !dk && !prm.dbias) return;
+  // dP'[BG, G*T, S] = dout[BG, G*T, Dh] · v^T[BG, Dh, S]
   float* dP = scratch_f32(kAttD, BH * T * S);
-  gemm(dP, DType::F32, view_of(dout, BH, T, Dh, false), view_of(v, BH, Dh, S, true), 1.0f, false, nullptr,
+  gemm(dP, DType::F32, view_of(dout, BG, GT, Dh, false), view_of(v, BG, Dh, S, true), 1.0f, false, nullptr,
        Activation::None, op);
   // dS = P ⊙ (dP - sum_j P_j dP_j), with dP = dP' ⊙ keep / (1 - p)   (in place in dP)
 #pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
@@ -706,13 +725,25 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
 #pragma omp simd
     for (std::int64_t j = 0; j < S; ++j) g[j] = pr[j] * (g[j] - dot);
   }
-  // dq[BH, T, Dh] += scale dS[BH, T, S] · k[BH, S, Dh]
+  // dbias[1 or H, T, S] += dS summed over B (and H): serial, rows of one bias row come from several threads
+  if (prm.dbias) {
+    float* db = prm.dbias->data<float>();
+    const bool shared = prm.dbias->shape()[0] == 1;
+    for (std::int64_t r = 0; r < BH * T; ++r) {
+      const std::int64_t h = (r / T) % d.H, i = r % T;
+      float* out_row = db + ((shared ? 0 : h) * T + i) * S;
+      const float* g = dP + r * S;
+#pragma omp simd
+      for (std::int64_t j = 0; j < S; ++j) out_row[j] += g[j];
+    }
+  }
+  // dq[BG, G*T, Dh] += scale dS[BG, G*T, S] · k[BG, S, Dh]
   if (dq)
-    gemm(dq->raw(), dq->dtype(), MatView{dP, DType::F32, BH, T, S, false}, view_of(k, BH, S, Dh, false), prm.scale,
+    gemm(dq->raw(), dq->dtype(), MatView{dP, DType::F32, BG, GT, S, false}, view_of(k, BG, S, Dh, false), prm.scale,
          true, nullptr, Activation::None, op);
-  // dk[BH, S, Dh] += scale dS^T[BH, S, T] · q[BH, T, Dh]
+  // dk[BG, S, Dh] += scale dS^T[BG, S, G*T] · q[BG, G*T, Dh]  (the group's heads summed)
   if (dk)
-    gemm(dk->raw(), dk->dtype(), MatView{dP, DType::F32, BH, S, T, true}, view_of(q, BH, T, Dh, false), prm.scale,
+    gemm(dk->raw(), dk->dtype(), MatView{dP, DType::F32, BG, S, GT, true}, view_of(q, BG, GT, Dh, false), prm.scale,
          true, nullptr, Activation::None, op);
 }
 

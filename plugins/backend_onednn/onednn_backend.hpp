@@ -113,7 +113,8 @@ class OnednnBackend final : public ablate::Backend {
   void cast(Tensor& y, const Tensor& x) override;
 
   bool supports(ablate::OptionalOp op) const override {
-    return op == ablate::OptionalOp::rope || op == ablate::OptionalOp::slice_last;
+    (void)op;
+    return true;  // every optional op: rope, slice_last, and attention's bias and grouped k/v heads
   }
 
   // rope_ops.cpp

@@ -1,8 +1,10 @@
-// Plugin backend/reference: scaled dot-product attention (masks, dropout on the probabilities,
-// lse saved for backward) and the head split/merge reshapes, forward and backward side by side,
-// and the KV-cache time-slice write. One (b, h) at a time, one query row at a time, in double.
+// Plugin backend/reference: scaled dot-product attention (masks, logit bias and ALiBi slopes,
+// grouped k/v heads, dropout on the probabilities, lse saved for backward) and the head split/merge
+// reshapes, forward and backward side by side, and the KV-cache time-slice write. One (b, h) at a
+// time, one query row at a time, in double.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "ablate/philox.hpp"
@@ -14,19 +16,19 @@ namespace {
 
 struct AttentionDims {
   std::int64_t B, H, T, S, Dh;
+  std::int64_t Hkv;  // k/v heads; head h reads k/v head h / (H / Hkv)
+  std::int64_t kv_head(std::int64_t h) const { return h / (H / Hkv); }
 };
 
-// q: [B, H, T, Dh], k/v: [B, H, S, Dh], lse: [B, H, T] F32, key_lengths: I32 [B] in [0, S].
+// q: [B, H, T, Dh], k/v: [B, Hkv, S, Dh], lse: [B, H, T] F32, key_lengths: I32 [B] in [0, S];
+// bias, slopes, dbias as ablate::attention_problem says.
 AttentionDims attention_dims(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lse,
                              const ablate::AttentionParams& p) {
   check_value(op, "q", q);
   check_same_dtype(op, "k", k, "q", q);
   check_same_dtype(op, "v", v, "q", q);
-  if (q.shape().rank() != 4) fail(op, "q " + q.str() + " must be [B, H, T, Dh]");
-  if (k.shape().rank() != 4) fail(op, "k " + k.str() + " must be [B, H, S, Dh]");
-  const AttentionDims d{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3]};
-  check_shape(op, "k", k, Shape{d.B, d.H, d.S, d.Dh});
-  check_shape(op, "v", v, Shape{d.B, d.H, d.S, d.Dh});
+  if (const std::string problem = ablate::attention_problem(q, k, v, p); !problem.empty()) fail(op, problem);
+  const AttentionDims d{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3], k.shape()[1]};
   check_dtype(op, "lse", lse, DType::F32);
   check_shape(op, "lse", lse, Shape{d.B, d.H, d.T});
   if (p.key_lengths != nullptr) {
@@ -46,6 +48,25 @@ bool visible(const ablate::AttentionParams& p, const std::vector<std::int32_t>& 
   if (!lengths.empty() && s >= lengths[static_cast<std::size_t>(b)]) return false;
   return true;
 }
+
+// The logit bias of (h, t, s) from AttentionParams::bias and ::slopes (loaded on the host).
+struct LogitBias {
+  std::vector<double> bias, slopes;
+  std::int64_t bias_heads = 0;
+  explicit LogitBias(const ablate::AttentionParams& p) {
+    if (p.bias) {
+      bias = load(*p.bias);
+      bias_heads = p.bias->shape()[0];
+    }
+    if (p.slopes) slopes = load(*p.slopes);
+  }
+  double operator()(const AttentionDims& d, std::int64_t offset, std::int64_t h, std::int64_t t, std::int64_t s) const {
+    double v = 0.0;
+    if (!bias.empty()) v += bias[static_cast<std::size_t>(((bias_heads == 1 ? 0 : h) * d.T + t) * d.S + s)];
+    if (!slopes.empty()) v -= slopes[static_cast<std::size_t>(h)] * static_cast<double>(std::abs(t + offset - s));
+    return v;
+  }
+};
 
 // The dropout multiplier of probability [b, h, t, s]: keep / (1 - p), or 1 without dropout.
 double dropout_factor(const ablate::AttentionParams& p, const AttentionDims& d, std::int64_t b, std::int64_t h,
@@ -71,6 +92,7 @@ void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs
   }
   const std::vector<double> qv = load(q), kv = load(k), vv = load(v);
   const std::vector<std::int32_t> lengths = params.key_lengths ? load_i32(*params.key_lengths) : std::vector<std::int32_t>{};
+  const LogitBias logit_bias(params);
   std::vector<double> ov(qv.size(), 0.0), lv(static_cast<std::size_t>(d.B * d.H * d.T));
   std::vector<double> pv(static_cast<std::size_t>(d.B * d.H * d.T * d.S), 0.0);
   std::vector<double> logits(static_cast<std::size_t>(d.S));
@@ -82,10 +104,10 @@ void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs
         double mx = -std::numeric_limits<double>::infinity();
         for (std::int64_t s = 0; s < d.S; ++s) {
           if (!visible(params, lengths, b, t, s)) continue;
-          const double* kr = &kv[static_cast<std::size_t>(((b * d.H + h) * d.S + s) * d.Dh)];
+          const double* kr = &kv[static_cast<std::size_t>(((b * d.Hkv + d.kv_head(h)) * d.S + s) * d.Dh)];
           double dot = 0;
           for (std::int64_t e = 0; e < d.Dh; ++e) dot += qr[e] * kr[e];
-          logits[static_cast<std::size_t>(s)] = params.scale * dot;
+          logits[static_cast<std::size_t>(s)] = params.scale * dot + logit_bias(d, params.query_offset, h, t, s);
           mx = std::max(mx, logits[static_cast<std::size_t>(s)]);
         }
         if (mx == -std::numeric_limits<double>::infinity()) {  // no visible key
@@ -102,7 +124,7 @@ void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs
           const double prob = std::exp(logits[static_cast<std::size_t>(s)] - l);
           pv[static_cast<std::size_t>(row * d.S + s)] = prob;
           const double pd = prob * dropout_factor(params, d, b, h, t, s);
-          const double* vr = &vv[static_cast<std::size_t>(((b * d.H + h) * d.S + s) * d.Dh)];
+          const double* vr = &vv[static_cast<std::size_t>(((b * d.Hkv + d.kv_head(h)) * d.S + s) * d.Dh)];
           for (std::int64_t e = 0; e < d.Dh; ++e) ov[static_cast<std::size_t>(row * d.Dh + e)] += pd * vr[e];
         }
       }
@@ -111,9 +133,10 @@ void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs
   if (probs) store(*probs, pv);
 }
 
-// With P = exp(scale q·k - lse) (recomputed from the saved lse), Pd = P ⊙ dropout factor:
+// With P = exp(logits - lse) (recomputed from the saved lse), Pd = P ⊙ dropout factor:
 // dv[s] += sum_t Pd[t, s] dout[t]; dP = (dout·v^T) ⊙ dropout factor;
-// dlogits = P ⊙ (dP - sum_s P dP); dq += scale dlogits·k; dk += scale dlogits^T·q.
+// dlogits = P ⊙ (dP - sum_s P dP); dq += scale dlogits·k; dk += scale dlogits^T·q (k/v heads
+// shared by a group sum over it); dbias += dlogits summed over B (and H for a [1, T, S] bias).
 // Rows with lse = -inf (no visible key) contribute nothing. `out` is not needed here.
 void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
                                           const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -129,7 +152,9 @@ void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
   if (dv) check_grad(op, "dv", *dv, "v", v, false);
   const std::vector<double> qv = load(q), kv = load(k), vv = load(v), gv = load(dout), lv = load(lse);
   const std::vector<std::int32_t> lengths = params.key_lengths ? load_i32(*params.key_lengths) : std::vector<std::int32_t>{};
+  const LogitBias logit_bias(params);
   std::vector<double> gq(qv.size(), 0.0), gk(kv.size(), 0.0), gvv(vv.size(), 0.0);
+  std::vector<double> gbias(params.dbias ? static_cast<std::size_t>(params.dbias->numel()) : 0, 0.0);
   std::vector<double> P(static_cast<std::size_t>(d.S)), dP(static_cast<std::size_t>(d.S));
   for (std::int64_t b = 0; b < d.B; ++b)
     for (std::int64_t h = 0; h < d.H; ++h)
@@ -140,7 +165,7 @@ void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
         const std::size_t qo = static_cast<std::size_t>(row * d.Dh);
         double pdp = 0;  // sum_s P dP
         for (std::int64_t s = 0; s < d.S; ++s) {
-          const std::size_t so = static_cast<std::size_t>(((b * d.H + h) * d.S + s) * d.Dh);
+          const std::size_t so = static_cast<std::size_t>(((b * d.Hkv + d.kv_head(h)) * d.S + s) * d.Dh);
           P[static_cast<std::size_t>(s)] = dP[static_cast<std::size_t>(s)] = 0;
           if (!visible(params, lengths, b, t, s)) continue;
           double dot = 0, gdotv = 0;
@@ -148,7 +173,7 @@ void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
             dot += qv[qo + static_cast<std::size_t>(e)] * kv[so + static_cast<std::size_t>(e)];
             gdotv += gv[qo + static_cast<std::size_t>(e)] * vv[so + static_cast<std::size_t>(e)];
           }
-          const double prob = std::exp(params.scale * dot - l);
+          const double prob = std::exp(params.scale * dot + logit_bias(d, params.query_offset, h, t, s) - l);
           const double f = dropout_factor(params, d, b, h, t, s);
           P[static_cast<std::size_t>(s)] = prob;
           dP[static_cast<std::size_t>(s)] = gdotv * f;
@@ -157,8 +182,11 @@ void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
         }
         for (std::int64_t s = 0; s < d.S; ++s) {
           if (!visible(params, lengths, b, t, s)) continue;
-          const std::size_t so = static_cast<std::size_t>(((b * d.H + h) * d.S + s) * d.Dh);
-          const double dlogit = P[static_cast<std::size_t>(s)] * (dP[static_cast<std::size_t>(s)] - pdp) * params.scale;
+          const std::size_t so = static_cast<std::size_t>(((b * d.Hkv + d.kv_head(h)) * d.S + s) * d.Dh);
+          const double dlogits = P[static_cast<std::size_t>(s)] * (dP[static_cast<std::size_t>(s)] - pdp);
+          if (!gbias.empty())
+            gbias[static_cast<std::size_t>(((params.dbias->shape()[0] == 1 ? 0 : h) * d.T + t) * d.S + s)] += dlogits;
+          const double dlogit = dlogits * params.scale;
           for (std::int64_t e = 0; e < d.Dh; ++e) {
             gq[qo + static_cast<std::size_t>(e)] += dlogit * kv[so + static_cast<std::size_t>(e)];
             gk[so + static_cast<std::size_t>(e)] += dlogit * qv[qo + static_cast<std::size_t>(e)];
@@ -168,6 +196,7 @@ void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
   accumulate(dq, gq);
   accumulate(dk, gk);
   accumulate(dv, gvv);
+  if (params.dbias) accumulate(params.dbias, gbias);
 }
 
 // ---------------------------------------------------------------------------- heads

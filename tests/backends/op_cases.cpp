@@ -374,7 +374,7 @@ void add_matmul(std::vector<OpCase>& out) {
   }
 }
 
-// ---- attention: q[B, H, T, Dh], k/v[B, H, S, Dh] -> out[B, H, T, Dh], lse[B, H, T], probs[B, H, T, S]
+// ---- attention: q[B, H, T, Dh], k/v[B, Hkv, S, Dh] -> out[B, H, T, Dh], lse[B, H, T], probs[B, H, T, S]
 void add_attention(std::vector<OpCase>& out) {
   struct A {
     std::string tag;
@@ -426,6 +426,73 @@ void add_attention(std::vector<OpCase>& out) {
     c.backward = [base](OpRun& r) {
       AttentionParams p = base;
       p.key_lengths = r.opt("key_lengths");
+      r.backend.attention_backward(r.opt("dq"), r.opt("dk"), r.opt("dv"), r["dout"], r["out"], r["lse"], r["q"], r["k"],
+                                   r["v"], p);
+    };
+    out.push_back(std::move(c));
+  }
+
+  // Grouped k/v heads (k/v [B, Hkv, S, Dh]), a logit bias [1 or H, T, S] with its gradient, and
+  // ALiBi slopes [H], alone and with the masks, offset and dropout.
+  struct X {
+    std::string tag;
+    std::int64_t B, H, Hkv, T, S, Dh;
+    bool causal;
+    std::vector<double> lengths;  // empty: no key padding
+    std::int64_t offset;
+    std::int64_t bias_heads;  // 0: no bias
+    bool slopes;
+    float dropout;
+  };
+  const std::vector<X> xs = {
+      {"gqa", 2, 4, 2, 5, 7, 4, false, {}, 0, 0, false, 0.0f},
+      {"mqa_causal_padding", 2, 3, 1, 6, 6, 4, true, {6, 3}, 0, 0, false, 0.0f},
+      {"bias_shared", 2, 2, 2, 5, 7, 4, false, {}, 0, 1, false, 0.0f},
+      {"bias_per_head_causal_padding", 2, 2, 2, 6, 6, 3, true, {6, 4}, 0, 2, false, 0.0f},
+      {"alibi_causal_offset", 1, 4, 4, 3, 7, 4, true, {}, 4, 0, true, 0.0f},
+      {"alibi_bidirectional_padding", 2, 2, 2, 5, 7, 4, false, {7, 3}, 0, 0, true, 0.0f},
+      {"gqa_bias_alibi_dropout", 2, 4, 2, 7, 7, 4, true, {7, 5}, 0, 4, true, 0.2f},
+      {"large_gqa_bias_alibi", 2, 8, 2, 40, 48, 8, true, {48, 30}, 8, 1, true, 0.0f},  // above the grain
+  };
+  for (const X& a : xs) {
+    OpCase c;
+    c.op = "attention";
+    c.name = a.tag + "_B" + num(a.B) + "_H" + num(a.H) + "_Hkv" + num(a.Hkv) + "_T" + num(a.T) + "_S" + num(a.S);
+    if (a.Hkv != a.H) c.needs.push_back(OptionalOp::grouped_attention);
+    if (a.bias_heads > 0 || a.slopes) c.needs.push_back(OptionalOp::attention_bias);
+    c.reduction = static_cast<double>(std::max(a.S, a.Dh));
+    c.inputs = {value("q", Shape{a.B, a.H, a.T, a.Dh}, -1.5, 1.5), value("k", Shape{a.B, a.Hkv, a.S, a.Dh}, -1.5, 1.5),
+                value("v", Shape{a.B, a.Hkv, a.S, a.Dh})};
+    c.grad_inputs = {"q", "k", "v"};
+    if (!a.lengths.empty()) c.inputs.push_back(fixed_i32("key_lengths", Shape{a.B}, a.lengths));
+    if (a.bias_heads > 0) {
+      c.inputs.push_back(f32("bias", Shape{a.bias_heads, a.T, a.S}, -1.0, 1.0));
+      c.grad_inputs.push_back("bias");
+    }
+    if (a.slopes) c.inputs.push_back(f32("slopes", Shape{a.H}, 0.05, 0.6));
+    c.outputs = {value("out", Shape{a.B, a.H, a.T, a.Dh}), f32("lse", Shape{a.B, a.H, a.T}),
+                 f32("probs", Shape{a.B, a.H, a.T, a.S})};
+    c.grad_outputs = {"out"};
+    AttentionParams base;
+    base.causal = a.causal;
+    base.query_offset = a.offset;
+    base.scale = 1.0f / std::sqrt(static_cast<float>(a.Dh));
+    base.dropout = a.dropout;
+    base.rng = RngKey{12345, 7, 3};
+    const auto params = [base](OpRun& r) {
+      AttentionParams p = base;
+      p.key_lengths = r.opt("key_lengths");
+      p.bias = r.opt("bias");
+      p.slopes = r.opt("slopes");
+      return p;
+    };
+    c.forward = [params](OpRun& r) {
+      const AttentionParams p = params(r);
+      r.backend.attention_forward(r["out"], r["lse"], r.opt("probs"), r["q"], r["k"], r["v"], p);
+    };
+    c.backward = [params](OpRun& r) {
+      AttentionParams p = params(r);
+      p.dbias = r.opt("dbias");
       r.backend.attention_backward(r.opt("dq"), r.opt("dk"), r.opt("dv"), r["dout"], r["out"], r["lse"], r["q"], r["k"],
                                    r["v"], p);
     };

@@ -71,8 +71,10 @@ class BOOST_SYMBOL_VISIBLE AttentionPositions {
 struct AttentionCall {
   Var x;       // [B, T, D]: the queries' input (the block has normalised it, or not)
   Var memory;  // [B, S, D]: the keys' and values' input of a cross-attention; undefined for Self
-  // Causal / key lengths / query offset, and `probs` when the model logs the probabilities. The
-  // attention sets dropout (its own, from ModelDims::attention_dropout) and may set scale.
+  // Causal / key lengths / query offset, `probs` when the model logs the probabilities, and the
+  // logit bias / ALiBi slopes of a positional encoding that biases the logits (pass them on to
+  // ops::attention). The attention sets dropout (its own, from ModelDims::attention_dropout) and
+  // may set scale.
   ops::AttentionOptions mask;
   const AttentionPositions* positions = nullptr;  // null: no positions act inside this attention
   KeyValueCache* cache = nullptr;                 // null: no incremental decoding (training, a full pass)

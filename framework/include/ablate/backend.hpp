@@ -38,14 +38,55 @@ const char* activation_name(Activation a);
 
 // Masks: none (causal = false, key_lengths = null), causal (query i sees keys j <= i +
 // query_offset), key padding (query sees keys j < key_lengths[b]); causal and padding combine.
+// Logits of head h, query i, key j (before the mask):
+//   scale * q[h, i]·k[h / (H / Hkv), j] + bias[h or 0, i, j] - slopes[h] * |i + query_offset - j|
+// where k and v may have fewer heads Hkv than q (H % Hkv == 0: grouped-query attention, Hkv = 1
+// multi-query), a bias is an additive logit bias (relative-position biases such as T5's) and
+// slopes are ALiBi's per-head distance penalties (Press et al. 2022; the causal case is the
+// paper's, the others the symmetric |i - j| form).
 struct AttentionParams {
   bool causal = false;                  // decoder self-attention
   const Tensor* key_lengths = nullptr;  // I32 [B]: valid keys per batch item (padding at the end); null = all S
-  std::int64_t query_offset = 0;        // absolute position of query 0 (incremental decoding); causal only
+  std::int64_t query_offset = 0;        // absolute position of query 0 (incremental decoding; also ALiBi's distance)
   float scale = 1.0f;                   // logits = scale * q·k (1/sqrt(Dh) in the paper)
   float dropout = 0.0f;                 // on the attention probabilities; needs `rng`
   RngKey rng;
+  const Tensor* bias = nullptr;         // F32 [1 or H, T, S]: added to the logits; null = none
+  const Tensor* slopes = nullptr;       // F32 [H]: ALiBi slopes; null = none
+  Tensor* dbias = nullptr;              // backward only, F32 like bias: += d(loss)/d(bias) summed over B (and heads
+                                        // for a [1, T, S] bias); null = not needed
 };
+
+// The shape contract of attention's arguments beyond the core q/k/v, one definition for every
+// backend and ops.cpp (no tensor data read): k, v [B, Hkv, S, Dh] with Hkv dividing q's H, bias
+// F32 [1 or H, T, S], slopes F32 [H], dbias as bias. "" when they fit.
+inline std::string attention_problem(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& p) {
+  if (q.shape().rank() != 4 || k.shape().rank() != 4 || k.shape() != v.shape())
+    return "q " + q.str() + ", k " + k.str() + ", v " + v.str() + " must be [B, H, T, Dh], [B, Hkv, S, Dh], [B, Hkv, S, Dh]";
+  const std::int64_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], Dh = q.shape()[3];
+  const std::int64_t Hkv = k.shape()[1], S = k.shape()[2];
+  if (k.shape()[0] != B || k.shape()[3] != Dh || Hkv <= 0 || H % Hkv != 0)
+    return "k " + k.str() + " must be [B, Hkv, S, Dh] with the B and Dh of q " + q.str() + " and Hkv dividing H = " +
+           std::to_string(H);
+  const auto bias_problem = [&](const char* name, const Tensor& b) -> std::string {
+    if (b.dtype() != DType::F32 || b.shape().rank() != 3 || (b.shape()[0] != 1 && b.shape()[0] != H) ||
+        b.shape()[1] != T || b.shape()[2] != S)
+      return std::string(name) + " " + b.str() + " must be f32[1 or H = " + std::to_string(H) + ", T = " + std::to_string(T) +
+             ", S = " + std::to_string(S) + "]";
+    return {};
+  };
+  if (p.bias) {
+    if (auto e = bias_problem("bias", *p.bias); !e.empty()) return e;
+  }
+  if (p.dbias) {
+    if (!p.bias) return "dbias given without a bias";
+    if (auto e = bias_problem("dbias", *p.dbias); !e.empty()) return e;
+    if (p.dbias->shape() != p.bias->shape()) return "dbias " + p.dbias->str() + " must have bias's shape " + p.bias->str();
+  }
+  if (p.slopes && (p.slopes->dtype() != DType::F32 || p.slopes->shape() != Shape{H}))
+    return "slopes " + p.slopes->str() + " must be f32[H = " + std::to_string(H) + "]";
+  return {};
+}
 
 // One Adam update's parameters (the optimizer fills every field from AdamConfig; the initial
 // values are the spec's defaults, held equal by tests/framework/train/experiment_test.cpp).
@@ -62,11 +103,15 @@ struct AdamParams {
 
 // Ops beyond the core set: a backend says which it has (Backend::supports); the others refuse
 // with a clear error. A new op lands in `reference` first and in the fast backends later.
-enum class OptionalOp { rope, slice_last };
+// attention_bias and grouped_attention are features of the core attention op (AttentionParams'
+// bias/slopes, k/v with fewer heads than q): a backend without them refuses such arguments.
+enum class OptionalOp { rope, slice_last, attention_bias, grouped_attention };
 inline const char* optional_op_name(OptionalOp op) {
   switch (op) {
     case OptionalOp::rope: return "rope";
     case OptionalOp::slice_last: return "slice_last";
+    case OptionalOp::attention_bias: return "attention_bias";
+    case OptionalOp::grouped_attention: return "grouped_attention";
   }
   return "?";
 }
@@ -140,15 +185,16 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   virtual void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
                                bool trans_a, bool trans_b, float alpha) = 0;
 
-  // --- scaled dot-product attention, per (b, h): out[T, Dh] = dropout(softmax(mask(scale q·k^T))) · v.
-  // q[B, H, T, Dh], k/v[B, H, S, Dh], out[B, H, T, Dh]; lse[B, H, T] (F32) = logsumexp of the
+  // --- scaled dot-product attention, per (b, h): out[T, Dh] = dropout(softmax(mask(logits))) · v with
+  // the logits of AttentionParams (scale q·k^T, plus bias and ALiBi slopes when given).
+  // q[B, H, T, Dh], k/v[B, Hkv, S, Dh], out[B, H, T, Dh]; lse[B, H, T] (F32) = logsumexp of the
   // masked, scaled logits per query (saved for backward: probabilities are recomputed from it).
   // A query with no visible key gets out = 0 and lse = -inf. probs[B, H, T, S] (F32, optional):
   // the probabilities before dropout, for logging. query_offset only matters with causal;
   // dropout must be in [0, 1).
   virtual void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
                                  const Tensor& v, const AttentionParams& params) = 0;
-  // dq += ..., dk += ..., dv += ... (same shapes as q, k, v).
+  // dq += ..., dk += ..., dv += ... (same shapes as q, k, v); params.dbias += the bias's gradient.
   virtual void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
                                   const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const AttentionParams& params) = 0;

@@ -96,8 +96,10 @@ class BOOST_SYMBOL_VISIBLE FeedForward : public Component {
 // capabilities rather than one kind per mechanism, so that `model.positional_encoding` is one
 // factor of an ablation whatever the mechanism (docs/architecture.md): an encoding
 //  - adds to the (scaled) token embeddings before the first layer (forward: sinusoidal, learned),
-//  - and/or rotates q and k inside self-attention at absolute positions (rotates(): rotary);
-// a rotating encoding's forward returns x unchanged. Embedding dropout is the model's.
+//  - and/or rotates q and k inside self-attention at absolute positions (rotates(): rotary),
+//  - and/or adds to the attention logits (biases_logits(): ALiBi slopes, a relative-position bias);
+// an encoding that acts only inside attention returns x unchanged from forward. Embedding dropout
+// is the model's.
 class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
  public:
   static constexpr const char* kKind = "positional_encoding";
@@ -121,6 +123,22 @@ class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
   virtual Var rotate(Graph& g, const Var& x, const Tensor& positions) const {
     (void)g, (void)positions;
     return x;
+  }
+
+  // True when the encoding adds to the logits of every self-attention of the stack (and of the
+  // cross-attentions when in_cross_attention()): the model puts logit_bias() into each call's mask.
+  virtual bool biases_logits() const { return false; }
+  // What is added to the logits of queries at positions offset .. offset+T-1 over keys at
+  // 0 .. S-1 (ops::AttentionOptions): `slopes` F32 [H] for ALiBi's -slope_h * |i - j| (computed in
+  // the attention kernel, nothing [T, S] materialised) and/or `bias` F32 [1 or H, T, S] (a Var: a
+  // learned bias gets its gradient). Called only when biases_logits().
+  struct LogitBias {
+    Var bias;
+    Tensor slopes;
+  };
+  virtual LogitBias logit_bias(Graph& g, std::int64_t T, std::int64_t S, std::int64_t offset) const {
+    (void)g, (void)T, (void)S, (void)offset;
+    return {};
   }
 };
 

@@ -20,8 +20,11 @@ struct AttentionOptions {
   float scale = 0.0f;    // 0: 1/sqrt(Dh)
   float dropout = 0.0f;  // on the probabilities, in training only
   Tensor* probs = nullptr;  // if set, receives the probabilities [B, H, T, S] (F32) for logging
+  Var bias;                 // F32 [1 or H, T, S] added to the logits (a learned one gets its gradient); undefined = none
+  Tensor slopes;            // F32 [H] ALiBi slopes (Backend's AttentionParams); undefined = none
 };
-// out[B, H, T, Dh] from q[B, H, T, Dh], k/v[B, H, S, Dh].
+// out[B, H, T, Dh] from q[B, H, T, Dh], k/v[B, Hkv, S, Dh] (Hkv divides H: grouped-query attention
+// without repeating k and v).
 Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options);
 
 // Rotary positions: x[B, H, T, Dh] (q or k) with its first `rotary` dims (0: all of Dh; even)

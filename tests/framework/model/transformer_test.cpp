@@ -32,10 +32,11 @@ PluginRegistry& registry() {
   return *r;
 }
 
-ComponentFactory components(const std::string& block, const std::string& pe, const std::string& ffn) {
+ComponentFactory components(const std::string& block, const std::string& pe, const std::string& ffn,
+                            const Options& attention = {}) {
   ComponentFactory f;
   f.block = [block] { return registry().create<Block>(block); };
-  f.attention = [] { return registry().create<Attention>("mha"); };
+  f.attention = [attention] { return registry().create<Attention>("mha", attention); };
   f.positional_encoding = [pe] { return registry().create<PositionalEncoding>(pe, pe == "learned" ? Options{{"max_len", "32"}} : Options{}); };
   f.ffn = [ffn] { return registry().create<FeedForward>(ffn); };
   return f;
@@ -63,10 +64,10 @@ struct Built {
   std::unique_ptr<Transformer> model;
 };
 Built build(const ModelConfig& c, const std::string& block = "post_norm", const std::string& pe = "sinusoidal",
-            const std::string& ffn = "relu", std::uint64_t seed = 7) {
+            const std::string& ffn = "relu", std::uint64_t seed = 7, const Options& attention = {}) {
   Built b;
   b.store = std::make_unique<ParameterStore>(be());
-  b.model = std::make_unique<Transformer>(c, components(block, pe, ffn), *b.store, seed);
+  b.model = std::make_unique<Transformer>(c, components(block, pe, ffn, attention), *b.store, seed);
   return b;
 }
 
@@ -81,7 +82,8 @@ std::vector<float> logits_of(const Transformer& m, const DeviceBatch& batch) {
 
 TEST(Transformer, CausalDecoderCannotSeeTheFuture) {
   const ModelConfig c = tiny(Arch::Decoder);
-  for (const auto& [block, pe] : {std::pair{"post_norm", "learned"}, std::pair{"pre_norm", "learned"}, std::pair{"pre_norm", "rotary"}}) {
+  for (const auto& [block, pe] : {std::pair{"post_norm", "learned"}, std::pair{"pre_norm", "learned"},
+                                  std::pair{"pre_norm", "rotary"}, std::pair{"post_norm", "alibi"}}) {
     Built m = build(c, block, pe);
     const std::vector<float> a = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 6, 7, 8}}}, c));
     const std::vector<float> b = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 9, 10, 3}}}, c));  // tokens 3.. changed
@@ -135,13 +137,33 @@ TEST(Transformer, EmbeddingNormNormalisesTheEmbeddingsWithItsOwnEpsilon) {
 
 TEST(Transformer, PaddingDoesNotChangeTheValidPositions) {
   const ModelConfig c = tiny(Arch::EncoderDecoder);
-  for (const char* pe : {"sinusoidal", "rotary"}) {
+  for (const char* pe : {"sinusoidal", "rotary", "alibi"}) {
     Built m = build(c, "pre_norm", pe);
     const Example shortest{{3, 4, 5}, {6, 7}};
     const Example longer{{3, 4, 5, 6, 7, 8, 9}, {6, 7, 8, 9, 10}};
     const std::vector<float> alone = logits_of(*m.model, batch_of({shortest}, c));          // [1, 3, V]
     const std::vector<float> padded = logits_of(*m.model, batch_of({shortest, longer}, c));  // [2, 6, V]: item 0 padded
     for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_NEAR(alone[i], padded[i], 1e-5f) << pe << " logit " << i;
+  }
+}
+
+// ALiBi's slopes are the paper's: 2^-1 .. 2^-8 for 8 heads; for 6 heads those of 4 heads
+// (2^-2, 2^-4, 2^-6, 2^-8), then every other one of 8 (2^-1, 2^-3).
+TEST(Transformer, AlibiSlopesAreThePapers) {
+  for (const auto& [heads, want] : {std::pair<std::int64_t, std::vector<float>>{8, {0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f, 0.0078125f, 0.00390625f}},
+                                    std::pair<std::int64_t, std::vector<float>>{6, {0.25f, 0.0625f, 0.015625f, 0.00390625f, 0.5f, 0.125f}}}) {
+    auto alibi = registry().create<PositionalEncoding>("alibi");
+    ModelDims dims;
+    dims.d_model = 8 * heads;
+    dims.heads = heads;
+    ParameterStore store(be());
+    alibi->build(ParamScope(store, 1, "positions"), dims);
+    ASSERT_TRUE(alibi->biases_logits());
+    EXPECT_EQ(store.all().size(), 0u);  // no parameters
+    Graph g(be(), 1, 0, false, false);
+    const PositionalEncoding::LogitBias b = alibi->logit_bias(g, 3, 5, 0);
+    EXPECT_FALSE(b.bias.defined());
+    EXPECT_EQ(host(be(), b.slopes), want) << heads << " heads";
   }
 }
 
@@ -179,7 +201,8 @@ std::vector<std::int32_t> naive_greedy(const Transformer& m, const ModelConfig& 
 TEST(Transformer, GreedyDecodingWithTheCacheEqualsRecomputation) {
   ModelConfig c = tiny(Arch::EncoderDecoder);
   for (const auto& [block, pe] :
-       {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}, std::pair{"post_norm", "rotary"}}) {
+       {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}, std::pair{"post_norm", "rotary"},
+        std::pair{"pre_norm", "alibi"}}) {
     for (std::uint64_t seed : {3u, 11u}) {
       Built m = build(c, block, pe, "gelu", seed);
       const std::vector<Example> examples = {{{3, 4, 5, 6}, {}}, {{7, 8, 9, 10, 4, 5, 6}, {}}, {{5}, {}}};
@@ -361,7 +384,8 @@ TEST(Transformer, GreedyContinuationWithTheCacheEqualsRecomputation) {
   GenerateOptions greedy;
   greedy.max_tokens = 8;
   for (const auto& [block, pe] :
-       {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}, std::pair{"post_norm", "rotary"}}) {
+       {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}, std::pair{"post_norm", "rotary"},
+        std::pair{"pre_norm", "alibi"}}) {
     for (std::uint64_t seed : {3u, 11u}) {
       Built m = build(c, block, pe, "gelu", seed);
       // Prompts of different lengths: one causal pass over the shortest (bos alone), then steps in
@@ -453,6 +477,41 @@ TEST(Transformer, ContinuationNeedsACausalDecoder) {
   }
   EXPECT_THROW(build(tiny(Arch::Decoder)).model->greedy_decode(be(), batch_of({{{}, {3, 4}}}, tiny(Arch::Decoder)), 4), Error)
       << "greedy_decode has no source to decode for a decoder-only model";
+}
+
+// Grouped-query attention: kv_heads = heads is multi-head attention bit for bit (the same
+// parameters and logits); fewer k/v heads shrink the k/v projections, and the model still hides
+// the future and decodes over its (smaller) cache exactly as by recomputation.
+TEST(Transformer, GroupedKeyValueHeads) {
+  ModelConfig c = tiny(Arch::Decoder);
+  c.dims.heads = 4;
+  const Built mha = build(c, "pre_norm", "sinusoidal", "relu", 5);
+  const Built same = build(c, "pre_norm", "sinusoidal", "relu", 5, {{"kv_heads", "4"}});
+  const DeviceBatch batch = batch_of({{{}, {3, 4, 5, 6, 7}}}, c);
+  EXPECT_EQ(logits_of(*same.model, batch), logits_of(*mha.model, batch));
+  EXPECT_EQ(same.store->numel(), mha.store->numel());
+  const std::int64_t D = c.dims.d_model, Dh = D / 4;
+  for (const char* kv : {"2", "1"}) {
+    SCOPED_TRACE(std::string("kv_heads ") + kv);
+    const Built gqa = build(c, "pre_norm", "rotary", "relu", 5, {{"kv_heads", kv}});
+    const std::int64_t K = std::stoll(kv) * Dh;
+    EXPECT_EQ(gqa.store->get("decoder.layers.0.self_attn.qkv.weight").value.shape(), Shape({D + 2 * K, D}));
+    const std::vector<float> a = logits_of(*gqa.model, batch_of({{{}, {3, 4, 5, 6, 7, 8}}}, c));
+    const std::vector<float> b = logits_of(*gqa.model, batch_of({{{}, {3, 4, 5, 9, 10, 3}}}, c));
+    for (std::size_t i = 0; i < 4 * 11; ++i) ASSERT_EQ(a[i], b[i]) << "logit " << i;  // bos,3,4,5 unchanged
+    GenerateOptions greedy;
+    greedy.max_tokens = 6;
+    const auto cached = gqa.model->generate(be(), kPrompts, greedy);
+    for (std::size_t i = 0; i < kPrompts.size(); ++i)
+      EXPECT_EQ(cached[i], naive_continuation(*gqa.model, c, kPrompts[i], greedy.max_tokens)) << "prompt " << i;
+  }
+  ModelConfig s2s = tiny(Arch::EncoderDecoder);
+  s2s.dims.heads = 4;
+  const Built gqa = build(s2s, "post_norm", "alibi", "relu", 5, {{"kv_heads", "2"}});
+  EXPECT_EQ(gqa.store->get("decoder.layers.0.cross_attn.kv.weight").value.shape(), Shape({2 * 2 * Dh, D}));
+  const std::vector<Example> examples = {{{3, 4, 5, 6}, {}}, {{7, 8, 9, 10, 4, 5, 6}, {}}};
+  const auto cached = gqa.model->greedy_decode(be(), batch_of(examples, s2s), 7);
+  for (std::size_t i = 0; i < examples.size(); ++i) EXPECT_EQ(cached[i], naive_greedy(*gqa.model, s2s, examples[i], 7)) << i;
 }
 
 }  // namespace

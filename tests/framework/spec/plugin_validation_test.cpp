@@ -20,7 +20,7 @@ class FakeCatalog final : public PluginCatalog {
     plugins_["task"]["copy"] = {opt("vocab_size", OptionType::Int, std::nullopt), opt("length", OptionType::Int, "16")};
     plugins_["block"]["post_norm"] = {opt("norm", OptionType::String, "layer_norm", {"layer_norm", "rms_norm"})};
     plugins_["block"]["pre_norm"] = plugins_["block"]["post_norm"];
-    plugins_["attention"]["mha"] = {};
+    plugins_["attention"]["mha"] = {opt("kv_heads", OptionType::Int, "0")};
     plugins_["positional_encoding"]["sinusoidal"] = {opt("base", OptionType::Float, "10000")};
     plugins_["ffn"]["relu"] = {};
     plugins_["ffn"]["gelu"] = {};
@@ -58,7 +58,7 @@ TEST(SpecPlugins, ValidSpecGetsThePluginDefaults) {
   validate_plugins(s, FakeCatalog());
   EXPECT_EQ(s.task, (PluginRef{"copy", {{"length", "16"}, {"vocab_size", "10"}}}));
   EXPECT_EQ(s.model.block, (PluginRef{"post_norm", {{"norm", "layer_norm"}}}));
-  EXPECT_EQ(s.model.attention, (PluginRef{"mha", {}}));
+  EXPECT_EQ(s.model.attention, (PluginRef{"mha", {{"kv_heads", "0"}}}));
   EXPECT_EQ(s.model.positional_encoding, (PluginRef{"sinusoidal", {{"base", "10000"}}}));
   EXPECT_EQ(s.backend, (PluginRef{"onednn", {{"threads", "2"}}}));
   EXPECT_EQ(s.train.schedule, (PluginRef{"noam", {{"factor", "1.0"}, {"warmup", "5"}}}));
