@@ -582,7 +582,7 @@ const std::vector<SpecKey>& schema() {
     k.push_back(plugin(KEY(model.attention)).def("mha").doc(
         "the attention sublayer, self and cross (`mha`: multi-head attention); docs/architecture.md"));
     k.push_back(plugin(KEY(model.positional_encoding)).def("sinusoidal").doc(
-        "where positions enter: added to the embeddings (`sinusoidal`, `learned`) or inside attention (a rotating plugin)"));
+        "where positions enter: added to the embeddings (`sinusoidal`, `learned`) or inside attention (q/k rotated, logits biased: examples/positional_encoding_rotary, _alibi)"));
     k.push_back(plugin(KEY(model.ffn)).def("relu").doc("feed-forward (`relu`, `gelu`)"));
     k.push_back(boolean(KEY(model.qkv_bias)).def("true").doc("biases in the q/k/v projections"));
     k.push_back(boolean(KEY(model.out_bias)).def("true").doc("bias in the attention output projection"));

@@ -479,6 +479,44 @@ TEST_F(Components, BlocksCallEachSublayerOnceInOrder) {
   }
 }
 
+// The block interface is open enough for a parallel block (GPT-J: x + attn(Norm x) + ffn(Norm x),
+// one norm, both sublayers reading the same input), written here against the public headers
+// only, as a plugin would be.
+class ParallelBlock final : public Block {
+ public:
+  void build(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles) override {
+    (void)roles;
+    norm_ = NormLayer(scope.child("norm"), NormKind::LayerNorm, dims.d_model, dims.norm_eps);
+  }
+  Var forward(Graph& g, const Var& x, const Sublayers& sublayers) const override {
+    const Var h = norm_(g, x);
+    Var y = ops::add(g, x, sublayers(g, SublayerRole::SelfAttention, h));
+    if (sublayers.has(SublayerRole::CrossAttention)) y = ops::add(g, y, sublayers(g, SublayerRole::CrossAttention, norm_(g, y)));
+    return ops::add(g, y, sublayers(g, SublayerRole::FeedForward, h));
+  }
+  bool wants_final_norm() const override { return true; }
+  NormKind norm_kind() const override { return NormKind::LayerNorm; }
+
+ private:
+  NormLayer norm_;
+};
+
+TEST_F(Components, AParallelBlockIsExpressibleWithSublayersByRole) {
+  ParallelBlock block;
+  block.build(ParamScope(store, 1, "layers.0"), small_dims(), {kSelf, kFfn});
+  const Tensor x = values({2, 3, 6}, 0.3f);
+  std::map<SublayerRole, std::vector<float>> seen;
+  const std::vector<float> y = run_block(block, {kSelf, kFfn}, x, [&](Graph& g, SublayerRole r, const Var& h) {
+    seen[r] = host(reference_backend(), h.value());
+    return ops::scale(g, h, r == kSelf ? 2.0f : 3.0f);
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[kSelf], seen[kFfn]);  // both read the same normalised input
+  expect_normalised_rows(seen[kSelf], 6);
+  const std::vector<float> xv = host(reference_backend(), x);
+  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], xv[i] + 5.0f * seen[kSelf][i], 1e-5f) << i;
+}
+
 TEST_F(Components, PostNormNormalisesTheResidualSum) {
   auto block = registry.create<Block>("post_norm");
   block->build(ParamScope(store, 1, "layers.0"), small_dims(/*dropout=*/0.3f), {kFfn});  // eval: dropout off
