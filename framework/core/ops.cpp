@@ -148,6 +148,62 @@ Var slice_last(Graph& g, const Var& x, std::int64_t offset, std::int64_t width) 
   return out;
 }
 
+namespace {
+
+// The checks every row-wise optional op shares: its contract (rowwise_problem) and the backend's support.
+void require_rowwise(Graph& g, OptionalOp op, const Tensor& x, const Tensor& y, bool reduces) {
+  const std::string problem = rowwise_problem(x, y, reduces);
+  require(problem.empty(), optional_op_name(op), problem);
+  require(g.backend().supports(op), optional_op_name(op),
+          std::string("this backend has no ") + optional_op_name(op) +
+              " (Backend::supports); run on a backend that has it (reference, onednn)");
+}
+
+Var pointwise(Graph& g, const Var& x, Pointwise f) {
+  Tensor y = g.backend().empty(x.shape(), x.dtype());
+  require_rowwise(g, OptionalOp::pointwise, x.value(), y, false);
+  g.backend().pointwise_forward(y, x.value(), f);
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x, y, f](const Tensor& dy) { g.backend().pointwise_backward(*g.grad_buffer(x), dy, y, f); });
+  return out;
+}
+
+}  // namespace
+
+Var softmax_last(Graph& g, const Var& x) {
+  Tensor y = g.backend().empty(x.shape(), x.dtype());
+  require_rowwise(g, OptionalOp::softmax_last, x.value(), y, false);
+  g.backend().softmax_last_forward(y, x.value());
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x, y](const Tensor& dy) { g.backend().softmax_last_backward(*g.grad_buffer(x), dy, y); });
+  return out;
+}
+
+Var sum_last(Graph& g, const Var& x) {
+  Tensor y = g.backend().empty(x.shape().rank() ? x.shape().with_last(1) : Shape{1}, x.dtype());
+  require_rowwise(g, OptionalOp::sum_last, x.value(), y, true);
+  g.backend().sum_last_forward(y, x.value());
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x](const Tensor& dy) { g.backend().sum_last_backward(*g.grad_buffer(x), dy); });
+  return out;
+}
+
+// Composed: no backend op of its own.
+Var mean_last(Graph& g, const Var& x) { return scale(g, sum_last(g, x), 1.0f / static_cast<float>(x.shape().last())); }
+
+Var exp(Graph& g, const Var& x) { return pointwise(g, x, Pointwise::exp); }
+Var sigmoid(Graph& g, const Var& x) { return pointwise(g, x, Pointwise::sigmoid); }
+
+Var reshape(Graph& g, const Var& x, const Shape& shape) {
+  require(shape.numel() == x.shape().numel(), "reshape",
+          "x " + x.value().str() + " has " + std::to_string(x.shape().numel()) + " elements, " + shape.str() + " holds " +
+              std::to_string(shape.numel()));
+  Var out = g.result(x.value().reshaped(shape), {&x});
+  const Shape from = x.shape();
+  g.record(out, [&g, x, from](const Tensor& dy) { g.backend().axpy(*g.grad_buffer(x), dy.reshaped(from), 1.0f); });
+  return out;
+}
+
 Var concat_last(Graph& g, const Var& a, const Var& b) {
   const Shape& as = a.shape();
   const Shape& bs = b.shape();

@@ -23,7 +23,8 @@ constexpr OpName kNames[] = {
     {"add", "fwd"},           {"add", "bwd"},        {"mul", "fwd"},         {"mul", "bwd"},
     {"dropout", "fwd"},       {"dropout", "bwd"},    {"embedding", "fwd"},   {"embedding", "bwd"},
     {"split/merge heads", "fwd"}, {"split/merge heads", "bwd"}, {"rope", "fwd"}, {"rope", "bwd"},
-    {"slice/concat last", "fwd"}, {"slice/concat last", "bwd"}, {"cross_entropy", "fwd+bwd"},
+    {"slice/concat last", "fwd"}, {"slice/concat last", "bwd"}, {"softmax/sum/exp/sigmoid", "fwd"},
+    {"softmax/sum/exp/sigmoid", "bwd"}, {"cross_entropy", "fwd+bwd"},
     {"axpy", "bwd"},          {"sum_squares", "optim"}, {"adam_update", "optim"},
     {"memory (alloc, fill, copy, cast)", "-"},
 };
@@ -164,6 +165,24 @@ void HostedBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t 
 }
 void HostedBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
   timed(ProfiledOp::SliceBwd, 0.0, [&] { inner_->slice_last_backward(dx, dy, offset); });
+}
+void HostedBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
+  timed(ProfiledOp::RowwiseFwd, 0.0, [&] { inner_->softmax_last_forward(y, x); });
+}
+void HostedBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
+  timed(ProfiledOp::RowwiseBwd, 0.0, [&] { inner_->softmax_last_backward(dx, dy, y); });
+}
+void HostedBackend::sum_last_forward(Tensor& y, const Tensor& x) {
+  timed(ProfiledOp::RowwiseFwd, 0.0, [&] { inner_->sum_last_forward(y, x); });
+}
+void HostedBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
+  timed(ProfiledOp::RowwiseBwd, 0.0, [&] { inner_->sum_last_backward(dx, dy); });
+}
+void HostedBackend::pointwise_forward(Tensor& y, const Tensor& x, Pointwise f) {
+  timed(ProfiledOp::RowwiseFwd, 0.0, [&] { inner_->pointwise_forward(y, x, f); });
+}
+void HostedBackend::pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, Pointwise f) {
+  timed(ProfiledOp::RowwiseBwd, 0.0, [&] { inner_->pointwise_backward(dx, dy, y, f); });
 }
 
 void HostedBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,

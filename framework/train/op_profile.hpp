@@ -23,7 +23,8 @@ namespace ablate::train {
 enum class ProfiledOp : std::uint8_t {
   LinearFwd, LinearBwd, MatmulFwd, MatmulBwd, AttentionFwd, AttentionBwd, LayerNormFwd, LayerNormBwd,
   RmsNormFwd, RmsNormBwd, ActivationFwd, ActivationBwd, AddFwd, AddBwd, MulFwd, MulBwd, DropoutFwd,
-  DropoutBwd, EmbeddingFwd, EmbeddingBwd, HeadsFwd, HeadsBwd, RopeFwd, RopeBwd, SliceFwd, SliceBwd, CrossEntropy, Axpy,
+  DropoutBwd, EmbeddingFwd, EmbeddingBwd, HeadsFwd, HeadsBwd, RopeFwd, RopeBwd, SliceFwd, SliceBwd, RowwiseFwd, RowwiseBwd,
+  CrossEntropy, Axpy,
   SumSquares, AdamUpdate,
   Memory,  // empty, fill, copies, cast, KV-cache writes
   Count
@@ -115,6 +116,12 @@ class HostedBackend final : public Backend {
   void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) override;
   void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) override;
   void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) override;
+  void softmax_last_forward(Tensor& y, const Tensor& x) override;
+  void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override;
+  void sum_last_forward(Tensor& y, const Tensor& x) override;
+  void sum_last_backward(Tensor& dx, const Tensor& dy) override;
+  void pointwise_forward(Tensor& y, const Tensor& x, Pointwise f) override;
+  void pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, Pointwise f) override;
 
  private:
   // Runs `call` on the inner backend, timed into `op` with `flops` of work.

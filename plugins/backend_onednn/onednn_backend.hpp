@@ -114,7 +114,7 @@ class OnednnBackend final : public ablate::Backend {
 
   bool supports(ablate::OptionalOp op) const override {
     (void)op;
-    return true;  // every optional op: rope, slice_last, and attention's bias and grouped k/v heads
+    return true;  // every optional op: rope, slice_last, attention bias and grouped k/v heads, softmax/sum/pointwise
   }
 
   // rope_ops.cpp
@@ -124,6 +124,13 @@ class OnednnBackend final : public ablate::Backend {
   // slice_ops.cpp
   void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) override;
   void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) override;
+  // rowwise_ops.cpp
+  void softmax_last_forward(Tensor& y, const Tensor& x) override;
+  void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override;
+  void sum_last_forward(Tensor& y, const Tensor& x) override;
+  void sum_last_backward(Tensor& dx, const Tensor& dy) override;
+  void pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointwise f) override;
+  void pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) override;
 
  private:
   // rope's cos | sin [T, rotary/2] for `positions` (in slot kRope).

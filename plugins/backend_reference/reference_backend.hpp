@@ -94,6 +94,13 @@ class ReferenceBackend final : public ablate::Backend {
   // slice_ops.cpp
   void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) override;
   void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) override;
+  // rowwise_ops.cpp
+  void softmax_last_forward(Tensor& y, const Tensor& x) override;
+  void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override;
+  void sum_last_forward(Tensor& y, const Tensor& x) override;
+  void sum_last_backward(Tensor& dx, const Tensor& dy) override;
+  void pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointwise f) override;
+  void pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) override;
 
  private:
   std::shared_ptr<ablate::HostAllocator> allocator_;

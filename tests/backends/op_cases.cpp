@@ -768,6 +768,54 @@ void add_slice(std::vector<OpCase>& out) {
   }
 }
 
+// ---- the small general set: softmax and sum over the last dim, exp and sigmoid (optional ops)
+void add_rowwise(std::vector<OpCase>& out) {
+  const std::vector<Shape> shapes = {Shape{1}, Shape{3, 7}, Shape{2, 3, 65}, Shape{4, 100, 96}};  // the last above the grain
+  for (const Shape& s : shapes) {
+    {
+      OpCase c;
+      c.op = "softmax_last";
+      c.name = "x" + dims(s);
+      c.needs = {OptionalOp::softmax_last};
+      c.reduction = static_cast<double>(s.last());
+      c.inputs = {value("x", s, -3, 3)};
+      c.outputs = {value("y", s)};
+      c.grad_inputs = {"x"};
+      c.grad_outputs = {"y"};
+      c.forward = [](OpRun& r) { r.backend.softmax_last_forward(r["y"], r["x"]); };
+      c.backward = [](OpRun& r) { r.backend.softmax_last_backward(r["dx"], r["dy"], r["y"]); };
+      out.push_back(std::move(c));
+    }
+    {
+      OpCase c;
+      c.op = "sum_last";
+      c.name = "x" + dims(s);
+      c.needs = {OptionalOp::sum_last};
+      c.reduction = static_cast<double>(s.last());
+      c.inputs = {value("x", s)};
+      c.outputs = {value("y", s.with_last(1))};
+      c.grad_inputs = {"x"};
+      c.grad_outputs = {"y"};
+      c.forward = [](OpRun& r) { r.backend.sum_last_forward(r["y"], r["x"]); };
+      c.backward = [](OpRun& r) { r.backend.sum_last_backward(r["dx"], r["dy"]); };
+      out.push_back(std::move(c));
+    }
+    for (const Pointwise f : {Pointwise::exp, Pointwise::sigmoid}) {
+      OpCase c;
+      c.op = pointwise_name(f);
+      c.name = "x" + dims(s);
+      c.needs = {OptionalOp::pointwise};
+      c.inputs = {value("x", s, -2, 2)};
+      c.outputs = {value("y", s)};
+      c.grad_inputs = {"x"};
+      c.grad_outputs = {"y"};
+      c.forward = [f](OpRun& r) { r.backend.pointwise_forward(r["y"], r["x"], f); };
+      c.backward = [f](OpRun& r) { r.backend.pointwise_backward(r["dx"], r["dy"], r["y"], f); };
+      out.push_back(std::move(c));
+    }
+  }
+}
+
 void add_loss_optim(std::vector<OpCase>& out) {
   struct X {
     std::int64_t N, V;
@@ -883,6 +931,7 @@ std::vector<OpCase> all_op_cases() {
   add_loss_optim(cases);
   add_rope(cases);
   add_slice(cases);
+  add_rowwise(cases);
   return cases;
 }
 

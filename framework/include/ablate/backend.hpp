@@ -105,15 +105,35 @@ struct AdamParams {
 // with a clear error. A new op lands in `reference` first and in the fast backends later.
 // attention_bias and grouped_attention are features of the core attention op (AttentionParams'
 // bias/slopes, k/v with fewer heads than q): a backend without them refuses such arguments.
-enum class OptionalOp { rope, slice_last, attention_bias, grouped_attention };
+// softmax_last, sum_last and pointwise are the small general set a plugin composes its own ops from.
+enum class OptionalOp { rope, slice_last, attention_bias, grouped_attention, softmax_last, sum_last, pointwise };
 inline const char* optional_op_name(OptionalOp op) {
   switch (op) {
     case OptionalOp::rope: return "rope";
     case OptionalOp::slice_last: return "slice_last";
     case OptionalOp::attention_bias: return "attention_bias";
     case OptionalOp::grouped_attention: return "grouped_attention";
+    case OptionalOp::softmax_last: return "softmax_last";
+    case OptionalOp::sum_last: return "sum_last";
+    case OptionalOp::pointwise: return "pointwise";
   }
   return "?";
+}
+
+// The functions of Backend::pointwise_forward; each one's derivative is a function of its output.
+enum class Pointwise : std::uint8_t { exp = 0, sigmoid = 1 };
+inline const char* pointwise_name(Pointwise f) { return f == Pointwise::exp ? "exp" : "sigmoid"; }
+
+// The shape contract of the row-wise optional ops (softmax_last, sum_last, pointwise), one
+// definition for every backend and ops.cpp: x [N, C] (any leading dims as N) and y of x's shape,
+// or of x's shape with the last dim 1 when `reduces` (sum_last); one float dtype. "" when they fit.
+inline std::string rowwise_problem(const Tensor& x, const Tensor& y, bool reduces) {
+  if (x.dtype() != y.dtype() || (x.dtype() != DType::F32 && x.dtype() != DType::BF16))
+    return "x " + x.str() + " and y " + y.str() + " must share one float dtype (f32 or bf16)";
+  if (x.shape().rank() == 0 || x.numel() == 0) return "x " + x.str() + " must be [..., C] with C > 0";
+  const Shape want = reduces ? x.shape().with_last(1) : x.shape();
+  if (y.shape() != want) return "y " + y.str() + " must be " + want.str() + " for x " + x.str();
+  return {};
 }
 
 // The shape contracts of the optional ops, one definition for every backend and for ops.cpp (they
@@ -297,6 +317,35 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   virtual void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
     (void)dx, (void)dy, (void)offset;
     throw Error("backend has no slice_last_backward; check supports(OptionalOp::slice_last) first");
+  }
+  // Softmax over the last dim: y[N, C] = exp(x - max) / sum(exp(x - max)) per row (rowwise_problem).
+  // Backward: dx += y ⊙ (dy - sum_c dy ⊙ y), per row.
+  virtual void softmax_last_forward(Tensor& y, const Tensor& x) {
+    (void)y, (void)x;
+    throw Error("backend has no softmax_last_forward; check supports(OptionalOp::softmax_last) first");
+  }
+  virtual void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
+    (void)dx, (void)dy, (void)y;
+    throw Error("backend has no softmax_last_backward; check supports(OptionalOp::softmax_last) first");
+  }
+  // Sum over the last dim: y[N, 1] = sum_c x[N, c] (accumulated in f32). Backward: dx[N, c] += dy[N, 1].
+  virtual void sum_last_forward(Tensor& y, const Tensor& x) {
+    (void)y, (void)x;
+    throw Error("backend has no sum_last_forward; check supports(OptionalOp::sum_last) first");
+  }
+  virtual void sum_last_backward(Tensor& dx, const Tensor& dy) {
+    (void)dx, (void)dy;
+    throw Error("backend has no sum_last_backward; check supports(OptionalOp::sum_last) first");
+  }
+  // Elementwise y = f(x) for f in Pointwise (exp, sigmoid); any shape, y of x's shape and dtype.
+  // Backward from the output: dx += dy ⊙ f'(x), with exp' = y and sigmoid' = y (1 - y).
+  virtual void pointwise_forward(Tensor& y, const Tensor& x, Pointwise f) {
+    (void)y, (void)x, (void)f;
+    throw Error("backend has no pointwise_forward; check supports(OptionalOp::pointwise) first");
+  }
+  virtual void pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, Pointwise f) {
+    (void)dx, (void)dy, (void)y, (void)f;
+    throw Error("backend has no pointwise_backward; check supports(OptionalOp::pointwise) first");
   }
 };
 

@@ -38,6 +38,17 @@ Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary = 0, float 
 Var slice_last(Graph& g, const Var& x, std::int64_t offset, std::int64_t width);
 Var concat_last(Graph& g, const Var& a, const Var& b);
 
+// The small general set (optional backend ops; refused on a backend without them), for a plugin
+// that composes what no fused op does: softmax and sum over the last dim (x[..., C] -> [..., C] and
+// [..., 1]), the mean composed from the sum, exp and sigmoid elementwise, and a reshape (a view: same
+// elements, another shape; its gradient is reshaped back).
+Var softmax_last(Graph& g, const Var& x);
+Var sum_last(Graph& g, const Var& x);
+Var mean_last(Graph& g, const Var& x);
+Var exp(Graph& g, const Var& x);
+Var sigmoid(Graph& g, const Var& x);
+Var reshape(Graph& g, const Var& x, const Shape& shape);
+
 Var layer_norm(Graph& g, const Var& x, const Var& gamma, const Var& beta, float eps = 1e-5f);
 Var rms_norm(Graph& g, const Var& x, const Var& gamma, float eps = 1e-6f);
 Var activation(Graph& g, const Var& x, Activation act);

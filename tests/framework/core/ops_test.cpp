@@ -63,6 +63,66 @@ TEST(OpsGradcheck, AttentionWithCausalAndPaddingMasksAndDropout) {
   }
 }
 
+// Grouped k/v heads, a learned logit bias (its gradient through autograd) and ALiBi slopes.
+TEST(OpsGradcheck, AttentionWithGroupedHeadsLogitBiasAndSlopes) {
+  Backend& be = reference_backend();
+  const Tensor lengths = i32_tensor(be, {2}, {5, 3});
+  ops::AttentionOptions o;
+  o.causal = true;
+  o.key_lengths = &lengths;
+  o.slopes = f32_tensor(be, {4}, {0.5f, 0.25f, 0.125f, 0.0625f});
+  expect_gradcheck(
+      [o](Graph& g, const std::vector<Var>& in) {
+        ops::AttentionOptions with_bias = o;
+        with_bias.bias = in[3];
+        return ops::attention(g, in[0], in[1], in[2], with_bias);
+      },
+      values({2, 4, 5, 3}), values({2, 2, 5, 3}, 1.0f), values({2, 2, 5, 3}, 2.0f), values({1, 5, 5}, 0.5f));
+}
+
+// What the bias and the slopes add, on known values: one query, two keys, q·k = 0 everywhere, so
+// the probabilities are softmax(bias - slope * distance) alone.
+TEST(Ops, AttentionBiasAndAlibiSlopesShiftTheLogits) {
+  Backend& be = reference_backend();
+  Graph g(be, 1, 0, false, false);
+  const Var q = g.constant(f32_tensor(be, {1, 1, 1, 2}, {0.0f, 0.0f}));
+  const Var k = g.constant(f32_tensor(be, {1, 1, 2, 2}, {1.0f, 2.0f, 3.0f, 4.0f}));
+  const Var v = g.constant(f32_tensor(be, {1, 1, 2, 2}, {1.0f, 0.0f, 0.0f, 1.0f}));
+  ops::AttentionOptions o;
+  o.query_offset = 1;  // the query is at position 1: distances 1 (key 0) and 0 (key 1)
+  o.slopes = f32_tensor(be, {1}, {0.5f});
+  o.bias = g.constant(f32_tensor(be, {1, 1, 2}, {1.0f, 0.0f}));
+  const std::vector<float> out = host(be, ops::attention(g, q, k, v, o).value());
+  // logits: key 0: 1 - 0.5 * 1 = 0.5; key 1: 0 - 0 = 0 -> p0 = 1 / (1 + e^-0.5)
+  const float p0 = 1.0f / (1.0f + std::exp(-0.5f));
+  EXPECT_NEAR(out[0], p0, 1e-6f);
+  EXPECT_NEAR(out[1], 1.0f - p0, 1e-6f);
+}
+
+// The small general set: gradients, the mean composed from the sum, softmax rows summing to 1,
+// and a reshape whose gradient comes back in the input's shape.
+TEST(OpsGradcheck, SoftmaxSumMeanExpSigmoidAndReshape) {
+  const auto one = [](Var (*op)(Graph&, const Var&)) {
+    return [op](Graph& g, const std::vector<Var>& in) { return op(g, in[0]); };
+  };
+  for (auto op : {&ops::softmax_last, &ops::sum_last, &ops::mean_last, &ops::exp, &ops::sigmoid})
+    expect_gradcheck(one(op), values({2, 3, 5}));
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::reshape(g, in[0], {6, 5}); }, values({2, 3, 5}));
+  Backend& be = reference_backend();
+  Graph g(be, 1, 0, false, false);
+  const Var x = g.constant(values({3, 4}, 0.4f));
+  const std::vector<float> sm = host(be, ops::softmax_last(g, x).value()), xs = host(be, x.value());
+  const std::vector<float> sum = host(be, ops::sum_last(g, x).value()), mean = host(be, ops::mean_last(g, x).value());
+  for (std::size_t r = 0; r < 3; ++r) {
+    EXPECT_NEAR(sm[r * 4] + sm[r * 4 + 1] + sm[r * 4 + 2] + sm[r * 4 + 3], 1.0f, 1e-6f);
+    EXPECT_NEAR(sum[r], xs[r * 4] + xs[r * 4 + 1] + xs[r * 4 + 2] + xs[r * 4 + 3], 1e-6f);
+    EXPECT_NEAR(mean[r], sum[r] / 4.0f, 1e-6f);
+  }
+  EXPECT_NEAR(host(be, ops::sigmoid(g, x).value())[0], 1.0f / (1.0f + std::exp(-xs[0])), 1e-6f);
+  EXPECT_NEAR(host(be, ops::exp(g, x).value())[0], std::exp(xs[0]), 1e-5f);
+  EXPECT_THROW(ops::reshape(g, x, {5, 2}), Error) << "10 elements are not 12";
+}
+
 TEST(OpsGradcheck, LayerNormAndRmsNorm) {
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::layer_norm(g, in[0], in[1], in[2]); },
                    values({2, 3, 6}), values({6}, 1.0f), values({6}, 2.0f));
