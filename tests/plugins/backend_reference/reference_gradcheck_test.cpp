@@ -50,7 +50,8 @@ TEST(ReferenceGradCheck, EveryBackwardOpIsCovered) {
   for (const OpCase& c : cases())
     if (c.backward) ops.insert(c.op);
   for (const char* op : {"linear", "matmul", "attention", "layer_norm", "rms_norm", "activation", "add", "mul",
-                         "dropout", "embedding", "split_heads", "merge_heads", "cross_entropy"})
+                         "dropout", "embedding", "split_heads", "merge_heads", "cross_entropy", "rope", "slice_last",
+                         "softmax_last", "sum_last", "exp", "sigmoid"})
     EXPECT_TRUE(ops.count(op)) << op << " has no gradient-checked case";
 }
 
@@ -147,6 +148,23 @@ class ForwardingBackend : public Backend {
     in_->adam_update(w, m, v, wl, g, p);
   }
   void cast(Tensor& y, const Tensor& x) override { in_->cast(y, x); }
+  bool supports(OptionalOp op) const override { return in_->supports(op); }
+  void rope_forward(Tensor& y, const Tensor& x, const Tensor& p, int r, float b) override { in_->rope_forward(y, x, p, r, b); }
+  void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& p, int r, float b) override {
+    in_->rope_backward(dx, dy, p, r, b);
+  }
+  void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t o) override { in_->slice_last_forward(y, x, o); }
+  void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t o) override { in_->slice_last_backward(dx, dy, o); }
+  void softmax_last_forward(Tensor& y, const Tensor& x) override { in_->softmax_last_forward(y, x); }
+  void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override {
+    in_->softmax_last_backward(dx, dy, y);
+  }
+  void sum_last_forward(Tensor& y, const Tensor& x) override { in_->sum_last_forward(y, x); }
+  void sum_last_backward(Tensor& dx, const Tensor& dy) override { in_->sum_last_backward(dx, dy); }
+  void pointwise_forward(Tensor& y, const Tensor& x, Pointwise f) override { in_->pointwise_forward(y, x, f); }
+  void pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, Pointwise f) override {
+    in_->pointwise_backward(dx, dy, y, f);
+  }
 
  protected:
   std::shared_ptr<Backend> in_;
@@ -204,6 +222,37 @@ class AttentionNoDropoutBackend final : public ForwardingBackend {
   }
 };
 
+// attention_backward that drops the ALiBi slopes (recomputes the probabilities without them).
+class AttentionNoSlopesBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
+                          const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
+    AttentionParams p = ps;
+    p.slopes = nullptr;
+    in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, p);
+  }
+};
+
+// attention_backward that never writes the bias's gradient.
+class AttentionNoBiasGradBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
+                          const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
+    AttentionParams p = ps;
+    p.dbias = nullptr;
+    in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, p);
+  }
+};
+
+// softmax_last_backward missing the row term: dx += y ⊙ dy.
+class SoftmaxMissingTermBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override { in_->mul_backward(&dx, nullptr, dy, dy, y); }
+};
+
 template <class Broken>
 void expect_caught(const std::string& case_id) {
   const OpCase& c = find_case(case_id);
@@ -231,6 +280,16 @@ TEST(GradCheckHasTeeth, ReportsLayerNormMissingATerm) { expect_caught<LayerNormM
 TEST(GradCheckHasTeeth, ReportsAttentionBackwardIgnoringDropout) {
   expect_caught<AttentionNoDropoutBackend>("attention_dropout_B2_H2_T5_S7_Dh4");
 }
+
+TEST(GradCheckHasTeeth, ReportsAttentionBackwardIgnoringAlibiSlopes) {
+  expect_caught<AttentionNoSlopesBackend>("attention_alibi_causal_offset_B1_H4_Hkv4_T3_S7");
+}
+
+TEST(GradCheckHasTeeth, ReportsAttentionBackwardWithoutTheBiasGradient) {
+  expect_caught<AttentionNoBiasGradBackend>("attention_bias_shared_B2_H2_Hkv2_T5_S7");
+}
+
+TEST(GradCheckHasTeeth, ReportsSoftmaxBackwardMissingItsRowTerm) { expect_caught<SoftmaxMissingTermBackend>("softmax_last_x3x7"); }
 
 // The parity comparator, too, must flag a small difference (and accept identical runs).
 TEST(ParityCompareHasTeeth, FlagsAOnePercentDifference) {
