@@ -321,23 +321,21 @@ kernels::AttentionShape CudnnBackend::attention_shape(const char* op, const Tens
   value_type(op, "q", q);
   need_dtype(op, "k", k, q.dtype());
   need_dtype(op, "v", v, q.dtype());
-  if (q.shape().rank() != 4 || k.shape().rank() != 4)
-    fail(op, "q " + q.str() + " and k " + k.str() + " must be [B, H, T, Dh] and [B, H, S, Dh]");
+  // k/v may have Hkv heads dividing H (grouped-query attention), and a bias / ALiBi slopes may be
+  // added to the logits: the unfused path runs both (compiled, not yet run on a GPU); the fused
+  // cuDNN graphs here are built without them, so such calls never take the fused path.
+  if (const std::string problem = ablate::attention_problem(q, k, v, p); !problem.empty()) fail(op, problem);
   kernels::AttentionShape a;
   a.B = q.shape()[0];
   a.H = q.shape()[1];
   a.T = q.shape()[2];
   a.S = k.shape()[2];
-  const std::int64_t Dh = q.shape()[3];
-  // Not yet on this backend (cuDNN's SDPA has both; its graphs here are built without them):
-  // grouped k/v heads and the logit bias / ALiBi slopes. Refused, never ignored.
-  if (k.shape()[1] != a.H)
-    fail(op, "k " + k.str() + " has " + std::to_string(k.shape()[1]) + " heads for q's " + std::to_string(a.H) +
-                 ": grouped-query attention is not implemented on cudnn yet; run it on reference or onednn");
-  if (p.bias || p.slopes || p.dbias)
-    fail(op, "an attention logit bias or ALiBi slopes are not implemented on cudnn yet; run on reference or onednn");
-  need_shape(op, "k", k, Shape{a.B, a.H, a.S, Dh});
-  need_shape(op, "v", v, Shape{a.B, a.H, a.S, Dh});
+  a.Hkv = k.shape()[1];
+  if (p.bias) {
+    a.bias = p.bias->data<float>();
+    a.bias_heads = p.bias->shape()[0];
+  }
+  if (p.slopes) a.slopes = p.slopes->data<float>();
   need_dtype(op, "lse", lse, DType::F32);
   need_shape(op, "lse", lse, Shape{a.B, a.H, a.T});
   if (p.key_lengths) {
@@ -358,7 +356,8 @@ kernels::AttentionShape CudnnBackend::attention_shape(const char* op, const Tens
 // probabilities, and that cuDNN has an engine for; nullopt sends the op down the unfused path.
 std::optional<SdpaConfig> CudnnBackend::fused_attention(const kernels::AttentionShape& a, std::int64_t Dh, DType dtype,
                                                         bool probs, float scale, bool backward) {
-  if (!config_.fused_attention || dtype != DType::BF16 || probs || a.query_offset != 0 || Dh % 8 != 0 || Dh > 128)
+  if (!config_.fused_attention || dtype != DType::BF16 || probs || a.query_offset != 0 || Dh % 8 != 0 || Dh > 128 ||
+      a.Hkv != a.H || a.bias || a.slopes)
     return std::nullopt;
   SdpaConfig c;
   c.B = a.B;
@@ -397,11 +396,13 @@ void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, co
   const std::size_t n = static_cast<std::size_t>(BH * a.T * a.S);
   auto* logits = static_cast<float*>(scratch(kAttLogits, n * sizeof(float)));
   void* pd = scratch(kAttPd, n * ablate::dtype_size(q.dtype()));
-  // logits[BH, T, S] = scale q[BH, T, Dh] · k^T[BH, Dh, S]
-  gemm_->run(logits, VT::F32, operand(q, BH, a.T, Dh, false), operand(k, BH, Dh, a.S, true), params.scale, 0.0f, {}, op);
+  // Grouped k/v heads: the G = H / Hkv query heads of a group are adjacent, one [G*T, Dh] block per k/v head.
+  const std::int64_t BG = a.B * a.Hkv, GT = a.H / a.Hkv * a.T;
+  // logits[BG, G*T, S] (= [BH, T, S]) = scale q[BG, G*T, Dh] · k^T[BG, Dh, S]
+  gemm_->run(logits, VT::F32, operand(q, BG, GT, Dh, false), operand(k, BG, Dh, a.S, true), params.scale, 0.0f, {}, op);
   kernels::attention_softmax_forward(lse.data<float>(), probs ? probs->data<float>() : nullptr, pd, t, logits, a, stream_);
-  // out[BH, T, Dh] = pd[BH, T, S] · v[BH, S, Dh]
-  gemm_->run(out.raw(), t, GemmOperand{pd, t, BH, a.T, a.S, false}, operand(v, BH, a.S, Dh, false), 1.0f, 0.0f, {}, op);
+  // out[BG, G*T, Dh] = pd[BG, G*T, S] · v[BG, S, Dh]
+  gemm_->run(out.raw(), t, GemmOperand{pd, t, BG, GT, a.S, false}, operand(v, BG, a.S, Dh, false), 1.0f, 0.0f, {}, op);
 }
 
 void CudnnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
@@ -437,16 +438,19 @@ void CudnnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const 
   auto* dpd = static_cast<float*>(scratch(kAttDp, n * sizeof(float)));
   void* pd = scratch(kAttPd, n * es);
   void* ds = scratch(kAttDs, n * es);
-  // logits = scale q·k^T (recomputed); dpd[BH, T, S] = dout[BH, T, Dh] · v^T[BH, Dh, S]
-  gemm_->run(logits, VT::F32, operand(q, BH, a.T, Dh, false), operand(k, BH, Dh, a.S, true), params.scale, 0.0f, {}, op);
-  gemm_->run(dpd, VT::F32, operand(dout, BH, a.T, Dh, false), operand(v, BH, Dh, a.S, true), 1.0f, 0.0f, {}, op);
+  // Grouped k/v heads as in forward: [BG, G*T, ...] views of the [BH, T, ...] buffers.
+  const std::int64_t BG = a.B * a.Hkv, GT = a.H / a.Hkv * a.T;
+  // logits = scale q·k^T (recomputed); dpd[BG, G*T, S] = dout[BG, G*T, Dh] · v^T[BG, Dh, S]
+  gemm_->run(logits, VT::F32, operand(q, BG, GT, Dh, false), operand(k, BG, Dh, a.S, true), params.scale, 0.0f, {}, op);
+  gemm_->run(dpd, VT::F32, operand(dout, BG, GT, Dh, false), operand(v, BG, Dh, a.S, true), 1.0f, 0.0f, {}, op);
   kernels::attention_softmax_backward(ds, pd, t, logits, lse.data<float>(), dpd, a, stream_);
-  // dv[BH, S, Dh] += pd^T[BH, S, T] · dout[BH, T, Dh]
-  if (dv) gemm_->run(dv->raw(), t, GemmOperand{pd, t, BH, a.S, a.T, true}, operand(dout, BH, a.T, Dh, false), 1.0f, 1.0f, {}, op);
-  // dq[BH, T, Dh] += scale ds[BH, T, S] · k[BH, S, Dh]
-  if (dq) gemm_->run(dq->raw(), t, GemmOperand{ds, t, BH, a.T, a.S, false}, operand(k, BH, a.S, Dh, false), params.scale, 1.0f, {}, op);
-  // dk[BH, S, Dh] += scale ds^T[BH, S, T] · q[BH, T, Dh]
-  if (dk) gemm_->run(dk->raw(), t, GemmOperand{ds, t, BH, a.S, a.T, true}, operand(q, BH, a.T, Dh, false), params.scale, 1.0f, {}, op);
+  if (params.dbias) kernels::attention_bias_backward(params.dbias->data<float>(), ds, t, a, stream_);
+  // dv[BG, S, Dh] += pd^T[BG, S, G*T] · dout[BG, G*T, Dh]
+  if (dv) gemm_->run(dv->raw(), t, GemmOperand{pd, t, BG, a.S, GT, true}, operand(dout, BG, GT, Dh, false), 1.0f, 1.0f, {}, op);
+  // dq[BG, G*T, Dh] += scale ds[BG, G*T, S] · k[BG, S, Dh]
+  if (dq) gemm_->run(dq->raw(), t, GemmOperand{ds, t, BG, GT, a.S, false}, operand(k, BG, a.S, Dh, false), params.scale, 1.0f, {}, op);
+  // dk[BG, S, Dh] += scale ds^T[BG, S, G*T] · q[BG, G*T, Dh]  (the group's heads summed)
+  if (dk) gemm_->run(dk->raw(), t, GemmOperand{ds, t, BG, a.S, GT, true}, operand(q, BG, GT, Dh, false), params.scale, 1.0f, {}, op);
 }
 
 // The BF16 [B, H, T, S] dropout factors of this attention op: Ablate's Philox masks, so the fused

@@ -103,7 +103,8 @@ class CudnnBackend final : public ablate::Backend {
   void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) override;
   void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) override;
   bool supports(ablate::OptionalOp op) const override {
-    return op == ablate::OptionalOp::rope || op == ablate::OptionalOp::slice_last;
+    return op == ablate::OptionalOp::rope || op == ablate::OptionalOp::slice_last ||
+           op == ablate::OptionalOp::attention_bias || op == ablate::OptionalOp::grouped_attention;
   }
   void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
   void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) override;

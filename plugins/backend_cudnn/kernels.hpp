@@ -127,11 +127,17 @@ void adam_update(float* w, float* m, float* v, void* w_low, const float* grad, s
 // --- attention, unfused path, for BH = B*H independent [T, S] score matrices.
 struct AttentionShape {
   std::int64_t B = 0, H = 0, T = 0, S = 0;
+  std::int64_t Hkv = 0;  // k/v heads (dividing H)
   bool causal = false;
   std::int64_t query_offset = 0;
   const std::int32_t* key_lengths = nullptr;  // device I32 [B], or null
   float dropout = 0.0f;
   ablate::RngKey rng;
+  // Added to the logits (ablate::AttentionParams): bias F32 [bias_heads (1 or H), T, S], ALiBi slopes F32 [H];
+  // device pointers, or null.
+  const float* bias = nullptr;
+  std::int64_t bias_heads = 0;
+  const float* slopes = nullptr;
 };
 // In: logits [B*H, T, S] F32 (already scaled). Out: lse [B*H, T] F32 (-inf for a row with no
 // visible key); probs [B*H, T, S] F32 (optional, before dropout; 0 where masked); pd [B*H, T, S]
@@ -143,5 +149,8 @@ void attention_softmax_forward(float* lse, float* probs, void* pd, VT t, const f
 // Out: pd (in `t`) as in forward; ds (in `t`) = P ⊙ (dP - rowsum(P ⊙ dP)) with dP = dpd ⊙ factor.
 void attention_softmax_backward(void* ds, void* pd, VT t, const float* logits, const float* lse, const float* dpd,
                                 const AttentionShape& a, cudaStream_t s);
+// dbias [a.bias_heads, T, S] F32 += ds [B*H, T, S] (in `t`) summed over B (and H for one bias head),
+// in a fixed order (deterministic).
+void attention_bias_backward(float* dbias, const void* ds, VT t, const AttentionShape& a, cudaStream_t s);
 
 }  // namespace backend_cudnn::kernels
