@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "ablate/attention.hpp"
 #include "ablate/components.hpp"
 #include "ablate/task.hpp"
 #include "core/text.hpp"
@@ -84,6 +85,7 @@ std::string gib(long double bytes) {
 void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry) {
   spec::SpecErrors errors;
   std::shared_ptr<PositionalEncoding> positions;
+  std::shared_ptr<Attention> attention;
   std::shared_ptr<Task> task;
   for (const char* path : {"task", "model.block", "model.attention", "model.positional_encoding", "model.ffn", "train.schedule"}) {
     const spec::PluginSlot& slot = *std::find_if(spec::plugin_slots().begin(), spec::plugin_slots().end(),
@@ -92,6 +94,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
     try {
       std::shared_ptr<Component> c = registry.create(slot.kind, ref.name, ref.options);
       if (slot.kind == PositionalEncoding::kKind) positions = std::dynamic_pointer_cast<PositionalEncoding>(c);
+      if (slot.kind == Attention::kKind) attention = std::dynamic_pointer_cast<Attention>(c);
       if (slot.kind == Task::kKind) task = std::dynamic_pointer_cast<Task>(c);
     } catch (const PluginFault& f) {
       if (!f.reported()) throw;  // not a refusal of its options but a defect: a plugin error (exit 3)
@@ -110,6 +113,17 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
     const std::vector<std::string> scores = plugin_call(*task, "score_names", [&] { return task->score_names(); });
     if (auto problem = train::early_stopping_problem(spec, info, scores))
       errors.add(spec.marks.of("train.early_stopping.metric"), "train.early_stopping.metric", *problem);
+    if (attention) {  // the model's sizes the attention cannot be built with
+      try {
+        const ModelDims dims = train::model_config(spec, info).dims;
+        plugin_call(*attention, "check", [&] { attention->check(dims); });
+      } catch (const PluginFault& f) {
+        if (!f.reported()) throw;
+        errors.add(spec.marks.of("model.attention"), "model.attention",
+                   "attention plugin '" + spec.model.attention.name + "' refuses the model's sizes: " + f.detail() +
+                       (f.hint().empty() ? "" : "; " + f.hint()));
+      }
+    }
     const std::int64_t limit = positions ? plugin_call(*positions, "max_positions", [&] { return positions->max_positions(); }) : 0;
     const bool source = spec.model.arch != spec::Arch::decoder, target = spec.model.arch != spec::Arch::encoder;
     const std::int64_t need = std::max(source ? info.max_src_len : 0, target ? info.max_tgt_len + 1 : 0);

@@ -22,17 +22,23 @@ class MultiHeadAttention final : public ablate::Attention {
   //   Self:  qkv.weight [D + 2K, D] (+ qkv.bias)       Cross: q.weight [D, D], kv.weight [2K, D] (+ biases)
   //   both:  out.weight [D, D] (+ out.bias [D])
   // Weights are Xavier-uniform (as PyTorch's nn.MultiheadAttention), biases zero.
-  void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims, ablate::AttentionRole role) override {
-    const std::int64_t d = dims.d_model;
-    if (dims.heads <= 0 || d % dims.heads != 0)
-      throw ablate::Error("attention/mha in '" + scope.prefix() + "': heads " + std::to_string(dims.heads) +
-                              " does not divide d_model " + std::to_string(d),
+  // heads divide d_model, and kv_heads divides heads.
+  void check(const ablate::ModelDims& dims) const override {
+    if (dims.heads <= 0 || dims.d_model % dims.heads != 0)
+      throw ablate::Error("attention/mha: heads " + std::to_string(dims.heads) + " does not divide d_model " +
+                              std::to_string(dims.d_model),
                           "choose model.heads as a divisor of model.d_model");
     const std::int64_t kv_heads = kv_heads_option_ == 0 ? dims.heads : kv_heads_option_;
     if (kv_heads > dims.heads || dims.heads % kv_heads != 0)
-      throw ablate::Error("attention/mha in '" + scope.prefix() + "': kv_heads " + std::to_string(kv_heads) +
-                              " must divide model.heads " + std::to_string(dims.heads),
+      throw ablate::Error("attention/mha: kv_heads " + std::to_string(kv_heads) + " must divide model.heads " +
+                              std::to_string(dims.heads),
                           "1 is multi-query attention, model.heads (or 0) is multi-head attention");
+  }
+
+  void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims, ablate::AttentionRole role) override {
+    check(dims);
+    const std::int64_t d = dims.d_model;
+    const std::int64_t kv_heads = kv_heads_option_ == 0 ? dims.heads : kv_heads_option_;
     role_ = role;
     heads_ = static_cast<int>(dims.heads);
     kv_heads_ = static_cast<int>(kv_heads);

@@ -258,6 +258,8 @@ def spec_cases(c):
                                                    "model.positional_encoding.max_len=4"],
             "model.positional_encoding: positional_encoding plugin 'learned' represents 4 positions",
             "(task: copy) has sequences of 5", "expected a limit of at least 5")
+    refused("kv_heads_not_dividing_heads", ["model.attention.kv_heads=3"],
+            "model.attention: attention plugin 'mha' refuses the model's sizes", "kv_heads 3 must divide model.heads 2")
     refused("vocab_size_0", ["task.vocab_size=0"], "task: task plugin 'copy' refuses its options", "vocab_size must be > 3")
     for name, value in (("d_model_2p31", "2147483648"), ("d_model_2p63", "9223372036854775807")):
         refused(name, ["model.heads=1", "model.d_model=" + value], "model: training this model needs about",

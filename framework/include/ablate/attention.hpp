@@ -85,6 +85,10 @@ struct AttentionCall {
 class BOOST_SYMBOL_VISIBLE Attention : public Component {
  public:
   static constexpr const char* kKind = "attention";
+  // Refuses model sizes this attention cannot be built with (throws ablate::Error saying why, e.g.
+  // k/v heads that do not divide model.heads). The host calls it before any run starts, so the
+  // refusal is a spec error at `ablate validate`; build calls it too.
+  virtual void check(const ModelDims& dims) const { (void)dims; }
   // Adds this attention's parameters under `scope` ("decoder.layers.0.self_attn").
   virtual void build(const ParamScope& scope, const ModelDims& dims, AttentionRole role) = 0;
   // x: [B, T, D] (and memory [B, S, D]) -> [B, T, D]. With a cache, a Self call appends its new
