@@ -481,6 +481,7 @@ std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, 
     const Tensor ids = upload_i32(be, {B, 1}, token);
     be.fill(filled, static_cast<float>(t + 1));
     pass.offset = t;
+    pass.self_mask.query_offset = t;  // the query's absolute position (ALiBi's distances; no causal mask here)
     pass.decode_step = t;
     const Var h = run_stack(g, *decoder_, embed(g, *decoder_, ids, /*offset=*/t), pass);  // [B, 1, D] at position t
     const std::vector<std::int32_t> next = argmax_rows(be, project_vocab(g, *decoder_, h).value());  // [B]

@@ -345,7 +345,7 @@ kernels::AttentionShape CudnnBackend::attention_shape(const char* op, const Tens
   }
   need_probability(op, "dropout", p.dropout);
   a.causal = p.causal;
-  a.query_offset = p.causal ? p.query_offset : 0;
+  a.query_offset = p.causal || p.slopes ? p.query_offset : 0;  // the offset of masks and of ALiBi's distances
   a.dropout = p.dropout;
   a.rng = p.rng;
   return a;

@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
+#include <set>
 
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
@@ -216,6 +218,54 @@ TEST(Transformer, GreedyDecodingWithTheCacheEqualsRecomputation) {
       }
       EXPECT_GT(tokens, 0u) << "an untrained model should emit something other than eos at once";
     }
+  }
+}
+
+// Cached decoding computes what the full forward computes, number for number: the cross-attention
+// probabilities of decoding step t equal row t of the teacher-forced pass over the decoded tokens,
+// for positions added, rotated or biasing the logits (ALiBi's distances need the query's absolute
+// position at every step). The model is one whose decoded tokens differ (an untrained model often
+// repeats one token, and identical inputs would hide a wrong position).
+TEST(Transformer, DecodingStepsEqualTheFullPassRowByRow) {
+  const ModelConfig c = tiny(Arch::EncoderDecoder);  // 2 heads: ALiBi slopes 2^-4, 2^-8
+  const Example src{{3, 4, 5, 6, 7}, {}};
+  for (const char* pe : {"sinusoidal", "rotary", "alibi"}) {
+    SCOPED_TRACE(pe);
+    std::optional<Built> m;
+    ForwardCapture steps;
+    std::vector<std::int32_t> out;
+    for (std::uint64_t seed = 1; seed <= 40 && !m; ++seed) {
+      Built candidate = build(c, "pre_norm", pe, "relu", seed);
+      ForwardCapture captured;
+      const auto decoded = candidate.model->greedy_decode(be(), batch_of({src}, c), 6, &captured)[0];
+      std::set<std::int32_t> inputs(decoded.begin(), decoded.end());
+      inputs.insert(TaskInfo::kBos);
+      if (decoded.size() >= 3 && inputs.size() >= 3) {
+        m = std::move(candidate);
+        steps = std::move(captured);
+        out = decoded;
+      }
+    }
+    ASSERT_TRUE(m) << "no seed in 1..40 decodes 3 tokens of which 2 differ from each other and from bos";
+    ForwardCapture full;
+    Graph g(be(), 1, 0, false, false);
+    m->model->logits(g, batch_of({{src.src, out}}, c), &full);  // decoder input: bos + the decoded tokens
+    std::size_t compared = 0;
+    for (const auto& step : steps.attention) {
+      if (step.step > static_cast<std::int64_t>(out.size())) continue;  // the step that chose eos is not in the input
+      const auto it = std::find_if(full.attention.begin(), full.attention.end(), [&](const ForwardCapture::Attention& a) {
+        return a.stack == "decoder" && a.kind == "cross" && a.layer == step.layer;
+      });
+      ASSERT_NE(it, full.attention.end());
+      const std::vector<float> row = host(be(), step.probs), all = host(be(), it->probs);  // [1, H, 1, S], [1, H, T, S]
+      const std::int64_t H = c.dims.heads, T = it->probs.shape()[2], S = it->probs.shape()[3];
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t j = 0; j < S; ++j)
+          EXPECT_NEAR(row[static_cast<std::size_t>(h * S + j)], all[static_cast<std::size_t>((h * T + step.step) * S + j)], 1e-5f)
+              << "layer " << step.layer << " step " << step.step << " head " << h << " key " << j;
+      ++compared;
+    }
+    EXPECT_GE(compared, 2 * out.size()) << "every layer at every step";
   }
 }
 
