@@ -79,11 +79,11 @@ bool Sublayers::has(SublayerRole role) const {
   return std::find(r.begin(), r.end(), role) != r.end();
 }
 
-Var SublayerFunctions::operator()(Graph& g, SublayerRole role, const Var& h) const {
+Var Sublayers::operator()(Graph& g, SublayerRole role, const Var& h) const {
   if (!has(role))
     throw Error(std::string("this layer has no ") + sublayer_role_name(role) + " sublayer",
                 "a block calls only the roles in sublayers.roles()");
-  return f_(g, role, h);
+  return run(g, role, h);
 }
 
 void SublayerNorms::build(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles,

@@ -220,11 +220,9 @@ Var Transformer::layer_step(Graph& g, const Stack& stack, std::size_t i, const V
         : stack_(stack), layer_(stack.layers[i]), i_(static_cast<int>(i)), pass_(pass), cache_(cache),
           self_positions_(self_positions), cross_positions_(cross_positions) {}
     const std::vector<SublayerRole>& roles() const override { return layer_.roles; }
-    Var operator()(Graph& g, SublayerRole role, const Var& h) const override {
-      if (!has(role))
-        throw Error(std::string("layer ") + std::to_string(i_) + " of the " + stack_.name + " has no " +
-                        sublayer_role_name(role) + " sublayer",
-                    "a block calls only the roles in sublayers.roles()");
+
+   protected:
+    Var run(Graph& g, SublayerRole role, const Var& h) const override {
       if (role == SublayerRole::FeedForward)
         return plugin_call(*layer_.ffn, "forward", [&] { return layer_.ffn->forward(g, h); });
       const bool self = role == SublayerRole::SelfAttention;
@@ -295,31 +293,27 @@ Var Transformer::run_stack(Graph& g, const Stack& stack, Var x, const Pass& pass
     self_positions.emplace(*stack.positions, queries, queries);
     if (cross) cross_positions.emplace(*stack.positions, queries, position_range(g.backend(), 0, pass.memory.shape()[1]));
   }
-  if (!stack.biases)
-    return run_layers(g, stack, x, pass, self_positions ? &*self_positions : nullptr,
-                      cross_positions ? &*cross_positions : nullptr);
-  // Logit biases, once per pass: self-attention keys are this pass's (T) or the whole cache.
   Pass biased = pass;
-  const PositionalEncoding& pe = *stack.positions;
-  const std::int64_t S = pass.cache && !pass.cache->empty() ? pass.cache->front().self.capacity() : T;
-  const PositionalEncoding::LogitBias self_bias =
-      plugin_call(pe, "logit_bias", [&] { return pe.logit_bias(g, T, S, pass.offset); });
-  biased.self_mask.bias = self_bias.bias;
-  biased.self_mask.slopes = self_bias.slopes;
-  if (cross) {
-    const PositionalEncoding::LogitBias cross_bias =
-        plugin_call(pe, "logit_bias", [&] { return pe.logit_bias(g, T, pass.memory.shape()[1], pass.offset); });
-    biased.cross_mask.bias = cross_bias.bias;
-    biased.cross_mask.slopes = cross_bias.slopes;
+  if (stack.biases) {  // logit biases, once per pass: self-attention keys are this pass's (T) or the whole cache
+    const PositionalEncoding& pe = *stack.positions;
+    const auto into = [&](ops::AttentionOptions& mask, std::int64_t S) {
+      const PositionalEncoding::LogitBias b = plugin_call(pe, "logit_bias", [&] { return pe.logit_bias(g, T, S, pass.offset); });
+      mask.bias = b.bias;
+      mask.slopes = b.slopes;
+    };
+    into(biased.self_mask, pass.cache && !pass.cache->empty() ? pass.cache->front().self.capacity() : T);
+    if (cross) into(biased.cross_mask, pass.memory.shape()[1]);
   }
-  return run_layers(g, stack, x, biased, self_positions ? &*self_positions : nullptr,
-                    cross_positions ? &*cross_positions : nullptr);
+  for (std::size_t i = 0; i < stack.layers.size(); ++i)
+    x = layer_step(g, stack, i, x, biased, self_positions ? &*self_positions : nullptr,
+                   cross_positions ? &*cross_positions : nullptr);
+  return stack.final_norm ? (*stack.final_norm)(g, x) : x;
 }
 
-Var Transformer::run_layers(Graph& g, const Stack& stack, Var x, const Pass& pass, const AttentionPositions* self_positions,
-                            const AttentionPositions* cross_positions) const {
-  for (std::size_t i = 0; i < stack.layers.size(); ++i) x = layer_step(g, stack, i, x, pass, self_positions, cross_positions);
-  return stack.final_norm ? (*stack.final_norm)(g, x) : x;
+std::vector<Transformer::LayerCache> Transformer::new_caches(const Stack& stack, std::int64_t capacity) const {
+  std::vector<LayerCache> caches;
+  for (std::size_t i = 0; i < stack.layers.size(); ++i) caches.push_back({KeyValueCache(capacity), KeyValueCache(0)});
+  return caches;
 }
 
 Var Transformer::project_vocab(Graph& g, const Stack& stack, const Var& h) const {
@@ -402,8 +396,7 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
   const std::int64_t S = longest + o.max_tokens - 1;
 
   Graph g(be, 0, 0, /*training=*/false, /*grad=*/false);
-  std::vector<LayerCache> cache;
-  for (std::size_t i = 0; i < decoder_->layers.size(); ++i) cache.push_back({KeyValueCache(S), KeyValueCache(0)});
+  std::vector<LayerCache> cache = new_caches(*decoder_, S);
   Tensor filled = be.empty({B}, DType::I32);  // keys written so far (the same for every item)
 
   // ids [B, T] at positions first .. first+T-1 through the stack, appending their keys/values
@@ -466,8 +459,7 @@ std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, 
     pass.memory = run_stack(g, *encoder_, embed(g, *encoder_, batch.src, 0), enc);  // [B, S, D]
   }
   // Per layer: the self-attention cache of the steps so far, and the memory's keys/values (kept at step 0).
-  std::vector<LayerCache> cache;
-  for (std::size_t i = 0; i < decoder_->layers.size(); ++i) cache.push_back({KeyValueCache(steps), KeyValueCache(0)});
+  std::vector<LayerCache> cache = new_caches(*decoder_, steps);
   Tensor filled = be.empty({B}, DType::I32);  // keys written so far, per batch item
   pass.self_mask.key_lengths = &filled;
   pass.cross_mask.key_lengths = &batch.src_lengths;

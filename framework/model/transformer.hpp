@@ -170,8 +170,9 @@ class Transformer {
   // Every layer of `stack` over x [B, T, D], then its final norm (if any): [B, T, D], with the
   // stack's positions inside attention (rotations, logit biases) prepared once for the pass.
   Var run_stack(Graph& g, const Stack& stack, Var x, const Pass& pass) const;
-  Var run_layers(Graph& g, const Stack& stack, Var x, const Pass& pass, const AttentionPositions* self_positions,
-                 const AttentionPositions* cross_positions) const;
+  // One empty cache per layer of `stack` for an incremental decode of at most `capacity` positions
+  // (cross-attention caches keep the memory's keys and values).
+  std::vector<LayerCache> new_caches(const Stack& stack, std::int64_t capacity) const;
   // h [B, T, D] -> [B, T, V]
   Var project_vocab(Graph& g, const Stack& stack, const Var& h) const;
   std::vector<std::vector<std::int32_t>> decode_seq2seq(Backend& backend, const DeviceBatch& batch, std::int64_t max_len,

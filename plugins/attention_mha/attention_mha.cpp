@@ -28,7 +28,7 @@ class MultiHeadAttention final : public ablate::Attention {
       throw ablate::Error("attention/mha: heads " + std::to_string(dims.heads) + " does not divide d_model " +
                               std::to_string(dims.d_model),
                           "choose model.heads as a divisor of model.d_model");
-    const std::int64_t kv_heads = kv_heads_option_ == 0 ? dims.heads : kv_heads_option_;
+    const std::int64_t kv_heads = kv_heads_of(dims);
     if (kv_heads > dims.heads || dims.heads % kv_heads != 0)
       throw ablate::Error("attention/mha: kv_heads " + std::to_string(kv_heads) + " must divide model.heads " +
                               std::to_string(dims.heads),
@@ -38,7 +38,7 @@ class MultiHeadAttention final : public ablate::Attention {
   void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims, ablate::AttentionRole role) override {
     check(dims);
     const std::int64_t d = dims.d_model;
-    const std::int64_t kv_heads = kv_heads_option_ == 0 ? dims.heads : kv_heads_option_;
+    const std::int64_t kv_heads = kv_heads_of(dims);
     role_ = role;
     heads_ = static_cast<int>(dims.heads);
     kv_heads_ = static_cast<int>(kv_heads);
@@ -98,6 +98,8 @@ class MultiHeadAttention final : public ablate::Attention {
 
  private:
   static Var bias(ablate::Graph& g, ablate::Parameter* p) { return p ? g.parameter(*p) : Var(); }
+  // The option kv_heads, 0 meaning model.heads.
+  std::int64_t kv_heads_of(const ablate::ModelDims& dims) const { return kv_heads_option_ == 0 ? dims.heads : kv_heads_option_; }
 
   std::int64_t kv_heads_option_;
   ablate::AttentionRole role_ = ablate::AttentionRole::Self;

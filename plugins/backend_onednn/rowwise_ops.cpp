@@ -15,12 +15,6 @@ void check_rowwise(const char* op, const Tensor& x, const Tensor& y, bool reduce
   if (const std::string p = ablate::rowwise_problem(x, y, reduces); !p.empty()) fail(op, p);
 }
 
-// dx: a gradient of y's shape and a float dtype (f32 also for bf16 values).
-void check_grad_like(const char* op, const Tensor& dx, const Tensor& y) {
-  need_float(op, "dx", dx);
-  if (dx.shape() != y.shape()) fail(op, "dx " + dx.str() + " must have the shape of " + y.str());
-}
-
 }  // namespace
 
 void OnednnBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
@@ -48,7 +42,8 @@ void OnednnBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
 void OnednnBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
   const char* op = "softmax_last_backward";
   check_rowwise(op, y, dy, false);
-  check_grad_like(op, dx, y);
+  need_float(op, "dx", dx);
+  need_same_shape(op, "dx", dx, "y", y);
   const std::int64_t C = y.shape().last(), N = y.shape().rows();
   set_threads();
   with_float(op, y, [&](const auto* yp) {
@@ -88,10 +83,7 @@ void OnednnBackend::sum_last_forward(Tensor& y, const Tensor& x) {
 
 void OnednnBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
   const char* op = "sum_last_backward";
-  need_float(op, "dy", dy);
-  need_float(op, "dx", dx);
-  if (dx.shape().rank() == 0 || dy.shape() != dx.shape().with_last(1))
-    fail(op, "dy " + dy.str() + " must be dx " + dx.str() + " with the last dim 1");
+  check_rowwise(op, dx, dy, true);
   const std::int64_t C = dx.shape().last(), N = dx.shape().rows();
   set_threads();
   with_float(op, dy, [&](const auto* gp) {
@@ -126,7 +118,8 @@ void OnednnBackend::pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointw
 void OnednnBackend::pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) {
   const char* op = "pointwise_backward";
   check_rowwise(op, y, dy, false);
-  check_grad_like(op, dx, y);
+  need_float(op, "dx", dx);
+  need_same_shape(op, "dx", dx, "y", y);
   const std::int64_t n = y.numel();
   const bool sigmoid = f == ablate::Pointwise::sigmoid;
   set_threads();

@@ -156,9 +156,13 @@ class BOOST_SYMBOL_VISIBLE Sublayers {
   // The layer's roles, in order.
   virtual const std::vector<SublayerRole>& roles() const = 0;
   // Sublayer `role` on h: [B, T, D] -> [B, T, D], its raw output (no residual, no dropout).
-  // Throws ablate::Error for a role the layer does not have.
-  virtual Var operator()(Graph& g, SublayerRole role, const Var& h) const = 0;
+  // Throws ablate::Error for a role the layer does not have (checked here, for every implementation).
+  Var operator()(Graph& g, SublayerRole role, const Var& h) const;
   bool has(SublayerRole role) const;
+
+ protected:
+  // Runs sublayer `role`, one of roles().
+  virtual Var run(Graph& g, SublayerRole role, const Var& h) const = 0;
 };
 
 // Sublayers from one function (a test's stand-ins for attention and FFN).
@@ -167,7 +171,9 @@ class BOOST_SYMBOL_VISIBLE SublayerFunctions final : public Sublayers {
   using Function = std::function<Var(Graph&, SublayerRole, const Var&)>;
   SublayerFunctions(std::vector<SublayerRole> roles, Function f) : roles_(std::move(roles)), f_(std::move(f)) {}
   const std::vector<SublayerRole>& roles() const override { return roles_; }
-  Var operator()(Graph& g, SublayerRole role, const Var& h) const override;
+
+ protected:
+  Var run(Graph& g, SublayerRole role, const Var& h) const override { return f_(g, role, h); }
 
  private:
   std::vector<SublayerRole> roles_;
