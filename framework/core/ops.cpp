@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "ablate/error.hpp"
+#include "composed_ops.hpp"
 
 namespace ablate::ops {
 namespace {
@@ -87,8 +88,8 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
   Backend& be = g.backend();
   require(!(bias.defined() || slopes.defined()) || be.supports(OptionalOp::attention_bias), "attention",
           "this backend has no attention logit bias or ALiBi slopes (Backend::supports); run on reference or onednn");
-  require(k.shape()[1] == qs[1] || be.supports(OptionalOp::grouped_attention), "attention",
-          "this backend has no grouped k/v heads (Backend::supports); run on reference or onednn");
+  if (k.shape()[1] != qs[1] && !be.supports(OptionalOp::grouped_attention))  // composed: k/v heads repeated
+    return attention(g, q, composed::repeat_heads(g, k, qs[1]), composed::repeat_heads(g, v, qs[1]), options);
   p.scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(qs[3]));
   if (g.training() && options.dropout > 0.0f) {
     p.dropout = options.dropout;
@@ -115,8 +116,7 @@ Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base
   if (rotary == 0 && s.rank() == 4) rotary = static_cast<int>(s[3]);
   const std::string problem = rope_problem(x.value(), positions, rotary, base);
   require(problem.empty(), "rope", problem);
-  require(g.backend().supports(OptionalOp::rope), "rope",
-          "this backend has no rope (Backend::supports); run on a backend that has it (reference, onednn)");
+  if (!g.backend().supports(OptionalOp::rope)) return composed::rope(g, x, positions, rotary, base);
   Tensor y = g.backend().empty(s, x.dtype());
   g.backend().rope_forward(y, x.value(), positions, rotary, base);
   Var out = g.result(y, {&x});
@@ -126,21 +126,12 @@ Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base
   return out;
 }
 
-namespace {
-
-void require_slice_op(Graph& g, const char* op) {
-  require(g.backend().supports(OptionalOp::slice_last), op,
-          "this backend has no slice_last (Backend::supports); run on a backend that has it (reference, onednn)");
-}
-
-}  // namespace
-
 Var slice_last(Graph& g, const Var& x, std::int64_t offset, std::int64_t width) {
   const Shape& s = x.shape();
   require(s.rank() > 0 && width > 0 && offset >= 0 && offset + width <= s.last(), "slice_last",
           "[" + std::to_string(offset) + ", " + std::to_string(offset + width) + ") is not inside the last dim of x " +
               x.value().str());
-  require_slice_op(g, "slice_last");
+  if (!g.backend().supports(OptionalOp::slice_last)) return composed::slice_last(g, x, offset, width);
   Tensor y = g.backend().empty(s.with_last(width), x.dtype());
   g.backend().slice_last_forward(y, x.value(), offset);
   Var out = g.result(y, {&x});
@@ -150,18 +141,16 @@ Var slice_last(Graph& g, const Var& x, std::int64_t offset, std::int64_t width) 
 
 namespace {
 
-// The checks every row-wise optional op shares: its contract (rowwise_problem) and the backend's support.
-void require_rowwise(Graph& g, OptionalOp op, const Tensor& x, const Tensor& y, bool reduces) {
-  const std::string problem = rowwise_problem(x, y, reduces);
+// The checks every row-wise optional op shares (its input's contract, rowwise_input_problem);
+// whether the backend has it (else the caller composes it).
+bool rowwise_supported(Graph& g, OptionalOp op, const Var& x) {
+  const std::string problem = rowwise_input_problem(x.value());
   require(problem.empty(), optional_op_name(op), problem);
-  require(g.backend().supports(op), optional_op_name(op),
-          std::string("this backend has no ") + optional_op_name(op) +
-              " (Backend::supports); run on a backend that has it (reference, onednn)");
+  return g.backend().supports(op);
 }
 
 Var pointwise(Graph& g, const Var& x, Pointwise f) {
   Tensor y = g.backend().empty(x.shape(), x.dtype());
-  require_rowwise(g, OptionalOp::pointwise, x.value(), y, false);
   g.backend().pointwise_forward(y, x.value(), f);
   Var out = g.result(y, {&x});
   g.record(out, [&g, x, y, f](const Tensor& dy) { g.backend().pointwise_backward(*g.grad_buffer(x), dy, y, f); });
@@ -171,8 +160,8 @@ Var pointwise(Graph& g, const Var& x, Pointwise f) {
 }  // namespace
 
 Var softmax_last(Graph& g, const Var& x) {
+  if (!rowwise_supported(g, OptionalOp::softmax_last, x)) return composed::softmax_last(g, x);
   Tensor y = g.backend().empty(x.shape(), x.dtype());
-  require_rowwise(g, OptionalOp::softmax_last, x.value(), y, false);
   g.backend().softmax_last_forward(y, x.value());
   Var out = g.result(y, {&x});
   g.record(out, [&g, x, y](const Tensor& dy) { g.backend().softmax_last_backward(*g.grad_buffer(x), dy, y); });
@@ -180,8 +169,8 @@ Var softmax_last(Graph& g, const Var& x) {
 }
 
 Var sum_last(Graph& g, const Var& x) {
-  Tensor y = g.backend().empty(x.shape().rank() ? x.shape().with_last(1) : Shape{1}, x.dtype());
-  require_rowwise(g, OptionalOp::sum_last, x.value(), y, true);
+  if (!rowwise_supported(g, OptionalOp::sum_last, x)) return composed::sum_last(g, x);
+  Tensor y = g.backend().empty(x.shape().with_last(1), x.dtype());
   g.backend().sum_last_forward(y, x.value());
   Var out = g.result(y, {&x});
   g.record(out, [&g, x](const Tensor& dy) { g.backend().sum_last_backward(*g.grad_buffer(x), dy); });
@@ -191,8 +180,16 @@ Var sum_last(Graph& g, const Var& x) {
 // Composed: no backend op of its own.
 Var mean_last(Graph& g, const Var& x) { return scale(g, sum_last(g, x), 1.0f / static_cast<float>(x.shape().last())); }
 
-Var exp(Graph& g, const Var& x) { return pointwise(g, x, Pointwise::exp); }
-Var sigmoid(Graph& g, const Var& x) { return pointwise(g, x, Pointwise::sigmoid); }
+Var exp(Graph& g, const Var& x) {
+  require(rowwise_supported(g, OptionalOp::pointwise, x), "exp",
+          "this backend has no pointwise ops (Backend::supports) and no composition of exp from the core ops exists; "
+          "run on a backend that has it (reference, onednn)");
+  return pointwise(g, x, Pointwise::exp);
+}
+Var sigmoid(Graph& g, const Var& x) {
+  if (!rowwise_supported(g, OptionalOp::pointwise, x)) return composed::sigmoid(g, x);
+  return pointwise(g, x, Pointwise::sigmoid);
+}
 
 Var reshape(Graph& g, const Var& x, const Shape& shape) {
   require(shape.numel() == x.shape().numel(), "reshape",
@@ -209,7 +206,7 @@ Var concat_last(Graph& g, const Var& a, const Var& b) {
   const Shape& bs = b.shape();
   require(as.rank() == bs.rank() && as.with_last(1) == bs.with_last(1) && a.dtype() == b.dtype(), "concat_last",
           "a " + a.value().str() + " and b " + b.value().str() + " must differ in the last dim only");
-  require_slice_op(g, "concat_last");
+  if (!g.backend().supports(OptionalOp::slice_last)) return composed::concat_last(g, a, b);
   const std::int64_t wa = as.last(), wb = bs.last();
   Tensor y = g.backend().empty(as.with_last(wa + wb), a.dtype());
   g.backend().fill(y, 0.0f);

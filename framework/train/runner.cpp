@@ -123,27 +123,35 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   // The run file, the checkpoint and the spec must be one run; checked before anything is touched.
   if (options.resume) {
     const std::string hint = "resume with the same spec and --set options, or start a new run in another directory";
+    const std::string code_hint =
+        "a run continues only with the code that started it: start it afresh in another directory "
+        "(ablate sweep reruns such runs and keeps the old folder under .attempts/)";
+    const std::optional<results::RunInfo> info =
+        recorded ? std::optional<results::RunInfo>(results::RunReader(run_file).info()) : std::nullopt;
+    const CodeIdentity code = code_identity(spec, registry);
+    const bool other_code = info && info->code_id != code.id;
     if (has_checkpoint) {
       const std::string started = read_checkpoint(checkpoint_file).spec_yaml;
+      if (started != identity && other_code)  // the likely cause first: a spec key an older Ablate did not have
+        throw UsageError("cannot resume " + dir.string() + ": the run was made by other code (another Ablate build or "
+                             "changed plugins), and its spec differs from this one (" +
+                             first_difference(started, identity) + "); code now: " +
+                             code_difference(info->plugin_code, code.parts),
+                         code_hint);
       if (started != identity)
         throw UsageError("cannot resume " + dir.string() + ": the spec differs from the one the run started with (" +
                              first_difference(started, identity) + ")",
                          hint);
     }
-    if (recorded) {
-      const results::RunInfo info = results::RunReader(run_file).info();
-      if (info.run_id != id)
-        throw UsageError("cannot resume " + dir.string() + ": its run file belongs to run " + info.run_id + " (seed " +
-                             std::to_string(info.seed) + "), this spec is run " + id + " (seed " +
-                             std::to_string(spec.train.seed) + ")",
-                         hint);
-      const CodeIdentity code = code_identity(spec, registry);
-      if (info.code_id != code.id)
-        throw UsageError("cannot resume " + dir.string() + ": the run was made by other code; now: " +
-                             code_difference(info.plugin_code, code.parts),
-                         "a run continues only with the code that started it: start it afresh in another directory "
-                         "(ablate sweep reruns such runs and keeps the old folder under .attempts/)");
-    }
+    if (info && info->run_id != id)
+      throw UsageError("cannot resume " + dir.string() + ": its run file belongs to run " + info->run_id + " (seed " +
+                           std::to_string(info->seed) + "), this spec is run " + id + " (seed " +
+                           std::to_string(spec.train.seed) + ")",
+                       hint);
+    if (other_code)
+      throw UsageError("cannot resume " + dir.string() + ": the run was made by other code; now: " +
+                           code_difference(info->plugin_code, code.parts),
+                       code_hint);
   }
   if (options.resume && recorded && recorded->status == RunStatus::Completed) {
     out << "run in " << dir.string() << " is already completed; nothing to do\n";

@@ -41,6 +41,13 @@ AttentionDims attention_dims(const char* op, const Tensor& q, const Tensor& k, c
   return d;
 }
 
+// Refuses a logit bias, slopes or grouped k/v heads on a backend made without optional ops.
+void require_optional_parts(const ReferenceBackend& be, const char* op, const AttentionDims& d,
+                            const ablate::AttentionParams& p) {
+  if (p.bias || p.slopes) be.require_supported(ablate::OptionalOp::attention_bias, op);
+  if (d.Hkv != d.H) be.require_supported(ablate::OptionalOp::grouped_attention, op);
+}
+
 // Whether query t of batch item b sees key s.
 bool visible(const ablate::AttentionParams& p, const std::vector<std::int32_t>& lengths, std::int64_t b,
              std::int64_t t, std::int64_t s) {
@@ -84,6 +91,7 @@ void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs
                                          const Tensor& v, const ablate::AttentionParams& params) {
   const char* op = "attention_forward";
   const AttentionDims d = attention_dims(op, q, k, v, lse, params);
+  require_optional_parts(*this, op, d, params);
   check_same_dtype(op, "out", out, "q", q);
   check_shape(op, "out", out, q.shape());
   if (probs) {
@@ -143,6 +151,7 @@ void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
                                           const ablate::AttentionParams& params) {
   const char* op = "attention_backward";
   const AttentionDims d = attention_dims(op, q, k, v, lse, params);
+  require_optional_parts(*this, op, d, params);
   check_same_dtype(op, "dout", dout, "q", q);
   check_shape(op, "dout", dout, q.shape());
   check_same_dtype(op, "out", out, "q", q);

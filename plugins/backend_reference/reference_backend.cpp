@@ -135,7 +135,15 @@ double activate_grad(Activation act, double x) {
 
 // ---------------------------------------------------------------------------- backend
 
-ReferenceBackend::ReferenceBackend() : allocator_(ablate::HostAllocator::create()) {}
+ReferenceBackend::ReferenceBackend(bool all_optional_ops)
+    : allocator_(ablate::HostAllocator::create()), all_optional_ops_(all_optional_ops) {}
+
+void ReferenceBackend::require_supported(ablate::OptionalOp which, const char* op) const {
+  if (!supports(which))
+    throw ablate::Error(std::string("backend/reference: ") + op + ": made with optional_ops: none, it has no " +
+                            ablate::optional_op_name(which) + " (supports)",
+                        "ops.cpp composes this op from others when supports() says no; call it through ablate::ops");
+}
 
 ablate::BackendCaps ReferenceBackend::caps() const {
   ablate::BackendCaps c;
@@ -191,10 +199,16 @@ void ReferenceBackend::copy(Tensor& dst, const Tensor& src) {
 
 // ---------------------------------------------------------------------------- plugin record
 
-ablate::Component* create(const ablate::Options&) { return new ReferenceBackend(); }
+constexpr ablate::OptionInfo kOptions[] = {
+    {"optional_ops", ablate::OptionType::String, "all", "all|none",
+     "the optional ops it has (Backend::supports): all, or none, so that ops.cpp composes them from the core ops "
+     "(to test those compositions, or a model on a backend without them)"},
+};
 
-ABLATE_PLUGIN("backend", "reference", "1.0.0",
+ablate::Component* create(const ablate::Options& o) { return new ReferenceBackend(o.get_string("optional_ops") == "all"); }
+
+ABLATE_PLUGIN("backend", "reference", "1.1.0",
               "Plain single-threaded CPU backend: the op oracle every other backend is tested against",
-              ablate::kNoOptions, create)
+              ablate::options_of(kOptions), create)
 
 }  // namespace backend_reference

@@ -21,7 +21,9 @@ using ablate::Tensor;
 
 class ReferenceBackend final : public ablate::Backend {
  public:
-  ReferenceBackend();
+  // all_optional_ops = false: it says it has none of the optional ops (option optional_ops: none)
+  // and refuses them, so that ops.cpp's compositions run instead and can be tested against it.
+  explicit ReferenceBackend(bool all_optional_ops = true);
 
   ablate::BackendCaps caps() const override;
   // The allocator behind every tensor of this backend (tests read its stats()).
@@ -85,7 +87,9 @@ class ReferenceBackend final : public ablate::Backend {
                    const ablate::AdamParams& params) override;
   void cast(Tensor& y, const Tensor& x) override;
 
-  bool supports(ablate::OptionalOp) const override { return true; }  // every optional op
+  bool supports(ablate::OptionalOp) const override { return all_optional_ops_; }
+  // Refuses `op` (a method of optional op `which`) when supports(which) says no.
+  void require_supported(ablate::OptionalOp which, const char* op) const;
 
   // rope_ops.cpp
   void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
@@ -104,6 +108,7 @@ class ReferenceBackend final : public ablate::Backend {
 
  private:
   std::shared_ptr<ablate::HostAllocator> allocator_;
+  bool all_optional_ops_ = true;
 };
 
 // ---- helpers shared by the op files (reference_backend.cpp) ----

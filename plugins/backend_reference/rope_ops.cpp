@@ -39,6 +39,7 @@ std::vector<double> rotate(const std::vector<double>& in, const Shape& s, const 
 
 void ReferenceBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
   const char* op = "rope_forward";
+  require_supported(ablate::OptionalOp::rope, op);
   const std::vector<std::int32_t> pos = checked_rope(op, x, positions, rotary, base);
   check_same_dtype(op, "y", y, "x", x);
   check_shape(op, "y", y, x.shape());
@@ -47,6 +48,7 @@ void ReferenceBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& po
 
 void ReferenceBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
   const char* op = "rope_backward";
+  require_supported(ablate::OptionalOp::rope, op);
   const std::vector<std::int32_t> pos = checked_rope(op, dy, positions, rotary, base);
   check_grad(op, "dx", dx, "dy", dy, false);
   accumulate(&dx, rotate(load(dy), dy.shape(), pos, rotary, base, -1.0));

@@ -19,6 +19,7 @@ void check_rowwise(const char* op, const Tensor& x, const Tensor& y, bool reduce
 // y[N, C] = softmax(x[N, C]) per row.
 void ReferenceBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
   const char* op = "softmax_last_forward";
+  require_supported(ablate::OptionalOp::softmax_last, op);
   check_rowwise(op, x, y, false);
   const std::int64_t C = x.shape().last(), N = x.shape().rows();
   std::vector<double> v = load(x);
@@ -35,6 +36,7 @@ void ReferenceBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
 // dx[N, C] += y ⊙ (dy - sum_c dy ⊙ y) per row.
 void ReferenceBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
   const char* op = "softmax_last_backward";
+  require_supported(ablate::OptionalOp::softmax_last, op);
   check_rowwise(op, y, dy, false);
   check_grad(op, "dx", dx, "y", y, false);
   const std::int64_t C = y.shape().last(), N = y.shape().rows();
@@ -54,6 +56,7 @@ void ReferenceBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const
 // y[N, 1] = sum_c x[N, c].
 void ReferenceBackend::sum_last_forward(Tensor& y, const Tensor& x) {
   const char* op = "sum_last_forward";
+  require_supported(ablate::OptionalOp::sum_last, op);
   check_rowwise(op, x, y, true);
   const std::int64_t C = x.shape().last(), N = x.shape().rows();
   const std::vector<double> v = load(x);
@@ -66,6 +69,7 @@ void ReferenceBackend::sum_last_forward(Tensor& y, const Tensor& x) {
 // dx[N, c] += dy[N, 1].
 void ReferenceBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
   const char* op = "sum_last_backward";
+  require_supported(ablate::OptionalOp::sum_last, op);
   check_rowwise(op, dx, dy, true);
   const std::int64_t C = dx.shape().last(), N = dx.shape().rows();
   const std::vector<double> g = load(dy);
@@ -78,6 +82,7 @@ void ReferenceBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
 // y = exp(x) or sigmoid(x) = 1 / (1 + exp(-x)).
 void ReferenceBackend::pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointwise f) {
   const char* op = "pointwise_forward";
+  require_supported(ablate::OptionalOp::pointwise, op);
   check_rowwise(op, x, y, false);
   std::vector<double> v = load(x);
   for (double& e : v) e = f == ablate::Pointwise::exp ? std::exp(e) : 1.0 / (1.0 + std::exp(-e));
@@ -87,6 +92,7 @@ void ReferenceBackend::pointwise_forward(Tensor& y, const Tensor& x, ablate::Poi
 // dx += dy ⊙ f'(x), from y: exp' = y, sigmoid' = y (1 - y).
 void ReferenceBackend::pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) {
   const char* op = "pointwise_backward";
+  require_supported(ablate::OptionalOp::pointwise, op);
   check_rowwise(op, y, dy, false);
   check_grad(op, "dx", dx, "y", y, false);
   const std::vector<double> yv = load(y), g = load(dy);

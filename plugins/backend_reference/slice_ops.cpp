@@ -15,6 +15,7 @@ void check_slice(const char* op, const Tensor& whole, const Tensor& part, std::i
 
 void ReferenceBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
   const char* op = "slice_last_forward";
+  require_supported(ablate::OptionalOp::slice_last, op);
   check_slice(op, x, y, offset);
   const std::int64_t C = x.shape().last(), W = y.shape().last(), N = x.shape().rows();
   const std::vector<double> xv = load(x);
@@ -26,6 +27,7 @@ void ReferenceBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64
 
 void ReferenceBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
   const char* op = "slice_last_backward";
+  require_supported(ablate::OptionalOp::slice_last, op);
   check_slice(op, dx, dy, offset);
   const std::int64_t C = dx.shape().last(), W = dy.shape().last(), N = dx.shape().rows();
   const std::vector<double> g = load(dy);

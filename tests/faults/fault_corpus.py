@@ -380,6 +380,11 @@ def code_cases(c):
         code, out = c.run(["run", spec, "--out", out_dir, "--progress", "quiet", "--resume"])
         expect(code, out, EXIT_USAGE, "the run was made by other code; now: schedule/faulty 1.0.0 ", "(was 1.0.0 ")
         assert open(os.path.join(out_dir, "run.h5"), "rb").read() == before, "the refused resume changed run.h5"
+        # Other code and another spec (as a run of an older Ablate, whose spec lacks a newer key): the code first.
+        code, out = c.run(["run", spec, "--out", out_dir, "--progress", "quiet", "--resume", "--set", "train.seed=7"])
+        expect(code, out, EXIT_USAGE, "the run was made by other code (another Ablate build or changed plugins), and "
+               "its spec differs from this one", "seed", "code now: schedule/faulty 1.0.0 ")
+        assert open(os.path.join(out_dir, "run.h5"), "rb").read() == before, "the refused resume changed run.h5"
         return None
 
     def compare_warns_on_pooled_code():

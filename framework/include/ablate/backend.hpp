@@ -102,7 +102,9 @@ struct AdamParams {
 };
 
 // Ops beyond the core set: a backend says which it has (Backend::supports); the others refuse
-// with a clear error. A new op lands in `reference` first and in the fast backends later.
+// with a clear error. A new op lands in `reference` first and in the fast backends later: where a
+// backend lacks one, ops.cpp composes it from core ops (framework/core/composed_ops.hpp) when it
+// can: all but attention_bias and exp.
 // attention_bias and grouped_attention are features of the core attention op (AttentionParams'
 // bias/slopes, k/v with fewer heads than q): a backend without them refuses such arguments.
 // softmax_last, sum_last and pointwise are the small general set a plugin composes its own ops from.
@@ -127,10 +129,15 @@ inline const char* pointwise_name(Pointwise f) { return f == Pointwise::exp ? "e
 // The shape contract of the row-wise optional ops (softmax_last, sum_last, pointwise), one
 // definition for every backend and ops.cpp: x [N, C] (any leading dims as N) and y of x's shape,
 // or of x's shape with the last dim 1 when `reduces` (sum_last); one float dtype. "" when they fit.
-inline std::string rowwise_problem(const Tensor& x, const Tensor& y, bool reduces) {
-  if (x.dtype() != y.dtype() || (x.dtype() != DType::F32 && x.dtype() != DType::BF16))
-    return "x " + x.str() + " and y " + y.str() + " must share one float dtype (f32 or bf16)";
+// rowwise_input_problem checks x alone (ops.cpp, before it allocates y).
+inline std::string rowwise_input_problem(const Tensor& x) {
+  if (x.dtype() != DType::F32 && x.dtype() != DType::BF16) return "x " + x.str() + " must be f32 or bf16";
   if (x.shape().rank() == 0 || x.numel() == 0) return "x " + x.str() + " must be [..., C] with C > 0";
+  return {};
+}
+inline std::string rowwise_problem(const Tensor& x, const Tensor& y, bool reduces) {
+  if (x.dtype() != y.dtype()) return "x " + x.str() + " and y " + y.str() + " must share one float dtype (f32 or bf16)";
+  if (std::string p = rowwise_input_problem(x); !p.empty()) return p;
   const Shape want = reduces ? x.shape().with_last(1) : x.shape();
   if (y.shape() != want) return "y " + y.str() + " must be " + want.str() + " for x " + x.str();
   return {};

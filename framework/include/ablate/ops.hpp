@@ -24,24 +24,27 @@ struct AttentionOptions {
   Tensor slopes;            // F32 [H] ALiBi slopes (Backend's AttentionParams); undefined = none
 };
 // out[B, H, T, Dh] from q[B, H, T, Dh], k/v[B, Hkv, S, Dh] (Hkv divides H: grouped-query attention
-// without repeating k and v).
+// without repeating k and v; on a backend without grouped_attention, k and v are repeated). A bias
+// or slopes on a backend without attention_bias is refused.
 Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options);
 
 // Rotary positions: x[B, H, T, Dh] (q or k) with its first `rotary` dims (0: all of Dh; even)
 // turned pair by pair by angles position * base^(-2i/rotary) (Backend::rope_forward, "rotate half").
 // positions: I32 [T], absolute (cached decoding passes offset..offset+T-1), on the graph's backend.
-// Refused on a backend without rope (Backend::supports).
+// On a backend without rope (Backend::supports) it is composed from mul, matmul and add.
 Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary = 0, float base = 10000.0f);
 
 // x[..., offset : offset + width] (the last dim sliced; e.g. q, k, v of unequal widths out of one
-// projection), and [a | b] joined along the last dim (same leading dims). Backends: OptionalOp::slice_last.
+// projection), and [a | b] joined along the last dim (same leading dims). Backends: OptionalOp::slice_last;
+// without it, composed from matmul with 0/1 selections.
 Var slice_last(Graph& g, const Var& x, std::int64_t offset, std::int64_t width);
 Var concat_last(Graph& g, const Var& a, const Var& b);
 
-// The small general set (optional backend ops; refused on a backend without them), for a plugin
-// that composes what no fused op does: softmax and sum over the last dim (x[..., C] -> [..., C] and
-// [..., 1]), the mean composed from the sum, exp and sigmoid elementwise, and a reshape (a view: same
-// elements, another shape; its gradient is reshaped back).
+// The small general set (optional backend ops), for a plugin that composes what no fused op does:
+// softmax and sum over the last dim (x[..., C] -> [..., C] and [..., 1]), the mean composed from
+// the sum, exp and sigmoid elementwise, and a reshape (a view: same elements, another shape; its
+// gradient is reshaped back). On a backend without them, softmax, sum and sigmoid are composed from
+// the core ops (framework/core/composed_ops.hpp: finite inputs); exp is refused.
 Var softmax_last(Graph& g, const Var& x);
 Var sum_last(Graph& g, const Var& x);
 Var mean_last(Graph& g, const Var& x);

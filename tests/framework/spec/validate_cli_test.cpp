@@ -64,7 +64,7 @@ TEST(SpecCli, ValidSpecPrintsTheResolvedSpec) {
   EXPECT_EQ(r.code, kExitOk) << r.err;
   EXPECT_TRUE(r.out.starts_with(file + ": valid\n")) << r.out;
   for (const char* line : {"task: {plugin: fixture_copy, length: 16, vocab_size: 12}", "block: {plugin: pre_norm, norm: layer_norm}",
-                           "schedule: {plugin: noam, d_model: 512, factor: 1.0, warmup: 20}", "backend: {plugin: reference}",
+                           "schedule: {plugin: noam, d_model: 512, factor: 1.0, warmup: 20}", "backend: {plugin: reference, optional_ops: all}",
                            "positional_encoding: {plugin: sinusoidal, base: 10000}", "steps: 5"})
     EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
 
