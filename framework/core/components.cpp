@@ -4,6 +4,7 @@
 #include "ablate/components.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ablate/attention.hpp"
 
@@ -31,16 +32,29 @@ ParamScope ParamScope::child(const std::string& name) const { return ParamScope(
 NormKind parse_norm_kind(const std::string& name) {
   if (name == "layer_norm") return NormKind::LayerNorm;
   if (name == "rms_norm") return NormKind::RMSNorm;
-  throw Error("unknown norm '" + name + "'; expected layer_norm or rms_norm");
+  if (name == "scale_norm") return NormKind::ScaleNorm;
+  throw Error("unknown norm '" + name + "'; expected one of " + kNormChoices);
 }
 
 NormLayer::NormLayer(const ParamScope& scope, NormKind kind, std::int64_t d, float eps) : kind_(kind), eps_(eps) {
+  if (kind == NormKind::ScaleNorm) {
+    gamma_ = &scope.param("g", {1}, Init::constant(std::sqrt(static_cast<float>(d))));
+    Backend& be = scope.store().backend();
+    unit_ = be.empty({d}, DType::F32);
+    be.fill(unit_, 1.0f);
+    return;
+  }
   gamma_ = &scope.param("gamma", {d}, Init::ones());
   if (kind == NormKind::LayerNorm) beta_ = &scope.param("beta", {d}, Init::zeros());
 }
 
 Var NormLayer::operator()(Graph& g, const Var& x) const {
   if (gamma_ == nullptr) throw Error("NormLayer: used before it was built with a scope");
+  if (kind_ == NormKind::ScaleNorm) {  // g x / ||x|| = (g / sqrt(D)) * x / rms(x)
+    const Var unit = ops::cast(g, g.constant(unit_), x.dtype());
+    const Var h = ops::rms_norm(g, x, unit, eps_);
+    return ops::mul(g, ops::scale(g, h, 1.0f / std::sqrt(static_cast<float>(unit_.numel()))), g.parameter(*gamma_));
+  }
   return beta_ ? ops::layer_norm(g, x, g.parameter(*gamma_), g.parameter(*beta_), eps_)
                : ops::rms_norm(g, x, g.parameter(*gamma_), eps_);
 }
@@ -57,10 +71,43 @@ void FeedForwardLayers::build(const ParamScope& scope, const ModelDims& dims) {
   b_out_ = &scope.param("out.bias", {dims.d_model}, Init::zeros());                        // [D]
 }
 
-Var FeedForwardLayers::operator()(Graph& g, const Var& x, Activation act) const {
+Var FeedForwardLayers::operator()(Graph& g, const Var& x, Activation act) const { return output(g, hidden(g, x, act)); }
+
+Var FeedForwardLayers::hidden(Graph& g, const Var& x, Activation act) const {
   if (!w_in_) throw Error(plugin_ + ": forward before build", "call build(scope, dims) once first");
-  const Var h = ops::dropout(g, ops::linear(g, x, g.parameter(*w_in_), g.parameter(*b_in_), act), dropout_);
-  return ops::linear(g, h, g.parameter(*w_out_), g.parameter(*b_out_));
+  return ops::linear(g, x, g.parameter(*w_in_), g.parameter(*b_in_), act);
+}
+
+Var FeedForwardLayers::output(Graph& g, const Var& h) const {
+  if (!w_out_) throw Error(plugin_ + ": forward before build", "call build(scope, dims) once first");
+  return ops::linear(g, ops::dropout(g, h, dropout_), g.parameter(*w_out_), g.parameter(*b_out_));
+}
+
+void GatedFeedForwardLayers::build(const ParamScope& scope, const ModelDims& dims, std::int64_t hidden, bool bias) {
+  const std::int64_t f = hidden > 0 ? hidden : matched_hidden(dims.d_ff);
+  if (dims.d_model <= 0 || f <= 0 || hidden < 0)
+    throw Error(plugin_ + " in '" + scope.prefix() + "': needs d_model > 0 and a hidden width > 0, got d_model " +
+                    std::to_string(dims.d_model) + ", hidden " + std::to_string(hidden) + ", d_ff " +
+                    std::to_string(dims.d_ff) + " (hidden 0 means floor(2 d_ff / 3))",
+                "set model.d_ff >= 2, or the plugin's hidden option to a positive width");
+  dropout_ = dims.dropout;
+  w_gate_ = &scope.param("gate.weight", {f, dims.d_model}, Init::xavier_uniform());  // [F', D]
+  w_up_ = &scope.param("up.weight", {f, dims.d_model}, Init::xavier_uniform());      // [F', D]
+  w_out_ = &scope.param("out.weight", {dims.d_model, f}, Init::xavier_uniform());    // [D, F']
+  if (bias) {
+    b_gate_ = &scope.param("gate.bias", {f}, Init::zeros());
+    b_up_ = &scope.param("up.bias", {f}, Init::zeros());
+    b_out_ = &scope.param("out.bias", {dims.d_model}, Init::zeros());
+  }
+}
+
+Var GatedFeedForwardLayers::operator()(Graph& g, const Var& x, Activation act) const {
+  if (!w_gate_) throw Error(plugin_ + ": forward before build", "call build(scope, dims, hidden, bias) once first");
+  const auto param = [&g](Parameter* p) { return p ? g.parameter(*p) : Var(); };
+  const Var gate = ops::linear(g, x, g.parameter(*w_gate_), param(b_gate_), act);  // [B, T, F']
+  const Var up = ops::linear(g, x, g.parameter(*w_up_), param(b_up_));             // [B, T, F']
+  const Var h = ops::dropout(g, ops::mul(g, gate, up), dropout_);
+  return ops::linear(g, h, g.parameter(*w_out_), param(b_out_));
 }
 
 const char* sublayer_role_name(SublayerRole role) {

@@ -36,6 +36,31 @@ std::vector<float> output_weights(std::int64_t n, std::uint64_t seed) {
   return r;
 }
 
+// Records one element: its analytic gradient against the central difference of the objective at
+// +eps and -eps (the report keeps the first 10 mismatches).
+struct Tally {
+  const GradcheckOptions& options;
+  GradcheckResult result;
+  std::ostringstream report;
+  int reported = 0;
+
+  void element(const std::string& where, double analytic, double plus, double minus) {
+    const double numeric = (plus - minus) / (2.0 * options.eps);
+    const double err = std::abs(analytic - numeric);
+    result.max_abs_error = std::max(result.max_abs_error, err);
+    ++result.checked;
+    if (err > options.atol + options.rtol * std::max(std::abs(analytic), std::abs(numeric))) {
+      result.ok = false;
+      if (reported++ < 10) report << where << ": analytic " << analytic << ", numeric " << numeric << "\n";
+    }
+  }
+  GradcheckResult finish() {
+    if (!result.ok) report << "(" << reported << " of " << result.checked << " checked elements differ)\n";
+    result.report = report.str();
+    return result;
+  }
+};
+
 }  // namespace
 
 GradcheckResult gradcheck(Backend& backend, const GradcheckFn& f, const std::vector<Tensor>& inputs,
@@ -72,9 +97,7 @@ GradcheckResult gradcheck(Backend& backend, const GradcheckFn& f, const std::vec
     return sum;
   };
 
-  GradcheckResult result;
-  std::ostringstream report;
-  int reported = 0;
+  Tally tally{options, {}, {}, 0};
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto n = static_cast<std::int64_t>(host_inputs[i].size());
     const std::int64_t stride = std::max<std::int64_t>(1, n / options.max_elements_per_input);
@@ -86,21 +109,54 @@ GradcheckResult gradcheck(Backend& backend, const GradcheckFn& f, const std::vec
       const double plus = objective(i, x);
       x[e] = static_cast<float>(host_inputs[i][e] - options.eps);
       const double minus = objective(i, x);
-      const double numeric = (plus - minus) / (2.0 * options.eps);
-      const double a = analytic[i][e];
-      const double err = std::abs(a - numeric);
-      result.max_abs_error = std::max(result.max_abs_error, err);
-      ++result.checked;
-      if (err > options.atol + options.rtol * std::max(std::abs(a), std::abs(numeric))) {
-        result.ok = false;
-        if (reported++ < 10)
-          report << "input " << i << " element " << j << ": analytic " << a << ", numeric " << numeric << "\n";
-      }
+      tally.element("input " + std::to_string(i) + " element " + std::to_string(j), analytic[i][e], plus, minus);
     }
   }
-  if (!result.ok) report << "(" << reported << " of " << result.checked << " checked elements differ)\n";
-  result.report = report.str();
-  return result;
+  return tally.finish();
+}
+
+GradcheckResult parameter_gradcheck(Backend& backend, ParameterStore& store, const std::function<Var(Graph&)>& f,
+                                    const GradcheckOptions& options) {
+  std::vector<float> r;
+  store.zero_grad();
+  {
+    Graph g(backend, options.seed, 0, /*training=*/true, /*grad=*/true);
+    const Var y = f(g);
+    if (y.dtype() != DType::F32) throw Error("parameter_gradcheck: f must return an F32 value, got " + y.value().str());
+    r = output_weights(y.value().numel(), options.seed);
+    g.backward(y, upload(backend, y.shape(), r));
+  }
+  auto objective = [&] {  // same RNG identity: dropout draws the same masks
+    Graph g(backend, options.seed, 0, /*training=*/true, /*grad=*/false);
+    const std::vector<float> y = download(backend, f(g).value());
+    double sum = 0.0;
+    for (std::size_t j = 0; j < y.size(); ++j) sum += static_cast<double>(r[j]) * y[j];
+    return sum;
+  };
+  Tally tally{options, {}, {}, 0};
+  for (Parameter* p : store.all()) {
+    const std::vector<float> analytic = download(backend, p->grad);
+    std::vector<float> v = download(backend, p->value);
+    const auto n = static_cast<std::int64_t>(v.size());
+    const std::int64_t stride = std::max<std::int64_t>(1, n / options.max_elements_per_input);
+    for (std::int64_t k = 0; k < n; k += stride) {
+      const auto i = static_cast<std::size_t>(k);
+      const float saved = v[i];
+      const auto at = [&](double value) {
+        v[i] = static_cast<float>(value);
+        backend.copy_from_host(p->value, v.data());
+        return objective();
+      };
+      const double plus = at(saved + options.eps), minus = at(saved - options.eps);
+      at(saved);  // restored
+      tally.element(p->name + "[" + std::to_string(k) + "]", analytic[i], plus, minus);
+    }
+  }
+  if (tally.result.checked == 0) {
+    tally.result.ok = false;
+    tally.report << "no parameter elements checked: the store is empty\n";
+  }
+  return tally.finish();
 }
 
 }  // namespace ablate::testing

@@ -24,6 +24,7 @@ std::vector<float> init_values(const Init& init, const Shape& shape, std::uint64
   std::vector<float> out(n, 0.0f);
   if (init.kind == Init::Kind::Zeros) return out;
   if (init.kind == Init::Kind::Ones) return std::vector<float>(n, 1.0f);
+  if (init.kind == Init::Kind::Constant) return std::vector<float>(n, init.scale);
 
   const RngKey key{seed, 0, fnv1a(name)};
   float bound = init.scale;

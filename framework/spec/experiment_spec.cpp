@@ -578,12 +578,12 @@ const std::vector<SpecKey>& schema() {
     k.push_back(number(KEY(model.dropout), kUnit).def("0.1").doc("on residual branches"));
     k.push_back(number(KEY(model.attention_dropout), kUnit).def("0.0").doc("on attention probabilities"));
     k.push_back(number(KEY(model.embedding_dropout), kUnit).def_from("model.dropout").doc("on embeddings + positions"));
-    k.push_back(plugin(KEY(model.block)).def("post_norm").doc("residual/norm arrangement (`pre_norm`, `post_norm`)"));
+    k.push_back(plugin(KEY(model.block)).def("post_norm").doc("residual/norm arrangement (`post_norm`, `pre_norm`, `sandwich_norm`, `parallel`, `rezero`; option `norm`: `layer_norm`, `rms_norm`, `scale_norm`)"));
     k.push_back(plugin(KEY(model.attention)).def("mha").doc(
         "the attention sublayer, self and cross (`mha`: multi-head attention); docs/architecture.md"));
     k.push_back(plugin(KEY(model.positional_encoding)).def("sinusoidal").doc(
-        "where positions enter: added to the embeddings (`sinusoidal`, `learned`) or inside attention (q/k rotated, logits biased: examples/positional_encoding_rotary, _alibi)"));
-    k.push_back(plugin(KEY(model.ffn)).def("relu").doc("feed-forward (`relu`, `gelu`)"));
+        "where positions enter: added to the embeddings (`sinusoidal`, `learned`), nowhere (`none`, NoPE) or inside attention (q/k rotated, logits biased: examples/positional_encoding_rotary, _alibi)"));
+    k.push_back(plugin(KEY(model.ffn)).def("relu").doc("feed-forward (`relu`, `gelu`, `relu_squared`, `swiglu`, `geglu`; the gated ones default to hidden floor(2 d_ff / 3), the weights of a d_ff FFN)"));
     k.push_back(boolean(KEY(model.qkv_bias)).def("true").doc("biases in the q/k/v projections"));
     k.push_back(boolean(KEY(model.out_bias)).def("true").doc("bias in the attention output projection"));
     k.push_back(boolean(KEY(model.scale_embedding)).def("true").doc("multiply embeddings by sqrt(d_model)"));

@@ -34,13 +34,13 @@ class PostNorm final : public ablate::Block {
 };
 
 constexpr ablate::OptionInfo kOptions[] = {
-    {"norm", ablate::OptionType::String, "layer_norm", "layer_norm|rms_norm",
-     "normalisation after each residual add: LayerNorm (gamma, beta) or RMSNorm (gamma only)"},
+    {"norm", ablate::OptionType::String, "layer_norm", ablate::kNormChoices,
+     "normalisation after each residual add: LayerNorm (gamma, beta), RMSNorm (gamma) or ScaleNorm (one scalar g)"},
 };
 
 ablate::Component* create(const ablate::Options& o) { return new PostNorm(o); }
 
-ABLATE_PLUGIN("block", "post_norm", "2.0.0", "Norm(x + Dropout(f(x))) per sublayer (Vaswani et al. 2017)",
+ABLATE_PLUGIN("block", "post_norm", "2.1.0", "Norm(x + Dropout(f(x))) per sublayer (Vaswani et al. 2017)",
               ablate::options_of(kOptions), create)
 
 }  // namespace block_post_norm

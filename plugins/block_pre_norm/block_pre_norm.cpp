@@ -34,13 +34,13 @@ class PreNorm final : public ablate::Block {
 };
 
 constexpr ablate::OptionInfo kOptions[] = {
-    {"norm", ablate::OptionType::String, "layer_norm", "layer_norm|rms_norm",
-     "normalisation of each sublayer's input: LayerNorm (gamma, beta) or RMSNorm (gamma only)"},
+    {"norm", ablate::OptionType::String, "layer_norm", ablate::kNormChoices,
+     "normalisation of each sublayer's input: LayerNorm (gamma, beta), RMSNorm (gamma) or ScaleNorm (one scalar g)"},
 };
 
 ablate::Component* create(const ablate::Options& o) { return new PreNorm(o); }
 
-ABLATE_PLUGIN("block", "pre_norm", "2.0.0", "x + Dropout(f(Norm(x))) per sublayer, final norm (GPT-2; Xiong et al. 2020)",
+ABLATE_PLUGIN("block", "pre_norm", "2.1.0", "x + Dropout(f(Norm(x))) per sublayer, final norm (GPT-2; Xiong et al. 2020)",
               ablate::options_of(kOptions), create)
 
 }  // namespace block_pre_norm

@@ -24,6 +24,13 @@ ABLATE_DECLARE_PLUGIN(positional_encoding_sinusoidal)
 ABLATE_DECLARE_PLUGIN(positional_encoding_learned)
 ABLATE_DECLARE_PLUGIN(block_post_norm)
 ABLATE_DECLARE_PLUGIN(block_pre_norm)
+ABLATE_DECLARE_PLUGIN(ffn_swiglu)
+ABLATE_DECLARE_PLUGIN(ffn_geglu)
+ABLATE_DECLARE_PLUGIN(ffn_relu_squared)
+ABLATE_DECLARE_PLUGIN(positional_encoding_none)
+ABLATE_DECLARE_PLUGIN(block_sandwich_norm)
+ABLATE_DECLARE_PLUGIN(block_parallel)
+ABLATE_DECLARE_PLUGIN(block_rezero)
 
 namespace ablate {
 namespace {
@@ -58,58 +65,16 @@ void randomize(ParameterStore& store) {
   }
 }
 
-// Gradients of L = sum(r ⊙ f) w.r.t. every parameter of `store` (what backward accumulates into
-// Parameter::grad) against central differences, on up to `per_param` elements of each.
-// f must be deterministic given the graph's seed (dropout draws the same masks every call).
+// Gradients of L = sum(r ⊙ f) w.r.t. every parameter of `store` against central differences (the
+// public ablate::testing::parameter_gradcheck), on up to `per_param` elements of each, as a gtest assertion.
 ::testing::AssertionResult parameter_gradcheck(ParameterStore& store, const std::function<Var(Graph&)>& f,
                                                double eps = 1e-2, std::int64_t per_param = 24) {
-  Backend& be = reference_backend();
-  constexpr double kRtol = 2e-2, kAtol = 1e-3;
-  std::vector<float> r;
-  store.zero_grad();
-  {
-    Graph g(be, 11, 0, /*training=*/true, /*grad=*/true);
-    const Var y = f(g);
-    r = ramp(y.value().numel(), 0.9f);
-    g.backward(y, f32_tensor(be, y.shape(), r));
-  }
-  auto objective = [&] {
-    Graph g(be, 11, 0, /*training=*/true, /*grad=*/false);
-    const std::vector<float> y = host(be, f(g).value());
-    double sum = 0.0;
-    for (std::size_t j = 0; j < y.size(); ++j) sum += static_cast<double>(r[j]) * y[j];
-    return sum;
-  };
-  std::ostringstream report;
-  bool ok = true;
-  std::int64_t checked = 0;
-  for (Parameter* p : store.all()) {
-    const std::vector<float> analytic = host(be, p->grad);
-    std::vector<float> v = host(be, p->value);
-    const auto n = static_cast<std::int64_t>(v.size());
-    const std::int64_t stride = std::max<std::int64_t>(1, n / per_param);
-    for (std::int64_t k = 0; k < n; k += stride) {
-      const auto i = static_cast<std::size_t>(k);
-      const float saved = v[i];
-      v[i] = saved + static_cast<float>(eps);
-      be.copy_from_host(p->value, v.data());
-      const double plus = objective();
-      v[i] = saved - static_cast<float>(eps);
-      be.copy_from_host(p->value, v.data());
-      const double minus = objective();
-      v[i] = saved;
-      be.copy_from_host(p->value, v.data());
-      const double numeric = (plus - minus) / (2 * eps);
-      const double a = analytic[i];
-      ++checked;
-      if (std::abs(a - numeric) > kAtol + kRtol * std::max(std::abs(a), std::abs(numeric))) {
-        ok = false;
-        report << p->name << "[" << k << "]: analytic " << a << ", numeric " << numeric << "\n";
-      }
-    }
-  }
-  if (checked == 0) return ::testing::AssertionFailure() << "no parameter elements checked";
-  if (!ok) return ::testing::AssertionFailure() << report.str();
+  testing::GradcheckOptions o;
+  o.eps = eps;
+  o.seed = 11;
+  o.max_elements_per_input = per_param;
+  const testing::GradcheckResult r = testing::parameter_gradcheck(reference_backend(), store, f, o);
+  if (!r.ok) return ::testing::AssertionFailure() << r.report;
   return ::testing::AssertionSuccess();
 }
 
@@ -136,6 +101,13 @@ class Components : public ::testing::Test {
     registry.add_linked(positional_encoding_learned::plugin_info, positional_encoding_learned::plugin_create);
     registry.add_linked(block_post_norm::plugin_info, block_post_norm::plugin_create);
     registry.add_linked(block_pre_norm::plugin_info, block_pre_norm::plugin_create);
+    registry.add_linked(ffn_swiglu::plugin_info, ffn_swiglu::plugin_create);
+    registry.add_linked(ffn_geglu::plugin_info, ffn_geglu::plugin_create);
+    registry.add_linked(ffn_relu_squared::plugin_info, ffn_relu_squared::plugin_create);
+    registry.add_linked(positional_encoding_none::plugin_info, positional_encoding_none::plugin_create);
+    registry.add_linked(block_sandwich_norm::plugin_info, block_sandwich_norm::plugin_create);
+    registry.add_linked(block_parallel::plugin_info, block_parallel::plugin_create);
+    registry.add_linked(block_rezero::plugin_info, block_rezero::plugin_create);
   }
   PluginRegistry registry;
   ParameterStore store{reference_backend()};
@@ -280,12 +252,130 @@ TEST_F(Components, FfnGradientsMatchFiniteDifferences) {
   }
 }
 
-// --- positional_encoding/sinusoidal
-
 std::vector<float> encode(PositionalEncoding& pe, const Tensor& x, std::int64_t offset) {
   Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
   return host(reference_backend(), pe.forward(g, g.constant(x), offset).value());
 }
+
+// --- ffn/swiglu, ffn/geglu (gated) and ffn/relu_squared
+
+// y = Linear_out(act(Linear_gate x) * Linear_up x) on the host, from the store's values (biases present).
+std::vector<float> gated_reference(ParameterStore& store, const std::string& scope, const std::vector<float>& x,
+                                   std::int64_t n, std::int64_t d, std::int64_t f, const std::function<double(double)>& act) {
+  Backend& be = reference_backend();
+  const auto get = [&](const std::string& leaf) { return host(be, store.get(scope + "." + leaf).value); };
+  const auto wg = get("gate.weight"), bg = get("gate.bias"), wu = get("up.weight"), bu = get("up.bias");
+  const auto wo = get("out.weight"), bo = get("out.bias");
+  std::vector<float> y(static_cast<std::size_t>(n * d));
+  std::vector<double> h(static_cast<std::size_t>(f));
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t j = 0; j < f; ++j) {
+      double gate = bg[static_cast<std::size_t>(j)], up = bu[static_cast<std::size_t>(j)];
+      for (std::int64_t k = 0; k < d; ++k) {
+        const double xv = x[static_cast<std::size_t>(r * d + k)];
+        gate += xv * wg[static_cast<std::size_t>(j * d + k)];
+        up += xv * wu[static_cast<std::size_t>(j * d + k)];
+      }
+      h[static_cast<std::size_t>(j)] = act(gate) * up;
+    }
+    for (std::int64_t o = 0; o < d; ++o) {
+      double s = bo[static_cast<std::size_t>(o)];
+      for (std::int64_t j = 0; j < f; ++j) s += h[static_cast<std::size_t>(j)] * wo[static_cast<std::size_t>(o * f + j)];
+      y[static_cast<std::size_t>(r * d + o)] = static_cast<float>(s);
+    }
+  }
+  return y;
+}
+
+TEST_F(Components, GatedFfnsMatchAHostReferenceAndThePlainFfnsWeightCount) {
+  const ModelDims dims = small_dims();  // D 6, d_ff 10: hidden floor(20 / 3) = 6
+  const Shape xs{2, 3, 6};
+  const std::vector<float> xv = ramp(xs.numel(), 0.2f);
+  const std::map<std::string, std::function<double(double)>> acts = {
+      {"swiglu", [](double v) { return v / (1.0 + std::exp(-v)); }},
+      {"geglu", [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }}};
+  for (const auto& [plugin, act] : acts) {
+    SCOPED_TRACE(plugin);
+    ParameterStore params(reference_backend());
+    auto ffn = registry.create<FeedForward>(plugin);
+    ffn->build(ParamScope(params, 5, "ffn"), dims);
+    EXPECT_EQ(names(params), (std::vector<std::string>{"ffn.gate.weight", "ffn.up.weight", "ffn.out.weight", "ffn.gate.bias",
+                                                       "ffn.up.bias", "ffn.out.bias"}));
+    EXPECT_EQ(params.get("ffn.gate.weight").value.shape(), Shape({6, 6}));  // [F', D]
+    EXPECT_EQ(params.get("ffn.out.weight").value.shape(), Shape({6, 6}));   // [D, F']
+    randomize(params);
+    Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
+    const std::vector<float> y = host(reference_backend(), ffn->forward(g, g.constant(f32_tensor(reference_backend(), xs, xv))).value());
+    const std::vector<float> want = gated_reference(params, "ffn", xv, 6, 6, 6, act);
+    for (std::size_t k = 0; k < y.size(); ++k) EXPECT_NEAR(y[k], want[k], 1e-4f) << k;
+  }
+  // Matched weights: three [F', D] matrices with F' = floor(2 d_ff / 3) hold the two [d_ff, D] of ffn/relu.
+  ModelDims wide = small_dims();
+  wide.d_ff = 12;
+  const auto weights = [&](const std::string& plugin, const Options& o) {
+    ParameterStore params(reference_backend());
+    registry.create<FeedForward>(plugin, o)->build(ParamScope(params, 1, "ffn"), wide);
+    std::int64_t n = 0;
+    for (Parameter* p : params.all())
+      if (p->name.find("weight") != std::string::npos) n += p->value.numel();
+    return std::make_pair(n, params.all().size());
+  };
+  EXPECT_EQ(weights("swiglu", {}).first, weights("relu", {}).first);  // 3 * 8 * 6 = 2 * 12 * 6
+  EXPECT_EQ(weights("geglu", {{"hidden", "4"}}).first, 3 * 4 * 6);
+  EXPECT_EQ(weights("swiglu", {{"bias", "false"}}).second, 3u);  // the weights alone
+  const std::string e = testing::error_of([&] {
+    ModelDims tiny = small_dims();
+    tiny.d_ff = 1;  // floor(2 / 3) = 0
+    ParameterStore params(reference_backend());
+    registry.create<FeedForward>("swiglu")->build(ParamScope(params, 1, "ffn"), tiny);
+  });
+  EXPECT_NE(e.find("ffn/swiglu in 'ffn'"), std::string::npos) << e;
+}
+
+TEST_F(Components, ReluSquaredSquaresTheActivationOfAPlainFfn) {
+  auto ffn = registry.create<FeedForward>("relu_squared");
+  ffn->build(ParamScope(store, 5, "ffn"), small_dims());
+  EXPECT_EQ(names(store), (std::vector<std::string>{"ffn.in.weight", "ffn.in.bias", "ffn.out.weight", "ffn.out.bias"}));
+  randomize(store);
+  const Shape xs{2, 3, 6};
+  const std::vector<float> xv = ramp(xs.numel(), 0.2f);
+  Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
+  const std::vector<float> y = host(reference_backend(), ffn->forward(g, g.constant(f32_tensor(reference_backend(), xs, xv))).value());
+  const std::vector<float> want =
+      ffn_reference(store, "ffn", xv, 6, 6, 10, [](double v) { return v > 0.0 ? v * v : 0.0; });
+  for (std::size_t k = 0; k < y.size(); ++k) EXPECT_NEAR(y[k], want[k], 1e-4f) << k;
+}
+
+TEST_F(Components, NewFfnGradientsMatchFiniteDifferences) {
+  for (const auto& [plugin, options] : std::vector<std::pair<std::string, Options>>{
+           {"swiglu", {}}, {"geglu", {{"bias", "false"}}}, {"relu_squared", {}}}) {
+    SCOPED_TRACE(plugin);
+    ParameterStore params(reference_backend());
+    auto ffn = registry.create<FeedForward>(plugin, options);
+    ffn->build(ParamScope(params, 9, "ffn"), small_dims(/*dropout=*/0.2f));
+    randomize(params);
+    const double eps = plugin == "relu_squared" ? 2e-3 : 1e-2;
+    expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ffn->forward(g, in[0]); },
+                           values({2, 3, 6}, 0.4f), eps);
+    const Tensor x = values({2, 3, 6}, 0.4f);
+    EXPECT_TRUE(parameter_gradcheck(params, [&](Graph& g) { return ffn->forward(g, g.constant(x)); }, eps));
+  }
+}
+
+// --- positional_encoding/none
+
+TEST_F(Components, NoPositionsPassEmbeddingsUnchangedAtAnyOffset) {
+  auto pe = registry.create<PositionalEncoding>("none");
+  pe->build(ParamScope(store, 1, "encoder.positions"), small_dims());
+  EXPECT_TRUE(store.all().empty());
+  EXPECT_EQ(pe->max_positions(), 0);
+  EXPECT_FALSE(pe->rotates());
+  EXPECT_FALSE(pe->biases_logits());
+  const Tensor x = values({2, 3, 6}, 0.5f);
+  EXPECT_EQ(encode(*pe, x, 100000), host(reference_backend(), x));
+}
+
+// --- positional_encoding/sinusoidal
 
 TEST_F(Components, SinusoidalAddsThePaperFormulaAndOffsetShiftsPositions) {
   const ModelDims dims = small_dims();  // D = 6
@@ -463,7 +553,7 @@ TEST_F(Components, BlocksMakeOneNormPerSublayerUnderTheScope) {
 
 // Each block calls every sublayer of the layer once, in the layer's order, and only those.
 TEST_F(Components, BlocksCallEachSublayerOnceInOrder) {
-  for (const char* plugin : {"post_norm", "pre_norm"}) {
+  for (const char* plugin : {"post_norm", "pre_norm", "sandwich_norm", "parallel", "rezero"}) {
     SCOPED_TRACE(plugin);
     for (const Roles& roles : {Roles{kSelf, kFfn}, Roles{kSelf, kCross, kFfn}}) {
       ParameterStore params(reference_backend());
@@ -479,42 +569,97 @@ TEST_F(Components, BlocksCallEachSublayerOnceInOrder) {
   }
 }
 
-// The block interface is open enough for a parallel block (GPT-J: x + attn(Norm x) + ffn(Norm x),
-// one norm, both sublayers reading the same input), written here against the public headers
-// only, as a plugin would be.
-class ParallelBlock final : public Block {
- public:
-  void build(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles) override {
-    (void)roles;
-    norm_ = NormLayer(scope.child("norm"), NormKind::LayerNorm, dims.d_model, dims.norm_eps);
-  }
-  Var forward(Graph& g, const Var& x, const Sublayers& sublayers) const override {
-    const Var h = norm_(g, x);
-    Var y = ops::add(g, x, sublayers(g, SublayerRole::SelfAttention, h));
-    if (sublayers.has(SublayerRole::CrossAttention)) y = ops::add(g, y, sublayers(g, SublayerRole::CrossAttention, norm_(g, y)));
-    return ops::add(g, y, sublayers(g, SublayerRole::FeedForward, h));
-  }
-  bool wants_final_norm() const override { return true; }
-  NormKind norm_kind() const override { return NormKind::LayerNorm; }
+// block/parallel (GPT-J: x + attn(Norm x) + ffn(Norm x)): every sublayer reads the same
+// normalised input, with one shared norm or one norm per sublayer (GPT-NeoX).
+TEST_F(Components, ParallelBlockFeedsEverySublayerTheSameNormalisedInput) {
+  for (const Roles& roles : {Roles{kSelf, kFfn}, Roles{kSelf, kCross, kFfn}})
+    for (const char* shared : {"true", "false"}) {
+      SCOPED_TRACE(std::string("shared_norm ") + shared + ", " + std::to_string(roles.size()) + " sublayers");
+      ParameterStore params(reference_backend());
+      auto block = registry.create<Block>("parallel", {{"shared_norm", shared}});
+      block->build(ParamScope(params, 1, "layers.0"), small_dims(), roles);
+      EXPECT_EQ(params.all().size(), std::string(shared) == "true" ? 2u : 2 * roles.size());
+      EXPECT_TRUE(params.contains("layers.0.norm0.gamma"));
+      EXPECT_TRUE(block->wants_final_norm());
+      const Tensor x = values({2, 3, 6}, 0.3f);
+      std::map<SublayerRole, std::vector<float>> seen;
+      const std::vector<float> y = run_block(*block, roles, x, [&](Graph& g, SublayerRole r, const Var& h) {
+        seen[r] = host(reference_backend(), h.value());
+        return ops::scale(g, h, 2.0f + static_cast<float>(r));  // 2, 3, 4 by role
+      });
+      ASSERT_EQ(seen.size(), roles.size());
+      for (const SublayerRole r : roles) EXPECT_EQ(seen[r], seen[kSelf]);  // all read Norm(x)
+      expect_normalised_rows(seen[kSelf], 6);
+      float sum = 0.0f;
+      for (const SublayerRole r : roles) sum += 2.0f + static_cast<float>(r);
+      const std::vector<float> xv = host(reference_backend(), x);
+      for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], xv[i] + sum * seen[kSelf][i], 1e-5f) << i;
+    }
+}
 
- private:
-  NormLayer norm_;
-};
-
-TEST_F(Components, AParallelBlockIsExpressibleWithSublayersByRole) {
-  ParallelBlock block;
-  block.build(ParamScope(store, 1, "layers.0"), small_dims(), {kSelf, kFfn});
-  const Tensor x = values({2, 3, 6}, 0.3f);
-  std::map<SublayerRole, std::vector<float>> seen;
-  const std::vector<float> y = run_block(block, {kSelf, kFfn}, x, [&](Graph& g, SublayerRole r, const Var& h) {
-    seen[r] = host(reference_backend(), h.value());
-    return ops::scale(g, h, r == kSelf ? 2.0f : 3.0f);
-  });
-  ASSERT_EQ(seen.size(), 2u);
-  EXPECT_EQ(seen[kSelf], seen[kFfn]);  // both read the same normalised input
-  expect_normalised_rows(seen[kSelf], 6);
+// block/sandwich_norm: a second norm on each sublayer's output, before the residual add.
+TEST_F(Components, SandwichNormNormalisesEachSublayerOutputBeforeTheResidualAdd) {
+  auto block = registry.create<Block>("sandwich_norm");
+  block->build(ParamScope(store, 1, "layers.0"), small_dims(), {kSelf, kFfn});
+  EXPECT_EQ(names(store), (std::vector<std::string>{"layers.0.norm0.gamma", "layers.0.norm0.beta", "layers.0.norm1.gamma",
+                                                    "layers.0.norm1.beta", "layers.0.out.norm0.gamma",
+                                                    "layers.0.out.norm0.beta", "layers.0.out.norm1.gamma",
+                                                    "layers.0.out.norm1.beta"}));
+  EXPECT_TRUE(block->wants_final_norm());
+  const Tensor x = values({2, 3, 6}, 0.1f);
   const std::vector<float> xv = host(reference_backend(), x);
-  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], xv[i] + 5.0f * seen[kSelf][i], 1e-5f) << i;
+  const auto gelu3 = every_role([](Graph& g, const Var& h) { return ops::scale(g, ops::activation(g, h, Activation::GeluTanh), 3.0f); });
+  const std::vector<float> y = run_block(*block, {kFfn}, x, gelu3);  // the FFN alone: y - x = Norm'(f(Norm(x)))
+  std::vector<float> delta(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) delta[i] = y[i] - xv[i];
+  expect_normalised_rows(delta, 6);
+}
+
+// block/rezero: gates from 0 make every layer the identity at the start; LayerScale by options.
+TEST_F(Components, ReZeroStartsAsTheIdentityAndGatesEachBranch) {
+  auto rezero = registry.create<Block>("rezero");
+  rezero->build(ParamScope(store, 1, "layers.0"), small_dims(), {kSelf, kFfn});
+  EXPECT_EQ(names(store), (std::vector<std::string>{"layers.0.alpha0", "layers.0.alpha1"}));  // no norms
+  EXPECT_EQ(host(reference_backend(), store.get("layers.0.alpha0").value), std::vector<float>{0.0f});
+  EXPECT_FALSE(rezero->wants_final_norm());
+  const Tensor x = values({2, 3, 6}, 0.1f);
+  const std::vector<float> xv = host(reference_backend(), x);
+  const auto twice = every_role([](Graph& g, const Var& h) { return ops::scale(g, h, 2.0f); });
+  EXPECT_EQ(run_block(*rezero, {kSelf, kFfn}, x, twice), xv);
+  // alpha 0.5, f(h) = 2h: each sublayer doubles x (x + 0.5 * 2x), two of them: 4x.
+  ParameterStore half_params(reference_backend());
+  auto half = registry.create<Block>("rezero", {{"init", "0.5"}});
+  half->build(ParamScope(half_params, 1, "layers.0"), small_dims(), {kSelf, kFfn});
+  const std::vector<float> y = run_block(*half, {kSelf, kFfn}, x, twice);
+  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], 4.0f * xv[i], 1e-6f) << i;
+  // LayerScale: pre-norm, a per-channel gate of 1e-4, a final norm.
+  ParameterStore ls_params(reference_backend());
+  auto ls = registry.create<Block>("rezero", {{"norm", "layer_norm"}, {"gate", "channel"}, {"init", "1e-4"}});
+  ls->build(ParamScope(ls_params, 1, "layers.0"), small_dims(), {kFfn});
+  EXPECT_EQ(names(ls_params), (std::vector<std::string>{"layers.0.norm0.gamma", "layers.0.norm0.beta", "layers.0.alpha0"}));
+  EXPECT_EQ(host(reference_backend(), ls_params.get("layers.0.alpha0").value), std::vector<float>(6, 1e-4f));
+  EXPECT_TRUE(ls->wants_final_norm());
+}
+
+// ScaleNorm (any block's norm: scale_norm): g x / ||x|| with one scalar g, initially sqrt(D).
+TEST_F(Components, ScaleNormGivesRowsOfNormGWithOneScalarParameter) {
+  auto block = registry.create<Block>("pre_norm", {{"norm", "scale_norm"}});
+  block->build(ParamScope(store, 1, "layers.0"), small_dims(), {kFfn});
+  EXPECT_EQ(names(store), std::vector<std::string>{"layers.0.norm0.g"});
+  EXPECT_EQ(block->norm_kind(), NormKind::ScaleNorm);
+  const std::vector<float> g0 = host(reference_backend(), store.get("layers.0.norm0.g").value);
+  ASSERT_EQ(g0.size(), 1u);
+  EXPECT_FLOAT_EQ(g0[0], std::sqrt(6.0f));
+  std::vector<float> seen;
+  run_block(*block, {kFfn}, values({2, 3, 6}, 0.2f), every_role([&](Graph&, const Var& h) {
+    seen = host(reference_backend(), h.value());
+    return h;
+  }));
+  for (std::size_t r = 0; r < 6; ++r) {
+    double sq = 0.0;
+    for (std::size_t j = 0; j < 6; ++j) sq += static_cast<double>(seen[r * 6 + j]) * seen[r * 6 + j];
+    EXPECT_NEAR(std::sqrt(sq), std::sqrt(6.0), 1e-4) << "row " << r;
+  }
 }
 
 TEST_F(Components, PostNormNormalisesTheResidualSum) {
@@ -565,11 +710,17 @@ TEST_F(Components, PreNormKeepsTheResidualStreamAndNormalisesTheSublayerInput) {
 }
 
 TEST_F(Components, BlockGradientsMatchFiniteDifferences) {
-  for (const auto& [plugin, norm] : std::vector<std::pair<std::string, std::string>>{
-           {"post_norm", "layer_norm"}, {"post_norm", "rms_norm"}, {"pre_norm", "layer_norm"}, {"pre_norm", "rms_norm"}}) {
-    SCOPED_TRACE(plugin + " " + norm);
+  const std::vector<std::pair<std::string, Options>> cases = {
+      {"post_norm", {{"norm", "layer_norm"}}},   {"post_norm", {{"norm", "rms_norm"}}},
+      {"pre_norm", {{"norm", "layer_norm"}}},    {"pre_norm", {{"norm", "rms_norm"}}},
+      {"pre_norm", {{"norm", "scale_norm"}}},    {"sandwich_norm", {{"norm", "layer_norm"}}},
+      {"sandwich_norm", {{"norm", "scale_norm"}}}, {"parallel", {}},
+      {"parallel", {{"shared_norm", "false"}, {"norm", "rms_norm"}}}, {"rezero", {{"init", "0.5"}}},
+      {"rezero", {{"norm", "layer_norm"}, {"gate", "channel"}, {"init", "0.3"}}}};
+  for (const auto& [plugin, options] : cases) {
+    SCOPED_TRACE(plugin + " " + (options.empty() ? std::string() : options.begin()->second));
     ParameterStore params(reference_backend());
-    auto block = registry.create<Block>(plugin, {{"norm", norm}});
+    auto block = registry.create<Block>(plugin, options);
     block->build(ParamScope(params, 1, "layers.0"), small_dims(/*dropout=*/0.25f), {kSelf, kFfn});  // residual dropout on
     randomize(params);
     const SublayerFunctions f({kSelf, kFfn}, every_role([](Graph& g, const Var& h) {
@@ -677,15 +828,17 @@ std::string plugins_listing(const std::string& kind) {
 
 TEST(ComponentPlugins, AblatePluginsPrintsTheirOptions) {
   const std::string ffn = plugins_listing("ffn");
-  for (const char* s : {"ffn/relu", "ffn/gelu", "approximation  string {erf|tanh}, default erf: GELU form"})
+  for (const char* s : {"ffn/relu", "ffn/gelu", "approximation  string {erf|tanh}, default erf: GELU form", "ffn/swiglu",
+                        "ffn/geglu", "ffn/relu_squared", "hidden  int, default 0"})
     EXPECT_NE(ffn.find(s), std::string::npos) << s << "\n" << ffn;
   EXPECT_EQ(ffn.find("block/"), std::string::npos);
   const std::string pe = plugins_listing("positional_encoding");
-  for (const char* s : {"positional_encoding/sinusoidal", "base  float, default 10000", "positional_encoding/learned",
+  for (const char* s : {"positional_encoding/sinusoidal", "base  float, default 10000", "positional_encoding/none", "positional_encoding/learned",
                         "max_len  int, default 512"})
     EXPECT_NE(pe.find(s), std::string::npos) << s << "\n" << pe;
   const std::string block = plugins_listing("block");
-  for (const char* s : {"block/post_norm", "block/pre_norm", "norm  string {layer_norm|rms_norm}, default layer_norm"})
+  for (const char* s : {"block/post_norm", "block/pre_norm", "block/sandwich_norm", "block/parallel", "block/rezero",
+                        "norm  string {layer_norm|rms_norm|scale_norm}, default layer_norm", "shared_norm  bool, default true"})
     EXPECT_NE(block.find(s), std::string::npos) << s << "\n" << block;
 }
 

@@ -60,16 +60,19 @@ class BOOST_SYMBOL_VISIBLE ParamScope {
   std::string prefix_;
 };
 
-// A LayerNorm (gamma ones, beta zeros) or RMSNorm (gamma only) over the last dim D: the norm
-// blocks place around sublayers and the model puts after a pre-norm stack.
-enum class NormKind { LayerNorm, RMSNorm };
-// "layer_norm" -> LayerNorm, "rms_norm" -> RMSNorm; anything else throws ablate::Error.
+// A LayerNorm (gamma ones, beta zeros), RMSNorm (gamma only) or ScaleNorm (Nguyen & Salazar
+// 2019: g x / ||x||, one scalar g, initially sqrt(D)) over the last dim D: the norm blocks place
+// around sublayers and the model puts after a pre-norm stack.
+enum class NormKind { LayerNorm, RMSNorm, ScaleNorm };
+// "layer_norm" -> LayerNorm, "rms_norm" -> RMSNorm, "scale_norm" -> ScaleNorm; anything else
+// throws ablate::Error. kNormChoices: the three names, for a plugin's `norm` option.
 NormKind parse_norm_kind(const std::string& name);
+inline constexpr const char* kNormChoices = "layer_norm|rms_norm|scale_norm";
 
 class BOOST_SYMBOL_VISIBLE NormLayer {
  public:
   NormLayer() = default;
-  // Adds "<scope>.gamma" [D] (and "<scope>.beta" [D] for LayerNorm).
+  // Adds "<scope>.gamma" [D] (and "<scope>.beta" [D] for LayerNorm), or "<scope>.g" [1] for ScaleNorm.
   NormLayer(const ParamScope& scope, NormKind kind, std::int64_t d, float eps);
   NormKind kind() const { return kind_; }
   // x: [..., D] -> [..., D]
@@ -77,9 +80,10 @@ class BOOST_SYMBOL_VISIBLE NormLayer {
 
  private:
   NormKind kind_ = NormKind::LayerNorm;
-  Parameter* gamma_ = nullptr;
-  Parameter* beta_ = nullptr;  // null for RMSNorm
+  Parameter* gamma_ = nullptr;  // [D], or ScaleNorm's g [1]
+  Parameter* beta_ = nullptr;   // null but for LayerNorm
   float eps_ = 1e-5f;
+  Tensor unit_;  // ScaleNorm: ones [D] F32, the fixed gamma of the RMS norm it scales (x / rms(x) = sqrt(D) x / ||x||)
 };
 
 // Kind "ffn": the position-wise feed-forward sublayer, y[B, T, D] = FFN(x[B, T, D]).
@@ -207,14 +211,42 @@ class BOOST_SYMBOL_VISIBLE FeedForwardLayers {
  public:
   explicit FeedForwardLayers(std::string plugin) : plugin_(std::move(plugin)) {}
   void build(const ParamScope& scope, const ModelDims& dims);
-  // x: [B, T, D] -> h: [B, T, F] -> y: [B, T, D]
+  // x: [B, T, D] -> h: [B, T, F] -> y: [B, T, D]: output(g, hidden(g, x, act)).
   Var operator()(Graph& g, const Var& x, Activation act) const;
+  // x: [B, T, D] -> act(Linear_in(x)): [B, T, F] (a plugin may transform it before output).
+  Var hidden(Graph& g, const Var& x, Activation act) const;
+  // h: [B, T, F] -> Linear_out(Dropout(h)): [B, T, D].
+  Var output(Graph& g, const Var& h) const;
 
  private:
   std::string plugin_;
   float dropout_ = 0.0f;
   Parameter* w_in_ = nullptr;
   Parameter* b_in_ = nullptr;
+  Parameter* w_out_ = nullptr;
+  Parameter* b_out_ = nullptr;
+};
+
+// The state and forward pass of the gated FFNs (GLU variants, Shazeer 2020):
+// y = Linear_out(Dropout(act(Linear_gate(x)) * Linear_up(x))) with D -> F' -> D widths, where
+// F' = `hidden`, or floor(2 d_ff / 3) when hidden is 0: three matrices of F' hold as many weights
+// as a two-matrix FFN of width d_ff. Parameters "<scope>.gate.weight" [F', D], ".up.weight"
+// [F', D], ".out.weight" [D, F'] and, with bias, ".gate.bias", ".up.bias" [F'], ".out.bias" [D].
+class BOOST_SYMBOL_VISIBLE GatedFeedForwardLayers {
+ public:
+  explicit GatedFeedForwardLayers(std::string plugin) : plugin_(std::move(plugin)) {}
+  void build(const ParamScope& scope, const ModelDims& dims, std::int64_t hidden, bool bias);
+  // x: [B, T, D] -> gate, up: [B, T, F'] -> y: [B, T, D]
+  Var operator()(Graph& g, const Var& x, Activation act) const;
+  static std::int64_t matched_hidden(std::int64_t d_ff) { return 2 * d_ff / 3; }
+
+ private:
+  std::string plugin_;
+  float dropout_ = 0.0f;
+  Parameter* w_gate_ = nullptr;
+  Parameter* b_gate_ = nullptr;
+  Parameter* w_up_ = nullptr;
+  Parameter* b_up_ = nullptr;
   Parameter* w_out_ = nullptr;
   Parameter* b_out_ = nullptr;
 };

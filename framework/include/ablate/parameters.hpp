@@ -15,10 +15,11 @@
 namespace ablate {
 
 struct Init {
-  enum class Kind { Zeros, Ones, Uniform, Normal, XavierUniform } kind = Kind::Zeros;
-  float scale = 0.0f;  // Uniform: bound a (U[-a, a]); Normal: standard deviation
+  enum class Kind { Zeros, Ones, Uniform, Normal, XavierUniform, Constant } kind = Kind::Zeros;
+  float scale = 0.0f;  // Uniform: bound a (U[-a, a]); Normal: standard deviation; Constant: the value
   static Init zeros() { return {Kind::Zeros, 0.0f}; }
   static Init ones() { return {Kind::Ones, 0.0f}; }
+  static Init constant(float value) { return {Kind::Constant, value}; }
   static Init uniform(float bound) { return {Kind::Uniform, bound}; }
   static Init normal(float stddev) { return {Kind::Normal, stddev}; }
   // U[-a, a] with a = sqrt(6 / (fan_in + fan_out)), fans from the last two dims ([O, I]).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ablate/autograd.hpp"
+#include "ablate/parameters.hpp"
 
 namespace ablate::testing {
 
@@ -34,5 +35,12 @@ struct GradcheckResult {
 using GradcheckFn = std::function<Var(Graph&, const std::vector<Var>&)>;
 GradcheckResult gradcheck(Backend& backend, const GradcheckFn& f, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options = {});
+
+// The same for parameters: what backward accumulates into each Parameter::grad of `store` (F32
+// values) against central differences, on up to max_elements_per_input elements of each. f reads
+// the parameters through Graph::parameter, e.g. [&](Graph& g) { return block.forward(g, g.constant(x), s); }.
+// Zeroes the store's gradients first; leaves the values as they were.
+GradcheckResult parameter_gradcheck(Backend& backend, ParameterStore& store, const std::function<Var(Graph&)>& f,
+                                    const GradcheckOptions& options = {});
 
 }  // namespace ablate::testing
