@@ -2,7 +2,7 @@
 # The plugin SDK round trip: install Ablate into a temporary prefix, build the out-of-tree
 # example plugins against that install in separate build trees, load schedule/linear with the
 # installed `ablate` (via ABLATE_PLUGIN_PATH, then installed next to the built-in plugins), and
-# train the copy task with positional_encoding/rotary and /alibi (positions inside attention).
+# train the copy task with the installed positional_encoding/rotary and /alibi.
 # Usage: install_roundtrip.sh <ablate build dir> <examples dir>
 set -euo pipefail
 build=$1
@@ -47,11 +47,9 @@ installed=$(find "$work/prefix" -name schedule_linear.so | head -1)
 json=$("$work/prefix/bin/ablate" plugins --json)
 check "$json" "$installed"
 
-# positional_encoding/rotary and /alibi: built out of tree, each trains an encoder-decoder on the
+# The installed built-in positional_encoding/rotary and /alibi each train an encoder-decoder on the
 # copy task (positions inside attention: q/k rotated, or logits biased by distance).
 for pe in rotary alibi; do
-  cmake -S "$examples/positional_encoding_$pe" -B "$work/$pe-build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-  cmake --build "$work/$pe-build"
   cat > "$work/${pe}_copy.yaml" <<YAML
 name: ${pe}_copy
 task: {plugin: copy, vocab_size: 12, min_len: 2, max_len: 6, train_examples: 2000, eval_examples: 64}
@@ -60,8 +58,8 @@ train: {steps: 300, batch_size: 32, schedule: {plugin: constant}, optimizer: {lr
 log: {every: 100}
 eval: {every: 300, batches: 2}
 YAML
-  ABLATE_PLUGIN_PATH="$work/$pe-build" "$work/prefix/bin/ablate" run "$work/${pe}_copy.yaml" --out "$work/${pe}_run" \
-    --progress quiet || fail "the copy task with the out-of-tree $pe positions did not train"
+  "$work/prefix/bin/ablate" run "$work/${pe}_copy.yaml" --out "$work/${pe}_run" \
+    --progress quiet || fail "the copy task with the installed $pe positions did not train"
   /usr/bin/python3 - "$work/${pe}_run/run.h5" "$pe" <<'PY'
 import sys, h5py
 path, pe = sys.argv[1], sys.argv[2]

@@ -1,8 +1,8 @@
 // Tests for the Transformer models (framework/model): the masks (a causal decoder cannot see the
 // future; padding changes nothing), greedy decoding over the key/value cache against decoding by
 // full recomputation, the classifier's pooling, the options that add or remove parameters, and
-// the batch checks, also with positions that act inside attention (examples/positional_encoding_rotary).
-// Tiny random models on the reference backend, components from the built-in and example plugins.
+// the batch checks, also with positions that act inside attention (rotary, alibi).
+// Tiny random models on the reference backend, components from the built-in plugins.
 #include "model/transformer.hpp"
 
 #include <gtest/gtest.h>
@@ -24,15 +24,7 @@ using testing::host;
 
 using Options = std::map<std::string, std::string>;
 
-// The built-in plugins and the example components (positional_encoding/rotary).
-PluginRegistry& registry() {
-  static PluginRegistry* r = [] {
-    auto* reg = new PluginRegistry();  // never destroyed, like builtin_registry()
-    reg->scan({builtin_plugin_dir(), std::filesystem::path(ABLATE_FIXTURE_DIR) / "examples"});
-    return reg;
-  }();
-  return *r;
-}
+PluginRegistry& registry() { return testing::builtin_registry(); }
 
 ComponentFactory components(const std::string& block, const std::string& pe, const std::string& ffn,
                             const Options& attention = {}) {

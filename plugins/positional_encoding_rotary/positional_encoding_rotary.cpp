@@ -1,4 +1,4 @@
-// Plugin positional_encoding/rotary (out of tree): rotary position embeddings (Su et al. 2021,
+// Plugin positional_encoding/rotary: rotary position embeddings (Su et al. 2021,
 // RoFormer), the first `fraction` of each head's dims of q and k turned pair by pair by angles
 // position * base^(-2i/R) inside self-attention, so q·k depends on the distance between positions.
 // Nothing is added to the embeddings. Written against the public headers only.

@@ -1,4 +1,4 @@
-// Plugin positional_encoding/alibi (out of tree): attention with linear biases (Press et al. 2022,
+// Plugin positional_encoding/alibi: attention with linear biases (Press et al. 2022,
 // "Train Short, Test Long"). Nothing is added to the embeddings; every self-attention logit of head h
 // gets -m_h * |i - j|, the slopes m_h a geometric sequence (2^-8/H .. 2^-8 for H a power of two), so
 // nearer keys weigh more and the model has no position limit. Written against the public headers only.
