@@ -79,6 +79,7 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
   p.causal = options.causal;
   p.key_lengths = options.key_lengths;
   p.query_offset = options.query_offset;
+  p.softcap = options.softcap;
   const Var bias = options.bias;
   const Tensor slopes = options.slopes;
   if (bias.defined()) p.bias = &bias.value();
@@ -88,6 +89,8 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
   Backend& be = g.backend();
   require(!(bias.defined() || slopes.defined()) || be.supports(OptionalOp::attention_bias), "attention",
           "this backend has no attention logit bias or ALiBi slopes (Backend::supports); run on reference or onednn");
+  require(p.softcap == 0.0f || be.supports(OptionalOp::attention_softcap), "attention",
+          "this backend has no attention logit soft-capping (Backend::supports); run on reference or onednn");
   if (k.shape()[1] != qs[1] && !be.supports(OptionalOp::grouped_attention))  // composed: k/v heads repeated
     return attention(g, q, composed::repeat_heads(g, k, qs[1]), composed::repeat_heads(g, v, qs[1]), options);
   p.scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(qs[3]));

@@ -157,7 +157,9 @@ Transformer::Transformer(const ModelConfig& config, const ComponentFactory& comp
 
 Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_t layers, bool cross,
                                             const ComponentFactory& components, const ParamScope& root) const {
-  const ModelDims& dims = config_.dims;
+  ModelDims dims = config_.dims;  // what the stack's components are built for
+  dims.layers = layers;
+  dims.causal = name == "decoder" && config_.causal;
   const ParamScope scope = root.child(name);
   Stack s;
   s.name = name;
@@ -168,6 +170,7 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
   plugin_call(*s.positions, "build", [&] { s.positions->build(scope.child("positions"), dims); });
   s.rotates = plugin_call(*s.positions, "rotates", [&] { return s.positions->rotates(); });
   s.biases = plugin_call(*s.positions, "biases_logits", [&] { return s.positions->biases_logits(); });
+  s.bias_per_layer = s.biases && plugin_call(*s.positions, "bias_per_layer", [&] { return s.positions->bias_per_layer(); });
   s.in_cross = cross && (s.rotates || s.biases) &&
                plugin_call(*s.positions, "in_cross_attention", [&] { return s.positions->in_cross_attention(); });
   if (config_.embedding_norm)
@@ -293,20 +296,26 @@ Var Transformer::run_stack(Graph& g, const Stack& stack, Var x, const Pass& pass
     self_positions.emplace(*stack.positions, queries, queries);
     if (cross) cross_positions.emplace(*stack.positions, queries, position_range(g.backend(), 0, pass.memory.shape()[1]));
   }
+  // Logit biases of layer i, once per pass (or per layer and pass when bias_per_layer): the
+  // self-attention keys are this pass's (T) or the whole cache.
   Pass biased = pass;
-  if (stack.biases) {  // logit biases, once per pass: self-attention keys are this pass's (T) or the whole cache
+  const auto bias_layer = [&](std::size_t i) {
     const PositionalEncoding& pe = *stack.positions;
+    const auto layer = static_cast<std::int64_t>(i);
     const auto into = [&](ops::AttentionOptions& mask, std::int64_t S) {
-      const PositionalEncoding::LogitBias b = plugin_call(pe, "logit_bias", [&] { return pe.logit_bias(g, T, S, pass.offset); });
+      const PositionalEncoding::LogitBias b =
+          plugin_call(pe, "logit_bias", [&] { return pe.logit_bias(g, T, S, pass.offset, layer); });
       mask.bias = b.bias;
       mask.slopes = b.slopes;
     };
     into(biased.self_mask, pass.cache && !pass.cache->empty() ? pass.cache->front().self.capacity() : T);
     if (cross) into(biased.cross_mask, pass.memory.shape()[1]);
-  }
-  for (std::size_t i = 0; i < stack.layers.size(); ++i)
+  };
+  for (std::size_t i = 0; i < stack.layers.size(); ++i) {
+    if (stack.biases && (i == 0 || stack.bias_per_layer)) bias_layer(i);
     x = layer_step(g, stack, i, x, biased, self_positions ? &*self_positions : nullptr,
                    cross_positions ? &*cross_positions : nullptr);
+  }
   return stack.final_norm ? (*stack.final_norm)(g, x) : x;
 }
 

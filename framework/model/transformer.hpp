@@ -140,6 +140,7 @@ class Transformer {
     std::shared_ptr<PositionalEncoding> positions;
     bool rotates = false;             // positions rotate q/k inside self-attention (PositionalEncoding::rotates)
     bool biases = false;              // positions add to the self-attention logits (::biases_logits)
+    bool bias_per_layer = false;      // ... a bias of each layer's own (::bias_per_layer)
     bool in_cross = false;            // ... and the same inside cross-attention (::in_cross_attention)
     std::optional<NormLayer> embedding_norm;  // "<stack>.embedding_norm" (model.embedding_norm)
     std::vector<Layer> layers;

@@ -582,7 +582,7 @@ const std::vector<SpecKey>& schema() {
     k.push_back(plugin(KEY(model.attention)).def("mha").doc(
         "the attention sublayer, self and cross (`mha`: multi-head attention); docs/architecture.md"));
     k.push_back(plugin(KEY(model.positional_encoding)).def("sinusoidal").doc(
-        "where positions enter: added to the embeddings (`sinusoidal`, `learned`), nowhere (`none`, NoPE) or inside attention (q/k rotated, logits biased: examples/positional_encoding_rotary, _alibi)"));
+        "where positions enter: added to the embeddings (`sinusoidal`, `learned`), nowhere (`none`, NoPE) or inside attention (q/k rotated: `rotary`; logits biased: `alibi`, `t5_relative_bias`)"));
     k.push_back(plugin(KEY(model.ffn)).def("relu").doc("feed-forward (`relu`, `gelu`, `relu_squared`, `swiglu`, `geglu`; the gated ones default to hidden floor(2 d_ff / 3), the weights of a d_ff FFN)"));
     k.push_back(boolean(KEY(model.qkv_bias)).def("true").doc("biases in the q/k/v projections"));
     k.push_back(boolean(KEY(model.out_bias)).def("true").doc("bias in the attention output projection"));

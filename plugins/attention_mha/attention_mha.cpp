@@ -1,8 +1,11 @@
 // Plugin attention/mha: multi-head attention of "Attention Is All You Need" (section 3.2.2), the
 // default attention sublayer: a fused q/k/v projection for self-attention (q, and a fused k/v of the
 // memory, for cross-attention), heads split and merged by backend ops, scaled dot-product attention.
-// Option kv_heads < heads shares each k/v head among a group of query heads (grouped-query
-// attention, Ainslie et al. 2023; 1 = multi-query, Shazeer 2019) without repeating k and v.
+// Options: kv_heads < heads shares each k/v head among a group of query heads (grouped-query
+// attention, Ainslie et al. 2023; 1 = multi-query, Shazeer 2019) without repeating k and v;
+// qk_norm normalises each head's q and k (Dehghani et al. 2023); logit_softcap bounds the logits.
+#include <optional>
+
 #include "ablate/attention.hpp"
 
 namespace attention_mha {
@@ -11,16 +14,21 @@ using ablate::Var;
 
 class MultiHeadAttention final : public ablate::Attention {
  public:
-  explicit MultiHeadAttention(const ablate::Options& o) : kv_heads_option_(o.get_int("kv_heads")) {
+  explicit MultiHeadAttention(const ablate::Options& o)
+      : kv_heads_option_(o.get_int("kv_heads")), qk_norm_(o.get_string("qk_norm")),
+        softcap_(static_cast<float>(o.get_float("logit_softcap"))) {
     if (kv_heads_option_ < 0)
       throw ablate::Error("attention/mha: kv_heads must be >= 0 (0: as many as model.heads), got " +
                           std::to_string(kv_heads_option_));
+    if (!(softcap_ >= 0.0f))
+      throw ablate::Error("attention/mha: logit_softcap must be >= 0 (0: none), got " + std::to_string(softcap_));
   }
 
   // Adds, under `scope` ("decoder.layers.0.self_attn"), with D = dims.d_model and K = kv_heads * Dh
   // (K = D without grouping):
   //   Self:  qkv.weight [D + 2K, D] (+ qkv.bias)       Cross: q.weight [D, D], kv.weight [2K, D] (+ biases)
   //   both:  out.weight [D, D] (+ out.bias [D])
+  //   qk_norm: q_norm and k_norm, a norm of the kind over Dh shared by the heads (gamma [Dh], ...)
   // Weights are Xavier-uniform (as PyTorch's nn.MultiheadAttention), biases zero.
   // heads divide d_model, and kv_heads divides heads.
   void check(const ablate::ModelDims& dims) const override {
@@ -56,6 +64,11 @@ class MultiHeadAttention final : public ablate::Attention {
     }
     out_w_ = &scope.param("out.weight", {d, d}, ablate::Init::xavier_uniform());
     if (dims.out_bias) out_b_ = &scope.param("out.bias", {d}, ablate::Init::zeros());
+    if (qk_norm_ != "none") {
+      const ablate::NormKind kind = ablate::parse_norm_kind(qk_norm_);
+      q_norm_.emplace(scope.child("q_norm"), kind, d / dims.heads, dims.norm_eps);
+      k_norm_.emplace(scope.child("k_norm"), kind, d / dims.heads, dims.norm_eps);
+    }
   }
 
   // x: [B, T, D] (memory: [B, S, D]) -> [B, T, D]
@@ -74,6 +87,7 @@ class MultiHeadAttention final : public ablate::Attention {
         kv = {ops::split_heads(g, ops::slice_last(g, qkv, width_, kv_width_), kv_heads_),           // [B, Hkv, T, Dh]
               ops::split_heads(g, ops::slice_last(g, qkv, width_ + kv_width_, kv_width_), kv_heads_)};
       }
+      if (k_norm_) kv.k = (*k_norm_)(g, kv.k);
       if (call.positions) kv.k = call.positions->keys(g, kv.k);
       if (call.cache) kv = call.cache->append(g, kv.k, kv.v);  // [B, H, S, Dh]: every step's keys
     } else {
@@ -85,13 +99,16 @@ class MultiHeadAttention final : public ablate::Attention {
           throw ablate::Error("attention/mha: a cross-attention call without the encoder output");
         const Var m = ops::linear(g, call.memory, g.parameter(*kv_w_), bias(g, kv_b_));  // [B, S, 2K]
         kv = {ops::split_heads(g, m, kv_heads_, 2, 0), ops::split_heads(g, m, kv_heads_, 2, 1)};  // [B, Hkv, S, Dh]
+        if (k_norm_) kv.k = (*k_norm_)(g, kv.k);
         if (call.positions) kv.k = call.positions->keys(g, kv.k);
         if (call.cache) call.cache->keep_memory(kv);
       }
     }
+    if (q_norm_) q = (*q_norm_)(g, q);
     if (call.positions) q = call.positions->queries(g, q);
     ops::AttentionOptions mask = call.mask;
     mask.dropout = dropout_;
+    mask.softcap = softcap_;
     const Var heads = ops::attention(g, q, kv.k, kv.v, mask);                                   // [B, H, T, Dh]
     return ops::linear(g, ops::merge_heads(g, heads), g.parameter(*out_w_), bias(g, out_b_));  // [B, T, D]
   }
@@ -102,6 +119,9 @@ class MultiHeadAttention final : public ablate::Attention {
   std::int64_t kv_heads_of(const ablate::ModelDims& dims) const { return kv_heads_option_ == 0 ? dims.heads : kv_heads_option_; }
 
   std::int64_t kv_heads_option_;
+  std::string qk_norm_;  // none | layer_norm | rms_norm | scale_norm
+  float softcap_;        // logits -> softcap * tanh(logits / softcap); 0: none
+  std::optional<ablate::NormLayer> q_norm_, k_norm_;  // over Dh: q [B, H, T, Dh], k [B, Hkv, S, Dh]
   ablate::AttentionRole role_ = ablate::AttentionRole::Self;
   int heads_ = 1, kv_heads_ = 1;
   std::int64_t width_ = 0, kv_width_ = 0;  // D = H * Dh and K = Hkv * Dh
@@ -117,12 +137,17 @@ class MultiHeadAttention final : public ablate::Attention {
 constexpr ablate::OptionInfo kOptions[] = {
     {"kv_heads", ablate::OptionType::Int, "0", nullptr,
      "k/v heads, dividing model.heads: 0 = model.heads (multi-head), 1 = multi-query, between = grouped-query"},
+    {"qk_norm", ablate::OptionType::String, "none", "none|layer_norm|rms_norm|scale_norm",
+     "norm of each head's q and k over Dh before positions act (Dehghani et al. 2023); none = off"},
+    {"logit_softcap", ablate::OptionType::Float, "0", nullptr,
+     "c > 0 bounds the scaled logits to (-c, c) by c * tanh(logits / c) (Gemma 2: 50); 0 = off"},
 };
 
 ablate::Component* create(const ablate::Options& o) { return new MultiHeadAttention(o); }
 
-ABLATE_PLUGIN("attention", "mha", "1.1.0",
-              "multi-head attention, fused q/k/v projection, scaled dot-product (Vaswani et al. 2017); grouped k/v heads",
+ABLATE_PLUGIN("attention", "mha", "1.2.0",
+              "multi-head attention, fused q/k/v projection, scaled dot-product (Vaswani et al. 2017); grouped k/v heads, "
+              "qk norm, logit soft-capping",
               ablate::options_of(kOptions), create)
 
 }  // namespace attention_mha

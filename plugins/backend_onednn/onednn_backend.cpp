@@ -557,6 +557,17 @@ AttDims attention_dims(const char* op, const Tensor& q, const Tensor& k, const T
   return d;
 }
 
+// Caps the n visible scaled logits of a row at softcap: x -> c tanh(x / c); `slope` (if not null)
+// receives the derivative 1 - tanh(x / c)^2 of each.
+inline void cap_logits(float* row, float* slope, std::int64_t n, float c) {
+  const float inv = 1.0f / c;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float t = std::tanh(row[j] * inv);
+    row[j] = c * t;
+    if (slope) slope[j] = 1.0f - t * t;
+  }
+}
+
 // Adds AttentionParams' bias and ALiBi slopes to the n visible logits of row r = (b, h, i).
 inline void add_logit_bias(float* row, const AttDims& d, const ablate::AttentionParams& prm, std::int64_t r,
                            std::int64_t n) {
@@ -622,6 +633,7 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
       if (pr) std::fill(pr + r * S, pr + (r + 1) * S, 0.0f);
       continue;
     }
+    if (prm.softcap > 0.0f) cap_logits(row, nullptr, n, prm.softcap);
     add_logit_bias(row, d, prm, r, n);
     const float mx = row_max(row, n);
     float sum = 0.0f;
@@ -677,11 +689,13 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   float* tbuf = drop ? scratch_f32(kPartial, static_cast<std::int64_t>(threads_) * per_thread) : nullptr;
   gemm(P, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr,
        Activation::None, op);
+  float* cap_slope = prm.softcap > 0.0f ? scratch_f32(kAttC, BH * T * S) : nullptr;  // d(capped)/d(scaled logit)
 #pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
     const std::int64_t b = r / (d.H * T), i = r % T;
     const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
     float* row = P + r * S;
+    if (cap_slope) cap_logits(row, cap_slope + r * S, n, prm.softcap);
     add_logit_bias(row, d, prm, r, n);
     const float l = lse_p[r];
 #pragma omp simd
@@ -735,6 +749,19 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
       const float* g = dP + r * S;
 #pragma omp simd
       for (std::int64_t j = 0; j < S; ++j) out_row[j] += g[j];
+    }
+  }
+  // Through the softcap: dS ⊙ (1 - tanh^2) for q and k (the bias was added after the cap). Rows past
+  // n have dS = 0 (P = 0 there), so their slope values do not matter.
+  if (cap_slope && (dq || dk)) {
+#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
+    for (std::int64_t r = 0; r < BH * T; ++r) {
+      float* g = dP + r * S;
+      const float* c = cap_slope + r * S;
+      const std::int64_t b = r / (d.H * T), i = r % T;
+      const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
+#pragma omp simd
+      for (std::int64_t j = 0; j < n; ++j) g[j] *= c[j];
     }
   }
   // dq[BG, G*T, Dh] += scale dS[BG, G*T, S] · k[BG, S, Dh]

@@ -45,7 +45,7 @@ enum Slot : int {
   kGemmA = 0, kGemmB, kGemmC, kGemmBias, kDnnlScratch,  // gemm(): bf16 operands widened, oneDNN scratchpad
   kLinG,                                                 // linear_backward: g = dy ⊙ act'
   kPadA, kPadB,                                          // linear_backward: dw's operands with padded rows
-  kAttS, kAttP, kAttD,                                   // attention: scores/P, P' or masks, dP
+  kAttS, kAttP, kAttD, kAttC,                            // attention: scores/P, P' or masks, dP, softcap slopes
   kPartial,                                              // per-chunk partial column sums, per-thread rows
   kSums,                                                 // small f32 sums: per-row loss, db, dgamma|dbeta
   kVecA, kVecB,                                          // gamma / beta widened to f32

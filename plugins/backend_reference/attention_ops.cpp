@@ -45,7 +45,16 @@ AttentionDims attention_dims(const char* op, const Tensor& q, const Tensor& k, c
 void require_optional_parts(const ReferenceBackend& be, const char* op, const AttentionDims& d,
                             const ablate::AttentionParams& p) {
   if (p.bias || p.slopes) be.require_supported(ablate::OptionalOp::attention_bias, op);
+  if (p.softcap > 0.0f) be.require_supported(ablate::OptionalOp::attention_softcap, op);
   if (d.Hkv != d.H) be.require_supported(ablate::OptionalOp::grouped_attention, op);
+}
+
+// The logit of the scaled product x = scale q·k: x, or softcap * tanh(x / softcap); and its slope.
+double capped(const ablate::AttentionParams& p, double x) { return p.softcap > 0.0f ? p.softcap * std::tanh(x / p.softcap) : x; }
+double capped_slope(const ablate::AttentionParams& p, double logit) {
+  if (p.softcap <= 0.0f) return 1.0;
+  const double t = logit / p.softcap;
+  return 1.0 - t * t;
 }
 
 // Whether query t of batch item b sees key s.
@@ -115,7 +124,7 @@ void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs
           const double* kr = &kv[static_cast<std::size_t>(((b * d.Hkv + d.kv_head(h)) * d.S + s) * d.Dh)];
           double dot = 0;
           for (std::int64_t e = 0; e < d.Dh; ++e) dot += qr[e] * kr[e];
-          logits[static_cast<std::size_t>(s)] = params.scale * dot + logit_bias(d, params.query_offset, h, t, s);
+          logits[static_cast<std::size_t>(s)] = capped(params, params.scale * dot) + logit_bias(d, params.query_offset, h, t, s);
           mx = std::max(mx, logits[static_cast<std::size_t>(s)]);
         }
         if (mx == -std::numeric_limits<double>::infinity()) {  // no visible key
@@ -143,7 +152,8 @@ void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs
 
 // With P = exp(logits - lse) (recomputed from the saved lse), Pd = P ⊙ dropout factor:
 // dv[s] += sum_t Pd[t, s] dout[t]; dP = (dout·v^T) ⊙ dropout factor;
-// dlogits = P ⊙ (dP - sum_s P dP); dq += scale dlogits·k; dk += scale dlogits^T·q (k/v heads
+// dlogits = P ⊙ (dP - sum_s P dP); with a softcap c, the product's share is dlogits ⊙ (1 - (logit/c)^2);
+// dq += scale dlogits·k; dk += scale dlogits^T·q (k/v heads
 // shared by a group sum over it); dbias += dlogits summed over B (and H for a [1, T, S] bias).
 // Rows with lse = -inf (no visible key) contribute nothing. `out` is not needed here.
 void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
@@ -164,7 +174,7 @@ void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
   const LogitBias logit_bias(params);
   std::vector<double> gq(qv.size(), 0.0), gk(kv.size(), 0.0), gvv(vv.size(), 0.0);
   std::vector<double> gbias(params.dbias ? static_cast<std::size_t>(params.dbias->numel()) : 0, 0.0);
-  std::vector<double> P(static_cast<std::size_t>(d.S)), dP(static_cast<std::size_t>(d.S));
+  std::vector<double> P(static_cast<std::size_t>(d.S)), dP(static_cast<std::size_t>(d.S)), slope(static_cast<std::size_t>(d.S));
   for (std::int64_t b = 0; b < d.B; ++b)
     for (std::int64_t h = 0; h < d.H; ++h)
       for (std::int64_t t = 0; t < d.T; ++t) {
@@ -182,9 +192,11 @@ void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
             dot += qv[qo + static_cast<std::size_t>(e)] * kv[so + static_cast<std::size_t>(e)];
             gdotv += gv[qo + static_cast<std::size_t>(e)] * vv[so + static_cast<std::size_t>(e)];
           }
-          const double prob = std::exp(params.scale * dot + logit_bias(d, params.query_offset, h, t, s) - l);
+          const double logit = capped(params, params.scale * dot);
+          const double prob = std::exp(logit + logit_bias(d, params.query_offset, h, t, s) - l);
           const double f = dropout_factor(params, d, b, h, t, s);
           P[static_cast<std::size_t>(s)] = prob;
+          slope[static_cast<std::size_t>(s)] = capped_slope(params, logit);
           dP[static_cast<std::size_t>(s)] = gdotv * f;
           pdp += prob * dP[static_cast<std::size_t>(s)];
           for (std::int64_t e = 0; e < d.Dh; ++e) gvv[so + static_cast<std::size_t>(e)] += prob * f * gv[qo + static_cast<std::size_t>(e)];
@@ -195,7 +207,7 @@ void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
           const double dlogits = P[static_cast<std::size_t>(s)] * (dP[static_cast<std::size_t>(s)] - pdp);
           if (!gbias.empty())
             gbias[static_cast<std::size_t>(((params.dbias->shape()[0] == 1 ? 0 : h) * d.T + t) * d.S + s)] += dlogits;
-          const double dlogit = dlogits * params.scale;
+          const double dlogit = dlogits * slope[static_cast<std::size_t>(s)] * params.scale;
           for (std::int64_t e = 0; e < d.Dh; ++e) {
             gq[qo + static_cast<std::size_t>(e)] += dlogit * kv[so + static_cast<std::size_t>(e)];
             gk[so + static_cast<std::size_t>(e)] += dlogit * qv[qo + static_cast<std::size_t>(e)];

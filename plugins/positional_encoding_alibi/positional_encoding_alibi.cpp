@@ -39,7 +39,7 @@ class Alibi final : public ablate::PositionalEncoding {
   bool biases_logits() const override { return true; }
 
   // The slopes F32 [H]; the kernel adds -slope_h * |i + offset - j| (nothing [T, S] is made).
-  LogitBias logit_bias(ablate::Graph& g, std::int64_t, std::int64_t, std::int64_t) const override {
+  LogitBias logit_bias(ablate::Graph& g, std::int64_t, std::int64_t, std::int64_t, std::int64_t) const override {
     ablate::Tensor t = g.backend().empty({static_cast<std::int64_t>(slopes_.size())}, ablate::DType::F32);
     g.backend().copy_from_host(t, slopes_.data());
     return {ablate::Var(), t};
@@ -51,7 +51,7 @@ class Alibi final : public ablate::PositionalEncoding {
 
 ablate::Component* create(const ablate::Options&) { return new Alibi(); }
 
-ABLATE_PLUGIN("positional_encoding", "alibi", "1.0.0", "linear biases -m_h |i - j| on the attention logits (Press et al. 2022)",
+ABLATE_PLUGIN("positional_encoding", "alibi", "1.1.0", "linear biases -m_h |i - j| on the attention logits (Press et al. 2022)",
               ablate::kNoOptions, create)
 
 }  // namespace positional_encoding_alibi

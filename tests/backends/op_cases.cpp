@@ -443,6 +443,7 @@ void add_attention(std::vector<OpCase>& out) {
     std::int64_t bias_heads;  // 0: no bias
     bool slopes;
     float dropout;
+    float softcap = 0.0f;  // 0: none
   };
   const std::vector<X> xs = {
       {"gqa", 2, 4, 2, 5, 7, 4, false, {}, 0, 0, false, 0.0f},
@@ -453,6 +454,8 @@ void add_attention(std::vector<OpCase>& out) {
       {"alibi_bidirectional_padding", 2, 2, 2, 5, 7, 4, false, {7, 3}, 0, 0, true, 0.0f},
       {"gqa_bias_alibi_dropout", 2, 4, 2, 7, 7, 4, true, {7, 5}, 0, 4, true, 0.2f},
       {"large_gqa_bias_alibi", 2, 8, 2, 40, 48, 8, true, {48, 30}, 8, 1, true, 0.0f},  // above the grain
+      {"softcap", 2, 2, 2, 5, 7, 4, false, {7, 4}, 0, 0, false, 0.0f, 0.8f},  // q·k up to ~4.5 scaled: well into tanh's bend
+      {"softcap_gqa_bias_alibi_causal_dropout", 2, 4, 2, 6, 6, 4, true, {6, 5}, 0, 4, true, 0.2f, 1.5f},
   };
   for (const X& a : xs) {
     OpCase c;
@@ -460,6 +463,7 @@ void add_attention(std::vector<OpCase>& out) {
     c.name = a.tag + "_B" + num(a.B) + "_H" + num(a.H) + "_Hkv" + num(a.Hkv) + "_T" + num(a.T) + "_S" + num(a.S);
     if (a.Hkv != a.H) c.needs.push_back(OptionalOp::grouped_attention);
     if (a.bias_heads > 0 || a.slopes) c.needs.push_back(OptionalOp::attention_bias);
+    if (a.softcap > 0.0f) c.needs.push_back(OptionalOp::attention_softcap);
     c.reduction = static_cast<double>(std::max(a.S, a.Dh));
     c.inputs = {value("q", Shape{a.B, a.H, a.T, a.Dh}, -1.5, 1.5), value("k", Shape{a.B, a.Hkv, a.S, a.Dh}, -1.5, 1.5),
                 value("v", Shape{a.B, a.Hkv, a.S, a.Dh})};
@@ -478,6 +482,7 @@ void add_attention(std::vector<OpCase>& out) {
     base.query_offset = a.offset;
     base.scale = 1.0f / std::sqrt(static_cast<float>(a.Dh));
     base.dropout = a.dropout;
+    base.softcap = a.softcap;
     base.rng = RngKey{12345, 7, 3};
     const auto params = [base](OpRun& r) {
       AttentionParams p = base;

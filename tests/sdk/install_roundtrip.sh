@@ -65,7 +65,7 @@ import sys, h5py
 path, pe = sys.argv[1], sys.argv[2]
 with h5py.File(path, "r") as f:
     plugins = [p.decode() if isinstance(p, bytes) else p for p in f.attrs["plugins"]]
-    assert any(p.startswith(f"positional_encoding/{pe} 1.0.0") for p in plugins), plugins
+    assert any(p.startswith(f"positional_encoding/{pe} ") for p in plugins), plugins
     assert f.attrs["status"] in ("completed", b"completed"), f.attrs["status"]
     acc = f["metrics/eval/token_accuracy"][-1]
     assert acc > 0.4, f"token accuracy {acc} after 300 steps: {pe} positions did not let it learn to copy (chance 0.08)"

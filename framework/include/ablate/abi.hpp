@@ -11,13 +11,15 @@ namespace ablate {
 // Bump when PluginInfo, OptionInfo, Options, Component or a kind interface changes layout or
 // meaning. PluginInfo keeps `api_version` and `abi_tag` as its first two fields forever, so
 // the host can read them from a plugin of any version.
-inline constexpr std::uint32_t kPluginApiVersion = 6;  // 2: Task::score_names, Task::text, Split::Test
+inline constexpr std::uint32_t kPluginApiVersion = 7;  // 2: Task::score_names, Task::text, Split::Test
                                                        // 3: TaskType::Classification, TaskInfo::num_classes
                                                        // 4: PositionalEncoding::max_positions
                                                        // 5: Backend::supports, rope; kind "attention",
                                                        //    Block by role (Sublayers), PositionalEncoding::rotates
                                                        // 6: NormKind::ScaleNorm (NormLayer layout), Init::constant,
                                                        //    FeedForwardLayers::hidden/output, GatedFeedForwardLayers
+                                                       // 7: ModelDims::layers/causal, PositionalEncoding::bias_per_layer,
+                                                       //    logit_bias(..., layer); attention softcap, qk norms
 
 }  // namespace ablate
 

@@ -49,6 +49,8 @@ struct AttentionParams {
   const Tensor* key_lengths = nullptr;  // I32 [B]: valid keys per batch item (padding at the end); null = all S
   std::int64_t query_offset = 0;        // absolute position of query 0 (incremental decoding; also ALiBi's distance)
   float scale = 1.0f;                   // logits = scale * q·k (1/sqrt(Dh) in the paper)
+  float softcap = 0.0f;                 // > 0: logits = softcap * tanh(scale q·k / softcap), before bias and
+                                        // slopes (OptionalOp::attention_softcap); 0 = none
   float dropout = 0.0f;                 // on the attention probabilities; needs `rng`
   RngKey rng;
   const Tensor* bias = nullptr;         // F32 [1 or H, T, S]: added to the logits; null = none
@@ -68,6 +70,7 @@ inline std::string attention_problem(const Tensor& q, const Tensor& k, const Ten
   if (k.shape()[0] != B || k.shape()[3] != Dh || Hkv <= 0 || H % Hkv != 0)
     return "k " + k.str() + " must be [B, Hkv, S, Dh] with the B and Dh of q " + q.str() + " and Hkv dividing H = " +
            std::to_string(H);
+  if (!(p.softcap >= 0.0f)) return "softcap " + std::to_string(p.softcap) + " must be >= 0 (0: none)";
   const auto bias_problem = [&](const char* name, const Tensor& b) -> std::string {
     if (b.dtype() != DType::F32 || b.shape().rank() != 3 || (b.shape()[0] != 1 && b.shape()[0] != H) ||
         b.shape()[1] != T || b.shape()[2] != S)
@@ -108,7 +111,7 @@ struct AdamParams {
 // attention_bias and grouped_attention are features of the core attention op (AttentionParams'
 // bias/slopes, k/v with fewer heads than q): a backend without them refuses such arguments.
 // softmax_last, sum_last and pointwise are the small general set a plugin composes its own ops from.
-enum class OptionalOp { rope, slice_last, attention_bias, grouped_attention, softmax_last, sum_last, pointwise };
+enum class OptionalOp { rope, slice_last, attention_bias, grouped_attention, softmax_last, sum_last, pointwise, attention_softcap };
 inline const char* optional_op_name(OptionalOp op) {
   switch (op) {
     case OptionalOp::rope: return "rope";
@@ -118,6 +121,7 @@ inline const char* optional_op_name(OptionalOp op) {
     case OptionalOp::softmax_last: return "softmax_last";
     case OptionalOp::sum_last: return "sum_last";
     case OptionalOp::pointwise: return "pointwise";
+    case OptionalOp::attention_softcap: return "attention_softcap";
   }
   return "?";
 }

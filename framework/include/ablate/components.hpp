@@ -32,6 +32,9 @@ struct ModelDims {
   float norm_eps = 1e-5f;         // epsilon of every LayerNorm / RMSNorm
   bool qkv_bias = true;           // bias on the q, k, v projections
   bool out_bias = true;           // bias on the attention output projection
+  // The stack a component is built for, set by the model per stack (not spec keys of their own):
+  std::int64_t layers = 1;        // L: layers of the stack (encoder or decoder)
+  bool causal = false;            // the stack's self-attention sees only earlier positions
 };
 
 // Where a component puts its parameters: a dotted name prefix ("encoder.layers.1.ffn") in a
@@ -132,16 +135,19 @@ class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
   // True when the encoding adds to the logits of every self-attention of the stack (and of the
   // cross-attentions when in_cross_attention()): the model puts logit_bias() into each call's mask.
   virtual bool biases_logits() const { return false; }
+  // True when each layer has a bias of its own: the model then asks logit_bias() once per layer
+  // and pass (layer = 0 .. dims.layers-1); otherwise once per pass (layer = 0) for all layers.
+  virtual bool bias_per_layer() const { return false; }
   // What is added to the logits of queries at positions offset .. offset+T-1 over keys at
-  // 0 .. S-1 (ops::AttentionOptions): `slopes` F32 [H] for ALiBi's -slope_h * |i - j| (computed in
-  // the attention kernel, nothing [T, S] materialised) and/or `bias` F32 [1 or H, T, S] (a Var: a
-  // learned bias gets its gradient). Called only when biases_logits().
+  // 0 .. S-1 (ops::AttentionOptions) in layer `layer`: `slopes` F32 [H] for ALiBi's
+  // -slope_h * |i - j| (computed in the attention kernel, nothing [T, S] materialised) and/or
+  // `bias` F32 [1 or H, T, S] (a Var: a learned bias gets its gradient). Called only when biases_logits().
   struct LogitBias {
     Var bias;
     Tensor slopes;
   };
-  virtual LogitBias logit_bias(Graph& g, std::int64_t T, std::int64_t S, std::int64_t offset) const {
-    (void)g, (void)T, (void)S, (void)offset;
+  virtual LogitBias logit_bias(Graph& g, std::int64_t T, std::int64_t S, std::int64_t offset, std::int64_t layer) const {
+    (void)g, (void)T, (void)S, (void)offset, (void)layer;
     return {};
   }
 };

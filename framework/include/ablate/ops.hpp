@@ -18,6 +18,7 @@ struct AttentionOptions {
   const Tensor* key_lengths = nullptr;  // I32 [B]; must outlive the graph's backward
   std::int64_t query_offset = 0;
   float scale = 0.0f;    // 0: 1/sqrt(Dh)
+  float softcap = 0.0f;  // > 0: logits = softcap * tanh(scaled logits / softcap) before the bias (Gemma 2)
   float dropout = 0.0f;  // on the probabilities, in training only
   Tensor* probs = nullptr;  // if set, receives the probabilities [B, H, T, S] (F32) for logging
   Var bias;                 // F32 [1 or H, T, S] added to the logits (a learned one gets its gradient); undefined = none
@@ -25,7 +26,7 @@ struct AttentionOptions {
 };
 // out[B, H, T, Dh] from q[B, H, T, Dh], k/v[B, Hkv, S, Dh] (Hkv divides H: grouped-query attention
 // without repeating k and v; on a backend without grouped_attention, k and v are repeated). A bias
-// or slopes on a backend without attention_bias is refused.
+// or slopes on a backend without attention_bias, and a softcap without attention_softcap, are refused.
 Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options);
 
 // Rotary positions: x[B, H, T, Dh] (q or k) with its first `rotary` dims (0: all of Dh; even)

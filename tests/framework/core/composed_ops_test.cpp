@@ -75,7 +75,8 @@ GradcheckFn unary(Var (*op)(Graph&, const Var&)) {
 TEST(ComposedOps, TheBareBackendRefusesEveryOptionalOpItselfSoTheCompositionsRun) {
   Backend& be = bare_backend();
   for (OptionalOp op : {OptionalOp::rope, OptionalOp::slice_last, OptionalOp::attention_bias,
-                        OptionalOp::grouped_attention, OptionalOp::softmax_last, OptionalOp::sum_last, OptionalOp::pointwise})
+                        OptionalOp::grouped_attention, OptionalOp::softmax_last, OptionalOp::sum_last, OptionalOp::pointwise,
+                        OptionalOp::attention_softcap})
     EXPECT_FALSE(be.supports(op)) << optional_op_name(op);
   Tensor x = f32_tensor(be, {2, 3}, ramp(6)), y = be.empty({2, 3}, DType::F32), s = be.empty({2, 1}, DType::F32);
   EXPECT_THROW(be.softmax_last_forward(y, x), Error);

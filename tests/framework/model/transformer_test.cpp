@@ -31,7 +31,11 @@ ComponentFactory components(const std::string& block, const std::string& pe, con
   ComponentFactory f;
   f.block = [block] { return registry().create<Block>(block); };
   f.attention = [attention] { return registry().create<Attention>("mha", attention); };
-  f.positional_encoding = [pe] { return registry().create<PositionalEncoding>(pe, pe == "learned" ? Options{{"max_len", "32"}} : Options{}); };
+  // "learned" with max_len 32; "t5_per_layer": t5_relative_bias with a table per layer
+  f.positional_encoding = [pe] {
+    if (pe == "t5_per_layer") return registry().create<PositionalEncoding>("t5_relative_bias", {{"per_layer", "true"}});
+    return registry().create<PositionalEncoding>(pe, pe == "learned" ? Options{{"max_len", "32"}} : Options{});
+  };
   f.ffn = [ffn] { return registry().create<FeedForward>(ffn); };
   return f;
 }
@@ -77,7 +81,8 @@ std::vector<float> logits_of(const Transformer& m, const DeviceBatch& batch) {
 TEST(Transformer, CausalDecoderCannotSeeTheFuture) {
   const ModelConfig c = tiny(Arch::Decoder);
   for (const auto& [block, pe] : {std::pair{"post_norm", "learned"}, std::pair{"pre_norm", "learned"},
-                                  std::pair{"pre_norm", "rotary"}, std::pair{"post_norm", "alibi"}}) {
+                                  std::pair{"pre_norm", "rotary"}, std::pair{"post_norm", "alibi"},
+                                  std::pair{"pre_norm", "t5_relative_bias"}}) {
     Built m = build(c, block, pe);
     const std::vector<float> a = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 6, 7, 8}}}, c));
     const std::vector<float> b = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 9, 10, 3}}}, c));  // tokens 3.. changed
@@ -131,7 +136,7 @@ TEST(Transformer, EmbeddingNormNormalisesTheEmbeddingsWithItsOwnEpsilon) {
 
 TEST(Transformer, PaddingDoesNotChangeTheValidPositions) {
   const ModelConfig c = tiny(Arch::EncoderDecoder);
-  for (const char* pe : {"sinusoidal", "rotary", "alibi"}) {
+  for (const char* pe : {"sinusoidal", "rotary", "alibi", "t5_relative_bias"}) {
     Built m = build(c, "pre_norm", pe);
     const Example shortest{{3, 4, 5}, {6, 7}};
     const Example longer{{3, 4, 5, 6, 7, 8, 9}, {6, 7, 8, 9, 10}};
@@ -155,7 +160,7 @@ TEST(Transformer, AlibiSlopesAreThePapers) {
     ASSERT_TRUE(alibi->biases_logits());
     EXPECT_EQ(store.all().size(), 0u);  // no parameters
     Graph g(be(), 1, 0, false, false);
-    const PositionalEncoding::LogitBias b = alibi->logit_bias(g, 3, 5, 0);
+    const PositionalEncoding::LogitBias b = alibi->logit_bias(g, 3, 5, 0, 0);
     EXPECT_FALSE(b.bias.defined());
     EXPECT_EQ(host(be(), b.slopes), want) << heads << " heads";
   }
@@ -196,7 +201,7 @@ TEST(Transformer, GreedyDecodingWithTheCacheEqualsRecomputation) {
   ModelConfig c = tiny(Arch::EncoderDecoder);
   for (const auto& [block, pe] :
        {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}, std::pair{"post_norm", "rotary"},
-        std::pair{"pre_norm", "alibi"}}) {
+        std::pair{"pre_norm", "alibi"}, std::pair{"post_norm", "t5_relative_bias"}, std::pair{"pre_norm", "t5_per_layer"}}) {
     for (std::uint64_t seed : {3u, 11u}) {
       Built m = build(c, block, pe, "gelu", seed);
       const std::vector<Example> examples = {{{3, 4, 5, 6}, {}}, {{7, 8, 9, 10, 4, 5, 6}, {}}, {{5}, {}}};
@@ -221,7 +226,7 @@ TEST(Transformer, GreedyDecodingWithTheCacheEqualsRecomputation) {
 TEST(Transformer, DecodingStepsEqualTheFullPassRowByRow) {
   const ModelConfig c = tiny(Arch::EncoderDecoder);  // 2 heads: ALiBi slopes 2^-4, 2^-8
   const Example src{{3, 4, 5, 6, 7}, {}};
-  for (const char* pe : {"sinusoidal", "rotary", "alibi"}) {
+  for (const char* pe : {"sinusoidal", "rotary", "alibi", "t5_per_layer"}) {
     SCOPED_TRACE(pe);
     std::optional<Built> m;
     ForwardCapture steps;
@@ -427,7 +432,7 @@ TEST(Transformer, GreedyContinuationWithTheCacheEqualsRecomputation) {
   greedy.max_tokens = 8;
   for (const auto& [block, pe] :
        {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}, std::pair{"post_norm", "rotary"},
-        std::pair{"pre_norm", "alibi"}}) {
+        std::pair{"pre_norm", "alibi"}, std::pair{"post_norm", "t5_relative_bias"}, std::pair{"pre_norm", "t5_per_layer"}}) {
     for (std::uint64_t seed : {3u, 11u}) {
       Built m = build(c, block, pe, "gelu", seed);
       // Prompts of different lengths: one causal pass over the shortest (bos alone), then steps in

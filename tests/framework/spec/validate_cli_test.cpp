@@ -93,6 +93,13 @@ TEST(SpecCli, ExampleSpecsAreValid) {
     EXPECT_EQ(r.code, kExitOk) << name << "\n" << r.err;
     EXPECT_EQ(r.out, file + ": valid" + runs + "\n") << name;
   }
+  // The recipes are bases: valid once a child names the task and the steps.
+  for (const char* name : {"recipes/vaswani_2017.yaml", "recipes/modern.yaml"}) {
+    const std::string file = std::string(ABLATE_SPEC_EXPERIMENTS_DIR) + "/" + name;
+    const Result r = run_cli({"validate", file, "--set", "task={plugin: copy}", "--set", "train.steps=1000"});
+    EXPECT_EQ(r.code, kExitOk) << name << "\n" << r.err;
+    EXPECT_EQ(run_cli({"validate", file}).code, kExitUsage) << name << ": a recipe alone names no task";
+  }
 }
 
 TEST(SpecCli, MissingSpecArgumentIsAUsageError) {
