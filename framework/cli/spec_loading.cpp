@@ -113,6 +113,14 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
     const std::vector<std::string> scores = plugin_call(*task, "score_names", [&] { return task->score_names(); });
     if (auto problem = train::early_stopping_problem(spec, info, scores))
       errors.add(spec.marks.of("train.early_stopping.metric"), "train.early_stopping.metric", *problem);
+    for (std::int64_t length : spec.eval.lengths)
+      if (plugin_call(*task, "size_at_length", [&] { return task->size_at_length(Split::Eval, length); }) <= 0) {
+        errors.add(spec.marks.of("eval.lengths"), "eval.lengths",
+                   "task plugin '" + spec.task.name + "' makes no eval examples of length " + std::to_string(length) +
+                       "; expected a task that makes examples of other lengths (copy, reverse, sort, language_model "
+                       "without `file`), or no eval.lengths");
+        break;
+      }
     if (attention) {  // the model's sizes the attention cannot be built with
       try {
         const ModelDims dims = train::model_config(spec, info).dims;

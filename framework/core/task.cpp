@@ -34,6 +34,13 @@ HostBatch make_batch(const std::vector<Example>& examples) {
   return b;
 }
 
+std::int64_t Task::size_at_length(Split, std::int64_t) const { return 0; }
+
+Example Task::example_at_length(Split, std::int64_t, std::int64_t length) const {
+  throw Error("this task makes no examples of other lengths (asked for " + std::to_string(length) + " tokens)",
+              "check size_at_length(split, length) > 0 first");
+}
+
 std::map<std::string, double> Task::score(const std::vector<Example>& references,
                                           const std::vector<std::vector<std::int32_t>>& predictions) const {
   if (references.size() != predictions.size())

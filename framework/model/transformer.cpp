@@ -203,6 +203,17 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
   return s;
 }
 
+std::int64_t Transformer::max_positions() const {
+  std::int64_t limit = 0;
+  for (const std::optional<Stack>* s : {&encoder_, &decoder_})
+    if (*s) {
+      const PositionalEncoding& pe = *(*s)->positions;
+      const std::int64_t n = plugin_call(pe, "max_positions", [&] { return pe.max_positions(); });
+      if (n > 0) limit = limit > 0 ? std::min(limit, n) : n;
+    }
+  return limit;
+}
+
 Var Transformer::embed(Graph& g, const Stack& stack, const Tensor& ids, std::int64_t offset) const {
   Var x = ops::embedding(g, ids, g.parameter(*stack.embedding));  // [B, T, D]
   if (config_.scale_embedding) x = ops::scale(g, x, std::sqrt(static_cast<float>(config_.dims.d_model)));

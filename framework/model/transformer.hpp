@@ -125,6 +125,9 @@ class Transformer {
                                                   const GenerateOptions& options) const;
 
   const ModelConfig& config() const { return config_; }
+  // The positions every stack's positional encoding represents (PositionalEncoding::max_positions,
+  // the smallest over the stacks), or 0 for no limit.
+  std::int64_t max_positions() const;
 
  private:
   struct Layer {

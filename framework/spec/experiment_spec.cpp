@@ -544,11 +544,13 @@ void read_metrics(Reader& r, const SpecTree* parent, const SpecKey& key, Experim
 void read_grid(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_zip(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
+void read_lengths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_runs(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 YAML::Node write_plugin_paths(const ExperimentSpec& s);
 YAML::Node write_betas(const ExperimentSpec& s);
 YAML::Node write_metrics(const ExperimentSpec& s);
 YAML::Node write_seeds(const ExperimentSpec& s);
+YAML::Node write_lengths(const ExperimentSpec& s);
 YAML::Node write_runs(const ExperimentSpec& s);
 
 // Every key of a spec, in the order of the resolved YAML. Defaults follow "Attention Is All You
@@ -653,6 +655,12 @@ const std::vector<SpecKey>& schema() {
                         "each at most once; `exact_match` (greedy decoding) is skipped for a language model, with a "
                         "note; it also records `decoded_token_accuracy`"));
     k.push_back(integer(KEY(eval.batches), 1).def("8").doc("batches per evaluation"));
+    k.push_back(custom("eval.lengths", "list of distinct int > 0", read_lengths, write_lengths)
+                    .def("[]").doc(
+                        "also evaluate the metrics on eval examples of exactly these lengths (content tokens: a seq2seq "
+                        "task's source, a language model's text), recorded as `METRIC@LENGTH` columns (`loss@128`): "
+                        "length extrapolation. The task must make such examples (the synthetic tasks do); a length past "
+                        "what the positional encoding represents (`learned`'s `max_len`) is recorded as NaN, with a note"));
     k.push_back(section("eval.generate").doc("continuations a language model with text records at each evaluation"));
     k.push_back(integer(KEY(eval.generate.prompt_tokens), 0).def("16").doc(
         "a language model with text records continuations of 5 eval examples at each evaluation (`/samples`); the "
@@ -894,27 +902,45 @@ void read_zip(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentS
       if (g == axis) r.error(r.marks().of(key.path), key.path + "." + axis, "also in sweep.grid; expected each key in one of grid or zip");
 }
 
-void read_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
-  const SpecTree* seeds = parent ? parent->find(key.leaf()) : nullptr;
-  if (!seeds || seeds->kind == SpecTree::Kind::Null) return;
-  r.marks().at[key.path] = seeds->mark;
-  if (seeds->kind != SpecTree::Kind::Sequence)
-    return r.error(seeds->mark, key.path, describe(*seeds) + " is not a list; expected a list of integers >= 0");
-  for (std::size_t i = 0; i < seeds->items.size(); ++i) {
-    const SpecTree& v = seeds->items[i];
-    const auto seed = v.is_scalar() ? parse_int(v.text) : std::nullopt;
-    if (!seed || *seed < 0)
-      r.error(v.mark, key.path + "[" + std::to_string(i) + "]", describe(v) + " is not a seed; expected an integer >= 0");
+// A list of integers >= `min` at key.path into `out`, each item checked (`item` names one in errors).
+void read_int_list(Reader& r, const SpecTree* parent, const SpecKey& key, std::vector<std::int64_t>& out, std::int64_t min,
+                   const std::string& item) {
+  const SpecTree* list = parent ? parent->find(key.leaf()) : nullptr;
+  if (!list || list->kind == SpecTree::Kind::Null) return;
+  r.marks().at[key.path] = list->mark;
+  const std::string expected = "integers >= " + std::to_string(min);
+  if (list->kind != SpecTree::Kind::Sequence)
+    return r.error(list->mark, key.path, describe(*list) + " is not a list; expected a list of " + expected);
+  for (std::size_t i = 0; i < list->items.size(); ++i) {
+    const SpecTree& v = list->items[i];
+    const auto value = v.is_scalar() ? parse_int(v.text) : std::nullopt;
+    if (!value || *value < min)
+      r.error(v.mark, key.path + "[" + std::to_string(i) + "]", describe(v) + " is not a " + item + "; expected an integer >= " +
+                                                                     std::to_string(min));
     else
-      s.sweep.seeds.push_back(*seed);
+      out.push_back(*value);
   }
 }
 
-YAML::Node write_seeds(const ExperimentSpec& s) {
-  YAML::Node seeds(YAML::NodeType::Sequence);
-  for (auto seed : s.sweep.seeds) seeds.push_back(std::to_string(seed));
-  return flow_node(seeds);
+YAML::Node int_list_node(const std::vector<std::int64_t>& values) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (auto v : values) list.push_back(std::to_string(v));
+  return flow_node(list);
 }
+
+void read_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_int_list(r, parent, key, s.sweep.seeds, 0, "seed");
+}
+YAML::Node write_seeds(const ExperimentSpec& s) { return int_list_node(s.sweep.seeds); }
+
+void read_lengths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_int_list(r, parent, key, s.eval.lengths, 1, "length");
+  std::vector<std::int64_t> sorted = s.eval.lengths;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    r.error(r.marks().of(key.path), key.path, "lists a length twice; expected distinct lengths");
+}
+YAML::Node write_lengths(const ExperimentSpec& s) { return int_list_node(s.eval.lengths); }
 
 void read_runs(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
   const SpecTree* runs = parent ? parent->find(key.leaf()) : nullptr;

@@ -30,12 +30,21 @@ std::vector<std::string> evaluated_names(const std::vector<spec::Metric>& metric
   return out;
 }
 
-Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Split split, std::size_t samples) {
+std::string at_length(const std::string& metric, std::int64_t length) { return metric + "@" + std::to_string(length); }
+
+std::int64_t positions_needed(const Experiment& ex, std::int64_t length) {
+  const spec::Arch arch = ex.spec.model.arch;
+  return std::max(arch != spec::Arch::decoder ? length : 0, arch != spec::Arch::encoder ? length + 1 : 0);
+}
+
+Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Split split, std::size_t samples,
+                    std::int64_t length) {
   const auto wants = [&](spec::Metric m) { return std::find(metrics.begin(), metrics.end(), m) != metrics.end(); };
   const bool decode = wants(spec::Metric::exact_match);
   const bool forced = wants(spec::Metric::loss) || wants(spec::Metric::perplexity) || wants(spec::Metric::token_accuracy);
   const std::int64_t batch_size = ex.spec.train.batch_size;
-  const std::int64_t n = std::min(ex.spec.eval.batches * batch_size, ex.size(split));
+  const std::int64_t n = std::min(ex.spec.eval.batches * batch_size, ex.size(split, length));
+  const std::int64_t max_decode = std::max(ex.task_info.max_tgt_len, length);
 
   double loss_sum = 0.0, rows = 0.0, correct = 0.0;
   std::vector<Example> references;
@@ -43,7 +52,7 @@ Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Sp
   for (std::int64_t first = 0; first < n; first += batch_size) {
     std::vector<std::int64_t> indices;
     for (std::int64_t i = first; i < std::min(n, first + batch_size); ++i) indices.push_back(i);
-    std::vector<Example> examples = ex.examples(split, indices);
+    std::vector<Example> examples = ex.examples(split, indices, length);
     const model::DeviceBatch batch = ex.batch(examples);
     if (forced) {
       Graph g(*ex.backend, static_cast<std::uint64_t>(ex.spec.train.seed), 0, /*training=*/false, /*grad=*/false);
@@ -56,7 +65,7 @@ Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Sp
     }
     if (decode) {
       references.insert(references.end(), std::make_move_iterator(examples.begin()), std::make_move_iterator(examples.end()));
-      auto p = ex.model->greedy_decode(*ex.backend, batch, ex.task_info.max_tgt_len);
+      auto p = ex.model->greedy_decode(*ex.backend, batch, max_decode);
       predictions.insert(predictions.end(), std::make_move_iterator(p.begin()), std::make_move_iterator(p.end()));
     }
   }

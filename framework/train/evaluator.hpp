@@ -34,9 +34,17 @@ struct Evaluation {
 //                 a score named like a teacher-forced metric gets the prefix decoded_
 //                 (decoded_token_accuracy)
 // Only the metrics in `metrics` (and the task's scores with exact_match) are computed; no RNG is
-// drawn and no gradient or parameter is touched.
+// drawn and no gradient or parameter is touched. length > 0: on the split's examples of that
+// length instead (eval.lengths; greedy decoding then allows targets of up to that length too).
 Evaluation evaluate(Experiment& experiment, const std::vector<spec::Metric>& metrics, Split split = Split::Eval,
-                    std::size_t samples = 0);
+                    std::size_t samples = 0, std::int64_t length = 0);
+
+// The column of `metric` evaluated at `length` (eval.lengths): "loss@128".
+std::string at_length(const std::string& metric, std::int64_t length);
+
+// The positions a model needs for examples of `length` content tokens (the encoder's source, the
+// decoder's bos + target), for a task like `task` (a seq2seq task's target is taken as long as its source).
+std::int64_t positions_needed(const Experiment& experiment, std::int64_t length);
 
 // Whether evaluations record continuations: the task is a language model with text, the model a
 // causal decoder, and eval.generate.max_tokens > 0. `note` receives why not when the spec asks for

@@ -150,17 +150,18 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
   optimizer = std::make_unique<Adam>(*backend, adam_config(spec));
 }
 
-std::vector<Example> Experiment::examples(Split split, const std::vector<std::int64_t>& indices) const {
+std::vector<Example> Experiment::examples(Split split, const std::vector<std::int64_t>& indices, std::int64_t length) const {
   std::vector<Example> out;
   out.reserve(indices.size());
-  plugin_call(*task, "example", [&] {
-    for (std::int64_t i : indices) out.push_back(task->example(split, i));
+  plugin_call(*task, length > 0 ? "example_at_length" : "example", [&] {
+    for (std::int64_t i : indices) out.push_back(length > 0 ? task->example_at_length(split, i, length) : task->example(split, i));
   });
   return out;
 }
 
-std::int64_t Experiment::size(Split split) const {
-  return plugin_call(*task, "size", [&] { return task->size(split); });
+std::int64_t Experiment::size(Split split, std::int64_t length) const {
+  return plugin_call(*task, length > 0 ? "size_at_length" : "size",
+                     [&] { return length > 0 ? task->size_at_length(split, length) : task->size(split); });
 }
 
 std::string Experiment::text(const std::vector<std::int32_t>& tokens, bool target) const {

@@ -64,8 +64,9 @@ struct Experiment {
   // The task and schedule plugins, every call guarded (a throw becomes a PluginFault naming the
   // plugin): the examples `indices` of `split`, a split's size, tokens as text, scores, and the
   // learning rate of an optimizer step. The runner reaches those plugins only through these.
-  std::vector<Example> examples(Split split, const std::vector<std::int64_t>& indices) const;
-  std::int64_t size(Split split) const;
+  // length > 0: the split's examples of that length (Task::example_at_length, eval.lengths).
+  std::vector<Example> examples(Split split, const std::vector<std::int64_t>& indices, std::int64_t length = 0) const;
+  std::int64_t size(Split split, std::int64_t length = 0) const;
   std::string text(const std::vector<std::int32_t>& tokens, bool target) const;
   std::map<std::string, double> score(const std::vector<Example>& references,
                                       const std::vector<std::vector<std::int32_t>>& predictions) const;

@@ -187,11 +187,25 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   const std::vector<spec::Metric> metrics = applicable_metrics(spec, ex.task_info, &skipped);
   for (const std::string& s : skipped) out << "note: eval metric skipped: " << s << "\n";
   if (!generate_note.empty()) out << "note: skipped: " << generate_note << "\n";
-  std::vector<std::string> eval_cols = evaluated_names(metrics, ex.score_names());
+  const std::vector<std::string> base_cols = evaluated_names(metrics, ex.score_names());
+  std::vector<std::string> eval_cols = base_cols;
+  // eval.lengths: the same metrics on examples of each length, as METRIC@LENGTH; a length past
+  // what the positional encoding represents is recorded as NaN (said once, here).
+  std::vector<std::int64_t> lengths;  // those evaluated
+  const std::int64_t limit = ex.model->max_positions();
+  for (std::int64_t length : spec.eval.lengths) {
+    for (const std::string& c : base_cols) eval_cols.push_back(at_length(c, length));
+    if (limit > 0 && positions_needed(ex, length) > limit)
+      out << "note: eval.lengths " << length << ": positional_encoding/" << spec.model.positional_encoding.name
+          << " represents " << limit << " positions and examples of length " << length << " need "
+          << positions_needed(ex, length) << "; their metrics are recorded as NaN\n";
+    else
+      lengths.push_back(length);
+  }
   // A task with a test split is scored on it once, in the last eval row, as test_<metric>.
   const bool has_test = ex.size(Split::Test) > 0;
   if (has_test)
-    for (std::size_t i = 0, n = eval_cols.size(); i < n; ++i) eval_cols.push_back("test_" + eval_cols[i]);
+    for (const std::string& c : base_cols) eval_cols.push_back("test_" + c);
   // Decoded eval samples as text, where the task has text and decoding runs; a language model's
   // sampled continuations (generate implies text).
   const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
@@ -238,6 +252,13 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   Evaluation evaluation;  // the last one; recorded by record_eval once the step's stop decision is made
   auto run_eval = [&](std::int64_t step) {
     evaluation = evaluate(ex, metrics, Split::Eval, static_cast<std::size_t>(samples));
+    for (std::int64_t length : spec.eval.lengths) {
+      const bool represented = std::find(lengths.begin(), lengths.end(), length) != lengths.end();
+      std::map<std::string, double> at;
+      if (represented) at = evaluate(ex, metrics, Split::Eval, 0, length).metrics;
+      for (const std::string& c : base_cols)
+        evaluation.metrics[at_length(c, length)] = represented && at.count(c) ? at[c] : std::nan("");
+    }
     if (generate) evaluation.samples = generate_samples(ex, Split::Eval, static_cast<std::size_t>(samples), step);
     result.eval = evaluation.metrics;
   };

@@ -24,8 +24,9 @@ inline constexpr ablate::OptionInfo kOptions[] = {
     {"seed", ablate::OptionType::Int, "1", nullptr, "seed of the data (independent of the training seed)"},
 };
 
-// Op ids of the Philox keys: the split keys the stream, so train and eval draw different data.
-inline constexpr std::uint32_t kTrainStream = 1, kEvalStream = 2, kTableStream = 3;
+// Op ids of the Philox keys: the split keys the stream, so train and eval draw different data;
+// the eval examples of another length (eval.lengths) have a stream per length.
+inline constexpr std::uint32_t kTrainStream = 1, kEvalStream = 2, kTableStream = 3, kLengthStreams = 0x4C000000u;
 
 struct Settings {
   std::int64_t vocab_size, min_len, max_len, train_examples, eval_examples, seed;
@@ -51,6 +52,10 @@ struct Settings {
     return s == ablate::Split::Train ? train_examples : s == ablate::Split::Eval ? eval_examples : 0;
   }
   std::int64_t content_tokens() const { return vocab_size - 3; }
+  // eval.lengths: the eval split holds eval_examples sequences of any length >= 1, drawn afresh.
+  std::int64_t size_at_length(ablate::Split s, std::int64_t length) const {
+    return s == ablate::Split::Eval && length >= 1 && length < (1 << 24) ? eval_examples : 0;
+  }
 
   void check_index(ablate::Split s, std::int64_t index, const std::string& plugin) const {
     if (index < 0 || index >= size(s))
@@ -68,6 +73,14 @@ class Stream {
   // The stream of one example: keyed by (seed, split, index).
   static Stream of(const Settings& s, ablate::Split split, std::int64_t index) {
     return Stream(s.seed, static_cast<std::uint64_t>(index), split == ablate::Split::Train ? kTrainStream : kEvalStream);
+  }
+  // The stream of the index-th eval example of `length` tokens (Settings::size_at_length).
+  static Stream at_length(const Settings& s, std::int64_t index, std::int64_t length) {
+    if (index < 0 || index >= s.size_at_length(ablate::Split::Eval, length))
+      throw ablate::Error("example " + std::to_string(index) + " of length " + std::to_string(length) +
+                              " is outside the eval split's [0, " + std::to_string(s.eval_examples) + ") (length >= 1)",
+                          "check size_at_length(split, length) first");
+    return Stream(s.seed, static_cast<std::uint64_t>(index), kLengthStreams + static_cast<std::uint32_t>(length));
   }
   float uniform() {
     if (used_ == 4) {
@@ -89,10 +102,10 @@ class Stream {
   int used_ = 4;
 };
 
-// The length (in [min_len, max_len]) and then the content tokens (in [3, vocab_size)) of a
-// uniformly random sequence.
-inline std::vector<std::int32_t> random_sequence(const Settings& s, Stream& r) {
-  std::vector<std::int32_t> seq(static_cast<std::size_t>(r.integer(s.min_len, s.max_len)));
+// The content tokens (in [3, vocab_size)) of a uniformly random sequence of `length` tokens, by
+// default of a length drawn first from [min_len, max_len].
+inline std::vector<std::int32_t> random_sequence(const Settings& s, Stream& r, std::int64_t length = 0) {
+  std::vector<std::int32_t> seq(static_cast<std::size_t>(length > 0 ? length : r.integer(s.min_len, s.max_len)));
   for (auto& t : seq) t = static_cast<std::int32_t>(r.integer(3, s.vocab_size - 1));
   return seq;
 }
@@ -111,13 +124,22 @@ class Seq2Seq final : public ablate::Task {
   ablate::Example example(ablate::Split split, std::int64_t index) const override {
     s_.check_index(split, index, plugin_);
     Stream r = Stream::of(s_, split, index);
-    ablate::Example e;
-    e.src = random_sequence(s_, r);
-    e.tgt = f_(e.src);
-    return e;
+    return of(random_sequence(s_, r));
+  }
+  std::int64_t size_at_length(ablate::Split split, std::int64_t length) const override { return s_.size_at_length(split, length); }
+  ablate::Example example_at_length(ablate::Split, std::int64_t index, std::int64_t length) const override {
+    Stream r = Stream::at_length(s_, index, length);
+    return of(random_sequence(s_, r, length));
   }
 
  private:
+  ablate::Example of(std::vector<std::int32_t> src) const {
+    ablate::Example e;
+    e.tgt = f_(src);
+    e.src = std::move(src);
+    return e;
+  }
+
   std::string plugin_;
   Settings s_;
   Transform f_;

@@ -14,8 +14,17 @@ MarkovLanguageModel::MarkovLanguageModel(const ablate::Options& o) : s_(o, kName
 ablate::Example MarkovLanguageModel::example(ablate::Split split, std::int64_t index) const {
   s_.check_index(split, index, kName);
   auto r = ablate_synthetic::Stream::of(s_, split, index);
+  return walk(r, 0);
+}
+
+ablate::Example MarkovLanguageModel::example_at_length(ablate::Split, std::int64_t index, std::int64_t length) const {
+  auto r = ablate_synthetic::Stream::at_length(s_, index, length);
+  return walk(r, length);
+}
+
+ablate::Example MarkovLanguageModel::walk(ablate_synthetic::Stream& r, std::int64_t length) const {
   ablate::Example e;
-  e.tgt.resize(static_cast<std::size_t>(r.integer(s_.min_len, s_.max_len)));
+  e.tgt.resize(static_cast<std::size_t>(length > 0 ? length : r.integer(s_.min_len, s_.max_len)));
   e.tgt[0] = static_cast<std::int32_t>(r.integer(3, s_.vocab_size - 1));
   for (std::size_t t = 1; t < e.tgt.size(); ++t) {
     const auto& next = successors_[static_cast<std::size_t>(e.tgt[t - 1] - 3)];

@@ -19,7 +19,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 7;  // 2: Task::score_names, 
                                                        // 6: NormKind::ScaleNorm (NormLayer layout), Init::constant,
                                                        //    FeedForwardLayers::hidden/output, GatedFeedForwardLayers
                                                        // 7: ModelDims::layers/causal, PositionalEncoding::bias_per_layer,
-                                                       //    logit_bias(..., layer); attention softcap, qk norms
+                                                       //    logit_bias(..., layer); attention softcap, qk norms;
+                                                       //    Task::size_at_length/example_at_length
 
 }  // namespace ablate
 

@@ -50,6 +50,12 @@ class BOOST_SYMBOL_VISIBLE Task : public Component {
   // Deterministic in (the plugin's seed option, split, index): the same example every call, on
   // every machine. Throws ablate::Error for an index outside [0, size(split)).
   virtual Example example(Split split, std::int64_t index) const = 0;
+  // Examples of other lengths, for evaluation beyond the trained lengths (eval.lengths): how many
+  // examples of exactly `length` content tokens (a seq2seq task's src, a language model's tgt) the
+  // split holds; 0 (the default) when the task cannot make them. The index-th of them comes from
+  // example_at_length, deterministic like example(); the default throws.
+  virtual std::int64_t size_at_length(Split split, std::int64_t length) const;
+  virtual Example example_at_length(Split split, std::int64_t index, std::int64_t length) const;
   // The metrics of predictions (greedy-decoded content tokens, eos stripped) against references.
   // The default (framework/core/task.cpp) gives "exact_match" (fraction of predictions equal to
   // their reference tgt) and "token_accuracy" (position-wise matches over the sum of
