@@ -2,7 +2,7 @@
 # the SDK, by out-of-tree plugins after find_package(Ablate).
 #
 #   ablate_add_plugin(<target> SOURCES a.cpp ... [NAMESPACE <ns>] [LINK_LIBRARIES ...]
-#                     [OUTPUT_DIRECTORY <dir>] [INSTALL])
+#                     [OUTPUT_DIRECTORY <dir>] [TESTS a_test.cpp ...] [INSTALL])
 #
 # The sources define the plugin with ABLATE_PLUGIN(...) inside namespace <ns> (default: the
 # target name). Creates two targets:
@@ -11,8 +11,15 @@
 #                 <ns>::plugin_info / <ns>::plugin_create under the aliases the host loads.
 # INSTALL installs the module into <prefix>/${ABLATE_PLUGIN_INSTALL_DIR} (the built-in plugin
 # dir, lib/ablate/plugins), where `ablate` finds it without ABLATE_PLUGIN_PATH.
+# TESTS builds the GoogleTest executable <target>_tests from those sources (GTest::gtest_main,
+# Ablate::core: the test kit, ablate/testing/kit.hpp) and registers its tests with ctest
+# (enable_testing() for this directory, gtest_discover_tests). The tests do not link the plugin's
+# objects: ctest runs them with ABLATE_PLUGIN_PATH set to the directory of the built module (a
+# build dependency), so make_component finds the plugin as `ablate` will load it: the same file,
+# export aliases, API/ABI checks and option defaults (run by hand: ABLATE_PLUGIN_PATH=<build dir>).
+# Ablate's own plugins pass no TESTS (their tests live in tests/).
 function(ablate_add_plugin target)
-  cmake_parse_arguments(ARG "INSTALL" "NAMESPACE;OUTPUT_DIRECTORY" "SOURCES;LINK_LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "INSTALL" "NAMESPACE;OUTPUT_DIRECTORY" "SOURCES;LINK_LIBRARIES;TESTS" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "ablate_add_plugin(${target}): SOURCES is required")
   endif()
@@ -47,4 +54,27 @@ ABLATE_EXPORT_PLUGIN(${ARG_NAMESPACE})
   if(ARG_INSTALL)  # the built-in plugin dir, relative to the install prefix (set by Ablate)
     install(TARGETS ${target} LIBRARY DESTINATION "${ABLATE_PLUGIN_INSTALL_DIR}")
   endif()
+  if(ARG_TESTS)
+    _ablate_add_plugin_tests(${target} SOURCES ${ARG_TESTS} LINK_LIBRARIES ${ARG_LINK_LIBRARIES})
+  endif()
+endfunction()
+
+# <target>_tests from SOURCES, run by ctest against the built module <target> (see TESTS above).
+function(_ablate_add_plugin_tests target)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LINK_LIBRARIES" ${ARGN})
+  if(NOT TARGET GTest::gtest_main)
+    find_package(GTest REQUIRED)  # Debian: libgtest-dev
+  endif()
+  include(GoogleTest)
+  # enable_testing() inside a function would end with the function's scope: defer it to the
+  # directory's own scope (a plugin in a subdirectory also needs it at the top level, for ctest there).
+  cmake_language(DEFER DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" CALL enable_testing)
+  add_executable(${target}_tests ${ARG_SOURCES})
+  target_link_libraries(${target}_tests PRIVATE Ablate::core GTest::gtest_main ${ARG_LINK_LIBRARIES})
+  if(TARGET ablate_warnings)  # in-tree only
+    target_link_libraries(${target}_tests PRIVATE ablate_warnings)
+  endif()
+  add_dependencies(${target}_tests ${target})
+  gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
+    PROPERTIES ENVIRONMENT "ABLATE_PLUGIN_PATH=$<TARGET_FILE_DIR:${target}>")
 endfunction()

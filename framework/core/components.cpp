@@ -1,15 +1,17 @@
 // ParamScope, NormLayer, FeedForwardLayers, Sublayers and SublayerNorms (ablate/components.hpp) and the
-// KeyValueCache (ablate/attention.hpp): the building blocks component plugins share, out of line so
+// KeyValueCache and EncodingPositions (ablate/attention.hpp): the building blocks component plugins share, out of line so
 // every plugin uses one definition.
 #include "ablate/components.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "ablate/attention.hpp"
 
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
+#include "plugins/plugin_call.hpp"
 
 namespace ablate {
 
@@ -152,6 +154,22 @@ const NormLayer& SublayerNorms::operator[](SublayerRole role) const {
                     std::to_string(roles_.size()) + " sublayers without it",
                 "build(scope, dims, roles) with the roles of the layer the block runs");
   return norms_[static_cast<std::size_t>(it - roles_.begin())];
+}
+
+Var EncodingPositions::queries(Graph& g, const Var& q) const {
+  return plugin_call(encoding_, "rotate", [&] { return encoding_.rotate(g, q, queries_); });
+}
+
+Var EncodingPositions::keys(Graph& g, const Var& k) const {
+  return plugin_call(encoding_, "rotate", [&] { return encoding_.rotate(g, k, keys_); });
+}
+
+Tensor EncodingPositions::range(Backend& backend, std::int64_t first, std::int64_t n) {
+  std::vector<std::int32_t> p(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<std::int32_t>(first + static_cast<std::int64_t>(i));
+  Tensor t = backend.empty({n}, DType::I32);
+  backend.copy_from_host(t, p.data());
+  return t;
 }
 
 KeyValues KeyValueCache::append(Graph& g, const Var& k, const Var& v) {

@@ -270,42 +270,15 @@ Var Transformer::layer_step(Graph& g, const Stack& stack, std::size_t i, const V
   return y;
 }
 
-namespace {
-
-// A stack's rotating positional encoding as the attentions see it: queries at offset ..
-// offset+T-1, keys at the queries' positions (self) or at 0 .. S-1 (cross); each call guarded.
-class StackPositions final : public AttentionPositions {
- public:
-  StackPositions(const PositionalEncoding& pe, Tensor query_positions, Tensor key_positions)
-      : pe_(pe), queries_(std::move(query_positions)), keys_(std::move(key_positions)) {}
-  Var queries(Graph& g, const Var& q) const override { return rotate(g, q, queries_); }
-  Var keys(Graph& g, const Var& k) const override { return rotate(g, k, keys_); }
-
- private:
-  Var rotate(Graph& g, const Var& x, const Tensor& positions) const {
-    return plugin_call(pe_, "rotate", [&] { return pe_.rotate(g, x, positions); });
-  }
-  const PositionalEncoding& pe_;
-  Tensor queries_, keys_;
-};
-
-// I32 [n]: first, first+1, ..., first+n-1 on the backend.
-Tensor position_range(Backend& be, std::int64_t first, std::int64_t n) {
-  std::vector<std::int32_t> p(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<std::int32_t>(first + static_cast<std::int64_t>(i));
-  return upload_i32(be, {n}, p);
-}
-
-}  // namespace
-
 Var Transformer::run_stack(Graph& g, const Stack& stack, Var x, const Pass& pass) const {
   const std::int64_t T = x.shape()[1];
   const bool cross = stack.in_cross && pass.memory.defined();
-  std::optional<StackPositions> self_positions, cross_positions;
-  if (stack.rotates) {
-    const Tensor queries = position_range(g.backend(), pass.offset, T);
+  std::optional<EncodingPositions> self_positions, cross_positions;
+  if (stack.rotates) {  // queries at offset .. offset+T-1, keys there too (self) or at 0 .. S-1 (cross)
+    const Tensor queries = EncodingPositions::range(g.backend(), pass.offset, T);
     self_positions.emplace(*stack.positions, queries, queries);
-    if (cross) cross_positions.emplace(*stack.positions, queries, position_range(g.backend(), 0, pass.memory.shape()[1]));
+    if (cross)
+      cross_positions.emplace(*stack.positions, queries, EncodingPositions::range(g.backend(), 0, pass.memory.shape()[1]));
   }
   // Logit biases of layer i, once per pass (or per layer and pass when bias_per_layer): the
   // self-attention keys are this pass's (T) or the whole cache.

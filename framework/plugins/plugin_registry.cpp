@@ -19,8 +19,8 @@
 #include "plugins/option_resolver.hpp"
 #include "plugins/plugin_call.hpp"
 
-#ifndef ABLATE_PLUGIN_RELDIR
-#define ABLATE_PLUGIN_RELDIR "lib/ablate/plugins"
+#ifndef ABLATE_PLUGIN_SUBDIR  // the built-in plugin dir, relative to the directory of libablate
+#define ABLATE_PLUGIN_SUBDIR "ablate/plugins"
 #endif
 
 namespace ablate {
@@ -116,10 +116,13 @@ std::string file_hash(const fs::path& path) {
 }  // namespace
 
 fs::path builtin_plugin_dir() {
+  // This function's own library, libablate (<prefix>/lib/libablate.so -> <prefix>/lib/ablate/plugins):
+  // the plugins built with the core the process runs, whichever program links it.
   std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  return (exe.parent_path() / ".." / ABLATE_PLUGIN_RELDIR).lexically_normal();
+  const fs::path core = boost::dll::this_line_location(ec);
+  if (ec || core.empty()) return {};
+  const fs::path real = fs::weakly_canonical(core, ec);
+  return ((ec ? core : real).parent_path() / ABLATE_PLUGIN_SUBDIR).lexically_normal();
 }
 
 std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& extra) {

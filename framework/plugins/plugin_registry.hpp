@@ -35,11 +35,13 @@ struct PluginProblem {
 void pin_library(std::shared_ptr<boost::dll::shared_library> library);
 
 // The directories (or single files) searched for plugins, in order: the built-in directory
-// next to the executable (<exe>/../lib/ablate/plugins), then ABLATE_PLUGIN_PATH (colon-
+// (builtin_plugin_dir()), then ABLATE_PLUGIN_PATH (colon-
 // separated), then `extra` (paths named by a spec or --plugin-path).
 std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::filesystem::path>& extra = {});
 
-// The built-in plugin directory of the running executable.
+// The built-in plugin directory: next to the libablate this process runs (<prefix>/lib/ablate/plugins
+// beside <prefix>/lib/libablate.so; the same for `ablate` in <prefix>/bin and for a test program
+// anywhere that links the library). Empty if the library's location cannot be read.
 std::filesystem::path builtin_plugin_dir();
 
 class PluginRegistry {

@@ -9,14 +9,7 @@
 
 namespace ablate::testing {
 
-PluginRegistry& builtin_registry() {
-  static PluginRegistry* registry = [] {
-    auto* r = new PluginRegistry();  // never destroyed: backends and tensors may outlive tests
-    r->scan({builtin_plugin_dir()});
-    return r;
-  }();
-  return *registry;
-}
+PluginRegistry& builtin_registry() { return kit_registry(); }
 
 std::vector<std::string> builtin_backend_names() {
   std::vector<std::string> names;
@@ -25,7 +18,7 @@ std::vector<std::string> builtin_backend_names() {
 }
 
 std::shared_ptr<Backend> new_builtin_backend(const std::string& name, const std::map<std::string, std::string>& options) {
-  return builtin_registry().create<Backend>(name, options);
+  return make_backend(name, options);
 }
 
 std::shared_ptr<Backend> builtin_backend(const std::string& name, const std::map<std::string, std::string>& options) {

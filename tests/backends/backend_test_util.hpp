@@ -1,5 +1,6 @@
 // Shared by every test that runs a backend: the backend plugins of the built-in plugin dir
-// (loaded once per test process, kept for its whole life, since tensors may outlive a test),
+// (the plugin test kit's registry, ablate/testing/kit.hpp: loaded once per test process, kept for
+// its whole life, since tensors may outlive a test),
 // and host <-> backend helpers that read BF16 back as floats.
 #pragma once
 
@@ -10,11 +11,12 @@
 #include <vector>
 
 #include "ablate/backend.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "ablate/testing/kit.hpp"
+#include "core/testing_kit.hpp"
 
 namespace ablate::testing {
 
-// The registry of the built-in plugin dir, scanned once; never destroyed.
+// The kit's registry (the built-in plugin dir; ctest empties ABLATE_PLUGIN_PATH), scanned once; never destroyed.
 PluginRegistry& builtin_registry();
 // The names of the backend plugins found there, in discovery order.
 std::vector<std::string> builtin_backend_names();

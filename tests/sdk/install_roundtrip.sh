@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The plugin SDK round trip: install Ablate into a temporary prefix, build the out-of-tree
 # example plugins against that install in separate build trees, load schedule/linear with the
-# installed `ablate` (via ABLATE_PLUGIN_PATH, then installed next to the built-in plugins), and
-# train the copy task with the installed positional_encoding/rotary and /alibi.
+# installed `ablate` (via ABLATE_PLUGIN_PATH, then installed next to the built-in plugins), build
+# ffn/reglu with its tests (ablate_add_plugin TESTS, the installed test kit) and pass them with
+# ctest, train the copy task with it, and with the installed positional_encoding/rotary and /alibi.
 # Usage: install_roundtrip.sh <ablate build dir> <examples dir>
 set -euo pipefail
 build=$1
@@ -47,6 +48,35 @@ installed=$(find "$work/prefix" -name schedule_linear.so | head -1)
 json=$("$work/prefix/bin/ablate" plugins --json)
 check "$json" "$installed"
 
+# examples/ffn_reglu: an out-of-tree component with tests written with the installed test kit
+# (ablate/testing/kit.hpp); ctest runs them against the built module and the installed built-ins.
+reglu=$work/ffn_reglu-build
+cmake -S "$examples/ffn_reglu" -B "$reglu" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$reglu"
+ctest --test-dir "$reglu" --output-on-failure --no-tests=error > "$work/reglu_ctest.log" 2>&1 ||
+  { cat "$work/reglu_ctest.log"; fail "the tests of examples/ffn_reglu failed against the install"; }
+grep -E "^100% tests passed, 0 tests failed out of [1-9]" "$work/reglu_ctest.log" ||
+  { cat "$work/reglu_ctest.log"; fail "ctest ran no tests of examples/ffn_reglu"; }
+
+cat > "$work/reglu_copy.yaml" <<YAML
+name: reglu_copy
+task: {plugin: copy, vocab_size: 12, min_len: 2, max_len: 6, train_examples: 200, eval_examples: 16}
+model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 1, d_ff: 24, dropout: 0.0, ffn: reglu}
+train: {steps: 10, batch_size: 8, schedule: {plugin: constant}}
+log: {every: 5}
+eval: {every: 10, batches: 1}
+YAML
+ABLATE_PLUGIN_PATH="$reglu" "$work/prefix/bin/ablate" run "$work/reglu_copy.yaml" --out "$work/reglu_run" \
+  --progress quiet || fail "the copy task with the out-of-tree ffn/reglu did not run"
+/usr/bin/python3 - "$work/reglu_run/run.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    plugins = [p.decode() if isinstance(p, bytes) else p for p in f.attrs["plugins"]]
+    assert any(p.startswith("ffn/reglu 1.0.0") for p in plugins), plugins
+    assert f.attrs["status"] in ("completed", b"completed"), f.attrs["status"]
+print("reglu copy: the run records ffn/reglu 1.0.0")
+PY
+
 # The installed built-in positional_encoding/rotary and /alibi each train an encoder-decoder on the
 # copy task (positions inside attention: q/k rotated, or logits biased by distance).
 for pe in rotary alibi; do
@@ -72,4 +102,5 @@ with h5py.File(path, "r") as f:
 print(f"{pe} copy: token accuracy {acc:.3f}")
 PY
 done
-echo "sdk round trip: installed ablate loads the out-of-tree plugins; rotary and alibi positions train the copy task"
+echo "sdk round trip: installed ablate loads the out-of-tree plugins, ffn/reglu passes its kit tests and runs;" \
+  "rotary and alibi positions train the copy task"

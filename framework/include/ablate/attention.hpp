@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "ablate/components.hpp"
 #include "ablate/ops.hpp"
@@ -65,6 +66,27 @@ class BOOST_SYMBOL_VISIBLE AttentionPositions {
   // New keys [B, Hkv, S', Dh] at their absolute positions: the queries' in self-attention (the
   // keys a step appends to the cache), 0 .. S'-1 in cross-attention.
   virtual Var keys(Graph& g, const Var& k) const = 0;
+};
+
+// The AttentionPositions of a rotating PositionalEncoding, as the model hands them to its attentions
+// (and the test kit, ablate/testing/kit.hpp, to the attention it checks): q rotated at
+// `query_positions`, new keys at `key_positions` (I32 [T] and [S'] on the graph's backend; in
+// self-attention both are the queries' absolute positions offset .. offset+T-1, in cross-attention
+// the keys are at 0 .. S'-1). Each rotate is a guarded call: what the encoding throws is its fault.
+class BOOST_SYMBOL_VISIBLE EncodingPositions final : public AttentionPositions {
+ public:
+  EncodingPositions(const PositionalEncoding& encoding, Tensor query_positions, Tensor key_positions)
+      : encoding_(encoding), queries_(std::move(query_positions)), keys_(std::move(key_positions)) {}
+  // q: [B, H, T, Dh] -> encoding.rotate(q, query_positions)
+  Var queries(Graph& g, const Var& q) const override;
+  // k: [B, Hkv, S', Dh] -> encoding.rotate(k, key_positions)
+  Var keys(Graph& g, const Var& k) const override;
+  // I32 [n] on `backend`: first, first+1, ..., first+n-1.
+  static Tensor range(Backend& backend, std::int64_t first, std::int64_t n);
+
+ private:
+  const PositionalEncoding& encoding_;
+  Tensor queries_, keys_;
 };
 
 // One call of an attention sublayer.
