@@ -658,7 +658,7 @@ const std::vector<SpecKey>& schema() {
     k.push_back(custom("eval.lengths", "list of distinct int > 0", read_lengths, write_lengths)
                     .def("[]").doc(
                         "also evaluate the metrics on eval examples of exactly these lengths (content tokens: a seq2seq "
-                        "task's source, a language model's text), recorded as `METRIC@LENGTH` columns (`loss@128`): "
+                        "task's source, a language model's text), recorded as `METRIC_at_LENGTH` columns (`loss_at_128`): "
                         "length extrapolation. The task must make such examples (the synthetic tasks do); a length past "
                         "what the positional encoding represents (`learned`'s `max_len`) is recorded as NaN, with a note"));
     k.push_back(section("eval.generate").doc("continuations a language model with text records at each evaluation"));

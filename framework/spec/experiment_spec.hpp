@@ -124,7 +124,7 @@ struct EvalSpec {
   std::int64_t every{};
   std::vector<Metric> metrics{};
   std::int64_t batches{};
-  std::vector<std::int64_t> lengths{};  // evaluation at other lengths too (metric@length columns)
+  std::vector<std::int64_t> lengths{};  // evaluation at other lengths too (METRIC_at_LENGTH columns)
   GenerateSpec generate;
   bool operator==(const EvalSpec&) const = default;
 };

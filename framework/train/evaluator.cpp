@@ -30,7 +30,7 @@ std::vector<std::string> evaluated_names(const std::vector<spec::Metric>& metric
   return out;
 }
 
-std::string at_length(const std::string& metric, std::int64_t length) { return metric + "@" + std::to_string(length); }
+std::string at_length(const std::string& metric, std::int64_t length) { return metric + "_at_" + std::to_string(length); }
 
 std::int64_t positions_needed(const Experiment& ex, std::int64_t length) {
   const spec::Arch arch = ex.spec.model.arch;

@@ -39,7 +39,7 @@ struct Evaluation {
 Evaluation evaluate(Experiment& experiment, const std::vector<spec::Metric>& metrics, Split split = Split::Eval,
                     std::size_t samples = 0, std::int64_t length = 0);
 
-// The column of `metric` evaluated at `length` (eval.lengths): "loss@128".
+// The column of `metric` evaluated at `length` (eval.lengths): "loss_at_128".
 std::string at_length(const std::string& metric, std::int64_t length);
 
 // The positions a model needs for examples of `length` content tokens (the encoder's source, the

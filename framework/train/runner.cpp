@@ -189,7 +189,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   if (!generate_note.empty()) out << "note: skipped: " << generate_note << "\n";
   const std::vector<std::string> base_cols = evaluated_names(metrics, ex.score_names());
   std::vector<std::string> eval_cols = base_cols;
-  // eval.lengths: the same metrics on examples of each length, as METRIC@LENGTH; a length past
+  // eval.lengths: the same metrics on examples of each length, as METRIC_at_LENGTH; a length past
   // what the positional encoding represents is recorded as NaN (said once, here).
   std::vector<std::int64_t> lengths;  // those evaluated
   const std::int64_t limit = ex.model->max_positions();

@@ -206,5 +206,31 @@ TEST_F(Tasks, DefaultScoreCountsExactMatchesAndTokenAccuracy) {
   EXPECT_THROW(t->score(refs, {preds[0]}), Error);
 }
 
+// eval.lengths: eval examples of exactly the asked length, deterministic, their own draws; the
+// train split has none.
+TEST_F(Tasks, SyntheticTasksMakeEvalExamplesOfAnyLength) {
+  for (const char* name : {"copy", "reverse", "sort", "language_model"}) {
+    SCOPED_TRACE(name);
+    auto t = registry.create<Task>(name, {{"max_len", "5"}, {"eval_examples", "7"}});
+    EXPECT_EQ(t->size_at_length(Split::Eval, 40), 7);
+    EXPECT_EQ(t->size_at_length(Split::Train, 40), 0);
+    EXPECT_EQ(t->size_at_length(Split::Eval, 0), 0);
+    const bool lm = std::string(name) == "language_model";
+    for (std::int64_t length : {1, 5, 40}) {
+      const Example e = t->example_at_length(Split::Eval, 3, length);
+      EXPECT_EQ(static_cast<std::int64_t>((lm ? e.tgt : e.src).size()), length);
+      if (!lm) EXPECT_EQ(e.tgt.size(), e.src.size());
+      EXPECT_EQ(e, t->example_at_length(Split::Eval, 3, length));
+    }
+    EXPECT_NE(t->example_at_length(Split::Eval, 3, 40), t->example_at_length(Split::Eval, 4, 40));
+    const Example five = t->example_at_length(Split::Eval, 0, 5), regular = t->example(Split::Eval, 0);
+    EXPECT_NE(five, regular) << "a length of its own draws afresh";
+    EXPECT_THROW(t->example_at_length(Split::Eval, 7, 5), Error);
+  }
+  auto pairs = registry.create<Task>("random_pairs");
+  EXPECT_EQ(pairs->size_at_length(Split::Eval, 8), 0) << "a task without lengths says so";
+  EXPECT_THROW(pairs->example_at_length(Split::Eval, 0, 8), Error);
+}
+
 }  // namespace
 }  // namespace ablate

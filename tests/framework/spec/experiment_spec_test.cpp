@@ -419,5 +419,18 @@ TEST(SpecSchema, TheReferenceDocsHoldTheGeneratedKeyTables) {
       << "docs/spec-reference.md is out of date: replace the text between the markers with `ablate keys --markdown`";
 }
 
+TEST(SpecLoad, EvalLengthsAreDistinctPositiveIntegers) {
+  const ExperimentSpec s = parse_spec(std::string(kMinimal) + "eval: {lengths: [16, 64, 32]}\n", "t.yaml");
+  EXPECT_EQ(s.eval.lengths, (std::vector<std::int64_t>{16, 64, 32}));
+  EXPECT_EQ(parse_spec(resolved_yaml(s), "r.yaml").eval.lengths, s.eval.lengths);
+  EXPECT_TRUE(parse_spec(kMinimal, "t.yaml").eval.lengths.empty());
+  const std::string zero = parse_error(std::string(kMinimal) + "eval: {lengths: [8, 0]}\n");
+  EXPECT_TRUE(contains(zero, "eval.lengths[1]: '0' is not a length; expected an integer >= 1")) << zero;
+  const std::string twice = parse_error(std::string(kMinimal) + "eval: {lengths: [8, 16, 8]}\n");
+  EXPECT_TRUE(contains(twice, "eval.lengths: lists a length twice; expected distinct lengths")) << twice;
+  const std::string scalar = parse_error(std::string(kMinimal) + "eval: {lengths: 8}\n");
+  EXPECT_TRUE(contains(scalar, "is not a list; expected a list of integers >= 1")) << scalar;
+}
+
 }  // namespace
 }  // namespace ablate::spec

@@ -404,5 +404,33 @@ TEST_F(RunnerTest, ProfileCountsEveryOpOfTheStepsWithoutChangingThem) {
   EXPECT_EQ(run("plain2", common).out.find("profile of"), std::string::npos) << "no profile unless asked";
 }
 
+// eval.lengths: every metric again at each length (METRIC_at_LENGTH columns); a length past the
+// learned positions' max_len is recorded as NaN, with a note, and the run completes.
+TEST_F(RunnerTest, EvalLengthsRecordMetricsPerLengthAndNaNPastTheLearnedLimit) {
+  const auto r = run("len", {"--set", "train.steps=60", "--set", "eval.every=30", "--set",
+                             "model.positional_encoding={plugin: learned, max_len: 8}", "--set", "eval.lengths=[4, 7, 8]"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("note: eval.lengths 8: positional_encoding/learned represents 8 positions and examples of length 8 "
+                       "need 9; their metrics are recorded as NaN"),
+            std::string::npos)
+      << r.out;
+  const auto eval = table("len", results::MetricSplit::Eval);
+  for (const char* metric : {"loss", "token_accuracy", "exact_match"}) {
+    ASSERT_EQ(eval.count(std::string(metric) + "_at_4"), 1u) << metric;
+    ASSERT_EQ(eval.at(std::string(metric) + "_at_8").size(), 2u) << metric;
+    for (std::size_t row = 0; row < 2; ++row) {
+      EXPECT_TRUE(std::isfinite(eval.at(std::string(metric) + "_at_4")[row])) << metric;
+      EXPECT_TRUE(std::isfinite(eval.at(std::string(metric) + "_at_7")[row])) << metric;
+      EXPECT_TRUE(std::isnan(eval.at(std::string(metric) + "_at_8")[row])) << metric;
+    }
+  }
+  // the model learns: the loss at the trained length 4 falls, and it is not the length-7 loss
+  EXPECT_LT(eval.at("loss_at_4")[1], eval.at("loss_at_4")[0]);
+  EXPECT_NE(eval.at("loss_at_4")[1], eval.at("loss_at_7")[1]);
+  const auto bad = run("text", {"--set", "task={plugin: random_pairs}", "--set", "eval.lengths=[8]"});
+  EXPECT_EQ(bad.code, cli::kExitUsage) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("eval.lengths: task plugin 'random_pairs' makes no eval examples of length 8"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace ablate::train
