@@ -27,7 +27,7 @@ for spec in experiments/papers/*/*.yaml; do
   grep -q 'bible_en_es.tsv' "$spec" && data=(--set "task.file=$bible")
   start=$SECONDS
   eval "set -- $ci"  # the ci line: --set arguments, values with spaces in single quotes
-  "$ablate" sweep "$spec" "$@" "${data[@]}" --out "$out/$group/$name" --jobs 1 --threads-per-run 2 --progress quiet \
+  "$ablate" sweep "$spec" "$@" "${data[@]}" --out "$out/$group/$name" --jobs 2 --threads-per-run 1 --progress quiet \
     > "$out/$name.log" 2>&1 || { echo "FAIL: ablate sweep $spec $ci" >&2; tail -30 "$out/$name.log" >&2; exit 1; }
   echo "$group/$name: ran in $((SECONDS - start)) s"
 done

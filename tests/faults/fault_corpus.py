@@ -281,6 +281,11 @@ def spec_cases(c):
             "lower min_freq",
             text=TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
                               "task: {plugin: translation, file: " + tsv + ", min_freq: 2}"))
+    refused("eval_lengths_of_a_text_task", ["eval.lengths=[8, 16]"],
+            "eval.lengths: task plugin 'translation' makes no eval examples of length 8",
+            text=TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+                              "task: {plugin: translation, file: " + tsv + "}"))
+    refused("eval_lengths_zero", ["eval.lengths=[0]"], "eval.lengths[0]: '0' is not a length; expected an integer >= 1")
     refused("warmup_not_below_steps", ["train.schedule=cosine", "train.schedule.warmup=6"],
             "train.schedule: schedule plugin 'cosine' refuses its options", "warmup 6",
             "total_steps 6 is train.steps")
