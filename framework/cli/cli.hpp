@@ -13,6 +13,10 @@
 
 #include "train/progress.hpp"
 
+namespace ablate::spec {
+struct ExperimentSpec;
+}
+
 namespace ablate::cli {
 
 // Runs `ablate args...` (args excludes the program name); returns the exit code (exit_codes.hpp).
@@ -64,5 +68,10 @@ int cmd_keys(const std::vector<std::string>& args, std::ostream& out, std::ostre
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// The default baseline of a sweep's comparison: the spec's own base configuration as the arm
+// `ablate compare` names it ("model.block=post_norm,model.heads=8"), over every key the grid and
+// the explicit runs vary, when the grid holds it; "" otherwise (compare then takes its first arm).
+std::string base_arm(const spec::ExperimentSpec& base);
 
 }  // namespace ablate::cli

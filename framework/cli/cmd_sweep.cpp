@@ -118,22 +118,29 @@ std::optional<std::string> stale_code(const fs::path& run_dir, const spec::Exper
   return train::code_difference(info.plugin_code, now.parts);
 }
 
-// The comparison's default baseline: the spec's own base configuration ("model.block=post_norm,..."),
-// when it is one of the grid's arms; "" otherwise (compare then takes its first arm).
+}  // namespace
+
 std::string base_arm(const spec::ExperimentSpec& base) {
   if (!base.sweep.zip.empty() || base.sweep.grid.empty()) return "";
   const std::map<std::string, std::string> flat = analysis::flatten_spec(spec::resolved_yaml(base));
-  std::vector<std::string> parts;
-  for (const auto& [key, values] : base.sweep.grid) {
-    if (key == "train.seed") continue;
+  std::vector<std::string> parts, keys;
+  const auto add = [&](const std::string& key) {  // the base's value of a varied key; false if it has none
+    if (key == "train.seed" || std::find(keys.begin(), keys.end(), key) != keys.end()) return true;
     const auto it = flat.find(key);
-    if (it == flat.end() || std::find(values.begin(), values.end(), it->second) == values.end()) return "";
+    if (it == flat.end()) return false;
+    keys.push_back(key);
     parts.push_back(key + "=" + it->second);
+    return true;
+  };
+  for (const auto& [key, values] : base.sweep.grid) {
+    const auto it = flat.find(key);
+    if (it == flat.end() || std::find(values.begin(), values.end(), it->second) == values.end() || !add(key)) return "";
   }
+  for (const auto& run : base.sweep.runs)  // keys only an explicit run sets tell its arm from the base's
+    for (const auto& [key, value] : run)
+      if (!add(key)) return "";
   return join(parts, ",");
 }
-
-}  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description options(

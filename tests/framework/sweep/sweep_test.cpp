@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "ablate/error.hpp"
+#include "cli/cli.hpp"
 #include "cli/exit_codes.hpp"
 #include "framework/cli/cli_test_util.hpp"
 #include "framework/results/run_file_test_util.hpp"
@@ -306,6 +307,20 @@ TEST_F(SweepPlanTest, OptionsOfTheOtherExecutorAreUsageErrors) {
   EXPECT_EQ(other.code, cli::kExitUsage);
   EXPECT_TRUE(contains(other.err, "'kubernetes' is not one of local, slurm")) << other.err;
   EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+// The comparison's default baseline names the base configuration over every varied key: an explicit
+// run that also changes another key (learned positions at 8 heads) must not leave it ambiguous.
+TEST(SweepBaseline, TheBaseArmNamesEveryKeyTheGridAndTheRunsVary) {
+  const std::string base = "name: s\ntask: copy\ntrain: {steps: 10}\nmodel: {heads: 8}\n";
+  EXPECT_EQ(cli::base_arm(spec::parse_spec(base + "sweep: {grid: {model.heads: [1, 8]}, seeds: [1, 2]}\n", "s.yaml")),
+            "model.heads=8");
+  EXPECT_EQ(cli::base_arm(spec::parse_spec(base + "sweep:\n  grid: {model.heads: [1, 8]}\n  runs:\n"
+                                                  "    - {model.heads: 8, model.positional_encoding: learned}\n",
+                                           "s.yaml")),
+            "model.heads=8,model.positional_encoding=sinusoidal");
+  EXPECT_EQ(cli::base_arm(spec::parse_spec(base + "sweep: {grid: {model.heads: [1, 4]}}\n", "s.yaml")), "")
+      << "the base configuration (8 heads) is not an arm of the grid";
 }
 
 }  // namespace
