@@ -90,7 +90,7 @@ def check_glu_variants(out):
 def check_heads_positions(out):
     name = "heads_positions"
     arms = by_arm(runs(out, name, name), "model.heads")
-    expect(set(arms) == {1, 8}, name, f"arms heads {sorted(arms)}")
+    expect(set(arms) == {"1", "8"}, name, f"arms heads {sorted(arms)}")
     for heads, fs in arms.items():
         expect(all(math.isfinite(final(f, "test_bleu")) for f in fs), name, f"{heads} heads: test BLEU recorded")
 
