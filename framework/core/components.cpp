@@ -147,14 +147,17 @@ void SublayerNorms::build(const ParamScope& scope, const ModelDims& dims, const 
     norms_.emplace_back(scope.child("norm" + std::to_string(i)), kind, dims.d_model, dims.norm_eps);
 }
 
-const NormLayer& SublayerNorms::operator[](SublayerRole role) const {
-  const auto it = std::find(roles_.begin(), roles_.end(), role);
-  if (it == roles_.end())
-    throw Error(block_ + ": no norm for the " + sublayer_role_name(role) + " sublayer: built for " +
-                    std::to_string(roles_.size()) + " sublayers without it",
+std::size_t sublayer_index(const std::vector<SublayerRole>& roles, SublayerRole role, const std::string& owner,
+                           const std::string& what) {
+  const auto it = std::find(roles.begin(), roles.end(), role);
+  if (it == roles.end())
+    throw Error(owner + ": no " + what + " for the " + sublayer_role_name(role) + " sublayer: built for " +
+                    std::to_string(roles.size()) + " sublayers without it",
                 "build(scope, dims, roles) with the roles of the layer the block runs");
-  return norms_[static_cast<std::size_t>(it - roles_.begin())];
+  return static_cast<std::size_t>(it - roles.begin());
 }
+
+const NormLayer& SublayerNorms::operator[](SublayerRole role) const { return norms_[sublayer_index(roles_, role, block_, "norm")]; }
 
 Var EncodingPositions::queries(Graph& g, const Var& q) const {
   return plugin_call(encoding_, "rotate", [&] { return encoding_.rotate(g, q, queries_); });

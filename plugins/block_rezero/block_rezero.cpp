@@ -2,8 +2,6 @@
 // per sublayer. ReZero (Bachlechner et al. 2020): no norm, one scalar α per sublayer starting at 0,
 // so every layer starts as the identity. LayerScale (Touvron et al. 2021, CaiT): a pre-norm with a
 // per-channel α starting small ({norm: layer_norm, gate: channel, init: 1e-4}).
-#include <string>
-
 #include "ablate/components.hpp"
 #include "ablate/ops.hpp"
 
@@ -30,10 +28,10 @@ class ReZero final : public ablate::Block {
   // x: [B, T, D] -> for each sublayer f_r in order: x = x + α_r ⊙ Dropout(f_r(Norm_r(x))): [B, T, D]
   ablate::Var forward(ablate::Graph& g, const ablate::Var& x, const ablate::Sublayers& sublayers) const override {
     ablate::Var y = x;
-    for (std::size_t i = 0; i < sublayers.roles().size(); ++i) {
-      const ablate::SublayerRole r = sublayers.roles()[i];
+    for (const ablate::SublayerRole r : sublayers.roles()) {
       const ablate::Var branch = ablate::ops::dropout(g, sublayers(g, r, normed_ ? norms_[r](g, y) : y), dropout_);
-      y = ablate::ops::add(g, y, ablate::ops::mul(g, branch, g.parameter(*gates_.at(gate_index(r)))));
+      ablate::Parameter& gate = *gates_[ablate::sublayer_index(roles_, r, "block/rezero", "gate")];
+      y = ablate::ops::add(g, y, ablate::ops::mul(g, branch, g.parameter(gate)));
     }
     return y;
   }
@@ -42,13 +40,6 @@ class ReZero final : public ablate::Block {
   ablate::NormKind norm_kind() const override { return kind_; }
 
  private:
-  std::size_t gate_index(ablate::SublayerRole r) const {
-    for (std::size_t i = 0; i < roles_.size(); ++i)
-      if (roles_[i] == r) return i;
-    throw ablate::Error(std::string("block/rezero: no gate for the ") + ablate::sublayer_role_name(r) + " sublayer",
-                        "build(scope, dims, roles) with the roles of the layer the block runs");
-  }
-
   bool normed_;
   ablate::NormKind kind_;
   bool channel_;

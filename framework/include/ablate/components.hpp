@@ -157,6 +157,10 @@ class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
 // {SelfAttention, CrossAttention, FeedForward}.
 enum class SublayerRole : std::uint8_t { SelfAttention = 0, CrossAttention = 1, FeedForward = 2 };
 const char* sublayer_role_name(SublayerRole role);  // "self_attention" | "cross_attention" | "ffn"
+// The index of `role` among the `roles` a block was built with (its "norm<i>", "alpha<i>"); throws
+// ablate::Error "<owner>: no <what> for the <role> sublayer" when it is not one of them.
+std::size_t sublayer_index(const std::vector<SublayerRole>& roles, SublayerRole role, const std::string& owner,
+                           const std::string& what);
 
 // What a block is handed to run its layer: the sublayers by role. The model implements it (each
 // call runs the attention or FFN plugin, guarded); tests and plugin authors use SublayerFunctions.
