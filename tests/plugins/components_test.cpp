@@ -149,27 +149,30 @@ TEST_F(Components, ParamScopeNamesFollowTheScope) {
 
 // --- ffn/relu and ffn/gelu
 
+// y[n, out] = x[n, in] W^T + b on the host, in doubles, with the weight "<scope>.<name>.weight" [out, in]
+// and bias "<scope>.<name>.bias" [out] read from the store.
+std::vector<double> host_linear(ParameterStore& store, const std::string& scope, const std::string& name,
+                                const std::vector<double>& x, std::int64_t n, std::int64_t in, std::int64_t out) {
+  Backend& be = reference_backend();
+  const auto w = host(be, store.get(scope + "." + name + ".weight").value), b = host(be, store.get(scope + "." + name + ".bias").value);
+  std::vector<double> y(static_cast<std::size_t>(n * out));
+  for (std::int64_t r = 0; r < n; ++r)
+    for (std::int64_t o = 0; o < out; ++o) {
+      double v = b[static_cast<std::size_t>(o)];
+      for (std::int64_t k = 0; k < in; ++k) v += x[static_cast<std::size_t>(r * in + k)] * w[static_cast<std::size_t>(o * in + k)];
+      y[static_cast<std::size_t>(r * out + o)] = v;
+    }
+  return y;
+}
+
+std::vector<float> to_floats(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+
 // y = act(x W_in^T + b_in) W_out^T + b_out on the host, from the store's values.
 std::vector<float> ffn_reference(ParameterStore& store, const std::string& scope, const std::vector<float>& x,
                                  std::int64_t n, std::int64_t d, std::int64_t f, const std::function<double(double)>& act) {
-  Backend& be = reference_backend();
-  const auto w1 = host(be, store.get(scope + ".in.weight").value), b1 = host(be, store.get(scope + ".in.bias").value);
-  const auto w2 = host(be, store.get(scope + ".out.weight").value), b2 = host(be, store.get(scope + ".out.bias").value);
-  std::vector<float> y(static_cast<std::size_t>(n * d));
-  std::vector<double> h(static_cast<std::size_t>(f));
-  for (std::int64_t r = 0; r < n; ++r) {
-    for (std::int64_t j = 0; j < f; ++j) {
-      double s = b1[static_cast<std::size_t>(j)];
-      for (std::int64_t k = 0; k < d; ++k) s += static_cast<double>(x[static_cast<std::size_t>(r * d + k)]) * w1[static_cast<std::size_t>(j * d + k)];
-      h[static_cast<std::size_t>(j)] = act(s);
-    }
-    for (std::int64_t o = 0; o < d; ++o) {
-      double s = b2[static_cast<std::size_t>(o)];
-      for (std::int64_t j = 0; j < f; ++j) s += h[static_cast<std::size_t>(j)] * w2[static_cast<std::size_t>(o * f + j)];
-      y[static_cast<std::size_t>(r * d + o)] = static_cast<float>(s);
-    }
-  }
-  return y;
+  std::vector<double> h = host_linear(store, scope, "in", {x.begin(), x.end()}, n, d, f);  // [n, F]
+  for (double& v : h) v = act(v);
+  return to_floats(host_linear(store, scope, "out", h, n, f, d));  // [n, D]
 }
 
 TEST_F(Components, FfnParametersAreNamedShapedAndInitialised) {
@@ -262,29 +265,11 @@ std::vector<float> encode(PositionalEncoding& pe, const Tensor& x, std::int64_t 
 // y = Linear_out(act(Linear_gate x) * Linear_up x) on the host, from the store's values (biases present).
 std::vector<float> gated_reference(ParameterStore& store, const std::string& scope, const std::vector<float>& x,
                                    std::int64_t n, std::int64_t d, std::int64_t f, const std::function<double(double)>& act) {
-  Backend& be = reference_backend();
-  const auto get = [&](const std::string& leaf) { return host(be, store.get(scope + "." + leaf).value); };
-  const auto wg = get("gate.weight"), bg = get("gate.bias"), wu = get("up.weight"), bu = get("up.bias");
-  const auto wo = get("out.weight"), bo = get("out.bias");
-  std::vector<float> y(static_cast<std::size_t>(n * d));
-  std::vector<double> h(static_cast<std::size_t>(f));
-  for (std::int64_t r = 0; r < n; ++r) {
-    for (std::int64_t j = 0; j < f; ++j) {
-      double gate = bg[static_cast<std::size_t>(j)], up = bu[static_cast<std::size_t>(j)];
-      for (std::int64_t k = 0; k < d; ++k) {
-        const double xv = x[static_cast<std::size_t>(r * d + k)];
-        gate += xv * wg[static_cast<std::size_t>(j * d + k)];
-        up += xv * wu[static_cast<std::size_t>(j * d + k)];
-      }
-      h[static_cast<std::size_t>(j)] = act(gate) * up;
-    }
-    for (std::int64_t o = 0; o < d; ++o) {
-      double s = bo[static_cast<std::size_t>(o)];
-      for (std::int64_t j = 0; j < f; ++j) s += h[static_cast<std::size_t>(j)] * wo[static_cast<std::size_t>(o * f + j)];
-      y[static_cast<std::size_t>(r * d + o)] = static_cast<float>(s);
-    }
-  }
-  return y;
+  const std::vector<double> xd(x.begin(), x.end());
+  std::vector<double> h = host_linear(store, scope, "gate", xd, n, d, f);  // [n, F']
+  const std::vector<double> up = host_linear(store, scope, "up", xd, n, d, f);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = act(h[i]) * up[i];
+  return to_floats(host_linear(store, scope, "out", h, n, f, d));  // [n, D]
 }
 
 TEST_F(Components, GatedFfnsMatchAHostReferenceAndThePlainFfnsWeightCount) {
