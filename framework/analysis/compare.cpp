@@ -127,7 +127,7 @@ std::string choose_metric(const std::vector<RunSummary>& runs, const std::string
                                 : "choose one of: " + join(list, ", "));
 }
 
-std::string arm_label(const std::vector<std::string>& keys, const std::vector<std::optional<std::string>>& values) {
+std::string key_label(const std::vector<std::string>& keys, const std::vector<std::optional<std::string>>& values) {
   if (keys.empty()) return "all runs";
   std::vector<std::string> set, unset;
   for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -142,7 +142,7 @@ std::size_t find_baseline(const std::vector<Arm>& arms, const std::vector<std::s
   if (options.baseline.empty()) return 0;
   const auto wanted = parse_baseline(options.baseline);
   std::vector<std::string> labels;
-  for (const auto& arm : arms) labels.push_back(arm.label);
+  for (const auto& arm : arms) labels.push_back(arm.key_label);
   const std::string arms_hint = "the arms are: " + join(labels, "; ");
   for (const auto& [key, value] : wanted) {
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
@@ -169,7 +169,7 @@ std::size_t find_baseline(const std::vector<Arm>& arms, const std::vector<std::s
   if (matches.empty()) throw UsageError("baseline '" + options.baseline + "' matches no arm", arms_hint);
   if (matches.size() > 1) {
     std::vector<std::string> matched;
-    for (const auto i : matches) matched.push_back(arms[i].label);
+    for (const auto i : matches) matched.push_back(arms[i].key_label);
     throw UsageError("baseline '" + options.baseline + "' matches " + std::to_string(matches.size()) +
                          " arms: " + join(matched, "; "),
                      "add key=value pairs until one arm is left");
@@ -339,6 +339,46 @@ std::vector<std::string> varying_keys(const std::vector<RunSummary>& runs, const
   return kept;
 }
 
+std::string short_label(const std::vector<std::string>& keys, const std::map<std::string, std::string>& values) {
+  if (keys.empty()) return "all runs";
+  std::vector<std::string> parts;
+  for (const auto& key : keys) {
+    const auto it = values.find(key);
+    parts.push_back(it == values.end() ? std::string("(unset)") : it->second);
+  }
+  return join(parts, " · ");
+}
+
+Grouping group_runs(const std::vector<RunSummary>& runs, const std::vector<std::string>& ignore) {
+  Grouping g;
+  g.keys = varying_keys(runs, ignore);
+  using Key = std::vector<std::optional<std::string>>;
+  std::vector<std::pair<Key, std::vector<std::size_t>>> groups;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    Key key;
+    for (const auto& k : g.keys) {
+      const auto it = runs[i].config.find(k);
+      key.push_back(it == runs[i].config.end() ? std::nullopt : std::optional<std::string>(it->second));
+    }
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == key; });
+    if (group == groups.end()) groups.emplace_back(key, std::vector<std::size_t>{i});
+    else group->second.push_back(i);
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& x, const auto& y) {
+    return std::lexicographical_compare(x.first.begin(), x.first.end(), y.first.begin(), y.first.end(), value_less);
+  });
+  for (auto& [key, members] : groups) {
+    ArmGroup arm;
+    for (std::size_t k = 0; k < g.keys.size(); ++k)
+      if (key[k]) arm.values[g.keys[k]] = *key[k];
+    arm.label = short_label(g.keys, arm.values);
+    arm.key_label = key_label(g.keys, key);
+    arm.members = std::move(members);
+    g.arms.push_back(std::move(arm));
+  }
+  return g;
+}
+
 bool higher_is_better_by_name(const std::string& metric) {
   const auto ends_with = [&](const std::string& suffix) {
     return metric.size() >= suffix.size() && metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -354,33 +394,17 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
   c.metric = choose_metric(runs, options.metric);
   c.higher_is_better_inferred = !options.higher_is_better.has_value();
   c.higher_is_better = options.higher_is_better.value_or(higher_is_better_by_name(c.metric));
-  c.keys = varying_keys(runs, options.ignore_keys);
   c.threshold = options.threshold;
   c.alpha = options.alpha;
 
-  // Group runs by their values of the varying keys, then order the groups.
-  using Key = std::vector<std::optional<std::string>>;
-  std::vector<std::pair<Key, std::vector<std::size_t>>> groups;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    Key key;
-    for (const auto& k : c.keys) {
-      const auto it = runs[i].config.find(k);
-      key.push_back(it == runs[i].config.end() ? std::nullopt : std::optional<std::string>(it->second));
-    }
-    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
-    if (group == groups.end()) groups.emplace_back(key, std::vector<std::size_t>{i});
-    else group->second.push_back(i);
-  }
-  std::stable_sort(groups.begin(), groups.end(), [](const auto& x, const auto& y) {
-    return std::lexicographical_compare(x.first.begin(), x.first.end(), y.first.begin(), y.first.end(), value_less);
-  });
-
-  for (const auto& [key, members] : groups) {
+  const Grouping grouping = group_runs(runs, options.ignore_keys);
+  c.keys = grouping.keys;
+  for (const ArmGroup& group : grouping.arms) {
     Arm arm;
-    arm.label = arm_label(c.keys, key);
-    for (std::size_t k = 0; k < c.keys.size(); ++k)
-      if (key[k]) arm.values[c.keys[k]] = *key[k];
-    summarize(arm, c.metric, c.higher_is_better, c.threshold, runs, members);
+    arm.label = group.label;
+    arm.key_label = group.key_label;
+    arm.values = group.values;
+    summarize(arm, c.metric, c.higher_is_better, c.threshold, runs, group.members);
     c.arms.push_back(std::move(arm));
   }
 

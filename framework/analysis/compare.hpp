@@ -47,6 +47,24 @@ std::vector<std::string> varying_keys(const std::vector<RunSummary>& runs, const
 // names ending in "_loss" / "_perplexity"; higher for everything else (accuracies, exact match).
 bool higher_is_better_by_name(const std::string& metric);
 
+// Runs grouped into arms by their values of the varying keys (one grouping for the comparison,
+// the factorial analysis and the figures). Arms are ordered by value of each key in turn
+// (numbers numerically, unset first); `members` index the runs in input order.
+struct ArmGroup {
+  std::string label;      // the varying values only, in key order: "pre_norm · learned · gelu"
+  std::string key_label;  // "model.block=pre_norm,model.ffn=gelu"; keys a run lacks are left out
+  std::map<std::string, std::string> values;  // varying key -> value (keys the arm's runs lack absent)
+  std::vector<std::size_t> members;
+};
+struct Grouping {
+  std::vector<std::string> keys;  // varying_keys(runs, ignore)
+  std::vector<ArmGroup> arms;
+};
+Grouping group_runs(const std::vector<RunSummary>& runs, const std::vector<std::string>& ignore = {});
+// The short name of an arm: its values joined by " · " ("(unset)" for a key it lacks), or "all
+// runs" when no key varies.
+std::string short_label(const std::vector<std::string>& keys, const std::map<std::string, std::string>& values);
+
 struct CompareOptions {
   std::string metric;                    // empty: "exact_match" if any run has it, else "loss"
   std::optional<bool> higher_is_better;  // empty: higher_is_better_by_name(metric)
@@ -72,7 +90,8 @@ struct ArmRun {
 // completed runs that have a finite metric value; diverged, failed, interrupted and running runs
 // are counted, not averaged. Steps-to-threshold and tokens/s also cover completed runs only.
 struct Arm {
-  std::string label;  // "model.block=pre_norm,train.optimizer.lr=0.001"; keys a run lacks are left out
+  std::string label;      // ArmGroup::label: "pre_norm · 0.001"
+  std::string key_label;  // ArmGroup::key_label: "model.block=pre_norm,train.optimizer.lr=0.001"
   std::map<std::string, std::string> values;  // varying key -> value (keys the arm's runs lack absent)
   std::vector<ArmRun> runs;                   // in input order
   bool is_baseline = false;

@@ -131,8 +131,9 @@ TEST(CompareSynthetic, MeansStdsDeltaAndWelch) {
   EXPECT_EQ(c.keys, std::vector<std::string>{"model.block"});
   ASSERT_EQ(c.arms.size(), 2u);
   // Stable order by value, whatever the input order: post_norm < pre_norm, and the first is the baseline.
-  EXPECT_EQ(c.arms[0].label, "model.block=post_norm");
-  EXPECT_EQ(c.arms[1].label, "model.block=pre_norm");
+  EXPECT_EQ(c.arms[0].key_label, "model.block=post_norm");
+  EXPECT_EQ(c.arms[1].key_label, "model.block=pre_norm");
+  EXPECT_EQ(c.arms[0].label, "post_norm");  // the short label: values only
   EXPECT_EQ(c.baseline, 0u);
   EXPECT_TRUE(c.arms[0].is_baseline);
   EXPECT_FALSE(c.arms[1].is_baseline);
@@ -247,9 +248,9 @@ TEST(CompareBaseline, NumericOrderAndNumericMatching) {
   CompareOptions options;
   Comparison c = compare(runs, options);
   ASSERT_EQ(c.arms.size(), 3u);
-  EXPECT_EQ(c.arms[0].label, "train.optimizer.lr=1e-4");
-  EXPECT_EQ(c.arms[1].label, "train.optimizer.lr=0.001");
-  EXPECT_EQ(c.arms[2].label, "train.optimizer.lr=0.01");
+  EXPECT_EQ(c.arms[0].key_label, "train.optimizer.lr=1e-4");
+  EXPECT_EQ(c.arms[1].key_label, "train.optimizer.lr=0.001");
+  EXPECT_EQ(c.arms[2].key_label, "train.optimizer.lr=0.01");
   EXPECT_EQ(c.baseline, 0u);
   options.baseline = "train.optimizer.lr=1e-3";  // matches "0.001" by value
   c = compare(runs, options);
@@ -279,7 +280,7 @@ TEST(CompareBaseline, SeveralKeysAndBracketedValues) {
   options.baseline = "model.block=pre_norm, train.optimizer.betas=[0.9, 0.999]";
   const Comparison c = compare(runs, options);
   ASSERT_EQ(c.arms.size(), 4u);
-  EXPECT_EQ(c.arms[c.baseline].label, "model.block=pre_norm,train.optimizer.betas=[0.9, 0.999]");
+  EXPECT_EQ(c.arms[c.baseline].key_label, "model.block=pre_norm,train.optimizer.betas=[0.9, 0.999]");
   options.baseline = "model.block=pre_norm";
   expect_error([&] { compare(runs, options); }, "matches 2 arms", "add key=value pairs");
 }
