@@ -116,11 +116,50 @@ double student_t_cdf(double t, double df) {
   return t < 0.0 ? tail : 1.0 - tail;
 }
 
-WelchTest welch_t_test(std::span<const double> a, std::span<const double> b) {
+double student_t_quantile(double p, double df) {
+  if (!(p > 0.0 && p < 1.0) || !(df > 0.0))
+    throw Error("Student-t quantile: p = " + num(p) + ", df = " + num(df) + "; need 0 < p < 1 and df > 0");
+  if (p == 0.5) return 0.0;
+  // The t cdf is increasing: widen a bracket until it holds p, then bisect.
+  double lo = -1.0, hi = 1.0;
+  while (student_t_cdf(lo, df) > p) lo *= 2.0;
+  while (student_t_cdf(hi, df) < p) hi *= 2.0;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * std::max(1.0, std::fabs(hi)); ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (student_t_cdf(mid, df) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+double f_upper_tail(double f, double d1, double d2) {
+  if (!(d1 > 0.0) || !(d2 > 0.0) || std::isnan(f))
+    throw Error("F distribution: f = " + num(f) + ", d1 = " + num(d1) + ", d2 = " + num(d2) + "; need d1, d2 > 0");
+  if (f <= 0.0) return 1.0;
+  if (std::isinf(f)) return 0.0;
+  // P(F >= f) = I_x(d2/2, d1/2) with x = d2 / (d2 + d1 f); 1 - x = d1 f / (d2 + d1 f).
+  const double denom = d2 + d1 * f;
+  return incomplete_beta(0.5 * d2, 0.5 * d1, d2 / denom, d1 * f / denom);
+}
+
+namespace {
+
+bool all_finite(std::span<const double> v) {
+  return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+}
+
+// Fills t, p and the interval from mean_difference, se and df.
+void finish_test(WelchTest& r, double confidence) {
+  r.t = r.mean_difference / r.se;
+  r.p = student_t_two_sided_p(r.t, r.df);
+  const double q = student_t_quantile(0.5 + 0.5 * confidence, r.df);
+  r.ci_low = r.mean_difference - q * r.se;
+  r.ci_high = r.mean_difference + q * r.se;
+}
+
+}  // namespace
+
+WelchTest welch_t_test(std::span<const double> a, std::span<const double> b, double confidence) {
   WelchTest r;
-  const auto all_finite = [](std::span<const double> v) {
-    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
-  };
   if (!all_finite(a) || !all_finite(b)) {
     r.note = "a value is NaN or infinite";
     return r;
@@ -141,10 +180,139 @@ WelchTest welch_t_test(std::span<const double> a, std::span<const double> b) {
                    "test does not apply";
     return r;
   }
-  r.t = r.mean_difference / std::sqrt(va + vb);
+  r.se = std::sqrt(va + vb);
   r.df = (va + vb) * (va + vb) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
-  r.p = student_t_two_sided_p(r.t, r.df);
+  finish_test(r, confidence);
   return r;
+}
+
+WelchTest paired_t_test(std::span<const double> a, std::span<const double> b, double confidence) {
+  WelchTest r;
+  r.paired = true;
+  if (a.size() != b.size()) throw Error("paired t-test: " + std::to_string(a.size()) + " and " +
+                                        std::to_string(b.size()) + " values; pairs need the same count");
+  if (!all_finite(a) || !all_finite(b)) {
+    r.note = "a value is NaN or infinite";
+    return r;
+  }
+  std::vector<double> d(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) d[i] = a[i] - b[i];
+  if (!d.empty()) r.mean_difference = mean(d);
+  if (d.size() < 2) {
+    r.note = "a paired t-test needs at least 2 pairs (have " + std::to_string(d.size()) + ")";
+    return r;
+  }
+  const double sd = sample_std(d);
+  if (sd == 0.0) {
+    r.note = "the paired differences are constant (zero variance): the test does not apply";
+    return r;
+  }
+  r.se = sd / std::sqrt(static_cast<double>(d.size()));
+  r.df = static_cast<double>(d.size()) - 1.0;
+  finish_test(r, confidence);
+  return r;
+}
+
+std::vector<double> holm_adjust(std::span<const double> p) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (!std::isnan(p[i])) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return p[x] < p[y]; });
+  std::vector<double> out(p.begin(), p.end());
+  const double m = static_cast<double>(order.size());
+  double running = 0.0;  // adjusted values never decrease along the sorted order
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    running = std::max(running, std::min(1.0, (m - static_cast<double>(j)) * p[order[j]]));
+    out[order[j]] = running;
+  }
+  return out;
+}
+
+double t_test_power(double d, double n, double alpha, bool paired) {
+  if (!(n >= 2.0) || !(alpha > 0.0 && alpha < 1.0) || !std::isfinite(d))
+    throw Error("t-test power: d = " + num(d) + ", n = " + num(n) + ", alpha = " + num(alpha) +
+                "; need a finite d, n >= 2 and 0 < alpha < 1");
+  const double df = paired ? n - 1.0 : 2.0 * n - 2.0;
+  const double delta = paired ? d * std::sqrt(n) : d * std::sqrt(n / 2.0);
+  const double c = student_t_quantile(1.0 - alpha / 2.0, df);
+  // T' = (Z + delta) / U with U = sqrt(V / df), V ~ chi^2_df. Power = E_U[Phi(delta - c U) + Phi(-delta - c U)].
+  // U's density: 2 df u f_chi2(df u^2). Simpson's rule over u in [0, u_max].
+  const double log_norm = -0.5 * df * std::log(2.0) - std::lgamma(0.5 * df);
+  // In logarithms: log(2 df) + (df/2 - 1) log df + (df - 1) log u - df u^2 / 2 + log_norm; finite
+  // at u = 0 for df = 1 (a constant), 0 there for df > 1.
+  const double log_front = std::log(2.0 * df) + (0.5 * df - 1.0) * std::log(df) + log_norm;
+  const auto density = [&](double u) {
+    if (u <= 0.0) return df == 1.0 ? std::exp(log_front) : 0.0;
+    return std::exp(log_front + (df - 1.0) * std::log(u) - 0.5 * df * u * u);
+  };
+  const auto phi = [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); };
+  const double u_max = std::sqrt((df + 40.0 * std::sqrt(2.0 * df) + 100.0) / df);
+  constexpr int kIntervals = 4000;  // even
+  const double h = u_max / kIntervals;
+  double sum = 0.0;
+  for (int i = 0; i <= kIntervals; ++i) {
+    const double u = i * h;
+    const double w = (i == 0 || i == kIntervals) ? 1.0 : (i % 2 == 1 ? 4.0 : 2.0);
+    sum += w * density(u) * (phi(delta - c * u) + phi(-delta - c * u));
+  }
+  return sum * h / 3.0;
+}
+
+std::optional<std::size_t> n_for_power(double d, double alpha, double power, bool paired) {
+  if (!std::isfinite(d) || d == 0.0) return std::nullopt;
+  constexpr std::size_t kMax = 100000;
+  const auto enough = [&](std::size_t n) { return t_test_power(d, static_cast<double>(n), alpha, paired) >= power; };
+  if (!enough(kMax)) return std::nullopt;
+  std::size_t lo = 1, hi = kMax;  // power grows with n: enough(hi), not enough(lo) (n = 1 has no test)
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (enough(mid) ? hi : lo) = mid;
+  }
+  return std::max<std::size_t>(hi, 2);
+}
+
+Interval bootstrap_mean_difference(std::span<const double> a, std::span<const double> b, bool paired, double confidence,
+                                   std::size_t resamples, std::uint64_t seed) {
+  Interval out;
+  if (a.empty() || b.empty() || (paired && a.size() != b.size()) || !all_finite(a) || !all_finite(b) || resamples == 0)
+    return out;
+  std::uint64_t state = seed;
+  const auto next = [&state]() {  // splitmix64: a fixed, portable stream
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  const auto pick = [&](std::size_t n) {
+    const double u = static_cast<double>(next() >> 11) / 9007199254740992.0;  // [0, 1), 53 bits
+    return std::min(n - 1, static_cast<std::size_t>(u * static_cast<double>(n)));
+  };
+  std::vector<double> stats(resamples);
+  for (std::size_t r = 0; r < resamples; ++r) {
+    double sa = 0.0, sb = 0.0;
+    if (paired) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const std::size_t j = pick(a.size());
+        sa += a[j];
+        sb += b[j];
+      }
+      stats[r] = (sa - sb) / static_cast<double>(a.size());
+    } else {
+      for (std::size_t i = 0; i < a.size(); ++i) sa += a[pick(a.size())];
+      for (std::size_t i = 0; i < b.size(); ++i) sb += b[pick(b.size())];
+      stats[r] = sa / static_cast<double>(a.size()) - sb / static_cast<double>(b.size());
+    }
+  }
+  std::sort(stats.begin(), stats.end());
+  const auto at = [&](double q) {  // linear interpolation between order statistics
+    const double pos = q * static_cast<double>(resamples - 1);
+    const auto i = static_cast<std::size_t>(pos);
+    const double frac = pos - static_cast<double>(i);
+    return i + 1 < resamples ? stats[i] * (1.0 - frac) + stats[i + 1] * frac : stats[i];
+  };
+  out.low = at(0.5 - 0.5 * confidence);
+  out.high = at(0.5 + 0.5 * confidence);
+  return out;
 }
 
 }  // namespace ablate::analysis
