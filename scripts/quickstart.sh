@@ -17,7 +17,7 @@ cmake --build build
 echo
 build/bin/ablate --version
 start=$(date +%s)
-build/bin/ablate sweep experiments/quickstart.yaml --jobs 2 --threads-per-run 1 --threshold 0.9
+build/bin/ablate sweep experiments/quickstart.yaml --jobs 2 --threads-per-run 1
 echo
 echo "sweep took $(( $(date +%s) - start )) s; results in results/quickstart/: report.md, summary.csv, summary.json, figures/*.png"
 echo "(status of the runs: build/bin/ablate sweep experiments/quickstart.yaml --status)"

@@ -177,9 +177,8 @@ std::size_t find_baseline(const std::vector<Arm>& arms, const std::vector<std::s
   return matches.front();
 }
 
-void summarize(Arm& arm, const std::string& metric, bool higher_is_better, const std::optional<double>& threshold,
-               const std::vector<RunSummary>& runs, const std::vector<std::size_t>& members) {
-  std::vector<double> throughputs, steps;
+void summarize(Arm& arm, const Comparison& c, const std::vector<RunSummary>& runs, const std::vector<std::size_t>& members) {
+  std::vector<double> throughputs;
   for (const auto index : members) {
     const RunSummary& run = runs[index];
     ArmRun r;
@@ -187,7 +186,9 @@ void summarize(Arm& arm, const std::string& metric, bool higher_is_better, const
     r.path = run.path;
     r.status = parse_run_status(run);
     if (const auto it = run.config.find("train.seed"); it != run.config.end()) r.seed = it->second;
-    if (const auto it = run.final_metrics.find(metric); it != run.final_metrics.end()) r.value = it->second;
+    const RunValue v = run_value(run, c.metric, c.metric_higher_is_better, c.summary);
+    r.value = v.value;
+    r.censored = v.censored;
     r.tokens_per_s = run.tokens_per_s;
     r.code_id = run.code_id;
     ++arm.n_runs;
@@ -199,29 +200,126 @@ void summarize(Arm& arm, const std::string& metric, bool higher_is_better, const
       case RunStatus::running: ++arm.n_running; break;
     }
     if (r.status == RunStatus::completed) {
-      if (std::isfinite(r.value)) arm.metric_values.push_back(r.value);
-      else ++arm.n_missing_metric;
-      if (std::isfinite(r.tokens_per_s)) throughputs.push_back(r.tokens_per_s);
-      const auto curve = run.eval_curves.find(metric);
-      if (threshold && curve != run.eval_curves.end()) {
-        ++arm.threshold_considered;
-        for (const auto& [step, value] : curve->second) {
-          const bool reached = higher_is_better ? value >= *threshold : value <= *threshold;  // NaN never reaches
-          if (reached && (!r.threshold_step || step < *r.threshold_step)) r.threshold_step = step;
-        }
-        if (r.threshold_step) {
-          ++arm.threshold_reached;
-          steps.push_back(static_cast<double>(*r.threshold_step));
-        }
+      if (std::isfinite(r.value)) {
+        arm.metric_values.push_back(r.value);
+        arm.value_seeds.push_back(r.seed);
+        arm.n_censored += r.censored;
+      } else {
+        ++arm.n_missing_metric;
       }
+      if (std::isfinite(r.tokens_per_s)) throughputs.push_back(r.tokens_per_s);
     }
     arm.runs.push_back(std::move(r));
   }
   arm.mean = mean(arm.metric_values);
   arm.std = sample_std(arm.metric_values);
-  arm.threshold_step_mean = mean(steps);
   arm.tokens_per_s_mean = mean(throughputs);
   arm.tokens_per_s_n = throughputs.size();
+}
+
+// Every arm's values come from the same seeds, each once, and there are at least two: the seeds
+// are then blocks (a seed's runs share data order and initialisation draws).
+bool same_seeds_everywhere(const std::vector<Arm>& arms) {
+  std::optional<std::set<std::string>> first;
+  for (const auto& arm : arms) {
+    const std::set<std::string> seeds(arm.value_seeds.begin(), arm.value_seeds.end());
+    if (seeds.size() != arm.value_seeds.size() || seeds.count("") > 0) return false;
+    if (!first) first = seeds;
+    else if (seeds != *first) return false;
+  }
+  return first && first->size() >= 2;
+}
+
+// `arm`'s values ordered by the seeds of `order` (same set, see same_seeds_everywhere).
+std::vector<double> by_seed(const Arm& arm, const std::vector<std::string>& order) {
+  std::vector<double> out;
+  for (const auto& seed : order)
+    out.push_back(arm.metric_values[static_cast<std::size_t>(
+        std::find(arm.value_seeds.begin(), arm.value_seeds.end(), seed) - arm.value_seeds.begin())]);
+  return out;
+}
+
+void test_against_baseline(Comparison& c, const CompareOptions& options) {
+  const Arm& base = c.arms[c.baseline];
+  const double confidence = 1.0 - c.alpha;
+  for (auto& arm : c.arms) {
+    if (arm.is_baseline) continue;
+    arm.delta = arm.mean - base.mean;
+    std::vector<double> a = arm.metric_values, b = base.metric_values;
+    if (c.paired) {
+      a = by_seed(arm, base.value_seeds);
+      b = base.metric_values;
+      arm.test = paired_t_test(a, b, confidence);
+    } else {
+      arm.test = welch_t_test(a, b, confidence);
+    }
+    if (!arm.test.defined() && arm.metric_values.size() < 2)
+      arm.test.note = "this arm has " + plural(arm.metric_values.size(), "completed run", "completed runs") +
+                      " with a value; a t-test needs at least 2 per arm";
+    else if (!arm.test.defined() && base.metric_values.size() < 2)
+      arm.test.note = "the baseline has " + plural(base.metric_values.size(), "completed run", "completed runs") +
+                      " with a value; a t-test needs at least 2 per arm";
+    if (a.size() >= 5 && b.size() >= 5) arm.bootstrap = bootstrap_mean_difference(a, b, c.paired, confidence);
+    // Seeds needed: the standardized effect from the observed spread (of the differences when
+    // paired, else the pooled sd of the two arms).
+    double spread = NAN;
+    if (c.paired && a.size() >= 2) {
+      std::vector<double> d(a.size());
+      for (std::size_t i = 0; i < a.size(); ++i) d[i] = a[i] - b[i];
+      spread = sample_std(d);
+    } else if (a.size() >= 2 && b.size() >= 2) {
+      const double sa = sample_std(a), sb = sample_std(b);
+      const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+      spread = std::sqrt(((na - 1) * sa * sa + (nb - 1) * sb * sb) / (na + nb - 2));
+    }
+    if (std::isfinite(spread) && spread > 0.0)
+      arm.seeds_needed = n_for_power(std::fabs(arm.delta) / spread, c.alpha, options.power, c.paired);
+  }
+  std::vector<double> p;
+  for (const auto& arm : c.arms) p.push_back(arm.test.p);
+  const std::vector<double> adjusted = holm_adjust(p);
+  for (std::size_t i = 0; i < c.arms.size(); ++i) c.arms[i].p_holm = adjusted[i];
+}
+
+// The factorial analysis when two or more keys vary and every arm sets every key: levels in arm
+// order with the baseline's level first (the reference), seeds as blocks when paired.
+void fit_factorial(Comparison& c) {
+  if (c.keys.size() < 2) return;
+  FactorialDesign d;
+  d.factors = c.keys;
+  const Arm& base = c.arms[c.baseline];
+  for (const auto& key : c.keys) {
+    if (base.values.count(key) == 0) {
+      c.factorial.note = "the baseline arm does not set " + key + ": the arms are not a factorial design";
+      return;
+    }
+    std::vector<std::string> levels = {base.values.at(key)};
+    for (const auto& arm : c.arms) {
+      const auto it = arm.values.find(key);
+      if (it == arm.values.end()) {
+        c.factorial.note = "the arm " + arm.label + " does not set " + key + ": the arms are not a factorial design";
+        return;
+      }
+      if (std::find(levels.begin(), levels.end(), it->second) == levels.end()) levels.push_back(it->second);
+    }
+    d.levels.push_back(levels);
+  }
+  if (c.paired) d.blocks = base.value_seeds;
+  for (const auto& arm : c.arms) {
+    std::vector<std::size_t> levels;
+    for (std::size_t f = 0; f < c.keys.size(); ++f)
+      levels.push_back(static_cast<std::size_t>(
+          std::find(d.levels[f].begin(), d.levels[f].end(), arm.values.at(c.keys[f])) - d.levels[f].begin()));
+    for (std::size_t i = 0; i < arm.metric_values.size(); ++i) {
+      FactorialObservation obs;
+      obs.levels = levels;
+      obs.y = arm.metric_values[i];
+      if (c.paired)
+        obs.block = static_cast<std::size_t>(std::find(d.blocks.begin(), d.blocks.end(), arm.value_seeds[i]) - d.blocks.begin());
+      d.observations.push_back(std::move(obs));
+    }
+  }
+  c.factorial = factorial_analysis(d, 1.0 - c.alpha, c.alpha);
 }
 
 void add_notes(Comparison& c) {
@@ -263,11 +361,16 @@ void add_notes(Comparison& c) {
   if (missing > 0)
     c.notes.push_back(plural(missing, "completed run has", "completed runs have") + " no finite final " + c.metric +
                       " and are not in the means");
+  std::size_t censored = 0;
+  for (const auto& arm : c.arms) censored += arm.n_censored;
+  if (censored > 0)
+    c.notes.push_back(plural(censored, "run never reached", "runs never reached") + " the target; each counts with its "
+                      "last evaluated " + (c.summary.kind == RunValueSpec::Kind::steps_to ? "step" : "time") +
+                      " (censored: a lower bound), so those arms' means are restricted means");
   const auto tested = std::count_if(c.arms.begin(), c.arms.end(), [](const Arm& a) { return !a.is_baseline && a.test.defined(); });
   if (tested > 1)
-    c.notes.push_back(std::to_string(tested) + " arms are each tested against the baseline: with several " +
-                      "tests, some p < " + short_number(c.alpha) +
-                      " are expected by chance alone (no correction for multiple comparisons is applied)");
+    c.notes.push_back(std::to_string(tested) + " arms are each tested against the baseline: p(Holm) corrects for "
+                      "testing them as one family (Holm's step-down method)");
 }
 
 }  // namespace
@@ -386,15 +489,55 @@ bool higher_is_better_by_name(const std::string& metric) {
   return !(metric == "loss" || metric == "perplexity" || ends_with("_loss") || ends_with("_perplexity"));
 }
 
+// The early-stopping metric, direction and target every run shares, if they all share one.
+struct SharedEarlyStop {
+  std::string metric;
+  bool higher_is_better = true;
+  double target = NAN;
+};
+std::optional<SharedEarlyStop> shared_early_stop(const std::vector<RunSummary>& runs) {
+  std::optional<SharedEarlyStop> shared;
+  for (const auto& run : runs) {
+    const auto get = [&](const char* key) {
+      const auto it = run.config.find(key);
+      return it == run.config.end() ? std::string() : it->second;
+    };
+    const auto target = as_number(get("train.early_stopping.target"));
+    const std::string metric = get("train.early_stopping.metric"), mode = get("train.early_stopping.mode");
+    if (!target || metric.empty() || metric == "null") return std::nullopt;
+    const SharedEarlyStop here{metric, mode.empty() ? higher_is_better_by_name(metric) : mode != "min", *target};
+    if (shared && (shared->metric != here.metric || shared->target != here.target ||
+                   shared->higher_is_better != here.higher_is_better))
+      return std::nullopt;
+    shared = here;
+  }
+  return shared;
+}
+
 Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& options) {
   if (runs.empty()) throw UsageError("no runs to compare", "point ablate compare at a folder that holds run files");
   for (const auto& run : runs) parse_run_status(run);  // reject unknown statuses before any work
 
   Comparison c;
-  c.metric = choose_metric(runs, options.metric);
-  c.higher_is_better_inferred = !options.higher_is_better.has_value();
-  c.higher_is_better = options.higher_is_better.value_or(higher_is_better_by_name(c.metric));
-  c.threshold = options.threshold;
+  const auto early = shared_early_stop(runs);
+  const bool early_metric = early && available_metrics(runs).count(early->metric) > 0;
+  c.metric = options.metric.empty() && early_metric ? early->metric : choose_metric(runs, options.metric);
+  const bool stops_on_metric = early_metric && early->metric == c.metric;
+  c.higher_is_better_inferred = !options.higher_is_better.has_value() && !stops_on_metric;
+  c.metric_higher_is_better = options.higher_is_better.value_or(
+      stops_on_metric ? early->higher_is_better : higher_is_better_by_name(c.metric));
+  if (options.summary) {
+    c.summary = *options.summary;
+    c.summary_source = "--summary " + c.summary.text();
+  } else if (stops_on_metric) {
+    c.summary.kind = RunValueSpec::Kind::steps_to;
+    c.summary.target = early->target;
+    c.summary_source = "the runs early-stop at this target";
+  } else {
+    c.summary_source = "default";
+  }
+  c.higher_is_better = c.summary.higher_is_better(c.metric_higher_is_better);
+  c.value_label = c.summary.describe(c.metric, c.metric_higher_is_better);
   c.alpha = options.alpha;
 
   const Grouping grouping = group_runs(runs, options.ignore_keys);
@@ -404,24 +547,15 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
     arm.label = group.label;
     arm.key_label = group.key_label;
     arm.values = group.values;
-    summarize(arm, c.metric, c.higher_is_better, c.threshold, runs, group.members);
+    summarize(arm, c, runs, group.members);
     c.arms.push_back(std::move(arm));
   }
 
   c.baseline = find_baseline(c.arms, c.keys, runs, options);
-  Arm& base = c.arms[c.baseline];
-  base.is_baseline = true;
-  for (auto& arm : c.arms) {
-    if (arm.is_baseline) continue;
-    arm.delta = arm.mean - base.mean;
-    arm.test = welch_t_test(arm.metric_values, base.metric_values);
-    if (!arm.test.defined() && arm.metric_values.size() < 2)
-      arm.test.note = "this arm has " + plural(arm.metric_values.size(), "completed run", "completed runs") +
-                      " with the metric; a t-test needs at least 2 per arm";
-    else if (!arm.test.defined() && base.metric_values.size() < 2)
-      arm.test.note = "the baseline has " + plural(base.metric_values.size(), "completed run", "completed runs") +
-                      " with the metric; a t-test needs at least 2 per arm";
-  }
+  c.arms[c.baseline].is_baseline = true;
+  c.paired = same_seeds_everywhere(c.arms);
+  test_against_baseline(c, options);
+  fit_factorial(c);
   add_notes(c);
   return c;
 }

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/factorial.hpp"
+#include "analysis/run_value.hpp"
 #include "analysis/stats.hpp"
 
 namespace ablate::analysis {
@@ -25,6 +27,7 @@ struct RunSummary {
   std::map<std::string, double> final_metrics;       // last eval values: "exact_match", "loss", ...
   std::map<std::string, std::vector<std::pair<std::int64_t, double>>> eval_curves;  // metric -> (step, value)
   double tokens_per_s = NAN;                         // median training throughput
+  std::vector<std::pair<std::int64_t, double>> elapsed_s;  // train rows: (step, wall seconds since the start)
   std::string code_id;                               // the code that made it (run.h5 code_id; "" if unknown)
 };
 
@@ -66,12 +69,15 @@ Grouping group_runs(const std::vector<RunSummary>& runs, const std::vector<std::
 std::string short_label(const std::vector<std::string>& keys, const std::map<std::string, std::string>& values);
 
 struct CompareOptions {
-  std::string metric;                    // empty: "exact_match" if any run has it, else "loss"
-  std::optional<bool> higher_is_better;  // empty: higher_is_better_by_name(metric)
+  std::string metric;                    // empty: the sweep's early-stopping metric if all runs share one, else
+                                         // "exact_match" if any run has it, else "loss"
+  std::optional<bool> higher_is_better;  // the metric's direction; empty: early_stopping.mode, else by name
   std::string baseline;                  // "key=value[,key=value]"; empty: the first arm
-  std::optional<double> threshold;       // steps-to-threshold on `metric`'s eval curve; empty: not computed
+  std::optional<RunValueSpec> summary;   // empty: steps_to:TARGET when every run early-stops on the metric at
+                                         // one target, else final
   std::vector<std::string> ignore_keys;  // further keys not to split arms by (train.seed and backend.threads never do)
-  double alpha = 0.05;                   // significance level marked in the renderers
+  double alpha = 0.05;                   // significance level; intervals are at 1 - alpha
+  double power = 0.8;                    // for "seeds needed"
 };
 
 // One run as the comparison used it.
@@ -80,15 +86,16 @@ struct ArmRun {
   std::string path;
   RunStatus status = RunStatus::completed;
   std::string seed;                      // config "train.seed", empty if absent
-  double value = NAN;                    // final metric (NaN if absent)
-  std::optional<std::int64_t> threshold_step;  // first eval step that reached the threshold
+  double value = NAN;                    // the run's summary value (NaN if it has none)
+  bool censored = false;                 // steps_to / time_to: it never reached the target (value: its last step)
   double tokens_per_s = NAN;
   std::string code_id;  // RunSummary::code_id
 };
 
-// One arm: the runs sharing the values of every varying key. The metric statistics cover only its
-// completed runs that have a finite metric value; diverged, failed, interrupted and running runs
-// are counted, not averaged. Steps-to-threshold and tokens/s also cover completed runs only.
+// One arm: the runs sharing the values of every varying key. The statistics cover only its
+// completed runs that have a finite value; diverged, failed, interrupted and running runs are
+// counted, not averaged. A censored value (never reached the target) is kept at its last step, so
+// means of steps_to / time_to are restricted means (lower bounds where runs are censored).
 struct Arm {
   std::string label;      // ArmGroup::label: "pre_norm · 0.001"
   std::string key_label;  // ArmGroup::key_label: "model.block=pre_norm,train.optimizer.lr=0.001"
@@ -97,17 +104,18 @@ struct Arm {
   bool is_baseline = false;
 
   std::size_t n_runs = 0, n_completed = 0, n_diverged = 0, n_failed = 0, n_interrupted = 0, n_running = 0;
-  std::size_t n_missing_metric = 0;   // completed, but without a finite value of the metric
+  std::size_t n_missing_metric = 0;   // completed, but without a finite value
+  std::size_t n_censored = 0;         // among metric_values
   std::vector<double> metric_values;  // the values the statistics use
+  std::vector<std::string> value_seeds;  // [metric_values]: each value's seed
   double mean = NAN, std = NAN;       // std: sample (n - 1); NaN below 2 values
   std::size_t n() const { return metric_values.size(); }
 
   double delta = NAN;  // mean - baseline mean (NaN for the baseline itself)
-  WelchTest test;      // this arm (a) against the baseline (b); p NaN with a note where undefined
-
-  double threshold_step_mean = NAN;   // mean first step reaching the threshold, over the runs that did
-  std::size_t threshold_reached = 0;  // completed runs that reached it
-  std::size_t threshold_considered = 0;  // completed runs with an eval curve of the metric
+  WelchTest test;      // this arm (a) against the baseline (b), paired by seed when Comparison::paired
+  double p_holm = NAN;  // test.p adjusted by Holm over all arms tested against the baseline
+  Interval bootstrap;   // percentile bootstrap interval of delta, when both arms have >= 5 values
+  std::optional<std::size_t> seeds_needed;  // seeds per arm for `power` at alpha, from the observed spread
 
   double tokens_per_s_mean = NAN;  // over completed runs with a finite throughput
   std::size_t tokens_per_s_n = 0;
@@ -115,13 +123,18 @@ struct Arm {
 
 struct Comparison {
   std::string metric;
-  bool higher_is_better = true;
-  bool higher_is_better_inferred = true;  // from the metric's name (not overridden)
+  bool metric_higher_is_better = true;  // the metric's own direction (reaching a target uses it)
+  bool higher_is_better = true;         // the compared value's: summary.higher_is_better(metric's)
+  bool higher_is_better_inferred = true;  // the metric's direction came from its name (not given)
+  RunValueSpec summary;
+  std::string summary_source;             // why this summary: "--summary", "early stopping at 0.99", "default"
+  std::string value_label;                // summary.describe(metric): "steps to exact_match ≥ 0.99"
   std::vector<std::string> keys;          // the varying keys arms are split by
-  std::optional<double> threshold;
   double alpha = 0.05;
   std::size_t baseline = 0;  // index into arms
   std::vector<Arm> arms;     // in a stable order: by value of each key in turn, numbers numerically
+  bool paired = false;       // every arm has the same seeds: tests are paired by seed, seeds are blocks
+  FactorialAnalysis factorial;  // when two or more keys vary (defined() says whether it could be fitted)
   std::vector<std::string> notes;  // things the reader of a report must know (runs left out, ...)
 };
 

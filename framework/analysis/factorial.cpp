@@ -150,6 +150,22 @@ std::pair<double, double> contrast(const Fit& fit, const std::vector<double>& c,
   return {est, std::sqrt(sigma2 * var)};
 }
 
+// The seeds per cell at which the t-test of `e` reaches `power`: with s seeds the design has
+// cells · s runs, its standard error shrinks as 1 / sqrt(runs) from the observed one, and the
+// residual df is runs minus the parameters (plus s - 1 block parameters when seeds are blocks).
+double seeds_per_cell(const MainEffect& e, const FactorialAnalysis& a, std::size_t parameters, bool blocked,
+                      double alpha, double power) {
+  if (!(e.se > 0.0) || !std::isfinite(e.estimate) || e.estimate == 0.0) return NAN;
+  for (std::size_t s = 1; s <= 1000; ++s) {
+    const double runs = static_cast<double>(a.cells * s);
+    const double df = runs - static_cast<double>(parameters) - (blocked && s > 1 ? static_cast<double>(s - 1) : 0.0);
+    if (df < 1.0) continue;
+    const double se = e.se * std::sqrt(static_cast<double>(a.observations) / runs);
+    if (t_power(std::fabs(e.estimate) / se, df, alpha) >= power) return static_cast<double>(s);
+  }
+  return NAN;
+}
+
 void check_design(const FactorialDesign& d) {
   if (d.levels.size() != d.factors.size())
     throw Error("factorial analysis: " + std::to_string(d.factors.size()) + " factors but " +
@@ -245,11 +261,8 @@ FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confi
       }
       e.ci_low = e.estimate - q * e.se;
       e.ci_high = e.estimate + q * e.se;
-      if (k == 2 && out.residual_sd > 0.0) {
-        const auto n = n_for_power(std::fabs(e.estimate) / out.residual_sd, alpha, power, false);
-        const double cells_per_level = static_cast<double>(out.cells) / 2.0;
-        if (n) e.seeds_per_cell_needed = std::max(1.0, std::ceil(static_cast<double>(*n) / cells_per_level));
-      }
+      e.seeds_per_cell_needed = seeds_per_cell(e, out, model->columns - (blocked ? design.blocks.size() - 1 : 0),
+                                               blocked, alpha, power);
       out.main_effects.push_back(std::move(e));
     }
   }

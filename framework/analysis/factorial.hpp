@@ -57,9 +57,9 @@ struct FactorialAnalysis {
 // left out (and the note says so) when they would leave no residual degree of freedom or cannot
 // all be estimated from the observed cells; the analysis is undefined (with a note) when even the
 // main-effects model cannot be estimated or leaves no residual degree of freedom.
-// `seeds_per_cell_needed` of a main effect: the seeds per cell at which a two-sided test at
-// `alpha` detects the estimated effect with `power`, taking the residual sd as the spread (a
-// two-sample t-test between the factor's levels with cells × seeds runs per level; 2-level factors).
+// `seeds_per_cell_needed` of a main effect: the seeds per cell at which a two-sided test at `alpha`
+// detects the estimated effect with `power`, taking the fitted residual spread as the truth (the
+// standard error shrinks with the square root of the runs; the residual df grows with them).
 FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confidence = 0.95, double alpha = 0.05,
                                      double power = 0.8);
 

@@ -1,33 +1,68 @@
-// The outputs of `ablate compare`, rendered from a Comparison (compare.hpp): an aligned terminal
-// table, report.md (the table plus plain statements of what the numbers do and do not show),
-// summary.csv (one row per arm) and summary.json (everything, machine-readable).
+// The outputs of `ablate compare`, rendered from a Comparison (compare.hpp): the arms table and the
+// factorial effects as text (≤ 100 columns), markdown, LaTeX and HTML from one set of cells;
+// report.md (tables, generated interpretation, caveats once), summary.csv and summary.json.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "analysis/compare.hpp"
 
 namespace ablate::analysis {
 
-// The terminal table: one row per arm, "mean ± std (n)", Δ with its sign, p to 3 significant
-// digits with "*" below alpha, diverged/failed counts, steps-to-threshold and tokens/s; a header
-// line (metric, direction, baseline) above and the comparison's notes below. Columns are aligned
-// by display width (UTF-8 aware). Ends with a newline.
-std::string format_table(const Comparison& comparison);
+// A table as cells: the renderers below only lay them out.
+struct Table {
+  std::string title;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> right;  // [columns]: right-aligned (numbers)
+};
 
-// report.md: what was compared and how, a markdown table, one paragraph per arm, the notes.
+// One row per arm: arm, n, mean ± sd (≥ when censored values are in it), Δ [CI], p, p(Holm) and
+// seeds needed where defined, lost runs where any.
+Table arms_table(const Comparison& comparison);
+// The factorial analysis: one row per main effect (factor, level − reference, Δ [CI], p, seeds per
+// cell), then one per two-way interaction (F, p, and the difference of differences for 2 × 2).
+// Empty rows when the analysis is undefined.
+Table effects_table(const Comparison& comparison);
+Table interactions_table(const Comparison& comparison);
+
+// Aligned text (UTF-8 aware), markdown, and LaTeX (booktabs tabular) renderings of a table.
+std::string text_table(const Table& table);
+std::string markdown_table(const Table& table);
+std::string latex_table(const Table& table);
+std::string html_table(const Table& table);
+
+// The few sentences that say what the comparison shows: each main effect detected or not (with
+// the seeds that would detect one of the observed size), interactions detected, the best arm.
+std::vector<std::string> interpretation(const Comparison& comparison);
+// Everything a reader must know once: method, multiple comparisons, censoring, runs left out.
+std::vector<std::string> caveats(const Comparison& comparison);
+
+// The terminal output: header lines (what is compared, the keys, the baseline), the arms table,
+// the effects tables, and the caveats; every line ≤ 100 columns. Ends with a newline.
+std::string format_table(const Comparison& comparison);
+// The same tables as one LaTeX fragment (booktabs), for a paper.
+std::string format_latex(const Comparison& comparison);
+
+// report.md: what was compared and how, the tables, the interpretation, the caveats.
 std::string report_markdown(const Comparison& comparison);
 
-// summary.csv: a header, then one row per arm. Columns: arm, one per varying key (its value, empty
-// where unset), baseline, runs, completed, diverged, failed, interrupted, running, missing_metric,
-// metric, n, mean, std, delta, t, df, p, p_note, threshold, steps_to_threshold_mean,
-// threshold_reached, threshold_considered, tokens_per_s_mean. NaN is an empty field; numbers
-// are written with round-trip precision; fields are quoted as RFC 4180 requires.
+// summary.csv: a header, then one row per arm. Columns: arm, key_label, one per varying key (its
+// value, empty where unset), baseline, runs, completed, diverged, failed, interrupted, running,
+// missing_metric, censored, metric, summary, n, mean, std, delta, ci_low, ci_high, t, df, p,
+// p_holm, paired, p_note, bootstrap_low, bootstrap_high, seeds_needed, tokens_per_s_mean. NaN is
+// an empty field; numbers are written with round-trip precision; fields are quoted as RFC 4180
+// requires.
 std::string summary_csv(const Comparison& comparison);
 
-// summary.json: {"format": "ablate-compare", "format_version": 1, metric, higher_is_better,
-// keys, baseline, threshold, alpha, arms: [{label, baseline, values, counts, metric statistics,
-// delta, test, steps_to_threshold, tokens_per_s, runs: [...]}], notes}. NaN is null.
+// summary.json: {"format": "ablate-compare", "format_version": 2, metric, summary, value,
+// higher_is_better, keys, baseline, alpha, paired, arms: [...], factorial: {...} | null, notes}.
+// NaN is null.
 std::string summary_json(const Comparison& comparison);
+
+// Wraps text at spaces to lines of at most `width` columns (UTF-8 aware), continuation lines
+// indented by `indent` spaces.
+std::string wrap(const std::string& text, std::size_t width, std::size_t indent = 0);
 
 }  // namespace ablate::analysis

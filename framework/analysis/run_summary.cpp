@@ -107,17 +107,19 @@ RunSummary summarize(const results::RunReader& run) {
   }
 
   const results::MetricTable train = run.metrics(results::MetricSplit::Train);
-  const auto col = std::find(train.names.begin(), train.names.end(), "tokens_per_s");
-  if (col != train.names.end()) {
+  const auto column = [&](const char* name) -> const std::vector<double>* {
+    const auto it = std::find(train.names.begin(), train.names.end(), name);
+    return it == train.names.end() ? nullptr : &train.columns[static_cast<std::size_t>(it - train.names.begin())];
+  };
+  if (const auto* tps = column("tokens_per_s")) {
     std::vector<double> v;
-    for (double x : train.columns[static_cast<std::size_t>(col - train.names.begin())])
+    for (double x : *tps)
       if (std::isfinite(x)) v.push_back(x);
-    if (!v.empty()) {
-      std::sort(v.begin(), v.end());
-      const std::size_t n = v.size();
-      s.tokens_per_s = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    }
+    s.tokens_per_s = median(v);
   }
+  if (const auto* elapsed = column("elapsed_s"))
+    for (std::size_t r = 0; r < train.steps.size() && r < elapsed->size(); ++r)
+      if (std::isfinite((*elapsed)[r])) s.elapsed_s.emplace_back(train.steps[r], (*elapsed)[r]);
   return s;
 }
 

@@ -229,11 +229,15 @@ std::vector<double> holm_adjust(std::span<const double> p) {
 }
 
 double t_test_power(double d, double n, double alpha, bool paired) {
-  if (!(n >= 2.0) || !(alpha > 0.0 && alpha < 1.0) || !std::isfinite(d))
-    throw Error("t-test power: d = " + num(d) + ", n = " + num(n) + ", alpha = " + num(alpha) +
-                "; need a finite d, n >= 2 and 0 < alpha < 1");
-  const double df = paired ? n - 1.0 : 2.0 * n - 2.0;
-  const double delta = paired ? d * std::sqrt(n) : d * std::sqrt(n / 2.0);
+  if (!(n >= 2.0) || !std::isfinite(d))
+    throw Error("t-test power: d = " + num(d) + ", n = " + num(n) + "; need a finite d and n >= 2");
+  return t_power(paired ? d * std::sqrt(n) : d * std::sqrt(n / 2.0), paired ? n - 1.0 : 2.0 * n - 2.0, alpha);
+}
+
+double t_power(double delta, double df, double alpha) {
+  if (!(df >= 1.0) || !(alpha > 0.0 && alpha < 1.0) || !std::isfinite(delta))
+    throw Error("t-test power: noncentrality = " + num(delta) + ", df = " + num(df) + ", alpha = " + num(alpha) +
+                "; need a finite noncentrality, df >= 1 and 0 < alpha < 1");
   const double c = student_t_quantile(1.0 - alpha / 2.0, df);
   // T' = (Z + delta) / U with U = sqrt(V / df), V ~ chi^2_df. Power = E_U[Phi(delta - c U) + Phi(-delta - c U)].
   // U's density: 2 df u f_chi2(df u^2). Simpson's rule over u in [0, u_max].

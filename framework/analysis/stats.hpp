@@ -70,6 +70,9 @@ std::vector<double> holm_adjust(std::span<const double> p);
 // differences (paired; df n - 1, noncentrality d·sqrt(n)). The noncentral t's tails are integrated
 // over the chi distribution of the standard error (Simpson's rule, 1e-9). n >= 2.
 double t_test_power(double d, double n, double alpha, bool paired);
+// The same for a test statistic with noncentrality `delta` (effect / its standard error) and `df`
+// degrees of freedom >= 1: P(|T'| > t_{1 - alpha/2, df}).
+double t_power(double delta, double df, double alpha);
 // The smallest n (per group, or pairs) >= 2 whose power reaches `power`; nullopt if d is 0, not
 // finite, or needs more than 100000.
 std::optional<std::size_t> n_for_power(double d, double alpha, double power, bool paired);

@@ -174,7 +174,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ("baseline,b", po::value<std::string>(),
        "the comparison's baseline arm, KEY=VALUE[,KEY=VALUE] (default: the spec's base configuration if it is an arm)")
       ("metric,m", po::value<std::string>(), "the compared eval metric (default: exact_match if recorded, else loss)")
-      ("threshold", po::value<double>(), "also report the first eval step at which the metric reaches this value")
+      ("summary", po::value<std::string>(), "how the comparison reduces a run to one value (see ablate compare --help)")
       ("partition", po::value<std::string>(), "slurm: sbatch --partition")
       ("time", po::value<std::string>(), "slurm: sbatch --time limit per run, e.g. 2:00:00")
       ("mem", po::value<std::string>(), "slurm: sbatch --mem per run, e.g. 4G")
@@ -244,6 +244,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const sweep::SweepLock lock(dir);
   manifest = sweep::read_manifest(dir);  // again, now that no other sweep can change it
   const std::size_t added = manifest.merge(plan);
+  manifest.baseline = base_arm(base.spec);
   sweep::write_manifest(dir, manifest);
 
   // Slurm: runs whose earlier array task is still queued are not submitted twice.
@@ -395,7 +396,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     const std::string baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : base_arm(base.spec);
     if (!baseline.empty()) cargs.insert(cargs.end(), {"--baseline", baseline});
     if (vm.count("metric")) cargs.insert(cargs.end(), {"--metric", vm["metric"].as<std::string>()});
-    if (vm.count("threshold")) cargs.insert(cargs.end(), {"--threshold", number_text(vm["threshold"].as<double>())});
+    if (vm.count("summary")) cargs.insert(cargs.end(), {"--summary", vm["summary"].as<std::string>()});
     std::vector<std::string> pargs = files;
     pargs.insert(pargs.end(), {"--out", (dir / "figures").string()});
     out << "\n";

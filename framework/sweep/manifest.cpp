@@ -66,6 +66,7 @@ Manifest read_manifest(const fs::path& dir) {
                   "use the Ablate version that wrote it, or a new sweep directory (--out)");
     m.experiment = root["experiment"].as<std::string>("");
     m.spec_file = root["spec"].as<std::string>("");
+    m.baseline = root["baseline"].as<std::string>("");
     if (const YAML::Node o = root["overrides"]; o && o.IsSequence())
       for (const auto& v : o) m.overrides.push_back(v.as<std::string>());
     const YAML::Node runs = root["runs"];
@@ -97,6 +98,7 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
       << YAML::BeginMap << YAML::Key << "format" << YAML::Value << kFormat << YAML::Key << "format_version" << YAML::Value
       << kFormatVersion << YAML::Key << "experiment" << YAML::Value << m.experiment << YAML::Key << "spec" << YAML::Value
       << m.spec_file << YAML::Key << "overrides" << YAML::Value << YAML::Flow << m.overrides << YAML::Block << YAML::Key
+      << "baseline" << YAML::Value << m.baseline << YAML::Key
       << "runs" << YAML::Value << YAML::BeginSeq;
   for (const ManifestRun& r : m.runs) {
     out << YAML::BeginMap << YAML::Key << "id" << YAML::Value << r.id << YAML::Key << "name" << YAML::Value << r.name

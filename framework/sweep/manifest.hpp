@@ -27,6 +27,8 @@ struct Manifest {
   std::string experiment;
   std::string spec_file;               // of the last `ablate sweep` that changed the manifest
   std::vector<std::string> overrides;  // its --set
+  std::string baseline;                // the spec's base configuration as an arm, "key=value,..."; "" if it is
+                                       // not one of the sweep's arms (`ablate compare` takes it as the baseline)
   std::vector<ManifestRun> runs;       // in the order they were added
 
   ManifestRun* find(const std::string& id);

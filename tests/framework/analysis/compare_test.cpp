@@ -1,6 +1,7 @@
 // Tests for framework/analysis/compare and report: arms from varying keys, seed aggregation,
-// Welch against the baseline, diverged runs, steps-to-threshold, and the four renderings (JSON
-// checked by Debian's python3). Expected t/df/p come from mpmath at 40 digits (see stats_test).
+// Welch or paired tests against the baseline with Holm, diverged runs, censored steps-to-target,
+// the factorial model through compare(), and the renderings (≤ 100 columns; JSON checked by
+// Debian's python3). Expected t/df/p come from mpmath at 40 digits (see stats_test).
 #include "analysis/compare.hpp"
 
 #include <gtest/gtest.h>
@@ -48,11 +49,7 @@ std::vector<RunSummary> synthetic_runs() {
   };
 }
 
-Comparison synthetic_comparison() {
-  CompareOptions options;
-  options.threshold = 0.9;
-  return compare(synthetic_runs(), options);
-}
+Comparison synthetic_comparison() { return compare(synthetic_runs()); }
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -68,6 +65,12 @@ std::vector<std::string> split_csv_simple(const std::string& line) {  // rows wi
     else fields.back() += ch;
   }
   return fields;
+}
+
+// Text wrapped at 100 columns read back as one line per paragraph (continuations joined).
+std::string unwrapped(std::string text) {
+  for (auto at = text.find("\n  "); at != std::string::npos; at = text.find("\n  ", at)) text.replace(at, 3, " ");
+  return text;
 }
 
 std::size_t display_column(const std::string& line, std::size_t byte_pos) {
@@ -168,34 +171,51 @@ TEST(CompareSynthetic, MeansStdsDeltaAndWelch) {
   EXPECT_NE(c.notes[0].find("1 diverged run is counted but not in the means"), std::string::npos) << c.notes[0];
 }
 
-TEST(CompareSynthetic, StepsToThresholdAndThroughput) {
-  const Comparison c = synthetic_comparison();
+TEST(CompareSynthetic, StepsToTargetKeepsCensoredRunsAndThroughput) {
+  CompareOptions options;
+  options.summary = parse_run_value("steps_to:0.9");
+  const Comparison c = compare(synthetic_runs(), options);
+  EXPECT_EQ(c.value_label, "steps to exact_match ≥ 0.9");
+  EXPECT_FALSE(c.higher_is_better);  // fewer steps are better, although exact_match is higher-is-better
   const Arm& post = c.arms[0];
   const Arm& pre = c.arms[1];
-  // post_norm reaches 0.9 at steps 300 and 200; seed 3 tops out at 0.89.
-  EXPECT_EQ(post.threshold_considered, 3u);
-  EXPECT_EQ(post.threshold_reached, 2u);
-  EXPECT_DOUBLE_EQ(post.threshold_step_mean, 250.0);
-  EXPECT_EQ(post.runs[2].threshold_step, std::nullopt);
-  // pre_norm: steps 200 and 100; the diverged run is not considered.
-  EXPECT_EQ(pre.threshold_considered, 2u);
-  EXPECT_EQ(pre.threshold_reached, 2u);
-  EXPECT_DOUBLE_EQ(pre.threshold_step_mean, 150.0);
+  // post_norm reaches 0.9 at steps 300 and 200; seed 3 tops out at 0.89: censored at its last step 300.
+  EXPECT_EQ(post.metric_values, (std::vector<double>{300, 200, 300}));
+  EXPECT_EQ(post.n_censored, 1u);
+  EXPECT_TRUE(post.runs[2].censored);
+  EXPECT_NEAR(post.mean, 800.0 / 3.0, 1e-12);
+  // pre_norm: steps 200 and 100; the diverged run is not in the statistics.
+  EXPECT_EQ(pre.metric_values, (std::vector<double>{200, 100}));
+  EXPECT_EQ(pre.n_censored, 0u);
+  bool noted = false;
+  for (const auto& note : c.notes) noted = noted || note.find("1 run never reached the target") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_NE(format_table(c).find("≥266.7"), std::string::npos) << format_table(c);  // a restricted mean is a lower bound
   // Throughput over completed runs: the diverged run's 10000 tokens/s is left out.
   EXPECT_DOUBLE_EQ(post.tokens_per_s_mean, 1100.0);
   EXPECT_DOUBLE_EQ(pre.tokens_per_s_mean, 925.0);
   EXPECT_EQ(pre.tokens_per_s_n, 2u);
+}
 
-  const Comparison none = compare(synthetic_runs());  // no threshold: nothing computed
-  EXPECT_EQ(none.arms[0].threshold_considered, 0u);
-  EXPECT_TRUE(std::isnan(none.arms[0].threshold_step_mean));
+TEST(CompareSynthetic, EarlyStoppingMakesStepsToItsTargetTheDefault) {
+  auto runs = synthetic_runs();
+  for (auto& r : runs) {
+    r.config["train.early_stopping.metric"] = "exact_match";
+    r.config["train.early_stopping.mode"] = "max";
+    r.config["train.early_stopping.target"] = "0.9";
+  }
+  const Comparison c = compare(runs);
+  EXPECT_EQ(c.summary.text(), "steps_to:0.9");
+  EXPECT_EQ(c.summary_source, "the runs early-stop at this target");
+  EXPECT_EQ(c.arms[1].metric_values, (std::vector<double>{200, 100}));
+  runs[0].config["train.early_stopping.target"] = "0.95";  // no shared target: the final value
+  EXPECT_EQ(compare(runs).summary.text(), "final");
 }
 
 TEST(CompareSynthetic, BaselineOverrideAndLowerIsBetter) {
   CompareOptions options;
   options.metric = "loss";
   options.baseline = "model.block=pre_norm";
-  options.threshold = 0.1;
   auto runs = synthetic_runs();
   for (auto& r : runs) {  // loss curves: 1 - exact_match
     r.eval_curves["loss"] = r.eval_curves["exact_match"];
@@ -211,13 +231,14 @@ TEST(CompareSynthetic, BaselineOverrideAndLowerIsBetter) {
   EXPECT_NEAR(post.delta, 0.06, 1e-12);  // loss 0.10 vs 0.04
   EXPECT_NEAR(post.test.t, 5.1961524227066319, 1e-8);
   EXPECT_NEAR(post.test.p, 0.04969146055234231, 1e-8);
-  // Lower is better: reached at loss <= 0.1: seed 1 at step 300 (1 - 0.9 = 0.09999999999999998),
-  // seed 2 at step 200 (0.09); seed 3 ends at 0.11.
-  EXPECT_EQ(post.threshold_reached, 2u);
-  EXPECT_DOUBLE_EQ(post.threshold_step_mean, 250.0);
-  EXPECT_EQ(c.arms[1].threshold_reached, 2u);  // pre_norm: loss 0.05 at 200, 0.08 at 100
-  EXPECT_DOUBLE_EQ(c.arms[1].threshold_step_mean, 150.0);
+  // Lower is better: steps to loss <= 0.1: seed 1 at step 300 (1 - 0.9 = 0.09999999999999998),
+  // seed 2 at step 200 (0.09); seed 3 ends at 0.11 (censored at 300).
+  options.summary = parse_run_value("steps_to:0.1");
+  const Comparison steps = compare(runs, options);
+  EXPECT_EQ(steps.arms[0].metric_values, (std::vector<double>{300, 200, 300}));
+  EXPECT_EQ(steps.arms[1].metric_values, (std::vector<double>{200, 100}));  // pre_norm: loss 0.05 at 200, 0.08 at 100
 
+  options.summary.reset();
   options.higher_is_better = true;  // an explicit override wins over the name
   const Comparison forced = compare(runs, options);
   EXPECT_TRUE(forced.higher_is_better);
@@ -258,10 +279,14 @@ TEST(CompareBaseline, NumericOrderAndNumericMatching) {
   // Identical arms: Δ = 0 with equal spread gives t = 0, p = 1.
   EXPECT_DOUBLE_EQ(c.arms[0].delta, 0.0);
   EXPECT_DOUBLE_EQ(c.arms[0].test.p, 1.0);
-  // Three arms: two tests against the baseline, and a note about it.
+  // Three arms: two tests against the baseline, Holm-adjusted as one family, and said once.
   bool noted = false;
-  for (const auto& note : c.notes) noted = noted || note.find("multiple comparisons") != std::string::npos;
+  for (const auto& note : c.notes) noted = noted || note.find("p(Holm) corrects") != std::string::npos;
   EXPECT_TRUE(noted);
+  const std::vector<double> adjusted = holm_adjust(std::vector<double>{c.arms[0].test.p, NAN, c.arms[2].test.p});
+  EXPECT_DOUBLE_EQ(c.arms[0].p_holm, adjusted[0]);
+  EXPECT_DOUBLE_EQ(c.arms[2].p_holm, adjusted[2]);
+  EXPECT_TRUE(std::isnan(c.arms[1].p_holm));
 }
 
 TEST(CompareBaseline, SeveralKeysAndBracketedValues) {
@@ -331,21 +356,22 @@ TEST(CompareSynthetic, FewRunsAndOtherStatusesNeverCrash) {
   EXPECT_TRUE(std::isnan(c.arms[1].std));
   EXPECT_NEAR(c.arms[1].delta, 0.05, 1e-12);
   EXPECT_FALSE(c.arms[1].test.defined());
-  EXPECT_NE(c.arms[1].test.note.find("this arm has 1 completed run with the metric"), std::string::npos)
+  EXPECT_NE(c.arms[1].test.note.find("this arm has 1 completed run with a value"), std::string::npos)
       << c.arms[1].test.note;
   const std::string table = format_table(c);
-  EXPECT_NE(table.find("p n/a for model.block=pre_norm: this arm has 1 completed run"), std::string::npos) << table;
-  EXPECT_NE(table.find("runs counted but not in the means: 1 failed, 1 interrupted, 1 still running"), std::string::npos)
+  EXPECT_NE(table.find("p n/a for pre_norm: this arm has 1 completed run"), std::string::npos) << table;
+  EXPECT_NE(unwrapped(table).find("runs counted but not in the means: 1 failed, 1 interrupted, 1 still running"),
+            std::string::npos)
       << table;
-  EXPECT_NE(table.find("interrupted/running"), std::string::npos) << table;
-  EXPECT_NE(report_markdown(c).find("No p-value: this arm has 1 completed run"), std::string::npos);
+  EXPECT_NE(table.find("2 unfin"), std::string::npos) << table;  // the lost column: interrupted + running
+  EXPECT_NE(table.find("1 fail"), std::string::npos) << table;
 
   // A single arm (nothing varies): no baseline comparison, still renders.
   std::vector<RunSummary> same = {synthetic_runs()[1], synthetic_runs()[3]};
   const Comparison one = compare(same);
   ASSERT_EQ(one.arms.size(), 1u);
   EXPECT_EQ(one.arms[0].label, "all runs");
-  EXPECT_NE(format_table(one).find("nothing to compare against"), std::string::npos);
+  EXPECT_NE(unwrapped(format_table(one)).find("nothing to compare against"), std::string::npos);
 
   // Duplicate seeds within an arm are flagged.
   auto dup = synthetic_runs();
@@ -359,52 +385,94 @@ TEST(CompareSynthetic, FewRunsAndOtherStatusesNeverCrash) {
 TEST(CompareReport, TerminalTableIsAlignedAndShowsTheNumbers) {
   const std::string table = format_table(synthetic_comparison());
   const auto lines = lines_of(table);
-  ASSERT_GE(lines.size(), 4u);
-  EXPECT_NE(lines[0].find("metric: exact_match (final eval value; higher is better) · baseline: model.block=post_norm"),
-            std::string::npos)
-      << lines[0];
-  const std::string& head = lines[1];
-  const std::string& post = lines[2];
-  const std::string& pre = lines[3];
+  ASSERT_GE(lines.size(), 6u);
+  EXPECT_EQ(lines[0], "final exact_match (higher is better; default)") << table;
+  EXPECT_EQ(lines[1], "arms by model.block; baseline: post_norm") << table;
+  const std::string& head = lines[3];
+  const std::string& post = lines[4];
+  const std::string& pre = lines[5];
   EXPECT_EQ(head.rfind("arm", 0), 0u);
-  EXPECT_NE(post.find("0.9000 ± 0.0100 (3)"), std::string::npos) << table;
-  EXPECT_NE(pre.find("0.9600 ± 0.0141 (2)"), std::string::npos) << table;
-  EXPECT_NE(pre.find("+0.0600"), std::string::npos) << table;
-  EXPECT_NE(pre.find("0.0497 *"), std::string::npos) << table;
+  EXPECT_NE(post.find("0.9000 ± 0.0100"), std::string::npos) << table;
+  EXPECT_NE(pre.find("0.9600 ± 0.0141"), std::string::npos) << table;
+  // Δ with Welch's 95% interval: 0.06 ± t_{0.975, 1.684} · 0.011547; p just below 0.05, so it just excludes 0.
+  EXPECT_NE(pre.find("+0.0600 [+0.0002, +0.1198]"), std::string::npos) << table;
+  EXPECT_NE(pre.find("0.0497*"), std::string::npos) << table;
   EXPECT_NE(post.find("baseline"), std::string::npos) << table;
-  EXPECT_NE(post.find("250 (2/3)"), std::string::npos) << table;
-  EXPECT_NE(pre.find("150 (2/2)"), std::string::npos) << table;
-  EXPECT_NE(head.find("steps to ≥ 0.9"), std::string::npos) << table;
-  // Columns line up in display width (the ± and Δ are two bytes each).
-  EXPECT_EQ(display_column(head, head.find("Δ vs baseline")), display_column(post, post.find("baseline")));
-  EXPECT_EQ(display_column(head, head.find("Δ vs baseline")), display_column(pre, pre.find("+0.0600")));
-  EXPECT_EQ(display_column(head, head.find("tokens/s")), display_column(post, post.find("1100")));
-  EXPECT_EQ(display_column(head, head.find("tokens/s")), display_column(pre, pre.find("925")));
-  EXPECT_NE(table.find("note: 1 diverged run is counted but not in the means"), std::string::npos) << table;
+  EXPECT_NE(pre.find("1 div"), std::string::npos) << table;
+  // Columns right-align in display width (the ± and Δ are two bytes each).
+  const auto end_of = [](const std::string& line, const std::string& cell) {
+    return display_column(line, line.find(cell)) + display_column(cell, cell.size());
+  };
+  EXPECT_EQ(end_of(head, "Δ [95% CI]"), end_of(pre, "+0.0600 [+0.0002, +0.1198]"));
+  EXPECT_EQ(end_of(head, "Δ [95% CI]"), end_of(post, "baseline"));
+  EXPECT_NE(unwrapped(table).find("1 diverged run is counted but not in the means"), std::string::npos) << table;
+  for (const auto& line : lines) EXPECT_LE(display_column(line, line.size()), 100u) << line;
+}
+
+// A 2 x 2 x 2 grid with long values and two seeds, as the README's main job: every line of the
+// terminal output fits in 100 columns, and the main effects are printed.
+TEST(CompareReport, GridTablesFitIn100Columns) {
+  std::vector<RunSummary> runs;
+  int i = 0;
+  for (const char* block : {"post_norm", "pre_norm"})
+    for (const char* pe : {"sinusoidal", "learned"})
+      for (const char* ffn : {"relu", "gelu"})
+        for (const int seed : {1, 2}) {
+          RunSummary r;
+          r.run_id = "r" + std::to_string(++i);
+          r.status = "completed";
+          r.config = {{"model.block", block}, {"model.positional_encoding", pe}, {"model.ffn", ffn},
+                      {"train.seed", std::to_string(seed)}};
+          const double steps = 700 + (std::string(pe) == "learned" ? 180 : 0) + (std::string(block) == "pre_norm" ? -40 : 0) +
+                               17 * ((i * 7) % 5) + 3 * seed;
+          r.eval_curves["exact_match"] = {{static_cast<std::int64_t>(steps), 0.995}};
+          r.final_metrics["exact_match"] = 0.995;
+          runs.push_back(r);
+        }
+  CompareOptions options;
+  options.summary = parse_run_value("steps_to:0.99");
+  options.baseline = "model.block=post_norm,model.positional_encoding=sinusoidal,model.ffn=relu";
+  const Comparison c = compare(runs, options);
+  EXPECT_TRUE(c.paired);  // seeds 1 and 2 in every arm
+  ASSERT_TRUE(c.factorial.defined) << c.factorial.note;
+  EXPECT_TRUE(c.factorial.blocked);
+  ASSERT_EQ(c.factorial.main_effects.size(), 3u);
+  // Keys are sorted; each factor's reference level is the baseline's.
+  EXPECT_EQ(c.factorial.main_effects[0].factor, "model.block");
+  EXPECT_EQ(c.factorial.main_effects[0].reference, "post_norm");
+  EXPECT_EQ(c.factorial.main_effects[2].factor, "model.positional_encoding");
+  EXPECT_EQ(c.factorial.main_effects[2].reference, "sinusoidal");
+  EXPECT_GT(c.factorial.main_effects[2].estimate, 150.0);
+  EXPECT_LT(c.factorial.main_effects[2].p, 0.001);
+  const std::string table = format_table(c);
+  for (const auto& line : lines_of(table)) EXPECT_LE(display_column(line, line.size()), 100u) << line;
+  EXPECT_NE(table.find("model.positional_encoding  learned − sinusoidal"), std::string::npos) << table;
+  EXPECT_NE(table.find("post_norm · relu · sinusoidal"), std::string::npos) << table;  // values in sorted key order
+  EXPECT_NE(table.find("arms by model.block · model.ffn · model.positional_encoding"), std::string::npos) << table;
+  const std::string latex = format_latex(c);
+  EXPECT_NE(latex.find("\\toprule"), std::string::npos) << latex;
+  EXPECT_NE(latex.find("model.positional\\_encoding & learned $-$ sinusoidal"), std::string::npos) << latex;
 }
 
 TEST(CompareReport, MarkdownStatesWhatTheNumbersDoAndDoNotShow) {
   const Comparison c = synthetic_comparison();
   const std::string md = report_markdown(c);
-  EXPECT_NE(md.find("| arm | runs | exact_match mean ± std (n) | Δ vs baseline | p | diverged | failed | steps to ≥ 0.9 | "
-                    "tokens/s |"),
+  EXPECT_NE(md.find("| arm | n | mean ± sd | Δ [95% CI] | p | seeds | lost |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| pre_norm | 2 | 0.9600 ± 0.0141 | +0.0600 [+0.0002, +0.1198] | 0.0497* | 3 | 1 div |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| `model.block=pre_norm` | 3 | 0.9600 ± 0.0141 (2) | +0.0600 | 0.0497 * | 1 | 0 | 150 (2/2) | 925 |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("1 of its 3 runs diverged (pre-s3) and is not in the mean"), std::string::npos) << md;
-  EXPECT_NE(md.find("a difference was detected"), std::string::npos) << md;
-  EXPECT_NE(md.find("2 of 3 completed runs reached exact_match ≥ 0.9, at step 250 on average (an average over those"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("means no difference was detected, not that there is none"), std::string::npos) << md;
+  EXPECT_NE(md.find("pre_norm differs from the baseline by +0.0600 (better)"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Caveats"), std::string::npos) << md;
+  EXPECT_NE(md.find("1 diverged run is counted but not in the means"), std::string::npos) << md;
+  // One boilerplate paragraph per arm is gone: the method is said once.
+  EXPECT_EQ(md.find("Welch's t-test", md.find("Welch's t-test") + 1), std::string::npos) << md;
 
   // A p above 0.05 is reported as "not detected", never as "no difference".
   auto runs = synthetic_runs();
   runs[2].final_metrics["exact_match"] = 0.88;  // pre_norm: 0.95, 0.88
   const std::string md2 = report_markdown(compare(runs));
-  EXPECT_NE(md2.find("no difference was detected. That is not evidence that there is none"), std::string::npos) << md2;
+  EXPECT_NE(md2.find("No arm differs detectably from the baseline"), std::string::npos) << md2;
+  EXPECT_NE(md2.find("cannot rule out"), std::string::npos) << md2;
 }
 
 TEST(CompareReport, CsvHasHeaderAndOneRowPerArm) {
@@ -412,31 +480,31 @@ TEST(CompareReport, CsvHasHeaderAndOneRowPerArm) {
   const auto lines = lines_of(csv);
   ASSERT_EQ(lines.size(), 3u) << csv;
   EXPECT_EQ(lines[0],
-            "arm,model.block,baseline,runs,completed,diverged,failed,interrupted,running,missing_metric,metric,n,mean,std,"
-            "delta,t,df,p,p_note,threshold,steps_to_threshold_mean,threshold_reached,threshold_considered,"
-            "tokens_per_s_mean");
+            "arm,key_label,model.block,baseline,runs,completed,diverged,failed,interrupted,running,missing_metric,"
+            "censored,metric,summary,n,mean,std,delta,ci_low,ci_high,t,df,p,p_holm,paired,p_note,bootstrap_low,"
+            "bootstrap_high,seeds_needed,tokens_per_s_mean");
   const auto post = split_csv_simple(lines[1]);
   const auto pre = split_csv_simple(lines[2]);
-  ASSERT_EQ(post.size(), 24u) << lines[1];
-  ASSERT_EQ(pre.size(), 24u) << lines[2];
-  EXPECT_EQ(std::vector<std::string>(post.begin(), post.begin() + 12),
-            (std::vector<std::string>{"model.block=post_norm", "post_norm", "true", "3", "3", "0", "0", "0", "0", "0",
-                                      "exact_match", "3"}));
-  EXPECT_DOUBLE_EQ(std::stod(post[12]), 0.9);
-  EXPECT_NEAR(std::stod(post[13]), 0.01, 1e-15);
-  EXPECT_EQ(std::vector<std::string>(post.begin() + 14, post.end()),
-            (std::vector<std::string>{"", "", "", "", "", "0.9", "250", "2", "3", "1100"}));  // no Δ, t, df, p, note
-  EXPECT_EQ(std::vector<std::string>(pre.begin(), pre.begin() + 12),
-            (std::vector<std::string>{"model.block=pre_norm", "pre_norm", "false", "3", "2", "1", "0", "0", "0", "0",
-                                      "exact_match", "2"}));
-  EXPECT_DOUBLE_EQ(std::stod(pre[12]), 0.96);
-  EXPECT_NEAR(std::stod(pre[13]), 0.01414213562373095, 1e-15);
-  EXPECT_NEAR(std::stod(pre[14]), 0.06, 1e-15);
-  EXPECT_NEAR(std::stod(pre[15]), 5.1961524227066319, 1e-9);
-  EXPECT_NEAR(std::stod(pre[16]), 1.6842105263157895, 1e-9);
-  EXPECT_NEAR(std::stod(pre[17]), 0.04969146055234231, 1e-9);
-  EXPECT_EQ(std::vector<std::string>(pre.begin() + 18, pre.end()),
-            (std::vector<std::string>{"", "0.9", "150", "2", "2", "925"}));
+  ASSERT_EQ(post.size(), 30u) << lines[1];
+  ASSERT_EQ(pre.size(), 30u) << lines[2];
+  EXPECT_EQ(std::vector<std::string>(post.begin(), post.begin() + 15),
+            (std::vector<std::string>{"post_norm", "model.block=post_norm", "post_norm", "true", "3", "3", "0", "0", "0",
+                                      "0", "0", "0", "exact_match", "final", "3"}));
+  EXPECT_DOUBLE_EQ(std::stod(post[15]), 0.9);
+  EXPECT_NEAR(std::stod(post[16]), 0.01, 1e-15);
+  EXPECT_EQ(std::vector<std::string>(post.begin() + 17, post.end()),
+            (std::vector<std::string>{"", "", "", "", "", "", "", "", "", "", "", "", "1100"}));  // no Δ and no test
+  EXPECT_EQ(pre[0], "pre_norm");
+  EXPECT_NEAR(std::stod(pre[17]), 0.06, 1e-15);
+  EXPECT_NEAR(std::stod(pre[20]), 5.1961524227066319, 1e-9);
+  EXPECT_NEAR(std::stod(pre[21]), 1.6842105263157895, 1e-9);
+  EXPECT_NEAR(std::stod(pre[22]), 0.04969146055234231, 1e-9);
+  EXPECT_NEAR(std::stod(pre[23]), 0.04969146055234231, 1e-9);  // one test: Holm leaves it
+  EXPECT_EQ(pre[24], "false");                                  // seeds differ (a diverged run): Welch
+  EXPECT_NEAR(std::stod(pre[18]), 0.0002, 1e-4);                // p just below 0.05: the CI just excludes 0
+  EXPECT_NEAR(std::stod(pre[19]), 0.1198, 1e-4);
+  EXPECT_EQ(pre[26], "");  // no bootstrap below 5 values per arm
+  EXPECT_FALSE(pre[28].empty());  // seeds needed from the pooled spread
 
   // Fields with commas or quotes are quoted.
   std::vector<RunSummary> runs;
@@ -448,8 +516,42 @@ TEST(CompareReport, CsvHasHeaderAndOneRowPerArm) {
     runs.push_back(r);
   }
   const std::string quoted = summary_csv(compare(runs));
-  EXPECT_NE(quoted.find("\"train.optimizer.betas=[0.9, 0.98]\",\"[0.9, 0.98]\",true"), std::string::npos) << quoted;
-  EXPECT_NE(quoted.find("\"train.optimizer.betas=say \"\"hi\"\"\",\"say \"\"hi\"\"\",false"), std::string::npos) << quoted;
+  EXPECT_NE(quoted.find("\"[0.9, 0.98]\",\"train.optimizer.betas=[0.9, 0.98]\",\"[0.9, 0.98]\",true"), std::string::npos)
+      << quoted;
+  EXPECT_NE(quoted.find("\"say \"\"hi\"\"\",\"train.optimizer.betas=say \"\"hi\"\"\",\"say \"\"hi\"\"\",false"),
+            std::string::npos)
+      << quoted;
+}
+
+// The same seeds in every arm: tests are paired by seed (here the arms differ by a near-constant
+// shift that Welch would drown in the seeds' spread), with a bootstrap interval from 5 seeds.
+TEST(CompareSynthetic, SameSeedsInEveryArmArePaired) {
+  std::vector<RunSummary> runs;
+  const std::vector<double> base = {0.70, 0.80, 0.60, 0.90, 0.75}, shift = {0.02, 0.03, 0.025, 0.02, 0.03};
+  for (std::size_t s = 0; s < base.size(); ++s)
+    for (const bool pre : {false, true}) {
+      RunSummary r = make_run((pre ? "pre" : "post") + std::to_string(s), pre ? "pre_norm" : "post_norm",
+                              static_cast<int>(s + 1), "completed", base[s] + (pre ? shift[s] : 0.0), {}, 100);
+      runs.push_back(r);
+    }
+  const Comparison c = compare(runs);
+  ASSERT_TRUE(c.paired);
+  const Arm& pre = c.arms[1];
+  EXPECT_TRUE(pre.test.paired);
+  std::vector<double> a, b;
+  for (std::size_t s = 0; s < base.size(); ++s) {
+    a.push_back(base[s] + shift[s]);
+    b.push_back(base[s]);
+  }
+  const WelchTest want = paired_t_test(a, b);
+  EXPECT_DOUBLE_EQ(pre.test.p, want.p);
+  EXPECT_LT(pre.test.p, 0.001);
+  EXPECT_GT(welch_t_test(a, b).p, 0.5);  // unpaired, the shift is invisible
+  EXPECT_LE(pre.bootstrap.low, pre.delta);
+  EXPECT_GE(pre.bootstrap.high, pre.delta);
+  EXPECT_GT(pre.bootstrap.low, 0.0);
+  ASSERT_TRUE(pre.seeds_needed.has_value());
+  EXPECT_LE(*pre.seeds_needed, 5u);
 }
 
 // Runs /usr/bin/python3 on `json`, printing what `expression` (of the parsed document d) gives.
@@ -471,17 +573,17 @@ std::string python_json(const std::string& json, const std::string& expression) 
 TEST(CompareReport, JsonParsesAndCarriesTheNumbers) {
   if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
   const std::string json = summary_json(synthetic_comparison());
-  EXPECT_EQ(python_json(json, "d[\"format\"], d[\"metric\"], d[\"baseline\"], d[\"keys\"], d[\"threshold\"]"),
-            "ablate-compare exact_match model.block=post_norm ['model.block'] 0.9\n");
-  EXPECT_EQ(python_json(json, "[a[\"label\"] for a in d[\"arms\"]], d[\"arms\"][0][\"test\"], d[\"arms\"][0][\"delta\"]"),
+  EXPECT_EQ(python_json(json, "d[\"format_version\"], d[\"metric\"], d[\"summary\"], d[\"baseline\"], d[\"keys\"], d[\"paired\"]"),
+            "2 exact_match final post_norm ['model.block'] False\n");
+  EXPECT_EQ(python_json(json, "[a[\"key_label\"] for a in d[\"arms\"]], d[\"arms\"][0][\"test\"], d[\"arms\"][0][\"delta\"]"),
             "['model.block=post_norm', 'model.block=pre_norm'] None None\n");
   EXPECT_EQ(python_json(json, "d[\"arms\"][1][\"counts\"], d[\"arms\"][1][\"values_used\"], d[\"arms\"][1][\"mean\"]"),
-            "{'runs': 3, 'completed': 2, 'diverged': 1, 'failed': 0, 'interrupted': 0, 'running': 0, 'missing_metric': 0} "
-            "[0.95, 0.97] 0.96\n");
-  EXPECT_EQ(python_json(json, "round(d[\"arms\"][1][\"test\"][\"p\"], 8), d[\"arms\"][1][\"steps_to_threshold\"]"),
-            "0.04969146 {'mean': 150, 'reached': 2, 'considered': 2}\n");
-  EXPECT_EQ(python_json(json, "[(r[\"run_id\"], r[\"status\"], r[\"seed\"], r[\"threshold_step\"]) for r in d[\"arms\"][1][\"runs\"]]"),
-            "[('pre-s1', 'completed', '1', 200), ('pre-s2', 'completed', '2', 100), ('pre-s3', 'diverged', '3', None)]\n");
+            "{'runs': 3, 'completed': 2, 'diverged': 1, 'failed': 0, 'interrupted': 0, 'running': 0, 'missing_metric': 0, "
+            "'censored': 0} [0.95, 0.97] 0.96\n");
+  EXPECT_EQ(python_json(json, "round(d[\"arms\"][1][\"test\"][\"p\"], 8), d[\"arms\"][1][\"test\"][\"name\"], d[\"factorial\"]"),
+            "0.04969146 welch_t None\n");
+  EXPECT_EQ(python_json(json, "[(r[\"run_id\"], r[\"status\"], r[\"seed\"], r[\"censored\"]) for r in d[\"arms\"][1][\"runs\"]]"),
+            "[('pre-s1', 'completed', '1', False), ('pre-s2', 'completed', '2', False), ('pre-s3', 'diverged', '3', False)]\n");
 
   // Undefined statistics are null, notes and odd characters survive.
   auto runs = synthetic_runs();
@@ -489,7 +591,7 @@ TEST(CompareReport, JsonParsesAndCarriesTheNumbers) {
   runs[0].config["model.block"] = "pre\"norm\n";
   runs[4].config["model.block"] = "pre\"norm\n";
   const std::string odd = summary_json(compare(runs));
-  EXPECT_EQ(python_json(odd, "d[\"arms\"][1][\"label\"], d[\"arms\"][1][\"std\"], d[\"arms\"][1][\"test\"][\"p\"]"),
+  EXPECT_EQ(python_json(odd, "d[\"arms\"][1][\"key_label\"], d[\"arms\"][1][\"std\"], d[\"arms\"][1][\"test\"][\"p\"]"),
             "model.block=pre\"norm\n None None\n");
 }
 

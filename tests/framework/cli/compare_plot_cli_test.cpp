@@ -63,13 +63,12 @@ TEST_F(ComparePlotCli, CompareTablesBothArmsAndWritesReports) {
   const auto r = run_cli({"compare", (dir_ / "sweep").string(), "--baseline", "model.block=post_norm", "--metric", "loss",
                           "--out", out.string()});
   ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
-  EXPECT_NE(r.out.find("model.block=pre_norm"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("model.block=post_norm"), std::string::npos) << r.out;
-  // Both arms list 2 runs and aggregate n = 2: "pre_norm │ 2 │ 1.23 ± 0.01 (2)".
-  std::size_t rows_with_n2 = 0;
-  for (std::size_t at = r.out.find(" (2)"); at != std::string::npos; at = r.out.find(" (2)", at + 1)) ++rows_with_n2;
-  EXPECT_EQ(rows_with_n2, 2u) << r.out;
-  for (const char* f : {"report.md", "summary.csv", "summary.json"}) {
+  EXPECT_NE(r.out.find("arms by model.block; baseline: post_norm"), std::string::npos) << r.out;
+  // Both arms aggregate n = 2, and the same seeds ran in both: the test is paired by seed.
+  EXPECT_NE(r.out.find("\npost_norm  2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\npre_norm   2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a t-test paired by"), std::string::npos) << r.out;
+  for (const char* f : {"report.md", "summary.csv", "summary.json", "table.tex"}) {
     EXPECT_TRUE(fs::exists(out / f)) << f;
     EXPECT_NE(r.out.find((out / f).string()), std::string::npos) << r.out;
   }
@@ -78,13 +77,23 @@ TEST_F(ComparePlotCli, CompareTablesBothArmsAndWritesReports) {
   std::ofstream(py) << "import json, sys\n"
                        "d = json.load(open(sys.argv[1]))\n"
                        "arms = {a['label']: a for a in d['arms']}\n"
-                       "assert set(arms) == {'model.block=pre_norm', 'model.block=post_norm'}, arms.keys()\n"
+                       "assert set(arms) == {'pre_norm', 'post_norm'}, arms.keys()\n"
                        "assert all(len(a['runs']) == 2 and a['counts']['runs'] == 2 for a in d['arms'])\n"
-                       "assert arms['model.block=post_norm']['baseline'] is True\n"
+                       "assert arms['post_norm']['baseline'] is True\n"
+                       "assert arms['pre_norm']['key_label'] == 'model.block=pre_norm'\n"
                        "assert d['metric'] == 'loss'\n";
   const std::string cmd = "/usr/bin/python3 " + py.string() + " " + (out / "summary.json").string();
   EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(out / "summary.json");
   EXPECT_NE(slurp(out / "summary.csv").find("model.block=pre_norm"), std::string::npos);
+}
+
+TEST_F(ComparePlotCli, LatexAndSummaryOptions) {
+  const auto r = run_cli({"compare", (dir_ / "sweep").string(), "--metric", "loss", "--summary", "best", "--format", "latex",
+                          "--out", (dir_ / "latex").string()});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("\\begin{tabular}{lrrrr"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("post\\_norm & 2 &"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(dir_ / "latex" / "summary.json").find("\"summary\": \"best\""), std::string::npos);
 }
 
 TEST_F(ComparePlotCli, CompareDefaultsToTheFirstDirAndSkipsUnreadableFiles) {
@@ -108,6 +117,10 @@ TEST_F(ComparePlotCli, NoRunsIsAUsageError) {
   EXPECT_EQ(run_cli({"compare", (dir_ / "nonexistent").string()}).code, kExitUsage);
   EXPECT_EQ(run_cli({"compare", (dir_ / "sweep").string(), "--metric", "no_such_metric", "--out", (dir_ / "x").string()}).code,
             kExitUsage);
+  const auto bad_summary = run_cli({"compare", (dir_ / "sweep").string(), "--summary", "steps_to:fast"});
+  EXPECT_EQ(bad_summary.code, kExitUsage);
+  EXPECT_NE(bad_summary.err.find("steps_to:TARGET needs a number"), std::string::npos) << bad_summary.err;
+  EXPECT_EQ(run_cli({"compare", (dir_ / "sweep").string(), "--format", "docx"}).code, kExitUsage);
 }
 
 TEST_F(ComparePlotCli, PlotWritesCurvesHeatmapsDecodeAndEntropy) {

@@ -1,0 +1,29 @@
+// The comparison as files: reading a sweep's run files (damaged ones left out with a warning),
+// comparing them, and writing report.md, report.html, summary.csv, summary.json and table.tex —
+// one code path for `ablate compare` and the end of `ablate sweep`.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "analysis/compare.hpp"
+
+namespace ablate::analysis {
+
+// The runs under `paths` (find_runs), vetted by a child process first so that a damaged file cannot
+// crash this one; unreadable files are left out and named in `unreadable`.
+struct LoadedRuns {
+  std::vector<RunSummary> runs;
+  std::vector<std::string> unreadable;  // "path: why"
+};
+LoadedRuns load_runs(const std::vector<std::filesystem::path>& paths);
+
+// compare() on the loaded runs, with a note per unreadable file. Throws UsageError when there is
+// no readable run, or for a metric or baseline that matches nothing.
+Comparison compare_runs(const LoadedRuns& loaded, const CompareOptions& options);
+
+// Writes the report files into `out_dir` (created); returns their paths in writing order.
+std::vector<std::filesystem::path> write_reports(const Comparison& comparison, const std::filesystem::path& out_dir);
+
+}  // namespace ablate::analysis
