@@ -17,6 +17,7 @@ PACKAGES=(
   python3-torch libopenblas0-openmp python3-yaml  # bench.peer_agreement: the PyTorch peer (bench/), on the OpenMP OpenBLAS
   slurmctld slurmd slurm-client munge  # Slurm 22.05: `ablate sweep --executor slurm` test on a loopback cluster
   libsword-utils sword-text-web sword-text-sparv  # Bible en-es (scripts/prepare_bible_en_es.sh): the paper ablations' CI checks
+  chromium                           # report.html is opened in a real headless browser in a test
 )
 
 missing=()

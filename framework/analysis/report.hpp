@@ -48,6 +48,17 @@ std::string format_latex(const Comparison& comparison);
 // report.md: what was compared and how, the tables, the interpretation, the caveats.
 std::string report_markdown(const Comparison& comparison);
 
+// report.html: one self-contained page (no script, no server, no network): the tables, the
+// interpretation, the figures inline (SVG as data: URIs), a drill-down per arm (its runs, and its
+// own figures) and the caveats. `arm_figures` is [arms] (or empty).
+struct HtmlFigure {
+  std::string title;
+  std::string caption;
+  std::string svg;  // the SVG document's text
+};
+std::string report_html(const Comparison& comparison, const std::vector<HtmlFigure>& figures,
+                        const std::vector<std::vector<HtmlFigure>>& arm_figures);
+
 // summary.csv: a header, then one row per arm. Columns: arm, key_label, one per varying key (its
 // value, empty where unset), baseline, runs, completed, diverged, failed, interrupted, running,
 // missing_metric, censored, metric, summary, n, mean, std, delta, ci_low, ci_high, t, df, p,

@@ -58,6 +58,7 @@ std::vector<fs::path> write_reports(const Comparison& c, const fs::path& out_dir
     written.push_back(out_dir / name);
   };
   put("report.md", report_markdown(c));
+  put("report.html", report_html(c, {}, {}));
   put("summary.csv", summary_csv(c));
   put("summary.json", summary_json(c));
   put("table.tex", format_latex(c));
