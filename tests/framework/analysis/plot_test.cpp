@@ -165,7 +165,7 @@ TEST_F(PlotTest, PlotFormatByExtension) {
 
 TEST_F(PlotTest, PlotLinePngHasRequestedSize) {
   const LinePlot p = two_series();
-  const FigureSize size = line_plot(dir_ / "loss.png", p);
+  const FigureSize size = line_plot(dir_ / "loss.png", p).size;
   EXPECT_EQ(size.width, 900);
   EXPECT_EQ(size.height, 560);
   const PngSize png = png_size(dir_ / "loss.png");
@@ -421,7 +421,7 @@ TEST_F(PlotTest, PlotHeatmapRejectsBadInput) {
 
 TEST_F(PlotTest, PlotGroupedPointsPngAndSvg) {
   const GroupedPoints g = entropy_points();
-  const FigureSize size = grouped_points(dir_ / "entropy.png", g);
+  const FigureSize size = grouped_points(dir_ / "entropy.png", g).size;
   EXPECT_GE(size.width, 400);
   EXPECT_EQ(size.height, 480);
   const PngSize png = png_size(dir_ / "entropy.png");
@@ -432,7 +432,7 @@ TEST_F(PlotTest, PlotGroupedPointsPngAndSvg) {
   fixed.width = 700;
   fixed.height = 400;
   fixed.include_zero = true;
-  const FigureSize s = grouped_points(dir_ / "entropy.svg", fixed);
+  const FigureSize s = grouped_points(dir_ / "entropy.svg", fixed).size;
   EXPECT_EQ(s.width, 700);
   EXPECT_TRUE(svg_parses(dir_ / "entropy.svg"));
   EXPECT_EQ(svg_attribute(dir_ / "entropy.svg", "width"), "700px");
