@@ -351,6 +351,7 @@ void head_score_figure(const Arms& arms, const fs::path& out_dir, const std::str
                              " panel: no probe sequence repeats a token, so the score is undefined");
       continue;
     }
+    report.head_score_panels.push_back(score.title);
     grid.panels.push_back(std::move(p));
   }
   grid.grid_cols = std::min<std::size_t>(grid.panels.size(), 3);

@@ -23,6 +23,7 @@ struct FigureOptions {
 struct FigureReport {
   std::vector<std::filesystem::path> written;  // in the order drawn
   std::vector<std::string> notes;              // "warning: ..." / "note: ...": what the caller should print
+  std::vector<std::string> head_score_panels;  // the scores head_scores shows, in panel order ("induction" only where defined)
 };
 
 // Draws every figure the runs support into options.out_dir:
