@@ -726,13 +726,12 @@ PlotLayout line_plot(const fs::path& file, const LinePlot& plot) {
   const Ticks yt = make_ticks(y, std::max(2.0, (bottom - top) / 55));
   const double left = kPad + (y_title.empty() ? 0 : axis_title_h + 8) + max_text_width(m, yt.labels, kTickFont) + 8;
 
-  // Legend: a box inside the plot area in the emptiest corner when it is small; else rows below
-  // the plot, as many as the labels need (the figure grows by their height).
+  // Legend: a box inside the plot area in an empty corner when it is small; else rows below the
+  // plot, as many as the labels need (the figure grows by their height).
   const Rect lsize = legend_box_size(m, legend);
   double right = W - kPad;
-  const bool legend_below = lsize.width > 0.4 * (right - left) || lsize.height > 0.6 * (bottom - top);
+  const bool legend_large = lsize.width > 0.4 * (right - left) || lsize.height > 0.6 * (bottom - top);
   const LegendFlow below = flow_legend(m, legend, W - 2 * kPad);
-  const double total_h = legend_below && !legend.empty() ? std::ceil(H + below.height + 6) : H;
 
   // x ticks: fewer until their labels do not touch.
   Ticks xt;
@@ -754,6 +753,41 @@ PlotLayout line_plot(const fs::path& file, const LinePlot& plot) {
   x.p1 = area.x + area.width;
   y.p0 = area.y + area.height;
   y.p1 = area.y;
+
+  // The inside corner whose legend box covers the fewest drawn points; the legend goes below the
+  // plot when it is large or no corner is free of data.
+  const double m8 = 8;
+  const std::array<std::pair<double, double>, 4> corners = {
+      std::pair{area.x + area.width - lsize.width - m8, area.y + m8},                         // top right
+      std::pair{area.x + m8, area.y + m8},                                                     // top left
+      std::pair{area.x + area.width - lsize.width - m8, area.y + area.height - lsize.height - m8},  // bottom right
+      std::pair{area.x + m8, area.y + area.height - lsize.height - m8}};                       // bottom left
+  std::array<std::size_t, 4> hits{};
+  auto count = [&](double px, double py) {
+    for (std::size_t c = 0; c < 4; ++c)
+      if (px >= corners[c].first && px <= corners[c].first + lsize.width && py >= corners[c].second &&
+          py <= corners[c].second + lsize.height)
+        ++hits[c];
+  };
+  for (const auto& s : plot.series) {
+    for (const auto* ys : {&s.mean, &s.lower, &s.upper}) {
+      if (ys->empty()) continue;
+      for (std::size_t i = 0; i < s.x.size(); ++i) {
+        if (!finite(s.x[i]) || !y_ok((*ys)[i])) continue;
+        count(x.map(s.x[i]), y.map((*ys)[i]));
+        if (i + 1 < s.x.size() && finite(s.x[i + 1]) && y_ok((*ys)[i + 1]))  // the segment to the next point
+          for (int k = 1; k < 8; ++k) {
+            const double t = k / 8.0;
+            count(x.map(s.x[i]) * (1 - t) + x.map(s.x[i + 1]) * t, y.map((*ys)[i]) * (1 - t) + y.map((*ys)[i + 1]) * t);
+          }
+      }
+    }
+  }
+  if (plot.reference && y_ok(*plot.reference))
+    for (double px = area.x; px <= area.x + area.width; px += 4) count(px, y.map(*plot.reference));
+  const std::size_t best = std::size_t(std::min_element(hits.begin(), hits.end()) - hits.begin());
+  const bool legend_below = legend_large || hits[best] > 0;
+  const double total_h = legend_below && !legend.empty() ? std::ceil(H + below.height + 6) : H;
 
   Figure fig(file, W, total_h, plot.png_scale);
   cairo_t* cr = fig.cr();
@@ -835,46 +869,10 @@ PlotLayout line_plot(const fs::path& file, const LinePlot& plot) {
 
   // Legend placement: below, or the inside corner whose box covers the fewest drawn points.
   PlotLayout layout{{int(W), int(total_h)}, area, legend_labels(legend), {}, legend_below};
-  if (legend_below) {
+  if (legend_below)
     layout.legend_boxes = draw_legend_flow(cr, below, legend, W / 2, H - 4);
-  } else if (!legend.empty()) {
-    double lx, ly;
-    {
-      const double m8 = 8;
-      const std::array<std::pair<double, double>, 4> corners = {
-          std::pair{area.x + area.width - lsize.width - m8, area.y + m8},                         // top right
-          std::pair{area.x + m8, area.y + m8},                                                     // top left
-          std::pair{area.x + area.width - lsize.width - m8, area.y + area.height - lsize.height - m8},  // bottom right
-          std::pair{area.x + m8, area.y + area.height - lsize.height - m8}};                       // bottom left
-      std::array<std::size_t, 4> hits{};
-      auto count = [&](double px, double py) {
-        for (std::size_t c = 0; c < 4; ++c)
-          if (px >= corners[c].first && px <= corners[c].first + lsize.width && py >= corners[c].second &&
-              py <= corners[c].second + lsize.height)
-            ++hits[c];
-      };
-      for (const auto& s : plot.series) {
-        for (const auto* ys : {&s.mean, &s.lower, &s.upper}) {
-          if (ys->empty()) continue;
-          for (std::size_t i = 0; i < s.x.size(); ++i) {
-            if (!finite(s.x[i]) || !y_ok((*ys)[i])) continue;
-            count(x.map(s.x[i]), y.map((*ys)[i]));
-            if (i + 1 < s.x.size() && finite(s.x[i + 1]) && y_ok((*ys)[i + 1]))  // the segment to the next point
-              for (int k = 1; k < 8; ++k) {
-                const double t = k / 8.0;
-                count(x.map(s.x[i]) * (1 - t) + x.map(s.x[i + 1]) * t, y.map((*ys)[i]) * (1 - t) + y.map((*ys)[i + 1]) * t);
-              }
-          }
-        }
-      }
-      if (plot.reference && y_ok(*plot.reference))
-        for (double px = area.x; px <= area.x + area.width; px += 4) count(px, y.map(*plot.reference));
-      const std::size_t best = std::size_t(std::min_element(hits.begin(), hits.end()) - hits.begin());
-      lx = corners[best].first;
-      ly = corners[best].second;
-    }
-    layout.legend_boxes = draw_legend_box(cr, lx, ly, legend);
-  }
+  else if (!legend.empty())
+    layout.legend_boxes = draw_legend_box(cr, corners[best].first, corners[best].second, legend);
   fig.finish();
   return layout;
 }
