@@ -498,7 +498,7 @@ Rect legend_box_size(cairo_t* cr, const std::vector<LegendEntry>& entries) {
   return {0, 0, w + 20, entries.size() * legend_row_height(cr) + 10};
 }
 
-void draw_legend_box(cairo_t* cr, double x, double y, const std::vector<LegendEntry>& entries) {
+std::vector<Rect> draw_legend_box(cairo_t* cr, double x, double y, const std::vector<LegendEntry>& entries) {
   const Rect size = legend_box_size(cr, entries);
   cairo_set_dash(cr, nullptr, 0, 0);
   cairo_rectangle(cr, snap(x), snap(y), std::round(size.width), std::round(size.height));
@@ -508,22 +508,107 @@ void draw_legend_box(cairo_t* cr, double x, double y, const std::vector<LegendEn
   cairo_set_line_width(cr, 1);
   cairo_stroke(cr);
   const double rh = legend_row_height(cr);
+  std::vector<Rect> boxes;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const double cy = y + 5 + rh * (i + 0.5);
     draw_swatch(cr, x + 10, cy, entries[i]);
     set_grey(cr, 0.1);
     draw_text(cr, x + 10 + kSwatch + 6, cy, entries[i].label, kLegendFont, HAlign::Left, VAlign::Middle);
+    boxes.push_back({x + 10 + kSwatch + 6, cy - rh / 2, text_width(cr, entries[i].label, kLegendFont), rh});
   }
-}
-
-void draw_title(cairo_t* cr, double centre_x, double top, double max_width, const std::string& title) {
-  if (title.empty()) return;
-  set_grey(cr, 0.05);
-  draw_text(cr, centre_x, top, fit_text(cr, title, 15, max_width, true), 15, HAlign::Center, VAlign::Top, true);
+  return boxes;
 }
 
 constexpr double kPad = 16;
-constexpr double kTitleFont = 15, kAxisFont = 13, kTickFont = 11;
+constexpr double kTitleFont = 15, kSubtitleFont = 12, kAxisFont = 13, kTickFont = 11;
+constexpr double kLegendGap = 18;  // between two legend entries on a row
+
+// A legend flowed into centred rows under (or above) a plot: entries in order, a new row when the
+// next would pass max_width. Labels are never shortened; an entry wider than max_width gets a row
+// of its own, and min_width says how wide the figure must be for it.
+struct LegendFlow {
+  std::vector<std::vector<std::size_t>> rows;
+  double height = 0;     // rows × row height
+  double min_width = 0;  // the widest entry plus the figure's side padding
+};
+
+LegendFlow flow_legend(cairo_t* cr, const std::vector<LegendEntry>& entries, double max_width) {
+  LegendFlow flow;
+  double row_w = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const double w = legend_entry_width(cr, entries[i]);
+    flow.min_width = std::max(flow.min_width, std::ceil(w + 2 * kPad));
+    if (flow.rows.empty() || (row_w > 0 && row_w + kLegendGap + w > max_width)) {
+      flow.rows.emplace_back();
+      row_w = 0;
+    }
+    row_w += (row_w > 0 ? kLegendGap : 0) + w;
+    flow.rows.back().push_back(i);
+  }
+  flow.height = double(flow.rows.size()) * legend_row_height(cr);
+  return flow;
+}
+
+// Draws a flowed legend with its rows centred on centre_x, the first row's top at `top`; returns
+// where each entry's label lies, in entry order.
+std::vector<Rect> draw_legend_flow(cairo_t* cr, const LegendFlow& flow, const std::vector<LegendEntry>& entries, double centre_x,
+                                   double top) {
+  std::vector<Rect> boxes(entries.size());
+  const double rh = legend_row_height(cr);
+  for (std::size_t r = 0; r < flow.rows.size(); ++r) {
+    double row_w = 0;
+    for (std::size_t i : flow.rows[r]) row_w += (row_w > 0 ? kLegendGap : 0) + legend_entry_width(cr, entries[i]);
+    double lx = centre_x - row_w / 2;
+    const double cy = top + (r + 0.5) * rh;
+    for (std::size_t i : flow.rows[r]) {
+      draw_swatch(cr, lx, cy, entries[i]);
+      set_grey(cr, 0.1);
+      draw_text(cr, lx + kSwatch + 6, cy, entries[i].label, kLegendFont, HAlign::Left, VAlign::Middle);
+      boxes[i] = {lx + kSwatch + 6, cy - rh / 2, text_width(cr, entries[i].label, kLegendFont), rh};
+      lx += legend_entry_width(cr, entries[i]) + kLegendGap;
+    }
+  }
+  return boxes;
+}
+
+// The figure title (bold) and its subtitle (a caption line under it), neither ever shortened:
+// title_block_width says how wide the figure must be for them.
+double title_block_height(cairo_t* cr, const std::string& title, const std::string& subtitle, double gap) {
+  double h = title.empty() ? 0 : line_height(cr, kTitleFont) + gap;
+  if (!subtitle.empty()) h += line_height(cr, kSubtitleFont) + (title.empty() ? gap : 4);
+  return h;
+}
+double title_block_width(cairo_t* cr, const std::string& title, const std::string& subtitle) {
+  return std::ceil(std::max(text_width(cr, title, kTitleFont, true), text_width(cr, subtitle, kSubtitleFont)) + 2 * kPad);
+}
+void draw_title(cairo_t* cr, double centre_x, double top, const std::string& title, const std::string& subtitle = {}) {
+  set_grey(cr, 0.05);
+  if (!title.empty()) {
+    draw_text(cr, centre_x, top, title, kTitleFont, HAlign::Center, VAlign::Top, true);
+    top += line_height(cr, kTitleFont) + 4;
+  }
+  set_grey(cr, 0.3);
+  draw_text(cr, centre_x, top, subtitle, kSubtitleFont, HAlign::Center, VAlign::Top);
+}
+
+// Legend entries of plot series: whole labels (cleaned, never shortened), "series i" when empty.
+template <class SeriesList>
+std::vector<LegendEntry> series_legend(const SeriesList& series, bool marker) {
+  std::vector<LegendEntry> legend;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    LegendEntry e{clean_text(series[i].label.empty() ? "series " + std::to_string(i) : series[i].label), palette_colour(i), i};
+    e.marker = marker;
+    if constexpr (requires { series[i].lower; }) e.band = !series[i].lower.empty();
+    legend.push_back(std::move(e));
+  }
+  return legend;
+}
+
+std::vector<std::string> legend_labels(const std::vector<LegendEntry>& entries) {
+  std::vector<std::string> out;
+  for (const auto& e : entries) out.push_back(e.label);
+  return out;
+}
 
 // ---- Line plot helpers ---------------------------------------------------------------------
 // Runs of consecutive indices where ok(i) holds.
@@ -584,7 +669,7 @@ FigureFormat figure_format(const fs::path& file) {
 }
 
 // ---- Line plot -----------------------------------------------------------------------------
-FigureSize line_plot(const fs::path& file, const LinePlot& plot) {
+PlotLayout line_plot(const fs::path& file, const LinePlot& plot) {
   validate_series(plot);
   figure_format(file);
   const bool log = plot.y_scale == YScale::Log;
@@ -620,15 +705,20 @@ FigureSize line_plot(const fs::path& file, const LinePlot& plot) {
 
   Scratch scratch;
   cairo_t* m = scratch.cr();
-  const double W = plot.width, H = plot.height;
-  const std::string title = clean_text(plot.title), x_title = clean_text(plot.x_label), y_title = clean_text(plot.y_label);
+  const std::string title = clean_text(plot.title), subtitle = clean_text(plot.subtitle), x_title = clean_text(plot.x_label),
+                    y_title = clean_text(plot.y_label);
+  // Legend entries: whole labels. The figure widens for a title or legend entry wider than it.
+  std::vector<LegendEntry> legend = series_legend(plot.series, false);
+  if (plot.reference && !plot.reference_label.empty()) legend.push_back({clean_text(plot.reference_label), {}, 0, false, true});
+  const double W = std::max({double(plot.width), title_block_width(m, title, subtitle), flow_legend(m, legend, 1e9).min_width});
+  const double H = plot.height;  // the plot's own height; a legend below the plot adds to it
 
   Axis x, y;
   std::tie(x.lo, x.hi) = padded_range(xlo, xhi, false, 0.02);
   y.log = log;
   std::tie(y.lo, y.hi) = padded_range(ylo, yhi, log, 0.05);
 
-  const double title_h = title.empty() ? 0 : line_height(m, kTitleFont) + 12;
+  const double title_h = title_block_height(m, title, subtitle, 12);
   const double axis_title_h = line_height(m, kAxisFont);
   const double tick_h = line_height(m, kTickFont);
   const double top = kPad + title_h + tick_h / 2;
@@ -636,17 +726,12 @@ FigureSize line_plot(const fs::path& file, const LinePlot& plot) {
   const Ticks yt = make_ticks(y, std::max(2.0, (bottom - top) / 55));
   const double left = kPad + (y_title.empty() ? 0 : axis_title_h + 8) + max_text_width(m, yt.labels, kTickFont) + 8;
 
-  // Legend: inside the plot area in the emptiest corner, or outside on the right when large.
-  std::vector<LegendEntry> legend;
-  for (std::size_t i = 0; i < plot.series.size(); ++i) {
-    const auto& s = plot.series[i];
-    legend.push_back({clean_text(s.label.empty() ? "series " + std::to_string(i) : s.label, 40), palette_colour(i), i, !s.lower.empty()});
-  }
-  if (plot.reference && !plot.reference_label.empty()) legend.push_back({clean_text(plot.reference_label, 40), {}, 0, false, true});
+  // Legend: a box inside the plot area in an empty corner when it is small; else rows below the
+  // plot, as many as the labels need (the figure grows by their height).
   const Rect lsize = legend_box_size(m, legend);
   double right = W - kPad;
-  const bool legend_outside = lsize.width > 0.4 * (right - left) || lsize.height > 0.6 * (bottom - top);
-  if (legend_outside) right -= lsize.width + 12;
+  const bool legend_large = lsize.width > 0.4 * (right - left) || lsize.height > 0.6 * (bottom - top);
+  const LegendFlow below = flow_legend(m, legend, W - 2 * kPad);
 
   // x ticks: fewer until their labels do not touch.
   Ticks xt;
@@ -659,7 +744,7 @@ FigureSize line_plot(const fs::path& file, const LinePlot& plot) {
     if (widest + 10 < spacing || target <= 1) break;
   }
   // The last x tick label must not run off the right edge.
-  if (!xt.values.empty() && !legend_outside) {
+  if (!xt.values.empty()) {
     const double over = x.map(xt.values.back()) + text_width(m, xt.labels.back(), kTickFont) / 2 - (W - 4);
     if (over > 0) right -= over;
   }
@@ -669,7 +754,42 @@ FigureSize line_plot(const fs::path& file, const LinePlot& plot) {
   y.p0 = area.y + area.height;
   y.p1 = area.y;
 
-  Figure fig(file, W, H, plot.png_scale);
+  // The inside corner whose legend box covers the fewest drawn points; the legend goes below the
+  // plot when it is large or no corner is free of data.
+  const double m8 = 8;
+  const std::array<std::pair<double, double>, 4> corners = {
+      std::pair{area.x + area.width - lsize.width - m8, area.y + m8},                         // top right
+      std::pair{area.x + m8, area.y + m8},                                                     // top left
+      std::pair{area.x + area.width - lsize.width - m8, area.y + area.height - lsize.height - m8},  // bottom right
+      std::pair{area.x + m8, area.y + area.height - lsize.height - m8}};                       // bottom left
+  std::array<std::size_t, 4> hits{};
+  auto count = [&](double px, double py) {
+    for (std::size_t c = 0; c < 4; ++c)
+      if (px >= corners[c].first && px <= corners[c].first + lsize.width && py >= corners[c].second &&
+          py <= corners[c].second + lsize.height)
+        ++hits[c];
+  };
+  for (const auto& s : plot.series) {
+    for (const auto* ys : {&s.mean, &s.lower, &s.upper}) {
+      if (ys->empty()) continue;
+      for (std::size_t i = 0; i < s.x.size(); ++i) {
+        if (!finite(s.x[i]) || !y_ok((*ys)[i])) continue;
+        count(x.map(s.x[i]), y.map((*ys)[i]));
+        if (i + 1 < s.x.size() && finite(s.x[i + 1]) && y_ok((*ys)[i + 1]))  // the segment to the next point
+          for (int k = 1; k < 8; ++k) {
+            const double t = k / 8.0;
+            count(x.map(s.x[i]) * (1 - t) + x.map(s.x[i + 1]) * t, y.map((*ys)[i]) * (1 - t) + y.map((*ys)[i + 1]) * t);
+          }
+      }
+    }
+  }
+  if (plot.reference && y_ok(*plot.reference))
+    for (double px = area.x; px <= area.x + area.width; px += 4) count(px, y.map(*plot.reference));
+  const std::size_t best = std::size_t(std::min_element(hits.begin(), hits.end()) - hits.begin());
+  const bool legend_below = legend_large || hits[best] > 0;
+  const double total_h = legend_below && !legend.empty() ? std::ceil(H + below.height + 6) : H;
+
+  Figure fig(file, W, total_h, plot.png_scale);
   cairo_t* cr = fig.cr();
 
   // Grid, bands, reference, lines (clipped to the area).
@@ -745,52 +865,16 @@ FigureSize line_plot(const fs::path& file, const LinePlot& plot) {
   if (!y_title.empty())
     draw_text(cr, kPad, area.y + area.height / 2, fit_text(cr, y_title, kAxisFont, area.height), kAxisFont, HAlign::Center,
               VAlign::Top, false, -kPi / 2);
-  draw_title(cr, W / 2, kPad, W - 2 * kPad, title);
+  draw_title(cr, W / 2, kPad, title, subtitle);
 
-  // Legend placement: outside, or the inside corner whose box covers the fewest drawn points.
-  if (!legend.empty()) {
-    double lx, ly;
-    if (legend_outside) {
-      lx = area.x + area.width + 12;
-      ly = area.y;
-    } else {
-      const double m8 = 8;
-      const std::array<std::pair<double, double>, 4> corners = {
-          std::pair{area.x + area.width - lsize.width - m8, area.y + m8},                         // top right
-          std::pair{area.x + m8, area.y + m8},                                                     // top left
-          std::pair{area.x + area.width - lsize.width - m8, area.y + area.height - lsize.height - m8},  // bottom right
-          std::pair{area.x + m8, area.y + area.height - lsize.height - m8}};                       // bottom left
-      std::array<std::size_t, 4> hits{};
-      auto count = [&](double px, double py) {
-        for (std::size_t c = 0; c < 4; ++c)
-          if (px >= corners[c].first && px <= corners[c].first + lsize.width && py >= corners[c].second &&
-              py <= corners[c].second + lsize.height)
-            ++hits[c];
-      };
-      for (const auto& s : plot.series) {
-        for (const auto* ys : {&s.mean, &s.lower, &s.upper}) {
-          if (ys->empty()) continue;
-          for (std::size_t i = 0; i < s.x.size(); ++i) {
-            if (!finite(s.x[i]) || !y_ok((*ys)[i])) continue;
-            count(x.map(s.x[i]), y.map((*ys)[i]));
-            if (i + 1 < s.x.size() && finite(s.x[i + 1]) && y_ok((*ys)[i + 1]))  // the segment to the next point
-              for (int k = 1; k < 8; ++k) {
-                const double t = k / 8.0;
-                count(x.map(s.x[i]) * (1 - t) + x.map(s.x[i + 1]) * t, y.map((*ys)[i]) * (1 - t) + y.map((*ys)[i + 1]) * t);
-              }
-          }
-        }
-      }
-      if (plot.reference && y_ok(*plot.reference))
-        for (double px = area.x; px <= area.x + area.width; px += 4) count(px, y.map(*plot.reference));
-      const std::size_t best = std::size_t(std::min_element(hits.begin(), hits.end()) - hits.begin());
-      lx = corners[best].first;
-      ly = corners[best].second;
-    }
-    draw_legend_box(cr, lx, ly, legend);
-  }
+  // Legend placement: below, or the inside corner whose box covers the fewest drawn points.
+  PlotLayout layout{{int(W), int(total_h)}, area, legend_labels(legend), {}, legend_below};
+  if (legend_below)
+    layout.legend_boxes = draw_legend_flow(cr, below, legend, W / 2, H - 4);
+  else if (!legend.empty())
+    layout.legend_boxes = draw_legend_box(cr, corners[best].first, corners[best].second, legend);
   fig.finish();
-  return {plot.width, plot.height};
+  return layout;
 }
 
 // ---- Heatmap grid --------------------------------------------------------------------------
@@ -907,10 +991,10 @@ HeatmapLayout heatmap_grid(const fs::path& file, const HeatmapGrid& g) {
   const double tick_font = std::clamp(cell * 0.72, 7.0, 11.0);
   const double tick_h = line_height(m, tick_font);
   const std::size_t stride = std::size_t(std::max(1.0, std::ceil((tick_h * 0.9) / cell)));
-  auto cleaned = [](const std::vector<std::string>* labels) {
+  auto cleaned = [&](const std::vector<std::string>* labels) {
     std::vector<std::string> out;
     if (labels)
-      for (const auto& s : *labels) out.push_back(clean_text(s, 14));
+      for (const auto& s : *labels) out.push_back(clean_text(s, g.max_label_chars));
     return out;
   };
   std::vector<std::vector<std::string>> xl(n), yl(n);
@@ -937,13 +1021,19 @@ HeatmapLayout heatmap_grid(const fs::path& file, const HeatmapGrid& g) {
   auto shows_x = [&](std::size_t i) { return !xl[i].empty() && (views[i].own_x || own_x || bottom_of_col[i % gc] == i / gc); };
   auto shows_y = [&](std::size_t i) { return !yl[i].empty() && (views[i].own_y || own_y || i % gc == 0); };
 
-  const std::string title = clean_text(g.title), x_title = clean_text(g.x_axis_label), y_title = clean_text(g.y_axis_label),
-                    cb_title = clean_text(g.colorbar_label);
+  const std::string title = clean_text(g.title), subtitle = clean_text(g.subtitle), x_title = clean_text(g.x_axis_label),
+                    y_title = clean_text(g.y_axis_label), cb_title = clean_text(g.colorbar_label);
+  // Panel titles are never shortened: a column is as wide as its widest panel title.
   const double panel_font = 11;
-  bool any_panel_title = false;
-  for (const auto& v : views) any_panel_title = any_panel_title || !v.panel->title.empty();
+  std::vector<std::string> panel_titles;
+  std::vector<double> col_w(gc, box_w);
+  for (std::size_t i = 0; i < n; ++i) {
+    panel_titles.push_back(clean_text(views[i].panel->title));
+    col_w[i % gc] = std::max(col_w[i % gc], std::ceil(text_width(m, panel_titles.back(), panel_font)));
+  }
+  const bool any_panel_title = std::any_of(panel_titles.begin(), panel_titles.end(), [](const std::string& t) { return !t.empty(); });
   const double panel_title_h = any_panel_title ? line_height(m, panel_font) + 5 : 0;
-  const double title_h = title.empty() ? 0 : line_height(m, kTitleFont) + 12;
+  const double title_h = title_block_height(m, title, subtitle, 12);
   const double axis_title_h = line_height(m, kAxisFont);
   const double col_gap = 16, row_gap = 12;
 
@@ -955,7 +1045,7 @@ HeatmapLayout heatmap_grid(const fs::path& file, const HeatmapGrid& g) {
       if (r * gc + c < n && shows_y(r * gc + c)) gutter = true;
     x += gutter ? y_gutter : 0;
     col_x[c] = std::round(x);
-    x += box_w + (c + 1 < gc ? col_gap : 0);
+    x += col_w[c] + (c + 1 < gc ? col_gap : 0);
   }
   const double content_right = x;
   double y = kPad + title_h;
@@ -984,7 +1074,7 @@ HeatmapLayout heatmap_grid(const fs::path& file, const HeatmapGrid& g) {
   double height = content_bottom + (x_title.empty() ? 0 : axis_title_h + 10) + kPad;
   // A title wider than the content widens the figure; the content is centred under it.
   double shift = 0;
-  const double title_w = text_width(m, title, kTitleFont, true) + 2 * kPad;
+  const double title_w = title_block_width(m, title, subtitle);
   if (title_w > width) {
     shift = std::round((title_w - width) / 2);
     width = std::ceil(title_w);
@@ -1027,8 +1117,8 @@ HeatmapLayout heatmap_grid(const fs::path& file, const HeatmapGrid& g) {
     cairo_stroke(cr);
 
     set_grey(cr, 0.1);
-    draw_text(cr, r.x + r.width / 2, r.y - 5, fit_text(cr, clean_text(p.title), panel_font, std::max(r.width, box_w * 0.75) + col_gap - 4),
-              panel_font, HAlign::Center, VAlign::Bottom);
+    draw_text(cr, r.x + std::max(r.width, text_width(cr, panel_titles[i], panel_font)) / 2, r.y - 5, panel_titles[i], panel_font,
+              HAlign::Center, VAlign::Bottom);
     set_grey(cr, 0.15);
     if (shows_y(i))
       for (std::size_t a = 0; a < p.rows; a += stride)
@@ -1080,13 +1170,13 @@ HeatmapLayout heatmap_grid(const fs::path& file, const HeatmapGrid& g) {
   if (!y_title.empty())
     draw_text(cr, kPad + shift, (row_y[0] + content_bottom) / 2, fit_text(cr, y_title, kAxisFont, content_bottom - row_y[0]), kAxisFont,
               HAlign::Center, VAlign::Top, false, -kPi / 2);
-  draw_title(cr, width / 2, kPad, width - 2 * kPad, title);
+  draw_title(cr, width / 2, kPad, title, subtitle);
   fig.finish();
   return layout;
 }
 
 // ---- Grouped points ------------------------------------------------------------------------
-FigureSize grouped_points(const fs::path& file, const GroupedPoints& plot) {
+PlotLayout grouped_points(const fs::path& file, const GroupedPoints& plot) {
   const std::size_t nc = plot.categories.size(), ns = plot.series.size();
   if (nc == 0) throw Error("grouped points '" + plot.title + "' has no categories", "pass at least one category");
   if (ns == 0) throw Error("grouped points '" + plot.title + "' has no series", "pass at least one series");
@@ -1117,13 +1207,11 @@ FigureSize grouped_points(const fs::path& file, const GroupedPoints& plot) {
 
   Scratch scratch;
   cairo_t* m = scratch.cr();
-  const std::string title = clean_text(plot.title), x_title = clean_text(plot.x_label), y_title = clean_text(plot.y_label);
+  const std::string title = clean_text(plot.title), subtitle = clean_text(plot.subtitle), x_title = clean_text(plot.x_label),
+                    y_title = clean_text(plot.y_label);
   std::vector<std::string> cats;
   for (const auto& c : plot.categories) cats.push_back(clean_text(c, 20));
-  std::vector<LegendEntry> legend;
-  for (std::size_t i = 0; i < ns; ++i)
-    legend.push_back({clean_text(plot.series[i].label.empty() ? "series " + std::to_string(i) : plot.series[i].label, 40),
-                      palette_colour(i), i, false, false, true});
+  const std::vector<LegendEntry> legend = series_legend(plot.series, true);
 
   // Automatic width: a slot per category wide enough for its arms, narrower past ~2400 px.
   // Upright category labels when they need at most 80 px.
@@ -1136,34 +1224,23 @@ FigureSize grouped_points(const fs::path& file, const GroupedPoints& plot) {
   const double H = plot.height;
   const double tick_h = line_height(m, kTickFont);
   const double axis_title_h = line_height(m, kAxisFont);
-  const double title_h = title.empty() ? 0 : line_height(m, kTitleFont) + 10;
+  const double title_h = title_block_height(m, title, subtitle, 10);
   const double provisional_h = H - 160;
   const Ticks yt = make_ticks(y, std::max(2.0, provisional_h / 50));
   const double left = kPad + (y_title.empty() ? 0 : axis_title_h + 8) + max_text_width(m, yt.labels, kTickFont) + 8;
   const double right_pad = kPad + 4;
   double W = plot.width > 0 ? plot.width : std::max(520.0, std::ceil(left + nc * slot_auto + right_pad));
+  // Legend rows under the title, wrapped to the figure width; the figure widens for a title or
+  // an entry wider than it (labels are never shortened).
+  W = std::max({W, title_block_width(m, title, subtitle), flow_legend(m, legend, 1e9).min_width});
+  const LegendFlow flow = flow_legend(m, legend, W - 2 * kPad);
   const double slot = (W - left - right_pad) / double(nc);
   if (slot < 4)
     throw Error("grouped points '" + plot.title + "': " + std::to_string(nc) + " categories do not fit in width " + std::to_string(plot.width),
                 "use a larger width, or 0 for automatic");
   const bool rotate = cat_w + 6 > slot;
 
-  // Legend rows under the title, wrapped to the figure width.
-  std::vector<std::vector<std::size_t>> legend_rows(1);
-  {
-    double row_w = 0;
-    for (std::size_t i = 0; i < legend.size(); ++i) {
-      const double w = legend_entry_width(m, legend[i]) + 18;
-      if (row_w > 0 && row_w + w > W - 2 * kPad) {
-        legend_rows.emplace_back();
-        row_w = 0;
-      }
-      legend_rows.back().push_back(i);
-      row_w += w;
-    }
-  }
-  const double legend_rh = legend_row_height(m);
-  const double top = kPad + title_h + legend_rows.size() * legend_rh + 10;
+  const double top = kPad + title_h + flow.height + 10;
   const double bottom = H - kPad - (x_title.empty() ? 0 : axis_title_h + 8) - (rotate ? cat_w : tick_h) - 8;
   if (bottom - top < 40)
     throw Error("grouped points '" + plot.title + "': height " + std::to_string(plot.height) + " leaves no room for the plot",
@@ -1241,22 +1318,10 @@ FigureSize grouped_points(const fs::path& file, const GroupedPoints& plot) {
   if (!y_title.empty())
     draw_text(cr, kPad, area.y + area.height / 2, fit_text(cr, y_title, kAxisFont, area.height), kAxisFont, HAlign::Center, VAlign::Top,
               false, -kPi / 2);
-  draw_title(cr, W / 2, kPad, W - 2 * kPad, title);
-  // Legend rows, centred.
-  for (std::size_t r = 0; r < legend_rows.size(); ++r) {
-    double row_w = 0;
-    for (std::size_t i : legend_rows[r]) row_w += legend_entry_width(cr, legend[i]) + 18;
-    double lx = W / 2 - (row_w - 18) / 2;
-    const double cy = kPad + title_h + (r + 0.5) * legend_rh;
-    for (std::size_t i : legend_rows[r]) {
-      draw_swatch(cr, lx, cy, legend[i]);
-      set_grey(cr, 0.1);
-      draw_text(cr, lx + kSwatch + 6, cy, legend[i].label, kLegendFont, HAlign::Left, VAlign::Middle);
-      lx += legend_entry_width(cr, legend[i]) + 18;
-    }
-  }
+  draw_title(cr, W / 2, kPad, title, subtitle);
+  PlotLayout layout{{int(W), int(H)}, area, legend_labels(legend), draw_legend_flow(cr, flow, legend, W / 2, kPad + title_h), false};
   fig.finish();
-  return {int(W), int(H)};
+  return layout;
 }
 
 }  // namespace ablate::analysis

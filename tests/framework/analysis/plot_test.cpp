@@ -16,6 +16,7 @@
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -165,7 +166,7 @@ TEST_F(PlotTest, PlotFormatByExtension) {
 
 TEST_F(PlotTest, PlotLinePngHasRequestedSize) {
   const LinePlot p = two_series();
-  const FigureSize size = line_plot(dir_ / "loss.png", p);
+  const FigureSize size = line_plot(dir_ / "loss.png", p).size;
   EXPECT_EQ(size.width, 900);
   EXPECT_EQ(size.height, 560);
   const PngSize png = png_size(dir_ / "loss.png");
@@ -421,7 +422,7 @@ TEST_F(PlotTest, PlotHeatmapRejectsBadInput) {
 
 TEST_F(PlotTest, PlotGroupedPointsPngAndSvg) {
   const GroupedPoints g = entropy_points();
-  const FigureSize size = grouped_points(dir_ / "entropy.png", g);
+  const FigureSize size = grouped_points(dir_ / "entropy.png", g).size;
   EXPECT_GE(size.width, 400);
   EXPECT_EQ(size.height, 480);
   const PngSize png = png_size(dir_ / "entropy.png");
@@ -432,11 +433,73 @@ TEST_F(PlotTest, PlotGroupedPointsPngAndSvg) {
   fixed.width = 700;
   fixed.height = 400;
   fixed.include_zero = true;
-  const FigureSize s = grouped_points(dir_ / "entropy.svg", fixed);
+  const FigureSize s = grouped_points(dir_ / "entropy.svg", fixed).size;
   EXPECT_EQ(s.width, 700);
   EXPECT_TRUE(svg_parses(dir_ / "entropy.svg"));
   EXPECT_EQ(svg_attribute(dir_ / "entropy.svg", "width"), "700px");
   EXPECT_EQ(svg_attribute(dir_ / "entropy.svg", "height"), "400px");
+}
+
+// The arms of a 2 x 2 x 2 grid by their short labels (values only), as group_runs() names them.
+std::vector<std::string> grid_arm_labels() {
+  std::vector<std::string> labels;
+  for (const char* block : {"post_norm", "pre_norm"})
+    for (const char* pos : {"learned", "sinusoidal"})
+      for (const char* ffn : {"gelu", "swiglu"}) labels.push_back(std::string(block) + " · " + pos + " · " + ffn + " (n=3)");
+  return labels;
+}
+
+// Every legend label drawn whole, once, inside the figure, no two overlapping.
+void expect_whole_legend(const PlotLayout& layout, const std::vector<std::string>& labels) {
+  EXPECT_EQ(layout.legend, labels);
+  ASSERT_EQ(layout.legend_boxes.size(), labels.size());
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const Rect& a = layout.legend_boxes[i];
+    EXPECT_GT(a.width, 0) << labels[i];
+    EXPECT_GE(a.x, 0) << labels[i];
+    EXPECT_LE(a.x + a.width, layout.size.width) << labels[i];
+    EXPECT_LE(a.y + a.height, layout.size.height) << labels[i];
+    for (std::size_t j = i + 1; j < labels.size(); ++j) {
+      const Rect& b = layout.legend_boxes[j];
+      EXPECT_TRUE(a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y + 0.01 || b.y + b.height <= a.y + 0.01)
+          << labels[i] << " overlaps " << labels[j];
+    }
+  }
+}
+
+TEST_F(PlotTest, PlotLegendShowsEightGridArmsWhole) {
+  const std::vector<std::string> labels = grid_arm_labels();
+  LinePlot p = two_series();
+  p.series.clear();
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    Series s = two_series().series[0];
+    s.label = labels[i];
+    for (double& m : s.mean) m += 0.1 * double(i);
+    p.series.push_back(s);
+  }
+  p.reference.reset();
+  const PlotLayout layout = line_plot(dir_ / "eight.png", p);
+  expect_whole_legend(layout, labels);
+  EXPECT_EQ(std::set<std::string>(layout.legend.begin(), layout.legend.end()).size(), 8u);
+  EXPECT_EQ(png_size(dir_ / "eight.png").height, std::uint32_t(layout.size.height * 2));
+
+  // A label longer than the figure is wide: drawn whole below the plot, the figure widened for it.
+  p.series[3].label = std::string(300, 'x');
+  const PlotLayout wide = line_plot(dir_ / "wide.svg", p);
+  EXPECT_TRUE(wide.legend_below);
+  EXPECT_EQ(wide.legend[3], std::string(300, 'x'));
+  EXPECT_GT(wide.size.width, p.width);
+  EXPECT_GT(wide.size.height, p.height) << "the legend rows add to the height";
+  EXPECT_GT(wide.legend_boxes[3].y, wide.area.y + wide.area.height) << "below the plot area";
+  expect_whole_legend(wide, wide.legend);
+  EXPECT_EQ(svg_attribute(dir_ / "wide.svg", "width"), std::to_string(wide.size.width) + "px");
+
+  GroupedPoints g = entropy_points();
+  g.series.clear();
+  for (std::size_t i = 0; i < labels.size(); ++i) g.series.push_back({labels[i], {1.0 + 0.1 * double(i), 1.2, 0.8, 1.0}, {}});
+  const PlotLayout points = grouped_points(dir_ / "points.png", g);
+  expect_whole_legend(points, labels);
+  for (const Rect& box : points.legend_boxes) EXPECT_LT(box.y + box.height, points.area.y) << "the legend rows are above the plot";
 }
 
 TEST_F(PlotTest, PlotGroupedPointsRejectsBadInput) {
