@@ -137,45 +137,6 @@ std::string key_label(const std::vector<std::string>& keys, const std::vector<st
   return join(set.empty() ? unset : set, ",");
 }
 
-std::size_t find_baseline(const std::vector<Arm>& arms, const std::vector<std::string>& keys,
-                          const std::vector<RunSummary>& runs, const CompareOptions& options) {
-  if (options.baseline.empty()) return 0;
-  const auto wanted = parse_baseline(options.baseline);
-  std::vector<std::string> labels;
-  for (const auto& arm : arms) labels.push_back(arm.key_label);
-  const std::string arms_hint = "the arms are: " + join(labels, "; ");
-  for (const auto& [key, value] : wanted) {
-    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
-    if (is_excluded(key, options.ignore_keys))
-      throw UsageError("baseline '" + options.baseline + "': " + key + " does not define arms (" +
-                           (key == "train.seed" ? "seeds are replicates within an arm" : "it is ignored") + ")",
-                       arms_hint);
-    const bool known = std::any_of(runs.begin(), runs.end(), [&](const RunSummary& r) { return r.config.count(key) > 0; });
-    if (known)
-      throw UsageError("baseline '" + options.baseline + "': " + key + " has the same value in every run, so it does not "
-                       "tell arms apart", keys.empty() ? "no key varies: there is a single arm" : "arms differ in: " + join(keys, ", "));
-    std::string message = "baseline '" + options.baseline + "': no run has the key " + key;
-    if (const auto guess = closest_match(key, keys)) message += "; did you mean " + *guess + "?";
-    throw UsageError(message, keys.empty() ? "no key varies: there is a single arm" : "arms differ in: " + join(keys, ", "));
-  }
-  std::vector<std::size_t> matches;
-  for (std::size_t i = 0; i < arms.size(); ++i) {
-    const bool all = std::all_of(wanted.begin(), wanted.end(), [&](const auto& kv) {
-      const auto it = arms[i].values.find(kv.first);
-      return it != arms[i].values.end() && value_matches(it->second, kv.second);
-    });
-    if (all) matches.push_back(i);
-  }
-  if (matches.empty()) throw UsageError("baseline '" + options.baseline + "' matches no arm", arms_hint);
-  if (matches.size() > 1) {
-    std::vector<std::string> matched;
-    for (const auto i : matches) matched.push_back(arms[i].key_label);
-    throw UsageError("baseline '" + options.baseline + "' matches " + std::to_string(matches.size()) +
-                         " arms: " + join(matched, "; "),
-                     "add key=value pairs until one arm is left");
-  }
-  return matches.front();
-}
 
 void summarize(Arm& arm, const Comparison& c, const std::vector<RunSummary>& runs, const std::vector<std::size_t>& members) {
   std::vector<double> throughputs;
@@ -482,6 +443,48 @@ Grouping group_runs(const std::vector<RunSummary>& runs, const std::vector<std::
   return g;
 }
 
+std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& runs, const std::string& baseline,
+                     const std::vector<std::string>& ignore) {
+  if (baseline.empty()) return 0;
+  const auto& arms = grouping.arms;
+  const auto& keys = grouping.keys;
+  const auto wanted = parse_baseline(baseline);
+  std::vector<std::string> labels;
+  for (const auto& arm : arms) labels.push_back(arm.key_label);
+  const std::string arms_hint = "the arms are: " + join(labels, "; ");
+  for (const auto& [key, value] : wanted) {
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+    if (is_excluded(key, ignore))
+      throw UsageError("baseline '" + baseline + "': " + key + " does not define arms (" +
+                           (key == "train.seed" ? "seeds are replicates within an arm" : "it is ignored") + ")",
+                       arms_hint);
+    const bool known = std::any_of(runs.begin(), runs.end(), [&](const RunSummary& r) { return r.config.count(key) > 0; });
+    if (known)
+      throw UsageError("baseline '" + baseline + "': " + key + " has the same value in every run, so it does not "
+                       "tell arms apart", keys.empty() ? "no key varies: there is a single arm" : "arms differ in: " + join(keys, ", "));
+    std::string message = "baseline '" + baseline + "': no run has the key " + key;
+    if (const auto guess = closest_match(key, keys)) message += "; did you mean " + *guess + "?";
+    throw UsageError(message, keys.empty() ? "no key varies: there is a single arm" : "arms differ in: " + join(keys, ", "));
+  }
+  std::vector<std::size_t> matches;
+  for (std::size_t i = 0; i < arms.size(); ++i) {
+    const bool all = std::all_of(wanted.begin(), wanted.end(), [&](const auto& kv) {
+      const auto it = arms[i].values.find(kv.first);
+      return it != arms[i].values.end() && value_matches(it->second, kv.second);
+    });
+    if (all) matches.push_back(i);
+  }
+  if (matches.empty()) throw UsageError("baseline '" + baseline + "' matches no arm", arms_hint);
+  if (matches.size() > 1) {
+    std::vector<std::string> matched;
+    for (const auto i : matches) matched.push_back(arms[i].key_label);
+    throw UsageError("baseline '" + baseline + "' matches " + std::to_string(matches.size()) +
+                         " arms: " + join(matched, "; "),
+                     "add key=value pairs until one arm is left");
+  }
+  return matches.front();
+}
+
 bool higher_is_better_by_name(const std::string& metric) {
   const auto ends_with = [&](const std::string& suffix) {
     return metric.size() >= suffix.size() && metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -542,6 +545,7 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
 
   const Grouping grouping = group_runs(runs, options.ignore_keys);
   c.keys = grouping.keys;
+  c.baseline = find_arm(grouping, runs, options.baseline, options.ignore_keys);
   for (const ArmGroup& group : grouping.arms) {
     Arm arm;
     arm.label = group.label;
@@ -551,7 +555,6 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
     c.arms.push_back(std::move(arm));
   }
 
-  c.baseline = find_baseline(c.arms, c.keys, runs, options);
   c.arms[c.baseline].is_baseline = true;
   c.paired = same_seeds_everywhere(c.arms);
   test_against_baseline(c, options);

@@ -64,6 +64,11 @@ struct Grouping {
   std::vector<ArmGroup> arms;
 };
 Grouping group_runs(const std::vector<RunSummary>& runs, const std::vector<std::string>& ignore = {});
+// The index of the arm named by "key=value[,key=value]" (values match numerically too: 1e-3 and
+// 0.001); 0 for an empty text. Throws ablate::UsageError, with the arms in the hint, for a text
+// that is not key=value pairs, a key that does not tell arms apart, or no or several matching arms.
+std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& runs, const std::string& baseline,
+                     const std::vector<std::string>& ignore = {});
 // The short name of an arm: its values joined by " · " ("(unset)" for a key it lacks), or "all
 // runs" when no key varies.
 std::string short_label(const std::vector<std::string>& keys, const std::map<std::string, std::string>& values);

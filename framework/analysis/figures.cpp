@@ -202,27 +202,6 @@ struct Arms {
   std::string caption;  // "arms: model.block · model.ffn" (empty when no key varies)
 };
 
-// The baseline arm named by "key=value[,...]": compare() owns baseline matching (its errors and
-// hints), and its arms are group_runs()' arms in the same order.
-std::size_t find_baseline(const std::vector<RunSummary>& runs, const std::string& baseline, FigureReport& report) {
-  if (baseline.empty()) return 0;
-  std::string metric;
-  for (const RunSummary& r : runs)
-    if (!r.final_metrics.empty()) {
-      metric = r.final_metrics.begin()->first;
-      break;
-    }
-  if (metric.empty()) {
-    report.notes.push_back("note: no run has finished an evaluation, so the baseline '" + baseline +
-                           "' is not matched; the first arm is the baseline");
-    return 0;
-  }
-  CompareOptions options;
-  options.metric = metric;
-  options.baseline = baseline;
-  return compare(runs, options).baseline;
-}
-
 std::string seed_of(const FigureRun& r) {
   const auto it = r.summary.config.find("train.seed");
   return it == r.summary.config.end() ? std::string() : it->second;
@@ -529,14 +508,10 @@ void rollout_figures(const Arms& arms, const fs::path& out_dir, const std::strin
   }
 }
 
-}  // namespace
-
-FigureReport draw_figures(const std::vector<fs::path>& run_files, const FigureOptions& options) {
-  if (options.format != "png" && options.format != "svg")
-    throw UsageError("unknown figure format '" + options.format + "'", "allowed: png, svg");
-  const std::string ext = "." + options.format;
-  FigureReport report;
-  results::vet_run_files(run_files);  // one child reads them all first: a damaged file cannot crash this process
+// The runs of `run_files` (vetted by a child first: a damaged file cannot crash this process),
+// unreadable ones left out with a warning note; throws UsageError when none is readable.
+std::vector<FigureRun> read_runs(const std::vector<fs::path>& run_files, FigureReport& report) {
+  results::vet_run_files(run_files);
   std::vector<FigureRun> runs;
   for (const fs::path& file : run_files) {
     try {
@@ -548,6 +523,77 @@ FigureReport draw_figures(const std::vector<fs::path>& run_files, const FigureOp
   if (runs.empty())
     throw UsageError("no readable run file among the " + std::to_string(run_files.size()) + " given",
                      "pass the directories `ablate run --out` wrote to, or an experiment directory holding them");
+  return runs;
+}
+
+std::string extension(const std::string& format) {
+  if (format != "png" && format != "svg") throw UsageError("unknown figure format '" + format + "'", "allowed: png, svg");
+  return "." + format;
+}
+
+void create_out_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("cannot create " + dir.string() + ": " + ec.message(), "pass a writable directory with --out");
+}
+
+}  // namespace
+
+std::string figure_caption(const std::string& stem) {
+  if (stem == "curves_train_loss") return "train loss per arm: mean over seeds, min–max band";
+  if (stem.starts_with("curves_")) return "eval " + stem.substr(7) + " per arm: mean over seeds, min–max band";
+  if (stem.starts_with("attention_")) return "probe attention of one run at its last log: layers × heads";
+  if (stem == "decode_cross") return "cross-attention while decoding the probe: decode steps × source positions";
+  if (stem == "entropy") return "attention entropy per head at the last log: mean ± std over seeds per arm";
+  if (stem == "head_scores")
+    return "head scores (diagonal, previous token, first token, induction, distance, entropy) per head × arm, mean "
+           "over seeds";
+  if (stem == "head_differences")
+    return "the heads whose attention differs most (Jensen–Shannon distance) between the baseline and the arm most "
+           "different from it";
+  if (stem.starts_with("rollout_")) return "attention rollout through the " + stem.substr(8) + " stack, one panel per arm";
+  return "";
+}
+
+FigureReport draw_arm_figures(const std::vector<fs::path>& run_files, const std::string& metric, const fs::path& out_dir,
+                              const std::string& format) {
+  const std::string ext = extension(format);
+  FigureReport report;
+  const std::vector<FigureRun> runs = read_runs(run_files, report);
+  create_out_dir(out_dir);
+  LinePlot plot;
+  plot.title = "eval " + metric + " per run";
+  plot.x_label = "step";
+  plot.y_label = metric;
+  for (const FigureRun& r : runs) {
+    const auto it = r.summary.eval_curves.find(metric);
+    if (it == r.summary.eval_curves.end()) continue;
+    const std::vector<const Curve*> one = {&it->second};
+    const std::string seed = seed_of(r);
+    Series s = band_series(seed.empty() ? r.summary.run_id : "seed " + seed, one);
+    s.lower.clear();  // one run: no band
+    s.upper.clear();
+    if (!s.x.empty()) plot.series.push_back(std::move(s));
+  }
+  if (!plot.series.empty()) {
+    const fs::path file = out_dir / ("curves_" + metric + ext);
+    line_plot(file, plot);
+    report.written.push_back(file);
+  }
+  for (const FigureRun& r : runs) {
+    const results::RunReader reader(r.summary.path);
+    const auto steps = reader.attention_steps();
+    if (steps.empty()) continue;
+    attention_figures(reader, steps.size() - 1, out_dir, ext, report);
+    break;
+  }
+  return report;
+}
+
+FigureReport draw_figures(const std::vector<fs::path>& run_files, const FigureOptions& options) {
+  const std::string ext = extension(options.format);
+  FigureReport report;
+  const std::vector<FigureRun> runs = read_runs(run_files, report);
 
   // The attention run and log, checked before anything is drawn.
   fs::path chosen = runs.front().summary.path;
@@ -580,13 +626,11 @@ FigureReport draw_figures(const std::vector<fs::path>& run_files, const FigureOp
   std::vector<RunSummary> summaries;
   for (const FigureRun& r : runs) summaries.push_back(r.summary);
   Grouping grouping = group_runs(summaries);
-  const std::size_t baseline = find_baseline(summaries, options.baseline, report);
+  const std::size_t baseline = find_arm(grouping, summaries, options.baseline);
   const std::string caption = grouping.keys.empty() ? std::string() : "arms: " + join(grouping.keys, " · ");
   const Arms arms{runs, std::move(grouping), baseline, caption};
 
-  std::error_code ec;
-  fs::create_directories(options.out_dir, ec);
-  if (ec) throw Error("cannot create " + options.out_dir.string() + ": " + ec.message(), "pass a writable directory with --out");
+  create_out_dir(options.out_dir);
 
   curve_figures(arms, options.out_dir, ext, report);
   if (log) attention_figures(chosen_reader, *log, options.out_dir, ext, report);

@@ -40,4 +40,14 @@ struct FigureReport {
 // not logged, or a baseline that names no arm; ablate::Error when a figure cannot be written.
 FigureReport draw_figures(const std::vector<std::filesystem::path>& run_files, const FigureOptions& options);
 
+// What a figure file shows, from its name (its stem: "curves_loss", "head_scores", ...), one
+// sentence for a caption; empty for a name draw_figures does not write.
+std::string figure_caption(const std::string& stem);
+
+// The drill-down of one arm (report.html): curves_<metric> with one line per run (labelled by its
+// seed), and the attention heatmaps of its first run with attention logs, at its last log. Same
+// notes and errors as draw_figures.
+FigureReport draw_arm_figures(const std::vector<std::filesystem::path>& run_files, const std::string& metric,
+                              const std::filesystem::path& out_dir, const std::string& format);
+
 }  // namespace ablate::analysis

@@ -67,6 +67,19 @@ cairo_status_t write_to_file(void* closure, const unsigned char* data, unsigned 
   return std::fwrite(data, 1, length, file) == length ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
 }
 
+cairo_status_t write_to_string(void* closure, const unsigned char* data, unsigned int length) {
+  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+  return CAIRO_STATUS_SUCCESS;
+}
+
+// The only images in our SVGs are heatmap cells (one pixel per cell): a viewer must scale them
+// without interpolation, which cairo's SVG output does not say.
+std::string pixelated_images(std::string svg) {
+  const std::string from = "<image ", to = "<image style=\"image-rendering:pixelated\" ";
+  for (auto at = svg.find(from); at != std::string::npos; at = svg.find(from, at + to.size())) svg.replace(at, from.size(), to);
+  return svg;
+}
+
 // One figure being drawn: the file opened up front (a bad path fails before any drawing), the
 // surface, the context. finish() writes and checks every status; a figure destroyed unfinished
 // (an exception while drawing) removes its partial file.
@@ -110,6 +123,8 @@ class Figure {
     } else {
       cairo_surface_finish(surface_.get());
       check(cairo_surface_status(surface_.get()), "writing the SVG");
+      const std::string svg = pixelated_images(std::move(svg_));
+      if (std::fwrite(svg.data(), 1, svg.size(), out_.get()) != svg.size()) check(CAIRO_STATUS_WRITE_ERROR, "writing the SVG");
     }
     surface_.reset();
     if (std::fclose(out_.release()) != 0) check(CAIRO_STATUS_WRITE_ERROR, "closing the file");
@@ -121,7 +136,7 @@ class Figure {
     if (format_ == FigureFormat::Png) {
       surface_.reset(cairo_image_surface_create(CAIRO_FORMAT_ARGB32, int(device_w), int(device_h)));
     } else {
-      surface_.reset(cairo_svg_surface_create_for_stream(write_to_file, out_.get(), width, height));
+      surface_.reset(cairo_svg_surface_create_for_stream(write_to_string, &svg_, width, height));
       cairo_svg_surface_set_document_unit(surface_.get(), CAIRO_SVG_UNIT_PX);
     }
     check(cairo_surface_status(surface_.get()), "creating the surface");
@@ -151,6 +166,7 @@ class Figure {
   fs::path file_;
   FigureFormat format_;
   FilePtr out_;
+  std::string svg_;  // an SVG is assembled here, then written at finish()
   SurfacePtr surface_;
   ContextPtr cr_;
   bool finished_ = false;
@@ -1095,21 +1111,36 @@ HeatmapLayout heatmap_grid(const fs::path& file, const HeatmapGrid& g) {
   for (std::size_t i = 0; i < n; ++i) {
     const HeatmapPanel& p = *views[i].panel;
     const Rect& r = layout.matrices[i];
-    // Cells: no antialiasing, so neighbouring cells meet without seams.
-    cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE);
+    // Cells: one pixel each in an image scaled up without interpolation, so neighbouring cells meet
+    // without seams and an SVG embeds one small PNG instead of a path per cell. Masked cells stay
+    // transparent and are hatched after.
+    SurfacePtr cells(cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(p.cols), static_cast<int>(p.rows)));
+    cairo_surface_flush(cells.get());
+    unsigned char* pixels = cairo_image_surface_get_data(cells.get());
+    const int row_bytes = cairo_image_surface_get_stride(cells.get());
     std::vector<std::pair<std::size_t, std::size_t>> masked;
     for (std::size_t a = 0; a < p.rows; ++a)
       for (std::size_t b = 0; b < p.cols; ++b) {
+        auto* px = reinterpret_cast<std::uint32_t*>(pixels + a * static_cast<std::size_t>(row_bytes)) + b;
         const double v = p.values[a * p.cols + b];
         if ((views[i].mask && (*views[i].mask)[a * p.cols + b]) || !finite(v)) {
           masked.emplace_back(a, b);
+          *px = 0;
           continue;
         }
-        set_colour(cr, colormap((v - g.vmin) / span));
-        cairo_rectangle(cr, r.x + b * cell, r.y + a * cell, cell, cell);
-        cairo_fill(cr);
+        const Rgb c = colormap((v - g.vmin) / span);
+        const auto byte = [](double x) { return static_cast<std::uint32_t>(std::lround(std::clamp(x, 0.0, 1.0) * 255.0)); };
+        *px = 0xFF000000u | (byte(c.r) << 16) | (byte(c.g) << 8) | byte(c.b);
       }
-    cairo_set_antialias(cr, CAIRO_ANTIALIAS_DEFAULT);
+    cairo_surface_mark_dirty(cells.get());
+    cairo_save(cr);
+    cairo_translate(cr, r.x, r.y);
+    cairo_scale(cr, cell, cell);
+    cairo_set_source_surface(cr, cells.get(), 0, 0);
+    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+    cairo_rectangle(cr, 0, 0, static_cast<double>(p.cols), static_cast<double>(p.rows));
+    cairo_fill(cr);
+    cairo_restore(cr);
     draw_masked_cells(cr, r, cell, masked);
     set_grey(cr, 0.35);
     cairo_set_line_width(cr, 1);

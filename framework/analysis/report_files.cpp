@@ -3,6 +3,10 @@
 #include "analysis/report_files.hpp"
 
 #include "ablate/error.hpp"
+#include <fstream>
+#include <iterator>
+
+#include "analysis/figures.hpp"
 #include "analysis/report.hpp"
 #include "analysis/run_summary.hpp"
 #include "core/atomic_file.hpp"
@@ -48,7 +52,67 @@ Comparison compare_runs(const LoadedRuns& loaded, const CompareOptions& options)
   return c;
 }
 
-std::vector<fs::path> write_reports(const Comparison& c, const fs::path& out_dir) {
+namespace {
+
+std::string slurp(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<HtmlFigure> html_figures(const FigureReport& report, const std::string& first_stem, bool skip_one_run) {
+  std::vector<HtmlFigure> out;
+  for (const fs::path& file : report.written) {
+    const std::string stem = file.stem().string();
+    if (skip_one_run && (stem.starts_with("attention_") || stem == "decode_cross")) continue;  // in the drill-down
+    if (stem.starts_with("curves_") && stem != first_stem && stem != "curves_train_loss") continue;  // in figures/ only
+    HtmlFigure f{stem, figure_caption(stem), slurp(file)};
+    if (stem == first_stem) out.insert(out.begin(), std::move(f));
+    else out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// report.html with its figures, drawn as SVG into `scratch` (removed afterwards).
+std::string html_with_figures(const Comparison& c, const fs::path& scratch, std::vector<std::string>& notes) {
+  std::vector<HtmlFigure> figures;
+  std::vector<std::vector<HtmlFigure>> arm_figures(c.arms.size());
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  try {
+    std::vector<fs::path> all;
+    std::vector<std::vector<fs::path>> per_arm(c.arms.size());
+    for (std::size_t a = 0; a < c.arms.size(); ++a)
+      for (const auto& run : c.arms[a].runs)
+        if (!run.path.empty()) {
+          all.push_back(run.path);
+          per_arm[a].push_back(run.path);
+        }
+    if (!all.empty()) {
+      FigureOptions options;
+      options.out_dir = scratch / "all";
+      options.format = "svg";
+      if (c.arms.size() > 1) options.baseline = c.arms[c.baseline].key_label;
+      const FigureReport report = draw_figures(all, options);
+      for (const auto& note : report.notes) notes.push_back("report.html: " + note);
+      figures = html_figures(report, "curves_" + c.metric, true);
+      for (std::size_t a = 0; a < c.arms.size(); ++a) {
+        if (per_arm[a].empty()) continue;
+        const FigureReport arm = draw_arm_figures(per_arm[a], c.metric, scratch / ("arm" + std::to_string(a)), "svg");
+        arm_figures[a] = html_figures(arm, "curves_" + c.metric, false);
+      }
+    }
+  } catch (const std::exception& e) {
+    notes.push_back(std::string("report.html: its figures could not be drawn: ") + e.what());
+    figures.clear();
+    arm_figures.assign(c.arms.size(), {});
+  }
+  fs::remove_all(scratch, ec);
+  return report_html(c, figures, arm_figures);
+}
+
+}  // namespace
+
+std::vector<fs::path> write_reports(const Comparison& c, const fs::path& out_dir, std::vector<std::string>& notes) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw Error("cannot create " + out_dir.string() + ": " + ec.message(), "pass a writable directory with --out");
@@ -58,11 +122,31 @@ std::vector<fs::path> write_reports(const Comparison& c, const fs::path& out_dir
     written.push_back(out_dir / name);
   };
   put("report.md", report_markdown(c));
-  put("report.html", report_html(c, {}, {}));
+  put("report.html", html_with_figures(c, out_dir / ".report-figures", notes));
   put("summary.csv", summary_csv(c));
   put("summary.json", summary_json(c));
   put("table.tex", format_latex(c));
   return written;
+}
+
+Analysis analyse(const std::vector<fs::path>& paths, const CompareOptions& options, const fs::path& out_dir,
+                 const std::optional<fs::path>& figures_dir) {
+  Analysis a;
+  const LoadedRuns loaded = load_runs(paths);
+  for (const auto& why : loaded.unreadable) a.notes.push_back("warning: skipping unreadable run file " + why);
+  a.comparison = compare_runs(loaded, options);
+  a.written = write_reports(a.comparison, out_dir, a.notes);
+  if (figures_dir) {
+    std::vector<fs::path> files;
+    for (const auto& run : loaded.runs) files.push_back(run.path);
+    FigureOptions figures;
+    figures.out_dir = *figures_dir;
+    if (a.comparison.arms.size() > 1) figures.baseline = a.comparison.arms[a.comparison.baseline].key_label;
+    const FigureReport report = draw_figures(files, figures);
+    a.written.insert(a.written.end(), report.written.begin(), report.written.end());
+    a.notes.insert(a.notes.end(), report.notes.begin(), report.notes.end());
+  }
+  return a;
 }
 
 }  // namespace ablate::analysis

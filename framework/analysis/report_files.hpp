@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,23 @@ LoadedRuns load_runs(const std::vector<std::filesystem::path>& paths);
 // no readable run, or for a metric or baseline that matches nothing.
 Comparison compare_runs(const LoadedRuns& loaded, const CompareOptions& options);
 
-// Writes the report files into `out_dir` (created); returns their paths in writing order.
-std::vector<std::filesystem::path> write_reports(const Comparison& comparison, const std::filesystem::path& out_dir);
+// Writes the report files into `out_dir` (created); returns their paths in writing order. The
+// figures of report.html are drawn as SVG from the comparison's run files (draw_figures, and
+// draw_arm_figures per arm) into a hidden folder that is removed afterwards; what drawing them
+// had to say (or why they could not be drawn: the page then says so) is added to `notes`.
+std::vector<std::filesystem::path> write_reports(const Comparison& comparison, const std::filesystem::path& out_dir,
+                                                 std::vector<std::string>& notes);
+
+// The whole analysis as `ablate compare` and the end of `ablate sweep` run it: load the runs under
+// `paths`, compare, write the reports into `out_dir`, and (when `figures_dir` is given) draw the
+// figures there as PNG. The caller prints the comparison, the files and the notes (unreadable
+// runs, figures left out).
+struct Analysis {
+  Comparison comparison;
+  std::vector<std::filesystem::path> written;
+  std::vector<std::string> notes;
+};
+Analysis analyse(const std::vector<std::filesystem::path>& paths, const CompareOptions& options,
+                 const std::filesystem::path& out_dir, const std::optional<std::filesystem::path>& figures_dir = {});
 
 }  // namespace ablate::analysis

@@ -11,6 +11,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "analysis/report_files.hpp"
 #include "train/progress.hpp"
 
 namespace ablate::spec {
@@ -62,6 +63,11 @@ std::string version_line();
 
 int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// Prints an analysis (analysis/report_files.hpp) as `ablate compare` and `ablate sweep` do: the
+// tables as text or LaTeX, each file written, and the notes on `err` prefixed by `command`.
+void print_analysis(const analysis::Analysis& analysis, const std::string& format, const char* command, std::ostream& out,
+                    std::ostream& err);
 int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_keys(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

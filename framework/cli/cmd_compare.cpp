@@ -33,6 +33,13 @@ std::string sweep_baseline(const std::vector<std::string>& dirs) {
 
 }  // namespace
 
+void print_analysis(const analysis::Analysis& a, const std::string& format, const char* command, std::ostream& out,
+                    std::ostream& err) {
+  out << (format == "latex" ? analysis::format_latex(a.comparison) : analysis::format_table(a.comparison)) << "\n";
+  for (const fs::path& file : a.written) out << "wrote " << file.string() << "\n";
+  for (const auto& note : a.notes) err << command << ": " << note << "\n";
+}
+
 int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description options(
       "ablate compare DIR... [options]\n\n"
@@ -42,7 +49,7 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
       "confidence interval, p (Welch, or paired by seed when every arm ran the same seeds) with Holm's\n"
       "correction, and the seeds that would detect the observed difference; for a grid of two or more\n"
       "keys, each key's main effect and the two-way interactions from one linear model over all runs.\n"
-      "Writes report.md, summary.csv, summary.json and table.tex into --out.\n\nOptions");
+      "Writes report.md, report.html (figures inline), summary.csv, summary.json and table.tex into --out.\n\nOptions");
   options.add_options()
       ("help,h", "show this help")
       ("dirs", po::value<std::vector<std::string>>()->composing(), "run directories or run files (positional)")
@@ -76,14 +83,9 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   opts.baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : sweep_baseline(dirs);
   if (vm.count("summary")) opts.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
 
-  const analysis::LoadedRuns loaded = analysis::load_runs(std::vector<fs::path>(dirs.begin(), dirs.end()));
-  for (const auto& why : loaded.unreadable) err << "ablate compare: warning: skipping unreadable run file " << why << "\n";
-  const analysis::Comparison comparison = analysis::compare_runs(loaded, opts);
-  out << (format == "latex" ? analysis::format_latex(comparison) : analysis::format_table(comparison));
-
   const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path(dirs.front());
-  out << "\n";
-  for (const fs::path& file : analysis::write_reports(comparison, out_dir)) out << "wrote " << file.string() << "\n";
+  const analysis::Analysis a = analysis::analyse(std::vector<fs::path>(dirs.begin(), dirs.end()), opts, out_dir);
+  print_analysis(a, format, "ablate compare", out, err);
   return kExitOk;
 }
 

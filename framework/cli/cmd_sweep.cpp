@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ablate/error.hpp"
+#include "analysis/report_files.hpp"
 #include "analysis/run_summary.hpp"
 #include "cli/cli.hpp"
 #include "cli/exit_codes.hpp"
@@ -387,23 +388,17 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
 
   int code = failures.empty() ? kExitOk : kExitRunFailed;
-  std::vector<std::string> files;
+  std::vector<fs::path> files;
   for (const sweep::SweepRun& run : plan.runs)
-    if (fs::exists(plan.run_dir(run) / "run.h5")) files.push_back((plan.run_dir(run) / "run.h5").string());
+    if (fs::exists(plan.run_dir(run) / "run.h5")) files.push_back(plan.run_dir(run) / "run.h5");
   if (!vm.count("no-compare") && !files.empty()) {
-    std::vector<std::string> cargs = files;
-    cargs.insert(cargs.end(), {"--out", dir.string()});
-    const std::string baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : base_arm(base.spec);
-    if (!baseline.empty()) cargs.insert(cargs.end(), {"--baseline", baseline});
-    if (vm.count("metric")) cargs.insert(cargs.end(), {"--metric", vm["metric"].as<std::string>()});
-    if (vm.count("summary")) cargs.insert(cargs.end(), {"--summary", vm["summary"].as<std::string>()});
-    std::vector<std::string> pargs = files;
-    pargs.insert(pargs.end(), {"--out", (dir / "figures").string()});
     out << "\n";
     try {
-      cmd_compare(cargs, out, err);
-      out << "\n";
-      cmd_plot(pargs, out, err);
+      analysis::CompareOptions options;
+      options.baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : manifest.baseline;
+      if (vm.count("metric")) options.metric = vm["metric"].as<std::string>();
+      if (vm.count("summary")) options.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
+      print_analysis(analysis::analyse(files, options, dir, dir / "figures"), "text", "ablate sweep", out, err);
     } catch (const std::exception& e) {
       err << "ablate sweep: the comparison failed: " << e.what() << "\n";
       if (const auto* ae = dynamic_cast<const Error*>(&e); ae && !ae->hint().empty()) err << "  hint: " << ae->hint() << "\n";

@@ -87,7 +87,7 @@ TEST(SpecCli, PluginPathsOfTheSpecAreSearched) {
 
 TEST(SpecCli, ExampleSpecsAreValid) {
   // experiments/ specs must validate cleanly against the built-in plugins (task/copy included).
-  for (const auto& [name, runs] : {std::pair{"base/copy_small.yaml", ""}, std::pair{"quickstart.yaml", " (and the 8 runs of its sweep)"}}) {
+  for (const auto& [name, runs] : {std::pair{"base/copy_small.yaml", ""}, std::pair{"quickstart.yaml", " (and the 16 runs of its sweep)"}}) {
     const std::string file = std::string(ABLATE_SPEC_EXPERIMENTS_DIR) + "/" + name;
     const Result r = run_cli({"validate", file});
     EXPECT_EQ(r.code, kExitOk) << name << "\n" << r.err;
