@@ -1,7 +1,7 @@
 // What attention heads do, as numbers: per-head scores on a run's logged probe attention (diagonal,
 // previous-token, first-token sink, induction, distance, entropy), how far two arms' heads differ
 // (Jensen–Shannon distance) and attention rollout through a stack. Pure functions on plain arrays;
-// read_attention_log() is the one part that reads a run file. Formulas: docs/analysis-attention.md.
+// read_attention_log() is the one part that reads a run file. Formulas: docs/analysis.md.
 #pragma once
 
 #include <cmath>

@@ -28,7 +28,7 @@ int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "  head_differences                    the heads whose maps differ most (Jensen–Shannon distance) between the\n"
       "                                      baseline arm and the arm most different from it, side by side\n"
       "  rollout_<stack>                     attention rollout through each stack's self-attention, one panel per arm\n"
-      "The head figures use each run's last attention log (see docs/analysis-attention.md).\n\nOptions");
+      "The head figures use each run's last attention log (see docs/analysis.md).\n\nOptions");
   options.add_options()
       ("help,h", "show this help")
       ("dirs", po::value<std::vector<std::string>>()->composing(), "run directories or run files (positional)")

@@ -9,7 +9,9 @@
 #     it alone; --rerun-failed keeps its folder under .attempts/ and runs it again;
 #  5. an arm whose task refuses its options is a spec error of the whole sweep (nothing runs);
 #     an arm whose plugin fails in training fails alone, reported with its log;
-#  6. a seed added to the spec runs alone; the finished runs' files are not touched.
+#  6. a seed added to the spec runs alone; the finished runs' files are not touched;
+#  7. the analysis at the end of a 2x2 grid: main effects printed, reports and figures written,
+#     and a later `ablate compare` of the directory takes the sweep's base configuration as baseline.
 # Usage: sweep_local_test.sh <path/to/ablate> <fixture plugin dir>
 set -euo pipefail
 ablate=$1
@@ -131,4 +133,30 @@ sed -i 's/seeds: \[1, 2\]/seeds: [1, 2, 3]/' "$tmp/spec.yaml"
 sweep --out "$tmp/ref" --jobs 2 > "$tmp/grow.log" 2>&1 || { cat "$tmp/grow.log"; fail "the grown sweep failed"; }
 grep -q "6 runs in $tmp/ref (2 new to the manifest): 2 to run" "$tmp/grow.log" || { cat "$tmp/grow.log"; fail "the new seed's runs were not the only ones run"; }
 [ "$(md5sum "${tmp}"/ref/*/run.h5 | grep -cF -f <(echo "$before" | cut -d' ' -f1))" -eq 4 ] || fail "a finished run's file changed"
+# 7. the analysis at the end (base configuration pre_norm + relu: not the first arm in sorted order)
+cat > "$tmp/grid.yaml" <<'YAML'
+name: grid_sweep
+task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 256, eval_examples: 32}
+model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 1, d_ff: 32, dropout: 0.0, block: pre_norm, ffn: relu}
+backend: reference
+train: {steps: 40, batch_size: 16}
+log: {every: 10, attention: {every: 20, probe_examples: 2}}
+eval: {every: 20, batches: 1}
+sweep:
+  grid: {model.block: [pre_norm, post_norm], model.ffn: [relu, gelu]}
+  seeds: [1]
+YAML
+"$ablate" sweep "$tmp/grid.yaml" --out "$tmp/grid" --jobs 2 --progress lines > "$tmp/grid.log" 2>&1 || fail "the grid sweep failed"
+grep -q "baseline: pre_norm · relu" "$tmp/grid.log" || fail "grid: the baseline is not the base configuration"
+grep -q "^main effects on final exact_match" "$tmp/grid.log" || fail "grid: no main effects printed"
+grep -q "^model.block  *post_norm − pre_norm" "$tmp/grid.log" || fail "grid: no main effect of model.block against its reference"
+for f in report.md report.html summary.csv summary.json table.tex figures/head_scores.png figures/curves_exact_match.png; do
+  [ -s "$tmp/grid/$f" ] || fail "grid: $f not written"
+done
+# the analysis (from its first line to the files written) fits in 100 columns, counted in characters
+sed -n '/^final exact_match/,/^wrote /p' "$tmp/grid.log" | /usr/bin/python3 -c 'import sys; sys.exit(any(len(l.rstrip("\n")) > 100 for l in sys.stdin))' \
+  || fail "grid: a line of the analysis is wider than 100 columns"
+grep -q "^baseline: model.block=pre_norm,model.ffn=relu" "$tmp/grid/sweep.yaml" || fail "grid: sweep.yaml lacks the baseline"
+"$ablate" compare "$tmp/grid" --out "$tmp/grid_again" > "$tmp/compare.log" 2>&1 || fail "compare of the sweep directory failed"
+grep -q "baseline: pre_norm · relu" "$tmp/compare.log" || fail "compare: the manifest's baseline was not used"
 echo PASS
