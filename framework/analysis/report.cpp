@@ -338,7 +338,11 @@ std::vector<std::string> interpretation(const Comparison& c) {
   if (best && c.arms.size() > 1) {
     std::size_t fewest = SIZE_MAX;
     for (const auto& arm : c.arms) fewest = std::min(fewest, arm.n());
-    out.push_back("The best arm by mean is " + c.arms[*best].label + " (" + fixed(c.arms[*best].mean, decimals) + ")" +
+    std::vector<std::string> tied;  // every arm with the best mean
+    for (const auto& arm : c.arms)
+      if (arm.mean == c.arms[*best].mean) tied.push_back(arm.label);
+    out.push_back((tied.size() == 1 ? "The best arm by mean is " : "The best arms by mean, tied, are ") + join(tied, "; ") +
+                  " (" + fixed(c.arms[*best].mean, decimals) + ")" +
                   (fewest <= 1 ? "; with one run per arm the ranking of arms is itself noisy." : "."));
   }
   return out;

@@ -276,8 +276,10 @@ TEST(CompareBaseline, NumericOrderAndNumericMatching) {
   options.baseline = "train.optimizer.lr=1e-3";  // matches "0.001" by value
   c = compare(runs, options);
   EXPECT_EQ(c.baseline, 1u);
-  // Identical arms: Δ = 0 with equal spread gives t = 0, p = 1.
+  // Identical arms: Δ = 0 with equal spread gives t = 0, p = 1, and the best mean is a three-way tie.
   EXPECT_DOUBLE_EQ(c.arms[0].delta, 0.0);
+  const auto sentences = interpretation(c);
+  EXPECT_EQ(sentences.back(), "The best arms by mean, tied, are 1e-4; 0.001; 0.01 (0.5500).");
   EXPECT_DOUBLE_EQ(c.arms[0].test.p, 1.0);
   // Three arms: two tests against the baseline, Holm-adjusted as one family, and said once.
   bool noted = false;
