@@ -545,7 +545,14 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
 
   const Grouping grouping = group_runs(runs, options.ignore_keys);
   c.keys = grouping.keys;
-  c.baseline = find_arm(grouping, runs, options.baseline, options.ignore_keys);
+  try {
+    c.baseline = find_arm(grouping, runs, options.baseline, options.ignore_keys);
+  } catch (const UsageError& e) {
+    if (!options.baseline_is_default) throw;
+    c.baseline = 0;
+    c.notes.push_back("the sweep's base configuration (" + options.baseline + ") is not an arm of these runs (" + e.what() +
+                      "), so the first arm is the baseline");
+  }
   for (const ArmGroup& group : grouping.arms) {
     Arm arm;
     arm.label = group.label;

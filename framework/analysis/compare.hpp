@@ -78,6 +78,8 @@ struct CompareOptions {
                                          // "exact_match" if any run has it, else "loss"
   std::optional<bool> higher_is_better;  // the metric's direction; empty: early_stopping.mode, else by name
   std::string baseline;                  // "key=value[,key=value]"; empty: the first arm
+  bool baseline_is_default = false;      // `baseline` was not asked for (a sweep's base configuration): when it
+                                         // names no arm of these runs, the first arm is the baseline, with a note
   std::optional<RunValueSpec> summary;   // empty: steps_to:TARGET when every run early-stops on the metric at
                                          // one target, else final
   std::vector<std::string> ignore_keys;  // further keys not to split arms by (train.seed and backend.threads never do)

@@ -227,6 +227,8 @@ std::string markdown_table(const Table& t) {
   return out;
 }
 
+namespace {
+
 std::string latex_escape(const std::string& s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -247,6 +249,8 @@ std::string latex_escape(const std::string& s) {
   return out;
 }
 
+}  // namespace
+
 std::string latex_table(const Table& t) {
   std::string spec;
   for (std::size_t i = 0; i < t.header.size(); ++i) spec += (i < t.right.size() && t.right[i]) ? "r" : "l";
@@ -259,6 +263,8 @@ std::string latex_table(const Table& t) {
   for (const auto& row : t.rows) out += row_text(row);
   return out + "\\bottomrule\n\\end{tabular}\n";
 }
+
+namespace {
 
 std::string html_escape(const std::string& s) {
   std::string out;
@@ -273,6 +279,8 @@ std::string html_escape(const std::string& s) {
   }
   return out;
 }
+
+}  // namespace
 
 std::string html_table(const Table& t) {
   std::string out = "<table>\n<thead><tr>";

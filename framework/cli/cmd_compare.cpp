@@ -81,6 +81,7 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   analysis::CompareOptions opts;
   if (vm.count("metric")) opts.metric = vm["metric"].as<std::string>();
   opts.baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : sweep_baseline(dirs);
+  opts.baseline_is_default = !vm.count("baseline");
   if (vm.count("summary")) opts.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
 
   const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path(dirs.front());

@@ -396,6 +396,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     try {
       analysis::CompareOptions options;
       options.baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : manifest.baseline;
+      options.baseline_is_default = !vm.count("baseline");
       if (vm.count("metric")) options.metric = vm["metric"].as<std::string>();
       if (vm.count("summary")) options.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
       print_analysis(analysis::analyse(files, options, dir, dir / "figures"), "text", "ablate sweep", out, err);

@@ -321,6 +321,12 @@ TEST(CompareBaseline, ErrorsSayWhatIsWrongAndWhatExists) {
   expect_error([&] { compare(runs, options); }, "seeds are replicates");
   options.baseline = "train.steps=300";
   expect_error([&] { compare(runs, options); }, "same value in every run", "arms differ in: model.block");
+  options.baseline_is_default = true;  // a sweep's base configuration that names no arm: the first arm, said so
+  const Comparison fallback = compare(runs, options);
+  EXPECT_EQ(fallback.baseline, 0u);
+  EXPECT_NE(fallback.notes.front().find("the sweep's base configuration (train.steps=300) is not an arm"), std::string::npos)
+      << fallback.notes.front();
+  options.baseline_is_default = false;
   options.baseline = "model.blok=pre_norm";
   expect_error([&] { compare(runs, options); }, "did you mean model.block?");
   options.baseline = "pre_norm";
