@@ -20,11 +20,17 @@ namespace {
 
 // The base configuration a sweep directory's manifest records, when every given directory that is
 // a sweep directory agrees on one (run files given directly say nothing).
-std::string sweep_baseline(const std::vector<std::string>& dirs) {
+std::string sweep_baseline(const std::vector<std::string>& dirs, std::ostream& err) {
   std::string found;
   for (const auto& dir : dirs) {
     if (!fs::is_directory(dir) || !fs::exists(fs::path(dir) / sweep::kManifestFile)) continue;
-    const std::string baseline = sweep::read_manifest(dir).baseline;
+    std::string baseline;
+    try {
+      baseline = sweep::read_manifest(dir).baseline;
+    } catch (const Error& e) {  // the runs can still be compared: only the default baseline is lost
+      err << "ablate compare: warning: " << e.what() << "; the first arm is the baseline unless --baseline names one\n";
+      return "";
+    }
     if (baseline.empty() || (!found.empty() && found != baseline)) return "";
     found = baseline;
   }
@@ -80,7 +86,7 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
 
   analysis::CompareOptions opts;
   if (vm.count("metric")) opts.metric = vm["metric"].as<std::string>();
-  opts.baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : sweep_baseline(dirs);
+  opts.baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : sweep_baseline(dirs, err);
   opts.baseline_is_default = !vm.count("baseline");
   if (vm.count("summary")) opts.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
 

@@ -180,6 +180,17 @@ def cli_cases(c):
                 os.symlink(target, os.path.join(bad_dir, name))
     case("plugins_symlink_loop_and_device", ["plugins", "-p", bad_dir], EXIT_PLUGIN,
          "loop.so: cannot be followed", "zero.so: is not a regular file", setup=make_bad_plugins)
+    sweep_dir = os.path.join(c.work, "damaged_manifest")
+
+    def make_damaged_manifest():  # one finished run, and a sweep.yaml that is not a manifest
+        code, out = c.run(["run", spec, "--out", os.path.join(sweep_dir, "run"), "--progress", "quiet"])
+        assert code == 0, out[-600:]
+        with open(os.path.join(sweep_dir, "sweep.yaml"), "w") as f:
+            f.write("format: [not, a, manifest\n")
+    case("compare_damaged_manifest", ["compare", sweep_dir, "--out", os.path.join(c.work, "damaged_manifest_cmp")], EXIT_OK,
+         "warning:", "sweep.yaml", "the first arm is the baseline", setup=make_damaged_manifest)
+    case("compare_bad_summary", ["compare", sweep_dir, "--summary", "steps_to:soon"], EXIT_USAGE,
+         "--summary 'steps_to:soon'", "steps_to:TARGET needs a number")
     ffn_dir = os.path.join(c.fixtures, "fixture_faulty_ffn")
     case("plugin_reads_undeclared_option", ["validate", spec, "-p", ffn_dir, "--set", "model.ffn=faulty",
                                             "--set", "model.ffn.at=undeclared"], EXIT_PLUGIN,
