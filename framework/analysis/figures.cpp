@@ -542,6 +542,7 @@ void create_out_dir(const fs::path& dir) {
 std::string figure_caption(const std::string& stem) {
   if (stem == "curves_train_loss") return "train loss per arm: mean over seeds, min–max band";
   if (stem.starts_with("curves_")) return "eval " + stem.substr(7) + " per arm: mean over seeds, min–max band";
+  if (stem.starts_with("runs_")) return "eval " + stem.substr(5) + " of each run of the arm";
   if (stem.starts_with("attention_")) return "probe attention of one run at its last log: layers × heads";
   if (stem == "decode_cross") return "cross-attention while decoding the probe: decode steps × source positions";
   if (stem == "entropy") return "attention entropy per head at the last log: mean ± std over seeds per arm";
@@ -576,7 +577,7 @@ FigureReport draw_arm_figures(const std::vector<fs::path>& run_files, const std:
     if (!s.x.empty()) plot.series.push_back(std::move(s));
   }
   if (!plot.series.empty()) {
-    const fs::path file = out_dir / ("curves_" + metric + ext);
+    const fs::path file = out_dir / ("runs_" + metric + ext);
     line_plot(file, plot);
     report.written.push_back(file);
   }

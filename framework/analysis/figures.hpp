@@ -44,7 +44,7 @@ FigureReport draw_figures(const std::vector<std::filesystem::path>& run_files, c
 // sentence for a caption; empty for a name draw_figures does not write.
 std::string figure_caption(const std::string& stem);
 
-// The drill-down of one arm (report.html): curves_<metric> with one line per run (labelled by its
+// The drill-down of one arm (report.html): runs_<metric> with one line per run (labelled by its
 // seed), and the attention heatmaps of its first run with attention logs, at its last log. Same
 // notes and errors as draw_figures.
 FigureReport draw_arm_figures(const std::vector<std::filesystem::path>& run_files, const std::string& metric,

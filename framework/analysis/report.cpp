@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <vector>
 
@@ -511,11 +512,12 @@ std::string report_html(const Comparison& c, const std::vector<HtmlFigure>& figu
     out << "<details id=\"arm-" << a << "\"><summary>" << html_escape(arm.label) << (arm.is_baseline ? " (baseline)" : "")
         << " — " << arm.n_runs << (arm.n_runs == 1 ? " run" : " runs") << "</summary>\n";
     Table runs;
-    runs.header = {"run", "seed", "status", c.value_label, "file"};
+    runs.header = {"run", "seed", "status", c.value_label, "folder"};
     runs.right = {false, true, false, true, false};
     for (const auto& run : arm.runs)
       runs.rows.push_back({run.run_id, run.seed, to_string(run.status),
-                           std::isnan(run.value) ? "n/a" : (run.censored ? "≥" : "") + number_text(run.value), run.path});
+                           std::isnan(run.value) ? "n/a" : (run.censored ? "≥" : "") + number_text(run.value),
+                           std::filesystem::path(run.path).parent_path().filename().string()});
     out << "<p class=\"meta\">" << html_escape(arm.key_label) << "</p>\n" << html_table(runs);
     if (a < arm_figures.size())
       for (const auto& f : arm_figures[a]) out << html_figure(f);

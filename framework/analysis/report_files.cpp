@@ -98,7 +98,7 @@ std::string html_with_figures(const Comparison& c, const fs::path& scratch, std:
       for (std::size_t a = 0; a < c.arms.size(); ++a) {
         if (per_arm[a].empty()) continue;
         const FigureReport arm = draw_arm_figures(per_arm[a], c.metric, scratch / ("arm" + std::to_string(a)), "svg");
-        arm_figures[a] = html_figures(arm, "curves_" + c.metric, false);
+        arm_figures[a] = html_figures(arm, "runs_" + c.metric, false);
       }
     }
   } catch (const std::exception& e) {

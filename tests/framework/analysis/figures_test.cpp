@@ -127,6 +127,23 @@ TEST_F(FiguresTest, DrawsEveryFigureForTwoArms) {
                                                            "distance (normalized)", "entropy (normalized)"}));
 }
 
+// One arm's drill-down (report.html): its runs' curves, one line each, and its first run's attention;
+// a heatmap's SVG embeds its cells as one image the viewer must not interpolate.
+TEST_F(FiguresTest, DrawsOneArmsDrillDown) {
+  const std::vector<fs::path> runs = two_arms(true);
+  const FigureReport r = draw_arm_figures({runs.front()}, "exact_match", dir_ / "arm", "svg");
+  EXPECT_TRUE(r.notes.empty()) << r.notes.front();
+  std::vector<std::string> names;
+  for (const auto& f : r.written) names.push_back(f.filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"runs_exact_match.svg", "attention_decoder_cross.svg", "attention_decoder_self.svg",
+                                             "attention_encoder_self.svg", "decode_cross.svg"}));
+  std::ifstream in(dir_ / "arm" / "attention_encoder_self.svg");
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(svg.find("<image style=\"image-rendering:pixelated\""), std::string::npos);
+  EXPECT_EQ(figure_caption("runs_exact_match"), "eval exact_match of each run of the arm");
+  EXPECT_EQ(figure_caption("nothing_we_draw"), "");
+}
+
 TEST_F(FiguresTest, InductionPanelOnlyWhereTheProbeRepeatsTokens) {
   FigureOptions o;
   o.out_dir = dir_ / "svg";
