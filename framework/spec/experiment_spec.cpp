@@ -28,6 +28,7 @@ const char* to_string(Arch v) {
   return "?";
 }
 const char* to_string(Pooling v) { return v == Pooling::mean ? "mean" : "first"; }
+const char* to_string(ProbeKind v) { return v == ProbeKind::eval ? "eval" : "repeated"; }
 const char* to_string(Precision v) { return v == Precision::f32 ? "f32" : "bf16"; }
 const char* to_string(OptimizerName v) { return v == OptimizerName::adam ? "adam" : "adamw"; }
 const char* to_string(MetricMode v) { return v == MetricMode::max ? "max" : "min"; }
@@ -391,6 +392,7 @@ YAML::Node axes_node(const Axes& axes) {
 
 const Choices<Arch> kArch = {{"encoder", Arch::encoder}, {"decoder", Arch::decoder}, {"encoder_decoder", Arch::encoder_decoder}};
 const Choices<Pooling> kPooling = {{"mean", Pooling::mean}, {"first", Pooling::first}};
+const Choices<ProbeKind> kProbeKind = {{"eval", ProbeKind::eval}, {"repeated", ProbeKind::repeated}};
 const Choices<Precision> kPrecision = {{"f32", Precision::f32}, {"bf16", Precision::bf16}};
 const Choices<OptimizerName> kOptimizer = {{"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}};
 const Choices<MetricMode> kMode = {{"max", MetricMode::max}, {"min", MetricMode::min}};
@@ -647,6 +649,9 @@ const std::vector<SpecKey>& schema() {
         "steps between attention-tensor records of the probe batch (every layer, head and kind, and the "
         "greedy-decoding cross-attention); 0 = off"));
     k.push_back(integer(KEY(log.attention.probe_examples), 1).def("4").doc("examples in the attention probe batch"));
+    k.push_back(choice(KEY(log.attention.probe), kProbeKind).def("eval").doc(
+        "the probe batch: `eval`, the first eval examples; `repeated`, random content tokens whose first half is "
+        "repeated as the second half (the same in every run), where induction heads show (docs/analysis.md)"));
     k.push_back(section("eval").doc("evaluation on the task's eval split"));
     k.push_back(integer(KEY(eval.every), 1).def("500").doc("steps between evaluations"));
     k.push_back(custom("eval.metrics", "list of `loss`, `perplexity`, `token_accuracy`, `exact_match`", read_metrics,

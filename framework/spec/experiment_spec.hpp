@@ -24,6 +24,7 @@ enum class Precision { f32, bf16 };
 enum class OptimizerName { adam, adamw };
 enum class MetricMode { max, min };
 enum class Metric { loss, perplexity, token_accuracy, exact_match };
+enum class ProbeKind { eval, repeated };  // log.attention.probe
 
 const char* to_string(Arch v);
 const char* to_string(Pooling v);
@@ -31,6 +32,7 @@ const char* to_string(Precision v);
 const char* to_string(OptimizerName v);
 const char* to_string(MetricMode v);
 const char* to_string(Metric v);
+const char* to_string(ProbeKind v);
 
 // A component chosen by name, with its options as scalar text (typed by the plugin's declarations
 // in validate_plugins, which also adds the declared defaults).
@@ -102,6 +104,7 @@ struct TrainSpec {
 struct AttentionLogSpec {
   std::int64_t every{};  // 0: off
   std::int64_t probe_examples{};
+  ProbeKind probe{};
   bool operator==(const AttentionLogSpec&) const = default;
 };
 

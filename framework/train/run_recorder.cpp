@@ -24,16 +24,59 @@ results::ProbeTokens probe_side(std::int64_t length, const std::vector<std::int3
 
 std::vector<float> as_floats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
 
+// log.attention.probe = repeated: E examples of random content tokens whose first half is repeated
+// as the second half ([r1 .. rn r1 .. rn], n = half the longest sequence the task makes), drawn
+// from a fixed stream so that every run (every arm and seed) sees the same probe. A seq2seq
+// example gets the sequence on both sides; a classifier's label is class 0.
+std::vector<Example> repeated_probe(const TaskInfo& task, std::int64_t E) {
+  const bool lm = task.type == TaskType::LanguageModel;
+  const std::int64_t longest = lm ? task.max_tgt_len
+                               : task.type == TaskType::Classification ? task.max_src_len
+                                                                         : std::min(task.max_src_len, task.max_tgt_len);
+  const std::int64_t content = task.vocab_size - 3;  // ids 3 .. vocab_size - 1
+  if (longest < 4 || content < 2)
+    throw UsageError("log.attention.probe: repeated needs sequences of at least 4 tokens and 2 content tokens (the task "
+                     "makes " + std::to_string(longest) + " and has " + std::to_string(content) + ")",
+                     "use log.attention.probe: eval for this task");
+  const auto n = static_cast<std::size_t>(longest / 2);
+  std::uint64_t state = 0x5EED5EED5EED5EEDull;  // splitmix64: fixed, the same in every run
+  const auto next = [&state]() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  std::vector<Example> out;
+  for (std::int64_t e = 0; e < E; ++e) {
+    std::vector<std::int32_t> half(n);
+    for (auto& t : half) t = static_cast<std::int32_t>(3 + next() % static_cast<std::uint64_t>(content));
+    std::vector<std::int32_t> seq = half;
+    seq.insert(seq.end(), half.begin(), half.end());
+    Example ex;
+    if (task.type == TaskType::Classification) {
+      ex.src = seq;
+      ex.tgt = {0};
+    } else {
+      if (!lm) ex.src = seq;
+      ex.tgt = seq;
+    }
+    out.push_back(std::move(ex));
+  }
+  return out;
+}
+
 }  // namespace
 
 RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics, std::vector<std::string> eval_metrics,
                          std::int64_t samples)
     : ex_(ex) {
   const model::ModelConfig& c = ex.model->config();
-  const std::int64_t E = std::min(ex.spec.log.attention.probe_examples, ex.size(Split::Eval));
+  const bool repeated = ex.spec.log.attention.probe == spec::ProbeKind::repeated;
+  const std::int64_t E = repeated ? ex.spec.log.attention.probe_examples
+                                  : std::min(ex.spec.log.attention.probe_examples, ex.size(Split::Eval));
   std::vector<std::int64_t> indices(static_cast<std::size_t>(E));
   std::iota(indices.begin(), indices.end(), 0);
-  const std::vector<Example> examples = ex.examples(Split::Eval, indices);
+  const std::vector<Example> examples = repeated ? repeated_probe(ex.task_info, E) : ex.examples(Split::Eval, indices);
   const HostBatch hb = make_batch(examples);
   std::vector<std::string> src_texts, tgt_texts;
   for (const Example& e : examples) {

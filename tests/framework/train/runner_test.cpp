@@ -15,6 +15,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "framework/cli/cli_test_util.hpp"
+#include "analysis/attention_heads.hpp"
 #include "results/run_file.hpp"
 
 namespace ablate::train {
@@ -368,6 +369,40 @@ TEST_F(RunnerTest, AttentionLoggingDoesNotChangeTraining) {
         }
         EXPECT_NEAR(sum, 1.0, 1e-5);
       }
+}
+
+// log.attention.probe = repeated: the probe is random content tokens whose first half repeats as the
+// second, the same in every run whatever its seed, and the induction score is defined on it.
+TEST_F(RunnerTest, RepeatedProbeIsTheSameInEveryRunAndScoresInduction) {
+  const std::vector<std::string> sets = {"--set", "train.steps=10", "--set", "eval.every=10", "--set", "log.attention.every=10",
+                                         "--set", "log.attention.probe=repeated"};
+  std::vector<std::string> seed2 = sets;
+  seed2.insert(seed2.end(), {"--set", "train.seed=2"});
+  ASSERT_EQ(run("s1", sets).code, cli::kExitOk);
+  ASSERT_EQ(run("s2", seed2).code, cli::kExitOk);
+  const results::RunReader r1(dir_ / "s1" / "run.h5"), r2(dir_ / "s2" / "run.h5");
+  const results::ProbeTokens& src = r1.layout().probe.src;
+  ASSERT_EQ(src.length, 4);  // the copy task's longest sequence: [r1 r2 r1 r2]
+  ASSERT_EQ(r1.layout().probe.examples, 4);
+  for (std::size_t e = 0; e < 4; ++e) {
+    EXPECT_EQ(src.lengths[e], 4);
+    for (std::size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(src.ids[e * 4 + i], src.ids[e * 4 + i + 2]) << "example " << e;
+      EXPECT_GE(src.ids[e * 4 + i], 3);  // content tokens only
+      EXPECT_LT(src.ids[e * 4 + i], 8);
+    }
+  }
+  EXPECT_EQ(src.ids, r2.layout().probe.src.ids);  // another seed, the same probe
+  EXPECT_EQ(r1.layout().probe.tgt.ids, r2.layout().probe.tgt.ids);
+  const analysis::RunHeadScores scores = analysis::run_head_scores(r1);
+  ASSERT_FALSE(scores.heads.empty());
+  EXPECT_EQ(scores.heads[0], "enc.self L0 H0");
+  EXPECT_TRUE(std::isfinite(scores.mean[0].induction)) << "the repeated probe defines the induction score";
+
+  const std::vector<std::string> bad = {"--set", "log.attention.probe=random"};
+  const auto refused = run("bad", bad);
+  EXPECT_EQ(refused.code, cli::kExitUsage);
+  EXPECT_NE(refused.err.find("log.attention.probe"), std::string::npos) << refused.err;
 }
 
 // The value in column `column` (0 = op) of the profile row that starts with `op` and has pass `pass`.
