@@ -372,6 +372,20 @@ std::vector<std::string> caveats(const Comparison& c) {
              "Their p-values are not corrected across factors.";
     out.push_back(model);
   }
+  const bool seeds = std::any_of(c.arms.begin(), c.arms.end(), [](const Arm& a) { return a.seeds_needed.has_value(); });
+  const bool cells = std::any_of(c.factorial.main_effects.begin(), c.factorial.main_effects.end(),
+                                 [](const MainEffect& e) { return !std::isnan(e.seeds_per_cell_needed); });
+  if (seeds || cells) {
+    const std::string what = seeds && cells ? "`seeds` (per arm) and `seeds/cell`: the seeds"
+                             : seeds        ? "`seeds`: the seeds per arm"
+                                            : "`seeds/cell`: the seeds per cell";
+    out.push_back(what + " at which a test at α " + g(c.alpha) + " would detect a difference of the observed size with "
+                  "80% power, taking the observed spread as the truth (a guide for the next sweep, not a property of "
+                  "this one).");
+  }
+  if (any_lost(c))
+    out.push_back("`lost`: runs not in the statistics — div(erged), fail(ed), unfin(ished: interrupted or running), or "
+                  "completed without a value.");
   if (!c.factorial.note.empty()) out.push_back("Factorial analysis: " + c.factorial.note + ".");
   for (const auto& note : c.notes) out.push_back(note + (note.ends_with(".") ? "" : "."));
   return out;

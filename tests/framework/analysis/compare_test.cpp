@@ -373,6 +373,7 @@ TEST(CompareSynthetic, FewRunsAndOtherStatusesNeverCrash) {
       << table;
   EXPECT_NE(table.find("2 unfin"), std::string::npos) << table;  // the lost column: interrupted + running
   EXPECT_NE(table.find("1 fail"), std::string::npos) << table;
+  EXPECT_NE(unwrapped(table).find("`lost`: runs not in the statistics"), std::string::npos) << table;  // said once
 
   // A single arm (nothing varies): no baseline comparison, still renders.
   std::vector<RunSummary> same = {synthetic_runs()[1], synthetic_runs()[3]};
