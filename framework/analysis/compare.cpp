@@ -28,12 +28,6 @@ std::string describe_run(const RunSummary& run) {
   return run.run_id.empty() ? std::string("a run") : "run " + run.run_id;
 }
 
-std::string short_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -137,7 +131,6 @@ std::string key_label(const std::vector<std::string>& keys, const std::vector<st
   return join(set.empty() ? unset : set, ",");
 }
 
-
 void summarize(Arm& arm, const Comparison& c, const std::vector<RunSummary>& runs, const std::vector<std::size_t>& members) {
   std::vector<double> throughputs;
   for (const auto index : members) {
@@ -206,10 +199,10 @@ void test_against_baseline(Comparison& c, const CompareOptions& options) {
   for (auto& arm : c.arms) {
     if (arm.is_baseline) continue;
     arm.delta = arm.mean - base.mean;
-    std::vector<double> a = arm.metric_values, b = base.metric_values;
+    // Paired: this arm's values in the order of the baseline's seeds.
+    const std::vector<double> a = c.paired ? by_seed(arm, base.value_seeds) : arm.metric_values;
+    const std::vector<double>& b = base.metric_values;
     if (c.paired) {
-      a = by_seed(arm, base.value_seeds);
-      b = base.metric_values;
       arm.test = paired_t_test(a, b, confidence);
     } else {
       arm.test = welch_t_test(a, b, confidence);
