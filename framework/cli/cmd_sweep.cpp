@@ -174,7 +174,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ("no-compare", "skip the comparison and figures at the end")
       ("baseline,b", po::value<std::string>(),
        "the comparison's baseline arm, KEY=VALUE[,KEY=VALUE] (default: the spec's base configuration if it is an arm)")
-      ("metric,m", po::value<std::string>(), "the compared eval metric (default: exact_match if recorded, else loss)")
+      ("metric,m", po::value<std::string>(), "the compared eval metric (default: as ablate compare)")
       ("summary", po::value<std::string>(), "how the comparison reduces a run to one value (see ablate compare --help)")
       ("partition", po::value<std::string>(), "slurm: sbatch --partition")
       ("time", po::value<std::string>(), "slurm: sbatch --time limit per run, e.g. 2:00:00")
@@ -200,6 +200,12 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   for (const char* o : {"partition", "time", "mem", "sbatch-line", "wait"})
     if (!slurm && vm.count(o)) throw UsageError(std::string("ablate sweep: --") + o + " is an option of --executor slurm");
   if (slurm && vm.count("jobs")) throw UsageError("ablate sweep: --jobs is an option of --executor local; Slurm decides how many run at once");
+  // The comparison's options are checked now, not after the runs.
+  analysis::CompareOptions compare_options;
+  compare_options.baseline_is_default = !vm.count("baseline");
+  if (vm.count("baseline")) compare_options.baseline = vm["baseline"].as<std::string>();
+  if (vm.count("metric")) compare_options.metric = vm["metric"].as<std::string>();
+  if (vm.count("summary")) compare_options.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
   const train::ProgressMode progress = progress_mode("sweep", vm["progress"].as<std::string>());
 
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -394,12 +400,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (!vm.count("no-compare") && !files.empty()) {
     out << "\n";
     try {
-      analysis::CompareOptions options;
-      options.baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : manifest.baseline;
-      options.baseline_is_default = !vm.count("baseline");
-      if (vm.count("metric")) options.metric = vm["metric"].as<std::string>();
-      if (vm.count("summary")) options.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
-      print_analysis(analysis::analyse(files, options, dir, dir / "figures"), "text", "ablate sweep", out, err);
+      if (compare_options.baseline_is_default) compare_options.baseline = manifest.baseline;
+      print_analysis(analysis::analyse(files, compare_options, dir, dir / "figures"), "text", "ablate sweep", out, err);
     } catch (const std::exception& e) {
       err << "ablate sweep: the comparison failed: " << e.what() << "\n";
       if (const auto* ae = dynamic_cast<const Error*>(&e); ae && !ae->hint().empty()) err << "  hint: " << ae->hint() << "\n";

@@ -303,6 +303,9 @@ TEST_F(SweepPlanTest, OptionsOfTheOtherExecutorAreUsageErrors) {
   const auto jobs = code_and_err({"--executor", "slurm", "--jobs", "2"});
   EXPECT_EQ(jobs.code, cli::kExitUsage);
   EXPECT_TRUE(contains(jobs.err, "--jobs is an option of --executor local")) << jobs.err;
+  const auto summary = code_and_err({"--summary", "steps_to:never"});  // refused before any run starts
+  EXPECT_EQ(summary.code, cli::kExitUsage);
+  EXPECT_TRUE(contains(summary.err, "steps_to:TARGET needs a number")) << summary.err;
   const auto other = code_and_err({"--executor", "kubernetes"});
   EXPECT_EQ(other.code, cli::kExitUsage);
   EXPECT_TRUE(contains(other.err, "'kubernetes' is not one of local, slurm")) << other.err;
