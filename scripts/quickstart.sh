@@ -19,5 +19,5 @@ build/bin/ablate --version
 start=$(date +%s)
 build/bin/ablate sweep experiments/quickstart.yaml --jobs 2 --threads-per-run 1
 echo
-echo "sweep took $(( $(date +%s) - start )) s; results in results/quickstart/: report.md, summary.csv, summary.json, figures/*.png"
+echo "sweep took $(( $(date +%s) - start )) s; results in results/quickstart/: report.md, report.html, summary.csv, summary.json, table.tex, figures/"
 echo "(status of the runs: build/bin/ablate sweep experiments/quickstart.yaml --status)"

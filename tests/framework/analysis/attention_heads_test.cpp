@@ -21,6 +21,7 @@ std::vector<float> build(std::size_t Q, std::size_t K, const std::function<std::
   std::vector<float> w;
   for (std::size_t q = 0; q < Q; ++q) {
     const std::vector<float> r = row(q);
+    EXPECT_EQ(r.size(), K) << "row " << q;
     w.insert(w.end(), r.begin(), r.end());
   }
   return w;
