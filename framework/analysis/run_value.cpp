@@ -4,20 +4,14 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <vector>
 
 #include "ablate/error.hpp"
 #include "analysis/compare.hpp"
+#include "core/text.hpp"
 
 namespace ablate::analysis {
 namespace {
-
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 const char* kForms = "final | best | last:K | auc | steps_to:TARGET | time_to:TARGET (e.g. steps_to:0.9)";
 
