@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the real `ablate` executable: documented exit codes, and `plugins --json` output that a
-# JSON parser (Debian's python3) accepts with the expected structure.
+# Runs the real `ablate` executable: documented exit codes, `plugins --json` output that a JSON
+# parser (Debian's python3) accepts with the expected structure, and the OpenMP wait policy it
+# starts itself with (GOMP_SPINCOUNT=1000 unless the user set one).
 # Usage: cli_executable_test.sh <path/to/ablate> <fixture dir>
 set -euo pipefail
 ablate=$1
@@ -38,4 +39,23 @@ assert echo["path"].endswith("fixture_good.so")
 assert doc["problems"] == [], doc["problems"]
 assert len(doc["search_path"]) == 2, doc["search_path"]
 PY
+# The wait policy: a training process has GOMP_SPINCOUNT=1000 in its environment when the user set
+# neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT, and the user's setting otherwise.
+here=$(cd "$(dirname "$0")" && pwd)
+spec="$here/../../../bench/configs/A_enc_dec.yaml"
+environ_of_run() {  # environ_of_run <env args...>: the environment of a running `ablate run`, one per line
+  local out; out=$(mktemp -d)
+  env "$@" "$ablate" run "$spec" --out "$out/run" --progress quiet --set train.steps=200 >/dev/null 2>&1 &
+  local pid=$!
+  sleep 0.5
+  tr '\0' '\n' < "/proc/$pid/environ" || true
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  rm -rf "$out"
+}
+environ_of_run -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT | grep -qx "GOMP_SPINCOUNT=1000" \
+  || fail "ablate did not start itself with GOMP_SPINCOUNT=1000"
+theirs=$(environ_of_run -u GOMP_SPINCOUNT OMP_WAIT_POLICY=PASSIVE)
+echo "$theirs" | grep -qx "OMP_WAIT_POLICY=PASSIVE" || fail "the user's OMP_WAIT_POLICY is not in the run's environment"
+echo "$theirs" | grep -q "^GOMP_SPINCOUNT=" && fail "ablate set GOMP_SPINCOUNT although the user chose OMP_WAIT_POLICY"
 echo "cli executable: all checks passed"
