@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ablate/error.hpp"
+#include "ablate/philox.hpp"
 
 namespace ablate::analysis {
 namespace {
@@ -280,16 +281,14 @@ Interval bootstrap_mean_difference(std::span<const double> a, std::span<const do
   Interval out;
   if (a.empty() || b.empty() || (paired && a.size() != b.size()) || !all_finite(a) || !all_finite(b) || resamples == 0)
     return out;
-  std::uint64_t state = seed;
-  const auto next = [&state]() {  // splitmix64: a fixed, portable stream
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
+  // Indices from the project's counter-based RNG (ablate/philox.hpp), keyed by `seed`: portable and fixed.
+  const RngKey key{seed, 0, 0xB0075u};
+  std::uint64_t draws = 0;
+  float u[4];
   const auto pick = [&](std::size_t n) {
-    const double u = static_cast<double>(next() >> 11) / 9007199254740992.0;  // [0, 1), 53 bits
-    return std::min(n - 1, static_cast<std::size_t>(u * static_cast<double>(n)));
+    if (draws % 4 == 0) philox_uniform4(key, draws / 4, u);
+    const float x = u[draws++ % 4];  // [0, 1)
+    return std::min(n - 1, static_cast<std::size_t>(x * static_cast<float>(n)));
   };
   std::vector<double> stats(resamples);
   for (std::size_t r = 0; r < resamples; ++r) {

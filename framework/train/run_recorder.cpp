@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "ablate/error.hpp"
+#include "ablate/philox.hpp"
 #include "train/layer_stats.hpp"
 
 namespace ablate::train {
@@ -26,7 +27,7 @@ std::vector<float> as_floats(const std::vector<double>& v) { return {v.begin(), 
 
 // log.attention.probe = repeated: E examples of random content tokens whose first half is repeated
 // as the second half ([r1 .. rn r1 .. rn], n = half the longest sequence the task makes), drawn
-// from a fixed stream so that every run (every arm and seed) sees the same probe. A seq2seq
+// from a fixed Philox key so that every run (every arm and seed) sees the same probe. A seq2seq
 // example gets the sequence on both sides; a classifier's label is class 0.
 std::vector<Example> repeated_probe(const TaskInfo& task, std::int64_t E) {
   const bool lm = task.type == TaskType::LanguageModel;
@@ -39,17 +40,18 @@ std::vector<Example> repeated_probe(const TaskInfo& task, std::int64_t E) {
                      "makes " + std::to_string(longest) + " and has " + std::to_string(content) + ")",
                      "use log.attention.probe: eval for this task");
   const auto n = static_cast<std::size_t>(longest / 2);
-  std::uint64_t state = 0x5EED5EED5EED5EEDull;  // splitmix64: fixed, the same in every run
-  const auto next = [&state]() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+  const RngKey key{0x5EED, 0, 0x9A0BEu};  // a fixed key, not the run's seed: the same probe in every run
+  std::uint64_t draws = 0;
+  float u[4];
+  const auto next_token = [&]() {
+    if (draws % 4 == 0) philox_uniform4(key, draws / 4, u);
+    const auto k = std::min(content - 1, static_cast<std::int64_t>(u[draws++ % 4] * static_cast<float>(content)));
+    return static_cast<std::int32_t>(3 + k);
   };
   std::vector<Example> out;
   for (std::int64_t e = 0; e < E; ++e) {
     std::vector<std::int32_t> half(n);
-    for (auto& t : half) t = static_cast<std::int32_t>(3 + next() % static_cast<std::uint64_t>(content));
+    for (auto& t : half) t = next_token();
     std::vector<std::int32_t> seq = half;
     seq.insert(seq.end(), half.begin(), half.end());
     Example ex;
