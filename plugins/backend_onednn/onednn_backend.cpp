@@ -29,6 +29,8 @@ OnednnBackend::OnednnBackend(int threads)
   if (threads_ < 1) throw ablate::Error("backend/onednn: threads must be >= 1, got " + std::to_string(threads_));
   set_threads();
   key_.reserve(16);
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  native_bf16_ = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
 }
 
 OnednnBackend::~OnednnBackend() = default;
@@ -44,7 +46,9 @@ ablate::BackendCaps OnednnBackend::caps() const {
   c.device = "cpu";
   c.host_addressable = true;
   c.bf16 = true;
-  c.bf16_arithmetic = "f32 GEMMs on bf16 values widened to f32 (saves memory, not time)";
+  c.bf16_arithmetic = native_bf16_ ? "bf16 GEMMs with f32 accumulation (bf16 dot-product instructions); f32 elsewhere"
+                                   : "f32 GEMMs on bf16 values widened to f32 (saves memory, not time: no bf16 "
+                                     "instructions on this CPU)";
   c.deterministic = true;
   c.threads = threads_;
   return c;
@@ -156,6 +160,7 @@ struct OnednnBackend::Prim {
   dnnl::matmul prim;
   dnnl::memory a, b, c, bias, pad;
   std::size_t pad_bytes = 0;
+  bool reference = false;             // oneDNN chose its reference (unoptimised) kernel
   std::vector<dnnl_exec_arg_t> args;  // for the C execute call: no per-call map or vector
 };
 
@@ -173,11 +178,11 @@ dnnl::algorithm eltwise_alg(Activation act) {
 }
 
 // [batch, rows, cols] logical dims with strides for the stored layout.
-dnnl::memory::desc view_md(std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
+dnnl::memory::desc view_md(std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans, ddt type) {
   if (batch == 1) {
-    return dnnl::memory::desc({rows, cols}, ddt::f32, trans ? dnnl::memory::dims{1, rows} : dnnl::memory::dims{cols, 1});
+    return dnnl::memory::desc({rows, cols}, type, trans ? dnnl::memory::dims{1, rows} : dnnl::memory::dims{cols, 1});
   }
-  return dnnl::memory::desc({batch, rows, cols}, ddt::f32,
+  return dnnl::memory::desc({batch, rows, cols}, type,
                             trans ? dnnl::memory::dims{rows * cols, 1, rows} : dnnl::memory::dims{rows * cols, cols, 1});
 }
 
@@ -206,6 +211,20 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
   } restore{threads_};
   const int team = team_size(batch * M * N * std::max<std::int64_t>(K, 1), threads_);
   if (omp_get_max_threads() != team) omp_set_num_threads(team);
+  const float* bias_f = bias ? as_f32(bias->raw(), bias->dtype(), N, kGemmBias) : nullptr;
+
+  // bf16 values on a CPU with bf16 dot products: both operands as bf16 (an f32 one - softmax
+  // probabilities, activation gradients - rounded to bf16 first, as autocast does), products
+  // accumulated in f32 by oneDNN and written straight into C's dtype. Where oneDNN would only
+  // offer its reference kernel for a layout, the f32 path below runs instead.
+  if (native_bf16_ && K > 0 && (a.dtype == DType::BF16 || b.dtype == DType::BF16) && !a.padded_ld && !b.padded_ld) {
+    Prim& p = matmul_prim(DType::BF16, c_dtype, batch, M, K, N, a.trans, b.trans, alpha, accumulate, bias != nullptr,
+                          act, op);
+    if (!p.reference) {
+      run_matmul(p, c, as_bf16(a, kGemmA), as_bf16(b, kGemmB), bias_f, op);
+      return;
+    }
+  }
 
   float* C = c_dtype == DType::F32 ? static_cast<float*>(c) : scratch_f32(kGemmC, nc);
   if (c_dtype == DType::BF16 && accumulate) {
@@ -213,7 +232,6 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
 #pragma omp parallel for simd num_threads(team_size(nc, threads_)) schedule(static)
     for (std::int64_t i = 0; i < nc; ++i) C[i] = ld(cb, i);
   }
-  const float* bias_f = bias ? as_f32(bias->raw(), bias->dtype(), N, kGemmBias) : nullptr;
 
   if (K == 0) {  // oneDNN refuses empty reductions: the product is zero
 #pragma omp parallel for num_threads(team_size(nc, threads_)) schedule(static)
@@ -234,7 +252,9 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
       if (st != dnnl_success) fail(op, "oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)));
     } else {
       if (a.padded_ld || b.padded_ld) fail(op, "internal: padded operands need the sgemm path");
-      run_matmul(C, A, B, bias_f, batch, M, K, N, a.trans, b.trans, alpha, accumulate, bias != nullptr, act, op);
+      run_matmul(matmul_prim(DType::F32, DType::F32, batch, M, K, N, a.trans, b.trans, alpha, accumulate,
+                             bias != nullptr, act, op),
+                 C, A, B, bias_f, op);
     }
   }
 
@@ -245,62 +265,77 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
   }
 }
 
-void OnednnBackend::run_matmul(float* C, const float* A, const float* B, const float* bias_f, std::int64_t batch,
-                               std::int64_t M, std::int64_t K, std::int64_t N, bool trans_a, bool trans_b, float alpha,
-                               bool accumulate, bool has_bias, Activation act, const char* op) {
+const void* OnednnBackend::as_bf16(const MatView& m, Slot slot) {
+  if (m.dtype == DType::BF16) return m.data;
+  const std::int64_t n = m.batch * m.rows * m.cols;
+  bf16_t* out = static_cast<bf16_t*>(scratch(slot, static_cast<std::size_t>(n) * sizeof(bf16_t)));
+  const float* in = static_cast<const float*>(m.data);
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) st(out, i, in[i]);
+  return out;
+}
+
+OnednnBackend::Prim& OnednnBackend::matmul_prim(DType ab, DType c_dt, std::int64_t batch, std::int64_t M,
+                                                std::int64_t K, std::int64_t N, bool trans_a, bool trans_b,
+                                                float alpha, bool accumulate, bool has_bias, Activation act,
+                                                const char* op) {
   key_.assign({batch, M, K, N, trans_a, trans_b, static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(alpha)),
-               accumulate, has_bias, static_cast<std::int64_t>(act)});
-  auto it = prims_.find(key_);
-  Prim* p = nullptr;
-  if (it != prims_.end()) {
+               accumulate, has_bias, static_cast<std::int64_t>(act), static_cast<std::int64_t>(ab),
+               static_cast<std::int64_t>(c_dt)});
+  if (auto it = prims_.find(key_); it != prims_.end()) {
     ++hits_;
-    p = it->second.get();
-  } else {
-    try {
-      auto e = std::make_unique<Prim>();
-      const auto a_md = view_md(batch, M, K, trans_a), b_md = view_md(batch, K, N, trans_b),
-                 c_md = view_md(batch, M, N, false);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-      dnnl::post_ops po;
-      if (accumulate) po.append_sum(1.0f);
-      if (act != Activation::None) po.append_eltwise(1.0f, eltwise_alg(act), act == Activation::SiLU ? 1.0f : 0.0f, 0.0f);
-      attr.set_post_ops(po);
-      dnnl::matmul::desc d = [&] {
-        if (!has_bias) return dnnl::matmul::desc(a_md, b_md, c_md);
-        const auto bias_md = batch == 1 ? dnnl::memory::desc({1, N}, ddt::f32, tag::ab)
-                                        : dnnl::memory::desc({1, 1, N}, ddt::f32, tag::abc);
-        return dnnl::matmul::desc(a_md, b_md, bias_md, c_md);
-      }();
-      dnnl::matmul::primitive_desc pd(d, attr, engine_);
-      e->prim = dnnl::matmul(pd);
-      e->a = dnnl::memory(a_md, engine_, DNNL_MEMORY_NONE);
-      e->b = dnnl::memory(b_md, engine_, DNNL_MEMORY_NONE);
-      e->c = dnnl::memory(c_md, engine_, DNNL_MEMORY_NONE);
-      e->args = {{DNNL_ARG_SRC, e->a.get()}, {DNNL_ARG_WEIGHTS, e->b.get()}, {DNNL_ARG_DST, e->c.get()}};
-      if (has_bias) {
-        e->bias = dnnl::memory(pd.bias_desc(), engine_, DNNL_MEMORY_NONE);
-        e->args.push_back({DNNL_ARG_BIAS, e->bias.get()});
-      }
-      e->pad_bytes = pd.scratchpad_desc().get_size();
-      e->pad = dnnl::memory(pd.scratchpad_desc(), engine_, DNNL_MEMORY_NONE);
-      e->args.push_back({DNNL_ARG_SCRATCHPAD, e->pad.get()});
-      p = e.get();
-      prims_.emplace(key_, std::move(e));
-      ++created_;
-    } catch (const dnnl::error& err) {
-      fail(op, std::string("oneDNN matmul primitive creation failed: ") + err.what());
-    }
+    return *it->second;
   }
   try {
-    p->a.set_data_handle(const_cast<float*>(A));
-    p->b.set_data_handle(const_cast<float*>(B));
-    p->c.set_data_handle(C);
-    if (has_bias) p->bias.set_data_handle(const_cast<float*>(bias_f));
-    p->pad.set_data_handle(p->pad_bytes ? scratch(kDnnlScratch, p->pad_bytes) : nullptr);
-    dnnl::error::wrap_c_api(dnnl_primitive_execute(p->prim.get(), stream_.get(), static_cast<int>(p->args.size()),
-                                                   p->args.data()),
+    auto e = std::make_unique<Prim>();
+    const ddt abt = ab == DType::BF16 ? ddt::bf16 : ddt::f32, ct = c_dt == DType::BF16 ? ddt::bf16 : ddt::f32;
+    const auto a_md = view_md(batch, M, K, trans_a, abt), b_md = view_md(batch, K, N, trans_b, abt),
+               c_md = view_md(batch, M, N, false, ct);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    dnnl::post_ops po;
+    if (accumulate) po.append_sum(1.0f);
+    if (act != Activation::None) po.append_eltwise(1.0f, eltwise_alg(act), act == Activation::SiLU ? 1.0f : 0.0f, 0.0f);
+    attr.set_post_ops(po);
+    dnnl::matmul::desc d = [&] {
+      if (!has_bias) return dnnl::matmul::desc(a_md, b_md, c_md);
+      const auto bias_md = batch == 1 ? dnnl::memory::desc({1, N}, ddt::f32, tag::ab)
+                                      : dnnl::memory::desc({1, 1, N}, ddt::f32, tag::abc);
+      return dnnl::matmul::desc(a_md, b_md, bias_md, c_md);
+    }();
+    dnnl::matmul::primitive_desc pd(d, attr, engine_);
+    e->reference = std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+    e->prim = dnnl::matmul(pd);
+    e->a = dnnl::memory(a_md, engine_, DNNL_MEMORY_NONE);
+    e->b = dnnl::memory(b_md, engine_, DNNL_MEMORY_NONE);
+    e->c = dnnl::memory(c_md, engine_, DNNL_MEMORY_NONE);
+    e->args = {{DNNL_ARG_SRC, e->a.get()}, {DNNL_ARG_WEIGHTS, e->b.get()}, {DNNL_ARG_DST, e->c.get()}};
+    if (has_bias) {
+      e->bias = dnnl::memory(pd.bias_desc(), engine_, DNNL_MEMORY_NONE);
+      e->args.push_back({DNNL_ARG_BIAS, e->bias.get()});
+    }
+    e->pad_bytes = pd.scratchpad_desc().get_size();
+    e->pad = dnnl::memory(pd.scratchpad_desc(), engine_, DNNL_MEMORY_NONE);
+    e->args.push_back({DNNL_ARG_SCRATCHPAD, e->pad.get()});
+    Prim& p = *e;
+    prims_.emplace(key_, std::move(e));
+    ++created_;
+    return p;
+  } catch (const dnnl::error& err) {
+    fail(op, std::string("oneDNN matmul primitive creation failed: ") + err.what());
+  }
+}
+
+void OnednnBackend::run_matmul(Prim& p, void* C, const void* A, const void* B, const float* bias_f, const char* op) {
+  try {
+    p.a.set_data_handle(const_cast<void*>(A));
+    p.b.set_data_handle(const_cast<void*>(B));
+    p.c.set_data_handle(C);
+    if (bias_f) p.bias.set_data_handle(const_cast<float*>(bias_f));
+    p.pad.set_data_handle(p.pad_bytes ? scratch(kDnnlScratch, p.pad_bytes) : nullptr);
+    dnnl::error::wrap_c_api(dnnl_primitive_execute(p.prim.get(), stream_.get(), static_cast<int>(p.args.size()),
+                                                   p.args.data()),
                             "could not execute a matmul primitive");
     stream_.wait();
   } catch (const dnnl::error& err) {
@@ -445,7 +480,8 @@ void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Te
     });
     if (gs) g = MatView{gs, DType::F32, 1, N, O, false};
   }
-  const bool pad = aliasing_shape(O, I) && (dx || dw);
+  // (an sgemm problem: bf16 operands on bf16 instructions take the matmul primitive instead)
+  const bool pad = aliasing_shape(O, I) && (dx || dw) && !(native_bf16_ && x.dtype() == DType::BF16);
   if (pad) g = padded(g, kPadA);
   // dx[N, I] += g[N, O] · w[O, I]
   if (dx) gemm(dx->raw(), dx->dtype(), g, view_of(w, 1, O, I, false), 1.0f, true, nullptr, Activation::None, op);

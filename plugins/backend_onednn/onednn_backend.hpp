@@ -30,7 +30,8 @@ CacheStats cache_stats(const ablate::Backend& b);
 
 // One operand of a GEMM, seen logically as [batch, rows, cols]; stored row-major either as
 // [batch, rows, cols] (trans = false) or [batch, cols, rows] (trans = true). batch stride is
-// rows * cols. F32 or BF16 (BF16 is widened to f32 scratch: this CPU has no bf16 matmul).
+// rows * cols. F32 or BF16: gemm() multiplies bf16 operands natively where the CPU has bf16
+// dot-product instructions (native_bf16()) and widens them to f32 scratch where it has none.
 struct MatView {
   const void* data = nullptr;
   DType dtype = DType::F32;
@@ -42,7 +43,7 @@ struct MatView {
 // Scratch slots: each a reusable buffer kept for the backend's life (grown, never shrunk), so
 // a warm step allocates nothing. An op never uses one slot for two live things at once.
 enum Slot : int {
-  kGemmA = 0, kGemmB, kGemmC, kGemmBias, kDnnlScratch,  // gemm(): bf16 operands widened, oneDNN scratchpad
+  kGemmA = 0, kGemmB, kGemmC, kGemmBias, kDnnlScratch,  // gemm(): operands converted, oneDNN scratchpad
   kLinG,                                                 // linear_backward: g = dy ⊙ act'
   kPadA, kPadB,                                          // linear_backward: dw's operands with padded rows
   kAttS, kAttP, kAttD, kAttC,                            // attention: scores/P, P' or masks, dP, softcap slopes
@@ -62,6 +63,10 @@ class OnednnBackend final : public ablate::Backend {
 
   ablate::BackendCaps caps() const override;
   CacheStats stats() const;
+  // Whether GEMMs with a bf16 operand run on bf16 dot-product instructions (oneDNN's effective
+  // ISA has avx512_core_bf16, or AMX): decided once, at construction, from the CPU (and from
+  // ONEDNN_MAX_CPU_ISA, which tests use to take the f32-widening path on any CPU).
+  bool native_bf16() const { return native_bf16_; }
 
   Tensor empty(const ablate::Shape& shape, DType dtype) override;
   void fill(Tensor& y, float value) override;
@@ -139,10 +144,14 @@ class OnednnBackend final : public ablate::Backend {
   // the fused activation `act` (None/ReLU/GeluErf/GeluTanh/SiLU); c_dtype F32 or BF16.
   void gemm(void* c, DType c_dtype, const MatView& a, const MatView& b, float alpha, bool accumulate,
             const Tensor* bias, ablate::Activation act, const char* op);
-  // gemm()'s oneDNN matmul primitive (cached by shape and attributes) on f32 operands.
-  void run_matmul(float* C, const float* A, const float* B, const float* bias, std::int64_t batch, std::int64_t M,
-                  std::int64_t K, std::int64_t N, bool trans_a, bool trans_b, float alpha, bool accumulate, bool has_bias,
-                  ablate::Activation act, const char* op);
+  struct Prim;  // a cached matmul primitive with its memory objects
+  // gemm()'s oneDNN matmul primitive, cached by shape, data types and attributes: operands of
+  // dtype `ab` (both F32 or both BF16), C of dtype `c`, an f32 bias when has_bias.
+  Prim& matmul_prim(DType ab, DType c, std::int64_t batch, std::int64_t M, std::int64_t K, std::int64_t N, bool trans_a,
+                    bool trans_b, float alpha, bool accumulate, bool has_bias, ablate::Activation act, const char* op);
+  void run_matmul(Prim& p, void* C, const void* A, const void* B, const float* bias, const char* op);
+  // m's values as bf16: the tensor's own memory, or an f32 operand rounded into `slot`.
+  const void* as_bf16(const MatView& m, Slot slot);
   // `m` (not transposed, batch 1) copied as f32 into `slot` with rows padded to cols + 16.
   MatView padded(const MatView& m, Slot slot);
   // A reusable f32/byte scratch buffer of at least `bytes` bytes for `slot`.
@@ -154,12 +163,12 @@ class OnednnBackend final : public ablate::Backend {
   const float* as_f32(const void* data, DType dt, std::int64_t n, Slot slot);
   void set_threads() const;
 
-  struct Prim;  // a cached matmul primitive with its memory objects
   struct KeyHash {
     std::size_t operator()(const std::vector<std::int64_t>& k) const noexcept;
   };
 
   int threads_;
+  bool native_bf16_ = false;
   std::shared_ptr<ablate::HostAllocator> alloc_;
   dnnl::engine engine_;
   dnnl::stream stream_;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -103,6 +105,32 @@ TEST_F(Onednn, CapsReportThreadsBf16AndDeterminism) {
   EXPECT_TRUE(c.bf16);
   EXPECT_TRUE(c.deterministic);
   EXPECT_TRUE(c.host_addressable);
+}
+
+// bf16 GEMMs run on bf16 dot-product instructions exactly where the CPU has them (read here from
+// /proc/cpuinfo, not from oneDNN) and oneDNN may use them (ONEDNN_MAX_CPU_ISA, which the ctest
+// entry backend_onednn.bf16_widening sets to take the f32-widening path); caps() says which.
+TEST_F(Onednn, Bf16GemmPathFollowsTheCpu) {
+  bool has_bf16 = false;
+  {
+    std::FILE* f = std::fopen("/proc/cpuinfo", "r");
+    if (!f) GTEST_SKIP() << "no /proc/cpuinfo";
+    char line[8192];
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "flags", 5) == 0) {
+        has_bf16 = std::strstr(line, " avx512_bf16") || std::strstr(line, " amx_bf16");
+        break;
+      }
+    std::fclose(f);
+  }
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const bool capped = cap && std::string(cap) != "ALL" && std::string(cap) != "AVX512_CORE_BF16" &&
+                      std::string(cap).rfind("AVX512_CORE_AMX", 0) != 0;
+  auto linked = linked_backend();
+  const bool native = dynamic_cast<backend_onednn::OnednnBackend&>(*linked).native_bf16();
+  EXPECT_EQ(native, has_bf16 && !capped) << "cpu has bf16: " << has_bf16 << ", ONEDNN_MAX_CPU_ISA " << (cap ? cap : "unset");
+  const std::string how = linked->caps().bf16_arithmetic;
+  EXPECT_NE(how.find(native ? "bf16 GEMMs" : "widened to f32"), std::string::npos) << how;
 }
 
 // y = act(x·w^T + b) and its backward against naive loops, accumulating onto non-zero grads.
