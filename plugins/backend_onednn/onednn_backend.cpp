@@ -362,19 +362,19 @@ bool aliasing_shape(std::int64_t O, std::int64_t I) {
 
 // g[N, O] = dy ⊙ act'(src) into gs (when non-null) and db's column sums of g into dbs (when
 // non-null), in one pass over the rows; the column sums in fixed chunks (deterministic).
-template <Activation A, class D, class Sp>
-void activation_grad_rows(float* gs, float* dbs, float* partial, const D* d, const Sp* sp, std::int64_t N,
+template <Activation A, class D, class Sp, class G>
+void activation_grad_rows(G* gs, float* dbs, float* partial, const D* d, const Sp* sp, std::int64_t N,
                           std::int64_t O, int threads) {
   if (dbs) {
     chunked_column_sum(dbs, partial, N, O, threads, [&](std::int64_t r, float* acc) {
       const D* dr = d + r * O;
       const Sp* sr = sp + r * O;
       if (gs) {
-        float* gr = gs + r * O;
+        G* gr = gs + r * O;
 #pragma omp simd
         for (std::int64_t j = 0; j < O; ++j) {
           const float v = ld(dr, j) * act_bwd<A>(ld(sr, j));
-          gr[j] = v;
+          st(gr, j, v);
           acc[j] += v;
         }
       } else {
@@ -386,7 +386,7 @@ void activation_grad_rows(float* gs, float* dbs, float* partial, const D* d, con
   }
   const std::int64_t n = N * O;
 #pragma omp parallel for simd num_threads(team_size(n, threads)) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) gs[i] = ld(d, i) * act_bwd<A>(ld(sp, i));
+  for (std::int64_t i = 0; i < n; ++i) st(gs, i, ld(d, i) * act_bwd<A>(ld(sp, i)));
 }
 }  // namespace
 
@@ -461,7 +461,10 @@ void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Te
       fail(op, std::string("activation ") + ablate::activation_name(act) + " needs `pre` for backward (got null)");
     need_numel(op, "pre", *src, N * O);
   }
-  float* gs = act != Activation::None && (dx || dw) ? scratch_f32(kLinG, N * O) : nullptr;
+  // g is kept as bf16 when the GEMMs below take it as bf16 anyway (bf16 values, bf16 instructions).
+  const DType g_dtype = native_bf16_ && x.dtype() == DType::BF16 ? DType::BF16 : DType::F32;
+  void* gs = act != Activation::None && (dx || dw) ? scratch(kLinG, static_cast<std::size_t>(N * O) * ablate::dtype_size(g_dtype))
+                                                   : nullptr;
   float* dbs = db ? scratch_f32(kSums, O) : nullptr;
   if (act != Activation::None || db) {
     float* partial = db ? scratch_f32(kPartial, std::min<std::int64_t>(N, 64) * O) : nullptr;
@@ -475,13 +478,18 @@ void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Te
         return;
       }
       with_float(op, *src, [&](const auto* sp) {
-        with_act(act, [&](auto tag) { activation_grad_rows<decltype(tag)::value>(gs, dbs, partial, d, sp, N, O, threads_); });
+        with_act(act, [&](auto tag) {
+          if (g_dtype == DType::BF16)
+            activation_grad_rows<decltype(tag)::value>(static_cast<bf16_t*>(gs), dbs, partial, d, sp, N, O, threads_);
+          else
+            activation_grad_rows<decltype(tag)::value>(static_cast<float*>(gs), dbs, partial, d, sp, N, O, threads_);
+        });
       });
     });
-    if (gs) g = MatView{gs, DType::F32, 1, N, O, false};
+    if (gs) g = MatView{gs, g_dtype, 1, N, O, false};
   }
   // (an sgemm problem: bf16 operands on bf16 instructions take the matmul primitive instead)
-  const bool pad = aliasing_shape(O, I) && (dx || dw) && !(native_bf16_ && x.dtype() == DType::BF16);
+  const bool pad = aliasing_shape(O, I) && (dx || dw) && g_dtype == DType::F32;
   if (pad) g = padded(g, kPadA);
   // dx[N, I] += g[N, O] · w[O, I]
   if (dx) gemm(dx->raw(), dx->dtype(), g, view_of(w, 1, O, I, false), 1.0f, true, nullptr, Activation::None, op);
