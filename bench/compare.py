@@ -172,12 +172,18 @@ def flops_per_step(spec):
     return 3 * fwd
 
 
-def ablate_speed(args, name, sets, spec, workdir, label):
+def ablate_speed(args, name, sets, spec, workdir, label, binary=None):
     """One Ablate training process: tokens/s after the first log interval (from run.h5's
-    elapsed_s, so logging's own time counts), and its peak RSS."""
+    elapsed_s, so logging's own time counts), and its peak RSS. `binary`: another build's ablate
+    (--ablate-before), run with its own lib/ directory first on the library path."""
     out_dir = os.path.join(workdir, label)
-    code, out, rss = run_process([args.ablate_bin, "run", os.path.join(ROOT, CONFIGS[name]["spec"]), *set_args(sets),
-                                  "--out", out_dir, "--progress", "quiet"])
+    env = None
+    if binary:
+        env = dict(os.environ)
+        lib = os.path.join(os.path.dirname(os.path.abspath(binary)), "..", "lib")
+        env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    code, out, rss = run_process([binary or args.ablate_bin, "run", os.path.join(ROOT, CONFIGS[name]["spec"]),
+                                  *set_args(sets), "--out", out_dir, "--progress", "quiet"], env=env)
     if code != 0:
         raise RuntimeError(f"ablate run failed ({code}):\n{out}")
     with h5py.File(os.path.join(out_dir, "run.h5"), "r") as f:
@@ -235,14 +241,16 @@ def spread(values):
 
 
 def matmul_peak(args):
-    """The plain oneDNN f32 matmul GFLOP/s (median) that ablate_op_bench measures here and now."""
+    """The plain oneDNN f32 and bf16 matmul GFLOP/s (median) that ablate_op_bench measures here and
+    now; the bf16 one is None on a CPU without bf16 instructions."""
     op_bench = os.path.join(os.path.dirname(args.ablate_bin), "ablate_op_bench")
     out = subprocess.run([op_bench, "--threads", str(args.threads), "--reps", "5"], capture_output=True, text=True,
                          check=True).stdout
     found = re.search(r"peak = the better plain matmul, ([0-9.]+) GFLOP/s median", out)
     if not found:
         raise RuntimeError(f"no peak line in the output of {op_bench}:\n{out}")
-    return float(found.group(1))
+    low = re.search(r"bf16 peak = the better plain bf16 matmul, ([0-9.]+) GFLOP/s median", out)
+    return float(found.group(1)), float(low.group(1)) if low else None
 
 
 def gpu_matmul_peak(args):
@@ -284,6 +292,8 @@ def main():
     p.add_argument("--bf16-rounds", type=int, default=1, help="rounds of B-bf16 (see --bf16-steps)")
     p.add_argument("--check-steps", type=int, default=20, help="steps of the agreement check")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--ablate-before", metavar="BIN",
+                   help="another build's ablate (say, main before a change), timed in the same rounds as its own row")
     p.add_argument("--no-torch-release", action="store_true", help="only Debian's python3-torch (no venv)")
     p.add_argument("--check-only", action="store_true", help="the agreement check only (implied by --size tiny)")
     p.add_argument("--out", default=os.path.join(ROOT, "results", "bench"), help="where the markdown report goes")
@@ -311,7 +321,7 @@ def main():
              f"- machine: {machine()}; {args.threads} threads; size {args.size}",
              f"- ablate: {version[0] if version else args.ablate_bin}",
              f"- command: `{' '.join(sys.argv)}`"] + [f"- note: {n}" for n in notes]
-    peak = None
+    peak = bf16_peak = None
     speed_rows = []
     workdir = tempfile.mkdtemp(prefix="ablate_bench_")
     failed = False
@@ -320,8 +330,16 @@ def main():
             peak, gpu_name = gpu_matmul_peak(args)
             lines.append(f"- GPU: {gpu_name}; matmul peak (torch bf16 8192^3, median): {peak / 1e3:.1f} TFLOP/s")
         elif not args.check_only:
-            peak = matmul_peak(args)
+            peak, bf16_peak = matmul_peak(args)
             lines.append(f"- matmul peak (ablate_op_bench, plain oneDNN f32, median): {peak:.1f} GFLOP/s")
+            lines.append(f"- bf16 matmul peak (plain oneDNN bf16, median): {bf16_peak:.1f} GFLOP/s; bf16 rows' MFU is "
+                         "against it" if bf16_peak else "- no bf16 instructions: bf16 rows' MFU is against the f32 peak")
+            if args.ablate_before:
+                before = subprocess.run([args.ablate_before, "--version"], capture_output=True, text=True,
+                                        env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(
+                                            os.path.dirname(os.path.abspath(args.ablate_before)), "..", "lib")))
+                lines.append(f"- Ablate (before): `{args.ablate_before}` ({before.stdout.strip().splitlines()[0] if before.stdout.strip() else '?'}), "
+                             "run in each round after Ablate; its ratio column is Ablate / before")
             if any(CONFIGS[n]["bf16"] for n in names):
                 lines.append(f"- bf16 configs: {args.bf16_rounds} round(s) of {args.bf16_steps} steps (5 of warm-up), "
                              "as PyTorch's bf16 takes minutes per step on a CPU without bf16 instructions")
@@ -340,6 +358,12 @@ def main():
                     results["Ablate"][0].append(tps)
                     results["Ablate"][1].append(rss)
                     print(f"{name} round {r + 1}: Ablate {tps:,.0f} tokens/s, {rss:,.0f} MiB", flush=True)
+                    if args.ablate_before:
+                        tps, rss = ablate_speed(args, name, sets, spec, workdir, f"{name}_before_{r}", args.ablate_before)
+                        results.setdefault("Ablate (before)", ([], []))
+                        results["Ablate (before)"][0].append(tps)
+                        results["Ablate (before)"][1].append(rss)
+                        print(f"{name} round {r + 1}: Ablate (before) {tps:,.0f} tokens/s, {rss:,.0f} MiB", flush=True)
                     for peer in peers:
                         tps, rss, error = peer_speed(args, peer, spec_path, CONFIGS[name]["bf16"])
                         if error:
@@ -379,7 +403,8 @@ def main():
                     continue
                 med = medians[impl]
                 ratio = "" if impl == "Ablate" else f"{medians['Ablate'] / med:.2f}x"
-                mfu = med / tokens_per_step(spec) * flops / (peak * 1e9)
+                row_peak = bf16_peak if CONFIGS[name]["bf16"] and not args.gpu and bf16_peak else peak
+                mfu = med / tokens_per_step(spec) * flops / (row_peak * 1e9)
                 label = impl + (" (peer)" if impl == peer else "")
                 lines.append(f"| {name} | {label} | {med:,.0f} | {spread(tps)} | {ratio} | {100 * mfu:.1f}% | {max(rss):,.0f} |")
             for impl, error in errors.items():

@@ -1,11 +1,12 @@
 // ablate_op_bench: times backend/onednn's GEMM-heavy ops at Transformer shapes (tokens 4096,
 // d 512, d_ff 2048; attention B 16, H 8, T = S 128, Dh 64) in f32 and bf16, and the linear
-// layers of benchmark config A (f32), next to a plain
-// oneDNN f32 matmul at the same sizes (the achievable peak here), and prints one table.
+// layers of benchmark config A (f32), next to a plain oneDNN matmul at the same sizes (the
+// achievable peak here: f32, and bf16 where the CPU has bf16 instructions), and prints one table.
 //
 //   ablate_op_bench [--threads 2] [--reps 7]
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -38,6 +39,7 @@ struct Row {
   std::string name;
   std::function<void()> run;
   double flops;
+  bool bf16 = name.find("bf16") != std::string::npos;  // %peak against the bf16 peak, where measured
   std::vector<double> seconds;
   Timing t{};
 };
@@ -59,16 +61,17 @@ void measure(std::vector<Row>& rows, int reps) {
   }
 }
 
-// Plain oneDNN f32 matmul dst[M, N] = src[M, K] · w[K, N], all row-major: the achievable peak.
+// Plain oneDNN matmul dst[M, N] (f32) = src[M, K] · w[K, N] (f32 or bf16), all row-major: the
+// achievable peak.
 struct PlainMatmul {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream s{eng};
   dnnl::matmul prim;
   dnnl::memory a, b, c;
-  PlainMatmul(std::int64_t M, std::int64_t K, std::int64_t N) {
+  PlainMatmul(std::int64_t M, std::int64_t K, std::int64_t N, dnnl::memory::data_type in = dnnl::memory::data_type::f32) {
     using namespace dnnl;
-    memory::desc ad({M, K}, memory::data_type::f32, memory::format_tag::ab),
-        bd({K, N}, memory::data_type::f32, memory::format_tag::ab), cd({M, N}, memory::data_type::f32, memory::format_tag::ab);
+    memory::desc ad({M, K}, in, memory::format_tag::ab), bd({K, N}, in, memory::format_tag::ab),
+        cd({M, N}, memory::data_type::f32, memory::format_tag::ab);
     prim = matmul(matmul::primitive_desc(matmul::desc(ad, bd, cd), eng));
     a = memory(ad, eng);
     b = memory(bd, eng);
@@ -76,8 +79,13 @@ struct PlainMatmul {
     std::mt19937 g(1);
     std::uniform_real_distribution<float> d(-1, 1);
     for (auto* m : {&a, &b, &c}) {  // touch every page: untouched zero pages would fake bandwidth
-      float* p = static_cast<float*>(m->get_data_handle());
-      for (std::size_t i = 0; i < m->get_desc().get_size() / sizeof(float); ++i) p[i] = d(g);
+      const bool low = m->get_desc().data_type() == memory::data_type::bf16;
+      auto* p = static_cast<unsigned char*>(m->get_data_handle());
+      for (std::size_t i = 0; i < m->get_desc().get_size() / (low ? 2 : 4); ++i) {
+        const float v = d(g);
+        if (low) reinterpret_cast<std::uint16_t*>(p)[i] = ablate::float_to_bf16(v);
+        else reinterpret_cast<float*>(p)[i] = v;
+      }
     }
   }
   void operator()() {
@@ -121,6 +129,16 @@ int main(int argc, char** argv) {
   auto plain1 = std::make_shared<PlainMatmul>(N, D, F), plain2 = std::make_shared<PlainMatmul>(N, F, D);
   rows.push_back({"plain oneDNN matmul f32 4096x512 . 512x2048", [plain1] { (*plain1)(); }, 2.0 * N * D * F});
   rows.push_back({"plain oneDNN matmul f32 4096x2048 . 2048x512", [plain2] { (*plain2)(); }, 2.0 * N * D * F});
+  // bf16 operands (f32 result) only where oneDNN has bf16 instructions: elsewhere it would time
+  // a reference kernel for minutes.
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  const bool bf16_isa = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+  if (bf16_isa) {
+    using dt = dnnl::memory::data_type;
+    auto low1 = std::make_shared<PlainMatmul>(N, D, F, dt::bf16), low2 = std::make_shared<PlainMatmul>(N, F, D, dt::bf16);
+    rows.push_back({"plain oneDNN matmul bf16 4096x512 . 512x2048", [low1] { (*low1)(); }, 2.0 * N * D * F});
+    rows.push_back({"plain oneDNN matmul bf16 4096x2048 . 2048x512", [low2] { (*low2)(); }, 2.0 * N * D * F});
+  }
 
   ablate::PluginRegistry registry;
   registry.scan({ablate::builtin_plugin_dir()});
@@ -196,17 +214,24 @@ int main(int argc, char** argv) {
   measure(rows, reps);
   const double peak = std::max(rows[0].flops / rows[0].t.median_s, rows[1].flops / rows[1].t.median_s);
   const double best_peak = std::max(rows[0].flops / rows[0].t.min_s, rows[1].flops / rows[1].t.min_s);
+  const double low_peak = bf16_isa ? std::max(rows[2].flops / rows[2].t.median_s, rows[3].flops / rows[3].t.median_s) : peak;
+  const double low_best = bf16_isa ? std::max(rows[2].flops / rows[2].t.min_s, rows[3].flops / rows[3].t.min_s) : best_peak;
 
   std::printf("threads %d, %d interleaved rounds (median; spread = (max-min)/median); peak = the better plain matmul, "
               "%.1f GFLOP/s median, %.1f best (min time; the right column compares best with best)\n",
               threads, reps, peak / 1e9, best_peak / 1e9);
+  if (bf16_isa)
+    std::printf("bf16 peak = the better plain bf16 matmul, %.1f GFLOP/s median, %.1f best (bf16 rows' %%peak)\n",
+                low_peak / 1e9, low_best / 1e9);
+  else
+    std::printf("no bf16 peak: this CPU has no bf16 instructions (bf16 rows' %%peak is against the f32 peak)\n");
   std::printf("%-58s %9s %7s %9s %7s | %9s %7s\n", "op", "ms", "spread", "GFLOP/s", "%peak", "best GF/s", "%best");
   for (const Row& r : rows) {
     const double gf = r.flops / r.t.median_s / 1e9;
     const double best = r.flops / r.t.min_s;
+    const double pk = r.bf16 ? low_peak : peak, bpk = r.bf16 ? low_best : best_peak;
     std::printf("%-58s %9.3f %6.0f%% %9.1f %6.1f%% | %9.1f %6.1f%%\n", r.name.c_str(), r.t.median_s * 1e3,
-                100.0 * (r.t.max_s - r.t.min_s) / r.t.median_s, gf, 100.0 * gf * 1e9 / peak, best / 1e9,
-                100.0 * best / best_peak);
+                100.0 * (r.t.max_s - r.t.min_s) / r.t.median_s, gf, 100.0 * gf * 1e9 / pk, best / 1e9, 100.0 * best / bpk);
   }
   return 0;
 }
