@@ -286,10 +286,11 @@ def main():
     p.add_argument("--configs", default="A,B,B-bf16", help="comma-separated, of " + ", ".join(CONFIGS))
     p.add_argument("--rounds", type=int, default=3, help="alternating Ablate / PyTorch rounds per config")
     p.add_argument("--steps", type=int, help="training steps of each speed run (default: the config's train.steps)")
-    p.add_argument("--bf16-steps", type=int, default=8,
-                   help="training steps of each B-bf16 speed run (5 of warm-up): PyTorch's bf16 on a CPU without bf16 "
-                        "instructions takes minutes per step")
-    p.add_argument("--bf16-rounds", type=int, default=1, help="rounds of B-bf16 (see --bf16-steps)")
+    p.add_argument("--bf16-steps", type=int,
+                   help="training steps of each B-bf16 speed run (default: --steps on a CPU with bf16 instructions; "
+                        "8, 5 of them warm-up, on one without, where PyTorch's bf16 takes minutes per step)")
+    p.add_argument("--bf16-rounds", type=int,
+                   help="rounds of B-bf16 (default: --rounds with bf16 instructions, 1 without; see --bf16-steps)")
     p.add_argument("--check-steps", type=int, default=20, help="steps of the agreement check")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--ablate-before", metavar="BIN",
@@ -340,12 +341,18 @@ def main():
                                             os.path.dirname(os.path.abspath(args.ablate_before)), "..", "lib")))
                 lines.append(f"- Ablate (before): `{args.ablate_before}` ({before.stdout.strip().splitlines()[0] if before.stdout.strip() else '?'}), "
                              "run in each round after Ablate; its ratio column is Ablate / before")
+            if args.bf16_steps is None and bf16_peak is None:
+                args.bf16_steps = 8
+            if args.bf16_rounds is None:
+                args.bf16_rounds = args.rounds if bf16_peak else 1
             if any(CONFIGS[n]["bf16"] for n in names):
-                lines.append(f"- bf16 configs: {args.bf16_rounds} round(s) of {args.bf16_steps} steps (5 of warm-up), "
-                             "as PyTorch's bf16 takes minutes per step on a CPU without bf16 instructions")
+                steps_text = f"{args.bf16_steps} steps" if args.bf16_steps else "the config's steps"
+                lines.append(f"- bf16 configs: {args.bf16_rounds} round(s) of {steps_text}" +
+                             ("" if bf16_peak else " (5 of warm-up), as PyTorch's bf16 takes minutes per step on a CPU "
+                              "without bf16 instructions"))
             for name in names:
                 bf16 = CONFIGS[name]["bf16"]
-                steps = args.bf16_steps if bf16 and not args.gpu else args.steps
+                steps = (args.bf16_steps or args.steps) if bf16 and not args.gpu else args.steps
                 rounds = args.bf16_rounds if bf16 and not args.gpu else args.rounds
                 extra = [f"train.steps={steps}"] if steps else []
                 sets = config_sets(name, args, extra)
