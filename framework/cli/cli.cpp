@@ -19,6 +19,8 @@ namespace po = boost::program_options;
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"compare", "compare the runs under directories: arms by varying keys, mean ± std over seeds, Δ vs a baseline, report files", cmd_compare},
+      {"eval", "score a trained run's checkpoint on a whole split of its task: every metric, predictions written out", cmd_eval},
+      {"export", "write a trained run's weights as safetensors, with its spec and vocabularies (for PyTorch)", cmd_export},
       {"plot", "draw curves per arm, attention heatmap grids, decode cross-attention and entropy figures (PNG/SVG)", cmd_plot},
       {"plugins", "list the discovered plugins: kind, name, version, file, description, options", cmd_plugins},
       {"inspect", "summarise a run file: status, last metrics, logged tensors; --follow a live run", cmd_inspect},

@@ -62,6 +62,8 @@ class StopSignals {
 std::string version_line();
 
 int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cmd_export(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // Prints an analysis (analysis/report_files.hpp) as `ablate compare` and `ablate sweep` do: the

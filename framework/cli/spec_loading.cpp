@@ -16,7 +16,9 @@
 #include "spec/plugin_validation.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "spec/spec_tree.hpp"
+#include "train/checkpoint.hpp"
 #include "train/experiment.hpp"
+#include "train/run_eval.hpp"
 
 namespace ablate::cli {
 namespace {
@@ -167,9 +169,9 @@ sweep::SweepPlan plan_validated_sweep(const std::string& file, const std::vector
   });
 }
 
-LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::string>& overrides,
-                               const std::vector<std::string>& plugin_paths, std::ostream& err) {
-  LoadedSpec loaded{spec::load_spec(file, overrides), std::make_unique<PluginRegistry>()};
+namespace {
+LoadedSpec validated(spec::ExperimentSpec spec, const std::vector<std::string>& plugin_paths, std::ostream& err) {
+  LoadedSpec loaded{std::move(spec), std::make_unique<PluginRegistry>()};
   std::vector<std::filesystem::path> extra(loaded.spec.plugin_paths.begin(), loaded.spec.plugin_paths.end());
   extra.insert(extra.end(), plugin_paths.begin(), plugin_paths.end());
   loaded.registry->scan(plugin_search_path(extra));
@@ -180,6 +182,27 @@ LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::s
   spec::validate_plugins(loaded.spec, RegistryCatalog(*loaded.registry));
   check_components(loaded.spec, *loaded.registry);
   return loaded;
+}
+}  // namespace
+
+LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::string>& overrides,
+                               const std::vector<std::string>& plugin_paths, std::ostream& err) {
+  return validated(spec::load_spec(file, overrides), plugin_paths, err);
+}
+
+LoadedSpec load_run_spec(const std::filesystem::path& run_dir, const std::vector<std::string>& overrides,
+                         const std::vector<std::string>& plugin_paths, std::ostream& err) {
+  const std::vector<std::string>& allowed = spec::execution_keys();
+  for (const std::string& o : overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+      throw UsageError("--set " + o + ": only execution keys (" + join(allowed, ", ") +
+                           ") may change: the weights belong to the run's own spec",
+                       "to use another configuration, train it");
+  }
+  const std::filesystem::path checkpoint = train::run_checkpoint(run_dir);
+  return validated(spec::parse_spec(train::read_checkpoint(checkpoint).spec_yaml, checkpoint.string(), overrides),
+                   plugin_paths, err);
 }
 
 spec::ExperimentSpec load_spec_against(const std::string& file, const std::vector<std::string>& overrides,

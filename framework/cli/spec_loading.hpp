@@ -23,6 +23,12 @@ struct LoadedSpec {
 LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::string>& overrides,
                                const std::vector<std::string>& plugin_paths, std::ostream& err);
 
+// The spec of the trained run in `run_dir`, as its checkpoint holds it (the spec its weights
+// belong to), checked like load_validated_spec. `overrides` may set execution keys only
+// (backend.threads): anything else is a UsageError. Throws UsageError when there is no checkpoint.
+LoadedSpec load_run_spec(const std::filesystem::path& run_dir, const std::vector<std::string>& overrides,
+                         const std::vector<std::string>& plugin_paths, std::ostream& err);
+
 // One point of the spec file's sweep (the file with other overrides, its sweep not read),
 // checked against an already scanned registry. Throws UsageError like load_validated_spec.
 spec::ExperimentSpec load_spec_against(const std::string& file, const std::vector<std::string>& overrides,

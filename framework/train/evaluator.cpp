@@ -38,12 +38,12 @@ std::int64_t positions_needed(const Experiment& ex, std::int64_t length) {
 }
 
 Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Split split, std::size_t samples,
-                    std::int64_t length) {
+                    std::int64_t length, std::int64_t count) {
   const auto wants = [&](spec::Metric m) { return std::find(metrics.begin(), metrics.end(), m) != metrics.end(); };
   const bool decode = wants(spec::Metric::exact_match);
   const bool forced = wants(spec::Metric::loss) || wants(spec::Metric::perplexity) || wants(spec::Metric::token_accuracy);
   const std::int64_t batch_size = ex.spec.train.batch_size;
-  const std::int64_t n = std::min(ex.spec.eval.batches * batch_size, ex.size(split, length));
+  const std::int64_t n = std::min(count > 0 ? count : ex.spec.eval.batches * batch_size, ex.size(split, length));
   const std::int64_t max_decode = std::max(ex.task_info.max_tgt_len, length);
 
   double loss_sum = 0.0, rows = 0.0, correct = 0.0;
@@ -80,7 +80,7 @@ Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Sp
     for (const auto& [name, value] : ex.score(references, predictions)) out[decoded_name(name)] = value;
     for (std::size_t i = 0; i < std::min(samples, references.size()); ++i)
       result.samples.push_back({ex.text(references[i].src, false), ex.text(references[i].tgt, true),
-                                ex.text(predictions[i], true)});
+                                ex.text(predictions[i], true), references[i].src, references[i].tgt, predictions[i]});
   }
   return result;
 }
@@ -123,7 +123,8 @@ std::vector<DecodedSample> generate_samples(Experiment& ex, Split split, std::si
   const std::vector<std::vector<std::int32_t>> continuations = ex.model->generate(*ex.backend, prompts, options);
   std::vector<DecodedSample> out;
   for (std::size_t i = 0; i < examples.size(); ++i)
-    out.push_back({ex.text(prompts[i], true), ex.text(references[i], true), ex.text(continuations[i], true)});
+    out.push_back({ex.text(prompts[i], true), ex.text(references[i], true), ex.text(continuations[i], true), prompts[i],
+                   references[i], continuations[i]});
   return out;
 }
 

@@ -18,6 +18,7 @@ namespace ablate::train {
 // continuation: src = the prompt, reference = the true next tokens, prediction = the generated ones.
 struct DecodedSample {
   std::string src, reference, prediction;
+  std::vector<std::int32_t> src_ids, reference_ids, prediction_ids;  // the same as tokens
 };
 
 struct Evaluation {
@@ -26,7 +27,8 @@ struct Evaluation {
 };
 
 // The examples used: the first min(eval.batches * batch_size, size(split)) of `split` (Eval or
-// Test), the same at every evaluation. Metrics, by name:
+// Test), the same at every evaluation, or the first min(count, size(split)) when count > 0.
+// Metrics, by name:
 //   loss          mean cross entropy per target token (no label smoothing)
 //   perplexity    exp(loss)
 //   token_accuracy  teacher-forced argmax accuracy over target tokens
@@ -37,7 +39,7 @@ struct Evaluation {
 // drawn and no gradient or parameter is touched. length > 0: on the split's examples of that
 // length instead (eval.lengths; greedy decoding then allows targets of up to that length too).
 Evaluation evaluate(Experiment& experiment, const std::vector<spec::Metric>& metrics, Split split = Split::Eval,
-                    std::size_t samples = 0, std::int64_t length = 0);
+                    std::size_t samples = 0, std::int64_t length = 0, std::int64_t count = 0);
 
 // The column of `metric` evaluated at `length` (eval.lengths): "loss_at_128".
 std::string at_length(const std::string& metric, std::int64_t length);

@@ -1,0 +1,51 @@
+// `ablate export RUN --format safetensors`: a trained run's weights in a file Python's
+// `safetensors` and PyTorch load, with the spec and vocabularies beside them (run_export.hpp).
+#include <filesystem>
+#include <ostream>
+
+#include "ablate/error.hpp"
+#include "cli/cli.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/spec_loading.hpp"
+#include "train/run_export.hpp"
+
+namespace ablate::cli {
+namespace po = boost::program_options;
+
+int cmd_export(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description options(
+      "ablate export RUN_DIR [options]\n\n"
+      "Writes the weights of a run's checkpoint (RUN_DIR/checkpoint.bin) as safetensors: every parameter under\n"
+      "its dotted name (f32), and as metadata the resolved spec, the run id, the checkpoint's step and the\n"
+      "task's vocabularies. docs/examples/load_in_torch.py rebuilds the model in PyTorch from it. An existing\n"
+      "file is never written over. Exit 0 done, 2 bad arguments (no checkpoint, the file exists), 3 plugin error.\n\n"
+      "Options");
+  options.add_options()
+      ("help,h", "show this help")
+      ("run", po::value<std::string>(), "the run directory (positional)")
+      ("format", po::value<std::string>()->default_value("safetensors"), "the file format: safetensors")
+      ("out,o", po::value<std::string>(), "the file to write (default RUN_DIR/model.safetensors)")
+      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)");
+  po::positional_options_description positional;
+  positional.add("run", 1);
+  const po::variables_map vm = parse_command("export", options, args, positional);
+  if (vm.count("help")) {
+    out << options << "\n";
+    return kExitOk;
+  }
+  if (!vm.count("run")) throw UsageError("ablate export: no run directory given", "usage: ablate export RUN_DIR [--out FILE]");
+  if (vm["format"].as<std::string>() != "safetensors")
+    throw UsageError("ablate export: --format " + vm["format"].as<std::string>() + ": expected safetensors");
+  const std::filesystem::path dir = vm["run"].as<std::string>();
+  const std::filesystem::path file = vm.count("out") ? std::filesystem::path(vm["out"].as<std::string>()) : dir / "model.safetensors";
+  if (std::filesystem::exists(file))  // before the model is built: said at once
+    throw UsageError("ablate export: " + file.string() + " already exists", "export never writes over a file: name another with --out");
+  LoadedSpec loaded = load_run_spec(dir, {}, repeated(vm, "plugin-path"), err);
+  train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
+  const train::ExportResult r = train::export_safetensors(run, file);
+  out << "exported " << r.tensors << " tensors (step " << run.step << ") to " << r.file.string() << " (" << r.bytes
+      << " bytes)\n";
+  return kExitOk;
+}
+
+}  // namespace ablate::cli

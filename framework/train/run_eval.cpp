@@ -1,0 +1,147 @@
+// evaluate_run() (run_eval.hpp): rebuild a run's model from its checkpoint's spec, load the
+// weights, score a whole split with the evaluator training uses, and write predictions and scores.
+#include "train/run_eval.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "ablate/error.hpp"
+#include "core/atomic_file.hpp"
+#include "core/text.hpp"
+#include "train/checkpoint.hpp"
+#include "train/evaluator.hpp"
+#include "train/experiment.hpp"
+#include "train/runner.hpp"
+
+namespace ablate::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A sample's text, or its token ids separated by spaces where the task has no text.
+std::string shown(const std::string& text, const std::vector<std::int32_t>& ids) {
+  if (!text.empty() || ids.empty()) return text;
+  std::string s;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+// A TSV field: tabs, newlines and backslashes escaped (\t, \n, \r, \\), so each example is one line.
+std::string tsv_field(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '\t') out += "\\t";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* split_name(Split split) {
+  switch (split) {
+    case Split::Train: return "train";
+    case Split::Eval: return "eval";
+    case Split::Test: return "test";
+  }
+  return "?";
+}
+
+fs::path run_checkpoint(const fs::path& run_dir) {
+  if (!fs::is_directory(run_dir))
+    throw UsageError(run_dir.string() + " is not a run directory (no such directory)",
+                     "give the directory `ablate run` trained into (it holds run.h5 and checkpoint.bin)");
+  const fs::path file = run_dir / "checkpoint.bin";
+  if (!fs::exists(file))
+    throw UsageError("no checkpoint in " + run_dir.string() + ": checkpoint.bin is missing",
+                     "a run writes checkpoint.bin at each evaluation and when it stops; evaluate a run that got that "
+                     "far (a run that failed before its first checkpoint has no weights to evaluate)");
+  return file;
+}
+
+TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry) {
+  const fs::path checkpoint = run_checkpoint(run_dir);
+  TrainedRun run;
+  run.experiment = std::make_unique<Experiment>(spec, registry);
+  run.step = load_checkpoint(checkpoint, *run.experiment->store).state.step;
+  return run;
+}
+
+RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
+                           const RunEvalOptions& options, std::ostream& out) {
+  run_checkpoint(run_dir);  // the first thing to say when there is none
+  if (options.limit < 0) throw UsageError("--limit must be >= 0, got " + std::to_string(options.limit));
+  const fs::path dir = options.out_dir.empty() ? run_dir / "evals" / split_name(options.split) : options.out_dir;
+  const std::string ext = options.format == PredictionFormat::Tsv ? "tsv" : "jsonl";
+  for (const char* name : {"scores.json", "predictions.tsv", "predictions.jsonl"})
+    if (fs::exists(dir / name))
+      throw UsageError(dir.string() + " already holds an evaluation (" + name + ")",
+                       "evaluations are never written over: name another directory with --out, or remove that one");
+
+  TrainedRun run = open_trained_run(run_dir, spec, registry);
+  Experiment& ex = *run.experiment;
+  const std::int64_t size = ex.size(options.split);
+  if (size == 0)
+    throw UsageError(std::string("the task has no examples in its ") + split_name(options.split) + " split",
+                     "choose another split with --split (eval or test)");
+  const std::int64_t n = options.limit > 0 ? std::min(options.limit, size) : size;
+
+  std::vector<std::string> skipped;
+  const std::vector<spec::Metric> metrics = applicable_metrics(ex.spec, ex.task_info, &skipped);
+  for (const std::string& s : skipped) out << "note: metric skipped: " << s << "\n";
+  const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
+  out << "evaluating " << run_dir.string() << " (step " << run.step << ") on " << n << " of " << size << " "
+      << split_name(options.split) << " examples\n";
+  const Evaluation e = evaluate(ex, metrics, options.split, decodes ? static_cast<std::size_t>(n) : 0, 0, n);
+
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError("cannot create " + dir.string() + ": " + ec.message());
+  RunEvalResult result;
+  result.metrics = e.metrics;
+  result.examples = n;
+  result.step = run.step;
+  if (!e.samples.empty()) {
+    std::ostringstream p;
+    if (options.format == PredictionFormat::Tsv) p << "index\tsource\treference\tprediction\n";
+    for (std::size_t i = 0; i < e.samples.size(); ++i) {
+      const DecodedSample& d = e.samples[i];
+      const std::string src = shown(d.src, d.src_ids), ref = shown(d.reference, d.reference_ids),
+                        pred = shown(d.prediction, d.prediction_ids);
+      if (options.format == PredictionFormat::Tsv)
+        p << i << "\t" << tsv_field(src) << "\t" << tsv_field(ref) << "\t" << tsv_field(pred) << "\n";
+      else
+        p << "{\"index\": " << i << ", \"source\": " << json_quote(src) << ", \"reference\": " << json_quote(ref)
+          << ", \"prediction\": " << json_quote(pred) << "}\n";
+    }
+    result.predictions = dir / ("predictions." + ext);
+    write_file_atomically(result.predictions, p.str());
+  }
+  std::ostringstream s;
+  s << "{\n  \"run\": " << json_quote(run_dir.string()) << ",\n  \"run_id\": " << json_quote(run_id(ex.spec))
+    << ",\n  \"checkpoint_step\": " << run.step << ",\n  \"split\": " << json_quote(split_name(options.split))
+    << ",\n  \"examples\": " << n << ",\n  \"split_size\": " << size << ",\n  \"code_id\": " << json_quote(ex.code.id)
+    << ",\n  \"metrics\": {";
+  bool first = true;
+  for (const auto& [name, value] : e.metrics) {
+    s << (first ? "\n" : ",\n") << "    " << json_quote(name) << ": "
+      << (std::isfinite(value) ? number_text(value) : std::string("null"));
+    first = false;
+  }
+  s << "\n  }";
+  if (!result.predictions.empty()) s << ",\n  \"predictions\": " << json_quote(result.predictions.filename().string());
+  s << "\n}\n";
+  result.scores = dir / "scores.json";
+  write_file_atomically(result.scores, s.str());
+  return result;
+}
+
+}  // namespace ablate::train

@@ -1,0 +1,66 @@
+// `ablate eval`: a trained run's checkpoint scored on a whole split of its task, with every
+// metric the task reports, and every prediction written beside the scores, so a researcher can
+// look at what a model does after training and not only at what training logged.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "ablate/task.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "spec/experiment_spec.hpp"
+#include "train/experiment.hpp"
+
+namespace ablate::train {
+
+enum class PredictionFormat { Tsv, Jsonl };
+
+struct RunEvalOptions {
+  Split split = Split::Test;
+  // The directory the files go to; empty: RUN/evals/<split>. It must not hold an evaluation
+  // already (nothing is written over).
+  std::filesystem::path out_dir;
+  PredictionFormat format = PredictionFormat::Tsv;
+  std::int64_t limit = 0;  // > 0: only the split's first `limit` examples
+};
+
+struct RunEvalResult {
+  std::map<std::string, double> metrics;
+  std::int64_t examples = 0;  // examples scored
+  std::int64_t step = 0;      // the checkpoint's training step
+  std::filesystem::path predictions, scores;  // the files written (predictions empty: no decoding)
+};
+
+// The checkpoint of the run in `run_dir` (checkpoint.bin; its resolved spec is in the file).
+// Throws UsageError when there is none.
+std::filesystem::path run_checkpoint(const std::filesystem::path& run_dir);
+
+// A trained run's model with its checkpoint's weights loaded: what `ablate eval` and `ablate
+// export` start from. `spec` is the checkpoint's spec, loaded and checked against `registry`.
+struct TrainedRun {
+  std::unique_ptr<Experiment> experiment;
+  std::int64_t step = 0;  // the checkpoint's training step
+};
+TrainedRun open_trained_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec,
+                            const PluginRegistry& registry);
+
+// Scores the weights of `run_dir`'s checkpoint on `options.split` of the task, every example of it
+// (or the first `limit`), with spec.eval.metrics as applicable (exact_match brings the task's
+// scores, e.g. BLEU, of greedy-decoded predictions). `spec` is the checkpoint's spec as loaded and
+// checked against `registry` (the CLI reads it with run_checkpoint and read_checkpoint). Writes
+// predictions.tsv or .jsonl (index, source, reference, prediction: text where the task has text,
+// else token ids) when the model decodes, and scores.json (metrics, split, examples, step, run
+// id, the code that evaluated), into the output directory, which it creates and which must not
+// hold an evaluation already. Throws UsageError for an empty split or an occupied directory
+// (before anything is written).
+RunEvalResult evaluate_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec,
+                           const PluginRegistry& registry, const RunEvalOptions& options, std::ostream& out);
+
+// "eval" / "test" / "train": the split's name in files and directories.
+const char* split_name(Split split);
+
+}  // namespace ablate::train

@@ -1,0 +1,157 @@
+// Tests for `ablate eval` (framework/train/run_eval, framework/cli/cmd_eval), in-process: a tiny
+// copy run is trained, then its checkpoint is scored again. The scores of the whole eval split
+// equal the run's own last evaluation; the predictions file holds one line per example and its
+// exact copies match exact_match; nothing is written over; bad arguments are refused.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
+#include "results/run_file.hpp"
+
+namespace ablate::train {
+namespace {
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+// 64 eval examples, all of them in each evaluation (eval.batches 2 x batch 32); the last
+// evaluation is at the last step, so it saw the checkpoint's weights.
+constexpr const char* kSpec = R"(name: eval_copy
+task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 2000, eval_examples: 64}
+model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}
+backend: onednn
+train: {steps: 60, batch_size: 32, optimizer: {lr: 3.0e-3}, seed: 3}
+log: {every: 20}
+eval: {every: 30, batches: 2, metrics: [loss, perplexity, token_accuracy, exact_match]}
+)";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> lines(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+std::vector<std::string> fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream s(line);
+  for (std::string f; std::getline(s, f, '\t');) out.push_back(f);
+  return out;
+}
+
+class RunEvalTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("ablate_run_eval_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "spec.yaml") << kSpec;
+    const auto r = run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "run").string(), "--progress", "quiet"});
+    ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static fs::path run_dir() { return dir_ / "run"; }
+  static inline fs::path dir_;
+};
+
+TEST_F(RunEvalTest, WholeEvalSplitScoresEqualTheRunsLastEvaluation) {
+  const fs::path out = dir_ / "eval_split";
+  const auto r = run_cli({"eval", run_dir().string(), "--split", "eval", "--out", out.string()});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  const results::MetricTable t = results::RunReader(run_dir() / "run.h5").metrics(results::MetricSplit::Eval);
+  ASSERT_EQ(t.steps.back(), 60);
+  const std::string scores = slurp(out / "scores.json");
+  EXPECT_NE(scores.find("\"checkpoint_step\": 60"), std::string::npos) << scores;
+  EXPECT_NE(scores.find("\"examples\": 64"), std::string::npos) << scores;
+  for (std::size_t i = 0; i < t.names.size(); ++i) {
+    const std::string& name = t.names[i];
+    if (name.rfind("test_", 0) == 0) continue;
+    const double recorded = t.columns[i].back();
+    // The metric's line in scores.json: "    \"loss\": 1.234,"
+    const std::size_t at = scores.find("\"" + name + "\": ");
+    ASSERT_NE(at, std::string::npos) << name << " missing in\n" << scores;
+    const double scored = std::stod(scores.substr(at + name.size() + 4));
+    EXPECT_DOUBLE_EQ(scored, recorded) << name;
+  }
+}
+
+TEST_F(RunEvalTest, PredictionsHoldEveryExampleAndTheirCopiesMatchExactMatch) {
+  const fs::path out = dir_ / "predictions";
+  const auto r = run_cli({"eval", run_dir().string(), "--split", "eval", "--out", out.string()});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  const auto rows = lines(out / "predictions.tsv");
+  ASSERT_EQ(rows.size(), 65u);  // header + 64 examples
+  EXPECT_EQ(rows[0], "index\tsource\treference\tprediction");
+  int exact = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto f = fields(rows[i]);
+    ASSERT_GE(f.size(), 3u) << rows[i];
+    EXPECT_EQ(f[0], std::to_string(i - 1));
+    EXPECT_FALSE(f[1].empty()) << rows[i];  // the copy task has no text: token ids
+    exact += f.size() == 4 && f[2] == f[3];
+  }
+  const std::string scores = slurp(out / "scores.json");
+  const std::size_t at = scores.find("\"exact_match\": ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_DOUBLE_EQ(std::stod(scores.substr(at + 15)), exact / 64.0);
+}
+
+TEST_F(RunEvalTest, JsonlAndLimitWriteOneObjectPerScoredExample) {
+  const fs::path out = dir_ / "jsonl";
+  const auto r = run_cli({"eval", run_dir().string(), "--split", "eval", "--limit", "10", "--format", "jsonl", "--out",
+                          out.string()});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  const auto rows = lines(out / "predictions.jsonl");
+  ASSERT_EQ(rows.size(), 10u);
+  EXPECT_EQ(rows[0].rfind("{\"index\": 0, \"source\": \"", 0), 0u) << rows[0];
+  EXPECT_NE(slurp(out / "scores.json").find("\"examples\": 10"), std::string::npos);
+}
+
+TEST_F(RunEvalTest, DefaultDirectoryIsUnderTheRunAndIsNeverWrittenOver) {
+  const auto first = run_cli({"eval", run_dir().string(), "--split", "eval", "--limit", "5"});
+  ASSERT_EQ(first.code, cli::kExitOk) << first.out << first.err;
+  const fs::path out = run_dir() / "evals" / "eval";
+  const std::string before = slurp(out / "scores.json");
+  const auto again = run_cli({"eval", run_dir().string(), "--split", "eval"});
+  EXPECT_EQ(again.code, cli::kExitUsage);
+  EXPECT_NE(again.err.find("already holds an evaluation"), std::string::npos) << again.err;
+  EXPECT_EQ(slurp(out / "scores.json"), before);
+  fs::remove_all(run_dir() / "evals");
+}
+
+TEST_F(RunEvalTest, BadArgumentsAreRefusedWithTheReason) {
+  const fs::path empty = dir_ / "not_a_run";
+  fs::create_directories(empty);
+  auto r = run_cli({"eval", empty.string()});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("no checkpoint in"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(empty));
+  r = run_cli({"eval", run_dir().string(), "--set", "model.d_model=64"});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("only execution keys"), std::string::npos) << r.err;
+  r = run_cli({"eval", run_dir().string(), "--split", "train"});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("expected eval or test"), std::string::npos) << r.err;
+  r = run_cli({"eval", run_dir().string(), "--split", "test"});  // the copy task has no test split
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("no examples in its test split"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(run_dir() / "evals"));
+}
+
+}  // namespace
+}  // namespace ablate::train
