@@ -21,12 +21,14 @@ const std::vector<Command>& commands() {
       {"compare", "compare the runs under directories: arms by varying keys, mean ± std over seeds, Δ vs a baseline, report files", cmd_compare},
       {"eval", "score a trained run's checkpoint on a whole split of its task: every metric, predictions written out", cmd_eval},
       {"export", "write a trained run's weights as safetensors, with its spec and vocabularies (for PyTorch)", cmd_export},
+      {"generate", "continue prompts with a trained language model (greedy or sampled), one line per prompt", cmd_generate},
       {"plot", "draw curves per arm, attention heatmap grids, decode cross-attention and entropy figures (PNG/SVG)", cmd_plot},
       {"plugins", "list the discovered plugins: kind, name, version, file, description, options", cmd_plugins},
       {"inspect", "summarise a run file: status, last metrics, logged tensors; --follow a live run", cmd_inspect},
       {"keys", "list the spec's keys: type and range, default, meaning (--markdown: the tables of docs/spec-reference.md)", cmd_keys},
       {"run", "train an experiment spec into its run directory (resumable with --resume)", cmd_run},
       {"sweep", "run a spec's sweep (variants x seeds) locally or on Slurm: resumable, skips finished runs; --status, --dry-run", cmd_sweep},
+      {"translate", "translate sentences with a trained encoder-decoder model: greedy or beam search, one line each", cmd_translate},
       {"validate", "check an experiment spec (keys, values, extends, --set, plugins); --print the resolved spec", cmd_validate},
   };
   return table;

@@ -64,6 +64,7 @@ std::string version_line();
 int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_export(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // Prints an analysis (analysis/report_files.hpp) as `ablate compare` and `ablate sweep` do: the
@@ -75,6 +76,7 @@ int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::os
 int cmd_keys(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cmd_translate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // The default baseline of a sweep's comparison: the spec's own base configuration as the arm

@@ -19,7 +19,8 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "ablate eval RUN_DIR [options]\n\n"
       "Scores the weights of a run's checkpoint (RUN_DIR/checkpoint.bin: a finished or interrupted run) on\n"
       "every example of a split of its task: the spec's eval.metrics (with exact_match, the task's scores of\n"
-      "greedy-decoded predictions, such as BLEU). Writes scores.json and, where the model decodes,\n"
+      "greedy-decoded predictions, such as BLEU; --beam N decodes by beam search). Writes scores.json and,\n"
+      "where the model decodes,\n"
       "predictions.tsv (index, source, reference, prediction) or .jsonl into RUN_DIR/evals/SPLIT (or --out),\n"
       "which must not hold an evaluation already. The run's own files are not touched.\n"
       "Exit 0 done, 2 bad arguments (no checkpoint, an occupied --out, an empty split), 3 plugin error.\n\nOptions");
@@ -29,6 +30,8 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ("split", po::value<std::string>()->default_value("test"), "eval or test: the task's split to score")
       ("limit", po::value<std::int64_t>()->default_value(0), "score only the split's first N examples (0: all)")
       ("format", po::value<std::string>()->default_value("tsv"), "predictions as tsv or jsonl")
+      ("beam", po::value<std::int64_t>()->default_value(1), "beam search with N hypotheses (encoder-decoder; 1: greedy)")
+      ("length-penalty", po::value<double>()->default_value(1.0), "beam search: score = log p / length^A")
       ("out,o", po::value<std::string>(), "output directory (default RUN_DIR/evals/SPLIT)")
       ("set,s", po::value<std::vector<std::string>>()->composing(),
        "override an execution key of the run's spec (backend.threads=N)")
@@ -53,6 +56,9 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
   else if (format == "jsonl") eval.format = train::PredictionFormat::Jsonl;
   else throw UsageError("ablate eval: --format " + format + ": expected tsv or jsonl");
   eval.limit = vm["limit"].as<std::int64_t>();
+  eval.beam = vm["beam"].as<std::int64_t>();
+  eval.length_penalty = vm["length-penalty"].as<double>();
+  if (eval.beam < 1) throw UsageError("ablate eval: --beam must be >= 1 (1: greedy decoding), got " + std::to_string(eval.beam));
   if (eval.limit < 0) throw UsageError("ablate eval: --limit must be >= 0, got " + std::to_string(eval.limit));
   if (vm.count("out")) eval.out_dir = vm["out"].as<std::string>();
 

@@ -38,7 +38,7 @@ std::int64_t positions_needed(const Experiment& ex, std::int64_t length) {
 }
 
 Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Split split, std::size_t samples,
-                    std::int64_t length, std::int64_t count) {
+                    std::int64_t length, std::int64_t count, const BeamOptions* beam) {
   const auto wants = [&](spec::Metric m) { return std::find(metrics.begin(), metrics.end(), m) != metrics.end(); };
   const bool decode = wants(spec::Metric::exact_match);
   const bool forced = wants(spec::Metric::loss) || wants(spec::Metric::perplexity) || wants(spec::Metric::token_accuracy);
@@ -65,7 +65,16 @@ Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Sp
     }
     if (decode) {
       references.insert(references.end(), std::make_move_iterator(examples.begin()), std::make_move_iterator(examples.end()));
-      auto p = ex.model->greedy_decode(*ex.backend, batch, max_decode);
+      std::vector<std::vector<std::int32_t>> p;
+      if (beam && beam->beam > 1) {
+        std::vector<std::vector<std::int32_t>> sources;
+        for (std::size_t i = references.size() - examples.size(); i < references.size(); ++i) sources.push_back(references[i].src);
+        BeamOptions o = *beam;
+        o.max_len = max_decode;
+        p = beam_search(ex, sources, o);
+      } else {
+        p = ex.model->greedy_decode(*ex.backend, batch, max_decode);
+      }
       predictions.insert(predictions.end(), std::make_move_iterator(p.begin()), std::make_move_iterator(p.end()));
     }
   }
@@ -88,7 +97,7 @@ Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Sp
 bool generates(const Experiment& ex, std::string* note) {
   const spec::GenerateSpec& g = ex.spec.eval.generate;
   if (ex.task_info.type != TaskType::LanguageModel || g.max_tokens == 0 || ex.size(Split::Eval) == 0) return false;
-  if (ex.text(ex.examples(Split::Eval, {0}).front().tgt, true).empty()) return false;  // no text (synthetic)
+  if (!ex.has_text()) return false;  // no text (synthetic)
   if (g.prompt_tokens >= ex.task_info.max_tgt_len)
     throw UsageError(ex.spec.marks.of("eval.generate.prompt_tokens").str() + ": eval.generate.prompt_tokens: " +
                          std::to_string(g.prompt_tokens) + " leaves nothing to continue: the task's examples have at most " +

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "spec/experiment_spec.hpp"
+#include "train/beam_search.hpp"
 #include "train/experiment.hpp"
 
 namespace ablate::train {
@@ -38,8 +39,10 @@ struct Evaluation {
 // Only the metrics in `metrics` (and the task's scores with exact_match) are computed; no RNG is
 // drawn and no gradient or parameter is touched. length > 0: on the split's examples of that
 // length instead (eval.lengths; greedy decoding then allows targets of up to that length too).
+// `beam` (not null, beam > 1): the predictions come from beam_search (beam_search.hpp) instead.
 Evaluation evaluate(Experiment& experiment, const std::vector<spec::Metric>& metrics, Split split = Split::Eval,
-                    std::size_t samples = 0, std::int64_t length = 0, std::int64_t count = 0);
+                    std::size_t samples = 0, std::int64_t length = 0, std::int64_t count = 0,
+                    const BeamOptions* beam = nullptr);
 
 // The column of `metric` evaluated at `length` (eval.lengths): "loss_at_128".
 std::string at_length(const std::string& metric, std::int64_t length);

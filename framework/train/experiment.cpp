@@ -168,6 +168,14 @@ std::string Experiment::text(const std::vector<std::int32_t>& tokens, bool targe
   return plugin_call(*task, "text", [&] { return task->text(tokens, target); });
 }
 
+std::vector<std::int32_t> Experiment::encode(const std::string& text, bool target, std::int64_t* unknown) const {
+  return plugin_call(*task, "encode", [&] { return task->encode(text, target, unknown); });
+}
+
+bool Experiment::has_text() const {
+  return size(Split::Eval) > 0 && !text(examples(Split::Eval, {0}).front().tgt, true).empty();
+}
+
 std::map<std::string, double> Experiment::score(const std::vector<Example>& references,
                                                 const std::vector<std::vector<std::int32_t>>& predictions) const {
   return plugin_call(*task, "score", [&] { return task->score(references, predictions); });

@@ -68,6 +68,9 @@ struct Experiment {
   std::vector<Example> examples(Split split, const std::vector<std::int64_t>& indices, std::int64_t length = 0) const;
   std::int64_t size(Split split, std::int64_t length = 0) const;
   std::string text(const std::vector<std::int32_t>& tokens, bool target) const;
+  std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const;
+  // Whether the task has text (its first eval example reads as text), so encode() can be asked.
+  bool has_text() const;
   std::map<std::string, double> score(const std::vector<Example>& references,
                                       const std::vector<std::vector<std::int32_t>>& predictions) const;
   std::vector<std::string> score_names() const;

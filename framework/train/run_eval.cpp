@@ -79,6 +79,7 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
                            const RunEvalOptions& options, std::ostream& out) {
   run_checkpoint(run_dir);  // the first thing to say when there is none
   if (options.limit < 0) throw UsageError("--limit must be >= 0, got " + std::to_string(options.limit));
+  if (options.beam < 1) throw UsageError("--beam must be >= 1 (1: greedy decoding), got " + std::to_string(options.beam));
   const fs::path dir = options.out_dir.empty() ? run_dir / "evals" / split_name(options.split) : options.out_dir;
   const std::string ext = options.format == PredictionFormat::Tsv ? "tsv" : "jsonl";
   for (const char* name : {"scores.json", "predictions.tsv", "predictions.jsonl"})
@@ -100,7 +101,17 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
   out << "evaluating " << run_dir.string() << " (step " << run.step << ") on " << n << " of " << size << " "
       << split_name(options.split) << " examples\n";
-  const Evaluation e = evaluate(ex, metrics, options.split, decodes ? static_cast<std::size_t>(n) : 0, 0, n);
+  if (options.beam > 1 && ex.model->config().arch != model::Arch::EncoderDecoder)
+    throw UsageError("--beam " + std::to_string(options.beam) + ": beam search decodes encoder-decoder models; this run is " +
+                         spec::to_string(ex.spec.model.arch),
+                     "drop --beam");
+  const BeamOptions beam{options.beam, options.length_penalty, 0};
+  const std::string decoding = options.beam > 1 ? "beam " + std::to_string(options.beam) + ", length penalty " +
+                                                      number_text(options.length_penalty)
+                                                : std::string("greedy");
+  if (decodes) out << "decoding: " << decoding << "\n";
+  const Evaluation e = evaluate(ex, metrics, options.split, decodes ? static_cast<std::size_t>(n) : 0, 0, n,
+                                options.beam > 1 ? &beam : nullptr);
 
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -128,7 +139,8 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   std::ostringstream s;
   s << "{\n  \"run\": " << json_quote(run_dir.string()) << ",\n  \"run_id\": " << json_quote(run_id(ex.spec))
     << ",\n  \"checkpoint_step\": " << run.step << ",\n  \"split\": " << json_quote(split_name(options.split))
-    << ",\n  \"examples\": " << n << ",\n  \"split_size\": " << size << ",\n  \"code_id\": " << json_quote(ex.code.id)
+    << ",\n  \"examples\": " << n << ",\n  \"split_size\": " << size
+    << ",\n  \"decoding\": " << (decodes ? json_quote(decoding) : std::string("null")) << ",\n  \"code_id\": " << json_quote(ex.code.id)
     << ",\n  \"metrics\": {";
   bool first = true;
   for (const auto& [name, value] : e.metrics) {

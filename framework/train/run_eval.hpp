@@ -26,6 +26,8 @@ struct RunEvalOptions {
   std::filesystem::path out_dir;
   PredictionFormat format = PredictionFormat::Tsv;
   std::int64_t limit = 0;  // > 0: only the split's first `limit` examples
+  std::int64_t beam = 1;          // > 1: predictions by beam search with this many hypotheses (seq2seq)
+  double length_penalty = 1.0;    // beam search's alpha (beam_search.hpp)
 };
 
 struct RunEvalResult {

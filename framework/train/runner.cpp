@@ -209,7 +209,7 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   // Decoded eval samples as text, where the task has text and decoding runs; a language model's
   // sampled continuations (generate implies text).
   const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
-  const bool has_text = ex.size(Split::Eval) > 0 && !ex.text(ex.examples(Split::Eval, {0}).front().tgt, true).empty();
+  const bool has_text = ex.has_text();
   const std::int64_t samples =
       (decodes && has_text) || generate ? std::min<std::int64_t>(kSamples, ex.size(Split::Eval)) : 0;
   RunRecorder record(ex, kTrainColumns, eval_cols, samples);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ablate/error.hpp"
 #include "ablate/task.hpp"
 #include "labelled_text.hpp"
 #include "text/tokenizer.hpp"
@@ -36,6 +37,11 @@ class ClassificationTask final : public ablate::Task {
   // target: the label of each class id ("<unk>" for an id outside the classes), space-separated;
   // else the detokenized text.
   std::string text(const std::vector<std::int32_t>& tokens, bool target) const override;
+  // The text side (a label is not encoded: `target` must be false).
+  std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const override {
+    if (target) throw ablate::Error(std::string(kName) + ": the target is a class label, not text to encode");
+    return vocab_.encode(tokenizer_.tokenize(text), unknown);
+  }
 
   // Class id -> label: the distinct labels of the kept examples, sorted byte-wise.
   const std::vector<std::string>& labels() const { return labels_; }

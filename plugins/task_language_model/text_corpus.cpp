@@ -40,6 +40,23 @@ std::int64_t TokenStream::line_of_token(std::int64_t index) const {
   return static_cast<std::int64_t>(std::upper_bound(line_starts.begin(), line_starts.end(), index) - line_starts.begin());
 }
 
+std::vector<std::string> line_tokens(std::string_view line, bool line_break, const ablate_text::TokenizerOptions& o) {
+  std::vector<std::string> out;
+  if (o.level == ablate_text::Level::Char) {
+    for (std::size_t pos = 0; pos < line.size();) {
+      char32_t c = ablate_text::next_code_point(line, pos);
+      if (o.lowercase) c = ablate_text::to_lower(c);
+      out.emplace_back();
+      ablate_text::append_utf8(out.back(), c);
+    }
+    if (line_break) out.push_back(kLineBreak);
+    return out;
+  }
+  out = ablate_text::Tokenizer(o).tokenize(line);
+  if (line_break && !out.empty()) out.push_back(kLineBreak);
+  return out;
+}
+
 TokenStream read_token_stream(std::istream& in, const std::string& name, const StreamOptions& o) {
   ablate_text::TextLines lines(in);
   if (!has_text(lines.rest()))
@@ -47,31 +64,18 @@ TokenStream read_token_stream(std::istream& in, const std::string& name, const S
                             "; expected UTF-8 text to train the language model on",
                         "check the task's file option");
   const bool chars = o.tokenizer.level == ablate_text::Level::Char;
-  const ablate_text::Tokenizer words(o.tokenizer);
   // Reading stops once the windows max_examples asks for are complete.
   const std::size_t wanted = o.max_examples > 0 ? static_cast<std::size_t>(o.max_examples * o.context) : 0;
   TokenStream s;
   Interner intern(s);
-  std::string token;
   for (std::string_view line; (wanted == 0 || s.tokens.size() < wanted) && lines.next(line);) {
     const bool ended = lines.ended();  // the last line may lack its line break
     s.lines_read = lines.number();
     s.line_starts.push_back(static_cast<std::int64_t>(s.tokens.size()));
     ablate_text::check_line(line, name, s.lines_read);
-    if (chars) {
-      for (std::size_t pos = 0; pos < line.size();) {
-        char32_t c = ablate_text::next_code_point(line, pos);
-        if (o.tokenizer.lowercase) c = ablate_text::to_lower(c);
-        token.clear();
-        ablate_text::append_utf8(token, c);
-        intern.add(token);
-      }
-      if (ended) intern.add(kLineBreak);
-    } else {
-      const std::vector<std::string> tokens = words.tokenize(line);
-      for (const std::string& t : tokens) intern.add(t);
-      if (!tokens.empty()) intern.add(kLineBreak);
-    }
+    // A line break token after each line that ended with one (char level), after every
+    // non-blank line (word level: the file's last line too).
+    for (const std::string& t : line_tokens(line, chars ? ended : true, o.tokenizer)) intern.add(t);
   }
   s.total_tokens = static_cast<std::int64_t>(s.tokens.size());
   if (s.total_tokens < o.context)

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <istream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "text/tokenizer.hpp"
@@ -39,6 +40,12 @@ struct TokenStream {
   // The 1-based line of the file where token `index` was read.
   std::int64_t line_of_token(std::int64_t index) const;
 };
+
+// The tokens of one line of text (no line break in it) as the stream has them: each code point
+// (lower-cased if asked) at char level, ablate_text::Tokenizer's words at word level; then
+// kLineBreak when `line_break` (at word level only after a non-blank line). The one tokenization
+// of the file reader and of TextLanguageModel::encode.
+std::vector<std::string> line_tokens(std::string_view line, bool line_break, const ablate_text::TokenizerOptions& options);
 
 // Reads `in`; `name` (the file's path) prefixes errors: "NAME:LINE: ...". CRLF line ends and a
 // leading UTF-8 byte order mark are ignored. Throws ablate::Error for invalid UTF-8 (with the

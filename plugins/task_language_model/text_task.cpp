@@ -1,6 +1,9 @@
 // task/language_model's text mode (text_task.hpp): loading, splits, vocabulary, examples, text.
 #include "text_task.hpp"
 
+#include <algorithm>
+#include <string_view>
+
 #include "ablate/error.hpp"
 #include "text/splits.hpp"
 
@@ -93,6 +96,20 @@ std::int64_t TextLanguageModel::window_of(ablate::Split split, std::int64_t inde
 
 std::int64_t TextLanguageModel::line_of(ablate::Split split, std::int64_t index) const {
   return window_lines_[static_cast<std::size_t>(window_of(split, index))];
+}
+
+std::vector<std::int32_t> TextLanguageModel::encode(const std::string& text, bool /*target: one vocabulary*/,
+                                                    std::int64_t* unknown) const {
+  std::vector<std::string> tokens;
+  for (std::size_t start = 0; start <= text.size();) {  // line by line, a line break token where one was
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    std::string_view line(text.data() + start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const std::vector<std::string> t = line_tokens(line, end < text.size(), settings_.stream.tokenizer);
+    tokens.insert(tokens.end(), t.begin(), t.end());
+    start = end + 1;
+  }
+  return vocab_.encode(tokens, unknown);
 }
 
 std::string TextLanguageModel::text(const std::vector<std::int32_t>& tokens, bool /*target: one vocabulary*/) const {

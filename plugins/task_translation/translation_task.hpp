@@ -31,6 +31,9 @@ class TranslationTask final : public ablate::Task {
                                       const std::vector<std::vector<std::int32_t>>& predictions) const override;
   std::vector<std::string> score_names() const override;
   std::string text(const std::vector<std::int32_t>& tokens, bool target) const override;
+  std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const override {
+    return (target ? tgt_vocab_ : src_vocab_).encode((target ? tgt_tok_ : src_tok_).tokenize(text), unknown);
+  }
 
   const ablate_text::Vocabulary& source_vocabulary() const { return src_vocab_; }
   const ablate_text::Vocabulary& target_vocabulary() const { return tgt_vocab_; }

@@ -251,6 +251,36 @@ TEST_F(LanguageModelTextTask, MinFreqSendsRareTokensToUnkAndWordTextKeepsLineBre
   EXPECT_EQ(t->text(ids, true), "the miller\nand <unk>") << "words joined by spaces, none around a line break; eos dropped";
 }
 
+// encode() is text()'s inverse on the task's train windows (char and word level, line breaks
+// included; a window with <unk> is left out, its text spelling "<unk>"), and counts what the
+// vocabulary lacks as <unk>.
+TEST_F(LanguageModelTextTask, EncodeReadsBackTheTextOfEveryTrainWindow) {
+  for (const char* level : {"char", "word"}) {
+    const auto t = fable({{"tokens", level}, {"lowercase", "true"}, {"context", "16"}, {"min_freq", "1"}});
+    int checked = 0;
+    for (std::int64_t i = 0; i < t->size(Split::Train); ++i) {
+      const std::vector<std::int32_t> ids = t->example(Split::Train, i).tgt;
+      if (std::count(ids.begin(), ids.end(), Vocabulary::kUnk)) continue;
+      // A word-level window that starts at a line break reads as text starting with "\n": a blank
+      // first line, which adds no token (as in the file).
+      if (std::string(level) == "word" && ids.front() == t->vocabulary().id("\n")) continue;
+      std::int64_t unknown = -1;
+      EXPECT_EQ(t->encode(t->text(ids, true), true, &unknown), ids) << level << " window " << i << ": " << t->text(ids, true);
+      EXPECT_EQ(unknown, 0) << level << " window " << i;
+      ++checked;
+    }
+    EXPECT_GE(checked, 10) << level;
+  }
+  const auto t = fable({{"tokens", "word"}, {"lowercase", "true"}, {"context", "16"}});
+  const Vocabulary& v = t->vocabulary();
+  std::int64_t unknown = 0;
+  EXPECT_EQ(t->encode("The Miller zzzqqq\r\nand", true, &unknown),
+            (std::vector<std::int32_t>{v.id("the"), v.id("miller"), Vocabulary::kUnk, v.id("\n"), v.id("and")}))
+      << "lower-cased, CRLF read as a line break, no line break after the last line";
+  EXPECT_EQ(unknown, 1);
+  EXPECT_TRUE(t->encode("", true, nullptr).empty());
+}
+
 TEST_F(LanguageModelTextTask, OptionsOfTheOtherModeAreRefused) {
   const std::string file = kFable.string();
   const std::string stray = error({{"file", file}, {"vocab_size", "40"}});

@@ -353,6 +353,28 @@ TEST_F(TranslationTaskTest, ThePluginsHintReachesTheCaller) {
   }
 }
 
+// encode() tokenizes each side as the file was and looks its tokens up in that side's
+// vocabulary: the source text of every example reads back as its ids.
+TEST_F(TranslationTaskTest, EncodeReadsBackEachSideOfEveryExample) {
+  const auto t = spanish();
+  int checked = 0;
+  for (std::int64_t i = 0; i < t->size(ablate::Split::Train); ++i) {
+    const ablate::Example e = t->example(ablate::Split::Train, i);
+    const auto unk = [](const std::vector<std::int32_t>& ids) { return std::count(ids.begin(), ids.end(), ablate_text::Vocabulary::kUnk); };
+    if (unk(e.src) || unk(e.tgt)) continue;  // "<unk>" as text is not read back as the id
+    std::int64_t unknown = -1;
+    EXPECT_EQ(t->encode(t->text(e.src, false), false, &unknown), e.src) << t->text(e.src, false);
+    EXPECT_EQ(unknown, 0);
+    EXPECT_EQ(t->encode(t->text(e.tgt, true), true, nullptr), e.tgt) << t->text(e.tgt, true);
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+  std::int64_t unknown = 0;
+  const auto ids = t->encode("zzzqqq xxyyzz", false, &unknown);
+  EXPECT_EQ(ids, (std::vector<std::int32_t>{ablate_text::Vocabulary::kUnk, ablate_text::Vocabulary::kUnk}));
+  EXPECT_EQ(unknown, 2);
+}
+
 TEST_F(TranslationTaskTest, DeclaresItsOptionsAndScores) {
   const auto& d = registry.find("task", "translation");
   std::vector<std::string> names;

@@ -11,7 +11,7 @@ namespace ablate {
 // Bump when PluginInfo, OptionInfo, Options, Component or a kind interface changes layout or
 // meaning. PluginInfo keeps `api_version` and `abi_tag` as its first two fields forever, so
 // the host can read them from a plugin of any version.
-inline constexpr std::uint32_t kPluginApiVersion = 7;  // 2: Task::score_names, Task::text, Split::Test
+inline constexpr std::uint32_t kPluginApiVersion = 8;  // 2: Task::score_names, Task::text, Split::Test
                                                        // 3: TaskType::Classification, TaskInfo::num_classes
                                                        // 4: PositionalEncoding::max_positions
                                                        // 5: Backend::supports, rope; kind "attention",
@@ -21,6 +21,7 @@ inline constexpr std::uint32_t kPluginApiVersion = 7;  // 2: Task::score_names, 
                                                        // 7: ModelDims::layers/causal, PositionalEncoding::bias_per_layer,
                                                        //    logit_bias(..., layer); attention softcap, qk norms;
                                                        //    Task::size_at_length/example_at_length
+                                                       // 8: Task::encode (text to token ids)
 
 }  // namespace ablate
 

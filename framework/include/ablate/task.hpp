@@ -69,6 +69,12 @@ class BOOST_SYMBOL_VISIBLE Task : public Component {
   // Tokens as text for people: decoded samples and attention-probe labels. `target`: the target
   // side's vocabulary, else the source's. Default "": the task has no text (synthetic ids).
   virtual std::string text(const std::vector<std::int32_t>& tokens, bool target) const;
+  // Text people wrote (a prompt, a sentence to translate) as content token ids (no bos/eos), the
+  // inverse of text(): tokenized as the task tokenizes its data, each token looked up in the
+  // `target` side's vocabulary (else the source's), <unk> for one it does not have. `unknown`
+  // (when not null) receives how many tokens became <unk>. Default: throws ablate::Error (the
+  // task has no text).
+  virtual std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const;
 };
 
 // Pads to the longest example in the batch; throws ablate::Error on an empty batch.

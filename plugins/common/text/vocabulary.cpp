@@ -56,6 +56,12 @@ std::vector<std::int32_t> Vocabulary::encode(const std::vector<std::string>& tok
   return out;
 }
 
+std::vector<std::int32_t> Vocabulary::encode(const std::vector<std::string>& tokens, std::int64_t* unknown) const {
+  std::vector<std::int32_t> out = encode(tokens);
+  if (unknown) *unknown = std::count(out.begin(), out.end(), kUnk);
+  return out;
+}
+
 std::vector<std::string> Vocabulary::decode(const std::vector<std::int32_t>& ids) const {
   std::vector<std::string> out;
   out.reserve(ids.size());

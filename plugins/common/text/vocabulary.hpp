@@ -35,6 +35,8 @@ class Vocabulary {
   // "<pad>", "<bos>", "<eos>", "<unk>" for the reserved ids; "<unk>" for an id outside [0, size()).
   const std::string& token(std::int32_t id) const;
   std::vector<std::int32_t> encode(const std::vector<std::string>& tokens) const;
+  // The same, counting into `unknown` (when not null) the tokens that became kUnk.
+  std::vector<std::int32_t> encode(const std::vector<std::string>& tokens, std::int64_t* unknown) const;
   // The content tokens of `ids`: <pad>, <bos>, <eos> are dropped, <unk> (and any id outside
   // the table) is rendered "<unk>".
   std::vector<std::string> decode(const std::vector<std::int32_t>& ids) const;

@@ -1,0 +1,98 @@
+// `ablate generate RUN`: a trained language model continues prompts (--prompt, --input FILE, or
+// stdin), one continuation per output line; greedy by default, sampled with --temperature.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <ostream>
+
+#include "ablate/error.hpp"
+#include "cli/cli.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/spec_loading.hpp"
+#include "train/run_generate.hpp"
+
+namespace ablate::cli {
+namespace po = boost::program_options;
+
+namespace {
+// One output per line: a continuation's line breaks and backslashes escaped as \n and \\.
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\\') out += "\\\\";
+    else if (c != '\r') out += c;
+  }
+  return out;
+}
+
+std::vector<std::string> read_lines(std::istream& in) {
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    lines.push_back(l);
+  }
+  return lines;
+}
+}  // namespace
+
+int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description options(
+      "ablate generate RUN_DIR [options]\n\n"
+      "Continues prompts with the language model of a run's checkpoint (a decoder-only model on a task with\n"
+      "text): each prompt is tokenized with the run's vocabulary (unknown words become <unk>, counted on\n"
+      "stderr), bos is put before it, and up to --max-tokens tokens follow (fewer where eos comes). Prompts\n"
+      "come from --prompt (repeatable), else --input FILE, else stdin, one per line; the continuations are\n"
+      "written one per line in the same order (line breaks inside one written as \\n). Sampled as the run's\n"
+      "eval.generate says (temperature, top_k) unless given here; --temperature 0 is greedy. Exit 0 done, 2 bad arguments (no checkpoint, not a language model, an empty input,\n"
+      "a prompt longer than the model's positions allow), 3 plugin error.\n\nOptions");
+  options.add_options()
+      ("help,h", "show this help")
+      ("run", po::value<std::string>(), "the run directory (positional)")
+      ("prompt", po::value<std::vector<std::string>>()->composing(), "a prompt (repeatable)")
+      ("input,i", po::value<std::string>(), "a file of prompts, one per line (default: stdin)")
+      ("max-tokens", po::value<std::int64_t>(), "new tokens per prompt (default: the run's eval.generate.max_tokens)")
+      ("temperature", po::value<double>(), "0: greedy; > 0: sample (default: the run's eval.generate.temperature)")
+      ("top-k", po::value<std::int64_t>(), "sample among the k most likely tokens; 0: all (default: eval.generate.top_k)")
+      ("seed", po::value<std::uint64_t>(), "the sampling seed (default: the run's train.seed)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "an execution key of the run's spec (backend.threads=N)")
+      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)");
+  po::positional_options_description positional;
+  positional.add("run", 1);
+  const po::variables_map vm = parse_command("generate", options, args, positional);
+  if (vm.count("help")) {
+    out << options << "\n";
+    return kExitOk;
+  }
+  if (!vm.count("run")) throw UsageError("ablate generate: no run directory given", "usage: ablate generate RUN_DIR --prompt TEXT");
+  const std::filesystem::path dir = vm["run"].as<std::string>();
+  LoadedSpec loaded = load_run_spec(dir, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+  const spec::GenerateSpec& g = loaded.spec.eval.generate;
+  train::GenerateRequest request;
+  request.max_tokens = vm.count("max-tokens") ? vm["max-tokens"].as<std::int64_t>() : g.max_tokens;
+  request.temperature = vm.count("temperature") ? vm["temperature"].as<double>() : g.temperature;
+  request.top_k = vm.count("top-k") ? vm["top-k"].as<std::int64_t>() : g.top_k;
+  request.seed = vm.count("seed") ? vm["seed"].as<std::uint64_t>() : static_cast<std::uint64_t>(loaded.spec.train.seed);
+  if (vm.count("prompt")) {
+    request.prompts = repeated(vm, "prompt");
+  } else if (vm.count("input")) {
+    const std::string file = vm["input"].as<std::string>();
+    std::ifstream in(file);
+    if (!in) throw UsageError("ablate generate: cannot read --input " + file, "check the path");
+    request.prompts = read_lines(in);
+  } else {
+    request.prompts = read_lines(std::cin);
+  }
+  train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
+  const std::vector<train::Generated> generated = train::generate_text(run, request);
+  std::int64_t unknown = 0;
+  for (const train::Generated& x : generated) {
+    out << one_line(x.text) << "\n";
+    unknown += x.unknown;
+  }
+  if (unknown > 0)
+    err << "note: " << unknown << " prompt token(s) are not in the run's vocabulary and were read as <unk>\n";
+  return kExitOk;
+}
+
+}  // namespace ablate::cli

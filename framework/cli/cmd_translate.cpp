@@ -1,0 +1,76 @@
+// `ablate translate RUN`: a trained encoder-decoder model translates lines (--input FILE or stdin),
+// one output line per input line, with greedy decoding or --beam N.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <ostream>
+
+#include "ablate/error.hpp"
+#include "cli/cli.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/spec_loading.hpp"
+#include "train/run_translate.hpp"
+
+namespace ablate::cli {
+namespace po = boost::program_options;
+
+int cmd_translate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description options(
+      "ablate translate RUN_DIR [options]\n\n"
+      "Translates sentences with the encoder-decoder model of a run's checkpoint (a task with text, such as\n"
+      "task/translation): each input line is tokenized with the run's source vocabulary (unknown words become\n"
+      "<unk>, counted on stderr) and decoded greedily, or with beam search for --beam > 1; one output line per\n"
+      "input line, in order. Lines come from --input FILE, else stdin. Exit 0 done, 2 bad arguments (no\n"
+      "checkpoint, not an encoder-decoder, an empty input or a blank line, --beam 0, a line longer than the\n"
+      "positions allow), 3 plugin error.\n\nOptions");
+  options.add_options()
+      ("help,h", "show this help")
+      ("run", po::value<std::string>(), "the run directory (positional)")
+      ("input,i", po::value<std::string>(), "a file of sentences, one per line (default: stdin)")
+      ("beam", po::value<std::int64_t>()->default_value(1), "hypotheses kept per sentence (1: greedy decoding)")
+      ("length-penalty", po::value<double>()->default_value(1.0), "beam search: a hypothesis scores log p / length^A")
+      ("max-len", po::value<std::int64_t>()->default_value(0), "target tokens at most (0: the task's longest target)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "an execution key of the run's spec (backend.threads=N)")
+      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)");
+  po::positional_options_description positional;
+  positional.add("run", 1);
+  const po::variables_map vm = parse_command("translate", options, args, positional);
+  if (vm.count("help")) {
+    out << options << "\n";
+    return kExitOk;
+  }
+  if (!vm.count("run")) throw UsageError("ablate translate: no run directory given", "usage: ablate translate RUN_DIR --input FILE");
+  train::BeamOptions beam;
+  beam.beam = vm["beam"].as<std::int64_t>();
+  beam.length_penalty = vm["length-penalty"].as<double>();
+  beam.max_len = vm["max-len"].as<std::int64_t>();
+  if (beam.beam < 1) throw UsageError("ablate translate: --beam must be >= 1 (1: greedy decoding), got " + std::to_string(beam.beam));
+  if (beam.max_len < 0) throw UsageError("ablate translate: --max-len must be >= 0, got " + std::to_string(beam.max_len));
+  const std::filesystem::path dir = vm["run"].as<std::string>();
+  LoadedSpec loaded = load_run_spec(dir, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+  std::vector<std::string> lines;
+  const auto read = [&](std::istream& in) {
+    for (std::string l; std::getline(in, l);) {
+      if (!l.empty() && l.back() == '\r') l.pop_back();
+      lines.push_back(l);
+    }
+  };
+  if (vm.count("input")) {
+    const std::string file = vm["input"].as<std::string>();
+    std::ifstream in(file);
+    if (!in) throw UsageError("ablate translate: cannot read --input " + file, "check the path");
+    read(in);
+  } else {
+    read(std::cin);
+  }
+  train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
+  std::int64_t unknown = 0;
+  for (const train::Translated& t : train::translate_text(run, lines, beam)) {
+    out << t.text << "\n";
+    unknown += t.unknown;
+  }
+  if (unknown > 0) err << "note: " << unknown << " source token(s) are not in the run's vocabulary and were read as <unk>\n";
+  return kExitOk;
+}
+
+}  // namespace ablate::cli
