@@ -2,7 +2,9 @@
 // where errors become messages on stderr and exit codes.
 #include "cli/cli.hpp"
 
+#include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <ostream>
 #include <unistd.h>
 
@@ -77,6 +79,22 @@ StopSignals::~StopSignals() {
 
 std::vector<std::string> repeated(const po::variables_map& vm, const char* key) {
   return vm.count(key) ? vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
+}
+
+std::vector<std::string> input_lines(const po::variables_map& vm, const char* command) {
+  std::ifstream file;
+  if (vm.count("input")) {
+    const std::string path = vm["input"].as<std::string>();
+    file.open(path);
+    if (!file) throw UsageError(std::string("ablate ") + command + ": cannot read --input " + path, "check the path");
+  }
+  std::istream& in = vm.count("input") ? static_cast<std::istream&>(file) : std::cin;
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    lines.push_back(l);
+  }
+  return lines;
 }
 
 namespace {

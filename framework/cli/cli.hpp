@@ -42,6 +42,10 @@ boost::program_options::variables_map parse_command(
 // The values of a repeatable string option (`--set`, `--plugin-path`), empty if it was not given.
 std::vector<std::string> repeated(const boost::program_options::variables_map& vm, const char* key);
 
+// The lines of the file named by --input, else of stdin (CRLF read as LF): `ablate generate`'s
+// prompts and `ablate translate`'s sentences. Throws UsageError when the file cannot be read.
+std::vector<std::string> input_lines(const boost::program_options::variables_map& vm, const char* command);
+
 // --progress NAME (auto | bar | lines | quiet) as a mode; auto looks at stdout.
 train::ProgressMode progress_mode(const char* command, const std::string& name);
 

@@ -1,8 +1,6 @@
 // `ablate generate RUN`: a trained language model continues prompts (--prompt, --input FILE, or
 // stdin), one continuation per output line; greedy by default, sampled with --temperature.
 #include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <ostream>
 
 #include "ablate/error.hpp"
@@ -26,14 +24,6 @@ std::string one_line(const std::string& s) {
   return out;
 }
 
-std::vector<std::string> read_lines(std::istream& in) {
-  std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) {
-    if (!l.empty() && l.back() == '\r') l.pop_back();
-    lines.push_back(l);
-  }
-  return lines;
-}
 }  // namespace
 
 int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -73,16 +63,7 @@ int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::o
   request.temperature = vm.count("temperature") ? vm["temperature"].as<double>() : g.temperature;
   request.top_k = vm.count("top-k") ? vm["top-k"].as<std::int64_t>() : g.top_k;
   request.seed = vm.count("seed") ? vm["seed"].as<std::uint64_t>() : static_cast<std::uint64_t>(loaded.spec.train.seed);
-  if (vm.count("prompt")) {
-    request.prompts = repeated(vm, "prompt");
-  } else if (vm.count("input")) {
-    const std::string file = vm["input"].as<std::string>();
-    std::ifstream in(file);
-    if (!in) throw UsageError("ablate generate: cannot read --input " + file, "check the path");
-    request.prompts = read_lines(in);
-  } else {
-    request.prompts = read_lines(std::cin);
-  }
+  request.prompts = vm.count("prompt") ? repeated(vm, "prompt") : input_lines(vm, "generate");
   train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
   const std::vector<train::Generated> generated = train::generate_text(run, request);
   std::int64_t unknown = 0;

@@ -1,8 +1,6 @@
 // `ablate translate RUN`: a trained encoder-decoder model translates lines (--input FILE or stdin),
 // one output line per input line, with greedy decoding or --beam N.
 #include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <ostream>
 
 #include "ablate/error.hpp"
@@ -48,21 +46,7 @@ int cmd_translate(const std::vector<std::string>& args, std::ostream& out, std::
   if (beam.max_len < 0) throw UsageError("ablate translate: --max-len must be >= 0, got " + std::to_string(beam.max_len));
   const std::filesystem::path dir = vm["run"].as<std::string>();
   LoadedSpec loaded = load_run_spec(dir, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
-  std::vector<std::string> lines;
-  const auto read = [&](std::istream& in) {
-    for (std::string l; std::getline(in, l);) {
-      if (!l.empty() && l.back() == '\r') l.pop_back();
-      lines.push_back(l);
-    }
-  };
-  if (vm.count("input")) {
-    const std::string file = vm["input"].as<std::string>();
-    std::ifstream in(file);
-    if (!in) throw UsageError("ablate translate: cannot read --input " + file, "check the path");
-    read(in);
-  } else {
-    read(std::cin);
-  }
+  const std::vector<std::string> lines = input_lines(vm, "translate");
   train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
   std::int64_t unknown = 0;
   for (const train::Translated& t : train::translate_text(run, lines, beam)) {
