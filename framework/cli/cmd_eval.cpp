@@ -7,7 +7,9 @@
 #include "ablate/error.hpp"
 #include "cli/cli.hpp"
 #include "cli/exit_codes.hpp"
+#include "analysis/run_summary.hpp"
 #include "cli/spec_loading.hpp"
+#include "results/run_file.hpp"
 #include "core/text.hpp"
 #include "train/run_eval.hpp"
 
@@ -16,13 +18,14 @@ namespace po = boost::program_options;
 
 int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description options(
-      "ablate eval RUN_DIR [options]\n\n"
+      "ablate eval RUN_DIR|DIR [options]\n\n"
       "Scores the weights of a run's checkpoint (RUN_DIR/checkpoint.bin: a finished or interrupted run) on\n"
       "every example of a split of its task: the spec's eval.metrics (with exact_match, the task's scores of\n"
       "greedy-decoded predictions, such as BLEU; --beam N decodes by beam search). Writes scores.json and,\n"
       "where the model decodes,\n"
       "predictions.tsv (index, source, reference, prediction) or .jsonl into RUN_DIR/evals/SPLIT (or --out),\n"
-      "which must not hold an evaluation already. The run's own files are not touched.\n"
+      "which must not hold an evaluation already. The run's own files are not touched. Given a directory of\n"
+      "runs (a sweep), it evaluates every completed run not evaluated on that split yet, each into its own evals/.\n"
       "Exit 0 done, 2 bad arguments (no checkpoint, an occupied --out, an empty split), 3 plugin error.\n\nOptions");
   options.add_options()
       ("help,h", "show this help")
@@ -62,6 +65,39 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (eval.limit < 0) throw UsageError("ablate eval: --limit must be >= 0, got " + std::to_string(eval.limit));
   if (vm.count("out")) eval.out_dir = vm["out"].as<std::string>();
 
+  // A directory of runs (a sweep, an experiment folder): every completed run, each into its own
+  // RUN/evals/SPLIT; runs evaluated there already, and runs not completed, are skipped with a note.
+  if (!std::filesystem::exists(dir / "checkpoint.bin") && !std::filesystem::exists(dir / "run.h5") &&
+      std::filesystem::is_directory(dir)) {
+    if (!eval.out_dir.empty())
+      throw UsageError("ablate eval: --out names one run's output; a directory of runs writes each run's own evals/",
+                       "drop --out, or evaluate one run");
+    const std::vector<std::filesystem::path> runs = analysis::find_runs({dir});
+    if (runs.empty())
+      throw UsageError("no checkpoint in " + dir.string() + " (checkpoint.bin is missing), and no runs below it",
+                       "give the directory `ablate run` trained into, or a directory of runs (a sweep's)");
+    int evaluated = 0;
+    for (const std::filesystem::path& file : runs) {
+      const std::filesystem::path run = file.parent_path();
+      const results::RunState state = results::RunReader(file).state();
+      if (state.status != results::RunStatus::Completed) {
+        out << "skipped " << run.string() << ": " << results::to_string(state.status) << "\n";
+        continue;
+      }
+      if (std::filesystem::exists(run / "evals" / train::split_name(eval.split) / "scores.json")) {
+        out << "skipped " << run.string() << ": evaluated already (evals/" << train::split_name(eval.split) << ")\n";
+        continue;
+      }
+      LoadedSpec loaded = load_run_spec(run, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+      const train::RunEvalResult r = train::evaluate_run(run, loaded.spec, *loaded.registry, eval, out);
+      out << " ";
+      for (const auto& [name, value] : r.metrics) out << " " << name << " " << number_text(value);
+      out << "\n";
+      ++evaluated;
+    }
+    out << evaluated << " run(s) evaluated\n";
+    return kExitOk;
+  }
   // The model is the one the checkpoint holds: its own spec, execution keys aside.
   LoadedSpec loaded = load_run_spec(dir, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
   const train::RunEvalResult r = train::evaluate_run(dir, loaded.spec, *loaded.registry, eval, out);

@@ -1,7 +1,8 @@
 // Tests for `ablate eval` (framework/train/run_eval, framework/cli/cmd_eval), in-process: a tiny
 // copy run is trained, then its checkpoint is scored again. The scores of the whole eval split
 // equal the run's own last evaluation; the predictions file holds one line per example and its
-// exact copies match exact_match; nothing is written over; bad arguments are refused.
+// exact copies match exact_match; a directory of runs evaluates each; nothing is written over;
+// bad arguments are refused.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -132,6 +133,30 @@ TEST_F(RunEvalTest, DefaultDirectoryIsUnderTheRunAndIsNeverWrittenOver) {
   EXPECT_NE(again.err.find("already holds an evaluation"), std::string::npos) << again.err;
   EXPECT_EQ(slurp(out / "scores.json"), before);
   fs::remove_all(run_dir() / "evals");
+}
+
+TEST_F(RunEvalTest, ADirectoryOfRunsEvaluatesEachCompletedRunOnce) {
+  const fs::path sweep = dir_ / "sweep";
+  for (const char* arm : {"a", "b"}) {
+    fs::create_directories(sweep / arm);
+    fs::copy(run_dir(), sweep / arm / "run", fs::copy_options::recursive);
+  }
+  auto r = run_cli({"eval", sweep.string(), "--split", "eval", "--limit", "8"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 run(s) evaluated"), std::string::npos) << r.out;
+  for (const char* arm : {"a", "b"}) {
+    const fs::path scores = sweep / arm / "run" / "evals" / "eval" / "scores.json";
+    ASSERT_TRUE(fs::exists(scores)) << scores;
+    EXPECT_NE(slurp(scores).find("\"examples\": 8"), std::string::npos);
+  }
+  r = run_cli({"eval", sweep.string(), "--split", "eval"});  // again: nothing is written over
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("0 run(s) evaluated"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("evaluated already"), std::string::npos) << r.out;
+  r = run_cli({"eval", sweep.string(), "--out", (dir_ / "one").string()});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("--out names one run's output"), std::string::npos) << r.err;
+  fs::remove_all(sweep);
 }
 
 TEST_F(RunEvalTest, BadArgumentsAreRefusedWithTheReason) {
