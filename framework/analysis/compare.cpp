@@ -482,7 +482,8 @@ bool higher_is_better_by_name(const std::string& metric) {
   const auto ends_with = [&](const std::string& suffix) {
     return metric.size() >= suffix.size() && metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return !(metric == "loss" || metric == "perplexity" || ends_with("_loss") || ends_with("_perplexity"));
+  return !(metric == "loss" || metric == "perplexity" || ends_with("_loss") || ends_with("_perplexity") ||
+           ends_with("/loss") || ends_with("/perplexity"));  // evals/test/loss: `ablate eval`'s scores
 }
 
 // The early-stopping metric, direction and target every run shares, if they all share one.

@@ -106,6 +106,25 @@ RunSummary summarize(const results::RunReader& run) {
     if (!column.empty()) s.final_metrics[eval.names[m]] = column.back();
   }
 
+  // `ablate eval`'s scores beside the run (RUN/evals/NAME/scores.json) as final metrics
+  // "evals/NAME/METRIC": what `ablate compare --metric evals/test/bleu` compares.
+  std::error_code ec;
+  const fs::path evals = run.path().parent_path() / "evals";
+  if (fs::is_directory(evals, ec))
+    for (const auto& entry : fs::directory_iterator(evals, ec)) {
+      const fs::path scores = entry.path() / "scores.json";
+      if (!fs::is_regular_file(scores, ec)) continue;
+      try {
+        const YAML::Node metrics = YAML::LoadFile(scores.string())["metrics"];  // JSON is YAML
+        for (const auto& m : metrics)
+          s.final_metrics["evals/" + entry.path().filename().string() + "/" + m.first.as<std::string>()] =
+              m.second.IsNull() ? std::nan("") : m.second.as<double>();
+      } catch (const YAML::Exception& e) {
+        throw Error(scores.string() + ": cannot read the scores of `ablate eval`: " + e.what(),
+                    "remove or rewrite that file (ablate eval writes it)");
+      }
+    }
+
   const results::MetricTable train = run.metrics(results::MetricSplit::Train);
   const auto column = [&](const char* name) -> const std::vector<double>* {
     const auto it = std::find(train.names.begin(), train.names.end(), name);

@@ -27,7 +27,8 @@ std::vector<std::filesystem::path> find_runs(const std::vector<std::filesystem::
 std::map<std::string, std::string> flatten_spec(const std::string& yaml);
 
 // One run as compare() needs it: id, path (the run file), status, flattened resolved spec, the
-// last eval row as final metrics (non-finite values kept as NaN), eval curves per metric and the
+// last eval row as final metrics (non-finite values kept as NaN) plus `ablate eval`'s scores beside
+// the run as "evals/NAME/METRIC" (RUN/evals/NAME/scores.json), eval curves per metric and the
 // median of the finite train `tokens_per_s` values (NaN when none).
 RunSummary summarize(const results::RunReader& run);
 

@@ -104,6 +104,20 @@ eval: {every: 6, batches: 1, metrics: [loss, exact_match]}
   EXPECT_EQ(s.final_metrics.at("loss"), s.eval_curves.at("loss").back().second);
   EXPECT_TRUE(s.final_metrics.count("exact_match"));
   EXPECT_TRUE(std::isfinite(s.tokens_per_s) && s.tokens_per_s > 0) << s.tokens_per_s;
+
+  // `ablate eval`'s scores beside the run become final metrics evals/SPLIT/METRIC.
+  const auto e = testing::run_cli({"eval", (dir_ / "run").string(), "--split", "eval", "--limit", "16"});
+  ASSERT_EQ(e.code, cli::kExitOk) << e.out << e.err;
+  const RunSummary scored = summarize(results::RunReader(files[0]));
+  ASSERT_TRUE(scored.final_metrics.count("evals/eval/loss")) << "no evals/eval/loss";
+  EXPECT_DOUBLE_EQ(scored.final_metrics.at("evals/eval/loss"), s.final_metrics.at("loss"))
+      << "the 16 examples (eval.batches x batch) the run's last evaluation scored, at the same weights";
+  EXPECT_DOUBLE_EQ(scored.final_metrics.at("evals/eval/exact_match"), s.final_metrics.at("exact_match"));
+  const auto c = testing::run_cli({"compare", dir_.string(), "--metric", "evals/eval/loss"});
+  EXPECT_EQ(c.code, cli::kExitOk) << c.out << c.err;
+  EXPECT_NE(c.out.find("evals/eval/loss"), std::string::npos) << c.out;
+  std::ofstream(dir_ / "run" / "evals" / "eval" / "scores.json") << "{not json";
+  EXPECT_THROW(summarize(results::RunReader(files[0])), Error);
 }
 
 }  // namespace
