@@ -32,6 +32,7 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ("run", po::value<std::string>(), "the run directory (positional)")
       ("split", po::value<std::string>()->default_value("test"), "eval or test: the task's split to score")
       ("limit", po::value<std::int64_t>()->default_value(0), "score only the split's first N examples (0: all)")
+      ("data", po::value<std::string>(), "score a new file in the task's format (the run's vocabularies) instead of a split")
       ("format", po::value<std::string>()->default_value("tsv"), "predictions as tsv or jsonl")
       ("beam", po::value<std::int64_t>()->default_value(1), "beam search with N hypotheses (encoder-decoder; 1: greedy)")
       ("length-penalty", po::value<double>()->default_value(1.0), "beam search: score = log p / length^A")
@@ -64,6 +65,7 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (eval.beam < 1) throw UsageError("ablate eval: --beam must be >= 1 (1: greedy decoding), got " + std::to_string(eval.beam));
   if (eval.limit < 0) throw UsageError("ablate eval: --limit must be >= 0, got " + std::to_string(eval.limit));
   if (vm.count("out")) eval.out_dir = vm["out"].as<std::string>();
+  if (vm.count("data")) eval.data = vm["data"].as<std::string>();
 
   // A directory of runs (a sweep, an experiment folder): every completed run, each into its own
   // RUN/evals/SPLIT; runs evaluated there already, and runs not completed, are skipped with a note.
@@ -84,8 +86,8 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
         out << "skipped " << run.string() << ": " << results::to_string(state.status) << "\n";
         continue;
       }
-      if (std::filesystem::exists(run / "evals" / train::split_name(eval.split) / "scores.json")) {
-        out << "skipped " << run.string() << ": evaluated already (evals/" << train::split_name(eval.split) << ")\n";
+      if (std::filesystem::exists(run / "evals" / train::eval_name(eval) / "scores.json")) {
+        out << "skipped " << run.string() << ": evaluated already (evals/" << train::eval_name(eval) << ")\n";
         continue;
       }
       LoadedSpec loaded = load_run_spec(run, repeated(vm, "set"), repeated(vm, "plugin-path"), err);

@@ -65,6 +65,11 @@ std::vector<std::string> Task::score_names() const { return {"exact_match", "tok
 
 std::string Task::text(const std::vector<std::int32_t>&, bool) const { return {}; }
 
+std::vector<Example> Task::read_examples(const std::string& file, std::int64_t*) const {
+  throw Error("this task reads no data files, so " + file + " cannot be evaluated",
+              "evaluate a task over files (task/translation, task/language_model with file) with --data, or use --split");
+}
+
 std::vector<std::int32_t> Task::encode(const std::string&, bool, std::int64_t*) const {
   throw Error("this task has no text: its tokens are synthetic ids, so text cannot be encoded",
               "give token ids, or use a task over text (task/translation, task/language_model with file, "

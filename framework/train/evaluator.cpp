@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
@@ -37,22 +38,22 @@ std::int64_t positions_needed(const Experiment& ex, std::int64_t length) {
   return std::max(arch != spec::Arch::decoder ? length : 0, arch != spec::Arch::encoder ? length + 1 : 0);
 }
 
-Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Split split, std::size_t samples,
-                    std::int64_t length, std::int64_t count, const BeamOptions* beam) {
+namespace {
+// The examples [first, first + k) of what is being evaluated.
+using Fetch = std::function<std::vector<Example>(std::int64_t first, std::int64_t k)>;
+
+Evaluation evaluate_fetched(Experiment& ex, const std::vector<spec::Metric>& metrics, std::int64_t n, const Fetch& fetch,
+                            std::size_t samples, std::int64_t max_decode, const BeamOptions* beam) {
   const auto wants = [&](spec::Metric m) { return std::find(metrics.begin(), metrics.end(), m) != metrics.end(); };
   const bool decode = wants(spec::Metric::exact_match);
   const bool forced = wants(spec::Metric::loss) || wants(spec::Metric::perplexity) || wants(spec::Metric::token_accuracy);
   const std::int64_t batch_size = ex.spec.train.batch_size;
-  const std::int64_t n = std::min(count > 0 ? count : ex.spec.eval.batches * batch_size, ex.size(split, length));
-  const std::int64_t max_decode = std::max(ex.task_info.max_tgt_len, length);
 
   double loss_sum = 0.0, rows = 0.0, correct = 0.0;
   std::vector<Example> references;
   std::vector<std::vector<std::int32_t>> predictions;
   for (std::int64_t first = 0; first < n; first += batch_size) {
-    std::vector<std::int64_t> indices;
-    for (std::int64_t i = first; i < std::min(n, first + batch_size); ++i) indices.push_back(i);
-    std::vector<Example> examples = ex.examples(split, indices, length);
+    std::vector<Example> examples = fetch(first, std::min(n, first + batch_size) - first);
     const model::DeviceBatch batch = ex.batch(examples);
     if (forced) {
       Graph g(*ex.backend, static_cast<std::uint64_t>(ex.spec.train.seed), 0, /*training=*/false, /*grad=*/false);
@@ -92,6 +93,28 @@ Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Sp
                                 ex.text(predictions[i], true), references[i].src, references[i].tgt, predictions[i]});
   }
   return result;
+}
+}  // namespace
+
+Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Split split, std::size_t samples,
+                    std::int64_t length, std::int64_t count, const BeamOptions* beam) {
+  const std::int64_t n =
+      std::min(count > 0 ? count : ex.spec.eval.batches * ex.spec.train.batch_size, ex.size(split, length));
+  const Fetch fetch = [&](std::int64_t first, std::int64_t k) {
+    std::vector<std::int64_t> indices(static_cast<std::size_t>(k));
+    for (std::int64_t i = 0; i < k; ++i) indices[static_cast<std::size_t>(i)] = first + i;
+    return ex.examples(split, indices, length);
+  };
+  return evaluate_fetched(ex, metrics, n, fetch, samples, std::max(ex.task_info.max_tgt_len, length), beam);
+}
+
+Evaluation evaluate_examples(Experiment& ex, const std::vector<spec::Metric>& metrics, const std::vector<Example>& examples,
+                             std::size_t samples, const BeamOptions* beam) {
+  const Fetch fetch = [&](std::int64_t first, std::int64_t k) {
+    return std::vector<Example>(examples.begin() + first, examples.begin() + first + k);
+  };
+  return evaluate_fetched(ex, metrics, static_cast<std::int64_t>(examples.size()), fetch, samples, ex.task_info.max_tgt_len,
+                          beam);
 }
 
 bool generates(const Experiment& ex, std::string* note) {

@@ -44,6 +44,11 @@ Evaluation evaluate(Experiment& experiment, const std::vector<spec::Metric>& met
                     std::size_t samples = 0, std::int64_t length = 0, std::int64_t count = 0,
                     const BeamOptions* beam = nullptr);
 
+// The same on `examples` (Task::read_examples of a new file): every one of them, greedy (or beam)
+// decoding up to the task's max_tgt_len.
+Evaluation evaluate_examples(Experiment& experiment, const std::vector<spec::Metric>& metrics,
+                             const std::vector<Example>& examples, std::size_t samples, const BeamOptions* beam = nullptr);
+
 // The column of `metric` evaluated at `length` (eval.lengths): "loss_at_128".
 std::string at_length(const std::string& metric, std::int64_t length);
 

@@ -55,6 +55,10 @@ const char* split_name(Split split) {
   return "?";
 }
 
+std::string eval_name(const RunEvalOptions& o) {
+  return o.data.empty() ? std::string(split_name(o.split)) : o.data.stem().string();
+}
+
 fs::path run_checkpoint(const fs::path& run_dir) {
   if (!fs::is_directory(run_dir))
     throw UsageError(run_dir.string() + " is not a run directory (no such directory)",
@@ -80,7 +84,12 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   run_checkpoint(run_dir);  // the first thing to say when there is none
   if (options.limit < 0) throw UsageError("--limit must be >= 0, got " + std::to_string(options.limit));
   if (options.beam < 1) throw UsageError("--beam must be >= 1 (1: greedy decoding), got " + std::to_string(options.beam));
-  const fs::path dir = options.out_dir.empty() ? run_dir / "evals" / split_name(options.split) : options.out_dir;
+  // What is scored: a split of the task, or the examples of a new file (--data), named by its stem.
+  const bool data = !options.data.empty();
+  const std::string what = eval_name(options);
+  if (data && !fs::is_regular_file(options.data))
+    throw UsageError("--data " + options.data.string() + ": no such file", "give a file in the task's own format");
+  const fs::path dir = options.out_dir.empty() ? run_dir / "evals" / what : options.out_dir;
   const std::string ext = options.format == PredictionFormat::Tsv ? "tsv" : "jsonl";
   for (const char* name : {"scores.json", "predictions.tsv", "predictions.jsonl"})
     if (fs::exists(dir / name))
@@ -89,18 +98,32 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
 
   TrainedRun run = open_trained_run(run_dir, spec, registry);
   Experiment& ex = *run.experiment;
-  const std::int64_t size = ex.size(options.split);
+  std::vector<Example> examples;  // --data: the file's, encoded with the run's vocabularies
+  std::int64_t unknown = 0;
+  if (data) {
+    try {
+      examples = ex.task->read_examples(options.data.string(), &unknown);
+    } catch (const Error& e) {
+      throw UsageError("--data " + options.data.string() + ": " + e.what(), e.hint());
+    }
+    if (examples.empty()) throw UsageError("--data " + options.data.string() + ": no examples in the file");
+  }
+  const std::int64_t size = data ? static_cast<std::int64_t>(examples.size()) : ex.size(options.split);
   if (size == 0)
     throw UsageError(std::string("the task has no examples in its ") + split_name(options.split) + " split",
                      "choose another split with --split (eval or test)");
   const std::int64_t n = options.limit > 0 ? std::min(options.limit, size) : size;
+  if (data) {
+    examples.resize(static_cast<std::size_t>(n));
+    if (unknown > 0) out << "note: " << unknown << " token(s) of " << options.data.string() << " are not in the run's vocabulary (<unk>)\n";
+  }
 
   std::vector<std::string> skipped;
   const std::vector<spec::Metric> metrics = applicable_metrics(ex.spec, ex.task_info, &skipped);
   for (const std::string& s : skipped) out << "note: metric skipped: " << s << "\n";
   const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
   out << "evaluating " << run_dir.string() << " (step " << run.step << ") on " << n << " of " << size << " "
-      << split_name(options.split) << " examples\n";
+      << (data ? options.data.string() : std::string(split_name(options.split))) << " examples\n";
   if (options.beam > 1 && ex.model->config().arch != model::Arch::EncoderDecoder)
     throw UsageError("--beam " + std::to_string(options.beam) + ": beam search decodes encoder-decoder models; this run is " +
                          spec::to_string(ex.spec.model.arch),
@@ -110,8 +133,9 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
                                                       number_text(options.length_penalty)
                                                 : std::string("greedy");
   if (decodes) out << "decoding: " << decoding << "\n";
-  const Evaluation e = evaluate(ex, metrics, options.split, decodes ? static_cast<std::size_t>(n) : 0, 0, n,
-                                options.beam > 1 ? &beam : nullptr);
+  const std::size_t samples = decodes ? static_cast<std::size_t>(n) : 0;
+  const Evaluation e = data ? evaluate_examples(ex, metrics, examples, samples, options.beam > 1 ? &beam : nullptr)
+                            : evaluate(ex, metrics, options.split, samples, 0, n, options.beam > 1 ? &beam : nullptr);
 
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -138,7 +162,9 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   }
   std::ostringstream s;
   s << "{\n  \"run\": " << json_quote(run_dir.string()) << ",\n  \"run_id\": " << json_quote(run_id(ex.spec))
-    << ",\n  \"checkpoint_step\": " << run.step << ",\n  \"split\": " << json_quote(split_name(options.split))
+    << ",\n  \"checkpoint_step\": " << run.step << ",\n  \"split\": " << (data ? std::string("null") : json_quote(split_name(options.split)))
+    << ",\n  \"data\": " << (data ? json_quote(options.data.string()) : std::string("null"))
+    << ",\n  \"unknown_tokens\": " << unknown
     << ",\n  \"examples\": " << n << ",\n  \"split_size\": " << size
     << ",\n  \"decoding\": " << (decodes ? json_quote(decoding) : std::string("null")) << ",\n  \"code_id\": " << json_quote(ex.code.id)
     << ",\n  \"metrics\": {";

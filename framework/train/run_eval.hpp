@@ -26,6 +26,9 @@ struct RunEvalOptions {
   std::filesystem::path out_dir;
   PredictionFormat format = PredictionFormat::Tsv;
   std::int64_t limit = 0;  // > 0: only the split's first `limit` examples
+  // Non-empty: score the examples of this file in the task's own format (Task::read_examples,
+  // the run's vocabularies) instead of a split; the default directory is then RUN/evals/<stem>.
+  std::filesystem::path data;
   std::int64_t beam = 1;          // > 1: predictions by beam search with this many hypotheses (seq2seq)
   double length_penalty = 1.0;    // beam search's alpha (beam_search.hpp)
 };
@@ -64,5 +67,7 @@ RunEvalResult evaluate_run(const std::filesystem::path& run_dir, const spec::Exp
 
 // "eval" / "test" / "train": the split's name in files and directories.
 const char* split_name(Split split);
+// What an evaluation is called (its directory under RUN/evals/): the --data file's stem, else the split's name.
+std::string eval_name(const RunEvalOptions& options);
 
 }  // namespace ablate::train

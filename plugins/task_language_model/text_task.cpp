@@ -98,6 +98,25 @@ std::int64_t TextLanguageModel::line_of(ablate::Split split, std::int64_t index)
   return window_lines_[static_cast<std::size_t>(window_of(split, index))];
 }
 
+std::vector<ablate::Example> TextLanguageModel::read_examples(const std::string& file, std::int64_t* unknown) const {
+  StreamOptions o = settings_.stream;
+  o.max_examples = 0;
+  const TokenStream stream = read_token_stream_file(file, o);
+  std::vector<std::int32_t> id_of_type(stream.types.size());
+  for (std::size_t t = 0; t < stream.types.size(); ++t) id_of_type[t] = vocab_.id(stream.types[t]);
+  const std::int64_t context = o.context, windows = stream.windows(context);
+  std::vector<ablate::Example> out(static_cast<std::size_t>(windows));
+  std::int64_t unk = 0;
+  for (std::int64_t w = 0; w < windows; ++w)
+    for (std::int64_t i = w * context; i < (w + 1) * context; ++i) {
+      const std::int32_t id = id_of_type[static_cast<std::size_t>(stream.tokens[static_cast<std::size_t>(i)])];
+      out[static_cast<std::size_t>(w)].tgt.push_back(id);
+      unk += id == Vocabulary::kUnk;
+    }
+  if (unknown) *unknown = unk;
+  return out;
+}
+
 std::vector<std::int32_t> TextLanguageModel::encode(const std::string& text, bool /*target: one vocabulary*/,
                                                     std::int64_t* unknown) const {
   std::vector<std::string> tokens;

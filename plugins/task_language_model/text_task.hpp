@@ -43,6 +43,8 @@ class TextLanguageModel final : public ablate::Task {
   // Characters concatenated (the text as written, lower-cased if asked); words joined by single
   // spaces, with no space around a line break. pad/bos/eos are dropped, an unknown id is "<unk>".
   std::string text(const std::vector<std::int32_t>& tokens, bool target) const override;
+  // Another text file cut into windows of `context` tokens as the task's file is (every window).
+  std::vector<ablate::Example> read_examples(const std::string& file, std::int64_t* unknown) const override;
   // The text tokenized as the file was (one vocabulary: `target` does not matter).
   std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const override;
 

@@ -125,6 +125,24 @@ TranslationTask::TranslationTask(const ablate::Options& o)
   stats_ = std::move(corpus);
 }
 
+std::vector<ablate::Example> TranslationTask::read_examples(const std::string& file, std::int64_t* unknown) const {
+  CorpusOptions o = corpus_options_;
+  o.max_examples = 0;
+  const Corpus corpus = read_parallel_tsv_file(file, o);
+  std::vector<ablate::Example> out;
+  std::int64_t unk = 0, n = 0;
+  for (const TokenizedPair& p : corpus.pairs) {
+    ablate::Example e;
+    e.src = src_vocab_.encode(p.src, &n);
+    unk += n;
+    e.tgt = tgt_vocab_.encode(p.tgt, &n);
+    unk += n;
+    out.push_back(std::move(e));
+  }
+  if (unknown) *unknown = unk;
+  return out;
+}
+
 ablate::TaskInfo TranslationTask::info() const {
   // As the synthetic tasks: the length bound is the max_len option (every kept side is within it).
   return {ablate::TaskType::Seq2Seq, std::max(src_vocab_.size(), tgt_vocab_.size()), corpus_options_.max_len,

@@ -21,7 +21,7 @@ inline constexpr std::uint32_t kPluginApiVersion = 8;  // 2: Task::score_names, 
                                                        // 7: ModelDims::layers/causal, PositionalEncoding::bias_per_layer,
                                                        //    logit_bias(..., layer); attention softcap, qk norms;
                                                        //    Task::size_at_length/example_at_length
-                                                       // 8: Task::encode (text to token ids)
+                                                       // 8: Task::encode (text to token ids), Task::read_examples
 
 }  // namespace ablate
 

@@ -75,6 +75,11 @@ class BOOST_SYMBOL_VISIBLE Task : public Component {
   // (when not null) receives how many tokens became <unk>. Default: throws ablate::Error (the
   // task has no text).
   virtual std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const;
+  // Examples read from another file in the task's own format (a new test set for `ablate eval
+  // --data`), tokenized as the task's data and encoded with its vocabularies: <unk> for what they
+  // lack, counted into `unknown` (when not null). Throws ablate::Error naming FILE:LINE for a bad
+  // line. Default: throws ablate::Error (the task reads no files).
+  virtual std::vector<Example> read_examples(const std::string& file, std::int64_t* unknown) const;
 };
 
 // Pads to the longest example in the batch; throws ablate::Error on an empty batch.

@@ -159,6 +159,50 @@ TEST_F(RunEvalTest, ADirectoryOfRunsEvaluatesEachCompletedRunOnce) {
   fs::remove_all(sweep);
 }
 
+// --data: a new file in the task's format, read with the run's vocabularies. The eval split of the
+// d2l tutorial written back as a TSV file scores exactly as the split does.
+TEST_F(RunEvalTest, DataFileInTheTasksFormatScoresAsTheSameExamplesDo) {
+  const fs::path root = fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
+  const fs::path run = dir_ / "d2l";
+  auto r = run_cli({"run", (root / "experiments" / "tutorials" / "d2l_translation.yaml").string(), "--set", "train.steps=12",
+                    "--set", "eval.every=12", "--set", "log.attention.every=0", "--set",
+                    "task.file=" + (root / "experiments" / "data" / "tutorial_eng_cmn.tsv").string(), "--out", run.string(),
+                    "--progress", "quiet"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  r = run_cli({"eval", run.string(), "--split", "eval"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  {
+    std::ofstream data(dir_ / "again.tsv");
+    const auto rows = lines(run / "evals" / "eval" / "predictions.tsv");
+    for (std::size_t i = 1; i < rows.size(); ++i) data << fields(rows[i])[1] << "\t" << fields(rows[i])[2] << "\n";
+  }
+  r = run_cli({"eval", run.string(), "--data", (dir_ / "again.tsv").string()});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  const std::string split = slurp(run / "evals" / "eval" / "scores.json"), file = slurp(run / "evals" / "again" / "scores.json");
+  EXPECT_NE(file.find("\"unknown_tokens\": 0"), std::string::npos) << file;
+  for (const char* metric : {"\"loss\": ", "\"bleu\": ", "\"exact_match\": "}) {
+    const std::size_t a = split.find(metric), b = file.find(metric);
+    ASSERT_NE(a, std::string::npos) << metric;
+    ASSERT_NE(b, std::string::npos) << metric;
+    EXPECT_EQ(split.substr(a, split.find('\n', a) - a), file.substr(b, file.find('\n', b) - b)) << metric;
+  }
+  std::ofstream(dir_ / "unknown.tsv") << "zzzqqq am a student .\t我是学生。\n";
+  r = run_cli({"eval", run.string(), "--data", (dir_ / "unknown.tsv").string()});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  EXPECT_NE(r.out.find("1 token(s) of"), std::string::npos) << r.out;
+  std::ofstream(dir_ / "bad.tsv") << "no tab on this line\n";
+  r = run_cli({"eval", run.string(), "--data", (dir_ / "bad.tsv").string()});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("bad.tsv:1"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(run / "evals" / "bad"));
+  r = run_cli({"eval", run_dir().string(), "--data", (dir_ / "again.tsv").string()});  // the copy task reads no files
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("reads no data files"), std::string::npos) << r.err;
+  r = run_cli({"eval", run.string(), "--data", (dir_ / "missing.tsv").string()});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("no such file"), std::string::npos) << r.err;
+}
+
 TEST_F(RunEvalTest, BadArgumentsAreRefusedWithTheReason) {
   const fs::path empty = dir_ / "not_a_run";
   fs::create_directories(empty);

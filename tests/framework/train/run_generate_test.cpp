@@ -88,6 +88,23 @@ TEST_F(RunGenerateTest, PromptsComeFromAFileOneLineEachAndUnknownWordsAreCounted
   EXPECT_NE(r.err.find("1 prompt token(s) are not in the run's vocabulary"), std::string::npos) << r.err;
 }
 
+// `ablate eval --data` on a language model: the file cut into windows as the task's file is.
+TEST_F(RunGenerateTest, EvalDataReadsATextFileAsWindowsOfTheRunsContext) {
+  std::ofstream(dir_ / "text.txt") << "the miller and the jar\nthe miller said\n";  // 9 word tokens + 2 line breaks
+  const auto r = run_cli({"eval", run(), "--data", (dir_ / "text.txt").string(), "--out", (dir_ / "text_eval").string()});
+  EXPECT_EQ(r.code, cli::kExitUsage) << "11 tokens are less than one window of 16";
+  EXPECT_NE(r.err.find("text.txt"), std::string::npos) << r.err;
+  std::ofstream more(dir_ / "text.txt");
+  for (int i = 0; i < 4; ++i) more << "the miller and the jar\nthe miller said\n";  // 44 tokens: 2 windows
+  more.close();
+  const auto ok = run_cli({"eval", run(), "--data", (dir_ / "text.txt").string(), "--out", (dir_ / "text_eval").string()});
+  ASSERT_EQ(ok.code, cli::kExitOk) << ok.err;
+  std::ifstream in(dir_ / "text_eval" / "scores.json");
+  std::stringstream scores;
+  scores << in.rdbuf();
+  EXPECT_NE(scores.str().find("\"examples\": 2"), std::string::npos) << scores.str();
+}
+
 TEST_F(RunGenerateTest, BadInputsAreRefusedWithTheReason) {
   auto r = run_cli({"generate", run(), "--prompt", "the miller and the", "--max-tokens", "40"});
   EXPECT_EQ(r.code, cli::kExitUsage);
