@@ -43,7 +43,8 @@ class Corpus:
         return dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
 
     def run(self, args):
-        p = subprocess.run([self.ablate] + args, capture_output=True, text=True, env=self.env(), timeout=300)
+        p = subprocess.run([self.ablate] + args, capture_output=True, text=True, env=self.env(), timeout=300,
+                           stdin=subprocess.DEVNULL)  # a command that reads stdin (translate, generate) sees it empty
         return p.returncode, p.stdout + p.stderr
 
     def killed(self, args, sig, after, group=False):
@@ -195,6 +196,47 @@ def cli_cases(c):
     case("plugin_reads_undeclared_option", ["validate", spec, "-p", ffn_dir, "--set", "model.ffn=faulty",
                                             "--set", "model.ffn.at=undeclared"], EXIT_PLUGIN,
          "plugin ffn/faulty 1.0.0 (", "failed in create", "reads option 'never_declared', which it never declared")
+
+
+# ---- using a trained run (ablate eval / export / generate / translate): refused with the reason,
+# nothing written
+def trained_run_cases(c):
+    run_dir = os.path.join(c.work, "trained_copy")
+
+    def train():
+        if not os.path.exists(os.path.join(run_dir, "checkpoint.bin")):
+            code, out = c.run(["run", c.spec("trained_copy"), "--out", run_dir, "--progress", "quiet"])
+            assert code == 0, out[-600:]
+
+    def case(name, args, *needles, absent=None):
+        def fn():
+            train()
+            code, out = c.run(args)
+            expect(code, out, EXIT_USAGE, *needles)
+            assert absent is None or not os.path.exists(absent), f"{absent} was written"
+            return None
+        c.case("trained_run", name, fn)
+
+    empty = os.path.join(c.work, "not_a_run")
+    os.makedirs(empty, exist_ok=True)
+    case("eval_no_checkpoint", ["eval", empty], "no checkpoint in", "not_a_run")
+    case("eval_beam_zero", ["eval", run_dir, "--split", "eval", "--beam", "0"], "--beam must be >= 1",
+         absent=os.path.join(run_dir, "evals"))
+    case("eval_sets_a_model_key", ["eval", run_dir, "--set", "model.d_model=64"], "only execution keys",
+         absent=os.path.join(run_dir, "evals"))
+    case("eval_missing_split", ["eval", run_dir, "--split", "test"], "no examples in its test split",
+         absent=os.path.join(run_dir, "evals"))
+    case("eval_data_missing_file", ["eval", run_dir, "--data", os.path.join(c.work, "absent.tsv")], "--data",
+         "no such file", absent=os.path.join(run_dir, "evals"))
+    case("eval_data_task_reads_no_files", ["eval", run_dir, "--data", c.spec("any_file")], "reads no data files",
+         absent=os.path.join(run_dir, "evals"))
+    taken = os.path.join(c.work, "taken.safetensors")
+    with open(taken, "w") as f:
+        f.write("mine")
+    case("export_over_a_file", ["export", run_dir, "--out", taken], "already exists")
+    case("generate_with_a_seq2seq_model", ["generate", run_dir, "--prompt", "3 4"], "decoder-only language model")
+    case("translate_a_task_without_text", ["translate", run_dir], "has no text")
+    case("translate_beam_zero", ["translate", run_dir, "--beam", "0"], "--beam must be >= 1")
 
 
 # ---- data files a task cannot use: a spec error at `task` naming the file (and line), never a crash
@@ -698,6 +740,7 @@ def main():
         c = Corpus(os.path.abspath(a.ablate), os.path.abspath(a.fixtures), work, a.k, a.long)
         plugin_fault_cases(c)
         cli_cases(c)
+        trained_run_cases(c)
         data_file_cases(c)
         plugin_file_cases(c)
         spec_cases(c)
