@@ -62,10 +62,9 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
   eval.limit = vm["limit"].as<std::int64_t>();
   eval.beam = vm["beam"].as<std::int64_t>();
   eval.length_penalty = vm["length-penalty"].as<double>();
-  if (eval.beam < 1) throw UsageError("ablate eval: --beam must be >= 1 (1: greedy decoding), got " + std::to_string(eval.beam));
-  if (eval.limit < 0) throw UsageError("ablate eval: --limit must be >= 0, got " + std::to_string(eval.limit));
   if (vm.count("out")) eval.out_dir = vm["out"].as<std::string>();
   if (vm.count("data")) eval.data = vm["data"].as<std::string>();
+  train::check_eval_options(eval);  // before any run is looked at (a directory of runs may skip them all)
 
   // A directory of runs (a sweep, an experiment folder): every completed run, each into its own
   // RUN/evals/SPLIT; runs evaluated there already, and runs not completed, are skipped with a note.

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "ablate/error.hpp"
@@ -79,16 +78,20 @@ TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec&
   return run;
 }
 
+void check_eval_options(const RunEvalOptions& options) {
+  if (options.limit < 0) throw UsageError("--limit must be >= 0, got " + std::to_string(options.limit));
+  if (options.beam < 1) throw UsageError("--beam must be >= 1 (1: greedy decoding), got " + std::to_string(options.beam));
+  if (!options.data.empty() && !fs::is_regular_file(options.data))
+    throw UsageError("--data " + options.data.string() + ": no such file", "give a file in the task's own format");
+}
+
 RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
                            const RunEvalOptions& options, std::ostream& out) {
   run_checkpoint(run_dir);  // the first thing to say when there is none
-  if (options.limit < 0) throw UsageError("--limit must be >= 0, got " + std::to_string(options.limit));
-  if (options.beam < 1) throw UsageError("--beam must be >= 1 (1: greedy decoding), got " + std::to_string(options.beam));
+  check_eval_options(options);
   // What is scored: a split of the task, or the examples of a new file (--data), named by its stem.
   const bool data = !options.data.empty();
   const std::string what = eval_name(options);
-  if (data && !fs::is_regular_file(options.data))
-    throw UsageError("--data " + options.data.string() + ": no such file", "give a file in the task's own format");
   const fs::path dir = options.out_dir.empty() ? run_dir / "evals" / what : options.out_dir;
   const std::string ext = options.format == PredictionFormat::Tsv ? "tsv" : "jsonl";
   for (const char* name : {"scores.json", "predictions.tsv", "predictions.jsonl"})

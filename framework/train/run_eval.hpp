@@ -65,6 +65,10 @@ TrainedRun open_trained_run(const std::filesystem::path& run_dir, const spec::Ex
 RunEvalResult evaluate_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec,
                            const PluginRegistry& registry, const RunEvalOptions& options, std::ostream& out);
 
+// Throws UsageError for options no evaluation can run with: limit < 0, beam < 1, a --data file
+// that does not exist. evaluate_run checks them first; the CLI checks once before any run.
+void check_eval_options(const RunEvalOptions& options);
+
 // "eval" / "test" / "train": the split's name in files and directories.
 const char* split_name(Split split);
 // What an evaluation is called (its directory under RUN/evals/): the --data file's stem, else the split's name.

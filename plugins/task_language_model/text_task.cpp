@@ -55,10 +55,7 @@ TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s) {
   }
   vocab_ = counts.build(s.min_freq);
 
-  std::vector<std::int32_t> id_of_type(stream.types.size());
-  for (std::size_t t = 0; t < stream.types.size(); ++t) id_of_type[t] = vocab_.id(stream.types[t]);
-  ids_.resize(stream.tokens.size());
-  for (std::size_t i = 0; i < ids_.size(); ++i) ids_[i] = id_of_type[static_cast<std::size_t>(stream.tokens[i])];
+  ids_ = vocabulary_ids(stream);
   window_lines_.resize(static_cast<std::size_t>(n));
   for (std::int64_t w = 0; w < n; ++w) window_lines_[static_cast<std::size_t>(w)] = stream.line_of_token(w * context);
   windows_[ablate::Split::Train] = std::move(split.train);
@@ -101,20 +98,21 @@ std::int64_t TextLanguageModel::line_of(ablate::Split split, std::int64_t index)
 std::vector<ablate::Example> TextLanguageModel::read_examples(const std::string& file, std::int64_t* unknown) const {
   StreamOptions o = settings_.stream;
   o.max_examples = 0;
-  const TokenStream stream = read_token_stream_file(file, o);
+  const std::vector<std::int32_t> ids = vocabulary_ids(read_token_stream_file(file, o));
+  const std::int64_t context = o.context, windows = static_cast<std::int64_t>(ids.size()) / context;
+  std::vector<ablate::Example> out(static_cast<std::size_t>(windows));
+  for (std::int64_t w = 0; w < windows; ++w)
+    out[static_cast<std::size_t>(w)].tgt.assign(ids.begin() + w * context, ids.begin() + (w + 1) * context);
+  if (unknown) *unknown = std::count(ids.begin(), ids.begin() + windows * context, Vocabulary::kUnk);
+  return out;
+}
+
+std::vector<std::int32_t> TextLanguageModel::vocabulary_ids(const TokenStream& stream) const {
   std::vector<std::int32_t> id_of_type(stream.types.size());
   for (std::size_t t = 0; t < stream.types.size(); ++t) id_of_type[t] = vocab_.id(stream.types[t]);
-  const std::int64_t context = o.context, windows = stream.windows(context);
-  std::vector<ablate::Example> out(static_cast<std::size_t>(windows));
-  std::int64_t unk = 0;
-  for (std::int64_t w = 0; w < windows; ++w)
-    for (std::int64_t i = w * context; i < (w + 1) * context; ++i) {
-      const std::int32_t id = id_of_type[static_cast<std::size_t>(stream.tokens[static_cast<std::size_t>(i)])];
-      out[static_cast<std::size_t>(w)].tgt.push_back(id);
-      unk += id == Vocabulary::kUnk;
-    }
-  if (unknown) *unknown = unk;
-  return out;
+  std::vector<std::int32_t> ids(stream.tokens.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = id_of_type[static_cast<std::size_t>(stream.tokens[i])];
+  return ids;
 }
 
 std::vector<std::int32_t> TextLanguageModel::encode(const std::string& text, bool /*target: one vocabulary*/,

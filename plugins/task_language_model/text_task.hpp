@@ -56,6 +56,9 @@ class TextLanguageModel final : public ablate::Task {
   std::int64_t line_of(ablate::Split split, std::int64_t index) const;
 
  private:
+  // The stream's tokens as ids of vocab_ (<unk> for a token it lacks).
+  std::vector<std::int32_t> vocabulary_ids(const TokenStream& stream) const;
+
   TextSettings settings_;
   ablate_text::Vocabulary vocab_;
   std::vector<std::int32_t> ids_;                  // [windows * context]: the kept stream as vocabulary ids
