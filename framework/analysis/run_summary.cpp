@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <set>
 
 #include "ablate/error.hpp"
@@ -85,6 +87,35 @@ std::map<std::string, std::string> flatten_spec(const std::string& yaml) {
   return out;
 }
 
+std::vector<EvalScores> evaluation_scores(const results::RunReader& run) {
+  std::vector<std::pair<EvalScores, std::string>> texts;  // (record, its scores.json text)
+  if (run.records_evaluations()) {
+    for (const results::EvalRecord& e : run.evaluations()) texts.push_back({{e.name, e.checkpoint_step, {}}, e.scores});
+  } else {
+    std::error_code ec;
+    const fs::path dir = run.path().parent_path() / "evals";
+    if (fs::is_directory(dir, ec))
+      for (const auto& entry : fs::directory_iterator(dir, ec))
+        if (std::ifstream f{entry.path() / "scores.json"}) {
+          std::ostringstream text;
+          text << f.rdbuf();
+          texts.push_back({{entry.path().filename().string(), -1, {}}, text.str()});
+        }
+  }
+  std::vector<EvalScores> out;
+  for (auto& [scores, text] : texts) {
+    try {
+      for (const auto& m : YAML::Load(text)["metrics"])  // JSON is YAML
+        scores.metrics[m.first.as<std::string>()] = m.second.IsNull() ? std::nan("") : m.second.as<double>();
+    } catch (const YAML::Exception& e) {
+      throw Error(run.path().string() + ": cannot read the scores of evaluation '" + scores.name + "': " + e.what(),
+                  "its record is damaged; evaluate the run again into another directory (ablate eval --out)");
+    }
+    out.push_back(std::move(scores));
+  }
+  return out;
+}
+
 RunSummary summarize(const results::RunReader& run) {
   RunSummary s;
   const results::RunInfo& info = run.info();
@@ -106,24 +137,8 @@ RunSummary summarize(const results::RunReader& run) {
     if (!column.empty()) s.final_metrics[eval.names[m]] = column.back();
   }
 
-  // `ablate eval`'s scores beside the run (RUN/evals/NAME/scores.json) as final metrics
-  // "evals/NAME/METRIC": what `ablate compare --metric evals/test/bleu` compares.
-  std::error_code ec;
-  const fs::path evals = run.path().parent_path() / "evals";
-  if (fs::is_directory(evals, ec))
-    for (const auto& entry : fs::directory_iterator(evals, ec)) {
-      const fs::path scores = entry.path() / "scores.json";
-      if (!fs::is_regular_file(scores, ec)) continue;
-      try {
-        const YAML::Node metrics = YAML::LoadFile(scores.string())["metrics"];  // JSON is YAML
-        for (const auto& m : metrics)
-          s.final_metrics["evals/" + entry.path().filename().string() + "/" + m.first.as<std::string>()] =
-              m.second.IsNull() ? std::nan("") : m.second.as<double>();
-      } catch (const YAML::Exception& e) {
-        throw Error(scores.string() + ": cannot read the scores of `ablate eval`: " + e.what(),
-                    "remove or rewrite that file (ablate eval writes it)");
-      }
-    }
+  for (const EvalScores& e : evaluation_scores(run))
+    for (const auto& [metric, value] : e.metrics) s.final_metrics["evals/" + e.name + "/" + metric] = value;
 
   const results::MetricTable train = run.metrics(results::MetricSplit::Train);
   const auto column = [&](const char* name) -> const std::vector<double>* {

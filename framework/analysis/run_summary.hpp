@@ -26,10 +26,20 @@ std::vector<std::filesystem::path> find_runs(const std::vector<std::filesystem::
 // ablate::Error if the text is not YAML or not a mapping.
 std::map<std::string, std::string> flatten_spec(const std::string& yaml);
 
+// The scores of each `ablate eval` of the run, in the order made: the records of run.h5's /evals,
+// or, in a file written before /evals existed, RUN/evals/NAME/scores.json. `step` is the
+// checkpoint's (-1: not known, an old file). Throws ablate::Error naming a record that is not JSON.
+struct EvalScores {
+  std::string name;
+  std::int64_t step = -1;
+  std::map<std::string, double> metrics;  // null (non-finite) as NaN
+};
+std::vector<EvalScores> evaluation_scores(const results::RunReader& run);
+
 // One run as compare() needs it: id, path (the run file), status, flattened resolved spec, the
-// last eval row as final metrics (non-finite values kept as NaN) plus `ablate eval`'s scores beside
-// the run as "evals/NAME/METRIC" (RUN/evals/NAME/scores.json), eval curves per metric and the
-// median of the finite train `tokens_per_s` values (NaN when none).
+// last eval row as final metrics (non-finite values kept as NaN) plus `ablate eval`'s scores
+// (evaluation_scores) as "evals/NAME/METRIC", eval curves per metric and the median of the finite
+// train `tokens_per_s` values (NaN when none).
 RunSummary summarize(const results::RunReader& run);
 
 }  // namespace ablate::analysis

@@ -1,6 +1,6 @@
 // `ablate eval RUN`: scores a trained run's checkpoint on a whole split of its task (every metric
-// the task reports, greedy-decoded predictions written out) without touching the run's records:
-// what `fairseq-generate` or `marian-decoder` give a researcher after training.
+// the task reports, greedy-decoded predictions written out), adding the scores to run.h5's /evals
+// without touching the training record: what `fairseq-generate` or `marian-decoder` give a researcher.
 #include <filesystem>
 #include <ostream>
 
@@ -24,9 +24,11 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "greedy-decoded predictions, such as BLEU; --beam N decodes by beam search). Writes scores.json and,\n"
       "where the model decodes,\n"
       "predictions.tsv (index, source, reference, prediction) or .jsonl into RUN_DIR/evals/SPLIT (or --out),\n"
-      "which must not hold an evaluation already. The run's own files are not touched. Given a directory of\n"
+      "which must not hold an evaluation already, and records scores.json in RUN_DIR/run.h5 under /evals, named\n"
+      "by that directory (the training record is not touched; live readers may stay open). Given a directory of\n"
       "runs (a sweep), it evaluates every completed run not evaluated on that split yet, each into its own evals/.\n"
-      "Exit 0 done, 2 bad arguments (no checkpoint, an occupied --out, an empty split), 3 plugin error.\n\nOptions");
+      "Exit 0 done, 2 bad arguments (no checkpoint, an occupied --out or name, an empty split, a run training\n"
+      "now), 1 the record could not be written (its files are removed), 3 plugin error.\n\nOptions");
   options.add_options()
       ("help,h", "show this help")
       ("run", po::value<std::string>(), "the run directory (positional)")
@@ -80,13 +82,20 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
     int evaluated = 0;
     for (const std::filesystem::path& file : runs) {
       const std::filesystem::path run = file.parent_path();
-      const results::RunState state = results::RunReader(file).state();
-      if (state.status != results::RunStatus::Completed) {
-        out << "skipped " << run.string() << ": " << results::to_string(state.status) << "\n";
+      const std::string name = train::eval_name(eval);
+      bool evaluated_already = std::filesystem::exists(run / "evals" / name / "scores.json");
+      results::RunStatus status;
+      {
+        const results::RunReader reader(file);  // closed before evaluate_run records into the file
+        status = reader.state().status;
+        for (const results::EvalRecord& r : reader.evaluations()) evaluated_already = evaluated_already || r.name == name;
+      }
+      if (status != results::RunStatus::Completed) {
+        out << "skipped " << run.string() << ": " << results::to_string(status) << "\n";
         continue;
       }
-      if (std::filesystem::exists(run / "evals" / train::eval_name(eval) / "scores.json")) {
-        out << "skipped " << run.string() << ": evaluated already (evals/" << train::eval_name(eval) << ")\n";
+      if (evaluated_already) {
+        out << "skipped " << run.string() << ": evaluated already (evals/" << name << ")\n";
         continue;
       }
       LoadedSpec loaded = load_run_spec(run, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
@@ -105,6 +114,7 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
   for (const auto& [name, value] : r.metrics) out << "  " << name << " " << number_text(value) << "\n";
   if (!r.predictions.empty()) out << "predictions: " << r.predictions.string() << "\n";
   out << "scores: " << r.scores.string() << "\n";
+  if (!r.record.empty()) out << "recorded: " << (dir / "run.h5").string() << " /evals '" << r.record << "'\n";
   return kExitOk;
 }
 

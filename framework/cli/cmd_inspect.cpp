@@ -74,6 +74,13 @@ void print_summary(std::ostream& out, const results::RunReader& run) {
   out << "  stats: " << stats.size() << " rows";
   for (const results::StatsTable& t : layout.stats) out << "; " << t.name << " " << shape_text({static_cast<std::int64_t>(stats.size()), static_cast<std::int64_t>(t.columns.size())});
   out << "; attention entropy for " << layout.entropy.size() << " attention layers\n";
+  const std::vector<analysis::EvalScores> evals = analysis::evaluation_scores(run);
+  out << "  evals: " << evals.size() << (evals.empty() ? " (ablate eval RUN_DIR scores the checkpoint)" : "") << "\n";
+  for (const analysis::EvalScores& e : evals) {
+    out << "    " << e.name << (e.step >= 0 ? " at step " + std::to_string(e.step) : std::string()) << ":";
+    for (const auto& [metric, value] : e.metrics) out << " " << metric << " " << std::setprecision(5) << value;
+    out << "\n";
+  }
 }
 
 // What in a readable run file makes no sense (a resolved spec that is not YAML, a step outside

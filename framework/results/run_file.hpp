@@ -24,6 +24,9 @@ inline constexpr std::int64_t kFormatVersion = 1;         // root attribute `for
 inline constexpr std::size_t kStatusBytes = 16;
 inline constexpr std::size_t kReasonBytes = 1024;  // older files have 256; readers take either
 inline constexpr std::size_t kTimeBytes = 32;
+// Sizes of an evaluation record's fixed-length texts (/evals: appended under SWMR, so fixed).
+inline constexpr std::size_t kEvalNameBytes = 128;
+inline constexpr std::size_t kEvalScoresBytes = 16384;
 
 enum class RunStatus { Running, Completed, Failed, Diverged, Interrupted };
 const char* to_string(RunStatus s);
@@ -163,6 +166,15 @@ struct SamplesLog {
   std::vector<std::string> src, reference, prediction;
 };
 
+// One `ablate eval` of the run's checkpoint: /evals, a row per evaluation (docs/results-format.md).
+struct EvalRecord {
+  std::string name;                 // what was scored, unique in the file: "test", a --data file's stem, ...
+  std::int64_t checkpoint_step = 0;  // the training step of the weights scored
+  std::string scores;               // the evaluation's scores.json, as written beside it
+  std::string time;                 // ISO-8601 UTC; empty: now (record_evaluation)
+  bool operator==(const EvalRecord&) const = default;
+};
+
 // Writes one run file. Not thread-safe; one writer per file (a second is refused). Within one
 // process, HDF5 shares an open file among its handles: open the writer before any RunReader of
 // the same file (the other order fails with "file is already open for read-only").
@@ -180,6 +192,11 @@ class RunWriter {
   // Records the end of a run whose writer died without recording it (`ablate sweep` marks a crashed
   // run failed): drops torn rows, rewrites the state, closes. Refused while a writer holds the file.
   static void record_end(const std::filesystem::path& file, const RunState& state);
+  // Appends an evaluation to /evals of a stopped run's file, in SWMR mode (readers may stay open;
+  // the training record is not touched). Refused, changing nothing, while a writer holds the file,
+  // when /evals already has `record.name`, when a text is longer than its fixed size, and for a
+  // file written before /evals existed.
+  static void record_evaluation(const std::filesystem::path& file, const EvalRecord& record);
 
   RunWriter(RunWriter&&) noexcept;
   RunWriter& operator=(RunWriter&&) noexcept;
@@ -279,6 +296,8 @@ class RunReader {
   const RunLayout& layout() const;            // read once, at open
   RunState state() const;                     // current
   std::vector<ResumeRecord> resumes() const;  // every resume of this run, in order
+  std::vector<EvalRecord> evaluations() const;  // every `ablate eval` recorded, in order (none in older files)
+  bool records_evaluations() const;             // whether the file has /evals (files written before it existed do not)
   // Whether a live RunWriter holds the file now (status "running" without one: the writer died).
   bool writer_alive() const;
 

@@ -65,6 +65,7 @@ void read_everything(const fs::path& file) {
   RunReader r(file, RunReader::kUnvetted);  // in the child: read directly
   (void)r.state();
   (void)r.resumes();
+  (void)r.evaluations();
   (void)r.metrics(MetricSplit::Train);
   (void)r.metrics(MetricSplit::Eval);
   (void)r.attention_steps();
@@ -346,10 +347,30 @@ RunState RunReader::state() const {
 std::vector<ResumeRecord> RunReader::resumes() const {
   h5::Quiet quiet;
   const std::vector<const h5::Obj*> datasets{&impl_->resume_steps, &impl_->resume_times};
-  const schema::TableRows r = schema::consistent_rows(datasets, true);
+  const schema::TableRows r = schema::consistent_rows(datasets, true, {}, false);
   const std::vector<std::string> times = h5::read_string_rows(impl_->resume_times, 0, r.rows);
   std::vector<ResumeRecord> out;
   for (std::size_t i = 0; i < r.rows; ++i) out.push_back({r.steps[i], times[i]});
+  return out;
+}
+
+bool RunReader::records_evaluations() const {
+  h5::Quiet quiet;
+  return h5::has_link(impl_->root, schema::kEvals + 1);
+}
+
+std::vector<EvalRecord> RunReader::evaluations() const {
+  h5::Quiet quiet;
+  Impl& m = *impl_;
+  if (!records_evaluations()) return {};
+  const std::string base = schema::kEvals;
+  const h5::Obj steps = schema::open_path(m.root, base + "/checkpoint_step"), names = schema::open_path(m.root, base + "/name"),
+                scores = schema::open_path(m.root, base + "/scores"), times = schema::open_path(m.root, base + "/time");
+  const schema::TableRows r = schema::consistent_rows({&steps, &names, &scores, &times}, true, {}, false);
+  const std::vector<std::string> n = h5::read_string_rows(names, 0, r.rows), s = h5::read_string_rows(scores, 0, r.rows),
+                                 t = h5::read_string_rows(times, 0, r.rows);
+  std::vector<EvalRecord> out;
+  for (std::size_t i = 0; i < r.rows; ++i) out.push_back({n[i], r.steps[i], s[i], t[i]});
   return out;
 }
 

@@ -280,7 +280,8 @@ std::string layout_difference(const RunLayout& f, const RunLayout& e) {
   return {};
 }
 
-TableRows consistent_rows(const std::vector<const h5::Obj*>& datasets, bool refresh, std::optional<std::int64_t> max_step) {
+TableRows consistent_rows(const std::vector<const h5::Obj*>& datasets, bool refresh, std::optional<std::int64_t> max_step,
+                          bool increasing) {
   hsize_t n = std::numeric_limits<hsize_t>::max();
   for (const h5::Obj* ds : datasets) {
     if (refresh) h5::refresh(*ds);
@@ -292,7 +293,7 @@ TableRows consistent_rows(const std::vector<const h5::Obj*>& datasets, bool refr
   std::vector<std::int64_t> steps(n);
   h5::read_rows(*datasets.front(), 0, n, H5T_NATIVE_INT64, steps.data());
   hsize_t k = 0;
-  while (k < n && steps[k] >= 0 && (k == 0 || steps[k] > steps[k - 1]) && (!max_step || steps[k] <= *max_step)) ++k;
+  while (k < n && steps[k] >= 0 && (k == 0 || !increasing || steps[k] > steps[k - 1]) && (!max_step || steps[k] <= *max_step)) ++k;
   steps.resize(k);
   out.rows = k;
   out.stored = n;

@@ -22,6 +22,7 @@ inline constexpr const char* kStats = "/stats";
 inline constexpr const char* kEntropy = "/stats/attention_entropy";
 inline constexpr const char* kSamples = "/samples";
 inline constexpr const char* kResumes = "/resumes";
+inline constexpr const char* kEvals = "/evals";
 
 // How a column's elements are stored.
 enum class Elem { F64, F32, I32, Text };
@@ -62,14 +63,16 @@ RunLayout read_layout(const h5::Obj& root);
 std::string layout_difference(const RunLayout& in_file, const RunLayout& expected);
 
 // The rows of a table a reader may trust: the shortest of its datasets, cut before the first
-// step that is unwritten (negative, the fill value) or not after the one before it, and, with
-// `max_step`, before the first step past it. `datasets`: the steps dataset first.
+// step that is unwritten (negative, the fill value) or, when `increasing`, not after the one
+// before it, and, with `max_step`, before the first step past it. `datasets`: the steps dataset
+// first. Records of events (/resumes, /evals) are not increasing: two may name one step.
 struct TableRows {
   hsize_t rows = 0;     // consistent rows: present in every dataset, steps >= 0 and increasing
   hsize_t stored = 0;   // rows present in every dataset (stored - rows: left out, e.g. a torn write)
   std::vector<std::int64_t> steps;
 };
-TableRows consistent_rows(const std::vector<const h5::Obj*>& datasets, bool refresh, std::optional<std::int64_t> max_step = {});
+TableRows consistent_rows(const std::vector<const h5::Obj*>& datasets, bool refresh, std::optional<std::int64_t> max_step = {},
+                          bool increasing = true);
 
 // One writer per file: an open-file-description lock on one byte far past the file's data (HDF5
 // itself uses flock(), which is independent). Held while the RunWriter lives; closes its fd.

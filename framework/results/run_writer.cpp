@@ -184,6 +184,20 @@ void build(const h5::Obj& file, const RunInfo& info, const RunLayout& l) {
   create_steps(root, std::string(schema::kResumes) + "/step", 16);
   h5::Handle time_type = h5::fixed_string_type(kTimeBytes);
   h5::create_appendable(resumes, "time", time_type.get(), {}, 16, false, H5I_INVALID_HID, nullptr);
+
+  const h5::Obj evals = group_at(root, schema::kEvals);
+  create_steps(root, std::string(schema::kEvals) + "/checkpoint_step", 16);
+  h5::Handle name_type = h5::fixed_string_type(kEvalNameBytes), scores_type = h5::fixed_string_type(kEvalScoresBytes);
+  h5::create_appendable(evals, "name", name_type.get(), {}, 16, false, H5I_INVALID_HID, nullptr);
+  h5::create_appendable(evals, "scores", scores_type.get(), {}, 4, true, H5I_INVALID_HID, nullptr);
+  h5::create_appendable(evals, "time", time_type.get(), {}, 16, false, H5I_INVALID_HID, nullptr);
+}
+
+// `s` in a NUL-padded buffer of `bytes` (a fixed-length string row); `s` fits.
+std::vector<char> fixed_text(const std::string& s, std::size_t bytes) {
+  std::vector<char> row(bytes, '\0');
+  std::memcpy(row.data(), s.data(), std::min(s.size(), bytes));
+  return row;
 }
 
 // Renames `from` to `to` unless `to` exists (atomically where the file system can).
@@ -309,9 +323,7 @@ struct RunWriter::Impl {
 
   void write_resume_record(std::int64_t step) {
     const hsize_t n = std::min(h5::dims(resume_steps)[0], h5::dims(resume_times)[0]);
-    std::vector<char> time(kTimeBytes, '\0');
-    const std::string now = utc_now_iso8601();
-    std::memcpy(time.data(), now.data(), std::min(now.size(), time.size()));
+    const std::vector<char> time = fixed_text(utc_now_iso8601(), kTimeBytes);
     h5::Handle type = h5::fixed_string_type(kTimeBytes);
     h5::set_rows(resume_times, n + 1);
     h5::write_rows(resume_times, n, 1, type.get(), time.data());
@@ -463,6 +475,51 @@ void RunWriter::record_end(const fs::path& file, const RunState& state) {
   if (!fs::is_regular_file(file, ec)) throw Error("cannot record the end of " + file.string() + ": no such file", "check the run directory");
   RunWriter writer(open_for_writing(file, std::nullopt, nullptr));
   writer.set_state(state);
+  writer.close();
+}
+
+namespace {
+// record_evaluation's row: the name checked unique, the texts written, the step last.
+void append_evaluation(RunWriter::Impl& m, const EvalRecord& record, const std::string& what) {
+  if (!h5::has_link(m.root, schema::kEvals + 1))
+    throw Error(what + ": the file has no /evals (written before evaluations were recorded in run files)",
+                "the evaluation's scores.json is its record; a new run's file has /evals");
+  const std::string base = schema::kEvals;
+  const h5::Obj steps = schema::open_path(m.root, base + "/checkpoint_step"), names = schema::open_path(m.root, base + "/name"),
+                scores = schema::open_path(m.root, base + "/scores"), times = schema::open_path(m.root, base + "/time");
+  const std::vector<const h5::Obj*> datasets{&steps, &names, &scores, &times};
+  const hsize_t n = schema::consistent_rows(datasets, false, {}, false).rows;
+  for (const std::string& name : h5::read_string_rows(names, 0, n))
+    if (name == record.name)
+      throw Error(what + ": the file records an evaluation of that name already",
+                  "evaluations are never written over: give this one another name (ablate eval --out DIR names it DIR)");
+  const std::pair<const h5::Obj*, std::vector<char>> texts[] = {
+      {&names, fixed_text(record.name, kEvalNameBytes)},
+      {&scores, fixed_text(record.scores, kEvalScoresBytes)},
+      {&times, fixed_text(record.time.empty() ? utc_now_iso8601() : record.time, kTimeBytes)}};
+  for (const auto& [ds, row] : texts) {  // the texts first, the step last (a row counts once its step is written)
+    h5::Handle type = h5::fixed_string_type(row.size());
+    h5::set_rows(*ds, n + 1);
+    h5::write_rows(*ds, n, 1, type.get(), row.data());
+  }
+  h5::set_rows(steps, n + 1);
+  h5::write_rows(steps, n, 1, H5T_NATIVE_INT64, &record.checkpoint_step);
+}
+}  // namespace
+
+void RunWriter::record_evaluation(const fs::path& file, const EvalRecord& record) {
+  h5::Quiet quiet;
+  const std::string what = "cannot record evaluation '" + record.name + "' in " + file.string();
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) throw Error(what + ": no such file", "check the run directory");
+  if (record.name.empty() || record.name.size() > kEvalNameBytes || record.name.find('\0') != std::string::npos)
+    throw Error(what + ": its name must be 1 to " + std::to_string(kEvalNameBytes) + " bytes", "name the evaluation shorter");
+  if (record.scores.size() > kEvalScoresBytes)
+    throw Error(what + ": its scores are " + std::to_string(record.scores.size()) + " bytes, more than the " +
+                    std::to_string(kEvalScoresBytes) + " a record holds",
+                "report fewer metrics");
+  RunWriter writer(open_for_writing(file, std::nullopt, nullptr));
+  append_evaluation(*writer.impl_, record, what);  // its datasets closed before the file is
   writer.close();
 }
 

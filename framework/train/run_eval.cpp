@@ -9,6 +9,7 @@
 #include "ablate/error.hpp"
 #include "core/atomic_file.hpp"
 #include "core/text.hpp"
+#include "results/run_file.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluator.hpp"
 #include "train/experiment.hpp"
@@ -98,6 +99,24 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
     if (fs::exists(dir / name))
       throw UsageError(dir.string() + " already holds an evaluation (" + name + ")",
                        "evaluations are never written over: name another directory with --out, or remove that one");
+  // The record in run.h5 (/evals) is named by the directory; checked before the work, written last.
+  const fs::path run_file = run_dir / "run.h5";
+  const std::string record_name = (dir / "").parent_path().filename().string();
+  bool record = false;
+  {
+    if (!fs::is_regular_file(run_file))
+      throw UsageError("no run file in " + run_dir.string() + ": run.h5 is missing", "give the directory `ablate run` trained into");
+    const results::RunReader reader(run_file);  // closed before the record is written (run_file.hpp)
+    if (reader.writer_alive())
+      throw UsageError(run_dir.string() + " is being written now (training, or another `ablate eval` recording into run.h5)",
+                       "evaluate it when that process stops; its checkpoint changes while it trains");
+    record = reader.records_evaluations();
+    for (const results::EvalRecord& r : reader.evaluations())
+      if (r.name == record_name)
+        throw UsageError(run_file.string() + " records an evaluation named '" + record_name + "' already (at step " +
+                             std::to_string(r.checkpoint_step) + ")",
+                         "evaluations are never written over: name this one another directory with --out");
+  }
 
   TrainedRun run = open_trained_run(run_dir, spec, registry);
   Experiment& ex = *run.experiment;
@@ -182,6 +201,18 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   s << "\n}\n";
   result.scores = dir / "scores.json";
   write_file_atomically(result.scores, s.str());
+  if (!record) {
+    out << "note: " << run_file.string() << " was written before run files recorded evaluations: scores.json is the record\n";
+    return result;
+  }
+  try {
+    results::RunWriter::record_evaluation(run_file, {record_name, run.step, s.str(), ""});
+  } catch (const Error& e) {  // all or nothing: the files go too
+    for (const fs::path& f : {result.predictions, result.scores})
+      if (!f.empty()) fs::remove(f, ec);
+    throw Error(std::string(e.what()) + " (the evaluation's files were removed: nothing was recorded)", e.hint());
+  }
+  result.record = record_name;
   return result;
 }
 

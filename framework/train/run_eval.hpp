@@ -38,6 +38,7 @@ struct RunEvalResult {
   std::int64_t examples = 0;  // examples scored
   std::int64_t step = 0;      // the checkpoint's training step
   std::filesystem::path predictions, scores;  // the files written (predictions empty: no decoding)
+  std::string record;  // its name in run.h5's /evals; empty: not recorded (a file older than /evals)
 };
 
 // The checkpoint of the run in `run_dir` (checkpoint.bin; its resolved spec is in the file).
@@ -60,8 +61,10 @@ TrainedRun open_trained_run(const std::filesystem::path& run_dir, const spec::Ex
 // predictions.tsv or .jsonl (index, source, reference, prediction: text where the task has text,
 // else token ids) when the model decodes, and scores.json (metrics, split, examples, step, run
 // id, the code that evaluated), into the output directory, which it creates and which must not
-// hold an evaluation already. Throws UsageError for an empty split or an occupied directory
-// (before anything is written).
+// hold an evaluation already; then records scores.json in run.h5 under /evals, named by the
+// output directory (RunWriter::record_evaluation: SWMR, readers undisturbed). Throws UsageError
+// for an empty split, an occupied directory, a name run.h5 records already, or a run being
+// written now (before anything is written); when the record fails, the files written go too.
 RunEvalResult evaluate_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec,
                            const PluginRegistry& registry, const RunEvalOptions& options, std::ostream& out);
 

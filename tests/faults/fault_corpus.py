@@ -208,9 +208,11 @@ def trained_run_cases(c):
             code, out = c.run(["run", c.spec("trained_copy"), "--out", run_dir, "--progress", "quiet"])
             assert code == 0, out[-600:]
 
-    def case(name, args, *needles, absent=None):
+    def case(name, args, *needles, absent=None, setup=None):
         def fn():
             train()
+            if setup:
+                setup()
             code, out = c.run(args)
             expect(code, out, EXIT_USAGE, *needles)
             assert absent is None or not os.path.exists(absent), f"{absent} was written"
@@ -230,6 +232,13 @@ def trained_run_cases(c):
          "no such file", absent=os.path.join(run_dir, "evals"))
     case("eval_data_task_reads_no_files", ["eval", run_dir, "--data", c.spec("any_file")], "reads no data files",
          absent=os.path.join(run_dir, "evals"))
+    weights_only = os.path.join(c.work, "weights_only")
+
+    def copy_checkpoint():
+        os.makedirs(weights_only, exist_ok=True)
+        shutil.copy(os.path.join(run_dir, "checkpoint.bin"), weights_only)
+    case("eval_without_run_file", ["eval", weights_only, "--split", "eval"], "run.h5 is missing",
+         absent=os.path.join(weights_only, "evals"), setup=copy_checkpoint)
     taken = os.path.join(c.work, "taken.safetensors")
     with open(taken, "w") as f:
         f.write("mine")

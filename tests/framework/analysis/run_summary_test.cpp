@@ -13,6 +13,7 @@
 #include "cli/exit_codes.hpp"
 #include "framework/cli/cli_test_util.hpp"
 #include "results/run_file.hpp"
+#include "framework/results/run_file_test_util.hpp"
 
 namespace ablate::analysis {
 namespace {
@@ -105,7 +106,7 @@ eval: {every: 6, batches: 1, metrics: [loss, exact_match]}
   EXPECT_TRUE(s.final_metrics.count("exact_match"));
   EXPECT_TRUE(std::isfinite(s.tokens_per_s) && s.tokens_per_s > 0) << s.tokens_per_s;
 
-  // `ablate eval`'s scores beside the run become final metrics evals/SPLIT/METRIC.
+  // `ablate eval`'s scores, recorded in run.h5, become final metrics evals/SPLIT/METRIC.
   const auto e = testing::run_cli({"eval", (dir_ / "run").string(), "--split", "eval", "--limit", "16"});
   ASSERT_EQ(e.code, cli::kExitOk) << e.out << e.err;
   const RunSummary scored = summarize(results::RunReader(files[0]));
@@ -116,6 +117,21 @@ eval: {every: 6, batches: 1, metrics: [loss, exact_match]}
   const auto c = testing::run_cli({"compare", dir_.string(), "--metric", "evals/eval/loss"});
   EXPECT_EQ(c.code, cli::kExitOk) << c.out << c.err;
   EXPECT_NE(c.out.find("evals/eval/loss"), std::string::npos) << c.out;
+  // The record is in the run file: the evaluation's directory is not needed to compare.
+  const std::string scores = results::testing::read_text(dir_ / "run" / "evals" / "eval" / "scores.json");
+  fs::remove_all(dir_ / "run" / "evals");
+  EXPECT_DOUBLE_EQ(summarize(results::RunReader(files[0])).final_metrics.at("evals/eval/loss"), s.final_metrics.at("loss"));
+
+  // A run file written before /evals existed: the scores.json files are read instead.
+  if (!results::testing::have_h5py()) GTEST_SKIP() << "needs /usr/bin/python3 with h5py to remove /evals";
+  const std::string strip = "/usr/bin/python3 -c \"import h5py, sys; f = h5py.File(sys.argv[1], 'r+'); del f['evals']\" '" +
+                            files[0].string() + "'";
+  ASSERT_EQ(std::system(strip.c_str()), 0);
+  EXPECT_FALSE(results::RunReader(files[0]).records_evaluations());
+  EXPECT_FALSE(summarize(results::RunReader(files[0])).final_metrics.count("evals/eval/loss"));
+  fs::create_directories(dir_ / "run" / "evals" / "eval");
+  std::ofstream(dir_ / "run" / "evals" / "eval" / "scores.json") << scores;
+  EXPECT_DOUBLE_EQ(summarize(results::RunReader(files[0])).final_metrics.at("evals/eval/loss"), s.final_metrics.at("loss"));
   std::ofstream(dir_ / "run" / "evals" / "eval" / "scores.json") << "{not json";
   EXPECT_THROW(summarize(results::RunReader(files[0])), Error);
 }

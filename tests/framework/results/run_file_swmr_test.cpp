@@ -127,6 +127,29 @@ TEST(RunFileSwmr, H5pyReaderFollowsRowsAndStatusAppendedAfterItOpened) {
   w.close();
 }
 
+TEST(RunFileSwmr, H5pyReaderOfAFinishedRunSeesEvaluationsRecordedAfterItOpened) {
+  ABLATE_REQUIRE_H5PY();
+  TempDir dir;
+  const fs::path file = dir.path() / "run.h5";
+  {
+    RunWriter w = RunWriter::create(file, sample_info(), sample_layout());
+    for (std::int64_t step : {10, 20, 30}) w.append_train(step, train_values(step));
+    w.set_state({RunStatus::Completed, "", 30, "2025-01-31T15:00:00Z"});
+    w.close();
+  }
+  PythonChild py(kScripts + "/evals_follow.py", file.string());
+  EXPECT_EQ(py.line(), "opened 3 0");
+  // Two evaluations of one checkpoint: recorded while the reader stays open.
+  RunWriter::record_evaluation(file, {"test", 30, R"({"metrics": {"bleu": 21.5}})", ""});
+  RunWriter::record_evaluation(file, {"test_beam4", 30, R"({"metrics": {"bleu": 23.25}})", ""});
+  py.send("go\n");
+  EXPECT_EQ(py.line(), "refreshed 3 2");
+  EXPECT_EQ(py.line(), "steps 10 20 30");
+  EXPECT_EQ(py.line(), "eval test 30 21.5");
+  EXPECT_EQ(py.line(), "eval test_beam4 30 23.25");
+  EXPECT_EQ(py.wait(), 0);
+}
+
 // The child: creates the run file and appends forever, flushing each row and reporting its step.
 [[noreturn]] void append_until_killed(const fs::path& file, int report_fd) {
   try {

@@ -389,6 +389,62 @@ TEST(RunFile, RefusesASecondWriter) {
   EXPECT_NE(error_of([&] { again.append_train(30, train_values(30)); }).find("is closed"), std::string::npos);
 }
 
+TEST(RunFile, EvaluationsAreRecordedBesideTheTrainingRecordAndNeverWrittenOver) {
+  TempDir dir;
+  const fs::path file = dir.path() / "run.h5";
+  const RunLayout l = sample_layout();
+  write_full_run(file, sample_info(), l);
+  const std::string scores = R"({"metrics": {"bleu": 21.5, "loss": 2.25}})";
+  RunWriter::record_evaluation(file, {"test", 60, scores, "2025-02-01T10:00:00Z"});
+  RunWriter::record_evaluation(file, {"test_beam4", 60, "{}", ""});  // one checkpoint, two evaluations
+  {
+    const RunReader r(file);
+    EXPECT_TRUE(r.records_evaluations());
+    const std::vector<EvalRecord> e = r.evaluations();
+    ASSERT_EQ(e.size(), 2u);
+    EXPECT_EQ(e[0], (EvalRecord{"test", 60, scores, "2025-02-01T10:00:00Z"}));
+    EXPECT_EQ(e[1].name, "test_beam4");
+    EXPECT_EQ(e[1].checkpoint_step, 60);
+    EXPECT_EQ(e[1].time.size(), 20u) << e[1].time;  // "now", ISO-8601 UTC
+    // The training record is as it was.
+    expect_train_rows(r, {10, 20, 30, 40, 50, 60});
+    EXPECT_EQ(r.state(), (RunState{RunStatus::Interrupted, "stopped by SIGTERM", 60, "2025-01-31T13:00:00Z"}));
+    EXPECT_EQ(r.attention_steps(), (std::vector<std::int64_t>{20, 40, 60}));
+  }
+  // Refused, changing nothing: a name recorded already, an empty or too long name, too long scores.
+  std::string e = error_of([&] { RunWriter::record_evaluation(file, {"test", 60, "{}", ""}); });
+  EXPECT_NE(e.find("records an evaluation of that name already"), std::string::npos) << e;
+  e = error_of([&] { RunWriter::record_evaluation(file, {"", 60, "{}", ""}); });
+  EXPECT_NE(e.find("its name must be 1 to 128 bytes"), std::string::npos) << e;
+  e = error_of([&] { RunWriter::record_evaluation(file, {std::string(kEvalNameBytes + 1, 'n'), 60, "{}", ""}); });
+  EXPECT_NE(e.find("its name must be 1 to 128 bytes"), std::string::npos) << e;
+  e = error_of([&] { RunWriter::record_evaluation(file, {"big", 60, std::string(kEvalScoresBytes + 1, ' '), ""}); });
+  EXPECT_NE(e.find("more than the 16384 a record holds"), std::string::npos) << e;
+  EXPECT_EQ(RunReader(file).evaluations().size(), 2u);
+
+  // A resume keeps them (they are not rows of the training record), and resuming twice from one
+  // checkpoint is recorded twice.
+  RunWriter::resume(file, 60).close();
+  RunWriter::resume(file, 60).close();
+  const RunReader r(file);
+  EXPECT_EQ(r.evaluations().size(), 2u);
+  ASSERT_EQ(r.resumes().size(), 2u);
+  EXPECT_EQ(r.resumes()[1].step, 60);
+}
+
+TEST(RunFile, EvaluationIsRefusedWhileAWriterHoldsTheFile) {
+  TempDir dir;
+  const fs::path file = dir.path() / "run.h5";
+  RunWriter w = RunWriter::create(file, sample_info(), sample_layout());
+  w.append_train(10, train_values(10));
+  const std::string e = error_of([&] { RunWriter::record_evaluation(file, {"test", 10, "{}", ""}); });
+  EXPECT_NE(e.find("another process is writing " + file.string()), std::string::npos) << e;
+  w.close();
+  EXPECT_TRUE(RunReader(file).evaluations().empty());
+  RunWriter::record_evaluation(file, {"test", 10, "{}", ""});
+  EXPECT_EQ(RunReader(file).evaluations().size(), 1u);
+}
+
 TEST(RunFile, ReaderRefusesFilesThatAreNotRunFiles) {
   TempDir dir;
   EXPECT_NE(error_of([&] { RunReader(dir.path() / "none.h5"); }).find("no such file"), std::string::npos);

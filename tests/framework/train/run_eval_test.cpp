@@ -1,7 +1,8 @@
 // Tests for `ablate eval` (framework/train/run_eval, framework/cli/cmd_eval), in-process: a tiny
 // copy run is trained, then its checkpoint is scored again. The scores of the whole eval split
 // equal the run's own last evaluation; the predictions file holds one line per example and its
-// exact copies match exact_match; a directory of runs evaluates each; nothing is written over;
+// exact copies match exact_match; a directory of runs evaluates each; run.h5 records each evaluation;
+// nothing is written over;
 // bad arguments are refused.
 #include <gtest/gtest.h>
 
@@ -123,16 +124,45 @@ TEST_F(RunEvalTest, JsonlAndLimitWriteOneObjectPerScoredExample) {
   EXPECT_NE(slurp(out / "scores.json").find("\"examples\": 10"), std::string::npos);
 }
 
-TEST_F(RunEvalTest, DefaultDirectoryIsUnderTheRunAndIsNeverWrittenOver) {
-  const auto first = run_cli({"eval", run_dir().string(), "--split", "eval", "--limit", "5"});
+// On a copy of the run, whose run.h5 records the evaluations made here.
+TEST_F(RunEvalTest, EvaluationsAreRecordedInTheRunFileAndNeverWrittenOver) {
+  const fs::path run = dir_ / "recorded";
+  fs::copy(run_dir(), run, fs::copy_options::recursive);
+  const std::size_t had = results::RunReader(run / "run.h5").evaluations().size();  // the other tests' (--out)
+  const auto first = run_cli({"eval", run.string(), "--split", "eval", "--limit", "5"});
   ASSERT_EQ(first.code, cli::kExitOk) << first.out << first.err;
-  const fs::path out = run_dir() / "evals" / "eval";
+  EXPECT_NE(first.out.find("recorded: " + (run / "run.h5").string() + " /evals 'eval'"), std::string::npos) << first.out;
+  const fs::path out = run / "evals" / "eval";
   const std::string before = slurp(out / "scores.json");
-  const auto again = run_cli({"eval", run_dir().string(), "--split", "eval"});
-  EXPECT_EQ(again.code, cli::kExitUsage);
-  EXPECT_NE(again.err.find("already holds an evaluation"), std::string::npos) << again.err;
+  {
+    const std::vector<results::EvalRecord> e = results::RunReader(run / "run.h5").evaluations();
+    ASSERT_EQ(e.size(), had + 1);
+    EXPECT_EQ(e.back().name, "eval");
+    EXPECT_EQ(e.back().checkpoint_step, 60);
+    EXPECT_EQ(e.back().scores, before);  // the record is scores.json
+  }
+  auto r = run_cli({"inspect", run.string()});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  EXPECT_NE(r.out.find("    eval at step 60: "), std::string::npos) << r.out;
+  r = run_cli({"eval", run.string(), "--split", "eval"});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("already holds an evaluation"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(out / "scores.json"), before);
-  fs::remove_all(run_dir() / "evals");
+  // Another directory of the same name: refused by the record, before anything is written.
+  r = run_cli({"eval", run.string(), "--split", "eval", "--out", (dir_ / "elsewhere" / "eval").string()});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("records an evaluation named 'eval' already (at step 60)"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "elsewhere"));
+  // A run being written now (here: resumed by this process) is not evaluated.
+  {
+    results::RunWriter writer = results::RunWriter::resume(run / "run.h5", 60);
+    r = run_cli({"eval", run.string(), "--split", "eval", "--out", (dir_ / "live").string()});
+    EXPECT_EQ(r.code, cli::kExitUsage);
+    EXPECT_NE(r.err.find("is being written now"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "live"));
+  }
+  EXPECT_EQ(results::RunReader(run / "run.h5").evaluations().size(), had + 1);
+  fs::remove_all(run);
 }
 
 TEST_F(RunEvalTest, ADirectoryOfRunsEvaluatesEachCompletedRunOnce) {
