@@ -114,6 +114,28 @@ ClassificationTask::ClassificationTask(const ablate::Options& o) : read_options_
   stats_ = std::move(corpus);
 }
 
+std::vector<ablate::Example> ClassificationTask::read_examples(const std::string& file, std::int64_t* unknown) const {
+  ReadOptions o = read_options_;
+  o.max_examples = 0;
+  const LabelledCorpus corpus = read_labelled_tsv_file(file, o);
+  std::vector<ablate::Example> out;
+  std::int64_t unk = 0, n = 0;
+  for (const LabelledText& e : corpus.examples) {
+    const auto cls = std::lower_bound(labels_.begin(), labels_.end(), e.label);
+    if (cls == labels_.end() || *cls != e.label) {
+      std::string known;
+      for (const std::string& l : labels_) known += (known.empty() ? "" : ", ") + l;
+      throw ablate::Error(file + ":" + std::to_string(e.line) + ": label '" + e.label + "' is not one of the run's " +
+                              std::to_string(labels_.size()) + " classes [" + known + "]",
+                          "a classifier scores only the labels it was trained on; check label_column, or drop such lines");
+    }
+    out.push_back({vocab_.encode(e.tokens, &n), {static_cast<std::int32_t>(cls - labels_.begin())}});
+    unk += n;
+  }
+  if (unknown) *unknown = unk;
+  return out;
+}
+
 ablate::TaskInfo ClassificationTask::info() const {
   ablate::TaskInfo i{ablate::TaskType::Classification, vocab_.size(), read_options_.max_len, 1};
   i.num_classes = static_cast<std::int64_t>(labels_.size());
@@ -163,7 +185,7 @@ std::string ClassificationTask::text(const std::vector<std::int32_t>& tokens, bo
 
 ablate::Component* create(const ablate::Options& o) { return new ClassificationTask(o); }
 
-ABLATE_PLUGIN("task", "classification", "1.0.0",
+ABLATE_PLUGIN("task", "classification", "1.1.0",
               "Text classification of 'text<TAB>label' lines from a TSV file (word/char tokens, train-split vocabulary, accuracy, macro-F1)",
               ablate::options_of(kOptions), create)
 

@@ -42,6 +42,10 @@ class ClassificationTask final : public ablate::Task {
     if (target) throw ablate::Error(std::string(kName) + ": the target is a class label, not text to encode");
     return vocab_.encode(tokenizer_.tokenize(text), unknown);
   }
+  // The examples of another labelled TSV file of the same columns (`ablate eval --data`): the
+  // texts read, filtered and encoded as the task's own (<unk> counted), each label mapped to its
+  // class. Throws ablate::Error naming FILE:LINE for a bad line or a label the run has no class for.
+  std::vector<ablate::Example> read_examples(const std::string& file, std::int64_t* unknown) const override;
 
   // Class id -> label: the distinct labels of the kept examples, sorted byte-wise.
   const std::vector<std::string>& labels() const { return labels_; }

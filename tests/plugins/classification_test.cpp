@@ -24,6 +24,7 @@
 #include "../../plugins/task_classification/class_scores.hpp"
 #include "../../plugins/task_classification/classification_task.hpp"
 #include "../../plugins/task_classification/labelled_text.hpp"
+#include "analysis/run_summary.hpp"
 #include "results/run_file.hpp"
 #include "spec/experiment_spec.hpp"
 #include "train/experiment.hpp"
@@ -274,6 +275,41 @@ TEST_F(ClassificationTaskTest, ScoreGivesAccuracyAsExactMatchAndMacroF1) {
   EXPECT_THROW(t->score({{{4}, {0, 1}}}, {{0}}), ablate::Error) << "a reference of two tokens is no class";
 }
 
+// `ablate eval --data`: another file of the same columns, encoded with the run's vocabulary and classes.
+TEST_F(ClassificationTaskTest, ReadExamplesEncodesAnotherFileWithTheTasksVocabularyAndClasses) {
+  const auto t = sentiment();
+  const auto lines = lines_of(kSentiment);
+  ablate::testing::TempDir dir;
+  const fs::path file = dir.path() / "again.tsv";
+  {
+    std::ofstream out(file);
+    for (std::int64_t i = 0; i < t->size(Split::Eval); ++i) {
+      const Words& line = lines[static_cast<std::size_t>(t->line_of(Split::Eval, i))];
+      out << line[0] << "\t" << line[1] << "\n";
+    }
+    out << "zzzqqq " << lines[1][0] << "\t" << lines[1][1] << "\n";  // a word no split has
+  }
+  std::int64_t unknown = -1;
+  const std::vector<ablate::Example> got = t->read_examples(file.string(), &unknown);
+  ASSERT_EQ(got.size(), static_cast<std::size_t>(t->size(Split::Eval)) + 1);
+  for (std::int64_t i = 0; i < t->size(Split::Eval); ++i) {
+    const ablate::Example want = t->example(Split::Eval, i);
+    EXPECT_EQ(got[static_cast<std::size_t>(i)].src, want.src) << i;
+    EXPECT_EQ(got[static_cast<std::size_t>(i)].tgt, want.tgt) << i;
+  }
+  EXPECT_EQ(got.back().src.front(), ablate_text::Vocabulary::kUnk);
+  EXPECT_GE(unknown, 1);
+
+  std::ofstream(dir.path() / "new_label.tsv") << "a fine day\tpositive\nan odd day\tsurprised\n";
+  const std::string e = ablate::testing::error_of([&] { t->read_examples((dir.path() / "new_label.tsv").string(), nullptr); });
+  EXPECT_NE(e.find("new_label.tsv:2: label 'surprised' is not one of the run's 3 classes [negative, neutral, positive]"),
+            std::string::npos)
+      << e;
+  std::ofstream(dir.path() / "no_tab.tsv") << "no label here\n";
+  EXPECT_NE(ablate::testing::error_of([&] { t->read_examples((dir.path() / "no_tab.tsv").string(), nullptr); }).find("no_tab.tsv:1"),
+            std::string::npos);
+}
+
 TEST_F(ClassificationTaskTest, BadOptionsAndFilesAreErrorsNamingThePlugin) {
   ablate::testing::TempDir dir;
   const auto write = [&](const std::string& name, const std::string& text) {
@@ -385,6 +421,41 @@ TEST(ClassificationEndToEnd, TinyEncoderClassifierBeatsTheMajorityClassAndRecord
   EXPECT_EQ(probe_classes.length, 0) << "a classifier's probe has no target tokens";
   ASSERT_EQ(probe_classes.texts.size(), 2u);
   for (const std::string& t : probe_classes.texts) EXPECT_EQ(labels.count(t), 1u) << "the probe example's label: " << t;
+
+}
+
+// `ablate eval --data` on a trained classifier: the eval split's lines as a new file score as the split does.
+TEST(ClassificationEndToEnd, EvalOfTheEvalSplitsLinesAsANewFileScoresAsTheSplit) {
+  ablate::testing::TempDir dir;
+  const auto r = run(dir, tiny_spec("encoder", data(kSentiment).string()));
+  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
+  ablate::PluginRegistry registry;
+  registry.add_linked(task_classification::plugin_info, task_classification::plugin_create);
+  const auto task = std::dynamic_pointer_cast<ClassificationTask>(registry.create<ablate::Task>(
+      "classification", {{"file", data(kSentiment).string()}, {"valid_fraction", "0.25"}, {"test_fraction", "0.1"}}));
+  ASSERT_NE(task, nullptr);
+  {
+    const auto lines = lines_of(kSentiment);
+    std::ofstream out(dir.path() / "again.tsv");
+    for (std::int64_t i = 0; i < task->size(Split::Eval); ++i) {
+      const Words& line = lines[static_cast<std::size_t>(task->line_of(Split::Eval, i))];
+      out << line[0] << "\t" << line[1] << "\n";
+    }
+  }
+  const fs::path run_dir = dir.path() / "run";
+  auto e = ablate::testing::run_cli({"eval", run_dir.string(), "--split", "eval"});
+  ASSERT_EQ(e.code, ablate::cli::kExitOk) << e.out << e.err;
+  e = ablate::testing::run_cli({"eval", run_dir.string(), "--data", (dir.path() / "again.tsv").string()});
+  ASSERT_EQ(e.code, ablate::cli::kExitOk) << e.out << e.err;
+  const ablate::results::RunReader reader(run_dir / "run.h5");
+  std::map<std::string, std::map<std::string, double>> scores;
+  for (const auto& s : ablate::analysis::evaluation_scores(reader)) scores[s.name] = s.metrics;
+  ASSERT_TRUE(scores["eval"].count("accuracy") && scores["eval"].count("macro_f1")) << e.out;
+  EXPECT_EQ(scores["again"], scores["eval"]);
+  const ablate::results::MetricTable t = reader.metrics(ablate::results::MetricSplit::Eval);
+  const auto at = std::find(t.names.begin(), t.names.end(), "accuracy") - t.names.begin();
+  EXPECT_EQ(scores["eval"].at("accuracy"), t.columns[static_cast<std::size_t>(at)].back())
+      << "the run's last evaluation scored the same examples with the same weights";
 }
 
 TEST(ClassificationEndToEnd, TheExampleSpecTrainsItsDataFile) {
