@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Ablate's build and tests need, and only those that are missing.
-# Idempotent; runs as root directly or through sudo; uses apt-get only.
+# Installs the Debian packages Ablate's build and tests need, and only those that are missing
+# (apt-get; as root directly or through sudo), then the two PyPI packages of two agreement tests
+# into tests/.venv (as the calling user). Idempotent.
 set -euo pipefail
 
 # What the current build and tests use. Keep in sync with README "Dependencies".
@@ -9,6 +10,7 @@ PACKAGES=(
   libboost-dev libboost-program-options-dev
   libgtest-dev libgmock-dev
   python3            # tests check JSON output with Debian's /usr/bin/python3
+  python3-venv       # tests/.venv (below)
   libdnnl-dev ocl-icd-opencl-dev   # oneDNN 2.6 (its CMake config needs OpenCL headers)
   libyaml-cpp-dev    # yaml-cpp 0.7: experiment specs (framework/spec/)
   libhdf5-dev hdf5-tools             # HDF5 1.10 C/C++ API: run files (framework/results/)
@@ -27,8 +29,28 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+# Not Debian packages: sacrebleu (ctest plugins.translation_sacrebleu: Ablate's BLEU against it)
+# and safetensors (ctest docs.load_in_torch reads `ablate export`'s file with it), pinned, into a
+# virtual environment that also sees Debian's packages (torch, numpy, h5py, yaml). Without PyPI
+# those two tests skip, saying so.
+PYPI_PACKAGES=(sacrebleu==2.6.0 safetensors==0.8.0)
+VENV="$(cd "$(dirname "$0")/.." && pwd)/tests/.venv"
+python_packages() {
+  if "$VENV/bin/python" -c 'import sacrebleu, safetensors' 2>/dev/null; then
+    echo "setup: ${PYPI_PACKAGES[*]} are installed in tests/.venv"
+    return
+  fi
+  echo "setup: installing ${PYPI_PACKAGES[*]} from PyPI into tests/.venv"
+  if ! { /usr/bin/python3 -m venv --system-site-packages "$VENV" &&
+         "$VENV/bin/pip" install -q --disable-pip-version-check "${PYPI_PACKAGES[@]}"; }; then
+    echo "setup: warning: could not install ${PYPI_PACKAGES[*]} (no PyPI here?): the sacrebleu and" \
+         "safetensors checks will skip" >&2
+  fi
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} required Debian packages are installed"
+  python_packages
   exit 0
 fi
 
@@ -45,4 +67,5 @@ echo "setup: installing ${#missing[@]} missing package(s): ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" apt-get update -q
 "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+python_packages
 echo "setup: done"

@@ -26,15 +26,16 @@ import peer_torch  # noqa: E402  (the PyTorch transcription of Ablate's model)
 
 
 def read_safetensors(path):
-    """(tensors by name, metadata): with `safetensors` if installed, else the layout read here."""
+    """(tensors by name, metadata, reader): with `safetensors` if installed, else the layout read here."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
         data = f.read()
     metadata = header.pop("__metadata__", {})
     try:
+        import safetensors
         from safetensors.torch import load_file
-        return load_file(path), metadata
+        return load_file(path), metadata, "safetensors " + safetensors.__version__
     except ImportError:
         pass
     tensors = {}
@@ -43,12 +44,12 @@ def read_safetensors(path):
             raise SystemExit(f"{path}: {name} is {entry['dtype']}; this reader knows F32 (what ablate export writes)")
         begin, end = entry["data_offsets"]
         tensors[name] = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.float32).reshape(entry["shape"])
-    return tensors, metadata
+    return tensors, metadata, "load_in_torch.py's reader"
 
 
 def build(path):
     """The model of an exported file with its weights, and the spec."""
-    weights, metadata = read_safetensors(path)
+    weights, metadata, reader = read_safetensors(path)
     spec = peer_torch.load_yaml(metadata["spec"])
     m = spec["model"]
     vocab = weights["decoder.embedding.weight"].shape[0]
@@ -64,7 +65,7 @@ def build(path):
                 raise SystemExit(f"{path}: {name} is {tuple(p.shape)} in PyTorch's model, {tuple(weights[name].shape)} in the file")
             p.copy_(weights[name])
     model.eval()
-    return model, spec, metadata
+    return model, spec, metadata, reader
 
 
 def ids(field):
@@ -101,9 +102,9 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    model, spec, metadata = build(args.model)
+    model, spec, metadata, reader = build(args.model)
     result = {"model": args.model, "run_id": metadata.get("run_id"), "checkpoint_step": metadata.get("checkpoint_step"),
-              "parameters": sum(p.numel() for p in model.parameters()), "torch": torch.__version__}
+              "parameters": sum(p.numel() for p in model.parameters()), "torch": torch.__version__, "read_with": reader}
     if args.predictions:
         result["loss"], result["examples"] = predictions_loss(model, args.predictions)
     print(json.dumps(result))

@@ -4,18 +4,18 @@
 # its eval split), scored by `ablate eval`, and sacrebleu.corpus_bleu(tokenize='none') is computed
 # on predictions.tsv, the target's characters as its tokens (the spec's target_tokens: char),
 # a hypothesis <unk> never matching (Ablate's rule): the two must agree within 0.01.
-# sacrebleu is not a Debian package: the test runs with bench/.venv's Python when it has
-# sacrebleu (pip install sacrebleu there), else skips (exit 77) saying so.
+# sacrebleu is not a Debian package: scripts/setup.sh installs it from PyPI into tests/.venv; the
+# test runs with the first Python that has it (tests/.venv, bench/.venv), else skips (exit 77).
 #   translation_sacrebleu_test.sh ABLATE_BIN
 set -euo pipefail
 ablate=$(realpath "$1")
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 python=""
-for p in "$root/bench/.venv/bin/python" /usr/bin/python3; do
+for p in "$root/tests/.venv/bin/python" "$root/bench/.venv/bin/python" /usr/bin/python3; do
   if [ -x "$p" ] && "$p" -c 'import sacrebleu' 2>/dev/null; then python="$p"; break; fi
 done
 if [ -z "$python" ]; then
-  echo "SKIP: no Python here imports sacrebleu (bench/.venv/bin/pip install sacrebleu)"
+  echo "SKIP: no Python here imports sacrebleu (scripts/setup.sh installs it into tests/.venv from PyPI)"
   exit 77
 fi
 dir="$(mktemp -d)"
