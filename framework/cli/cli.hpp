@@ -62,7 +62,7 @@ class StopSignals {
   struct sigaction old_int_ {}, old_term_ {};
 };
 
-// "ablate 0.1.0 (git <rev>, plugin API 1, ABI <tag>)"
+// "ablate 0.1.0 (git <rev>, plugin API <kPluginApiVersion>, ABI <tag>)"
 std::string version_line();
 
 int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

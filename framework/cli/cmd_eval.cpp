@@ -31,26 +31,22 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "now), 1 the record could not be written (its files are removed), 3 plugin error.\n\nOptions");
   options.add_options()
       ("help,h", "show this help")
-      ("run", po::value<std::string>(), "the run directory (positional)")
       ("split", po::value<std::string>()->default_value("test"), "eval or test: the task's split to score")
       ("limit", po::value<std::int64_t>()->default_value(0), "score only the split's first N examples (0: all)")
       ("data", po::value<std::string>(), "score a new file in the task's format (the run's vocabularies) instead of a split")
       ("format", po::value<std::string>()->default_value("tsv"), "predictions as tsv or jsonl")
       ("beam", po::value<std::int64_t>()->default_value(1), "beam search with N hypotheses (encoder-decoder; 1: greedy)")
       ("length-penalty", po::value<double>()->default_value(1.0), "beam search: score = log p / length^A")
-      ("out,o", po::value<std::string>(), "output directory (default RUN_DIR/evals/SPLIT)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(),
-       "override an execution key of the run's spec (backend.threads=N)")
-      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)");
+      ("out,o", po::value<std::string>(), "output directory (default RUN_DIR/evals/SPLIT)");
+  add_spec_options(options, kExecutionKeysHelp);
   po::positional_options_description positional;
-  positional.add("run", 1);
+  add_run_argument(options, positional);
   const po::variables_map vm = parse_command("eval", options, args, positional);
   if (vm.count("help")) {
     out << options << "\n";
     return kExitOk;
   }
-  if (!vm.count("run")) throw UsageError("ablate eval: no run directory given", "usage: ablate eval RUN_DIR [--split test]");
-  const std::filesystem::path dir = vm["run"].as<std::string>();
+  const std::filesystem::path dir = run_argument(vm, "eval", "usage: ablate eval RUN_DIR [--split test]");
 
   train::RunEvalOptions eval;
   const std::string split = vm["split"].as<std::string>();
@@ -98,7 +94,7 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
         out << "skipped " << run.string() << ": evaluated already (evals/" << name << ")\n";
         continue;
       }
-      LoadedSpec loaded = load_run_spec(run, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+      LoadedSpec loaded = load_run_spec(run, spec_options(vm), err);
       const train::RunEvalResult r = train::evaluate_run(run, loaded.spec, *loaded.registry, eval, out);
       out << " ";
       for (const auto& [name, value] : r.metrics) out << " " << name << " " << number_text(value);
@@ -109,7 +105,7 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return kExitOk;
   }
   // The model is the one the checkpoint holds: its own spec, execution keys aside.
-  LoadedSpec loaded = load_run_spec(dir, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+  LoadedSpec loaded = load_run_spec(dir, spec_options(vm), err);
   const train::RunEvalResult r = train::evaluate_run(dir, loaded.spec, *loaded.registry, eval, out);
   for (const auto& [name, value] : r.metrics) out << "  " << name << " " << number_text(value) << "\n";
   if (!r.predictions.empty()) out << "predictions: " << r.predictions.string() << "\n";

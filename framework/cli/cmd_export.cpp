@@ -22,25 +22,23 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out, std::ost
       "Options");
   options.add_options()
       ("help,h", "show this help")
-      ("run", po::value<std::string>(), "the run directory (positional)")
       ("format", po::value<std::string>()->default_value("safetensors"), "the file format: safetensors")
-      ("out,o", po::value<std::string>(), "the file to write (default RUN_DIR/model.safetensors)")
-      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)");
+      ("out,o", po::value<std::string>(), "the file to write (default RUN_DIR/model.safetensors)");
+  add_spec_options(options, nullptr);
   po::positional_options_description positional;
-  positional.add("run", 1);
+  add_run_argument(options, positional);
   const po::variables_map vm = parse_command("export", options, args, positional);
   if (vm.count("help")) {
     out << options << "\n";
     return kExitOk;
   }
-  if (!vm.count("run")) throw UsageError("ablate export: no run directory given", "usage: ablate export RUN_DIR [--out FILE]");
+  const std::filesystem::path dir = run_argument(vm, "export", "usage: ablate export RUN_DIR [--out FILE]");
   if (vm["format"].as<std::string>() != "safetensors")
     throw UsageError("ablate export: --format " + vm["format"].as<std::string>() + ": expected safetensors");
-  const std::filesystem::path dir = vm["run"].as<std::string>();
   const std::filesystem::path file = vm.count("out") ? std::filesystem::path(vm["out"].as<std::string>()) : dir / "model.safetensors";
   if (std::filesystem::exists(file))  // before the model is built: said at once
     throw UsageError("ablate export: " + file.string() + " already exists", "export never writes over a file: name another with --out");
-  LoadedSpec loaded = load_run_spec(dir, {}, repeated(vm, "plugin-path"), err);
+  LoadedSpec loaded = load_run_spec(dir, spec_options(vm), err);
   train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
   const train::ExportResult r = train::export_safetensors(run, file);
   out << "exported " << r.tensors << " tensors (step " << run.step << ") to " << r.file.string() << " (" << r.bytes

@@ -38,25 +38,22 @@ int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::o
       "a prompt longer than the model's positions allow), 3 plugin error.\n\nOptions");
   options.add_options()
       ("help,h", "show this help")
-      ("run", po::value<std::string>(), "the run directory (positional)")
       ("prompt", po::value<std::vector<std::string>>()->composing(), "a prompt (repeatable)")
       ("input,i", po::value<std::string>(), "a file of prompts, one per line (default: stdin)")
       ("max-tokens", po::value<std::int64_t>(), "new tokens per prompt (default: the run's eval.generate.max_tokens)")
       ("temperature", po::value<double>(), "0: greedy; > 0: sample (default: the run's eval.generate.temperature)")
       ("top-k", po::value<std::int64_t>(), "sample among the k most likely tokens; 0: all (default: eval.generate.top_k)")
-      ("seed", po::value<std::uint64_t>(), "the sampling seed (default: the run's train.seed)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "an execution key of the run's spec (backend.threads=N)")
-      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)");
+      ("seed", po::value<std::uint64_t>(), "the sampling seed (default: the run's train.seed)");
+  add_spec_options(options, kExecutionKeysHelp);
   po::positional_options_description positional;
-  positional.add("run", 1);
+  add_run_argument(options, positional);
   const po::variables_map vm = parse_command("generate", options, args, positional);
   if (vm.count("help")) {
     out << options << "\n";
     return kExitOk;
   }
-  if (!vm.count("run")) throw UsageError("ablate generate: no run directory given", "usage: ablate generate RUN_DIR --prompt TEXT");
-  const std::filesystem::path dir = vm["run"].as<std::string>();
-  LoadedSpec loaded = load_run_spec(dir, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+  const std::filesystem::path dir = run_argument(vm, "generate", "usage: ablate generate RUN_DIR --prompt TEXT");
+  LoadedSpec loaded = load_run_spec(dir, spec_options(vm), err);
   const spec::GenerateSpec& g = loaded.spec.eval.generate;
   train::GenerateRequest request;
   request.max_tokens = vm.count("max-tokens") ? vm["max-tokens"].as<std::int64_t>() : g.max_tokens;

@@ -6,6 +6,7 @@
 
 #include "ablate/error.hpp"
 #include "cli/cli.hpp"
+#include "cli/spec_loading.hpp"
 #include "cli/exit_codes.hpp"
 #include "core/text.hpp"
 #include "plugins/plugin_registry.hpp"
@@ -80,9 +81,8 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
   options.add_options()
       ("help,h", "show this help")
       ("kind,k", po::value<std::string>(), "only plugins of this kind (e.g. backend, block, schedule)")
-      ("json", "machine-readable JSON output on stdout (problems included)")
-      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(),
-       "extra plugin directory or file, searched last (repeatable)");
+      ("json", "machine-readable JSON output on stdout (problems included)");
+  add_spec_options(options, nullptr);
   const po::variables_map vm = parse_command("plugins", options, args);
   if (vm.count("help")) {
     out << options << "\n";
@@ -90,7 +90,7 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
   }
 
   std::vector<std::filesystem::path> extra;
-  for (const auto& p : repeated(vm, "plugin-path")) extra.emplace_back(p);
+  for (const auto& p : spec_options(vm).plugin_paths) extra.emplace_back(p);
   const std::vector<std::filesystem::path> search_path = plugin_search_path(extra);
   PluginRegistry registry;
   registry.scan(search_path);

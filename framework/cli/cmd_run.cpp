@@ -30,10 +30,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   options.add_options()
       ("help,h", "show this help")
       ("spec", po::value<std::string>(), "the spec file (positional)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override KEY.PATH=VALUE (repeatable), as in validate")
       ("out,o", po::value<std::string>(), "run directory (default: results/<name>/<run id>)")
       ("resume", "continue the run in the run directory from its checkpoint")
-      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)")
       ("progress", po::value<std::string>()->default_value("auto"),
        "auto (a bar on a terminal, lines otherwise or when CI is set), bar, lines, quiet")
       ("stop-after", po::value<std::int64_t>()->default_value(0),
@@ -41,6 +39,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       ("profile", "time every backend op of the training steps and print where a step's time goes (docs/training.md)")
       ("dump-reference", po::value<std::string>(),
        "write FILE.h5 (new): initial parameters, every step's batch and loss, for checking another implementation (bench/)");
+  add_spec_options(options, kOverridesHelp);
   po::positional_options_description positional;
   positional.add("spec", 1);
   const po::variables_map vm = parse_command("run", options, args, positional);
@@ -50,7 +49,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   if (!vm.count("spec")) throw UsageError("ablate run: no spec file given", "usage: ablate run SPEC.yaml [--set k=v ...]");
   const std::string file = vm["spec"].as<std::string>();
-  LoadedSpec loaded = load_validated_spec(file, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+  LoadedSpec loaded = load_validated_spec(file, spec_options(vm), err);
   if (!loaded.spec.sweep.empty())
     out << "note: " << file << " has a sweep; `ablate run` trains its base configuration only\n";
 

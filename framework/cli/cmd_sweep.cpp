@@ -158,9 +158,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   options.add_options()
       ("help,h", "show this help")
       ("spec", po::value<std::string>(), "the spec file (positional)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override KEY.PATH=VALUE for every run (repeatable)")
       ("out,o", po::value<std::string>(), "the sweep directory (default: results/<name>)")
-      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)")
       ("dry-run", "print the runs, their ids and folders; run nothing")
       ("status", "print the state of every run (done / running / failed / diverged / pending / interrupted)")
       ("rerun-failed", "run failed runs again (their folders are kept under .attempts/)")
@@ -181,6 +179,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ("mem", po::value<std::string>(), "slurm: sbatch --mem per run, e.g. 4G")
       ("sbatch-line", po::value<std::vector<std::string>>()->composing(), "slurm: another sbatch option, e.g. --qos=high (repeatable)")
       ("wait", "slurm: wait until the job has left the queue, then compare");
+  add_spec_options(options, kOverridesHelp);
   po::positional_options_description positional;
   positional.add("spec", 1);
   const po::variables_map vm = parse_command("sweep", options, args, positional);
@@ -219,9 +218,9 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     threads = std::max(1, cores / jobs);
   }
 
-  const LoadedSpec base = load_validated_spec(file, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+  const LoadedSpec base = load_validated_spec(file, spec_options(vm), err);
   const fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("results") / base.spec.name;
-  const sweep::SweepPlan plan = plan_validated_sweep(file, repeated(vm, "set"), repeated(vm, "plugin-path"), base, dir);
+  const sweep::SweepPlan plan = plan_validated_sweep(file, spec_options(vm), base, dir);
   for (const std::string& note : plan.notes) out << "note: " << note << "\n";
 
   if (vm.count("dry-run")) {

@@ -23,29 +23,26 @@ int cmd_translate(const std::vector<std::string>& args, std::ostream& out, std::
       "positions allow), 3 plugin error.\n\nOptions");
   options.add_options()
       ("help,h", "show this help")
-      ("run", po::value<std::string>(), "the run directory (positional)")
       ("input,i", po::value<std::string>(), "a file of sentences, one per line (default: stdin)")
       ("beam", po::value<std::int64_t>()->default_value(1), "hypotheses kept per sentence (1: greedy decoding)")
       ("length-penalty", po::value<double>()->default_value(1.0), "beam search: a hypothesis scores log p / length^A")
-      ("max-len", po::value<std::int64_t>()->default_value(0), "target tokens at most (0: the task's longest target)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "an execution key of the run's spec (backend.threads=N)")
-      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or file (repeatable)");
+      ("max-len", po::value<std::int64_t>()->default_value(0), "target tokens at most (0: the task's longest target)");
+  add_spec_options(options, kExecutionKeysHelp);
   po::positional_options_description positional;
-  positional.add("run", 1);
+  add_run_argument(options, positional);
   const po::variables_map vm = parse_command("translate", options, args, positional);
   if (vm.count("help")) {
     out << options << "\n";
     return kExitOk;
   }
-  if (!vm.count("run")) throw UsageError("ablate translate: no run directory given", "usage: ablate translate RUN_DIR --input FILE");
+  const std::filesystem::path dir = run_argument(vm, "translate", "usage: ablate translate RUN_DIR --input FILE");
   train::BeamOptions beam;
   beam.beam = vm["beam"].as<std::int64_t>();
   beam.length_penalty = vm["length-penalty"].as<double>();
   beam.max_len = vm["max-len"].as<std::int64_t>();
   if (beam.beam < 1) throw UsageError("ablate translate: --beam must be >= 1 (1: greedy decoding), got " + std::to_string(beam.beam));
   if (beam.max_len < 0) throw UsageError("ablate translate: --max-len must be >= 0, got " + std::to_string(beam.max_len));
-  const std::filesystem::path dir = vm["run"].as<std::string>();
-  LoadedSpec loaded = load_run_spec(dir, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+  LoadedSpec loaded = load_run_spec(dir, spec_options(vm), err);
   const std::vector<std::string> lines = input_lines(vm, "translate");
   train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
   std::int64_t unknown = 0;

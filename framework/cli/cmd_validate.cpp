@@ -21,11 +21,8 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   options.add_options()
       ("help,h", "show this help")
       ("spec", po::value<std::string>(), "the spec file (positional)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(),
-       "override KEY.PATH=VALUE after extends, VALUE parsed as YAML (repeatable), e.g. --set model.d_model=256")
-      ("plugin-path,p", po::value<std::vector<std::string>>()->composing(),
-       "extra plugin directory or file, searched last (repeatable)")
       ("print", "print the resolved spec (every value, defaults included) on stdout");
+  add_spec_options(options, kOverridesHelp);
   po::positional_options_description positional;
   positional.add("spec", 1);
   const po::variables_map vm = parse_command("validate", options, args, positional);
@@ -37,10 +34,10 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   const std::string file = vm["spec"].as<std::string>();
 
   try {
-    const LoadedSpec loaded = load_validated_spec(file, repeated(vm, "set"), repeated(vm, "plugin-path"), err);
+    const LoadedSpec loaded = load_validated_spec(file, spec_options(vm), err);
     std::string runs;
     if (!loaded.spec.sweep.empty()) {  // every point, exactly as `ablate sweep --dry-run` checks them
-      const sweep::SweepPlan plan = plan_validated_sweep(file, repeated(vm, "set"), repeated(vm, "plugin-path"), loaded,
+      const sweep::SweepPlan plan = plan_validated_sweep(file, spec_options(vm), loaded,
                                                          std::filesystem::path("results") / loaded.spec.name);
       runs = " (and the " + std::to_string(plan.runs.size()) + " runs of its sweep)";
     }

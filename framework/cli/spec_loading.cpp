@@ -11,6 +11,7 @@
 #include "ablate/attention.hpp"
 #include "ablate/components.hpp"
 #include "ablate/task.hpp"
+#include "cli/cli.hpp"
 #include "core/text.hpp"
 #include "plugins/plugin_call.hpp"
 #include "spec/plugin_validation.hpp"
@@ -161,10 +162,9 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
 
 }  // namespace
 
-sweep::SweepPlan plan_validated_sweep(const std::string& file, const std::vector<std::string>& overrides,
-                                      const std::vector<std::string>& plugin_paths, const LoadedSpec& base,
+sweep::SweepPlan plan_validated_sweep(const std::string& file, const SpecOptions& options, const LoadedSpec& base,
                                       const std::filesystem::path& dir) {
-  return sweep::plan_sweep(file, overrides, plugin_paths, base.spec, dir, [&](const std::vector<std::string>& point) {
+  return sweep::plan_sweep(file, options.overrides, options.plugin_paths, base.spec, dir, [&](const std::vector<std::string>& point) {
     return load_spec_against(file, point, *base.registry);
   });
 }
@@ -185,15 +185,13 @@ LoadedSpec validated(spec::ExperimentSpec spec, const std::vector<std::string>& 
 }
 }  // namespace
 
-LoadedSpec load_validated_spec(const std::string& file, const std::vector<std::string>& overrides,
-                               const std::vector<std::string>& plugin_paths, std::ostream& err) {
-  return validated(spec::load_spec(file, overrides), plugin_paths, err);
+LoadedSpec load_validated_spec(const std::string& file, const SpecOptions& options, std::ostream& err) {
+  return validated(spec::load_spec(file, options.overrides), options.plugin_paths, err);
 }
 
-LoadedSpec load_run_spec(const std::filesystem::path& run_dir, const std::vector<std::string>& overrides,
-                         const std::vector<std::string>& plugin_paths, std::ostream& err) {
+LoadedSpec load_run_spec(const std::filesystem::path& run_dir, const SpecOptions& options, std::ostream& err) {
   const std::vector<std::string>& allowed = spec::execution_keys();
-  for (const std::string& o : overrides) {
+  for (const std::string& o : options.overrides) {
     const std::string key = o.substr(0, o.find('='));
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
       throw UsageError("--set " + o + ": only execution keys (" + join(allowed, ", ") +
@@ -201,8 +199,30 @@ LoadedSpec load_run_spec(const std::filesystem::path& run_dir, const std::vector
                        "to use another configuration, train it");
   }
   const std::filesystem::path checkpoint = train::run_checkpoint(run_dir);
-  return validated(spec::parse_spec(train::read_checkpoint(checkpoint).spec_yaml, checkpoint.string(), overrides),
-                   plugin_paths, err);
+  return validated(spec::parse_spec(train::read_checkpoint(checkpoint).spec_yaml, checkpoint.string(), options.overrides),
+                   options.plugin_paths, err);
+}
+
+void add_spec_options(boost::program_options::options_description& options, const char* set_help) {
+  namespace po = boost::program_options;
+  if (set_help) options.add_options()("set,s", po::value<std::vector<std::string>>()->composing(), set_help);
+  options.add_options()("plugin-path,p", po::value<std::vector<std::string>>()->composing(),
+                        "extra plugin directory or file, searched last (repeatable)");
+}
+
+SpecOptions spec_options(const boost::program_options::variables_map& vm) {
+  return {repeated(vm, "set"), repeated(vm, "plugin-path")};
+}
+
+void add_run_argument(boost::program_options::options_description& options,
+                      boost::program_options::positional_options_description& positional) {
+  options.add_options()("run", boost::program_options::value<std::string>(), "the run directory (positional)");
+  positional.add("run", 1);
+}
+
+std::filesystem::path run_argument(const boost::program_options::variables_map& vm, const char* command, const char* usage) {
+  if (!vm.count("run")) throw UsageError(std::string("ablate ") + command + ": no run directory given", usage);
+  return vm["run"].as<std::string>();
 }
 
 spec::ExperimentSpec load_spec_against(const std::string& file, const std::vector<std::string>& overrides,

@@ -47,7 +47,7 @@ std::string run_id(const spec::ExperimentSpec& spec);
 // Trains `spec` (validated, plugin options resolved) with plugins from `registry`, printing
 // progress and evaluations to `out`. Throws UsageError before training starts for a problem of
 // the spec or of out_dir (results present without --resume, resume of another spec); errors
-// during training end the run as failed (recorded in run.json) and are rethrown.
+// during training end the run as failed (recorded in run.h5) and are rethrown.
 RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry, const RunOptions& options,
                          std::ostream& out);
 

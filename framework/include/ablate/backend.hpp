@@ -1,5 +1,5 @@
 // Kind "backend": the compute interface every model op runs on. A backend owns its memory
-// (tensors hold ref-counted storage it allocated), runs the coarse op set of DESIGN §2, and
+// (tensors hold ref-counted storage it allocated), runs the coarse op set of docs/compute-core.md, and
 // implements each op's forward and backward side by side. Model code only sees this interface,
 // so a CPU backend (reference, onednn) and a GPU backend (cudnn, with device memory and a
 // stream) are interchangeable.

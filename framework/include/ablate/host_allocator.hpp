@@ -1,6 +1,6 @@
 // A caching allocator for host memory, shared by the CPU backends: 64-byte aligned blocks,
 // kept in per-size free lists when released, so a training loop allocates nothing once warm
-// (DESIGN §2 "allocate once, execute many"). Thread-safe.
+// ("allocate once, execute many": docs/compute-core.md). Thread-safe.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // Kind "schedule": a learning-rate schedule, lr as a function of the optimizer step.
 // The built-in plugins (constant, noam, cosine) live in plugins/schedule_*; the out-of-tree
-// example in examples/linear_warmup_schedule shows how a researcher adds one.
+// example in examples/schedule_linear shows how a researcher adds one.
 #pragma once
 
 #include <cstdint>

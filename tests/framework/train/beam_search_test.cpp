@@ -60,7 +60,7 @@ class BeamSearchTest : public ::testing::Test {
 
 TEST_F(BeamSearchTest, BeamOneIsGreedyDecodingExactly) {
   std::ostringstream err;
-  const cli::LoadedSpec loaded = cli::load_run_spec(dir_ / "early", {}, {}, err);
+  const cli::LoadedSpec loaded = cli::load_run_spec(dir_ / "early", {}, err);
   TrainedRun run = open_trained_run(dir_ / "early", loaded.spec, *loaded.registry);
   Experiment& ex = *run.experiment;
   std::vector<std::int64_t> indices(64);

@@ -72,7 +72,7 @@ TEST_F(RunExportTest, FileFollowsTheSafetensorsLayoutAndHoldsTheCheckpointWeight
 
   // The weights the checkpoint holds, loaded as `ablate eval` loads them.
   std::ostringstream err;
-  cli::LoadedSpec loaded = cli::load_run_spec(dir_ / "run", {}, {}, err);
+  cli::LoadedSpec loaded = cli::load_run_spec(dir_ / "run", {}, err);
   TrainedRun run = open_trained_run(dir_ / "run", loaded.spec, *loaded.registry);
   std::uint64_t expected_offset = 0;
   int tensors = 0;
