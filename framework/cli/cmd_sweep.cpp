@@ -5,7 +5,6 @@
 // ones only with --rerun-failed; --status and --dry-run only look. At the end it compares the
 // runs (report.md, summary.csv/json) and draws the figures in the sweep directory.
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <ostream>
 #include <thread>
@@ -23,7 +22,7 @@
 #include "sweep/run_state.hpp"
 #include "sweep/slurm_executor.hpp"
 #include "sweep/sweep_plan.hpp"
-#include "train/code_identity.hpp"
+#include "sweep/sweep_status.hpp"
 
 namespace ablate::cli {
 namespace po = boost::program_options;
@@ -32,56 +31,10 @@ namespace {
 
 extern "C" void on_sweep_signal(int) { sweep::request_stop(); }
 
-std::vector<sweep::RunPhaseInfo> read_phases(const sweep::SweepPlan& plan) {
-  std::vector<fs::path> files;  // those that exist, vetted by one child first (results::vet_run_files)
-  for (const sweep::SweepRun& run : plan.runs)
-    if (std::error_code ec; fs::is_regular_file(plan.run_dir(run) / "run.h5", ec)) files.push_back(plan.run_dir(run) / "run.h5");
-  results::vet_run_files(files);
-  std::vector<sweep::RunPhaseInfo> phases;
-  for (const sweep::SweepRun& run : plan.runs) phases.push_back(sweep::read_run_phase(plan.run_dir(run)));
-  return phases;
-}
-
-// "8 runs: 5 done, 1 running, 1 failed, 0 diverged, 1 pending" (+ ", N interrupted" when any).
-std::string counts_line(const std::vector<sweep::RunPhaseInfo>& phases) {
-  std::map<sweep::RunPhase, std::size_t> n;
-  for (const auto& p : phases) ++n[p.phase];
-  using P = sweep::RunPhase;
-  std::string line = std::to_string(phases.size()) + " run" + (phases.size() == 1 ? "" : "s") + ": " +
-                     std::to_string(n[P::Completed]) + " done, " + std::to_string(n[P::Running]) + " running, " +
-                     std::to_string(n[P::Failed]) + " failed, " + std::to_string(n[P::Diverged]) + " diverged, " +
-                     std::to_string(n[P::Pending]) + " pending";
-  if (n[P::Interrupted]) line += ", " + std::to_string(n[P::Interrupted]) + " interrupted";
-  return line;
-}
-
 std::string settings_text(const spec::SweepPoint& point) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : point.settings) parts.push_back(k + "=" + v);
   return parts.empty() ? "(the base configuration)" : join(parts, " ");
-}
-
-// One line per run: state, step/total, name, id (and its Slurm job), why.
-void print_runs(const sweep::SweepPlan& plan, const std::vector<sweep::RunPhaseInfo>& phases, sweep::Manifest& manifest,
-                std::ostream& out) {
-  std::size_t width = 4;
-  for (const auto& run : plan.runs) width = std::max(width, run.point.name.size());
-  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
-    const sweep::SweepRun& run = plan.runs[i];
-    const sweep::RunPhaseInfo& p = phases[i];
-    std::string line = std::string(to_string(p.phase));
-    line.resize(12, ' ');
-    std::string steps = std::to_string(p.step) + "/" + std::to_string(run.spec.train.steps);
-    steps.resize(12, ' ');
-    std::string name = run.point.name;
-    name.resize(width + 2, ' ');
-    line += steps + name + run.id;
-    const sweep::ManifestRun* m = manifest.find(run.id);
-    if (m && !m->slurm_job.empty() && (p.phase == sweep::RunPhase::Pending || p.phase == sweep::RunPhase::Running))
-      line += "  slurm job " + m->slurm_job;
-    if (!p.reason.empty() && p.phase != sweep::RunPhase::Running) line += "  " + p.reason;
-    out << "  " << line << "\n";
-  }
 }
 
 fs::path executable_path() {
@@ -89,34 +42,6 @@ fs::path executable_path() {
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error("cannot find the ablate executable (/proc/self/exe): " + ec.message());
   return self;
-}
-
-// Moves a failed run's folder to <sweep>/.attempts/<folder>.<n> (kept, not deleted) so the run
-// starts afresh; hidden folders are not searched by `ablate compare` and `ablate plot`.
-fs::path set_aside(const fs::path& sweep_dir, const std::string& folder) {
-  const fs::path attempts = sweep_dir / ".attempts";
-  std::error_code ec;
-  fs::create_directories(attempts, ec);
-  for (int n = 1;; ++n) {
-    const fs::path to = attempts / (folder + "." + std::to_string(n));
-    if (fs::exists(to)) continue;
-    fs::rename(sweep_dir / folder, to, ec);
-    if (ec) throw Error("cannot move the failed run " + (sweep_dir / folder).string() + " to " + to.string() + ": " + ec.message());
-    return to;
-  }
-}
-
-// If the finished or interrupted run in `run_dir` was made by other code than `spec` gets from
-// `registry` now, what differs ("ffn/x 1.0.1 <hash> (was 1.0.0 <hash>)"); nullopt if the same, or
-// if there is no readable run to judge (pending, or failed: handled as such).
-std::optional<std::string> stale_code(const fs::path& run_dir, const spec::ExperimentSpec& spec,
-                                      const PluginRegistry& registry, sweep::RunPhase phase) {
-  using P = sweep::RunPhase;
-  if (phase != P::Completed && phase != P::Diverged && phase != P::Interrupted) return std::nullopt;
-  const results::RunInfo info = results::RunReader(run_dir / "run.h5").info();
-  const train::CodeIdentity now = train::code_identity(spec, registry);
-  if (info.code_id == now.id) return std::nullopt;
-  return train::code_difference(info.plugin_code, now.parts);
 }
 
 }  // namespace
@@ -232,10 +157,10 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   sweep::Manifest manifest = sweep::read_manifest(dir);
   if (vm.count("status")) {
-    const auto phases = read_phases(plan);
+    const auto phases = sweep::read_phases(plan);
     out << "sweep " << plan.experiment << " in " << dir.string() << "\n";
-    print_runs(plan, phases, manifest, out);
-    out << counts_line(phases) << "\n";
+    sweep::print_runs(plan, phases, manifest, out);
+    out << sweep::counts_line(phases) << "\n";
     std::size_t others = 0;
     for (const sweep::ManifestRun& m : manifest.runs)
       others += std::none_of(plan.runs.begin(), plan.runs.end(), [&](const auto& r) { return r.id == m.id; });
@@ -253,76 +178,20 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   manifest.baseline = base_arm(base.spec);
   sweep::write_manifest(dir, manifest);
 
-  // Slurm: runs whose earlier array task is still queued are not submitted twice.
-  std::map<std::string, std::optional<std::set<int>>> queue;
-  auto still_queued = [&](const std::string& id) {
-    const sweep::ManifestRun* m = manifest.find(id);
-    if (!slurm || !m || m->slurm_job.empty()) return false;
-    const auto underscore = m->slurm_job.find('_');
-    const std::string job = m->slurm_job.substr(0, underscore);
-    int index = -1;
-    if (underscore != std::string::npos) std::from_chars(m->slurm_job.data() + underscore + 1, m->slurm_job.data() + m->slurm_job.size(), index);
-    if (!queue.count(job)) queue[job] = sweep::queued_array_tasks(job);
-    const auto& q = queue[job];
-    return q && q->count(index) > 0;
-  };
-
-  std::vector<sweep::Task> tasks;
-  std::vector<std::size_t> task_run;  // plan index of each task
-  std::size_t skipped_done = 0, skipped_failed = 0, skipped_busy = 0, resumed = 0;
-  auto before = read_phases(plan);
-  std::vector<std::string> stale_kept;
-  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
-    const sweep::SweepRun& run = plan.runs[i];
-    using P = sweep::RunPhase;
-    // A run made by other code is not this sweep's result: rerun it (keeping its folder), or with
-    // --keep-stale count a finished one as done; an interrupted one cannot continue with other code.
-    if (const auto stale = stale_code(plan.run_dir(run), run.spec, *base.registry, before[i].phase)) {
-      const bool finished = before[i].phase == P::Completed || before[i].phase == P::Diverged;
-      if (finished && vm.count("keep-stale")) {
-        stale_kept.push_back(run.point.name + ": " + *stale);
-      } else {
-        out << (finished ? "rerunning run " : "restarting interrupted run ") << run.point.name
-            << ": it was made by other code (now " << *stale << "); its folder is kept as "
-            << set_aside(dir, run.folder).string() << "\n";
-        before[i] = sweep::RunPhaseInfo{};
-      }
-    }
-    bool resume = false;
-    switch (before[i].phase) {
-      case P::Completed:
-      case P::Diverged: ++skipped_done; continue;
-      case P::Running: ++skipped_busy; continue;
-      case P::Failed:
-        if (!vm.count("rerun-failed")) {
-          ++skipped_failed;
-          continue;
-        }
-        out << "rerunning failed run " << run.point.name << "; its folder is kept as " << set_aside(dir, run.folder).string() << "\n";
-        break;
-      case P::Interrupted: resume = true; break;
-      case P::Pending: break;
-    }
-    if (still_queued(run.id)) {
-      ++skipped_busy;
-      continue;
-    }
-    resumed += resume;
-    sweep::Task t;
-    t.name = run.point.name;
-    t.dir = plan.run_dir(run);
-    t.args = sweep::run_arguments(plan, run, resume && !slurm, threads);  // the Slurm script decides --resume itself
-    t.total_steps = run.spec.train.steps;
-    t.resume = resume;
-    tasks.push_back(std::move(t));
-    task_run.push_back(i);
-  }
+  sweep::ScheduleOptions schedule_options;
+  schedule_options.rerun_failed = vm.count("rerun-failed") > 0;
+  schedule_options.keep_stale = vm.count("keep-stale") > 0;
+  schedule_options.slurm = slurm;
+  schedule_options.threads = threads;
+  const sweep::Schedule schedule = sweep::schedule_runs(plan, manifest, *base.registry, sweep::read_phases(plan), schedule_options, out);
+  const std::vector<sweep::Task>& tasks = schedule.tasks;
+  const std::vector<std::size_t>& task_run = schedule.task_run;
   out << "sweep " << plan.experiment << ": " << plan.runs.size() << " runs in " << dir.string() << " (" << added
-      << " new to the manifest): " << tasks.size() << " to run (" << resumed << " resumed), " << skipped_done
-      << " already done or diverged, " << skipped_busy << " running or queued elsewhere";
-  if (skipped_failed) out << ", " << skipped_failed << " failed (not rerun: add --rerun-failed)";
+      << " new to the manifest): " << tasks.size() << " to run (" << schedule.resumed << " resumed), " << schedule.done
+      << " already done or diverged, " << schedule.busy << " running or queued elsewhere";
+  if (schedule.failed) out << ", " << schedule.failed << " failed (not rerun: add --rerun-failed)";
   out << "\n";
-  for (const std::string& s : stale_kept) out << "warning: kept (--keep-stale) a run made by other code: " << s << "\n";
+  for (const std::string& k : schedule.stale_kept) out << "warning: kept (--keep-stale) a run made by other code: " << k << "\n";
 
   const fs::path exe = executable_path();
   bool interrupted = false;
@@ -367,21 +236,9 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
 
   // --- the end: every failure with its log, the state of all runs, the comparison
-  const auto after = read_phases(plan);
-  std::vector<std::string> failures;
-  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
-    const fs::path log = plan.run_dir(plan.runs[i]) / "ablate.log";
-    const auto o = std::find_if(outcomes.begin(), outcomes.end(), [&](const auto& t) { return t.dir == plan.run_dir(plan.runs[i]); });
-    const bool failed_now = o != outcomes.end() && o->failed();
-    if (after[i].phase != sweep::RunPhase::Failed && !failed_now) continue;
-    const std::string reason = failed_now ? o->phase.reason : after[i].reason;
-    std::string text = plan.runs[i].point.name + ": " + reason + "\n    log: " + log.string();
-    std::string tail = sweep::tail_lines(log, 3);
-    for (std::size_t at = tail.find('\n'); at != std::string::npos; at = tail.find('\n', at + 5)) tail.replace(at, 1, "\n    | ");
-    if (!tail.empty()) text += "\n    | " + tail;
-    failures.push_back(text);
-  }
-  out << "\n" << counts_line(after) << "\n";
+  const auto after = sweep::read_phases(plan);
+  const std::vector<std::string> failures = sweep::failure_reports(plan, after, outcomes);
+  out << "\n" << sweep::counts_line(after) << "\n";
   if (!failures.empty()) {
     out << failures.size() << " failed run(s):\n";
     for (const std::string& f : failures) out << "  " << f << "\n";
