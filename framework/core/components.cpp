@@ -1,6 +1,6 @@
 // ParamScope, NormLayer, FeedForwardLayers, Sublayers and SublayerNorms (ablate/components.hpp) and the
 // KeyValueCache and EncodingPositions (ablate/attention.hpp): the building blocks component plugins share, out of line so
-// every plugin uses one definition.
+// every plugin uses one definition; and ablate::Component's key function.
 #include "ablate/components.hpp"
 
 #include <algorithm>
@@ -10,10 +10,15 @@
 #include "ablate/attention.hpp"
 
 #include "ablate/error.hpp"
+#include "ablate/plugin.hpp"
 #include "ablate/ops.hpp"
 #include "plugins/plugin_call.hpp"
 
 namespace ablate {
+
+// The out-of-line key function of ablate::Component (ablate/plugin.hpp), so its vtable and
+// type_info live in one place (libablate_core) that the host and every plugin share.
+Component::~Component() = default;
 
 ParamScope::ParamScope(ParameterStore& store, std::uint64_t seed, std::string prefix)
     : store_(&store), seed_(seed), prefix_(std::move(prefix)) {}
