@@ -111,6 +111,10 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
       throw UsageError(run_dir.string() + " is being written now (training, or another `ablate eval` recording into run.h5)",
                        "evaluate it when that process stops; its checkpoint changes while it trains");
     record = reader.records_evaluations();
+    if (record && (record_name.empty() || record_name.size() > results::kEvalNameBytes))
+      throw UsageError("the evaluation's name '" + record_name + "' (its directory's) must be 1 to " +
+                           std::to_string(results::kEvalNameBytes) + " bytes to be recorded in run.h5",
+                       "name a shorter directory with --out");
     for (const results::EvalRecord& r : reader.evaluations())
       if (r.name == record_name)
         throw UsageError(run_file.string() + " records an evaluation named '" + record_name + "' already (at step " +

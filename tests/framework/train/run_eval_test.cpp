@@ -153,6 +153,11 @@ TEST_F(RunEvalTest, EvaluationsAreRecordedInTheRunFileAndNeverWrittenOver) {
   EXPECT_EQ(r.code, cli::kExitUsage);
   EXPECT_NE(r.err.find("records an evaluation named 'eval' already (at step 60)"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "elsewhere"));
+  const fs::path long_name = dir_ / std::string(results::kEvalNameBytes + 1, 'n');
+  r = run_cli({"eval", run.string(), "--split", "eval", "--out", long_name.string()});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("must be 1 to 128 bytes to be recorded"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(long_name));
   // A run being written now (here: resumed by this process) is not evaluated.
   {
     results::RunWriter writer = results::RunWriter::resume(run / "run.h5", 60);
