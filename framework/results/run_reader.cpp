@@ -363,12 +363,10 @@ std::vector<EvalRecord> RunReader::evaluations() const {
   h5::Quiet quiet;
   Impl& m = *impl_;
   if (!records_evaluations()) return {};
-  const std::string base = schema::kEvals;
-  const h5::Obj steps = schema::open_path(m.root, base + "/checkpoint_step"), names = schema::open_path(m.root, base + "/name"),
-                scores = schema::open_path(m.root, base + "/scores"), times = schema::open_path(m.root, base + "/time");
-  const schema::TableRows r = schema::consistent_rows({&steps, &names, &scores, &times}, true, {}, false);
-  const std::vector<std::string> n = h5::read_string_rows(names, 0, r.rows), s = h5::read_string_rows(scores, 0, r.rows),
-                                 t = h5::read_string_rows(times, 0, r.rows);
+  const schema::EvalDatasets e = schema::open_evals(m.root);
+  const schema::TableRows r = schema::consistent_rows(e.all(), true, {}, false);
+  const std::vector<std::string> n = h5::read_string_rows(e.name, 0, r.rows), s = h5::read_string_rows(e.scores, 0, r.rows),
+                                 t = h5::read_string_rows(e.time, 0, r.rows);
   std::vector<EvalRecord> out;
   for (std::size_t i = 0; i < r.rows; ++i) out.push_back({n[i], r.steps[i], s[i], t[i]});
   return out;

@@ -103,6 +103,12 @@ std::vector<TableDef> tables(const RunLayout& l) {
   return t;
 }
 
+EvalDatasets open_evals(const h5::Obj& root) {
+  const std::string base = kEvals;
+  return {open_path(root, base + "/checkpoint_step"), open_path(root, base + "/name"), open_path(root, base + "/scores"),
+          open_path(root, base + "/time")};
+}
+
 h5::Obj open_root(const h5::Obj& file) {
   h5::Handle g(H5Gopen2(file.id(), "/", H5P_DEFAULT), H5Gclose);
   if (!g) h5::fail(file.file, "/", "open group");

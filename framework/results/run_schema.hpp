@@ -62,6 +62,13 @@ RunLayout read_layout(const h5::Obj& root);
 // The first difference between two layouts, in words; "" when equal.
 std::string layout_difference(const RunLayout& in_file, const RunLayout& expected);
 
+// The datasets of /evals (RunWriter::record_evaluation, RunReader::evaluations): the step first.
+struct EvalDatasets {
+  h5::Obj checkpoint_step, name, scores, time;
+  std::vector<const h5::Obj*> all() const { return {&checkpoint_step, &name, &scores, &time}; }
+};
+EvalDatasets open_evals(const h5::Obj& root);
+
 // The rows of a table a reader may trust: the shortest of its datasets, cut before the first
 // step that is unwritten (negative, the fill value) or, when `increasing`, not after the one
 // before it, and, with `max_step`, before the first step past it. `datasets`: the steps dataset

@@ -484,26 +484,23 @@ void append_evaluation(RunWriter::Impl& m, const EvalRecord& record, const std::
   if (!h5::has_link(m.root, schema::kEvals + 1))
     throw Error(what + ": the file has no /evals (written before evaluations were recorded in run files)",
                 "the evaluation's scores.json is its record; a new run's file has /evals");
-  const std::string base = schema::kEvals;
-  const h5::Obj steps = schema::open_path(m.root, base + "/checkpoint_step"), names = schema::open_path(m.root, base + "/name"),
-                scores = schema::open_path(m.root, base + "/scores"), times = schema::open_path(m.root, base + "/time");
-  const std::vector<const h5::Obj*> datasets{&steps, &names, &scores, &times};
-  const hsize_t n = schema::consistent_rows(datasets, false, {}, false).rows;
-  for (const std::string& name : h5::read_string_rows(names, 0, n))
+  const schema::EvalDatasets e = schema::open_evals(m.root);
+  const hsize_t n = schema::consistent_rows(e.all(), false, {}, false).rows;
+  for (const std::string& name : h5::read_string_rows(e.name, 0, n))
     if (name == record.name)
       throw Error(what + ": the file records an evaluation of that name already",
                   "evaluations are never written over: give this one another name (ablate eval --out DIR names it DIR)");
   const std::pair<const h5::Obj*, std::vector<char>> texts[] = {
-      {&names, fixed_text(record.name, kEvalNameBytes)},
-      {&scores, fixed_text(record.scores, kEvalScoresBytes)},
-      {&times, fixed_text(record.time.empty() ? utc_now_iso8601() : record.time, kTimeBytes)}};
+      {&e.name, fixed_text(record.name, kEvalNameBytes)},
+      {&e.scores, fixed_text(record.scores, kEvalScoresBytes)},
+      {&e.time, fixed_text(record.time.empty() ? utc_now_iso8601() : record.time, kTimeBytes)}};
   for (const auto& [ds, row] : texts) {  // the texts first, the step last (a row counts once its step is written)
     h5::Handle type = h5::fixed_string_type(row.size());
     h5::set_rows(*ds, n + 1);
     h5::write_rows(*ds, n, 1, type.get(), row.data());
   }
-  h5::set_rows(steps, n + 1);
-  h5::write_rows(steps, n, 1, H5T_NATIVE_INT64, &record.checkpoint_step);
+  h5::set_rows(e.checkpoint_step, n + 1);
+  h5::write_rows(e.checkpoint_step, n, 1, H5T_NATIVE_INT64, &record.checkpoint_step);
 }
 }  // namespace
 
