@@ -40,8 +40,7 @@ int cmd_translate(const std::vector<std::string>& args, std::ostream& out, std::
   beam.beam = vm["beam"].as<std::int64_t>();
   beam.length_penalty = vm["length-penalty"].as<double>();
   beam.max_len = vm["max-len"].as<std::int64_t>();
-  if (beam.beam < 1) throw UsageError("ablate translate: --beam must be >= 1 (1: greedy decoding), got " + std::to_string(beam.beam));
-  if (beam.max_len < 0) throw UsageError("ablate translate: --max-len must be >= 0, got " + std::to_string(beam.max_len));
+  train::check_beam_options(beam);  // before the model is loaded: said at once
   LoadedSpec loaded = load_run_spec(dir, spec_options(vm), err);
   const std::vector<std::string> lines = input_lines(vm, "translate");
   train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);

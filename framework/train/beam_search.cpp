@@ -24,11 +24,16 @@ struct Finished {
 };
 }  // namespace
 
+void check_beam_options(const BeamOptions& o) {
+  if (o.beam < 1) throw UsageError("--beam must be >= 1 (1: greedy decoding), got " + std::to_string(o.beam));
+  if (o.max_len < 0) throw UsageError("--max-len must be >= 0 (0: the task's longest target), got " + std::to_string(o.max_len));
+}
+
 std::vector<std::vector<std::int32_t>> beam_search(Experiment& ex, const std::vector<std::vector<std::int32_t>>& sources,
                                                    const BeamOptions& o) {
   if (ex.model->config().arch != model::Arch::EncoderDecoder)
     throw Error("beam_search: needs an encoder-decoder model, this one is " + std::string(spec::to_string(ex.spec.model.arch)));
-  if (o.beam < 1) throw Error("beam_search: beam must be >= 1, got " + std::to_string(o.beam));
+  check_beam_options(o);
   const std::int64_t K = o.beam, V = ex.task_info.vocab_size;
   const std::int64_t max_len = o.max_len > 0 ? o.max_len : ex.task_info.max_tgt_len;
   const std::size_t N = sources.size();

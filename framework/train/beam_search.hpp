@@ -17,6 +17,11 @@ struct BeamOptions {
   std::int64_t max_len = 0;       // content tokens at most; a hypothesis still open then is closed
 };
 
+// Throws UsageError for options no decoding runs with, naming the command-line options: beam < 1
+// (--beam), max_len < 0 (--max-len). The one check of `ablate eval --beam`, `ablate translate`
+// and beam_search.
+void check_beam_options(const BeamOptions& options);
+
 // The best hypothesis (content tokens, no bos/eos) for each source of `sources` (content tokens)
 // under the experiment's encoder-decoder model. Each step extends every open hypothesis of a
 // source by the 2K most likely tokens (pad and bos never), keeps the K best by summed log
@@ -25,7 +30,8 @@ struct BeamOptions {
 // finish as they are). The best finished hypothesis is returned. Scores come from the
 // teacher-forced forward pass (Transformer::logits) over each step's open hypotheses, recomputed
 // from the start every step: O(length^2) per source, no key/value cache. With beam 1 the result
-// equals Transformer::greedy_decode's. Throws ablate::Error for another architecture or beam < 1.
+// equals Transformer::greedy_decode's. Throws ablate::Error for another architecture, and as
+// check_beam_options does.
 std::vector<std::vector<std::int32_t>> beam_search(Experiment& experiment, const std::vector<std::vector<std::int32_t>>& sources,
                                                    const BeamOptions& options);
 

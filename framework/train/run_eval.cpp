@@ -81,7 +81,7 @@ TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec&
 
 void check_eval_options(const RunEvalOptions& options) {
   if (options.limit < 0) throw UsageError("--limit must be >= 0, got " + std::to_string(options.limit));
-  if (options.beam < 1) throw UsageError("--beam must be >= 1 (1: greedy decoding), got " + std::to_string(options.beam));
+  check_beam_options({options.beam, options.length_penalty, 0});
   if (!options.data.empty() && !fs::is_regular_file(options.data))
     throw UsageError("--data " + options.data.string() + ": no such file", "give a file in the task's own format");
 }

@@ -18,7 +18,7 @@ std::vector<Translated> translate_text(TrainedRun& run, const std::vector<std::s
     throw UsageError("the run's task has no text (synthetic token ids): there is no vocabulary to read a sentence with",
                      "train on text (task/translation)");
   if (lines.empty()) throw UsageError("nothing to translate: the input is empty", "give --input FILE or lines on stdin");
-  if (options.beam < 1) throw UsageError("--beam must be >= 1 (1: greedy decoding), got " + std::to_string(options.beam));
+  check_beam_options(options);
   const std::int64_t limit = ex.model->max_positions();
   std::vector<std::vector<std::int32_t>> sources;
   std::vector<Translated> out(lines.size());

@@ -246,6 +246,7 @@ def trained_run_cases(c):
     case("generate_with_a_seq2seq_model", ["generate", run_dir, "--prompt", "3 4"], "decoder-only language model")
     case("translate_a_task_without_text", ["translate", run_dir], "has no text")
     case("translate_beam_zero", ["translate", run_dir, "--beam", "0"], "--beam must be >= 1")
+    case("translate_max_len_negative", ["translate", run_dir, "--max-len", "-3"], "--max-len must be >= 0")
 
 
 # ---- data files a task cannot use: a spec error at `task` naming the file (and line), never a crash
