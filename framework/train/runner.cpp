@@ -128,8 +128,9 @@ class Trainer {
 
 void Trainer::open() {
   const spec::ExperimentSpec& spec = spec_;
+  const std::string spec_yaml = resolved_run_yaml(spec);  // recorded in the dump and the run file
   if (!options_.dump_reference.empty())
-    dump_.emplace(options_.dump_reference, resolved_run_yaml(spec), *ex_.store, ex_.model->config().arch != model::Arch::Decoder,
+    dump_.emplace(options_.dump_reference, spec_yaml, *ex_.store, ex_.model->config().arch != model::Arch::Decoder,
                   spec.train.batch_size, ex_.task_info.max_src_len, ex_.task_info.max_tgt_len + 1);
   std::string generate_note;
   generate_ = generates(ex_, &generate_note);
@@ -175,7 +176,7 @@ void Trainer::open() {
     info.run_id = id_;
     info.experiment = spec.name;
     info.spec_yaml = options_.spec_text;
-    info.resolved_spec_yaml = resolved_run_yaml(spec);
+    info.resolved_spec_yaml = spec_yaml;
     info.seed = spec.train.seed;
     info.backend = spec.backend.name;
     const BackendCaps caps = ex_.backend->caps();
