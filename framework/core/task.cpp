@@ -67,7 +67,8 @@ std::string Task::text(const std::vector<std::int32_t>&, bool) const { return {}
 
 std::vector<Example> Task::read_examples(const std::string& file, std::int64_t*) const {
   throw Error("this task reads no data files, so " + file + " cannot be evaluated",
-              "evaluate a task over files (task/translation, task/language_model with file) with --data, or use --split");
+              "evaluate a task over files (task/translation, task/language_model with file, task/classification) with --data, "
+              "or use --split");
 }
 
 std::vector<std::int32_t> Task::encode(const std::string&, bool, std::int64_t*) const {
