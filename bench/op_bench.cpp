@@ -19,7 +19,7 @@
 
 #include "ablate/backend.hpp"
 #include "ablate/bf16.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 
 namespace {
 

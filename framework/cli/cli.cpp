@@ -13,7 +13,7 @@
 #include "ablate/version.hpp"
 #include "cli/exit_codes.hpp"
 #include "core/text.hpp"
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/plugin_call.hpp"
 
 namespace ablate::cli {
 namespace po = boost::program_options;

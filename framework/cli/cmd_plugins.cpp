@@ -9,7 +9,7 @@
 #include "cli/spec_loading.hpp"
 #include "cli/exit_codes.hpp"
 #include "core/text.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 
 namespace ablate::cli {
 namespace po = boost::program_options;

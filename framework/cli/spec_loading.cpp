@@ -13,7 +13,7 @@
 #include "ablate/task.hpp"
 #include "cli/cli.hpp"
 #include "core/text.hpp"
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/plugin_call.hpp"
 #include "spec/plugin_validation.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "spec/spec_tree.hpp"

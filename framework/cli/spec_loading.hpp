@@ -10,7 +10,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 #include "spec/experiment_spec.hpp"
 #include "sweep/sweep_plan.hpp"
 

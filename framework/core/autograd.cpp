@@ -4,7 +4,7 @@
 // A node's gradient is freed once its entry has run: only leaves and parameters keep theirs.
 #include "ablate/autograd.hpp"
 
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/plugin_call.hpp"
 
 #include "ablate/error.hpp"
 #include "ablate/parameters.hpp"

@@ -12,7 +12,7 @@
 #include "ablate/error.hpp"
 #include "ablate/plugin.hpp"
 #include "ablate/ops.hpp"
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/plugin_call.hpp"
 
 namespace ablate {
 

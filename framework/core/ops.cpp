@@ -30,10 +30,6 @@ void require(bool ok, const char* op, const std::string& what) {
   if (!ok) throw Error(std::string("ops::") + op + ": " + what);
 }
 
-bool activation_needs_pre(Activation act) {
-  return act == Activation::GeluErf || act == Activation::GeluTanh || act == Activation::SiLU;
-}
-
 }  // namespace
 
 Var linear(Graph& g, const Var& x, const Var& w, const Var& b, Activation act) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ablate/testing/kit.hpp"
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/plugin_call.hpp"
 
 namespace ablate::testing {
 namespace {

@@ -2,7 +2,7 @@
 // in-tree test helpers (tests/backends/backend_test_util.cpp) share it instead of keeping a second one.
 #pragma once
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 
 namespace ablate::testing {
 

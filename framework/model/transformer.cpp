@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "ablate/error.hpp"
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/plugin_call.hpp"
 
 namespace ablate::model {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "ablate/error.hpp"
 #include "core/text.hpp"
-#include "plugins/option_resolver.hpp"
+#include "plugin_host/option_resolver.hpp"
 
 namespace ablate::spec {
 

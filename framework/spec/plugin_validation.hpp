@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/plugin_descriptor.hpp"
+#include "plugin_host/plugin_descriptor.hpp"
 #include "spec/experiment_spec.hpp"
 
 namespace ablate::spec {

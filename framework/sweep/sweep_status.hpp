@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 #include "sweep/local_executor.hpp"
 #include "sweep/manifest.hpp"
 #include "sweep/run_state.hpp"

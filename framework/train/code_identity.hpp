@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 #include "spec/experiment_spec.hpp"
 
 namespace ablate::train {

@@ -7,7 +7,7 @@
 #include "ablate/error.hpp"
 #include "core/text.hpp"
 #include "train/evaluator.hpp"
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/plugin_call.hpp"
 
 namespace ablate::train {
 namespace {

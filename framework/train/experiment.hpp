@@ -16,7 +16,7 @@
 #include "ablate/schedule.hpp"
 #include "ablate/task.hpp"
 #include "model/transformer.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 #include "spec/experiment_spec.hpp"
 #include "train/code_identity.hpp"
 #include "train/op_profile.hpp"

@@ -1,9 +1,10 @@
 // The run's view of its backend plugin and the per-op profile of `ablate run --profile` (op_profile.hpp).
 #include "train/op_profile.hpp"
 
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/plugin_call.hpp"
 
 #include <algorithm>
+#include <string_view>
 #include <cstdio>
 #include <utility>
 #include <vector>
@@ -32,19 +33,73 @@ static_assert(std::size(kNames) == static_cast<std::size_t>(ProfiledOp::Count), 
 
 double d(std::int64_t v) { return static_cast<double>(v); }
 
-// 2 * rows * in * out: one GEMM of a linear layer.
-double linear_flops(const Tensor& x, const Tensor& w) { return 2.0 * d(x.shape().rows()) * d(w.shape()[0]) * d(w.shape()[1]); }
-
-// 2 * Bt * M * N * K of c[Bt, M, N] = op(a) · op(b).
-double matmul_flops(const Tensor& c, const Tensor& a, bool trans_a) {
-  const Shape& s = a.shape();
-  const std::int64_t k = trans_a ? s[s.rank() - 2] : s.last();
-  return 2.0 * d(c.numel()) * d(k);
+// The profile row of each op (rows group ops: split and merge heads, the row-wise optional ops,
+// the memory ops). A constant expression: an op of the list without a row does not compile.
+struct OpRow {
+  std::string_view op;
+  ProfiledOp row;
+};
+constexpr OpRow kRows[] = {
+    {"fill", ProfiledOp::Memory}, {"copy_from_host", ProfiledOp::Memory}, {"copy_to_host", ProfiledOp::Memory},
+    {"copy", ProfiledOp::Memory}, {"cast", ProfiledOp::Memory}, {"write_time_slice", ProfiledOp::Memory},
+    {"linear_forward", ProfiledOp::LinearFwd}, {"linear_backward", ProfiledOp::LinearBwd},
+    {"matmul_forward", ProfiledOp::MatmulFwd}, {"matmul_backward", ProfiledOp::MatmulBwd},
+    {"attention_forward", ProfiledOp::AttentionFwd}, {"attention_backward", ProfiledOp::AttentionBwd},
+    {"layer_norm_forward", ProfiledOp::LayerNormFwd}, {"layer_norm_backward", ProfiledOp::LayerNormBwd},
+    {"rms_norm_forward", ProfiledOp::RmsNormFwd}, {"rms_norm_backward", ProfiledOp::RmsNormBwd},
+    {"activation_forward", ProfiledOp::ActivationFwd}, {"activation_backward", ProfiledOp::ActivationBwd},
+    {"add_forward", ProfiledOp::AddFwd}, {"add_backward", ProfiledOp::AddBwd},
+    {"mul_forward", ProfiledOp::MulFwd}, {"mul_backward", ProfiledOp::MulBwd}, {"axpy", ProfiledOp::Axpy},
+    {"dropout_forward", ProfiledOp::DropoutFwd}, {"dropout_backward", ProfiledOp::DropoutBwd},
+    {"embedding_forward", ProfiledOp::EmbeddingFwd}, {"embedding_backward", ProfiledOp::EmbeddingBwd},
+    {"split_heads_forward", ProfiledOp::HeadsFwd}, {"split_heads_backward", ProfiledOp::HeadsBwd},
+    {"merge_heads_forward", ProfiledOp::HeadsFwd}, {"merge_heads_backward", ProfiledOp::HeadsBwd},
+    {"cross_entropy_forward", ProfiledOp::CrossEntropy}, {"sum_squares", ProfiledOp::SumSquares},
+    {"adam_update", ProfiledOp::AdamUpdate}, {"rope_forward", ProfiledOp::RopeFwd}, {"rope_backward", ProfiledOp::RopeBwd},
+    {"slice_last_forward", ProfiledOp::SliceFwd}, {"slice_last_backward", ProfiledOp::SliceBwd},
+    {"softmax_last_forward", ProfiledOp::RowwiseFwd}, {"softmax_last_backward", ProfiledOp::RowwiseBwd},
+    {"sum_last_forward", ProfiledOp::RowwiseFwd}, {"sum_last_backward", ProfiledOp::RowwiseBwd},
+    {"pointwise_forward", ProfiledOp::RowwiseFwd}, {"pointwise_backward", ProfiledOp::RowwiseBwd},
+};
+consteval ProfiledOp row_of(std::string_view op) {
+  for (const OpRow& r : kRows)
+    if (r.op == op) return r.row;
+  throw "an op of ABLATE_BACKEND_OPS has no row in kRows";
 }
 
-// q·k^T and p·v, dense (a causal mask is not subtracted): 4 * B * H * T * S * Dh.
-double attention_flops(const Tensor& q, const Tensor& k) {
+// The floating-point work of a call, for GFLOP/s: the GEMM-shaped ops by their signatures (each
+// as backend.hpp declares it), every other op 0.
+// linear: 2 * rows * in * out per GEMM (backward: one for dx, one for dw).
+double work(Tensor&, Tensor*, const Tensor& x, const Tensor& w, const Tensor*, Activation) {
+  return 2.0 * d(x.shape().rows()) * d(w.shape()[0]) * d(w.shape()[1]);
+}
+double work(Tensor* dx, Tensor* dw, Tensor*, const Tensor&, const Tensor& x, const Tensor& w, const Tensor*, const Tensor&,
+            Activation) {
+  return 2.0 * d(x.shape().rows()) * d(w.shape()[0]) * d(w.shape()[1]) * ((dx ? 1.0 : 0.0) + (dw ? 1.0 : 0.0));
+}
+// matmul: 2 * Bt * M * N * K of c[Bt, M, N] = op(a) · op(b) (backward: one per gradient).
+double matmul_work(const Tensor& c, const Tensor& a, bool trans_a) {
+  const Shape& s = a.shape();
+  return 2.0 * d(c.numel()) * d(trans_a ? s[s.rank() - 2] : s.last());
+}
+double work(Tensor& c, const Tensor& a, const Tensor&, bool trans_a, bool, float) { return matmul_work(c, a, trans_a); }
+double work(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor&, bool trans_a, bool, float) {
+  return matmul_work(dc, a, trans_a) * ((da ? 1.0 : 0.0) + (db ? 1.0 : 0.0));
+}
+// attention: q·k^T and p·v, dense (a causal mask is not subtracted): 4 * B * H * T * S * Dh; backward twice that.
+double attention_work(const Tensor& q, const Tensor& k) {
   return 4.0 * d(q.shape().rows()) * d(k.shape()[k.shape().rank() - 2]) * d(q.shape().last());
+}
+double work(Tensor&, Tensor&, Tensor*, const Tensor& q, const Tensor& k, const Tensor&, const AttentionParams&) {
+  return attention_work(q, k);
+}
+double work(Tensor*, Tensor*, Tensor*, const Tensor&, const Tensor&, const Tensor&, const Tensor& q, const Tensor& k,
+            const Tensor&, const AttentionParams&) {
+  return 2.0 * attention_work(q, k);
+}
+template <typename... A>
+double work(const A&...) {
+  return 0.0;
 }
 
 }  // namespace
@@ -132,157 +187,18 @@ Tensor HostedBackend::empty(const Shape& shape, DType dtype) {
   timed(ProfiledOp::Memory, 0.0, [&] { t = inner_->empty(shape, dtype); });
   return t;
 }
-void HostedBackend::fill(Tensor& y, float value) {
-  timed(ProfiledOp::Memory, 0.0, [&] { inner_->fill(y, value); });
-}
-void HostedBackend::copy_from_host(Tensor& dst, const void* src) {
-  timed(ProfiledOp::Memory, 0.0, [&] { inner_->copy_from_host(dst, src); });
-}
-void HostedBackend::copy_to_host(void* dst, const Tensor& src) {
-  timed(ProfiledOp::Memory, 0.0, [&] { inner_->copy_to_host(dst, src); });
-}
-void HostedBackend::copy(Tensor& dst, const Tensor& src) {
-  timed(ProfiledOp::Memory, 0.0, [&] { inner_->copy(dst, src); });
-}
-void HostedBackend::cast(Tensor& y, const Tensor& x) {
-  timed(ProfiledOp::Memory, 0.0, [&] { inner_->cast(y, x); });
-}
-void HostedBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
-  timed(ProfiledOp::Memory, 0.0, [&] { inner_->write_time_slice(dst, src, offset); });
-}
 
 bool HostedBackend::supports(OptionalOp op) const {
   return plugin_call(*inner_, "supports", [&] { return inner_->supports(op); });
 }
-void HostedBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
-  timed(ProfiledOp::RopeFwd, 0.0, [&] { inner_->rope_forward(y, x, positions, rotary, base); });
-}
-void HostedBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
-  timed(ProfiledOp::RopeBwd, 0.0, [&] { inner_->rope_backward(dx, dy, positions, rotary, base); });
-}
-void HostedBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
-  timed(ProfiledOp::SliceFwd, 0.0, [&] { inner_->slice_last_forward(y, x, offset); });
-}
-void HostedBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
-  timed(ProfiledOp::SliceBwd, 0.0, [&] { inner_->slice_last_backward(dx, dy, offset); });
-}
-void HostedBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
-  timed(ProfiledOp::RowwiseFwd, 0.0, [&] { inner_->softmax_last_forward(y, x); });
-}
-void HostedBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
-  timed(ProfiledOp::RowwiseBwd, 0.0, [&] { inner_->softmax_last_backward(dx, dy, y); });
-}
-void HostedBackend::sum_last_forward(Tensor& y, const Tensor& x) {
-  timed(ProfiledOp::RowwiseFwd, 0.0, [&] { inner_->sum_last_forward(y, x); });
-}
-void HostedBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
-  timed(ProfiledOp::RowwiseBwd, 0.0, [&] { inner_->sum_last_backward(dx, dy); });
-}
-void HostedBackend::pointwise_forward(Tensor& y, const Tensor& x, Pointwise f) {
-  timed(ProfiledOp::RowwiseFwd, 0.0, [&] { inner_->pointwise_forward(y, x, f); });
-}
-void HostedBackend::pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, Pointwise f) {
-  timed(ProfiledOp::RowwiseBwd, 0.0, [&] { inner_->pointwise_backward(dx, dy, y, f); });
-}
 
-void HostedBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
-                                      Activation act) {
-  timed(ProfiledOp::LinearFwd, linear_flops(x, w), [&] { inner_->linear_forward(y, pre, x, w, b, act); });
-}
-void HostedBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
-                                       const Tensor& w, const Tensor* pre, const Tensor& y, Activation act) {
-  const double flops = linear_flops(x, w) * ((dx ? 1.0 : 0.0) + (dw ? 1.0 : 0.0));
-  timed(ProfiledOp::LinearBwd, flops, [&] { inner_->linear_backward(dx, dw, db, dy, x, w, pre, y, act); });
-}
-void HostedBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) {
-  timed(ProfiledOp::MatmulFwd, matmul_flops(c, a, trans_a), [&] { inner_->matmul_forward(c, a, b, trans_a, trans_b, alpha); });
-}
-void HostedBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
-                                       bool trans_a, bool trans_b, float alpha) {
-  const double flops = matmul_flops(dc, a, trans_a) * ((da ? 1.0 : 0.0) + (db ? 1.0 : 0.0));
-  timed(ProfiledOp::MatmulBwd, flops, [&] { inner_->matmul_backward(da, db, dc, a, b, trans_a, trans_b, alpha); });
-}
-void HostedBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
-                                         const Tensor& v, const AttentionParams& params) {
-  timed(ProfiledOp::AttentionFwd, attention_flops(q, k), [&] { inner_->attention_forward(out, lse, probs, q, k, v, params); });
-}
-void HostedBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
-                                          const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                                          const AttentionParams& params) {
-  timed(ProfiledOp::AttentionBwd, 2.0 * attention_flops(q, k),
-        [&] { inner_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, params); });
-}
-void HostedBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
-                                          const Tensor& beta, float eps) {
-  timed(ProfiledOp::LayerNormFwd, 0.0, [&] { inner_->layer_norm_forward(y, mean, rstd, x, gamma, beta, eps); });
-}
-void HostedBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
-  timed(ProfiledOp::LayerNormBwd, 0.0, [&] { inner_->layer_norm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma); });
-}
-void HostedBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
-  timed(ProfiledOp::RmsNormFwd, 0.0, [&] { inner_->rms_norm_forward(y, rstd, x, gamma, eps); });
-}
-void HostedBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
-                                         const Tensor& gamma) {
-  timed(ProfiledOp::RmsNormBwd, 0.0, [&] { inner_->rms_norm_backward(dx, dgamma, dy, x, rstd, gamma); });
-}
-void HostedBackend::activation_forward(Tensor& y, const Tensor& x, Activation act) {
-  timed(ProfiledOp::ActivationFwd, 0.0, [&] { inner_->activation_forward(y, x, act); });
-}
-void HostedBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) {
-  timed(ProfiledOp::ActivationBwd, 0.0, [&] { inner_->activation_backward(dx, dy, x, act); });
-}
-void HostedBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
-  timed(ProfiledOp::AddFwd, 0.0, [&] { inner_->add_forward(y, a, b, alpha, beta); });
-}
-void HostedBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
-  timed(ProfiledOp::AddBwd, 0.0, [&] { inner_->add_backward(da, db, dy, alpha, beta); });
-}
-void HostedBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
-  timed(ProfiledOp::MulFwd, 0.0, [&] { inner_->mul_forward(y, a, b); });
-}
-void HostedBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
-  timed(ProfiledOp::MulBwd, 0.0, [&] { inner_->mul_backward(da, db, dy, a, b); });
-}
-void HostedBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
-  timed(ProfiledOp::Axpy, 0.0, [&] { inner_->axpy(y, x, alpha); });
-}
-void HostedBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const RngKey& rng) {
-  timed(ProfiledOp::DropoutFwd, 0.0, [&] { inner_->dropout_forward(y, x, p, rng); });
-}
-void HostedBackend::dropout_backward(Tensor& dx, const Tensor& dy, float p, const RngKey& rng) {
-  timed(ProfiledOp::DropoutBwd, 0.0, [&] { inner_->dropout_backward(dx, dy, p, rng); });
-}
-void HostedBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
-  timed(ProfiledOp::EmbeddingFwd, 0.0, [&] { inner_->embedding_forward(y, ids, table); });
-}
-void HostedBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
-  timed(ProfiledOp::EmbeddingBwd, 0.0, [&] { inner_->embedding_backward(dtable, dy, ids); });
-}
-void HostedBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
-  timed(ProfiledOp::HeadsFwd, 0.0, [&] { inner_->split_heads_forward(y, x, parts, part); });
-}
-void HostedBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
-  timed(ProfiledOp::HeadsBwd, 0.0, [&] { inner_->split_heads_backward(dx, dy, parts, part); });
-}
-void HostedBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
-  timed(ProfiledOp::HeadsFwd, 0.0, [&] { inner_->merge_heads_forward(y, x); });
-}
-void HostedBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
-  timed(ProfiledOp::HeadsBwd, 0.0, [&] { inner_->merge_heads_backward(dx, dy); });
-}
-void HostedBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
-                                             const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
-  timed(ProfiledOp::CrossEntropy, 0.0,
-        [&] { inner_->cross_entropy_forward(loss, dlogits, stats, logits, targets, ignore_index, label_smoothing); });
-}
-void HostedBackend::sum_squares(Tensor& total, const Tensor& x) {
-  timed(ProfiledOp::SumSquares, 0.0, [&] { inner_->sum_squares(total, x); });
-}
-void HostedBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
-                                   const AdamParams& params) {
-  timed(ProfiledOp::AdamUpdate, 0.0, [&] { inner_->adam_update(w, m, v, w_low, grad, params); });
-}
+// Every op of ablate/backend_ops.hpp: timed into its row with its work, forwarded.
+#define ABLATE_HOSTED_OP(name, params, args)                                      \
+  void HostedBackend::name params {                                               \
+    constexpr ProfiledOp row = row_of(#name);                                     \
+    timed(row, work args, [&] { inner_->name args; });                            \
+  }
+ABLATE_BACKEND_OPS(ABLATE_HOSTED_OP)
+#undef ABLATE_HOSTED_OP
 
 }  // namespace ablate::train

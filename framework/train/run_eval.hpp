@@ -11,7 +11,7 @@
 #include <string>
 
 #include "ablate/task.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 #include "spec/experiment_spec.hpp"
 #include "train/experiment.hpp"
 

@@ -16,7 +16,7 @@
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
 #include "core/text.hpp"
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/plugin_call.hpp"
 #include "train/checkpoint.hpp"
 #include "train/data_order.hpp"
 #include "train/evaluator.hpp"

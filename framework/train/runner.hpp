@@ -12,7 +12,7 @@
 #include <ostream>
 #include <string>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 #include "results/run_file.hpp"
 #include "spec/experiment_spec.hpp"
 #include "train/progress.hpp"

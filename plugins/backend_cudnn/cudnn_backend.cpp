@@ -22,80 +22,31 @@ void fail(const char* op, const std::string& message) {
   throw ablate::Error(std::string("backend/cudnn: ") + op + ": " + message);
 }
 
-kernels::VT value_type(const char* op, const char* name, const Tensor& t) {
-  if (!t.defined()) fail(op, std::string(name) + " is undefined");
-  if (t.dtype() == DType::I32) fail(op, std::string(name) + " " + t.str() + " must be f32 or bf16");
-  return t.dtype() == DType::BF16 ? VT::BF16 : VT::F32;
-}
+kernels::VT value_type(const Tensor& t) { return t.dtype() == DType::BF16 ? VT::BF16 : VT::F32; }
 
-void need_dtype(const char* op, const char* name, const Tensor& t, DType dtype) {
-  if (!t.defined()) fail(op, std::string(name) + " is undefined");
-  if (t.dtype() != dtype) fail(op, std::string(name) + " " + t.str() + " must be " + ablate::dtype_name(dtype));
-}
-
-void need_shape(const char* op, const char* name, const Tensor& t, const Shape& shape) {
-  if (t.shape() != shape) fail(op, std::string(name) + " " + t.str() + " must have shape " + shape.str());
-}
-
-void need_numel(const char* op, const char* name, const Tensor& t, std::int64_t n) {
-  if (t.numel() != n) fail(op, std::string(name) + " " + t.str() + " must have " + std::to_string(n) + " elements");
-}
-
-void need_like(const char* op, const char* name, const Tensor& t, const Tensor& like) {
-  need_dtype(op, name, t, like.dtype());
-  need_shape(op, name, t, like.shape());
-}
-
-void need_probability(const char* op, const char* name, float p) {
-  if (!(p >= 0.0f && p < 1.0f)) fail(op, std::string(name) + " " + std::to_string(p) + " must be in [0, 1)");
-}
-
-kernels::VT grad_type(const char* op, const char* name, const Tensor& g, const Tensor& value) {
-  const VT t = value_type(op, name, g);
-  if (g.dtype() != DType::F32 && g.dtype() != value.dtype())
-    fail(op, std::string(name) + " " + g.str() + " must be f32 or " + ablate::dtype_name(value.dtype()));
-  if (g.numel() != value.numel()) fail(op, std::string(name) + " " + g.str() + " must match " + value.str());
-  return t;
+void need_value_dtype(const char* op, const char* name, const Tensor& g, const char* value_name, const Tensor& value) {
+  if (g.dtype() != value.dtype())
+    fail(op, std::string(name) + " " + g.str() + " must have the dtype of " + value_name + " " + value.str() +
+                 " here: this backend has no f32 gradient for a bf16 " + op);
 }
 
 kernels::Act act_of(ablate::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
 
-NormDims norm_dims(const char* op, const Tensor& x, const char* same_name, const Tensor& same, const Tensor* dx,
-                   const Tensor& gamma, std::initializer_list<std::pair<const char*, const Tensor*>> stats) {
-  const NormDims d{value_type(op, "x", x), x.shape().rows(), x.shape().last()};
-  need_like(op, same_name, same, x);
-  if (dx) need_like(op, "dx", *dx, x);
-  need_dtype(op, "gamma", gamma, x.dtype());
-  need_numel(op, "gamma", gamma, d.D);
-  for (const auto& [name, t] : stats) {
-    need_dtype(op, name, *t, DType::F32);
-    need_numel(op, name, *t, d.rows);
-  }
-  return d;
-}
+NormDims norm_dims(const Tensor& x) { return NormDims{value_type(x), x.shape().rows(), x.shape().last()}; }
 
 namespace {
 
-// The [N, I] x [O, I] geometry of a linear op (checked): x F32/BF16, w [O, I] of x's dtype.
+// The [N, I] x [O, I] geometry of a linear op (its shapes checked by ablate::contract).
 struct LinearDims {
   VT t;
   std::int64_t N, I, O;
 };
-LinearDims linear_dims(const char* op, const Tensor& x, const Tensor& w) {
-  const VT t = value_type(op, "x", x);
-  need_dtype(op, "w", w, x.dtype());
-  if (w.shape().rank() != 2) fail(op, "w " + w.str() + " must be [O, I]");
-  if (x.shape().last() != w.shape()[1]) fail(op, "x " + x.str() + " does not match w " + w.str());
-  return {t, x.shape().rows(), w.shape()[1], w.shape()[0]};
-}
+LinearDims linear_dims(const Tensor& x, const Tensor& w) { return {value_type(x), x.shape().rows(), w.shape()[1], w.shape()[0]}; }
 
 GemmOperand operand(const Tensor& t, std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
   return GemmOperand{t.raw(), t.dtype() == DType::BF16 ? VT::BF16 : VT::F32, batch, rows, cols, trans};
 }
 
-bool needs_pre(ablate::Activation a) {
-  return a == ablate::Activation::GeluErf || a == ablate::Activation::GeluTanh || a == ablate::Activation::SiLU;
-}
 
 }  // namespace
 
@@ -169,24 +120,23 @@ void* CudnnBackend::scratch(Slot slot, std::size_t bytes) {
 }
 
 void CudnnBackend::fill(Tensor& y, float value) {
-  if (!y.defined()) fail("fill", "y is undefined");
+  ablate::contract::fill(y);
   kernels::fill(y.raw(), static_cast<int>(y.dtype()), y.numel(), value, stream_);
 }
 
 void CudnnBackend::copy_from_host(Tensor& dst, const void* src) {
-  if (!dst.defined()) fail("copy_from_host", "dst is undefined");
+  ablate::contract::copy_from_host(dst);
   check_cuda(cudaMemcpyAsync(dst.raw(), src, dst.bytes(), cudaMemcpyHostToDevice, stream_), "copy_from_host");
 }
 
 void CudnnBackend::copy_to_host(void* dst, const Tensor& src) {
-  if (!src.defined()) fail("copy_to_host", "src is undefined");
+  ablate::contract::copy_to_host(src);
   check_cuda(cudaMemcpyAsync(dst, src.raw(), src.bytes(), cudaMemcpyDeviceToHost, stream_), "copy_to_host");
   synchronize();
 }
 
 void CudnnBackend::copy(Tensor& dst, const Tensor& src) {
-  if (!dst.defined() || !src.defined() || dst.numel() != src.numel() || dst.dtype() != src.dtype())
-    fail("copy", "dst " + dst.str() + " and src " + src.str() + " differ in numel or dtype");
+  ablate::contract::copy(dst, src);
   check_cuda(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToDevice, stream_), "copy");
 }
 
@@ -208,27 +158,18 @@ void CudnnBackend::check_flags() {
 
 void CudnnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
                                   ablate::Activation act) {
+  ablate::contract::linear_forward(y, pre, x, w, b, act);
   const char* op = "linear_forward";
-  const auto [t, N, I, O] = linear_dims(op, x, w);
-  need_dtype(op, "y", y, x.dtype());
-  need_shape(op, "y", y, x.shape().with_last(O));
-  if (b) {
-    need_dtype(op, "b", *b, x.dtype());
-    need_numel(op, "b", *b, O);
-  }
-  if (pre) need_like(op, "pre", *pre, y);
+  const auto [t, N, I, O] = linear_dims(x, w);
   GemmEpilogue ep{b ? b->raw() : nullptr, act_of(act), pre ? pre->raw() : nullptr};
   gemm_->run(y.raw(), t, operand(x, 1, N, I, false), operand(w, 1, I, O, true), 1.0f, 0.0f, ep, op);
 }
 
 void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
                                    const Tensor& w, const Tensor* pre, const Tensor& y, ablate::Activation act) {
+  ablate::contract::linear_backward(dx, dw, db, dy, x, w, pre, y, act);
   const char* op = "linear_backward";
-  const auto [t, N, I, O] = linear_dims(op, x, w);
-  need_dtype(op, "dy", dy, x.dtype());
-  need_shape(op, "dy", dy, x.shape().with_last(O));
-  if (needs_pre(act) && pre == nullptr)
-    fail(op, std::string("activation ") + ablate::activation_name(act) + " needs `pre` for backward (got null)");
+  const auto [t, N, I, O] = linear_dims(x, w);
   // g = dy ⊙ act'(pre), or dy itself without an activation
   const void* g = dy.raw();
   if (act != ablate::Activation::None) {
@@ -240,16 +181,14 @@ void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Ten
   }
   const GemmOperand gop{g, t, 1, N, O, false};
   if (dx) {  // dx[N, I] += g[N, O] · w[O, I]
-    need_like(op, "dx", *dx, x);
     gemm_->run(dx->raw(), t, gop, operand(w, 1, O, I, false), 1.0f, 1.0f, {}, op);
   }
   if (dw) {  // dw[O, I] += g^T[O, N] · x[N, I]
-    const VT wt = grad_type(op, "dw", *dw, w);
+    const VT wt = value_type(*dw);
     gemm_->run(dw->raw(), wt, GemmOperand{g, t, 1, O, N, true}, operand(x, 1, N, I, false), 1.0f, 1.0f, {}, op);
   }
   if (db) {  // db[O] += column sums of g
-    const VT bt = value_type(op, "db", *db);
-    need_numel(op, "db", *db, O);
+    const VT bt = value_type(*db);
     kernels::column_sum(db->raw(), bt, g, t, N, O, 1.0f, scratch(kReduce, kernels::column_sum_scratch_bytes(N, O)),
                         stream_);
   }
@@ -257,11 +196,9 @@ void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Ten
 
 namespace {
 
-// [..., R, C] as (batch, R, C).
-void matrix_dims(const char* op, const char* name, const Tensor& t, std::int64_t& batch, std::int64_t& r,
-                 std::int64_t& c) {
+// [..., R, C] (rank >= 2, checked by ablate::contract) as (batch, R, C).
+void matrix_dims(const Tensor& t, std::int64_t& batch, std::int64_t& r, std::int64_t& c) {
   const int rank = t.shape().rank();
-  if (rank < 2) fail(op, std::string(name) + " " + t.str() + " must have rank >= 2");
   r = t.shape()[rank - 2];
   c = t.shape()[rank - 1];
   batch = (r * c == 0) ? 0 : t.numel() / (r * c);
@@ -270,17 +207,13 @@ void matrix_dims(const char* op, const char* name, const Tensor& t, std::int64_t
 }  // namespace
 
 void CudnnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool ta, bool tb, float alpha) {
+  ablate::contract::matmul_forward(c, a, b, ta, tb);
   const char* op = "matmul_forward";
-  const VT t = value_type(op, "a", a);
-  need_dtype(op, "b", b, a.dtype());
-  need_dtype(op, "c", c, a.dtype());
-  std::int64_t ba, ar, ac, bb, br, bc, bcn, cr, cc;
-  matrix_dims(op, "a", a, ba, ar, ac);
-  matrix_dims(op, "b", b, bb, br, bc);
-  matrix_dims(op, "c", c, bcn, cr, cc);
-  const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, Kb = tb ? bc : br, N = tb ? br : bc;
-  if (K != Kb || ba != bb) fail(op, "a " + a.str() + (ta ? "^T" : "") + " and b " + b.str() + (tb ? "^T" : "") + " do not multiply");
-  if (bcn != ba || cr != M || cc != N) fail(op, "c " + c.str() + " must be [Bt, M, N] for a " + a.str() + ", b " + b.str());
+  const VT t = value_type(a);
+  std::int64_t ba, ar, ac, bb, br, bc;
+  matrix_dims(a, ba, ar, ac);
+  matrix_dims(b, bb, br, bc);
+  const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
   gemm_->run(c.raw(), t, operand(a, ba, M, K, ta), operand(b, ba, K, N, tb), alpha, 0.0f, {}, op);
 }
 
@@ -288,24 +221,23 @@ void CudnnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, b
 // into the stored layouts (a stored transposed gets the transposed product).
 void CudnnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool ta,
                                    bool tb, float alpha) {
+  ablate::contract::matmul_backward(da, db, dc, a, b, ta, tb);
   const char* op = "matmul_backward";
-  const VT t = value_type(op, "a", a);
-  need_dtype(op, "dc", dc, a.dtype());
+  const VT t = value_type(a);
   std::int64_t Bt, ar, ac, bb, br, bc;
-  matrix_dims(op, "a", a, Bt, ar, ac);
-  matrix_dims(op, "b", b, bb, br, bc);
+  matrix_dims(a, Bt, ar, ac);
+  matrix_dims(b, bb, br, bc);
   const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
-  need_numel(op, "dc", dc, Bt * M * N);
   const GemmOperand dC{dc.raw(), t, Bt, M, N, false}, dCt{dc.raw(), t, Bt, N, M, true};
   if (da) {
-    need_like(op, "da", *da, a);
+    need_value_dtype(op, "da", *da, "a", a);
     if (!ta)  // da[M, K] += alpha dC[M, N] · op(B)^T[N, K]
       gemm_->run(da->raw(), t, dC, operand(b, Bt, N, K, !tb), alpha, 1.0f, {}, op);
     else  // da[K, M] += alpha op(B)[K, N] · dC^T[N, M]
       gemm_->run(da->raw(), t, operand(b, Bt, K, N, tb), dCt, alpha, 1.0f, {}, op);
   }
   if (db) {
-    need_like(op, "db", *db, b);
+    need_value_dtype(op, "db", *db, "b", b);
     if (!tb)  // db[K, N] += alpha op(A)^T[K, M] · dC[M, N]
       gemm_->run(db->raw(), t, operand(a, Bt, K, M, !ta), dC, alpha, 1.0f, {}, op);
     else  // db[N, K] += alpha dC^T[N, M] · op(A)[M, K]
@@ -316,15 +248,11 @@ void CudnnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, con
 // ------------------------------------------------------------------------------------------
 // attention
 
-kernels::AttentionShape CudnnBackend::attention_shape(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
-                                                      const Tensor& lse, const ablate::AttentionParams& p) const {
-  value_type(op, "q", q);
-  need_dtype(op, "k", k, q.dtype());
-  need_dtype(op, "v", v, q.dtype());
+kernels::AttentionShape CudnnBackend::attention_shape(const Tensor& q, const Tensor& k,
+                                                      const ablate::AttentionParams& p) const {
   // k/v may have Hkv heads dividing H (grouped-query attention), and a bias / ALiBi slopes may be
   // added to the logits: the unfused path runs both (compiled, not yet run on a GPU); the fused
   // cuDNN graphs here are built without them, so such calls never take the fused path.
-  if (const std::string problem = ablate::attention_problem(q, k, v, p); !problem.empty()) fail(op, problem);
   kernels::AttentionShape a;
   a.B = q.shape()[0];
   a.H = q.shape()[1];
@@ -336,14 +264,9 @@ kernels::AttentionShape CudnnBackend::attention_shape(const char* op, const Tens
     a.bias_heads = p.bias->shape()[0];
   }
   if (p.slopes) a.slopes = p.slopes->data<float>();
-  need_dtype(op, "lse", lse, DType::F32);
-  need_shape(op, "lse", lse, Shape{a.B, a.H, a.T});
   if (p.key_lengths) {
-    need_dtype(op, "key_lengths", *p.key_lengths, DType::I32);
-    need_numel(op, "key_lengths", *p.key_lengths, a.B);
     a.key_lengths = p.key_lengths->data<std::int32_t>();
   }
-  need_probability(op, "dropout", p.dropout);
   a.causal = p.causal;
   a.query_offset = p.causal || p.slopes ? p.query_offset : 0;  // the offset of masks and of ALiBi's distances
   a.dropout = p.dropout;
@@ -375,15 +298,11 @@ std::optional<SdpaConfig> CudnnBackend::fused_attention(const kernels::Attention
 
 void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const ablate::AttentionParams& params) {
+  ablate::contract::attention_forward(*this, out, lse, probs, q, k, v, params);
   const char* op = "attention_forward";
-  const kernels::AttentionShape a = attention_shape(op, q, k, v, lse, params);
-  const VT t = value_type(op, "q", q);
+  const kernels::AttentionShape a = attention_shape(q, k, params);
+  const VT t = value_type(q);
   const std::int64_t Dh = q.shape()[3], BH = a.B * a.H;
-  need_like(op, "out", out, q);
-  if (probs) {
-    need_dtype(op, "probs", *probs, DType::F32);
-    need_shape(op, "probs", *probs, Shape{a.B, a.H, a.T, a.S});
-  }
   if (const auto cfg = fused_attention(a, Dh, q.dtype(), probs != nullptr, params.scale, false)) {
     const void* mask = cfg->dropout ? dropout_mask(a) : nullptr;
     if (graphs_->sdpa_forward(*cfg, out.raw(), lse.data<float>(), q.raw(), k.raw(), v.raw(), a.key_lengths, mask,
@@ -408,14 +327,11 @@ void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, co
 void CudnnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
                                       const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                                       const ablate::AttentionParams& params) {
+  ablate::contract::attention_backward(*this, dq, dk, dv, dout, out, lse, q, k, v, params);
   const char* op = "attention_backward";
-  const kernels::AttentionShape a = attention_shape(op, q, k, v, lse, params);
-  const VT t = value_type(op, "q", q);
+  const kernels::AttentionShape a = attention_shape(q, k, params);
+  const VT t = value_type(q);
   const std::int64_t Dh = q.shape()[3], BH = a.B * a.H;
-  need_like(op, "dout", dout, q);
-  if (dq) need_like(op, "dq", *dq, q);
-  if (dk) need_like(op, "dk", *dk, k);
-  if (dv) need_like(op, "dv", *dv, v);
 
   const auto cfg = out.defined() ? fused_attention(a, Dh, q.dtype(), false, params.scale, true) : std::nullopt;
   if (cfg) {
@@ -467,10 +383,8 @@ const void* CudnnBackend::dropout_mask(const kernels::AttentionShape& a) {
 
 void CudnnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
                                       const Tensor& beta, float eps) {
-  const char* op = "layer_norm_forward";
-  const auto [t, rows, D] = norm_dims(op, x, "y", y, nullptr, gamma, {{"mean", &mean}, {"rstd", &rstd}});
-  need_dtype(op, "beta", beta, x.dtype());
-  need_numel(op, "beta", beta, D);
+  ablate::contract::layer_norm_forward(y, mean, rstd, x, gamma, beta);
+  const auto [t, rows, D] = norm_dims(x);
   if (rows == 0) return;
   if (graphs_->layer_norm_forward(t == VT::BF16, rows, D, eps, y.raw(), mean.data<float>(), rstd.data<float>(), x.raw(),
                                   gamma.raw(), beta.raw(), stream_))
@@ -481,10 +395,11 @@ void CudnnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, con
 
 void CudnnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
                                        const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
+  ablate::contract::layer_norm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma);
   const char* op = "layer_norm_backward";
-  const auto [t, rows, D] = norm_dims(op, x, "dy", dy, dx, gamma, {{"mean", &mean}, {"rstd", &rstd}});
-  const VT gt = dgamma ? grad_type(op, "dgamma", *dgamma, gamma) : VT::F32;
-  const VT bt = dbeta ? grad_type(op, "dbeta", *dbeta, gamma) : VT::F32;
+  const auto [t, rows, D] = norm_dims(x);
+  const VT gt = dgamma ? value_type(*dgamma) : VT::F32;
+  const VT bt = dbeta ? value_type(*dbeta) : VT::F32;
   if (rows == 0) return;
   // cuDNN writes dx, dgamma and dbeta (F32); they are then added to the caller's gradients.
   void* gx = scratch(kGradA, x.bytes());

@@ -17,6 +17,7 @@
 #include <cudnn.h>
 
 #include "ablate/backend.hpp"
+#include "ablate/backend_contract.hpp"
 #include "cudnn_graph.hpp"
 #include "device_allocator.hpp"
 #include "gemm.hpp"
@@ -32,25 +33,19 @@ using ablate::Tensor;
 
 // Throws ablate::Error("backend/cudnn: <op>: <message>").
 [[noreturn]] void fail(const char* op, const std::string& message);
-// Checks shared by the ops: a defined F32/BF16 tensor, a given dtype, shape or element count.
-kernels::VT value_type(const char* op, const char* name, const Tensor& t);
-void need_dtype(const char* op, const char* name, const Tensor& t, DType dtype);
-void need_shape(const char* op, const char* name, const Tensor& t, const Shape& shape);
-void need_numel(const char* op, const char* name, const Tensor& t, std::int64_t n);
-void need_like(const char* op, const char* name, const Tensor& t, const Tensor& like);  // like's dtype and shape
-void need_probability(const char* op, const char* name, float p);                      // in [0, 1)
-// A parameter gradient: F32, or the values' dtype.
-kernels::VT grad_type(const char* op, const char* name, const Tensor& g, const Tensor& value);
+// The argument contract is ablate::contract's (ablate/backend_contract.hpp), which every op calls
+// first. value_type: the kernels' type of an F32/BF16 tensor. need_value_dtype refuses a gradient
+// whose dtype differs from its value's where this backend has no mixed-dtype kernel (an f32
+// gradient of a bf16 add/mul/matmul operand, which the contract itself allows).
+kernels::VT value_type(const Tensor& t);
+void need_value_dtype(const char* op, const char* name, const Tensor& g, const char* value_name, const Tensor& value);
 kernels::Act act_of(ablate::Activation a);
-// The [rows, D] geometry of a norm op over x (checked), with the checks its forward and backward
-// share: `same` ("y" or "dy") and dx (optional) shaped and typed like x, gamma [D], and each
-// statistic (mean, rstd) F32 [rows].
+// The [rows, D] geometry of a norm op over x [rows, D] (checked by ablate::contract).
 struct NormDims {
   kernels::VT t;
   std::int64_t rows, D;
 };
-NormDims norm_dims(const char* op, const Tensor& x, const char* same_name, const Tensor& same, const Tensor* dx,
-                   const Tensor& gamma, std::initializer_list<std::pair<const char*, const Tensor*>> stats);
+NormDims norm_dims(const Tensor& x);
 
 // Reusable device scratch buffers, one per purpose, grown and kept (a warm step allocates nothing).
 enum Slot : int {
@@ -133,9 +128,8 @@ class CudnnBackend final : public ablate::Backend {
   // Raises the error an embedding id or cross-entropy target out of range left in the flags
   // (they are read at the next synchronisation).
   void check_flags();
-  // The [B, H, T, S] attention geometry of q, k, v (checked), with the params' masks.
-  kernels::AttentionShape attention_shape(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
-                                          const Tensor& lse, const ablate::AttentionParams& p) const;
+  // The [B, H, T, S] attention geometry of q and k (checked by ablate::contract), with the params' masks.
+  kernels::AttentionShape attention_shape(const Tensor& q, const Tensor& k, const ablate::AttentionParams& p) const;
   std::optional<SdpaConfig> fused_attention(const kernels::AttentionShape& a, std::int64_t Dh, DType dtype, bool probs,
                                             float scale, bool backward);
   const void* dropout_mask(const kernels::AttentionShape& a);  // BF16 [B, H, T, S] factors in kAttPd

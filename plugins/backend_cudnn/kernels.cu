@@ -13,6 +13,7 @@
 #include <cmath>
 #include <string>
 
+#include "ablate/activation_math.hpp"
 #include "ablate/bf16.hpp"
 #include "ablate/error.hpp"
 #include "ablate/rope.hpp"
@@ -92,36 +93,34 @@ __device__ V block_reduce(V v, V* sh, Op op, V identity) {
 }
 
 // ---------------------------------------------------------------------------- activations
-// f32 versions of the reference's activate / activate_grad (GELU-erf as x Phi(x), with the CDF
-// from normcdff, which stays accurate in the negative tail).
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kGeluC = 0.044715f;
-constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+// The formulas of ablate/activation_math.hpp on CUDA's primitives (GELU-erf as x Phi(x), with the
+// CDF from normcdff, which stays accurate in the negative tail).
+struct DeviceMath {
+  __device__ static float cdf(float x) { return normcdff(x); }
+  __device__ static float exp(float x) { return expf(x); }
+  __device__ static float tanh(float u) { return tanhf(u); }
+};
 
 __device__ float act_fwd(Act a, float x) {
+  namespace am = ablate::activation_math;
   switch (a) {
     case Act::None: break;
     case Act::ReLU: return x > 0.0f ? x : 0.0f;
-    case Act::GeluErf: return x * normcdff(x);
-    case Act::GeluTanh: return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kGeluC * x * x * x)));
-    case Act::SiLU: return x / (1.0f + expf(-x));
+    case Act::GeluErf: return am::gelu_erf<DeviceMath>(x);
+    case Act::GeluTanh: return am::gelu_tanh<DeviceMath>(x);
+    case Act::SiLU: return am::silu<DeviceMath>(x);
   }
   return x;
 }
 
 __device__ float act_grad(Act a, float x) {
+  namespace am = ablate::activation_math;
   switch (a) {
     case Act::None: break;
     case Act::ReLU: return x > 0.0f ? 1.0f : 0.0f;
-    case Act::GeluErf: return normcdff(x) + x * kInvSqrt2Pi * expf(-0.5f * x * x);
-    case Act::GeluTanh: {
-      const float t = tanhf(kSqrt2OverPi * (x + kGeluC * x * x * x));
-      return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluC * x * x);
-    }
-    case Act::SiLU: {
-      const float s = 1.0f / (1.0f + expf(-x));
-      return s * (1.0f + x * (1.0f - s));
-    }
+    case Act::GeluErf: return am::gelu_erf_grad<DeviceMath>(x);
+    case Act::GeluTanh: return am::gelu_tanh_grad<DeviceMath>(x);
+    case Act::SiLU: return am::silu_grad<DeviceMath>(x);
   }
   return 1.0f;
 }

@@ -14,6 +14,7 @@
 #endif
 
 #include "ablate/backend.hpp"
+#include "ablate/activation_math.hpp"
 #include "ablate/bf16.hpp"
 #include "ablate/error.hpp"
 #include "ablate/philox.hpp"
@@ -165,10 +166,7 @@ inline void keep_scales(float* m, float* u, std::uint64_t base, std::int64_t n, 
 }
 
 // --- activations: y = f(x) and f'(x), branch-free so `omp simd` loops vectorise.
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kGeluC = 0.044715f;
 constexpr float kInvSqrt2 = 0.7071067811865476f;
-constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 
 // erfc(z) for z >= 0 with relative error < 1.2e-7 (Numerical Recipes' erfcc, a Chebyshev fit),
 // so 1 + erf(x) = erfc(-x) keeps its relative accuracy in the far negative tail of GELU.
@@ -200,31 +198,33 @@ inline float fast_tanh(float u) {
   const float r = (1.0f - t) / (1.0f + t);
   return u < 0.0f ? -r : r;
 }
+// The primitives of the activation formulas (ablate/activation_math.hpp): the fast versions above.
+struct FastMath {
+  static float cdf(float x) { return normal_cdf(x); }
+  static float exp(float x) { return fast_exp(x); }
+  static float tanh(float u) { return fast_tanh(u); }
+};
 #pragma omp declare simd
-inline float sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
+inline float sigmoid(float x) { return ablate::activation_math::sigmoid<FastMath>(x); }
 
 template <ablate::Activation A>
 inline float act_fwd(float x) {
   using ablate::Activation;
+  namespace am = ablate::activation_math;
   if constexpr (A == Activation::ReLU) return x > 0.0f ? x : 0.0f;
-  if constexpr (A == Activation::GeluErf) return x * normal_cdf(x);
-  if constexpr (A == Activation::GeluTanh) return 0.5f * x * (1.0f + fast_tanh(kSqrt2OverPi * (x + kGeluC * x * x * x)));
-  if constexpr (A == Activation::SiLU) return x * sigmoid(x);
+  if constexpr (A == Activation::GeluErf) return am::gelu_erf<FastMath>(x);
+  if constexpr (A == Activation::GeluTanh) return am::gelu_tanh<FastMath>(x);
+  if constexpr (A == Activation::SiLU) return am::silu<FastMath>(x);
   return x;
 }
 template <ablate::Activation A>
 inline float act_bwd(float x) {  // f'(x)
   using ablate::Activation;
+  namespace am = ablate::activation_math;
   if constexpr (A == Activation::ReLU) return x > 0.0f ? 1.0f : 0.0f;
-  if constexpr (A == Activation::GeluErf) return normal_cdf(x) + x * kInvSqrt2Pi * fast_exp(-0.5f * x * x);
-  if constexpr (A == Activation::GeluTanh) {
-    const float t = fast_tanh(kSqrt2OverPi * (x + kGeluC * x * x * x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluC * x * x);
-  }
-  if constexpr (A == Activation::SiLU) {
-    const float s = sigmoid(x);
-    return s * (1.0f + x * (1.0f - s));
-  }
+  if constexpr (A == Activation::GeluErf) return am::gelu_erf_grad<FastMath>(x);
+  if constexpr (A == Activation::GeluTanh) return am::gelu_tanh_grad<FastMath>(x);
+  if constexpr (A == Activation::SiLU) return am::silu_grad<FastMath>(x);
   return 1.0f;
 }
 
@@ -284,36 +284,10 @@ inline void chunked_column_sum(float* out, float* partial, std::int64_t rows, st
   }
 }
 
-// --- argument checks: every message names the op and the tensors involved.
+// --- failures inside the backend (a oneDNN error, a value out of range): the argument contract
+// itself is ablate::contract's (ablate/backend_contract.hpp), which every op calls first.
 [[noreturn]] inline void fail(const char* op, const std::string& what) {
   throw ablate::Error(std::string("onednn ") + op + ": " + what);
-}
-inline void need_defined(const char* op, const char* name, const ablate::Tensor& t) {
-  if (!t.defined()) fail(op, std::string(name) + " is an undefined tensor");
-}
-inline void need_float(const char* op, const char* name, const ablate::Tensor& t) {
-  need_defined(op, name, t);
-  if (t.dtype() != ablate::DType::F32 && t.dtype() != ablate::DType::BF16)
-    fail(op, std::string(name) + " " + t.str() + " must be f32 or bf16");
-}
-inline void need_dtype(const char* op, const char* name, const ablate::Tensor& t, ablate::DType d) {
-  need_defined(op, name, t);
-  if (t.dtype() != d) fail(op, std::string(name) + " " + t.str() + " must be " + ablate::dtype_name(d));
-}
-inline void need_same_shape(const char* op, const char* an, const ablate::Tensor& a, const char* bn,
-                            const ablate::Tensor& b) {
-  if (a.shape() != b.shape()) fail(op, std::string(an) + " " + a.str() + " and " + bn + " " + b.str() + " differ in shape");
-}
-inline void need_numel(const char* op, const char* name, const ablate::Tensor& t, std::int64_t n) {
-  if (t.numel() != n) fail(op, std::string(name) + " " + t.str() + " must have " + std::to_string(n) + " elements");
-}
-// An F32 tensor of n elements (statistics: mean, rstd, lse, loss, optimizer state).
-inline void need_f32(const char* op, const char* name, const ablate::Tensor& t, std::int64_t n) {
-  need_dtype(op, name, t, ablate::DType::F32);
-  need_numel(op, name, t, n);
-}
-inline void need_rank(const char* op, const char* name, const ablate::Tensor& t, int rank) {
-  if (t.shape().rank() != rank) fail(op, std::string(name) + " " + t.str() + " must have rank " + std::to_string(rank));
 }
 
 }  // namespace backend_onednn

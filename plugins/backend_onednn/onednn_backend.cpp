@@ -118,7 +118,7 @@ Tensor OnednnBackend::empty(const Shape& shape, DType dtype) {
 }
 
 void OnednnBackend::fill(Tensor& y, float value) {
-  need_defined("fill", "y", y);
+  ablate::contract::fill(y);
   const std::int64_t n = y.numel();
   if (y.dtype() == DType::I32) {
     auto* p = y.data<std::int32_t>();
@@ -134,20 +134,17 @@ void OnednnBackend::fill(Tensor& y, float value) {
 }
 
 void OnednnBackend::copy_from_host(Tensor& dst, const void* src) {
-  need_defined("copy_from_host", "dst", dst);
+  ablate::contract::copy_from_host(dst);
   if (dst.bytes()) std::memcpy(dst.raw(), src, dst.bytes());
 }
 
 void OnednnBackend::copy_to_host(void* dst, const Tensor& src) {
-  need_defined("copy_to_host", "src", src);
+  ablate::contract::copy_to_host(src);
   if (src.bytes()) std::memcpy(dst, src.raw(), src.bytes());
 }
 
 void OnednnBackend::copy(Tensor& dst, const Tensor& src) {
-  need_defined("copy", "dst", dst);
-  need_defined("copy", "src", src);
-  if (dst.numel() != src.numel() || dst.dtype() != src.dtype())
-    fail("copy", "dst " + dst.str() + " and src " + src.str() + " differ in numel or dtype");
+  ablate::contract::copy(dst, src);
   if (dst.raw() != src.raw() && dst.bytes()) std::memcpy(dst.raw(), src.raw(), dst.bytes());
 }
 
@@ -395,24 +392,9 @@ void activation_grad_rows(G* gs, float* dbs, float* partial, const D* d, const S
 
 void OnednnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
                                    Activation act) {
+  ablate::contract::linear_forward(y, pre, x, w, b, act);
   const char* op = "linear_forward";
-  need_float(op, "y", y);
-  need_float(op, "x", x);
-  need_float(op, "w", w);
-  need_rank(op, "w", w, 2);
   const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
-  if (x.shape().last() != I) fail(op, "x " + x.str() + " does not match w " + w.str());
-  if (y.shape().last() != O || y.numel() != N * O) 
-    fail(op, "y " + y.str() + " must be [N=" + std::to_string(N) + ", O=" + std::to_string(O) + "] for x " + x.str() +
-                 " and w " + w.str());
-  if (b) {
-    need_float(op, "b", *b);
-    need_numel(op, "b", *b, O);
-  }
-  if (pre) {
-    need_float(op, "pre", *pre);
-    need_same_shape(op, "pre", *pre, "y", y);
-  }
   const MatView xv = view_of(x, 1, N, I, false), wv = view_of(w, 1, I, O, true);  // w^T: [I, O] stored [O, I]
   // ReLU runs as a oneDNN post-op; GELU/SiLU run as our own vectorised pass afterwards (measured
   // faster here than oneDNN 2.6's gelu post-op on AVX2), in place on y when `pre` is not kept.
@@ -428,26 +410,9 @@ void OnednnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, cons
 
 void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
                                     const Tensor& w, const Tensor* pre, const Tensor& y, Activation act) {
+  ablate::contract::linear_backward(dx, dw, db, dy, x, w, pre, y, act);
   const char* op = "linear_backward";
-  need_float(op, "dy", dy);
-  need_float(op, "x", x);
-  need_float(op, "w", w);
-  need_rank(op, "w", w, 2);
   const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
-  if (x.shape().last() != I) fail(op, "x " + x.str() + " does not match w " + w.str());
-  if (dy.shape().last() != O || dy.numel() != N * O) fail(op, "dy " + dy.str() + " must be [N, O] for x " + x.str() + ", w " + w.str());
-  if (dx) {
-    need_float(op, "dx", *dx);
-    need_same_shape(op, "dx", *dx, "x", x);
-  }
-  if (dw) {
-    need_float(op, "dw", *dw);
-    need_same_shape(op, "dw", *dw, "w", w);
-  }
-  if (db) {
-    need_float(op, "db", *db);
-    need_numel(op, "db", *db, O);
-  }
   if (!dx && !dw && !db) return;
 
   // g[N, O] = dy ⊙ act'(pre or y) (dy itself when act is None), and db's column sums of g in
@@ -456,10 +421,8 @@ void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Te
   const Tensor* src = nullptr;
   if (act != Activation::None) {
     src = pre;
-    if (act == Activation::ReLU && !src) src = &y;  // relu' from y: y > 0 <=> pre > 0
-    if (!src || !src->defined())
-      fail(op, std::string("activation ") + ablate::activation_name(act) + " needs `pre` for backward (got null)");
-    need_numel(op, "pre", *src, N * O);
+    if (act == Activation::ReLU && !src) src = &y;  // relu' from y: y > 0 <=> pre > 0 (the contract
+                                                    // requires pre for the other activations)
   }
   // g is kept as bf16 when the GEMMs below take it as bf16 anyway (bf16 values, bf16 instructions).
   const DType g_dtype = native_bf16_ && x.dtype() == DType::BF16 ? DType::BF16 : DType::F32;
@@ -515,46 +478,35 @@ namespace {
 struct MatmulDims {
   std::int64_t Bt, M, K, N;
 };
-MatmulDims matmul_dims(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  need_float(op, "a", a);
-  need_float(op, "b", b);
-  if (a.shape().rank() < 2 || b.shape().rank() < 2) fail(op, "a " + a.str() + " and b " + b.str() + " must have rank >= 2");
+// The sizes of op(a) · op(b), whose shapes ablate::contract has checked.
+MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   const int ra = a.shape().rank(), rb = b.shape().rank();
   const std::int64_t a0 = a.shape()[ra - 2], a1 = a.shape()[ra - 1], b0 = b.shape()[rb - 2], b1 = b.shape()[rb - 1];
   MatmulDims d{};
   d.M = ta ? a1 : a0;
   d.K = ta ? a0 : a1;
-  const std::int64_t kb = tb ? b1 : b0;
   d.N = tb ? b0 : b1;
   d.Bt = a.numel() / std::max<std::int64_t>(a0 * a1, 1);
-  const std::int64_t bb = b.numel() / std::max<std::int64_t>(b0 * b1, 1);
-  if (kb != d.K || bb != d.Bt)
-    fail(op, "a " + a.str() + (ta ? "^T" : "") + " and b " + b.str() + (tb ? "^T" : "") + " do not multiply");
   return d;
 }
 }  // namespace
 
 void OnednnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
                                    float alpha) {
+  ablate::contract::matmul_forward(c, a, b, trans_a, trans_b);
   const char* op = "matmul_forward";
-  const MatmulDims d = matmul_dims(op, a, b, trans_a, trans_b);
-  need_float(op, "c", c);
-  if (c.numel() != d.Bt * d.M * d.N || c.shape().last() != d.N)
-    fail(op, "c " + c.str() + " must be [Bt, M, N] for a " + a.str() + ", b " + b.str());
+  const MatmulDims d = matmul_dims(a, b, trans_a, trans_b);
   gemm(c.raw(), c.dtype(), view_of(a, d.Bt, d.M, d.K, trans_a), view_of(b, d.Bt, d.K, d.N, trans_b), alpha, false,
        nullptr, Activation::None, op);
 }
 
 void OnednnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
                                     bool trans_a, bool trans_b, float alpha) {
+  ablate::contract::matmul_backward(da, db, dc, a, b, trans_a, trans_b);
   const char* op = "matmul_backward";
-  const MatmulDims d = matmul_dims(op, a, b, trans_a, trans_b);
-  need_float(op, "dc", dc);
-  need_numel(op, "dc", dc, d.Bt * d.M * d.N);
+  const MatmulDims d = matmul_dims(a, b, trans_a, trans_b);
   const std::int64_t Bt = d.Bt, M = d.M, K = d.K, N = d.N;
   if (da) {
-    need_float(op, "da", *da);
-    need_same_shape(op, "da", *da, "a", a);
     if (!trans_a)  // da[M, K] += alpha dc[M, N] · op(b)^T[N, K]
       gemm(da->raw(), da->dtype(), view_of(dc, Bt, M, N, false), view_of(b, Bt, N, K, !trans_b), alpha, true, nullptr,
            Activation::None, op);
@@ -563,8 +515,6 @@ void OnednnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, co
            Activation::None, op);
   }
   if (db) {
-    need_float(op, "db", *db);
-    need_same_shape(op, "db", *db, "b", b);
     if (!trans_b)  // db[K, N] += alpha op(a)^T[K, M] · dc[M, N]
       gemm(db->raw(), db->dtype(), view_of(a, Bt, K, M, !trans_a), view_of(dc, Bt, M, N, false), alpha, true, nullptr,
            Activation::None, op);
@@ -586,19 +536,9 @@ struct AttDims {
                      // group is one [G*T, Dh] block against one k/v head (no repeated k/v)
 };
 
-AttDims attention_dims(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
-                       const ablate::AttentionParams& prm) {
-  need_float(op, "q", q);
-  need_float(op, "k", k);
-  need_float(op, "v", v);
-  if (const std::string problem = ablate::attention_problem(q, k, v, prm); !problem.empty()) fail(op, problem);
-  AttDims d{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3], k.shape()[1]};
-  if (prm.key_lengths) {
-    need_dtype(op, "key_lengths", *prm.key_lengths, DType::I32);
-    need_numel(op, "key_lengths", *prm.key_lengths, d.B);
-  }
-  if (!(prm.dropout >= 0.0f && prm.dropout <= 1.0f)) fail(op, "dropout must be in [0, 1], got " + std::to_string(prm.dropout));
-  return d;
+// The sizes of q [B, H, T, Dh] and k [B, Hkv, S, Dh] (checked by ablate::contract).
+AttDims attention_dims(const Tensor& q, const Tensor& k) {
+  return AttDims{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3], k.shape()[1]};
 }
 
 // Caps the n visible scaled logits of a row at softcap: x -> c tanh(x / c); `slope` (if not null)
@@ -641,14 +581,9 @@ inline std::int64_t visible_keys(const AttDims& d, const ablate::AttentionParams
 
 void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
                                       const Tensor& v, const ablate::AttentionParams& prm) {
+  ablate::contract::attention_forward(*this, out, lse, probs, q, k, v, prm);
   const char* op = "attention_forward";
-  const AttDims d = attention_dims(op, q, k, v, prm);
-  need_float(op, "out", out);
-  need_same_shape(op, "out", out, "q", q);
-  need_f32(op, "lse", lse, d.B * d.H * d.T);
-  if (probs) {
-    need_f32(op, "probs", *probs, d.B * d.H * d.T * d.S);
-  }
+  const AttDims d = attention_dims(q, k);
   const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
   const std::int64_t BG = d.B * d.Hkv, GT = d.H / d.Hkv * T;  // groups, and a group's query rows
   if (BH * T == 0) return;
@@ -705,17 +640,12 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
        nullptr, Activation::None, op);
 }
 
-void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& /*out*/,
+void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
                                        const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const ablate::AttentionParams& prm) {
+  ablate::contract::attention_backward(*this, dq, dk, dv, dout, out, lse, q, k, v, prm);
   const char* op = "attention_backward";
-  const AttDims d = attention_dims(op, q, k, v, prm);
-  need_float(op, "dout", dout);
-  need_same_shape(op, "dout", dout, "q", q);
-  need_f32(op, "lse", lse, d.B * d.H * d.T);
-  if (dq) { need_float(op, "dq", *dq); need_same_shape(op, "dq", *dq, "q", q); }
-  if (dk) { need_float(op, "dk", *dk); need_same_shape(op, "dk", *dk, "k", k); }
-  if (dv) { need_float(op, "dv", *dv); need_same_shape(op, "dv", *dv, "v", v); }
+  const AttDims d = attention_dims(q, k);
   if (!dq && !dk && !dv && !prm.dbias) return;
   const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
   const std::int64_t BG = d.B * d.Hkv, GT = d.H / d.Hkv * T;  // groups, and a group's query rows

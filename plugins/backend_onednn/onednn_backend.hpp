@@ -12,6 +12,7 @@
 #include <dnnl.hpp>
 
 #include "ablate/backend.hpp"
+#include "ablate/backend_contract.hpp"
 #include "ablate/host_allocator.hpp"
 
 namespace backend_onednn {

@@ -45,17 +45,9 @@ void for_each_keep(std::int64_t n, float p, float inv, const ablate::RngKey& key
 
 void OnednnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
                                        const Tensor& beta, float eps) {
+  ablate::contract::layer_norm_forward(y, mean, rstd, x, gamma, beta);
   const char* op = "layer_norm_forward";
-  need_float(op, "x", x);
-  need_float(op, "y", y);
-  need_same_shape(op, "y", y, "x", x);
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
-  need_float(op, "gamma", gamma);
-  need_numel(op, "gamma", gamma, D);
-  need_float(op, "beta", beta);
-  need_numel(op, "beta", beta, D);
-  need_f32(op, "mean", mean, N);
-  need_f32(op, "rstd", rstd, N);
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   const float* bt = as_f32(beta.raw(), beta.dtype(), D, kVecB);
@@ -91,18 +83,9 @@ void OnednnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, co
 // dgamma += sum_rows(dy * xh); dbeta += sum_rows(dy).
 void OnednnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
                                         const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
+  ablate::contract::layer_norm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma);
   const char* op = "layer_norm_backward";
-  need_float(op, "x", x);
-  need_float(op, "dy", dy);
-  need_same_shape(op, "dy", dy, "x", x);
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
-  need_float(op, "gamma", gamma);
-  need_numel(op, "gamma", gamma, D);
-  need_f32(op, "mean", mean, N);
-  need_f32(op, "rstd", rstd, N);
-  if (dx) { need_float(op, "dx", *dx); need_same_shape(op, "dx", *dx, "x", x); }
-  if (dgamma) { need_float(op, "dgamma", *dgamma); need_numel(op, "dgamma", *dgamma, D); }
-  if (dbeta) { need_float(op, "dbeta", *dbeta); need_numel(op, "dbeta", *dbeta, D); }
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   const float* mp = mean.data<float>();
@@ -164,14 +147,9 @@ void OnednnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbet
 // RMS norm: y[N, D] = x * rstd * gamma[D], rstd[N] = 1/sqrt(mean(x^2) + eps)
 
 void OnednnBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
+  ablate::contract::rms_norm_forward(y, rstd, x, gamma);
   const char* op = "rms_norm_forward";
-  need_float(op, "x", x);
-  need_float(op, "y", y);
-  need_same_shape(op, "y", y, "x", x);
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
-  need_float(op, "gamma", gamma);
-  need_numel(op, "gamma", gamma, D);
-  need_f32(op, "rstd", rstd, N);
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   float* rp = rstd.data<float>();
@@ -196,16 +174,9 @@ void OnednnBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, c
 // dx += rstd * (dxh - xh * mean(dxh * xh)), dxh = dy * gamma, xh = x * rstd; dgamma += sum_rows(dy * xh).
 void OnednnBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
                                       const Tensor& gamma) {
+  ablate::contract::rms_norm_backward(dx, dgamma, dy, x, rstd, gamma);
   const char* op = "rms_norm_backward";
-  need_float(op, "x", x);
-  need_float(op, "dy", dy);
-  need_same_shape(op, "dy", dy, "x", x);
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
-  need_float(op, "gamma", gamma);
-  need_numel(op, "gamma", gamma, D);
-  need_f32(op, "rstd", rstd, N);
-  if (dx) { need_float(op, "dx", *dx); need_same_shape(op, "dx", *dx, "x", x); }
-  if (dgamma) { need_float(op, "dgamma", *dgamma); need_numel(op, "dgamma", *dgamma, D); }
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   const float* rp = rstd.data<float>();
@@ -252,10 +223,8 @@ void OnednnBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& 
 // elementwise: activation, add (with repeat-broadcast), mul, axpy
 
 void OnednnBackend::activation_forward(Tensor& y, const Tensor& x, Activation act) {
+  ablate::contract::activation_forward(y, x);
   const char* op = "activation_forward";
-  need_float(op, "x", x);
-  need_float(op, "y", y);
-  need_numel(op, "y", y, x.numel());
   const std::int64_t n = x.numel();
   set_threads();
   with_float(op, x, [&](const auto* xp) {
@@ -270,12 +239,8 @@ void OnednnBackend::activation_forward(Tensor& y, const Tensor& x, Activation ac
 }
 
 void OnednnBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) {
+  ablate::contract::activation_backward(dx, dy, x);
   const char* op = "activation_backward";
-  need_float(op, "x", x);
-  need_float(op, "dy", dy);
-  need_float(op, "dx", dx);
-  need_numel(op, "dy", dy, x.numel());
-  need_numel(op, "dx", dx, x.numel());
   const std::int64_t n = x.numel();
   set_threads();
   with_float(op, x, [&](const auto* xp) {
@@ -292,14 +257,9 @@ void OnednnBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tens
 }
 
 void OnednnBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
+  ablate::contract::add_forward(y, a, b);
   const char* op = "add_forward";
-  need_float(op, "a", a);
-  need_float(op, "b", b);
-  need_float(op, "y", y);
-  need_numel(op, "y", y, a.numel());
   const std::int64_t n = a.numel(), nb = b.numel();
-  if (nb == 0 ? n != 0 : n % nb != 0)
-    fail(op, "b " + b.str() + " must have a's shape or repeat over a's leading elements (a " + a.str() + ")");
   if (n == 0) return;
   const std::int64_t reps = n / nb;
   set_threads();
@@ -316,19 +276,15 @@ void OnednnBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, flo
 
 // da += alpha * dy; db += beta * (dy summed over the repeats).
 void OnednnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
+  ablate::contract::add_backward(da, db, dy);
   const char* op = "add_backward";
-  need_float(op, "dy", dy);
   const std::int64_t n = dy.numel();
   set_threads();
   if (da) {
-    need_float(op, "da", *da);
-    need_numel(op, "da", *da, n);
     axpy(*da, dy, alpha);
   }
   if (db) {
-    need_float(op, "db", *db);
     const std::int64_t nb = db->numel();
-    if (nb == 0 ? n != 0 : n % nb != 0) fail(op, "db " + db->str() + " does not divide dy " + dy.str());
     if (n == 0) return;
     const std::int64_t reps = n / nb;
     if (reps == 1) {
@@ -353,14 +309,9 @@ void OnednnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float
 
 // y = a * b, b repeating over a's leading elements (reps of nb): a gate per channel or scalar.
 void OnednnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
+  ablate::contract::mul_forward(y, a, b);
   const char* op = "mul_forward";
-  need_float(op, "a", a);
-  need_float(op, "b", b);
-  need_float(op, "y", y);
-  need_numel(op, "y", y, a.numel());
   const std::int64_t n = a.numel(), nb = b.numel();
-  if (nb == 0 ? n != 0 : n % nb != 0)
-    fail(op, "b " + b.str() + " must have a's shape or repeat over a's leading elements (a " + a.str() + ")");
   if (n == 0) return;
   const std::int64_t reps = n / nb;
   set_threads();
@@ -377,20 +328,13 @@ void OnednnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
 
 // da += dy * b (repeated); db += (dy * a) summed over the repeats.
 void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
+  ablate::contract::mul_backward(da, db, dy, a, b);
   const char* op = "mul_backward";
-  need_float(op, "dy", dy);
-  need_float(op, "a", a);
-  need_float(op, "b", b);
   const std::int64_t n = dy.numel(), nb = b.numel();
-  need_numel(op, "a", a, n);
-  if (nb == 0 ? n != 0 : n % nb != 0)
-    fail(op, "b " + b.str() + " must have a's shape or repeat over a's leading elements (a " + a.str() + ")");
   if (n == 0) return;
   const std::int64_t reps = n / nb;
   set_threads();
   if (da) {
-    need_float(op, "da", *da);
-    need_numel(op, "da", *da, n);
     with_float(op, dy, [&](const auto* dyp) {
       with_float(op, b, [&](const auto* bp) {
         with_float(op, *da, [&](auto* dp) {
@@ -402,8 +346,6 @@ void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const
     });
   }
   if (!db) return;
-  need_float(op, "db", *db);
-  need_numel(op, "db", *db, nb);
   if (reps == 1) {  // same shapes: elementwise
     with_float(op, dy, [&](const auto* dyp) {
       with_float(op, a, [&](const auto* ap) {
@@ -434,10 +376,8 @@ void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const
 }
 
 void OnednnBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
+  ablate::contract::axpy(y, x);
   const char* op = "axpy";
-  need_float(op, "x", x);
-  need_float(op, "y", y);
-  need_numel(op, "y", y, x.numel());
   const std::int64_t n = x.numel();
   set_threads();
   with_float(op, x, [&](const auto* xp) {
@@ -452,11 +392,8 @@ void OnednnBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
 // dropout: y = x * keep / (1 - p), keep = dropout_keep(rng, i, p) — forward and backward (dx +=)
 
 void OnednnBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
+  ablate::contract::dropout_forward(y, x, p);
   const char* op = "dropout_forward";
-  need_float(op, "x", x);
-  need_float(op, "y", y);
-  need_numel(op, "y", y, x.numel());
-  if (!(p >= 0.0f && p <= 1.0f)) fail(op, "p must be in [0, 1], got " + std::to_string(p));
   const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   set_threads();
   with_float(op, x, [&](const auto* xp) {
@@ -470,11 +407,8 @@ void OnednnBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const a
 }
 
 void OnednnBackend::dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
+  ablate::contract::dropout_backward(dx, dy, p);
   const char* op = "dropout_backward";
-  need_float(op, "dy", dy);
-  need_float(op, "dx", dx);
-  need_numel(op, "dx", dx, dy.numel());
-  if (!(p >= 0.0f && p <= 1.0f)) fail(op, "p must be in [0, 1], got " + std::to_string(p));
   const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   set_threads();
   with_float(op, dy, [&](const auto* dyp) {
@@ -499,13 +433,9 @@ void check_ids(const char* op, const std::int32_t* ids, std::int64_t n, std::int
 }  // namespace
 
 void OnednnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
+  ablate::contract::embedding_forward(y, ids, table);
   const char* op = "embedding_forward";
-  need_dtype(op, "ids", ids, DType::I32);
-  need_float(op, "table", table);
-  need_rank(op, "table", table, 2);
-  need_float(op, "y", y);
   const std::int64_t N = ids.numel(), V = table.shape()[0], D = table.shape()[1];
-  if (y.numel() != N * D || y.shape().last() != D) fail(op, "y " + y.str() + " must be [N, D] for ids " + ids.str() + ", table " + table.str());
   const std::int32_t* id = ids.data<std::int32_t>();
   check_ids(op, id, N, V);
   set_threads();
@@ -524,13 +454,9 @@ void OnednnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor
 
 // Deterministic scatter-add: threads own disjoint column slices and walk the rows in order.
 void OnednnBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
+  ablate::contract::embedding_backward(dtable, dy, ids);
   const char* op = "embedding_backward";
-  need_dtype(op, "ids", ids, DType::I32);
-  need_float(op, "dtable", dtable);
-  need_rank(op, "dtable", dtable, 2);
-  need_float(op, "dy", dy);
   const std::int64_t N = ids.numel(), V = dtable.shape()[0], D = dtable.shape()[1];
-  if (dy.numel() != N * D || dy.shape().last() != D) fail(op, "dy " + dy.str() + " must be [N, D] for ids " + ids.str() + ", dtable " + dtable.str());
   const std::int32_t* id = ids.data<std::int32_t>();
   check_ids(op, id, N, V);
   set_threads();
@@ -580,15 +506,9 @@ void heads_copy(Dst* dst, const Src* src, std::int64_t B, std::int64_t T, std::i
 }  // namespace
 
 void OnednnBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
+  ablate::contract::split_heads_forward(y, x, parts, part);
   const char* op = "split_heads_forward";
-  need_float(op, "x", x);
-  need_float(op, "y", y);
-  need_rank(op, "y", y, 4);
-  need_rank(op, "x", x, 3);
   const std::int64_t B = y.shape()[0], H = y.shape()[1], T = y.shape()[2], Dh = y.shape()[3];
-  if (parts < 1 || part < 0 || part >= parts) fail(op, "part " + std::to_string(part) + " of " + std::to_string(parts) + " is invalid");
-  if (x.shape()[0] != B || x.shape()[1] != T || x.shape()[2] != parts * H * Dh)
-    fail(op, "x " + x.str() + " must be [B, T, parts*H*Dh] for y " + y.str() + ", parts " + std::to_string(parts));
   set_threads();
   with_float(op, x, [&](const auto* xp) {
     with_float(op, y, [&](auto* yp) { heads_copy(yp, xp, B, T, H, Dh, parts, part, true, false, threads_); });
@@ -596,15 +516,9 @@ void OnednnBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, i
 }
 
 void OnednnBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
+  ablate::contract::split_heads_backward(dx, dy, parts, part);
   const char* op = "split_heads_backward";
-  need_float(op, "dx", dx);
-  need_float(op, "dy", dy);
-  need_rank(op, "dy", dy, 4);
-  need_rank(op, "dx", dx, 3);
   const std::int64_t B = dy.shape()[0], H = dy.shape()[1], T = dy.shape()[2], Dh = dy.shape()[3];
-  if (parts < 1 || part < 0 || part >= parts) fail(op, "part " + std::to_string(part) + " of " + std::to_string(parts) + " is invalid");
-  if (dx.shape()[0] != B || dx.shape()[1] != T || dx.shape()[2] != parts * H * Dh)
-    fail(op, "dx " + dx.str() + " must be [B, T, parts*H*Dh] for dy " + dy.str() + ", parts " + std::to_string(parts));
   set_threads();
   with_float(op, dy, [&](const auto* dyp) {
     with_float(op, dx, [&](auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, parts, part, false, true, threads_); });
@@ -612,12 +526,9 @@ void OnednnBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts
 }
 
 void OnednnBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
+  ablate::contract::merge_heads_forward(y, x);
   const char* op = "merge_heads_forward";
-  need_float(op, "x", x);
-  need_float(op, "y", y);
-  need_rank(op, "x", x, 4);
   const std::int64_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], Dh = x.shape()[3];
-  if (y.numel() != x.numel() || y.shape().last() != H * Dh) fail(op, "y " + y.str() + " must be [B, T, H*Dh] for x " + x.str());
   set_threads();
   with_float(op, x, [&](const auto* xp) {
     with_float(op, y, [&](auto* yp) { heads_copy(yp, xp, B, T, H, Dh, 1, 0, false, false, threads_); });
@@ -625,12 +536,9 @@ void OnednnBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
 }
 
 void OnednnBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
+  ablate::contract::merge_heads_backward(dx, dy);
   const char* op = "merge_heads_backward";
-  need_float(op, "dx", dx);
-  need_float(op, "dy", dy);
-  need_rank(op, "dx", dx, 4);
   const std::int64_t B = dx.shape()[0], H = dx.shape()[1], T = dx.shape()[2], Dh = dx.shape()[3];
-  if (dy.numel() != dx.numel() || dy.shape().last() != H * Dh) fail(op, "dy " + dy.str() + " must be [B, T, H*Dh] for dx " + dx.str());
   set_threads();
   with_float(op, dy, [&](const auto* dyp) {
     with_float(op, dx, [&](auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, 1, 0, true, true, threads_); });
@@ -643,19 +551,9 @@ void OnednnBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
 // in both tensors: one memcpy each, over (b, h) in parallel above the grain. Other rows untouched.
 
 void OnednnBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
-  const char* op = "write_time_slice";
-  need_float(op, "dst", dst);
-  need_float(op, "src", src);
-  if (dst.dtype() != src.dtype()) fail(op, "dst " + dst.str() + " and src " + src.str() + " differ in dtype");
-  need_rank(op, "dst", dst, 4);
-  need_rank(op, "src", src, 4);
+  ablate::contract::write_time_slice(dst, src, offset);
   const std::int64_t B = dst.shape()[0], H = dst.shape()[1], S = dst.shape()[2], Dh = dst.shape()[3];
   const std::int64_t T = src.shape()[2];
-  if (src.shape()[0] != B || src.shape()[1] != H || src.shape()[3] != Dh)
-    fail(op, "src " + src.str() + " must be [B, H, T, Dh] with the B, H, Dh of dst " + dst.str());
-  if (offset < 0 || offset > S - T)
-    fail(op, "offset " + std::to_string(offset) + " with T = " + std::to_string(T) + " rows must satisfy 0 <= offset, " +
-                 "offset + T <= S = " + std::to_string(S) + " (dst " + dst.str() + ", src " + src.str() + ")");
   const std::size_t es = ablate::dtype_size(dst.dtype());
   const std::int64_t BH = B * H, block = T * Dh;
   auto* d = static_cast<unsigned char*>(dst.raw());
@@ -674,15 +572,9 @@ void OnednnBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_
 
 void OnednnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
                                           const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
+  ablate::contract::cross_entropy_forward(loss, dlogits, stats, logits, targets, label_smoothing);
   const char* op = "cross_entropy_forward";
-  need_float(op, "logits", logits);
-  need_dtype(op, "targets", targets, DType::I32);
-  need_f32(op, "loss", loss, 1);
-  need_f32(op, "stats", stats, 2);
-  need_float(op, "dlogits", dlogits);
-  need_same_shape(op, "dlogits", dlogits, "logits", logits);
   const std::int64_t N = logits.shape().rows(), V = logits.shape().last();
-  need_numel(op, "targets", targets, N);
   const std::int32_t* tg = targets.data<std::int32_t>();
   std::int64_t count = 0;
   for (std::int64_t r = 0; r < N; ++r) {
@@ -745,9 +637,8 @@ void OnednnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor&
 // optimizer and gradient utilities
 
 void OnednnBackend::sum_squares(Tensor& total, const Tensor& x) {
+  ablate::contract::sum_squares(total, x);
   const char* op = "sum_squares";
-  need_f32(op, "total", total, 1);
-  need_float(op, "x", x);
   const std::int64_t n = x.numel();
   constexpr std::int64_t kChunk = 16384;  // fixed chunks: the order does not depend on threads
   const std::int64_t nch = (n + kChunk - 1) / kChunk;
@@ -770,20 +661,8 @@ void OnednnBackend::sum_squares(Tensor& total, const Tensor& x) {
 
 void OnednnBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
                                 const ablate::AdamParams& prm) {
-  const char* op = "adam_update";
-  need_dtype(op, "w", w, DType::F32);
-  need_dtype(op, "m", m, DType::F32);
-  need_dtype(op, "v", v, DType::F32);
-  need_dtype(op, "grad", grad, DType::F32);
+  ablate::contract::adam_update(w, m, v, w_low, grad, prm);
   const std::int64_t n = w.numel();
-  need_numel(op, "m", m, n);
-  need_numel(op, "v", v, n);
-  need_numel(op, "grad", grad, n);
-  if (w_low) {
-    need_dtype(op, "w_low", *w_low, DType::BF16);
-    need_numel(op, "w_low", *w_low, n);
-  }
-  if (prm.step < 1) fail(op, "step must be >= 1 (1-based), got " + std::to_string(prm.step));
   set_threads();
   const float b1 = prm.beta1, b2 = prm.beta2, lr = prm.lr, eps = prm.eps, wd = prm.weight_decay, gs = prm.grad_scale;
   const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), static_cast<double>(prm.step)));
@@ -813,16 +692,12 @@ void OnednnBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, 
 }
 
 void OnednnBackend::cast(Tensor& y, const Tensor& x) {
+  ablate::contract::cast(y, x);
   const char* op = "cast";
-  need_defined(op, "x", x);
-  need_defined(op, "y", y);
-  need_numel(op, "y", y, x.numel());
   if (x.dtype() == y.dtype()) {
     copy(y, x);
     return;
   }
-  need_float(op, "x", x);
-  need_float(op, "y", y);
   const std::int64_t n = x.numel();
   set_threads();
   with_float(op, x, [&](const auto* xp) {

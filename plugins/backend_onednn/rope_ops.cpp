@@ -11,10 +11,8 @@
 namespace backend_onednn {
 namespace {
 
-// The checks both directions share: ablate::rope_problem, a value dtype, positions >= 0.
-void check_rope(const char* op, const Tensor& x, const Tensor& positions, int rotary, float base) {
-  need_float(op, "x", x);
-  if (const std::string p = ablate::rope_problem(x, positions, rotary, base); !p.empty()) fail(op, p);
+// The check of the positions' values (>= 0) beyond ablate::contract's, on the host for free.
+void check_positions(const char* op, const Tensor& positions) {
   const std::int32_t* p = positions.data<std::int32_t>();
   for (std::int64_t t = 0; t < positions.numel(); ++t)
     if (p[t] < 0) fail(op, "positions hold " + std::to_string(p[t]) + "; expected positions >= 0");
@@ -38,10 +36,9 @@ const float* OnednnBackend::rope_table(const Tensor& positions, std::int64_t T, 
 
 // y = R(angle) x on the first `rotary` dims of each row, the rest copied.
 void OnednnBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
+  ablate::contract::rope_forward(*this, y, x, positions, rotary, base);
   const char* op = "rope_forward";
-  check_rope(op, x, positions, rotary, base);
-  need_dtype(op, "y", y, x.dtype());
-  need_same_shape(op, "y", y, "x", x);
+  check_positions(op, positions);
   const std::int64_t T = x.shape()[2], Dh = x.shape()[3], rows = x.numel() / Dh, half = rotary / 2;
   if (rows == 0) return;
   const float* cs = rope_table(positions, T, rotary, base);
@@ -69,10 +66,9 @@ void OnednnBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& posit
 
 // dx += R(-angle) dy: the transpose of the forward's rotation.
 void OnednnBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
+  ablate::contract::rope_backward(*this, dx, dy, positions, rotary, base);
   const char* op = "rope_backward";
-  check_rope(op, dy, positions, rotary, base);
-  need_dtype(op, "dx", dx, dy.dtype());
-  need_same_shape(op, "dx", dx, "dy", dy);
+  check_positions(op, positions);
   const std::int64_t T = dy.shape()[2], Dh = dy.shape()[3], rows = dy.numel() / Dh, half = rotary / 2;
   if (rows == 0) return;
   const float* cs = rope_table(positions, T, rotary, base);

@@ -8,18 +8,9 @@
 #include "onednn_backend.hpp"
 
 namespace backend_onednn {
-namespace {
-
-void check_rowwise(const char* op, const Tensor& x, const Tensor& y, bool reduces) {
-  need_float(op, "x", x);
-  if (const std::string p = ablate::rowwise_problem(x, y, reduces); !p.empty()) fail(op, p);
-}
-
-}  // namespace
-
 void OnednnBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
+  ablate::contract::softmax_last_forward(*this, y, x);
   const char* op = "softmax_last_forward";
-  check_rowwise(op, x, y, false);
   const std::int64_t C = x.shape().last(), N = x.shape().rows();
   set_threads();
   with_float(op, x, [&](const auto* xp) {
@@ -40,10 +31,8 @@ void OnednnBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
 }
 
 void OnednnBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
+  ablate::contract::softmax_last_backward(*this, dx, dy, y);
   const char* op = "softmax_last_backward";
-  check_rowwise(op, y, dy, false);
-  need_float(op, "dx", dx);
-  need_same_shape(op, "dx", dx, "y", y);
   const std::int64_t C = y.shape().last(), N = y.shape().rows();
   set_threads();
   with_float(op, y, [&](const auto* yp) {
@@ -64,8 +53,8 @@ void OnednnBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const Te
 }
 
 void OnednnBackend::sum_last_forward(Tensor& y, const Tensor& x) {
+  ablate::contract::sum_last_forward(*this, y, x);
   const char* op = "sum_last_forward";
-  check_rowwise(op, x, y, true);
   const std::int64_t C = x.shape().last(), N = x.shape().rows();
   set_threads();
   with_float(op, x, [&](const auto* xp) {
@@ -82,8 +71,8 @@ void OnednnBackend::sum_last_forward(Tensor& y, const Tensor& x) {
 }
 
 void OnednnBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
+  ablate::contract::sum_last_backward(*this, dx, dy);
   const char* op = "sum_last_backward";
-  check_rowwise(op, dx, dy, true);
   const std::int64_t C = dx.shape().last(), N = dx.shape().rows();
   set_threads();
   with_float(op, dy, [&](const auto* gp) {
@@ -99,8 +88,8 @@ void OnednnBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
 }
 
 void OnednnBackend::pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointwise f) {
+  ablate::contract::pointwise_forward(*this, y, x);
   const char* op = "pointwise_forward";
-  check_rowwise(op, x, y, false);
   const std::int64_t n = x.numel();
   const bool sigmoid = f == ablate::Pointwise::sigmoid;
   set_threads();
@@ -116,10 +105,8 @@ void OnednnBackend::pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointw
 }
 
 void OnednnBackend::pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) {
+  ablate::contract::pointwise_backward(*this, dx, dy, y);
   const char* op = "pointwise_backward";
-  check_rowwise(op, y, dy, false);
-  need_float(op, "dx", dx);
-  need_same_shape(op, "dx", dx, "y", y);
   const std::int64_t n = y.numel();
   const bool sigmoid = f == ablate::Pointwise::sigmoid;
   set_threads();

@@ -6,19 +6,9 @@
 #include "onednn_backend.hpp"
 
 namespace backend_onednn {
-namespace {
-
-// whole: [N, C], part: [N, W] (ablate::slice_last_problem), f32 or bf16.
-void check_slice(const char* op, const Tensor& whole, const Tensor& part, std::int64_t offset) {
-  need_float(op, "whole", whole);
-  if (const std::string p = ablate::slice_last_problem(whole, part, offset); !p.empty()) fail(op, p);
-}
-
-}  // namespace
-
 void OnednnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
+  ablate::contract::slice_last_forward(*this, y, x, offset);
   const char* op = "slice_last_forward";
-  check_slice(op, x, y, offset);
   const std::int64_t C = x.shape().last(), W = y.shape().last(), N = x.shape().rows();
   set_threads();
   with_float(op, x, [&](const auto* xp) {
@@ -35,8 +25,8 @@ void OnednnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t 
 }
 
 void OnednnBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
+  ablate::contract::slice_last_backward(*this, dx, dy, offset);
   const char* op = "slice_last_backward";
-  check_slice(op, dx, dy, offset);
   const std::int64_t C = dx.shape().last(), W = dy.shape().last(), N = dx.shape().rows();
   set_threads();
   with_float(op, dy, [&](const auto* gp) {

@@ -20,33 +20,14 @@ struct AttentionDims {
   std::int64_t kv_head(std::int64_t h) const { return h / (H / Hkv); }
 };
 
-// q: [B, H, T, Dh], k/v: [B, Hkv, S, Dh], lse: [B, H, T] F32, key_lengths: I32 [B] in [0, S];
-// bias, slopes, dbias as ablate::attention_problem says.
-AttentionDims attention_dims(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lse,
-                             const ablate::AttentionParams& p) {
-  check_value(op, "q", q);
-  check_same_dtype(op, "k", k, "q", q);
-  check_same_dtype(op, "v", v, "q", q);
-  if (const std::string problem = ablate::attention_problem(q, k, v, p); !problem.empty()) fail(op, problem);
+// The sizes of q: [B, H, T, Dh] and k: [B, Hkv, S, Dh] (checked by ablate::contract), and the
+// reference's own check of the values: key lengths in [0, S].
+AttentionDims attention_dims(const char* op, const Tensor& q, const Tensor& k, const ablate::AttentionParams& p) {
   const AttentionDims d{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3], k.shape()[1]};
-  check_dtype(op, "lse", lse, DType::F32);
-  check_shape(op, "lse", lse, Shape{d.B, d.H, d.T});
-  if (p.key_lengths != nullptr) {
-    check_dtype(op, "key_lengths", *p.key_lengths, DType::I32);
-    check_shape(op, "key_lengths", *p.key_lengths, Shape{d.B});
+  if (p.key_lengths != nullptr)
     for (const std::int32_t len : load_i32(*p.key_lengths))
       if (len < 0 || len > d.S) fail(op, "key length " + std::to_string(len) + " is outside [0, S = " + std::to_string(d.S) + "]");
-  }
-  if (!(p.dropout >= 0.0f && p.dropout < 1.0f)) fail(op, "dropout " + std::to_string(p.dropout) + " must be in [0, 1)");
   return d;
-}
-
-// Refuses a logit bias, slopes or grouped k/v heads on a backend made without optional ops.
-void require_optional_parts(const ReferenceBackend& be, const char* op, const AttentionDims& d,
-                            const ablate::AttentionParams& p) {
-  if (p.bias || p.slopes) be.require_supported(ablate::OptionalOp::attention_bias, op);
-  if (p.softcap > 0.0f) be.require_supported(ablate::OptionalOp::attention_softcap, op);
-  if (d.Hkv != d.H) be.require_supported(ablate::OptionalOp::grouped_attention, op);
 }
 
 // The logit of the scaled product x = scale q·k: x, or softcap * tanh(x / softcap); and its slope.
@@ -98,15 +79,8 @@ double dropout_factor(const ablate::AttentionParams& p, const AttentionDims& d, 
 // probs: [B, H, T, S] F32 before dropout (optional). A row with no visible key: out 0, lse -inf.
 void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
                                          const Tensor& v, const ablate::AttentionParams& params) {
-  const char* op = "attention_forward";
-  const AttentionDims d = attention_dims(op, q, k, v, lse, params);
-  require_optional_parts(*this, op, d, params);
-  check_same_dtype(op, "out", out, "q", q);
-  check_shape(op, "out", out, q.shape());
-  if (probs) {
-    check_dtype(op, "probs", *probs, DType::F32);
-    check_shape(op, "probs", *probs, Shape{d.B, d.H, d.T, d.S});
-  }
+  ablate::contract::attention_forward(*this, out, lse, probs, q, k, v, params);
+  const AttentionDims d = attention_dims("attention_forward", q, k, params);
   const std::vector<double> qv = load(q), kv = load(k), vv = load(v);
   const std::vector<std::int32_t> lengths = params.key_lengths ? load_i32(*params.key_lengths) : std::vector<std::int32_t>{};
   const LogitBias logit_bias(params);
@@ -159,16 +133,8 @@ void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs
 void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
                                           const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                                           const ablate::AttentionParams& params) {
-  const char* op = "attention_backward";
-  const AttentionDims d = attention_dims(op, q, k, v, lse, params);
-  require_optional_parts(*this, op, d, params);
-  check_same_dtype(op, "dout", dout, "q", q);
-  check_shape(op, "dout", dout, q.shape());
-  check_same_dtype(op, "out", out, "q", q);
-  check_shape(op, "out", out, q.shape());
-  if (dq) check_grad(op, "dq", *dq, "q", q, false);
-  if (dk) check_grad(op, "dk", *dk, "k", k, false);
-  if (dv) check_grad(op, "dv", *dv, "v", v, false);
+  ablate::contract::attention_backward(*this, dq, dk, dv, dout, out, lse, q, k, v, params);
+  const AttentionDims d = attention_dims("attention_backward", q, k, params);
   const std::vector<double> qv = load(q), kv = load(k), vv = load(v), gv = load(dout), lv = load(lse);
   const std::vector<std::int32_t> lengths = params.key_lengths ? load_i32(*params.key_lengths) : std::vector<std::int32_t>{};
   const LogitBias logit_bias(params);
@@ -228,21 +194,14 @@ struct HeadDims {
   std::int64_t B, H, T, Dh;
 };
 
-HeadDims split_dims(const char* op, const Tensor& y, const Tensor& x, int parts, int part) {
-  check_value(op, "x", x);
-  check_same_dtype(op, "y", y, "x", x);
-  if (y.shape().rank() != 4 || x.shape().rank() != 3) fail(op, "x " + x.str() + " must be [B, T, P*H*Dh] and y " + y.str() + " [B, H, T, Dh]");
-  const HeadDims d{y.shape()[0], y.shape()[1], y.shape()[2], y.shape()[3]};
-  if (parts < 1 || part < 0 || part >= parts)
-    fail(op, "part " + std::to_string(part) + " must be in [0, parts = " + std::to_string(parts) + ")");
-  check_shape(op, "x", x, Shape{d.B, d.T, parts * d.H * d.Dh});
-  return d;
-}
+// y: [B, H, T, Dh] of a split (checked by ablate::contract).
+HeadDims head_dims(const Tensor& y) { return HeadDims{y.shape()[0], y.shape()[1], y.shape()[2], y.shape()[3]}; }
 
 }  // namespace
 
 void ReferenceBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
-  const HeadDims d = split_dims("split_heads_forward", y, x, parts, part);
+  ablate::contract::split_heads_forward(y, x, parts, part);
+  const HeadDims d = head_dims(y);
   const std::vector<double> xv = load(x);
   std::vector<double> yv(static_cast<std::size_t>(y.numel()));
   const std::int64_t W = parts * d.H * d.Dh;
@@ -257,7 +216,8 @@ void ReferenceBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts
 
 // dx: [B, T, P*H*Dh] += dy: [B, H, T, Dh] placed into part `part` (other parts untouched).
 void ReferenceBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
-  const HeadDims d = split_dims("split_heads_backward", dy, dx, parts, part);
+  ablate::contract::split_heads_backward(dx, dy, parts, part);
+  const HeadDims d = head_dims(dy);
   const std::vector<double> gv = load(dy);
   std::vector<double> delta(static_cast<std::size_t>(dx.numel()), 0.0);
   const std::int64_t W = parts * d.H * d.Dh;
@@ -272,12 +232,8 @@ void ReferenceBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int pa
 
 // merge: x: [B, H, T, Dh] -> y: [B, T, H*Dh] (the inverse of split with one part).
 void ReferenceBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
-  const char* op = "merge_heads_forward";
-  check_value(op, "x", x);
-  check_same_dtype(op, "y", y, "x", x);
-  if (x.shape().rank() != 4) fail(op, "x " + x.str() + " must be [B, H, T, Dh]");
-  const HeadDims d{x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]};
-  check_shape(op, "y", y, Shape{d.B, d.T, d.H * d.Dh});
+  ablate::contract::merge_heads_forward(y, x);
+  const HeadDims d = head_dims(x);
   const std::vector<double> xv = load(x);
   std::vector<double> yv(xv.size());
   for (std::int64_t b = 0; b < d.B; ++b)
@@ -291,12 +247,8 @@ void ReferenceBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
 
 // dx: [B, H, T, Dh] += dy: [B, T, H*Dh] transposed back.
 void ReferenceBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
-  const char* op = "merge_heads_backward";
-  check_value(op, "dx", dx);
-  check_same_dtype(op, "dy", dy, "dx", dx);
-  if (dx.shape().rank() != 4) fail(op, "dx " + dx.str() + " must be [B, H, T, Dh]");
-  const HeadDims d{dx.shape()[0], dx.shape()[1], dx.shape()[2], dx.shape()[3]};
-  check_shape(op, "dy", dy, Shape{d.B, d.T, d.H * d.Dh});
+  ablate::contract::merge_heads_backward(dx, dy);
+  const HeadDims d = head_dims(dx);
   const std::vector<double> gv = load(dy);
   std::vector<double> delta(gv.size());
   for (std::int64_t b = 0; b < d.B; ++b)
@@ -327,18 +279,9 @@ void write_rows(E* dst, const E* src, std::int64_t B, std::int64_t H, std::int64
 }  // namespace
 
 void ReferenceBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
-  const char* op = "write_time_slice";
-  check_value(op, "src", src);
-  check_same_dtype(op, "dst", dst, "src", src);
-  if (dst.shape().rank() != 4 || src.shape().rank() != 4)
-    fail(op, "dst " + dst.str() + " must be [B, H, S, Dh] and src " + src.str() + " [B, H, T, Dh]");
+  ablate::contract::write_time_slice(dst, src, offset);
   const std::int64_t B = dst.shape()[0], H = dst.shape()[1], S = dst.shape()[2], Dh = dst.shape()[3];
   const std::int64_t T = src.shape()[2];
-  if (src.shape() != Shape{B, H, T, Dh})
-    fail(op, "src " + src.str() + " must be [B, H, T, Dh] with the B, H, Dh of dst " + dst.str());
-  if (offset < 0 || offset > S - T)
-    fail(op, "offset " + std::to_string(offset) + " with T = " + std::to_string(T) + " rows must satisfy 0 <= offset, "
-                 "offset + T <= S = " + std::to_string(S) + " (dst " + dst.str() + ", src " + src.str() + ")");
   if (dst.dtype() == DType::F32)
     write_rows(dst.data<float>(), src.data<float>(), B, H, S, T, Dh, offset);
   else

@@ -10,23 +10,8 @@ namespace backend_reference {
 // y: [N, O] (any leading dims), pre: [N, O] or null, x: [N, I], w: [O, I], b: [O] or null.
 void ReferenceBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
                                       Activation act) {
-  const char* op = "linear_forward";
-  check_value(op, "x", x);
-  check_same_dtype(op, "w", w, "x", x);
-  check_same_dtype(op, "y", y, "x", x);
-  const std::int64_t N = x.shape().rows(), I = x.shape().last();
-  if (w.shape().rank() != 2 || w.shape()[1] != I) fail(op, "w " + w.str() + " must be [O, I] with I of x " + x.str());
-  const std::int64_t O = w.shape()[0];
-  if (y.shape().rows() != N || y.shape().last() != O)
-    fail(op, "y " + y.str() + " must be [N, O] for x " + x.str() + " and w " + w.str());
-  if (b != nullptr) {
-    check_same_dtype(op, "b", *b, "x", x);
-    check_shape(op, "b", *b, Shape{O});
-  }
-  if (pre != nullptr) {
-    check_same_dtype(op, "pre", *pre, "x", x);
-    check_numel(op, "pre", *pre, N * O);
-  }  // pre == nullptr: no backward will run (evaluation), nothing to save
+  ablate::contract::linear_forward(y, pre, x, w, b, act);
+  const std::int64_t N = x.shape().rows(), I = x.shape().last(), O = w.shape()[0];
   const std::vector<double> xv = load(x), wv = load(w);
   const std::vector<double> bv = b ? load(*b) : std::vector<double>(static_cast<std::size_t>(O), 0.0);
   std::vector<double> z(static_cast<std::size_t>(N * O)), yv(z.size());
@@ -44,30 +29,13 @@ void ReferenceBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, c
 // g = dy ⊙ act'(pre) (ReLU: from y); dx[N, I] += g·w, dw[O, I] += g^T·x, db[O] += sum_rows(g).
 void ReferenceBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
                                        const Tensor& w, const Tensor* pre, const Tensor& y, Activation act) {
-  const char* op = "linear_backward";
-  check_value(op, "x", x);
-  check_same_dtype(op, "w", w, "x", x);
-  check_same_dtype(op, "dy", dy, "x", x);
-  const std::int64_t N = x.shape().rows(), I = x.shape().last();
-  if (w.shape().rank() != 2 || w.shape()[1] != I) fail(op, "w " + w.str() + " must be [O, I] with I of x " + x.str());
-  const std::int64_t O = w.shape()[0];
-  if (dy.shape().rows() != N || dy.shape().last() != O)
-    fail(op, "dy " + dy.str() + " must be [N, O] for x " + x.str() + " and w " + w.str());
-  if (dx) check_grad(op, "dx", *dx, "x", x, false);
-  if (dw) check_grad(op, "dw", *dw, "w", w, true);
-  if (db) {
-    check_value(op, "db", *db);
-    check_numel(op, "db", *db, O);
-    if (db->dtype() != x.dtype() && db->dtype() != DType::F32) fail(op, "db " + db->str() + " must be f32 or x's dtype");
-  }
+  ablate::contract::linear_backward(dx, dw, db, dy, x, w, pre, y, act);
+  const std::int64_t N = x.shape().rows(), I = x.shape().last(), O = w.shape()[0];
   std::vector<double> g = load(dy);
-  if (needs_pre(act)) {
-    if (pre == nullptr) fail(op, std::string("activation ") + ablate::activation_name(act) + " needs `pre`");
-    check_numel(op, "pre", *pre, N * O);
+  if (ablate::activation_needs_pre(act)) {
     const std::vector<double> z = load(*pre);
     for (std::size_t j = 0; j < g.size(); ++j) g[j] *= activate_grad(act, z[j]);
   } else if (act == Activation::ReLU) {
-    check_numel(op, "y", y, N * O);
     const std::vector<double> yv = load(y);
     for (std::size_t j = 0; j < g.size(); ++j) g[j] *= yv[j] > 0 ? 1.0 : 0.0;
   }
@@ -110,23 +78,14 @@ struct MatmulDims {
   std::int64_t batch, M, N, K;
 };
 
-MatmulDims matmul_dims(const char* op, const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  const Shape &sa = a.shape(), &sb = b.shape(), &sc = c.shape();
-  if (sa.rank() < 2 || sb.rank() < 2 || sc.rank() < 2)
-    fail(op, "a " + a.str() + ", b " + b.str() + " and c " + c.str() + " must have rank >= 2");
-  const std::int64_t a0 = sa[sa.rank() - 2], a1 = sa[sa.rank() - 1];
-  const std::int64_t b0 = sb[sb.rank() - 2], b1 = sb[sb.rank() - 1];
+// The sizes of c = op(a) · op(b), whose shapes ablate::contract has checked.
+MatmulDims matmul_dims(const Tensor& c, const Tensor& a, bool trans_a) {
+  const Shape &sa = a.shape(), &sc = c.shape();
   MatmulDims d{};
-  d.M = trans_a ? a1 : a0;
-  d.K = trans_a ? a0 : a1;
-  const std::int64_t kb = trans_b ? b1 : b0;
-  d.N = trans_b ? b0 : b1;
-  d.batch = sc.numel() / std::max<std::int64_t>(1, sc[sc.rank() - 2] * sc[sc.rank() - 1]);
-  const std::int64_t batch_a = sa.numel() / std::max<std::int64_t>(1, a0 * a1);
-  const std::int64_t batch_b = sb.numel() / std::max<std::int64_t>(1, b0 * b1);
-  if (kb != d.K || sc[sc.rank() - 2] != d.M || sc[sc.rank() - 1] != d.N || batch_a != d.batch || batch_b != d.batch)
-    fail(op, std::string("shapes do not match: a ") + a.str() + (trans_a ? "^T" : "") + ", b " + b.str() +
-                 (trans_b ? "^T" : "") + ", c " + c.str());
+  d.M = sc[sc.rank() - 2];
+  d.N = sc[sc.rank() - 1];
+  d.K = trans_a ? sa[sa.rank() - 2] : sa[sa.rank() - 1];
+  d.batch = sc.numel() / std::max<std::int64_t>(1, d.M * d.N);
   return d;
 }
 
@@ -134,11 +93,8 @@ MatmulDims matmul_dims(const char* op, const Tensor& c, const Tensor& a, const T
 
 void ReferenceBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
                                       float alpha) {
-  const char* op = "matmul_forward";
-  check_value(op, "a", a);
-  check_same_dtype(op, "b", b, "a", a);
-  check_same_dtype(op, "c", c, "a", a);
-  const MatmulDims d = matmul_dims(op, c, a, b, trans_a, trans_b);
+  ablate::contract::matmul_forward(c, a, b, trans_a, trans_b);
+  const MatmulDims d = matmul_dims(c, a, trans_a);
   const std::vector<double> av = load(a), bv = load(b);
   std::vector<double> cv(static_cast<std::size_t>(c.numel()));
   for (std::int64_t t = 0; t < d.batch; ++t)
@@ -159,13 +115,8 @@ void ReferenceBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& 
 // through the transposes: da += dA (or dA^T), db += dB (or dB^T).
 void ReferenceBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
                                        bool trans_a, bool trans_b, float alpha) {
-  const char* op = "matmul_backward";
-  check_value(op, "a", a);
-  check_same_dtype(op, "b", b, "a", a);
-  check_same_dtype(op, "dc", dc, "a", a);
-  const MatmulDims d = matmul_dims(op, dc, a, b, trans_a, trans_b);
-  if (da) check_grad(op, "da", *da, "a", a, true);
-  if (db) check_grad(op, "db", *db, "b", b, true);
+  ablate::contract::matmul_backward(da, db, dc, a, b, trans_a, trans_b);
+  const MatmulDims d = matmul_dims(dc, a, trans_a);
   const std::vector<double> av = load(a), bv = load(b), gv = load(dc);
   auto ia = [&](std::int64_t t, std::int64_t m, std::int64_t k) {
     return static_cast<std::size_t>(t * d.M * d.K + (trans_a ? k * d.M + m : m * d.K + k));

@@ -18,18 +18,8 @@ void ReferenceBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tens
                                              const Tensor& targets, std::int32_t ignore_index,
                                              float label_smoothing) {
   const char* op = "cross_entropy_forward";
-  check_value(op, "logits", logits);
-  check_same_dtype(op, "dlogits", dlogits, "logits", logits);
-  check_shape(op, "dlogits", dlogits, logits.shape());
-  check_dtype(op, "loss", loss, DType::F32);
-  check_numel(op, "loss", loss, 1);
-  check_dtype(op, "stats", stats, DType::F32);
-  check_numel(op, "stats", stats, 2);
-  check_dtype(op, "targets", targets, DType::I32);
+  ablate::contract::cross_entropy_forward(loss, dlogits, stats, logits, targets, label_smoothing);
   const std::int64_t N = logits.shape().rows(), V = logits.shape().last();
-  check_numel(op, "targets", targets, N);
-  if (!(label_smoothing >= 0.0f && label_smoothing <= 1.0f))
-    fail(op, "label_smoothing " + std::to_string(label_smoothing) + " must be in [0, 1]");
   const std::vector<double> z = load(logits);
   const std::vector<std::int32_t> tv = load_i32(targets);
   const double ls = label_smoothing;
@@ -71,10 +61,7 @@ void ReferenceBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tens
 // ---------------------------------------------------------------------------- optimizer utilities
 // total: F32 [1] += sum(x^2); x: any F32/BF16.
 void ReferenceBackend::sum_squares(Tensor& total, const Tensor& x) {
-  const char* op = "sum_squares";
-  check_value(op, "x", x);
-  check_dtype(op, "total", total, DType::F32);
-  check_numel(op, "total", total, 1);
+  ablate::contract::sum_squares(total, x);
   double s = 0;
   for (const double e : load(x)) s += e * e;
   accumulate(&total, {s});
@@ -86,19 +73,7 @@ void ReferenceBackend::sum_squares(Tensor& total, const Tensor& x) {
 // w, m, v, grad: F32, same shape; w_low (optional): BF16 copy of the updated w.
 void ReferenceBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
                                    const ablate::AdamParams& p) {
-  const char* op = "adam_update";
-  check_dtype(op, "w", w, DType::F32);
-  check_dtype(op, "m", m, DType::F32);
-  check_dtype(op, "v", v, DType::F32);
-  check_dtype(op, "grad", grad, DType::F32);
-  check_shape(op, "m", m, w.shape());
-  check_shape(op, "v", v, w.shape());
-  check_shape(op, "grad", grad, w.shape());
-  if (w_low) {
-    check_dtype(op, "w_low", *w_low, DType::BF16);
-    check_numel(op, "w_low", *w_low, w.numel());
-  }
-  if (p.step < 1) fail(op, "step " + std::to_string(p.step) + " must be >= 1 (1-based)");
+  ablate::contract::adam_update(w, m, v, w_low, grad, p);
   std::vector<double> wv = load(w), mv = load(m), vv = load(v);
   const std::vector<double> gv = load(grad);
   const double b1 = p.beta1, b2 = p.beta2, lr = p.lr, wd = p.weight_decay, eps = p.eps;
@@ -120,10 +95,7 @@ void ReferenceBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_lo
 
 // y = x converted to y's dtype (F32 <-> BF16, round to nearest even; same dtype: a copy).
 void ReferenceBackend::cast(Tensor& y, const Tensor& x) {
-  const char* op = "cast";
-  check_value(op, "x", x);
-  check_value(op, "y", y);
-  check_numel(op, "y", y, x.numel());
+  ablate::contract::cast(y, x);
   store(y, load(x));
 }
 

@@ -6,37 +6,12 @@
 
 namespace backend_reference {
 
-namespace {
-
-// x: [N, D] (any leading dims); gamma (and beta): [D] in x's dtype.
-void check_norm(const char* op, const Tensor& x, const Tensor& gamma, const Tensor* beta) {
-  check_value(op, "x", x);
-  check_same_dtype(op, "gamma", gamma, "x", x);
-  check_shape(op, "gamma", gamma, Shape{x.shape().last()});
-  if (beta) {
-    check_same_dtype(op, "beta", *beta, "x", x);
-    check_shape(op, "beta", *beta, Shape{x.shape().last()});
-  }
-}
-
-void check_stat(const char* op, const char* name, const Tensor& t, std::int64_t N) {
-  check_dtype(op, name, t, DType::F32);
-  check_numel(op, name, t, N);
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------------------- layer norm
 // y: [N, D] = (x - mean) * rstd * gamma + beta; mean, rstd: [N] F32 (biased variance).
 void ReferenceBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
                                           const Tensor& beta, float eps) {
-  const char* op = "layer_norm_forward";
-  check_norm(op, x, gamma, &beta);
-  check_same_dtype(op, "y", y, "x", x);
-  check_shape(op, "y", y, x.shape());
+  ablate::contract::layer_norm_forward(y, mean, rstd, x, gamma, beta);
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
-  check_stat(op, "mean", mean, N);
-  check_stat(op, "rstd", rstd, N);
   const std::vector<double> xv = load(x), gv = load(gamma), bv = load(beta);
   std::vector<double> yv(xv.size()), mv(static_cast<std::size_t>(N)), rv(static_cast<std::size_t>(N));
   for (std::int64_t n = 0; n < N; ++n) {
@@ -63,16 +38,8 @@ void ReferenceBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd,
 void ReferenceBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy,
                                            const Tensor& x, const Tensor& mean, const Tensor& rstd,
                                            const Tensor& gamma) {
-  const char* op = "layer_norm_backward";
-  check_norm(op, x, gamma, nullptr);
-  check_same_dtype(op, "dy", dy, "x", x);
-  check_shape(op, "dy", dy, x.shape());
+  ablate::contract::layer_norm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma);
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
-  check_stat(op, "mean", mean, N);
-  check_stat(op, "rstd", rstd, N);
-  if (dx) check_grad(op, "dx", *dx, "x", x, false);
-  if (dgamma) check_grad(op, "dgamma", *dgamma, "gamma", gamma, true);
-  if (dbeta) check_grad(op, "dbeta", *dbeta, "gamma", gamma, true);
   const std::vector<double> xv = load(x), gy = load(dy), mv = load(mean), rv = load(rstd), gm = load(gamma);
   std::vector<double> gx(xv.size(), 0.0), gg(static_cast<std::size_t>(D), 0.0), gb(static_cast<std::size_t>(D), 0.0);
   std::vector<double> xhat(static_cast<std::size_t>(D)), g(static_cast<std::size_t>(D));
@@ -104,12 +71,8 @@ void ReferenceBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* d
 // ---------------------------------------------------------------------------- RMS norm
 // y: [N, D] = x * rstd * gamma, rstd: [N] F32 = 1 / sqrt(mean(x^2) + eps).
 void ReferenceBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
-  const char* op = "rms_norm_forward";
-  check_norm(op, x, gamma, nullptr);
-  check_same_dtype(op, "y", y, "x", x);
-  check_shape(op, "y", y, x.shape());
+  ablate::contract::rms_norm_forward(y, rstd, x, gamma);
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
-  check_stat(op, "rstd", rstd, N);
   const std::vector<double> xv = load(x), gv = load(gamma);
   std::vector<double> yv(xv.size()), rv(static_cast<std::size_t>(N));
   for (std::int64_t n = 0; n < N; ++n) {
@@ -128,14 +91,8 @@ void ReferenceBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x
 // dgamma += sum_rows(dy * xhat).
 void ReferenceBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x,
                                          const Tensor& rstd, const Tensor& gamma) {
-  const char* op = "rms_norm_backward";
-  check_norm(op, x, gamma, nullptr);
-  check_same_dtype(op, "dy", dy, "x", x);
-  check_shape(op, "dy", dy, x.shape());
+  ablate::contract::rms_norm_backward(dx, dgamma, dy, x, rstd, gamma);
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
-  check_stat(op, "rstd", rstd, N);
-  if (dx) check_grad(op, "dx", *dx, "x", x, false);
-  if (dgamma) check_grad(op, "dgamma", *dgamma, "gamma", gamma, true);
   const std::vector<double> xv = load(x), gy = load(dy), rv = load(rstd), gm = load(gamma);
   std::vector<double> gx(xv.size(), 0.0), gg(static_cast<std::size_t>(D), 0.0);
   for (std::int64_t n = 0; n < N; ++n) {

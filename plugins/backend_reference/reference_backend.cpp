@@ -1,5 +1,5 @@
 // Plugin backend/reference: the backend object (memory, caps), the helpers the op files share
-// (checks with context, double views of tensors, activations), and the plugin record.
+// (value checks with context, double views of tensors, activations), and the plugin record.
 // Fresh tensors are poisoned with NaN (I32: INT32_MIN) so an op that forgets to write shows up.
 #include "reference_backend.hpp"
 
@@ -16,44 +16,7 @@ namespace backend_reference {
 
 void fail(const char* op, const std::string& what) {
   throw ablate::Error(std::string("backend/reference ") + op + ": " + what,
-                      "check the shapes and dtypes documented in ablate/backend.hpp");
-}
-
-void check_value(const char* op, const char* name, const Tensor& t) {
-  if (!t.defined()) fail(op, std::string(name) + " is not allocated");
-  if (t.dtype() != DType::F32 && t.dtype() != DType::BF16)
-    fail(op, std::string(name) + " " + t.str() + " must be f32 or bf16");
-}
-
-void check_dtype(const char* op, const char* name, const Tensor& t, DType dtype) {
-  if (!t.defined()) fail(op, std::string(name) + " is not allocated");
-  if (t.dtype() != dtype) fail(op, std::string(name) + " " + t.str() + " must be " + ablate::dtype_name(dtype));
-}
-
-void check_shape(const char* op, const char* name, const Tensor& t, const Shape& shape) {
-  if (t.shape() != shape) fail(op, std::string(name) + " " + t.str() + " must have shape " + shape.str());
-}
-
-void check_same_dtype(const char* op, const char* name, const Tensor& t, const char* ref_name, const Tensor& ref) {
-  check_value(op, name, t);
-  if (t.dtype() != ref.dtype())
-    fail(op, std::string(name) + " " + t.str() + " must have the dtype of " + ref_name + " " + ref.str());
-}
-
-void check_grad(const char* op, const char* name, const Tensor& g, const char* value_name, const Tensor& v,
-                bool param) {
-  check_value(op, name, g);
-  if (g.numel() != v.numel() || g.shape().last() != v.shape().last())
-    fail(op, std::string(name) + " " + g.str() + " must match " + value_name + " " + v.str());
-  if (g.dtype() != v.dtype() && !(param && g.dtype() == DType::F32))
-    fail(op, std::string(name) + " " + g.str() + " must have the dtype of " + value_name + " " + v.str() +
-                 (param ? " or f32" : ""));
-}
-
-void check_numel(const char* op, const char* name, const Tensor& t, std::int64_t numel) {
-  if (!t.defined()) fail(op, std::string(name) + " is not allocated");
-  if (t.numel() != numel)
-    fail(op, std::string(name) + " " + t.str() + " must have " + std::to_string(numel) + " elements");
+                      "the values each op accepts are documented in ablate/backend.hpp");
 }
 
 std::vector<double> load(const Tensor& t) {
@@ -138,13 +101,6 @@ double activate_grad(Activation act, double x) {
 ReferenceBackend::ReferenceBackend(bool all_optional_ops)
     : allocator_(ablate::HostAllocator::create()), all_optional_ops_(all_optional_ops) {}
 
-void ReferenceBackend::require_supported(ablate::OptionalOp which, const char* op) const {
-  if (!supports(which))
-    throw ablate::Error(std::string("backend/reference: ") + op + ": made with optional_ops: none, it has no " +
-                            ablate::optional_op_name(which) + " (supports)",
-                        "ops.cpp composes this op from others when supports() says no; call it through ablate::ops");
-}
-
 ablate::BackendCaps ReferenceBackend::caps() const {
   ablate::BackendCaps c;
   c.device = "cpu";
@@ -176,24 +132,22 @@ Tensor ReferenceBackend::empty(const Shape& shape, DType dtype) {
 }
 
 void ReferenceBackend::fill(Tensor& y, float value) {
-  if (!y.defined()) fail("fill", "y is not allocated");
+  ablate::contract::fill(y);
   store(y, std::vector<double>(static_cast<std::size_t>(y.numel()), static_cast<double>(value)));
 }
 
 void ReferenceBackend::copy_from_host(Tensor& dst, const void* src) {
-  if (!dst.defined()) fail("copy_from_host", "dst is not allocated");
+  ablate::contract::copy_from_host(dst);
   if (dst.bytes() > 0) std::memcpy(dst.raw(), src, dst.bytes());
 }
 
 void ReferenceBackend::copy_to_host(void* dst, const Tensor& src) {
-  if (!src.defined()) fail("copy_to_host", "src is not allocated");
+  ablate::contract::copy_to_host(src);
   if (src.bytes() > 0) std::memcpy(dst, src.raw(), src.bytes());
 }
 
 void ReferenceBackend::copy(Tensor& dst, const Tensor& src) {
-  if (!dst.defined() || !src.defined()) fail("copy", "dst and src must be allocated");
-  if (dst.numel() != src.numel() || dst.dtype() != src.dtype())
-    fail("copy", "dst " + dst.str() + " and src " + src.str() + " must have the same numel and dtype");
+  ablate::contract::copy(dst, src);
   if (dst.raw() != src.raw() && src.bytes() > 0) std::memmove(dst.raw(), src.raw(), src.bytes());
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ablate/backend.hpp"
+#include "ablate/backend_contract.hpp"
 #include "ablate/host_allocator.hpp"
 
 namespace backend_reference {
@@ -88,8 +89,6 @@ class ReferenceBackend final : public ablate::Backend {
   void cast(Tensor& y, const Tensor& x) override;
 
   bool supports(ablate::OptionalOp) const override { return all_optional_ops_; }
-  // Refuses `op` (a method of optional op `which`) when supports(which) says no.
-  void require_supported(ablate::OptionalOp which, const char* op) const;
 
   // rope_ops.cpp
   void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
@@ -113,20 +112,10 @@ class ReferenceBackend final : public ablate::Backend {
 
 // ---- helpers shared by the op files (reference_backend.cpp) ----
 
-// Throws ablate::Error("backend/reference <op>: <what>").
+// The argument contract is ablate::contract's (every op calls it first); the reference adds checks
+// of values it reads anyway (ids, targets, key lengths, positions in range). Those throw
+// ablate::Error("backend/reference <op>: <what>").
 [[noreturn]] void fail(const char* op, const std::string& what);
-// Checks: t is allocated and has a value dtype (F32/BF16) / exactly `dtype` / `shape`.
-void check_value(const char* op, const char* name, const Tensor& t);
-void check_dtype(const char* op, const char* name, const Tensor& t, DType dtype);
-void check_shape(const char* op, const char* name, const Tensor& t, const Shape& shape);
-// `t` has the value dtype of `ref` (named ref_name).
-void check_same_dtype(const char* op, const char* name, const Tensor& t, const char* ref_name, const Tensor& ref);
-// A gradient `g` of value `v`: same numel and last dim; dtype equal to v's, or F32 when
-// `param` (mixed precision keeps F32 parameter gradients).
-void check_grad(const char* op, const char* name, const Tensor& g, const char* value_name, const Tensor& v,
-                bool param);
-void check_numel(const char* op, const char* name, const Tensor& t, std::int64_t numel);
-
 // Host views: read any F32/BF16 tensor as doubles; store doubles rounded to the tensor's dtype;
 // accumulate `t += delta` (a null `t` is skipped).
 std::vector<double> load(const Tensor& t);
@@ -137,9 +126,4 @@ void accumulate(Tensor* t, const std::vector<double>& delta);
 // Activations and their derivatives, in double (shared by linear and activation ops).
 double activate(Activation act, double x);
 double activate_grad(Activation act, double x);  // d act / dx at x
-// Whether backward needs the pre-activation (act' is not a function of act(x)).
-inline bool needs_pre(Activation act) {
-  return act == Activation::GeluErf || act == Activation::GeluTanh || act == Activation::SiLU;
-}
-
 }  // namespace backend_reference

@@ -5,11 +5,8 @@
 namespace backend_reference {
 namespace {
 
-// The checks both directions share (ablate::rope_problem, a value dtype, positions >= 0); returns
-// the positions.
-std::vector<std::int32_t> checked_rope(const char* op, const Tensor& x, const Tensor& positions, int rotary, float base) {
-  check_value(op, "x", x);
-  if (const std::string p = ablate::rope_problem(x, positions, rotary, base); !p.empty()) fail(op, p);
+// The positions, and the reference's own check of their values: >= 0.
+std::vector<std::int32_t> checked_positions(const char* op, const Tensor& positions) {
   std::vector<std::int32_t> pos = load_i32(positions);
   for (std::int32_t p : pos)
     if (p < 0) fail(op, "positions hold " + std::to_string(p) + "; expected positions >= 0");
@@ -38,19 +35,14 @@ std::vector<double> rotate(const std::vector<double>& in, const Shape& s, const 
 }  // namespace
 
 void ReferenceBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
-  const char* op = "rope_forward";
-  require_supported(ablate::OptionalOp::rope, op);
-  const std::vector<std::int32_t> pos = checked_rope(op, x, positions, rotary, base);
-  check_same_dtype(op, "y", y, "x", x);
-  check_shape(op, "y", y, x.shape());
+  ablate::contract::rope_forward(*this, y, x, positions, rotary, base);
+  const std::vector<std::int32_t> pos = checked_positions("rope_forward", positions);
   store(y, rotate(load(x), x.shape(), pos, rotary, base, 1.0));
 }
 
 void ReferenceBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
-  const char* op = "rope_backward";
-  require_supported(ablate::OptionalOp::rope, op);
-  const std::vector<std::int32_t> pos = checked_rope(op, dy, positions, rotary, base);
-  check_grad(op, "dx", dx, "dy", dy, false);
+  ablate::contract::rope_backward(*this, dx, dy, positions, rotary, base);
+  const std::vector<std::int32_t> pos = checked_positions("rope_backward", positions);
   accumulate(&dx, rotate(load(dy), dy.shape(), pos, rotary, base, -1.0));
 }
 

@@ -7,20 +7,9 @@
 #include "reference_backend.hpp"
 
 namespace backend_reference {
-namespace {
-
-void check_rowwise(const char* op, const Tensor& x, const Tensor& y, bool reduces) {
-  check_value(op, "x", x);
-  if (const std::string p = ablate::rowwise_problem(x, y, reduces); !p.empty()) fail(op, p);
-}
-
-}  // namespace
-
 // y[N, C] = softmax(x[N, C]) per row.
 void ReferenceBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
-  const char* op = "softmax_last_forward";
-  require_supported(ablate::OptionalOp::softmax_last, op);
-  check_rowwise(op, x, y, false);
+  ablate::contract::softmax_last_forward(*this, y, x);
   const std::int64_t C = x.shape().last(), N = x.shape().rows();
   std::vector<double> v = load(x);
   for (std::int64_t n = 0; n < N; ++n) {
@@ -35,10 +24,7 @@ void ReferenceBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
 
 // dx[N, C] += y ⊙ (dy - sum_c dy ⊙ y) per row.
 void ReferenceBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
-  const char* op = "softmax_last_backward";
-  require_supported(ablate::OptionalOp::softmax_last, op);
-  check_rowwise(op, y, dy, false);
-  check_grad(op, "dx", dx, "y", y, false);
+  ablate::contract::softmax_last_backward(*this, dx, dy, y);
   const std::int64_t C = y.shape().last(), N = y.shape().rows();
   const std::vector<double> yv = load(y), g = load(dy);
   std::vector<double> d(yv.size());
@@ -55,9 +41,7 @@ void ReferenceBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const
 
 // y[N, 1] = sum_c x[N, c].
 void ReferenceBackend::sum_last_forward(Tensor& y, const Tensor& x) {
-  const char* op = "sum_last_forward";
-  require_supported(ablate::OptionalOp::sum_last, op);
-  check_rowwise(op, x, y, true);
+  ablate::contract::sum_last_forward(*this, y, x);
   const std::int64_t C = x.shape().last(), N = x.shape().rows();
   const std::vector<double> v = load(x);
   std::vector<double> s(static_cast<std::size_t>(N), 0.0);
@@ -68,9 +52,7 @@ void ReferenceBackend::sum_last_forward(Tensor& y, const Tensor& x) {
 
 // dx[N, c] += dy[N, 1].
 void ReferenceBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
-  const char* op = "sum_last_backward";
-  require_supported(ablate::OptionalOp::sum_last, op);
-  check_rowwise(op, dx, dy, true);
+  ablate::contract::sum_last_backward(*this, dx, dy);
   const std::int64_t C = dx.shape().last(), N = dx.shape().rows();
   const std::vector<double> g = load(dy);
   std::vector<double> d(static_cast<std::size_t>(dx.numel()));
@@ -81,9 +63,7 @@ void ReferenceBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
 
 // y = exp(x) or sigmoid(x) = 1 / (1 + exp(-x)).
 void ReferenceBackend::pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointwise f) {
-  const char* op = "pointwise_forward";
-  require_supported(ablate::OptionalOp::pointwise, op);
-  check_rowwise(op, x, y, false);
+  ablate::contract::pointwise_forward(*this, y, x);
   std::vector<double> v = load(x);
   for (double& e : v) e = f == ablate::Pointwise::exp ? std::exp(e) : 1.0 / (1.0 + std::exp(-e));
   store(y, v);
@@ -91,10 +71,7 @@ void ReferenceBackend::pointwise_forward(Tensor& y, const Tensor& x, ablate::Poi
 
 // dx += dy ⊙ f'(x), from y: exp' = y, sigmoid' = y (1 - y).
 void ReferenceBackend::pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) {
-  const char* op = "pointwise_backward";
-  require_supported(ablate::OptionalOp::pointwise, op);
-  check_rowwise(op, y, dy, false);
-  check_grad(op, "dx", dx, "y", y, false);
+  ablate::contract::pointwise_backward(*this, dx, dy, y);
   const std::vector<double> yv = load(y), g = load(dy);
   std::vector<double> d(yv.size());
   for (std::size_t i = 0; i < d.size(); ++i) d[i] = g[i] * (f == ablate::Pointwise::exp ? yv[i] : yv[i] * (1.0 - yv[i]));

@@ -156,24 +156,31 @@ HostMap case_upstream(const OpCase& c, DType dtype) {
   return m;
 }
 
-OpResult run_case(Backend& be, const OpCase& c, DType dtype, const HostMap* overrides, bool backward) {
+OpResult run_case(Backend& be, const OpCase& c, DType dtype, const HostMap* overrides, bool backward,
+                  const Mistake* mistake) {
   OpRun run{be, dtype, {}};
   HostMap in = case_inputs(c, dtype);
   if (overrides)
     for (const auto& [name, v] : *overrides) in[name] = v;
-  for (const TensorSpec& s : c.inputs) run.tensors[s.name] = upload(be, s.shape, dtype_of(s.role, dtype), in[s.name]);
-  for (const TensorSpec& s : c.outputs) run.tensors[s.name] = be.empty(s.shape, dtype_of(s.role, dtype));
+  // The tensor `name` as the case has it, or with the mistake's shape (zeros).
+  const auto make = [&](const std::string& name, const Shape& shape, DType d, const std::vector<float>* values) {
+    if (mistake && mistake->name == name)
+      return upload(be, mistake->shape, d, std::vector<float>(static_cast<std::size_t>(mistake->shape.numel()), 0.0f));
+    return values ? upload(be, shape, d, *values) : be.empty(shape, d);
+  };
+  for (const TensorSpec& s : c.inputs) run.tensors[s.name] = make(s.name, s.shape, dtype_of(s.role, dtype), &in[s.name]);
+  for (const TensorSpec& s : c.outputs) run.tensors[s.name] = make(s.name, s.shape, dtype_of(s.role, dtype), nullptr);
   c.forward(run);
   OpResult r;
   if (backward && c.backward) {
     const HostMap prefill = case_grad_prefill(c, dtype), up = case_upstream(c, dtype);
     for (const std::string& name : c.grad_inputs) {
       const TensorSpec& s = find_spec(c.inputs, name, c);
-      run.tensors["d" + name] = upload(be, s.shape, grad_dtype_of(s.role, dtype), prefill.at("d" + name));
+      run.tensors["d" + name] = make("d" + name, s.shape, grad_dtype_of(s.role, dtype), &prefill.at("d" + name));
     }
     for (const std::string& name : c.grad_outputs) {
       const TensorSpec& s = find_spec(c.outputs, name, c);
-      run.tensors["d" + name] = upload(be, s.shape, dtype_of(s.role, dtype), up.at("d" + name));
+      run.tensors["d" + name] = make("d" + name, s.shape, dtype_of(s.role, dtype), &up.at("d" + name));
     }
     c.backward(run);
     for (const std::string& name : c.grad_inputs) r.values["d" + name] = download(be, run["d" + name]);

@@ -83,10 +83,17 @@ HostMap case_inputs(const OpCase& c, DType dtype);
 HostMap case_grad_prefill(const OpCase& c, DType dtype);
 HostMap case_upstream(const OpCase& c, DType dtype);
 
+// A wrong argument (tests of the op contract, backend_contract_test.cpp): the tensor `name` (an
+// input, an output, or a gradient "d<name>" of backward) gets `shape` instead of the case's, zeros.
+struct Mistake {
+  std::string name;
+  Shape shape;
+};
+
 // Runs a case on `backend`: uploads the inputs (with `overrides` replacing some by name), runs
 // forward and, when `backward` and the case has one, backward. Returns every result.
 OpResult run_case(Backend& backend, const OpCase& c, DType dtype, const HostMap* overrides = nullptr,
-                  bool backward = true);
+                  bool backward = true, const Mistake* mistake = nullptr);
 
 // Parity of two runs of the same case: |a - b| <= atol * scale + rtol * |b| per element, with
 // scale = max(1, max |b|) * sqrt(reduction) for F32, max(1, max |b|) for BF16. NaN/inf must match.

@@ -12,7 +12,7 @@
 #include "cli/cli.hpp"
 #include "cli/exit_codes.hpp"
 #include "framework/core/backend_fixture.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
 
 namespace ablate {
 namespace {

@@ -15,8 +15,8 @@
 #include "cli/cli.hpp"
 #include "cli/exit_codes.hpp"
 #include "framework/core/backend_fixture.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
+#include "plugin_host/plugin_registry.hpp"
 
 ABLATE_DECLARE_PLUGIN(ffn_relu)
 ABLATE_DECLARE_PLUGIN(ffn_gelu)

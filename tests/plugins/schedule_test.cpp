@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "ablate/schedule.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
+#include "plugin_host/plugin_registry.hpp"
 
 ABLATE_DECLARE_PLUGIN(schedule_constant)
 ABLATE_DECLARE_PLUGIN(schedule_noam)

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "ablate/task.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
+#include "plugin_host/plugin_registry.hpp"
 
 ABLATE_DECLARE_PLUGIN(task_copy)
 ABLATE_DECLARE_PLUGIN(task_reverse)

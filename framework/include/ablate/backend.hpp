@@ -4,6 +4,9 @@
 // so a CPU backend (reference, onednn) and a GPU backend (cudnn, with device memory and a
 // stream) are interchangeable.
 //
+// Every op's arguments are checked by one contract, ablate/backend_contract.hpp, which each backend
+// calls first (so every backend gives the same message for the same mistake).
+//
 // Conventions for every op:
 //  - Signature order: outputs, then inputs, then sizes/parameters, then state.
 //  - Shapes use one vocabulary: B batch, T query/target length, S key/source length, H heads,
@@ -35,6 +38,11 @@ namespace ablate {
 
 enum class Activation : std::uint8_t { None = 0, ReLU = 1, GeluErf = 2, GeluTanh = 3, SiLU = 4 };
 const char* activation_name(Activation a);
+// Whether an activation's backward needs the pre-activation (its derivative is not a function of
+// its output): linear_forward then saves `pre`.
+inline bool activation_needs_pre(Activation a) {
+  return a == Activation::GeluErf || a == Activation::GeluTanh || a == Activation::SiLU;
+}
 
 // Masks: none (causal = false, key_lengths = null), causal (query i sees keys j <= i +
 // query_offset), key padding (query sees keys j < key_lengths[b]); causal and padding combine.

@@ -1,6 +1,6 @@
 // Plugin options: how a plugin declares the settings it accepts (OptionInfo, a POD table the
 // host reads without running plugin code) and the typed values it receives (Options).
-// The host resolves user text against the declarations (framework/plugins/option_resolver.hpp),
+// The host resolves user text against the declarations (framework/plugin_host/option_resolver.hpp),
 // so a plugin never parses strings and never sees an unknown or ill-typed option.
 #pragma once
 

@@ -6,11 +6,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define ABLATE_HD __host__ __device__
-#else
-#define ABLATE_HD
-#endif
+#include "ablate/host_device.hpp"
 
 namespace ablate {
 

@@ -5,7 +5,7 @@
 #include "ablate/abi.hpp"
 #include "cli/exit_codes.hpp"
 #include "framework/cli/cli_test_util.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
 
 namespace ablate::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include "ablate/ops.hpp"
 #include "ablate/schedule.hpp"
 #include "ablate/task.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
 
 namespace ablate {
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/plugins/plugin_test_util.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
 #include "framework/results/run_file_test_util.hpp"
 #include "results/run_file.hpp"
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "ablate/error.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
 #include "framework/results/run_file_test_util.hpp"
 
 namespace ablate::results {

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "ablate/error.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
 
 namespace ablate::spec::testing {
 

@@ -14,7 +14,7 @@
 #include "ablate/error.hpp"
 #include "ablate/optimizer.hpp"
 #include "framework/core/backend_fixture.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
 
 namespace ablate::train {
 namespace {

@@ -3,6 +3,8 @@
 // one deliberately broken backward is reported as failing, and so is a 1% parity difference.
 #include <gtest/gtest.h>
 
+#include "ablate/backend_ops.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -63,108 +65,11 @@ class ForwardingBackend : public Backend {
   explicit ForwardingBackend(std::shared_ptr<Backend> inner) : in_(std::move(inner)) {}
   BackendCaps caps() const override { return in_->caps(); }
   Tensor empty(const Shape& s, DType t) override { return in_->empty(s, t); }
-  void fill(Tensor& y, float v) override { in_->fill(y, v); }
-  void copy_from_host(Tensor& d, const void* s) override { in_->copy_from_host(d, s); }
-  void copy_to_host(void* d, const Tensor& s) override { in_->copy_to_host(d, s); }
-  void copy(Tensor& d, const Tensor& s) override { in_->copy(d, s); }
   void synchronize() override { in_->synchronize(); }
-  void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation a) override {
-    in_->linear_forward(y, pre, x, w, b, a);
-  }
-  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                       const Tensor* pre, const Tensor& y, Activation a) override {
-    in_->linear_backward(dx, dw, db, dy, x, w, pre, y, a);
-  }
-  void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool ta, bool tb, float al) override {
-    in_->matmul_forward(c, a, b, ta, tb, al);
-  }
-  void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool ta, bool tb,
-                       float al) override {
-    in_->matmul_backward(da, db, dc, a, b, ta, tb, al);
-  }
-  void attention_forward(Tensor& o, Tensor& l, Tensor* p, const Tensor& q, const Tensor& k, const Tensor& v,
-                         const AttentionParams& ps) override {
-    in_->attention_forward(o, l, p, q, k, v, ps);
-  }
-  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
-                          const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
-    in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, ps);
-  }
-  void layer_norm_forward(Tensor& y, Tensor& m, Tensor& r, const Tensor& x, const Tensor& g, const Tensor& b,
-                          float eps) override {
-    in_->layer_norm_forward(y, m, r, x, g, b, eps);
-  }
-  void layer_norm_backward(Tensor* dx, Tensor* dg, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& m,
-                           const Tensor& r, const Tensor& g) override {
-    in_->layer_norm_backward(dx, dg, db, dy, x, m, r, g);
-  }
-  void rms_norm_forward(Tensor& y, Tensor& r, const Tensor& x, const Tensor& g, float eps) override {
-    in_->rms_norm_forward(y, r, x, g, eps);
-  }
-  void rms_norm_backward(Tensor* dx, Tensor* dg, const Tensor& dy, const Tensor& x, const Tensor& r,
-                         const Tensor& g) override {
-    in_->rms_norm_backward(dx, dg, dy, x, r, g);
-  }
-  void activation_forward(Tensor& y, const Tensor& x, Activation a) override { in_->activation_forward(y, x, a); }
-  void activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation a) override {
-    in_->activation_backward(dx, dy, x, a);
-  }
-  void add_forward(Tensor& y, const Tensor& a, const Tensor& b, float al, float be) override {
-    in_->add_forward(y, a, b, al, be);
-  }
-  void add_backward(Tensor* da, Tensor* db, const Tensor& dy, float al, float be) override {
-    in_->add_backward(da, db, dy, al, be);
-  }
-  void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) override { in_->mul_forward(y, a, b); }
-  void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) override {
-    in_->mul_backward(da, db, dy, a, b);
-  }
-  void axpy(Tensor& y, const Tensor& x, float al) override { in_->axpy(y, x, al); }
-  void dropout_forward(Tensor& y, const Tensor& x, float p, const RngKey& k) override { in_->dropout_forward(y, x, p, k); }
-  void dropout_backward(Tensor& dx, const Tensor& dy, float p, const RngKey& k) override {
-    in_->dropout_backward(dx, dy, p, k);
-  }
-  void embedding_forward(Tensor& y, const Tensor& ids, const Tensor& t) override { in_->embedding_forward(y, ids, t); }
-  void embedding_backward(Tensor& dt, const Tensor& dy, const Tensor& ids) override {
-    in_->embedding_backward(dt, dy, ids);
-  }
-  void split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) override {
-    in_->split_heads_forward(y, x, parts, part);
-  }
-  void split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) override {
-    in_->split_heads_backward(dx, dy, parts, part);
-  }
-  void merge_heads_forward(Tensor& y, const Tensor& x) override { in_->merge_heads_forward(y, x); }
-  void merge_heads_backward(Tensor& dx, const Tensor& dy) override { in_->merge_heads_backward(dx, dy); }
-  void write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) override {
-    in_->write_time_slice(dst, src, offset);
-  }
-  void cross_entropy_forward(Tensor& loss, Tensor& dl, Tensor& st, const Tensor& lg, const Tensor& tg, std::int32_t ii,
-                             float ls) override {
-    in_->cross_entropy_forward(loss, dl, st, lg, tg, ii, ls);
-  }
-  void sum_squares(Tensor& total, const Tensor& x) override { in_->sum_squares(total, x); }
-  void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* wl, const Tensor& g, const AdamParams& p) override {
-    in_->adam_update(w, m, v, wl, g, p);
-  }
-  void cast(Tensor& y, const Tensor& x) override { in_->cast(y, x); }
-  bool supports(OptionalOp op) const override { return in_->supports(op); }
-  void rope_forward(Tensor& y, const Tensor& x, const Tensor& p, int r, float b) override { in_->rope_forward(y, x, p, r, b); }
-  void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& p, int r, float b) override {
-    in_->rope_backward(dx, dy, p, r, b);
-  }
-  void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t o) override { in_->slice_last_forward(y, x, o); }
-  void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t o) override { in_->slice_last_backward(dx, dy, o); }
-  void softmax_last_forward(Tensor& y, const Tensor& x) override { in_->softmax_last_forward(y, x); }
-  void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override {
-    in_->softmax_last_backward(dx, dy, y);
-  }
-  void sum_last_forward(Tensor& y, const Tensor& x) override { in_->sum_last_forward(y, x); }
-  void sum_last_backward(Tensor& dx, const Tensor& dy) override { in_->sum_last_backward(dx, dy); }
-  void pointwise_forward(Tensor& y, const Tensor& x, Pointwise f) override { in_->pointwise_forward(y, x, f); }
-  void pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, Pointwise f) override {
-    in_->pointwise_backward(dx, dy, y, f);
-  }
+#define ABLATE_FORWARD_OP(name, params, args) \
+  void name params override { in_->name args; }
+  ABLATE_BACKEND_OPS(ABLATE_FORWARD_OP)
+#undef ABLATE_FORWARD_OP
 
  protected:
   std::shared_ptr<Backend> in_;

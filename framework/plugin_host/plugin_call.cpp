@@ -1,6 +1,6 @@
 // PluginFault and the translation of whatever a plugin throws (plugin_call.hpp). The component
 // -> plugin names map is filled by PluginRegistry::create and emptied by the component's deleter.
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/plugin_call.hpp"
 
 #include <cxxabi.h>
 
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <typeinfo>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 
 namespace ablate {
 namespace {

@@ -1,12 +1,12 @@
 // Tests for the plugin host: discovery and listing, option passing, and every refusal
 // (API/ABI mismatch, malformed record, not a plugin, truncated or garbage file, undefined
 // symbol, duplicate (kind, name), unknown plugin, throwing factory, wrong interface).
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 
 #include <cstdlib>
 
 #include "fixture_echo.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
 
 namespace ablate {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "ablate/error.hpp"
 #include "ablate/plugin.hpp"
-#include "plugins/plugin_descriptor.hpp"
+#include "plugin_host/plugin_descriptor.hpp"
 
 namespace boost::dll {
 class shared_library;

@@ -4,8 +4,8 @@
 #include <dlfcn.h>
 
 #include "fixture_echo.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
+#include "plugin_host/plugin_registry.hpp"
 
 namespace ablate {
 namespace {

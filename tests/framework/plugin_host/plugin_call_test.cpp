@@ -6,9 +6,9 @@
 
 #include "ablate/ops.hpp"
 #include "fixture_echo.hpp"
-#include "framework/plugins/plugin_test_util.hpp"
-#include "plugins/plugin_call.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
+#include "plugin_host/plugin_call.hpp"
+#include "plugin_host/plugin_registry.hpp"
 #include "train/op_profile.hpp"
 
 namespace ablate {

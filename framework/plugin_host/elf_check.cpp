@@ -1,6 +1,6 @@
 // Implementation of elf_problem(): reads the ELF header, program headers and section headers
 // with bounds checks against the file size. Only ELF64 little-endian for the host machine.
-#include "plugins/elf_check.hpp"
+#include "plugin_host/elf_check.hpp"
 
 #include <elf.h>
 

@@ -1,5 +1,5 @@
 // Implementation of option parsing and resolution (see option_resolver.hpp).
-#include "plugins/option_resolver.hpp"
+#include "plugin_host/option_resolver.hpp"
 
 #include <algorithm>
 #include <charconv>

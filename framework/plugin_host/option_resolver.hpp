@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "ablate/options.hpp"
-#include "plugins/plugin_descriptor.hpp"
+#include "plugin_host/plugin_descriptor.hpp"
 
 namespace ablate {
 

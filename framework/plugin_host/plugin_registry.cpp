@@ -1,7 +1,7 @@
 // Implementation of the plugin host (see plugin_registry.hpp). The order of checks in load()
 // is the safety argument: nothing from a plugin runs before its file is structurally sound and
 // exports both aliases, and its factory runs only after api_version and abi_tag match.
-#include "plugins/plugin_registry.hpp"
+#include "plugin_host/plugin_registry.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,9 +15,9 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "core/text.hpp"
-#include "plugins/elf_check.hpp"
-#include "plugins/option_resolver.hpp"
-#include "plugins/plugin_call.hpp"
+#include "plugin_host/elf_check.hpp"
+#include "plugin_host/option_resolver.hpp"
+#include "plugin_host/plugin_call.hpp"
 
 #ifndef ABLATE_PLUGIN_SUBDIR  // the built-in plugin dir, relative to the directory of libablate
 #define ABLATE_PLUGIN_SUBDIR "ablate/plugins"

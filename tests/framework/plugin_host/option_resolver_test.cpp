@@ -1,6 +1,6 @@
 // Tests for option resolution: typed parsing, defaults, required options, choices, and the
 // UsageErrors (with suggestions) for unknown or ill-typed options.
-#include "plugins/option_resolver.hpp"
+#include "plugin_host/option_resolver.hpp"
 
 #include <gtest/gtest.h>
 
