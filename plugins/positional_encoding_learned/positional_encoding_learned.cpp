@@ -1,14 +1,13 @@
 // Plugin positional_encoding/learned: absolute positions as a trained table [max_len, D]
 // (BERT, GPT), whose rows offset .. offset+T-1 are added to the embeddings. Unlike the
 // sinusoid it cannot represent a position >= max_len: such a sequence is an error.
-#include <map>
-#include <mutex>
 #include <numeric>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "ablate/components.hpp"
+#include "ablate/constant_cache.hpp"
 #include "ablate/ops.hpp"
 
 namespace positional_encoding_learned {
@@ -55,24 +54,19 @@ class Learned final : public ablate::PositionalEncoding {
   // The ids offset .. offset+T-1 as an I32 [T] tensor on `be`, uploaded once per (backend,
   // offset, T) and kept (training reuses one length; decoding one id per step).
   ablate::Tensor positions(ablate::Backend& be, std::int64_t offset, std::int64_t t) const {
-    const Key key{&be, offset, t};
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-    std::vector<std::int32_t> ids(static_cast<std::size_t>(t));
-    std::iota(ids.begin(), ids.end(), static_cast<std::int32_t>(offset));
-    ablate::Tensor out = be.empty({t}, ablate::DType::I32);
-    be.copy_from_host(out, ids.data());
-    if (cache_.size() >= kMaxCached) cache_.clear();
-    cache_.emplace(key, out);
-    return out;
+    return cache_.get(Key{&be, offset, t}, [&] {
+      std::vector<std::int32_t> ids(static_cast<std::size_t>(t));
+      std::iota(ids.begin(), ids.end(), static_cast<std::int32_t>(offset));
+      ablate::Tensor out = be.empty({t}, ablate::DType::I32);
+      be.copy_from_host(out, ids.data());
+      return out;
+    });
   }
 
   using Key = std::tuple<const ablate::Backend*, std::int64_t, std::int64_t>;
-  static constexpr std::size_t kMaxCached = 256;
   std::int64_t max_len_;
   ablate::Parameter* table_ = nullptr;
-  mutable std::mutex mutex_;
-  mutable std::map<Key, ablate::Tensor> cache_;
+  ablate::ConstantCache<Key> cache_;
 };
 
 constexpr ablate::OptionInfo kOptions[] = {

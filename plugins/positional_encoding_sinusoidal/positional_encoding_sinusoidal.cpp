@@ -3,13 +3,12 @@
 // added to the embeddings. No parameters and no length limit: rows are computed for the
 // positions asked for, so it extrapolates past the training length (a claim to ablate).
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "ablate/components.hpp"
+#include "ablate/constant_cache.hpp"
 #include "ablate/ops.hpp"
 
 namespace positional_encoding_sinusoidal {
@@ -44,9 +43,9 @@ class Sinusoidal final : public ablate::PositionalEncoding {
   // PE rows offset .. offset+T-1 as a [T, D] tensor of `dtype` on `be`, uploaded once per
   // (backend, dtype, offset, T) and kept (training reuses one length; decoding one row per step).
   ablate::Tensor table(ablate::Backend& be, ablate::DType dtype, std::int64_t offset, std::int64_t t) const {
-    const Key key{&be, dtype, offset, t};
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    return cache_.get(Key{&be, dtype, offset, t}, [&] { return make_table(be, dtype, offset, t); });
+  }
+  ablate::Tensor make_table(ablate::Backend& be, ablate::DType dtype, std::int64_t offset, std::int64_t t) const {
     std::vector<float> host(static_cast<std::size_t>(t * d_model_));
     for (std::int64_t p = 0; p < t; ++p)
       for (std::int64_t j = 0; j < d_model_; ++j) {
@@ -61,17 +60,13 @@ class Sinusoidal final : public ablate::PositionalEncoding {
       out = be.empty({t, d_model_}, dtype);
       be.cast(out, f32);
     }
-    if (cache_.size() >= kMaxCached) cache_.clear();
-    cache_.emplace(key, out);
     return out;
   }
 
   using Key = std::tuple<const ablate::Backend*, ablate::DType, std::int64_t, std::int64_t>;
-  static constexpr std::size_t kMaxCached = 256;
   double base_;
   std::int64_t d_model_ = 0;
-  mutable std::mutex mutex_;
-  mutable std::map<Key, ablate::Tensor> cache_;
+  ablate::ConstantCache<Key> cache_;
 };
 
 constexpr ablate::OptionInfo kOptions[] = {
