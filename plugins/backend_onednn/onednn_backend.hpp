@@ -40,6 +40,10 @@ struct MatView {
   bool trans = false;
   std::int64_t padded_ld = 0;  // > 0: F32, batch 1, stored rows padded to this many elements
 };
+// t viewed as `batch` matrices [rows, cols] (trans: stored [cols, rows]).
+inline MatView view_of(const Tensor& t, std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
+  return MatView{t.raw(), t.dtype(), batch, rows, cols, trans};
+}
 
 // Scratch slots: each a reusable buffer kept for the backend's life (grown, never shrunk), so
 // a warm step allocates nothing. An op never uses one slot for two live things at once.

@@ -1,0 +1,332 @@
+// backend/onednn: scaled dot-product attention (QK^T and PV on oneDNN; masks, bias, ALiBi
+// slopes, soft-capping, softmax and dropout fused per row here; grouped k/v heads as GEMM
+// batches), the head split/merge copies and the KV-cache time-slice write.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "kernels.hpp"
+#include "onednn_backend.hpp"
+
+namespace backend_onednn {
+
+using ablate::Activation;
+
+// ------------------------------------------------------------------------------------------
+// attention: out[B, H, T, Dh] = dropout(softmax(mask(scale q·k^T + bias))) · v — forward and backward
+// (k/v [B, Hkv, S, Dh]: grouped-query attention batches each group of query heads against its k/v head)
+
+namespace {
+
+struct AttDims {
+  std::int64_t B, H, T, S, Dh;
+  std::int64_t Hkv;  // k/v heads: the G = H / Hkv query heads of a group are adjacent in q, so each
+                     // group is one [G*T, Dh] block against one k/v head (no repeated k/v)
+};
+
+// The sizes of q [B, H, T, Dh] and k [B, Hkv, S, Dh] (checked by ablate::contract).
+AttDims attention_dims(const Tensor& q, const Tensor& k) {
+  return AttDims{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3], k.shape()[1]};
+}
+
+// Caps the n visible scaled logits of a row at softcap: x -> c tanh(x / c); `slope` (if not null)
+// receives the derivative 1 - tanh(x / c)^2 of each.
+inline void cap_logits(float* row, float* slope, std::int64_t n, float c) {
+  const float inv = 1.0f / c;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float t = std::tanh(row[j] * inv);
+    row[j] = c * t;
+    if (slope) slope[j] = 1.0f - t * t;
+  }
+}
+
+// Adds AttentionParams' bias and ALiBi slopes to the n visible logits of row r = (b, h, i).
+inline void add_logit_bias(float* row, const AttDims& d, const ablate::AttentionParams& prm, std::int64_t r,
+                           std::int64_t n) {
+  const std::int64_t h = (r / d.T) % d.H, i = r % d.T;
+  if (prm.bias) {
+    const float* bias = prm.bias->data<float>() + ((prm.bias->shape()[0] == 1 ? 0 : h) * d.T + i) * d.S;
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) row[j] += bias[j];
+  }
+  if (prm.slopes) {
+    const float slope = prm.slopes->data<float>()[h];
+    const std::int64_t pos = i + prm.query_offset;
+    for (std::int64_t j = 0; j < n; ++j) row[j] -= slope * static_cast<float>(pos > j ? pos - j : j - pos);
+  }
+}
+
+// Number of keys query i of batch item b may see: keys [0, visible) (masks are prefixes).
+inline std::int64_t visible_keys(const AttDims& d, const ablate::AttentionParams& prm, const std::int32_t* lens,
+                                 std::int64_t b, std::int64_t i) {
+  std::int64_t n = d.S;
+  if (lens) n = std::min<std::int64_t>(n, std::max<std::int32_t>(lens[b], 0));
+  if (prm.causal) n = std::min<std::int64_t>(n, std::max<std::int64_t>(i + prm.query_offset + 1, 0));
+  return n;
+}
+
+}  // namespace
+
+void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
+                                      const Tensor& v, const ablate::AttentionParams& prm) {
+  ablate::contract::attention_forward(*this, out, lse, probs, q, k, v, prm);
+  const char* op = "attention_forward";
+  const AttDims d = attention_dims(q, k);
+  const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
+  const std::int64_t BG = d.B * d.Hkv, GT = d.H / d.Hkv * T;  // groups, and a group's query rows
+  if (BH * T == 0) return;
+  // scores[BG, G*T, S] (= [BH, T, S]) = scale q[BG, G*T, Dh] · k^T[BG, Dh, S]
+  float* sc = scratch_f32(kAttS, BH * T * S);
+  gemm(sc, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr,
+       Activation::None, op);
+  const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
+  float* lse_p = lse.data<float>();
+  float* pr = probs ? probs->data<float>() : nullptr;
+  const float p = prm.dropout;
+  const bool drop = p > 0.0f;
+  const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const std::int64_t per_thread = 2 * S + 16;  // keep scales [S] + Philox uniforms [S + 16]
+  float* mask = drop ? scratch_f32(kAttP, static_cast<std::int64_t>(threads_) * per_thread) : nullptr;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  // One fused pass per row: mask, max, exp, sum, lse, probs, dropout (in place in sc).
+#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
+  for (std::int64_t r = 0; r < BH * T; ++r) {
+    const std::int64_t b = r / (d.H * T), i = r % T;
+    const std::int64_t n = visible_keys(d, prm, lens, b, i);
+    float* row = sc + r * S;
+    if (n <= 0) {
+      lse_p[r] = ninf;
+      std::fill(row, row + S, 0.0f);
+      if (pr) std::fill(pr + r * S, pr + (r + 1) * S, 0.0f);
+      continue;
+    }
+    if (prm.softcap > 0.0f) cap_logits(row, nullptr, n, prm.softcap);
+    add_logit_bias(row, d, prm, r, n);
+    const float mx = row_max(row, n);
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const float e = fast_exp(row[j] - mx);
+      row[j] = e;
+      sum += e;
+    }
+    const float rs = 1.0f / sum;
+    lse_p[r] = mx + std::log(sum);
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) row[j] *= rs;
+    std::fill(row + n, row + S, 0.0f);
+    if (pr) std::memcpy(pr + r * S, row, static_cast<std::size_t>(S) * sizeof(float));
+    if (drop) {
+      float* m = mask + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread;
+      keep_scales(m, m + S, static_cast<std::uint64_t>(r * S), n, p, inv, prm.rng);
+#pragma omp simd
+      for (std::int64_t j = 0; j < n; ++j) row[j] *= m[j];
+    }
+  }
+  // out[BG, G*T, Dh] = P'[BG, G*T, S] · v[BG, S, Dh]
+  gemm(out.raw(), out.dtype(), MatView{sc, DType::F32, BG, GT, S, false}, view_of(v, BG, S, Dh, false), 1.0f, false,
+       nullptr, Activation::None, op);
+}
+
+void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
+                                       const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const ablate::AttentionParams& prm) {
+  ablate::contract::attention_backward(*this, dq, dk, dv, dout, out, lse, q, k, v, prm);
+  const char* op = "attention_backward";
+  const AttDims d = attention_dims(q, k);
+  if (!dq && !dk && !dv && !prm.dbias) return;
+  const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
+  const std::int64_t BG = d.B * d.Hkv, GT = d.H / d.Hkv * T;  // groups, and a group's query rows
+  if (BH * T * S == 0) return;
+  const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
+  const float* lse_p = lse.data<float>();
+  const float p = prm.dropout;
+  const bool drop = p > 0.0f;
+  const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+
+  // P[BH, T, S] recomputed from the scores and lse; P' = P ⊙ keep / (1 - p).
+  float* P = scratch_f32(kAttS, BH * T * S);
+  float* Pd = drop ? scratch_f32(kAttP, BH * T * S) : P;
+  const std::int64_t per_thread = 2 * S + 16;  // keep scales [S] + Philox uniforms [S + 16]
+  float* tbuf = drop ? scratch_f32(kPartial, static_cast<std::int64_t>(threads_) * per_thread) : nullptr;
+  gemm(P, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr,
+       Activation::None, op);
+  float* cap_slope = prm.softcap > 0.0f ? scratch_f32(kAttC, BH * T * S) : nullptr;  // d(capped)/d(scaled logit)
+#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
+  for (std::int64_t r = 0; r < BH * T; ++r) {
+    const std::int64_t b = r / (d.H * T), i = r % T;
+    const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
+    float* row = P + r * S;
+    if (cap_slope) cap_logits(row, cap_slope + r * S, n, prm.softcap);
+    add_logit_bias(row, d, prm, r, n);
+    const float l = lse_p[r];
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) row[j] = fast_exp(row[j] - l);
+    std::fill(row + n, row + S, 0.0f);
+    if (drop) {
+      float* m = Pd + r * S;
+      keep_scales(m, tbuf + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread + S,
+                  static_cast<std::uint64_t>(r * S), n, p, inv, prm.rng);
+#pragma omp simd
+      for (std::int64_t j = 0; j < n; ++j) m[j] *= row[j];
+      std::fill(m + n, m + S, 0.0f);
+    }
+  }
+  // dv[BG, S, Dh] += P'^T[BG, S, G*T] · dout[BG, G*T, Dh]
+  if (dv)
+    gemm(dv->raw(), dv->dtype(), MatView{Pd, DType::F32, BG, S, GT, true}, view_of(dout, BG, GT, Dh, false), 1.0f, true,
+         nullptr, Activation::None, op);
+  if (!dq && !dk && !prm.dbias) return;
+  // dP'[BG, G*T, S] = dout[BG, G*T, Dh] · v^T[BG, Dh, S]
+  float* dP = scratch_f32(kAttD, BH * T * S);
+  gemm(dP, DType::F32, view_of(dout, BG, GT, Dh, false), view_of(v, BG, Dh, S, true), 1.0f, false, nullptr,
+       Activation::None, op);
+  // dS = P ⊙ (dP - sum_j P_j dP_j), with dP = dP' ⊙ keep / (1 - p)   (in place in dP)
+#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
+  for (std::int64_t r = 0; r < BH * T; ++r) {
+    float* g = dP + r * S;
+    const float* pr = P + r * S;
+    if (drop) {
+      const std::int64_t b = r / (d.H * T), i = r % T;
+      const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
+      float* m = tbuf + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread;
+      keep_scales(m, m + S, static_cast<std::uint64_t>(r * S), n, p, inv, prm.rng);
+      std::fill(m + n, m + S, 0.0f);
+#pragma omp simd
+      for (std::int64_t j = 0; j < S; ++j) g[j] *= m[j];
+    }
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (std::int64_t j = 0; j < S; ++j) dot += pr[j] * g[j];
+#pragma omp simd
+    for (std::int64_t j = 0; j < S; ++j) g[j] = pr[j] * (g[j] - dot);
+  }
+  // dbias[1 or H, T, S] += dS summed over B (and H): serial, rows of one bias row come from several threads
+  if (prm.dbias) {
+    float* db = prm.dbias->data<float>();
+    const bool shared = prm.dbias->shape()[0] == 1;
+    for (std::int64_t r = 0; r < BH * T; ++r) {
+      const std::int64_t h = (r / T) % d.H, i = r % T;
+      float* out_row = db + ((shared ? 0 : h) * T + i) * S;
+      const float* g = dP + r * S;
+#pragma omp simd
+      for (std::int64_t j = 0; j < S; ++j) out_row[j] += g[j];
+    }
+  }
+  // Through the softcap: dS ⊙ (1 - tanh^2) for q and k (the bias was added after the cap). Rows past
+  // n have dS = 0 (P = 0 there), so their slope values do not matter.
+  if (cap_slope && (dq || dk)) {
+#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
+    for (std::int64_t r = 0; r < BH * T; ++r) {
+      float* g = dP + r * S;
+      const float* c = cap_slope + r * S;
+      const std::int64_t b = r / (d.H * T), i = r % T;
+      const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
+#pragma omp simd
+      for (std::int64_t j = 0; j < n; ++j) g[j] *= c[j];
+    }
+  }
+  // dq[BG, G*T, Dh] += scale dS[BG, G*T, S] · k[BG, S, Dh]
+  if (dq)
+    gemm(dq->raw(), dq->dtype(), MatView{dP, DType::F32, BG, GT, S, false}, view_of(k, BG, S, Dh, false), prm.scale,
+         true, nullptr, Activation::None, op);
+  // dk[BG, S, Dh] += scale dS^T[BG, S, G*T] · q[BG, G*T, Dh]  (the group's heads summed)
+  if (dk)
+    gemm(dk->raw(), dk->dtype(), MatView{dP, DType::F32, BG, S, GT, true}, view_of(q, BG, GT, Dh, false), prm.scale,
+         true, nullptr, Activation::None, op);
+}
+
+// ------------------------------------------------------------------------------------------
+// heads: split x[B, T, P*H*Dh] part -> y[B, H, T, Dh]; merge x[B, H, T, Dh] -> y[B, T, H*Dh]
+
+namespace {
+// Copies (or adds, when `acc`) rows of Dh between [B, T, P*H*Dh] (part `part`) and [B, H, T, Dh].
+// to_heads: heads[b, h, t, :] (op)= packed[b, t, part, h, :]; else the reverse.
+template <class Src, class Dst>
+void heads_copy(Dst* dst, const Src* src, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
+                std::int64_t parts, std::int64_t part, bool to_heads, bool acc, int threads) {
+  const std::int64_t W = parts * H * Dh;
+#pragma omp parallel for num_threads(team_size(B * H * T * Dh, threads)) schedule(static) collapse(3)
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t t = 0; t < T; ++t) {
+        const std::int64_t hoff = ((b * H + h) * T + t) * Dh, poff = (b * T + t) * W + part * H * Dh + h * Dh;
+        const Src* s = src + (to_heads ? poff : hoff);
+        Dst* d = dst + (to_heads ? hoff : poff);
+        if (acc) {
+#pragma omp simd
+          for (std::int64_t e = 0; e < Dh; ++e) st(d, e, ld(d, e) + ld(s, e));
+        } else {
+#pragma omp simd
+          for (std::int64_t e = 0; e < Dh; ++e) st(d, e, ld(s, e));
+        }
+      }
+}
+}  // namespace
+
+void OnednnBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
+  ablate::contract::split_heads_forward(y, x, parts, part);
+  const char* op = "split_heads_forward";
+  const std::int64_t B = y.shape()[0], H = y.shape()[1], T = y.shape()[2], Dh = y.shape()[3];
+  set_threads();
+  with_float(op, x, [&](const auto* xp) {
+    with_float(op, y, [&](auto* yp) { heads_copy(yp, xp, B, T, H, Dh, parts, part, true, false, threads_); });
+  });
+}
+
+void OnednnBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
+  ablate::contract::split_heads_backward(dx, dy, parts, part);
+  const char* op = "split_heads_backward";
+  const std::int64_t B = dy.shape()[0], H = dy.shape()[1], T = dy.shape()[2], Dh = dy.shape()[3];
+  set_threads();
+  with_float(op, dy, [&](const auto* dyp) {
+    with_float(op, dx, [&](auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, parts, part, false, true, threads_); });
+  });
+}
+
+void OnednnBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
+  ablate::contract::merge_heads_forward(y, x);
+  const char* op = "merge_heads_forward";
+  const std::int64_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], Dh = x.shape()[3];
+  set_threads();
+  with_float(op, x, [&](const auto* xp) {
+    with_float(op, y, [&](auto* yp) { heads_copy(yp, xp, B, T, H, Dh, 1, 0, false, false, threads_); });
+  });
+}
+
+void OnednnBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
+  ablate::contract::merge_heads_backward(dx, dy);
+  const char* op = "merge_heads_backward";
+  const std::int64_t B = dx.shape()[0], H = dx.shape()[1], T = dx.shape()[2], Dh = dx.shape()[3];
+  set_threads();
+  with_float(op, dy, [&](const auto* dyp) {
+    with_float(op, dx, [&](auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, 1, 0, true, true, threads_); });
+  });
+}
+
+// ------------------------------------------------------------------------------------------
+// KV cache (incremental decoding; no backward): dst[B, H, S, Dh] rows offset .. offset+T-1 of
+// every (b, h) = src[B, H, T, Dh]. Per (b, h) the slice is one contiguous block of T*Dh elements
+// in both tensors: one memcpy each, over (b, h) in parallel above the grain. Other rows untouched.
+
+void OnednnBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
+  ablate::contract::write_time_slice(dst, src, offset);
+  const std::int64_t B = dst.shape()[0], H = dst.shape()[1], S = dst.shape()[2], Dh = dst.shape()[3];
+  const std::int64_t T = src.shape()[2];
+  const std::size_t es = ablate::dtype_size(dst.dtype());
+  const std::int64_t BH = B * H, block = T * Dh;
+  auto* d = static_cast<unsigned char*>(dst.raw());
+  const auto* s = static_cast<const unsigned char*>(src.raw());
+  if (block == 0 || BH == 0 || d == s) return;  // d == s: T == S, offset 0, the same storage
+  set_threads();
+#pragma omp parallel for num_threads(team_size(BH * block, threads_)) schedule(static)
+  for (std::int64_t i = 0; i < BH; ++i)
+    std::memcpy(d + static_cast<std::size_t>((i * S + offset) * Dh) * es, s + static_cast<std::size_t>(i * block) * es,
+                static_cast<std::size_t>(block) * es);
+}
+
+}  // namespace backend_onednn

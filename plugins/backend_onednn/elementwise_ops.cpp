@@ -1,0 +1,299 @@
+// backend/onednn: the elementwise ops as OpenMP + SIMD C++: activations, add and mul (b repeating
+// over a's leading elements), axpy, dropout (Philox, the same masks as every backend) and the
+// embedding gather/scatter-add, forward and backward side by side.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "kernels.hpp"
+#include "onednn_backend.hpp"
+
+namespace backend_onednn {
+
+using ablate::Activation;
+
+namespace {
+
+// Calls f(i0, len, m) over fixed chunks [i0, i0 + len) of [0, n), 1024 elements each, split
+// across threads, with m[j] = dropout_keep(key, i0 + j, p) ? inv : 0 (Philox 8 blocks at a time).
+template <class F>
+void for_each_keep(std::int64_t n, float p, float inv, const ablate::RngKey& key, int threads, F&& f) {
+  constexpr std::int64_t kChunk = 1024;
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel num_threads(team_size(n, threads))
+  {
+    alignas(64) float m[kChunk], u[kChunk + 16];
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::int64_t i0 = c * kChunk, len = std::min(kChunk, n - i0);
+      keep_scales(m, u, static_cast<std::uint64_t>(i0), len, p, inv, key);
+      f(i0, len, m);
+    }
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// elementwise: activation, add (with repeat-broadcast), mul, axpy
+
+void OnednnBackend::activation_forward(Tensor& y, const Tensor& x, Activation act) {
+  ablate::contract::activation_forward(y, x);
+  const char* op = "activation_forward";
+  const std::int64_t n = x.numel();
+  set_threads();
+  with_float(op, x, [&](const auto* xp) {
+    with_float(op, y, [&](auto* yp) {
+      with_act(act, [&](auto tag) {
+        constexpr Activation A = decltype(tag)::value;
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) st(yp, i, act_fwd<A>(ld(xp, i)));
+      });
+    });
+  });
+}
+
+void OnednnBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) {
+  ablate::contract::activation_backward(dx, dy, x);
+  const char* op = "activation_backward";
+  const std::int64_t n = x.numel();
+  set_threads();
+  with_float(op, x, [&](const auto* xp) {
+    with_float(op, dy, [&](const auto* dyp) {
+      with_float(op, dx, [&](auto* dxp) {
+        with_act(act, [&](auto tag) {
+          constexpr Activation A = decltype(tag)::value;
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
+          for (std::int64_t i = 0; i < n; ++i) st(dxp, i, ld(dxp, i) + ld(dyp, i) * act_bwd<A>(ld(xp, i)));
+        });
+      });
+    });
+  });
+}
+
+void OnednnBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
+  ablate::contract::add_forward(y, a, b);
+  const char* op = "add_forward";
+  const std::int64_t n = a.numel(), nb = b.numel();
+  if (n == 0) return;
+  const std::int64_t reps = n / nb;
+  set_threads();
+  with_float(op, a, [&](const auto* ap) {
+    with_float(op, b, [&](const auto* bp) {
+      with_float(op, y, [&](auto* yp) {
+#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static) collapse(2)
+        for (std::int64_t r = 0; r < reps; ++r)
+          for (std::int64_t j = 0; j < nb; ++j) st(yp, r * nb + j, alpha * ld(ap, r * nb + j) + beta * ld(bp, j));
+      });
+    });
+  });
+}
+
+// da += alpha * dy; db += beta * (dy summed over the repeats).
+void OnednnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
+  ablate::contract::add_backward(da, db, dy);
+  const char* op = "add_backward";
+  const std::int64_t n = dy.numel();
+  set_threads();
+  if (da) {
+    axpy(*da, dy, alpha);
+  }
+  if (db) {
+    const std::int64_t nb = db->numel();
+    if (n == 0) return;
+    const std::int64_t reps = n / nb;
+    if (reps == 1) {
+      axpy(*db, dy, beta);
+      return;
+    }
+    float* sums = scratch_f32(kSums, nb);
+    float* partial = scratch_f32(kPartial, std::min<std::int64_t>(reps, 64) * nb);
+    with_float(op, dy, [&](const auto* dyp) {
+      chunked_column_sum(sums, partial, reps, nb, threads_, [&](std::int64_t r, float* acc) {
+        const auto* row = dyp + r * nb;
+#pragma omp simd
+        for (std::int64_t j = 0; j < nb; ++j) acc[j] += ld(row, j);
+      });
+    });
+    with_float(op, *db, [&](auto* p) {
+#pragma omp parallel for simd num_threads(team_size(nb, threads_)) schedule(static)
+      for (std::int64_t j = 0; j < nb; ++j) st(p, j, ld(p, j) + beta * sums[j]);
+    });
+  }
+}
+
+// y = a * b, b repeating over a's leading elements (reps of nb): a gate per channel or scalar.
+void OnednnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
+  ablate::contract::mul_forward(y, a, b);
+  const char* op = "mul_forward";
+  const std::int64_t n = a.numel(), nb = b.numel();
+  if (n == 0) return;
+  const std::int64_t reps = n / nb;
+  set_threads();
+  with_float(op, a, [&](const auto* ap) {
+    with_float(op, b, [&](const auto* bp) {
+      with_float(op, y, [&](auto* yp) {
+#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static) collapse(2)
+        for (std::int64_t r = 0; r < reps; ++r)
+          for (std::int64_t j = 0; j < nb; ++j) st(yp, r * nb + j, ld(ap, r * nb + j) * ld(bp, j));
+      });
+    });
+  });
+}
+
+// da += dy * b (repeated); db += (dy * a) summed over the repeats.
+void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
+  ablate::contract::mul_backward(da, db, dy, a, b);
+  const char* op = "mul_backward";
+  const std::int64_t n = dy.numel(), nb = b.numel();
+  if (n == 0) return;
+  const std::int64_t reps = n / nb;
+  set_threads();
+  if (da) {
+    with_float(op, dy, [&](const auto* dyp) {
+      with_float(op, b, [&](const auto* bp) {
+        with_float(op, *da, [&](auto* dp) {
+#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static) collapse(2)
+          for (std::int64_t r = 0; r < reps; ++r)
+            for (std::int64_t j = 0; j < nb; ++j) st(dp, r * nb + j, ld(dp, r * nb + j) + ld(dyp, r * nb + j) * ld(bp, j));
+        });
+      });
+    });
+  }
+  if (!db) return;
+  if (reps == 1) {  // same shapes: elementwise
+    with_float(op, dy, [&](const auto* dyp) {
+      with_float(op, a, [&](const auto* ap) {
+        with_float(op, *db, [&](auto* dp) {
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
+          for (std::int64_t i = 0; i < n; ++i) st(dp, i, ld(dp, i) + ld(dyp, i) * ld(ap, i));
+        });
+      });
+    });
+    return;
+  }
+  float* sums = scratch_f32(kSums, nb);
+  float* partial = scratch_f32(kPartial, std::min<std::int64_t>(reps, 64) * nb);
+  with_float(op, dy, [&](const auto* dyp) {
+    with_float(op, a, [&](const auto* ap) {
+      chunked_column_sum(sums, partial, reps, nb, threads_, [&](std::int64_t r, float* acc) {
+        const auto* g = dyp + r * nb;
+        const auto* x = ap + r * nb;
+#pragma omp simd
+        for (std::int64_t j = 0; j < nb; ++j) acc[j] += ld(g, j) * ld(x, j);
+      });
+    });
+  });
+  with_float(op, *db, [&](auto* p) {
+#pragma omp parallel for simd num_threads(team_size(nb, threads_)) schedule(static)
+    for (std::int64_t j = 0; j < nb; ++j) st(p, j, ld(p, j) + sums[j]);
+  });
+}
+
+void OnednnBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
+  ablate::contract::axpy(y, x);
+  const char* op = "axpy";
+  const std::int64_t n = x.numel();
+  set_threads();
+  with_float(op, x, [&](const auto* xp) {
+    with_float(op, y, [&](auto* yp) {
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
+      for (std::int64_t i = 0; i < n; ++i) st(yp, i, ld(yp, i) + alpha * ld(xp, i));
+    });
+  });
+}
+
+// ------------------------------------------------------------------------------------------
+// dropout: y = x * keep / (1 - p), keep = dropout_keep(rng, i, p) — forward and backward (dx +=)
+
+void OnednnBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
+  ablate::contract::dropout_forward(y, x, p);
+  const char* op = "dropout_forward";
+  const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  set_threads();
+  with_float(op, x, [&](const auto* xp) {
+    with_float(op, y, [&](auto* yp) {
+      for_each_keep(x.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
+#pragma omp simd
+        for (std::int64_t j = 0; j < len; ++j) st(yp, i0 + j, ld(xp, i0 + j) * m[j]);
+      });
+    });
+  });
+}
+
+void OnednnBackend::dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
+  ablate::contract::dropout_backward(dx, dy, p);
+  const char* op = "dropout_backward";
+  const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  set_threads();
+  with_float(op, dy, [&](const auto* dyp) {
+    with_float(op, dx, [&](auto* dxp) {
+      for_each_keep(dy.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
+#pragma omp simd
+        for (std::int64_t j = 0; j < len; ++j) st(dxp, i0 + j, ld(dxp, i0 + j) + ld(dyp, i0 + j) * m[j]);
+      });
+    });
+  });
+}
+
+// ------------------------------------------------------------------------------------------
+// embedding: y[N, D] = table[ids[N], :]; backward dtable[V, D] += scatter(dy)
+
+namespace {
+void check_ids(const char* op, const std::int32_t* ids, std::int64_t n, std::int64_t V) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= V)
+      fail(op, "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is outside [0, " + std::to_string(V) + ")");
+}
+}  // namespace
+
+void OnednnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
+  ablate::contract::embedding_forward(y, ids, table);
+  const char* op = "embedding_forward";
+  const std::int64_t N = ids.numel(), V = table.shape()[0], D = table.shape()[1];
+  const std::int32_t* id = ids.data<std::int32_t>();
+  check_ids(op, id, N, V);
+  set_threads();
+  with_float(op, table, [&](const auto* tp) {
+    with_float(op, y, [&](auto* yp) {
+#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
+      for (std::int64_t r = 0; r < N; ++r) {
+        const auto* src = tp + static_cast<std::int64_t>(id[r]) * D;
+        auto* dst = yp + r * D;
+#pragma omp simd
+        for (std::int64_t j = 0; j < D; ++j) st(dst, j, ld(src, j));
+      }
+    });
+  });
+}
+
+// Deterministic scatter-add: threads own disjoint column slices and walk the rows in order.
+void OnednnBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
+  ablate::contract::embedding_backward(dtable, dy, ids);
+  const char* op = "embedding_backward";
+  const std::int64_t N = ids.numel(), V = dtable.shape()[0], D = dtable.shape()[1];
+  const std::int32_t* id = ids.data<std::int32_t>();
+  check_ids(op, id, N, V);
+  set_threads();
+  const std::int64_t slices = std::min<std::int64_t>(threads_, std::max<std::int64_t>(D / 16, 1));
+  with_float(op, dy, [&](const auto* dyp) {
+    with_float(op, dtable, [&](auto* tp) {
+#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
+      for (std::int64_t s = 0; s < slices; ++s) {
+        const std::int64_t c0 = D * s / slices, c1 = D * (s + 1) / slices;
+        for (std::int64_t r = 0; r < N; ++r) {
+          const auto* src = dyp + r * D;
+          auto* dst = tp + static_cast<std::int64_t>(id[r]) * D;
+#pragma omp simd
+          for (std::int64_t j = c0; j < c1; ++j) st(dst, j, ld(dst, j) + ld(src, j));
+        }
+      }
+    });
+  });
+}
+
+}  // namespace backend_onednn

@@ -1,0 +1,160 @@
+// backend/onednn: fused cross entropy (softmax, loss, dlogits and accuracy counts in one pass),
+// Adam/AdamW, the sum of squares of the grad norm, and casts; reductions in a fixed order.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "kernels.hpp"
+#include "onednn_backend.hpp"
+
+namespace backend_onednn {
+
+using ablate::Activation;
+
+// ------------------------------------------------------------------------------------------
+// cross entropy, fused: loss = mean over counted rows of lse - sum_c q_c x_c, q = (1-ls) onehot + ls/V;
+// dlogits = (softmax - q) / count (0 on ignored rows); stats = {count, correct}.
+
+void OnednnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
+                                          const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
+  ablate::contract::cross_entropy_forward(loss, dlogits, stats, logits, targets, label_smoothing);
+  const char* op = "cross_entropy_forward";
+  const std::int64_t N = logits.shape().rows(), V = logits.shape().last();
+  const std::int32_t* tg = targets.data<std::int32_t>();
+  std::int64_t count = 0;
+  for (std::int64_t r = 0; r < N; ++r) {
+    if (tg[r] == ignore_index) continue;
+    if (tg[r] < 0 || tg[r] >= V)
+      fail(op, "targets[" + std::to_string(r) + "] = " + std::to_string(tg[r]) + " is outside [0, " + std::to_string(V) +
+                   ") and is not ignore_index " + std::to_string(ignore_index));
+    ++count;
+  }
+  set_threads();
+  const float ls = label_smoothing;
+  const float inv_count = count ? 1.0f / static_cast<float>(count) : 0.0f;
+  const float on = 1.0f - ls, off = ls / static_cast<float>(V);
+  float* row_loss = scratch_f32(kSums, 2 * std::max<std::int64_t>(N, 1));  // [loss | correct]
+  with_float(op, logits, [&](const auto* xp) {
+    with_float(op, dlogits, [&](auto* gp) {
+#pragma omp parallel for num_threads(team_size(N * V, threads_)) schedule(static)
+      for (std::int64_t r = 0; r < N; ++r) {
+        const auto* x = xp + r * V;
+        auto* g = gp + r * V;
+        const std::int32_t t = tg[r];
+        if (t == ignore_index) {
+#pragma omp simd
+          for (std::int64_t c = 0; c < V; ++c) st(g, c, 0.0f);
+          row_loss[r] = 0.0f;
+          row_loss[N + r] = 0.0f;
+          continue;
+        }
+        const float mx = row_max(x, V);
+        std::int64_t arg = 0;  // the first index of the maximum
+        while (arg < V - 1 && !(ld(x, arg) >= mx)) ++arg;
+        float sum = 0.0f, sx = 0.0f;
+#pragma omp simd reduction(+ : sum, sx)
+        for (std::int64_t c = 0; c < V; ++c) {
+          const float v = ld(x, c);
+          sum += fast_exp(v - mx);
+          sx += v;
+        }
+        const float lse = mx + std::log(sum);
+        row_loss[r] = lse - on * ld(x, t) - off * sx;
+        row_loss[N + r] = arg == t ? 1.0f : 0.0f;
+        const float rs = 1.0f / sum;
+#pragma omp simd
+        for (std::int64_t c = 0; c < V; ++c) st(g, c, (fast_exp(ld(x, c) - mx) * rs - off) * inv_count);
+        st(g, t, ld(g, t) - on * inv_count);
+      }
+    });
+  });
+  double total = 0.0, correct = 0.0;
+  for (std::int64_t r = 0; r < N; ++r) {
+    total += row_loss[r];
+    correct += row_loss[N + r];
+  }
+  loss.data<float>()[0] = count ? static_cast<float>(total / static_cast<double>(count)) : 0.0f;
+  stats.data<float>()[0] = static_cast<float>(count);
+  stats.data<float>()[1] = static_cast<float>(correct);
+}
+
+// ------------------------------------------------------------------------------------------
+// optimizer and gradient utilities
+
+void OnednnBackend::sum_squares(Tensor& total, const Tensor& x) {
+  ablate::contract::sum_squares(total, x);
+  const char* op = "sum_squares";
+  const std::int64_t n = x.numel();
+  constexpr std::int64_t kChunk = 16384;  // fixed chunks: the order does not depend on threads
+  const std::int64_t nch = (n + kChunk - 1) / kChunk;
+  float* part = scratch_f32(kPartial, std::max<std::int64_t>(nch, 1));
+  set_threads();
+  with_float(op, x, [&](const auto* xp) {
+#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static)
+    for (std::int64_t ch = 0; ch < nch; ++ch) {
+      const std::int64_t i0 = ch * kChunk, i1 = std::min(n, i0 + kChunk);
+      float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+      for (std::int64_t i = i0; i < i1; ++i) s += ld(xp, i) * ld(xp, i);
+      part[ch] = s;
+    }
+  });
+  double s = 0.0;
+  for (std::int64_t ch = 0; ch < nch; ++ch) s += part[ch];
+  total.data<float>()[0] += static_cast<float>(s);
+}
+
+void OnednnBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
+                                const ablate::AdamParams& prm) {
+  ablate::contract::adam_update(w, m, v, w_low, grad, prm);
+  const std::int64_t n = w.numel();
+  set_threads();
+  const float b1 = prm.beta1, b2 = prm.beta2, lr = prm.lr, eps = prm.eps, wd = prm.weight_decay, gs = prm.grad_scale;
+  const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), static_cast<double>(prm.step)));
+  const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), static_cast<double>(prm.step)));
+  const bool decoupled = prm.decoupled;
+  float* wp = w.data<float>();
+  float* mp = m.data<float>();
+  float* vp = v.data<float>();
+  const float* gp = grad.data<float>();
+  bf16_t* lp = w_low ? w_low->data<bf16_t>() : nullptr;
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float w0 = wp[i];
+    float g = gp[i] * gs;
+    if (!decoupled) g += wd * w0;
+    const float mi = b1 * mp[i] + (1.0f - b1) * g;
+    const float vi = b2 * vp[i] + (1.0f - b2) * g * g;
+    mp[i] = mi;
+    vp[i] = vi;
+    const float mhat = mi / bc1, vhat = vi / bc2;
+    float upd = mhat / (std::sqrt(vhat) + eps);
+    if (decoupled) upd += wd * w0;
+    const float w1 = w0 - lr * upd;
+    wp[i] = w1;
+    if (lp) st(lp, i, w1);
+  }
+}
+
+void OnednnBackend::cast(Tensor& y, const Tensor& x) {
+  ablate::contract::cast(y, x);
+  const char* op = "cast";
+  if (x.dtype() == y.dtype()) {
+    copy(y, x);
+    return;
+  }
+  const std::int64_t n = x.numel();
+  set_threads();
+  with_float(op, x, [&](const auto* xp) {
+    with_float(op, y, [&](auto* yp) {
+#pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
+      for (std::int64_t i = 0; i < n; ++i) st(yp, i, ld(xp, i));
+    });
+  });
+}
+
+}  // namespace backend_onednn
