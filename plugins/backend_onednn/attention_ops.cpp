@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <string>
 
 #include "kernels.hpp"
 #include "onednn_backend.hpp"

@@ -1,12 +1,8 @@
 // backend/onednn: the elementwise ops as OpenMP + SIMD C++: activations, add and mul (b repeating
 // over a's leading elements), axpy, dropout (Philox, the same masks as every backend) and the
 // embedding gather/scatter-add, forward and backward side by side.
-#include <omp.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
 #include <string>
 
 #include "kernels.hpp"

@@ -1,12 +1,7 @@
 // backend/onednn: linear (x·W^T + b with a fused activation) and batched matmul on the cached
 // oneDNN matmul primitives (gemm), forward and backward side by side.
-#include <omp.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
-#include <string>
 
 #include "kernels.hpp"
 #include "onednn_backend.hpp"

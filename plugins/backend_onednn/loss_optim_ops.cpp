@@ -1,19 +1,14 @@
 // backend/onednn: fused cross entropy (softmax, loss, dlogits and accuracy counts in one pass),
 // Adam/AdamW, the sum of squares of the grad norm, and casts; reductions in a fixed order.
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <string>
 
 #include "kernels.hpp"
 #include "onednn_backend.hpp"
 
 namespace backend_onednn {
-
-using ablate::Activation;
 
 // ------------------------------------------------------------------------------------------
 // cross entropy, fused: loss = mean over counted rows of lse - sum_c q_c x_c, q = (1-ls) onehot + ls/V;

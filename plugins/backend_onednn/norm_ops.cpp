@@ -1,19 +1,12 @@
 // backend/onednn: layer norm and RMS norm over the last dim as OpenMP + SIMD C++, forward and
 // backward side by side; the column sums of dgamma/dbeta in a fixed order (bit-identical runs).
-#include <omp.h>
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
-#include <string>
 
 #include "kernels.hpp"
 #include "onednn_backend.hpp"
 
 namespace backend_onednn {
-
-using ablate::Activation;
 
 // ------------------------------------------------------------------------------------------
 // layer norm: y[N, D] = (x - mean) * rstd * gamma[D] + beta[D]; mean[N], rstd[N] saved (F32)
