@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -38,6 +37,10 @@ using ablate::Tensor;
 // whose dtype differs from its value's where this backend has no mixed-dtype kernel (an f32
 // gradient of a bf16 add/mul/matmul operand, which the contract itself allows).
 kernels::VT value_type(const Tensor& t);
+// t as `batch` cuBLASLt operands [rows, cols] (trans: stored [cols, rows]).
+inline GemmOperand operand(const Tensor& t, std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
+  return GemmOperand{t.raw(), value_type(t), batch, rows, cols, trans};
+}
 void need_value_dtype(const char* op, const char* name, const Tensor& g, const char* value_name, const Tensor& value);
 kernels::Act act_of(ablate::Activation a);
 // The [rows, D] geometry of a norm op over x [rows, D] (checked by ablate::contract).

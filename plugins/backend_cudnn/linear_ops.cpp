@@ -1,0 +1,113 @@
+// backend/cudnn: linear (x·W^T + b, the activation fused in cuBLASLt's epilogue) and batched
+// matmul on cuBLASLt, forward and backward side by side.
+#include "cuda_check.hpp"
+#include "cudnn_backend.hpp"
+
+namespace backend_cudnn {
+
+using kernels::VT;
+
+namespace {
+
+// The [N, I] x [O, I] geometry of a linear op (its shapes checked by ablate::contract).
+struct LinearDims {
+  VT t;
+  std::int64_t N, I, O;
+};
+LinearDims linear_dims(const Tensor& x, const Tensor& w) { return {value_type(x), x.shape().rows(), w.shape()[1], w.shape()[0]}; }
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// linear and batched matmul on cuBLASLt
+
+void CudnnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
+                                  ablate::Activation act) {
+  ablate::contract::linear_forward(y, pre, x, w, b, act);
+  const char* op = "linear_forward";
+  const auto [t, N, I, O] = linear_dims(x, w);
+  GemmEpilogue ep{b ? b->raw() : nullptr, act_of(act), pre ? pre->raw() : nullptr};
+  gemm_->run(y.raw(), t, operand(x, 1, N, I, false), operand(w, 1, I, O, true), 1.0f, 0.0f, ep, op);
+}
+
+void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
+                                   const Tensor& w, const Tensor* pre, const Tensor& y, ablate::Activation act) {
+  ablate::contract::linear_backward(dx, dw, db, dy, x, w, pre, y, act);
+  const char* op = "linear_backward";
+  const auto [t, N, I, O] = linear_dims(x, w);
+  // g = dy ⊙ act'(pre), or dy itself without an activation
+  const void* g = dy.raw();
+  if (act != ablate::Activation::None) {
+    void* gbuf = scratch(kLinG, dy.bytes());
+    const bool from_output = pre == nullptr;  // ReLU: y > 0
+    kernels::activation_grad(gbuf, t, dy.raw(), from_output ? y.raw() : pre->raw(), t, N * O, act_of(act), from_output,
+                             stream_);
+    g = gbuf;
+  }
+  const GemmOperand gop{g, t, 1, N, O, false};
+  if (dx) {  // dx[N, I] += g[N, O] · w[O, I]
+    gemm_->run(dx->raw(), t, gop, operand(w, 1, O, I, false), 1.0f, 1.0f, {}, op);
+  }
+  if (dw) {  // dw[O, I] += g^T[O, N] · x[N, I]
+    const VT wt = value_type(*dw);
+    gemm_->run(dw->raw(), wt, GemmOperand{g, t, 1, O, N, true}, operand(x, 1, N, I, false), 1.0f, 1.0f, {}, op);
+  }
+  if (db) {  // db[O] += column sums of g
+    const VT bt = value_type(*db);
+    kernels::column_sum(db->raw(), bt, g, t, N, O, 1.0f, scratch(kReduce, kernels::column_sum_scratch_bytes(N, O)),
+                        stream_);
+  }
+}
+
+namespace {
+
+// [..., R, C] (rank >= 2, checked by ablate::contract) as (batch, R, C).
+void matrix_dims(const Tensor& t, std::int64_t& batch, std::int64_t& r, std::int64_t& c) {
+  const int rank = t.shape().rank();
+  r = t.shape()[rank - 2];
+  c = t.shape()[rank - 1];
+  batch = (r * c == 0) ? 0 : t.numel() / (r * c);
+}
+
+}  // namespace
+
+void CudnnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool ta, bool tb, float alpha) {
+  ablate::contract::matmul_forward(c, a, b, ta, tb);
+  const char* op = "matmul_forward";
+  const VT t = value_type(a);
+  std::int64_t ba, ar, ac, bb, br, bc;
+  matrix_dims(a, ba, ar, ac);
+  matrix_dims(b, bb, br, bc);
+  const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
+  gemm_->run(c.raw(), t, operand(a, ba, M, K, ta), operand(b, ba, K, N, tb), alpha, 0.0f, {}, op);
+}
+
+// With C = alpha op(A)·op(B): d op(A) = alpha dC·op(B)^T and d op(B) = alpha op(A)^T·dC, written
+// into the stored layouts (a stored transposed gets the transposed product).
+void CudnnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool ta,
+                                   bool tb, float alpha) {
+  ablate::contract::matmul_backward(da, db, dc, a, b, ta, tb);
+  const char* op = "matmul_backward";
+  const VT t = value_type(a);
+  std::int64_t Bt, ar, ac, bb, br, bc;
+  matrix_dims(a, Bt, ar, ac);
+  matrix_dims(b, bb, br, bc);
+  const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
+  const GemmOperand dC{dc.raw(), t, Bt, M, N, false}, dCt{dc.raw(), t, Bt, N, M, true};
+  if (da) {
+    need_value_dtype(op, "da", *da, "a", a);
+    if (!ta)  // da[M, K] += alpha dC[M, N] · op(B)^T[N, K]
+      gemm_->run(da->raw(), t, dC, operand(b, Bt, N, K, !tb), alpha, 1.0f, {}, op);
+    else  // da[K, M] += alpha op(B)[K, N] · dC^T[N, M]
+      gemm_->run(da->raw(), t, operand(b, Bt, K, N, tb), dCt, alpha, 1.0f, {}, op);
+  }
+  if (db) {
+    need_value_dtype(op, "db", *db, "b", b);
+    if (!tb)  // db[K, N] += alpha op(A)^T[K, M] · dC[M, N]
+      gemm_->run(db->raw(), t, operand(a, Bt, K, M, !ta), dC, alpha, 1.0f, {}, op);
+    else  // db[N, K] += alpha dC^T[N, M] · op(A)[M, K]
+      gemm_->run(db->raw(), t, dCt, operand(a, Bt, M, K, ta), alpha, 1.0f, {}, op);
+  }
+}
+
+}  // namespace backend_cudnn
