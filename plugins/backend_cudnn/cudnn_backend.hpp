@@ -1,6 +1,6 @@
 // Internal header of backend/cudnn: the backend class, shared by its translation units
-// (cudnn_backend.cpp: memory, GEMM-shaped ops, attention, layer norm; ops.cpp: the ops that are
-// one kernel launch each). Everything is enqueued on one CUDA stream; the host waits only in
+// (cudnn_backend.cpp: life cycle and memory; one <family>_ops.cpp per op family, as in the other
+// backends). Everything is enqueued on one CUDA stream; the host waits only in
 // copy_to_host and synchronize (and in the deterministic embedding backward, which groups ids).
 #pragma once
 
