@@ -37,7 +37,8 @@ CONFIGS = {
     "B": {"spec": "bench/configs/B_decoder_lm.yaml", "sets": [], "bf16": False},
     "B-bf16": {"spec": "bench/configs/B_decoder_lm.yaml", "sets": ["precision=bf16"], "bf16": True},
     # --gpu (issue 9): the cudnn backend in bf16 against PyTorch eager bf16 autocast on the same GPU
-    "B-gpu": {"spec": "bench/configs/B_decoder_lm.yaml", "sets": ["backend.plugin=cudnn", "precision=bf16"], "bf16": True,
+    # log.stats=false: the per-layer statistics' probe pass (PyTorch logs nothing; seconds per log at C's length)
+    "B-gpu": {"spec": "bench/configs/B_decoder_lm.yaml", "sets": ["backend.plugin=cudnn", "precision=bf16", "log.stats=false"], "bf16": True,
               "gpu": True},
     "C-gpu": {"spec": "bench/configs/C_gpu_large.yaml", "sets": [], "bf16": True, "gpu": True, "no_check": True},
 }
@@ -86,7 +87,7 @@ class Peer:
 
 def find_peers(args):
     """The PyTorch rows: the venv's current release (eager, compiled) and Debian's 1.13; with
-    --gpu, the CUDA PyTorch of --torch-python (eager)."""
+    --gpu, the CUDA PyTorch of --torch-python (eager, compiled)."""
     peers, notes = [], []
     if args.gpu:
         version = subprocess.run([args.torch_python, "-c", "import torch; assert torch.cuda.is_available(); "
@@ -94,8 +95,11 @@ def find_peers(args):
         if version.returncode != 0:
             notes.append(f"CUDA PyTorch: none in {args.torch_python} ({version.stderr.strip()[-200:]})")
         else:
-            peers.append(Peer(f"PyTorch {version.stdout.strip()} eager (CUDA)", args.torch_python, dict(os.environ),
-                              release=True))
+            v = version.stdout.strip()
+            peers.append(Peer(f"PyTorch {v} eager (CUDA)", args.torch_python, dict(os.environ), release=True))
+            if not args.check_only:
+                peers.append(Peer(f"PyTorch {v} compiled (CUDA)", args.torch_python, dict(os.environ), release=True,
+                                  compiled=True))
         return peers, notes
     if args.no_torch_release:
         notes.append("current PyTorch release: skipped (--no-torch-release)")
@@ -327,29 +331,30 @@ def main():
     workdir = tempfile.mkdtemp(prefix="ablate_bench_")
     failed = False
     try:
-        if not args.check_only and args.gpu:
-            peak, gpu_name = gpu_matmul_peak(args)
-            lines.append(f"- GPU: {gpu_name}; matmul peak (torch bf16 8192^3, median): {peak / 1e3:.1f} TFLOP/s")
-        elif not args.check_only:
-            peak, bf16_peak = matmul_peak(args)
-            lines.append(f"- matmul peak (ablate_op_bench, plain oneDNN f32, median): {peak:.1f} GFLOP/s")
-            lines.append(f"- bf16 matmul peak (plain oneDNN bf16, median): {bf16_peak:.1f} GFLOP/s; bf16 rows' MFU is "
-                         "against it" if bf16_peak else "- no bf16 instructions: bf16 rows' MFU is against the f32 peak")
-            if args.ablate_before:
-                before = subprocess.run([args.ablate_before, "--version"], capture_output=True, text=True,
-                                        env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(
-                                            os.path.dirname(os.path.abspath(args.ablate_before)), "..", "lib")))
-                lines.append(f"- Ablate (before): `{args.ablate_before}` ({before.stdout.strip().splitlines()[0] if before.stdout.strip() else '?'}), "
-                             "run in each round after Ablate; its ratio column is Ablate / before")
-            if args.bf16_steps is None and bf16_peak is None:
-                args.bf16_steps = 8
-            if args.bf16_rounds is None:
-                args.bf16_rounds = args.rounds if bf16_peak else 1
-            if any(CONFIGS[n]["bf16"] for n in names):
-                steps_text = f"{args.bf16_steps} steps" if args.bf16_steps else "the config's steps"
-                lines.append(f"- bf16 configs: {args.bf16_rounds} round(s) of {steps_text}" +
-                             ("" if bf16_peak else " (5 of warm-up), as PyTorch's bf16 takes minutes per step on a CPU "
-                              "without bf16 instructions"))
+        if not args.check_only:
+            if args.gpu:
+                peak, gpu_name = gpu_matmul_peak(args)
+                lines.append(f"- GPU: {gpu_name}; matmul peak (torch bf16 8192^3, median): {peak / 1e3:.1f} TFLOP/s")
+            else:
+                peak, bf16_peak = matmul_peak(args)
+                lines.append(f"- matmul peak (ablate_op_bench, plain oneDNN f32, median): {peak:.1f} GFLOP/s")
+                lines.append(f"- bf16 matmul peak (plain oneDNN bf16, median): {bf16_peak:.1f} GFLOP/s; bf16 rows' MFU is "
+                             "against it" if bf16_peak else "- no bf16 instructions: bf16 rows' MFU is against the f32 peak")
+                if args.ablate_before:
+                    before = subprocess.run([args.ablate_before, "--version"], capture_output=True, text=True,
+                                            env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(
+                                                os.path.dirname(os.path.abspath(args.ablate_before)), "..", "lib")))
+                    lines.append(f"- Ablate (before): `{args.ablate_before}` ({before.stdout.strip().splitlines()[0] if before.stdout.strip() else '?'}), "
+                                 "run in each round after Ablate; its ratio column is Ablate / before")
+                if args.bf16_steps is None and bf16_peak is None:
+                    args.bf16_steps = 8
+                if args.bf16_rounds is None:
+                    args.bf16_rounds = args.rounds if bf16_peak else 1
+                if any(CONFIGS[n]["bf16"] for n in names):
+                    steps_text = f"{args.bf16_steps} steps" if args.bf16_steps else "the config's steps"
+                    lines.append(f"- bf16 configs: {args.bf16_rounds} round(s) of {steps_text}" +
+                                 ("" if bf16_peak else " (5 of warm-up), as PyTorch's bf16 takes minutes per step on a CPU "
+                                  "without bf16 instructions"))
             for name in names:
                 bf16 = CONFIGS[name]["bf16"]
                 steps = (args.bf16_steps or args.steps) if bf16 and not args.gpu else args.steps
