@@ -644,6 +644,9 @@ const std::vector<SpecKey>& schema() {
     k.push_back(integer(KEY(log.every), 1).def("50").doc(
         "steps between train-metric rows and per-layer statistics (residual norm, grad norm, attention entropy) in "
         "`run.h5`; the run file is flushed at each"));
+    k.push_back(boolean(KEY(log.stats)).def("true").doc(
+        "record the per-layer statistics at each `log.every` row; each costs a forward pass of the probe batch with "
+        "its attention probabilities read back (seconds at long sequences on a GPU); false = off"));
     k.push_back(section("log.attention").doc("attention tensors of a fixed probe batch"));
     k.push_back(integer(KEY(log.attention.every), 0).def("0").doc(
         "steps between attention-tensor records of the probe batch (every layer, head and kind, and the "

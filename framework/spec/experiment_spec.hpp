@@ -110,6 +110,7 @@ struct AttentionLogSpec {
 
 struct LogSpec {
   std::int64_t every{};
+  bool stats = true;  // per-layer statistics at each log row
   AttentionLogSpec attention;
   bool operator==(const LogSpec&) const = default;
 };

@@ -240,7 +240,7 @@ std::optional<std::string> Trainer::log(std::int64_t step) {
   std::optional<std::string> stop;
   const bool log_now = step % spec_.log.every == 0 || step == spec_.train.steps;
   const bool attention_now = spec_.log.attention.every > 0 && step % spec_.log.attention.every == 0;
-  record_->probe(step, log_now, attention_now);  // one probe pass serves both
+  record_->probe(step, log_now && spec_.log.stats, attention_now);  // one probe pass serves both
   if (!log_now) return stop;
   const auto n = static_cast<double>(state_.log_steps);
   const double mean_loss = state_.log_loss_sum / n;

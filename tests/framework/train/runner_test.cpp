@@ -371,6 +371,21 @@ TEST_F(RunnerTest, AttentionLoggingDoesNotChangeTraining) {
       }
 }
 
+// Per-layer statistics come with each log row, and log.stats = false turns their probe pass off
+// (the train rows stay, training is unchanged).
+TEST_F(RunnerTest, LayerStatsFollowLogEveryAndCanBeTurnedOff) {
+  const std::vector<std::string> common = {"--set", "train.steps=12", "--set", "log.every=4", "--set", "eval.every=12"};
+  std::vector<std::string> off = common;
+  off.insert(off.end(), {"--set", "log.stats=false"});
+  ASSERT_EQ(run("on", common).code, cli::kExitOk);
+  ASSERT_EQ(run("off", off).code, cli::kExitOk);
+  EXPECT_EQ(results::RunReader(dir_ / "on" / "run.h5").stats_steps(), (std::vector<std::int64_t>{4, 8, 12}));
+  EXPECT_TRUE(results::RunReader(dir_ / "off" / "run.h5").stats_steps().empty());
+  const auto on_rows = table("on", results::MetricSplit::Train), off_rows = table("off", results::MetricSplit::Train);
+  EXPECT_EQ(off_rows.at("step"), (std::vector<double>{4, 8, 12}));
+  EXPECT_EQ(on_rows.at("loss"), off_rows.at("loss"));
+}
+
 // log.attention.probe = repeated: the probe is random content tokens whose first half repeats as the
 // second, the same in every run whatever its seed, and the induction score is defined on it.
 TEST_F(RunnerTest, RepeatedProbeIsTheSameInEveryRunAndScoresInduction) {
