@@ -81,8 +81,8 @@ TEST_P(BackendParity, MatchesReference) {
   if (p.dtype == DType::BF16 && !other.caps().bf16)
     GTEST_SKIP() << "backend '" << p.backend << "' reports caps().bf16 == false";
   const OpCase& c = cases()[static_cast<std::size_t>(p.case_index)];
-  for (OptionalOp op : c.needs)
-    if (!other.supports(op)) GTEST_SKIP() << "backend '" << p.backend << "' has no " << optional_op_name(op) << " (supports)";
+  if (const std::string missing = missing_optional_op(other, c); !missing.empty())
+    GTEST_SKIP() << "backend '" << p.backend << "' has no " << missing << " (supports)";
   const OpResult expected = run_case(backend("reference"), c, p.dtype);
   OpResult actual;
   try {

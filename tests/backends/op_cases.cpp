@@ -156,6 +156,12 @@ HostMap case_upstream(const OpCase& c, DType dtype) {
   return m;
 }
 
+std::string missing_optional_op(const Backend& backend, const OpCase& c) {
+  for (OptionalOp op : c.needs)
+    if (!backend.supports(op)) return optional_op_name(op);
+  return "";
+}
+
 OpResult run_case(Backend& be, const OpCase& c, DType dtype, const HostMap* overrides, bool backward,
                   const Mistake* mistake) {
   OpRun run{be, dtype, {}};
@@ -406,12 +412,18 @@ void add_attention(std::vector<OpCase>& out) {
       {"long", 1, 3, 33, 65, 5, false, {}, 0, 0.0f, false},
       {"long_padding_dropout", 2, 1, 33, 65, 5, false, {65, 17}, 0, 0.1f, true},
       {"large_causal_offset_padding_dropout", 2, 4, 64, 72, 8, true, {72, 40}, 8, 0.1f, true},  // above the grain
+      // Shapes a GPU backend runs as one fused kernel (cudnn: bf16, Dh a multiple of 8, no probs, no
+      // offset; tests/plugins/backend_cudnn checks that it did): masks, dropout, an item without keys.
+      {"sdpa_causal_dropout", 2, 4, 128, 128, 64, true, {}, 0, 0.1f, false},
+      {"sdpa_padding_dropout", 2, 2, 96, 160, 64, false, {160, 77}, 0, 0.2f, false},
+      {"sdpa_causal_padding_Dh128", 3, 2, 64, 64, 128, true, {64, 0, 33}, 0, 0.0f, false},
   };
   for (const A& a : as) {
     OpCase c;
     c.op = "attention";
     c.name = a.tag + "_B" + num(a.B) + "_H" + num(a.H) + "_T" + num(a.T) + "_S" + num(a.S) + "_Dh" + num(a.Dh);
     c.reduction = static_cast<double>(std::max(a.S, a.Dh));
+    c.finite_differences = a.B * a.H * a.T * a.Dh <= 4096;  // the sdpa_ shapes: parity only
     c.inputs = {value("q", Shape{a.B, a.H, a.T, a.Dh}, -1.5, 1.5), value("k", Shape{a.B, a.H, a.S, a.Dh}, -1.5, 1.5),
                 value("v", Shape{a.B, a.H, a.S, a.Dh})};
     if (!a.lengths.empty()) c.inputs.push_back(fixed_i32("key_lengths", Shape{a.B}, a.lengths));
@@ -472,6 +484,7 @@ void add_attention(std::vector<OpCase>& out) {
     if (a.bias_heads > 0 || a.slopes) c.needs.push_back(OptionalOp::attention_bias);
     if (a.softcap > 0.0f) c.needs.push_back(OptionalOp::attention_softcap);
     c.reduction = static_cast<double>(std::max(a.S, a.Dh));
+    c.finite_differences = a.B * a.H * a.T * a.Dh <= 4096;  // the sdpa_ shapes: parity only
     c.inputs = {value("q", Shape{a.B, a.H, a.T, a.Dh}, -1.5, 1.5), value("k", Shape{a.B, a.Hkv, a.S, a.Dh}, -1.5, 1.5),
                 value("v", Shape{a.B, a.Hkv, a.S, a.Dh})};
     c.grad_inputs = {"q", "k", "v"};

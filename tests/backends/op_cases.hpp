@@ -57,7 +57,8 @@ struct OpCase {
   std::function<void(OpRun&)> forward;
   std::function<void(OpRun&)> backward;  // empty: the op has no backward
   // false: an F32 output too coarse for central differences (a mean over hundreds of rows:
-  // its rounding noise exceeds the tiny gradients); the case is covered by parity only.
+  // its rounding noise exceeds the tiny gradients), or a case too large for two runs per
+  // input element; the case is covered by parity only.
   bool finite_differences = true;
   std::string id() const { return op + "_" + name; }
 };
@@ -89,6 +90,10 @@ struct Mistake {
   std::string name;
   Shape shape;
 };
+
+// The first optional op case `c` needs that `backend` lacks (its supports() says no), named; ""
+// when the backend can run the case.
+std::string missing_optional_op(const Backend& backend, const OpCase& c);
 
 // Runs a case on `backend`: uploads the inputs (with `overrides` replacing some by name), runs
 // forward and, when `backward` and the case has one, backward. Returns every result.
