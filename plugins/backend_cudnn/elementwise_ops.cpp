@@ -40,7 +40,9 @@ void CudnnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float 
   if (db) {
     const VT bt = value_type(*db);
     const std::int64_t nb = db->numel();
-    if (nb > 0)  // db += beta * dy summed over its repeats: the column sums of dy as [numel / nb, nb]
+    if (nb == dy.numel())  // no repeats (a residual): an axpy, not a one-row column sum
+      kernels::axpy(db->raw(), bt, dy.raw(), t, nb, beta, stream_);
+    else if (nb > 0)  // db += beta * dy summed over its repeats: the column sums of dy as [numel / nb, nb]
       kernels::column_sum(db->raw(), bt, dy.raw(), t, dy.numel() / nb, nb, beta,
                           scratch(kReduce, kernels::column_sum_scratch_bytes(dy.numel() / nb, nb)), stream_);
   }

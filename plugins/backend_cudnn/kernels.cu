@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "ablate/activation_math.hpp"
 #include "ablate/bf16.hpp"
@@ -150,7 +152,8 @@ __global__ void axpy_kernel(Y* y, const X* x, std::int64_t n, float alpha) {
 // y[i] = alpha * a[i] + beta * b[i % nb].
 template <class T>
 __global__ void add_kernel(T* y, const T* a, const T* b, std::int64_t n, std::int64_t nb, float alpha, float beta) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(y, i, alpha * ld(a, i) + beta * ld(b, i % nb));
+  for (std::int64_t i = first_index(); i < n; i += grid_stride())
+    st(y, i, alpha * ld(a, i) + beta * ld(b, nb == n ? i : i % nb));  // no 64-bit modulo without broadcast
 }
 
 // y[i] = a[i] * b[i % nb].
@@ -237,15 +240,21 @@ __global__ void bias_activation_kernel(T* y, T* pre, const T* z, const T* bias, 
   }
 }
 
-// y[i] = x[i] * keep(i) * scale (p > 0), or x[i] (p = 0); accumulate: y[i] += that.
+// y[i] = x[i] * keep(i) * scale (p > 0), or x[i] (p = 0); accumulate: y[i] += that. A thread
+// takes the four elements of one Philox draw (grid: dropout_grid).
 template <class T, bool kAccumulate>
 __global__ void dropout_kernel(T* y, const T* x, std::int64_t n, float p, float scale, ablate::RngKey key) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    float v = ld(x, i);
-    if (p > 0.0f) v = ablate::dropout_keep(key, static_cast<std::uint64_t>(i), p) ? v * scale : 0.0f;
-    st(y, i, kAccumulate ? ld(y, i) + v : v);
+  for (std::int64_t g = first_index(); 4 * g < n; g += grid_stride()) {
+    bool keep[4] = {true, true, true, true};
+    if (p > 0.0f) ablate::dropout_keep4(key, static_cast<std::uint64_t>(g), p, keep);
+    for (std::int64_t j = 0; j < 4 && 4 * g + j < n; ++j) {
+      const std::int64_t i = 4 * g + j;
+      const float v = p > 0.0f ? (keep[j] ? ld(x, i) * scale : 0.0f) : ld(x, i);
+      st(y, i, kAccumulate ? ld(y, i) + v : v);
+    }
   }
 }
+unsigned dropout_grid(std::int64_t n) { return grid_for(ceil_div(n, std::int64_t{4})); }
 
 // ---------------------------------------------------------------------------- column sums
 // Two stages: partial[k][ch][c] = the sum, over the rows of chunk ch in order, of column c of
@@ -485,16 +494,30 @@ __global__ void embedding_backward_grouped_kernel(G* dtable, const T* dy, const 
 // Element i of heads [B, H, T, Dh] <-> element of merged [B, T, parts*H*Dh] (part `part`):
 // kToHeads: heads[i] (+)= merged[m]; else merged[m] (+)= heads[i]. Each destination element has
 // exactly one source, so accumulation needs no atomics.
-template <class T, bool kToHeads, bool kAccumulate>
+// A thread moves kVec consecutive elements of a head row (Dh % kVec == 0; kVec * sizeof(T) = 16
+// bytes where Dh allows): one index computation and one aligned vector load and store for them.
+template <class T, int kVec>
+struct alignas(kVec * sizeof(T)) Pack {
+  T v[kVec];
+};
+template <class T, int kVec, bool kToHeads, bool kAccumulate>
 __global__ void heads_kernel(T* dst, const T* src, std::int64_t B, std::int64_t T_, std::int64_t H, std::int64_t Dh,
                              std::int64_t parts, std::int64_t part) {
-  const std::int64_t n = B * H * T_ * Dh, W = parts * H * Dh;
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    const std::int64_t e = i % Dh, t = (i / Dh) % T_, h = (i / (Dh * T_)) % H, b = i / (Dh * T_ * H);
-    const std::int64_t m = (b * T_ + t) * W + part * H * Dh + h * Dh + e;
+  const std::int64_t chunks = Dh / kVec, n = B * H * T_ * chunks, W = parts * H * Dh;
+  for (std::int64_t c = first_index(); c < n; c += grid_stride()) {
+    const std::int64_t e = (c % chunks) * kVec, row = c / chunks;  // row = (b, h, t) of heads
+    const std::int64_t t = row % T_, h = (row / T_) % H, b = row / (T_ * H);
+    const std::int64_t i = row * Dh + e, m = (b * T_ + t) * W + part * H * Dh + h * Dh + e;
     const std::int64_t di = kToHeads ? i : m, si = kToHeads ? m : i;
-    const float v = ld(src, si);
-    st(dst, di, kAccumulate ? ld(dst, di) + v : v);
+    const Pack<T, kVec> v = *reinterpret_cast<const Pack<T, kVec>*>(src + si);
+    Pack<T, kVec>* out = reinterpret_cast<Pack<T, kVec>*>(dst + di);
+    if constexpr (kAccumulate) {
+      Pack<T, kVec> d = *out;
+      for (int j = 0; j < kVec; ++j) st(d.v, j, ld(d.v, j) + ld(v.v, j));
+      *out = d;
+    } else {
+      *out = v;
+    }
   }
 }
 
@@ -505,9 +528,17 @@ void heads(void* dst, const void* src, VT t, std::int64_t B, std::int64_t T, std
   if (n == 0) return;
   with_type(t, [&](auto tag) {
     using V = type_of<decltype(tag)>;
-    heads_kernel<V, kToHeads, kAccumulate><<<grid_for(n), kThreads, 0, s>>>(static_cast<V*>(dst),
-                                                                           static_cast<const V*>(src), B, T, H, Dh,
-                                                                           parts, part);
+    constexpr int kWide = 16 / sizeof(V);  // element offsets are multiples of Dh; views may not be aligned
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
+    const auto launch = [&](auto vec) {
+      constexpr int kVec = decltype(vec)::value;
+      heads_kernel<V, kVec, kToHeads, kAccumulate><<<grid_for(n / kVec), kThreads, 0, s>>>(
+          static_cast<V*>(dst), static_cast<const V*>(src), B, T, H, Dh, parts, part);
+    };
+    if (aligned && Dh % kWide == 0)
+      launch(std::integral_constant<int, kWide>{});
+    else
+      launch(std::integral_constant<int, 1>{});
   });
   check_launch(name);
 }
@@ -990,7 +1021,7 @@ void dropout_forward(void* y, const void* x, VT t, std::int64_t n, float p, abla
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    dropout_kernel<T, false><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(x), n, p,
+    dropout_kernel<T, false><<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(x), n, p,
                                                               keep_scale_of(p), key);
   });
   check_launch("dropout_forward");
@@ -1000,7 +1031,7 @@ void dropout_backward(void* dx, const void* dy, VT t, std::int64_t n, float p, a
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    dropout_kernel<T, true><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy), n, p,
+    dropout_kernel<T, true><<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy), n, p,
                                                              keep_scale_of(p), key);
   });
   check_launch("dropout_backward");

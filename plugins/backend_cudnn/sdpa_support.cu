@@ -33,9 +33,12 @@ __device__ void store<__nv_bfloat16>(__nv_bfloat16* p, std::int64_t i, float v) 
 template <class T>
 __global__ void dropout_factors_kernel(T* y, std::int64_t n, float p, ablate::RngKey key) {
   const float scale = 1.0f / (1.0f - p);
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    store(y, i, ablate::dropout_keep(key, static_cast<std::uint64_t>(i), p) ? scale : 0.0f);
+  for (std::int64_t g = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; 4 * g < n;
+       g += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {  // one Philox draw per 4 elements
+    bool keep[4];
+    ablate::dropout_keep4(key, static_cast<std::uint64_t>(g), p, keep);
+    for (std::int64_t j = 0; j < 4 && 4 * g + j < n; ++j) store(y, 4 * g + j, keep[j] ? scale : 0.0f);
+  }
 }
 
 // Zero `per_item` elements of item b of up to three [B, ...] tensors where lengths[b] == 0
@@ -70,9 +73,9 @@ void zero_keyless(void* a, void* b, void* c, float* lse, const AttentionShape& s
 void dropout_factors(void* y, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s) {
   if (n == 0) return;
   if (t == VT::BF16)
-    dropout_factors_kernel<<<blocks_for(n, 256), 256, 0, s>>>(static_cast<__nv_bfloat16*>(y), n, p, key);
+    dropout_factors_kernel<<<blocks_for((n + 3) / 4, 256), 256, 0, s>>>(static_cast<__nv_bfloat16*>(y), n, p, key);
   else
-    dropout_factors_kernel<<<blocks_for(n, 256), 256, 0, s>>>(static_cast<float*>(y), n, p, key);
+    dropout_factors_kernel<<<blocks_for((n + 3) / 4, 256), 256, 0, s>>>(static_cast<float*>(y), n, p, key);
   check_launch("dropout_factors");
 }
 

@@ -51,11 +51,19 @@ ABLATE_HD inline void philox_uniform4(const RngKey& key, std::uint64_t block, fl
   for (int i = 0; i < 4; ++i) out[i] = static_cast<float>(r.v[i] >> 8) * (1.0f / 16777216.0f);  // 24 bits
 }
 
+// Whether dropout with drop probability p keeps elements 4*block .. 4*block+3 of the tensor `key`
+// names: one Philox draw serves the four (kernels that handle an element each waste three).
+ABLATE_HD inline void dropout_keep4(const RngKey& key, std::uint64_t block, float p, bool keep[4]) {
+  float u[4];
+  philox_uniform4(key, block, u);
+  for (int i = 0; i < 4; ++i) keep[i] = u[i] >= p;
+}
+
 // Whether dropout with drop probability p keeps element `index` of the tensor `key` names.
 ABLATE_HD inline bool dropout_keep(const RngKey& key, std::uint64_t index, float p) {
-  float u[4];
-  philox_uniform4(key, index / 4, u);
-  return u[index % 4] >= p;
+  bool keep[4];
+  dropout_keep4(key, index / 4, p, keep);
+  return keep[index % 4];
 }
 
 }  // namespace ablate
