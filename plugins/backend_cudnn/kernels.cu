@@ -1022,7 +1022,7 @@ void dropout_forward(void* y, const void* x, VT t, std::int64_t n, float p, abla
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
     dropout_kernel<T, false><<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(x), n, p,
-                                                              keep_scale_of(p), key);
+                                                                keep_scale_of(p), key);
   });
   check_launch("dropout_forward");
 }
@@ -1032,7 +1032,7 @@ void dropout_backward(void* dx, const void* dy, VT t, std::int64_t n, float p, a
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
     dropout_kernel<T, true><<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy), n, p,
-                                                             keep_scale_of(p), key);
+                                                               keep_scale_of(p), key);
   });
   check_launch("dropout_backward");
 }
