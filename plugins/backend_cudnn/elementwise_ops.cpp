@@ -1,5 +1,6 @@
 // backend/cudnn: activations, add and mul (b repeating over a's leading elements), axpy, dropout
-// and the embedding gather/scatter-add, each a kernel launch or two (kernels.cu).
+// and the embedding gather/scatter-add, each a kernel launch or two (elementwise_kernels.cu,
+// embedding_kernels.cu).
 #include <algorithm>
 #include <numeric>
 

@@ -1,5 +1,6 @@
 // Internal header of backend/cudnn: the small CUDA kernels for the ops that neither cuBLASLt nor
-// cuDNN's graph API covers (kernels.cu). Plain C++ declarations, callable from g++-compiled code.
+// cuDNN's graph API covers (the *_kernels.cu files by op family, sharing kernels_common.cuh).
+// Plain C++ declarations, callable from g++-compiled code.
 //
 // Conventions (those of ablate/backend.hpp, restated for raw pointers):
 //  - Every launcher enqueues on `s` and returns at once; a launch error throws ablate::Error

@@ -1,5 +1,5 @@
 // backend/cudnn: fused cross entropy, the sum of squares of the grad norm, Adam/AdamW and casts
-// (kernels.cu).
+// (loss_optim_kernels.cu).
 #include "cuda_check.hpp"
 #include "cudnn_backend.hpp"
 

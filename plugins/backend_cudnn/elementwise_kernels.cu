@@ -1,0 +1,421 @@
+// backend/cudnn: the elementwise and memory-shaped kernels (fill, cast, axpy, add, mul, activations,
+// bias + activation, dropout, rotary positions, last-dim slices, head split/merge) and the column
+// sum of add's broadcast gradient; declared in kernels.hpp.
+#include "ablate/rope.hpp"
+#include "kernels_common.cuh"
+
+namespace backend_cudnn::kernels {
+
+namespace {
+
+// ---------------------------------------------------------------------------- memory-shaped kernels
+
+// y[i] = v (v already in y's storage type).
+template <class T>
+__global__ void fill_kernel(T* y, std::int64_t n, T v) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] = v;
+}
+
+// y[i] = x[i] converted (through f32).
+template <class Y, class X>
+__global__ void cast_kernel(Y* y, const X* x, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(y, i, ld(x, i));
+}
+
+// y[i] += alpha * x[i].
+template <class Y, class X>
+__global__ void axpy_kernel(Y* y, const X* x, std::int64_t n, float alpha) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(y, i, ld(y, i) + alpha * ld(x, i));
+}
+
+// ---------------------------------------------------------------------------- elementwise kernels
+
+// y[i] = alpha * a[i] + beta * b[i % nb].
+template <class T>
+__global__ void add_kernel(T* y, const T* a, const T* b, std::int64_t n, std::int64_t nb, float alpha, float beta) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride())
+    st(y, i, alpha * ld(a, i) + beta * ld(b, nb == n ? i : i % nb));  // no 64-bit modulo without broadcast
+}
+
+// y[i] = a[i] * b[i % nb].
+template <class T>
+__global__ void mul_kernel(T* y, const T* a, const T* b, std::int64_t n, std::int64_t nb) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(y, i, ld(a, i) * ld(b, i % nb));
+}
+
+// da[i] += dy[i] * b[i % nb]; db[i] += dy[i] * a[i] only when nb == n (a null gradient is
+// skipped; a repeated b's db is a column sum of ProductTerm).
+template <class T>
+__global__ void mul_backward_kernel(T* da, T* db, const T* dy, const T* a, const T* b, std::int64_t n, std::int64_t nb) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    const float g = ld(dy, i);
+    if (da) st(da, i, ld(da, i) + g * ld(b, i % nb));
+    if (db) st(db, i, ld(db, i) + g * ld(a, i));
+  }
+}
+
+// One thread per (row, pair i < rotary/2) and per copied dim: rope's rotation (or its transpose,
+// accumulated, for backward).
+template <class T>
+__global__ void rope_kernel(T* y, const T* x, const std::int32_t* positions, std::int64_t rows, std::int64_t T_len,
+                            std::int64_t Dh, int rotary, float base, bool backward) {
+  const std::int64_t half = rotary / 2, width = half + (Dh - rotary), n = rows * width;
+  for (std::int64_t k = first_index(); k < n; k += grid_stride()) {
+    const std::int64_t r = k / width, j = k % width;
+    const T* xr = x + r * Dh;
+    T* yr = y + r * Dh;
+    if (j >= half) {  // a copied dim
+      const std::int64_t d = rotary + (j - half);
+      st(yr, d, (backward ? ld(yr, d) : 0.0f) + ld(xr, d));
+      continue;
+    }
+    const double angle = ablate::rope_angle(positions[r % T_len], j, rotary, base);
+    const float c = static_cast<float>(cos(angle)), sn = static_cast<float>(backward ? -sin(angle) : sin(angle));
+    const float a = ld(xr, j), b = ld(xr, j + half);
+    st(yr, j, (backward ? ld(yr, j) : 0.0f) + a * c - b * sn);
+    st(yr, j + half, (backward ? ld(yr, j + half) : 0.0f) + b * c + a * sn);
+  }
+}
+
+// One thread per element of part[N, W]: copied out of whole[N, C] (forward) or added into it.
+template <class T>
+__global__ void slice_last_kernel(T* part, T* whole, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset,
+                                  bool backward) {
+  for (std::int64_t k = first_index(); k < N * W; k += grid_stride()) {
+    const std::int64_t w = (k / W) * C + offset + k % W;
+    if (backward)
+      st(whole, w, ld(whole, w) + ld(part, k));
+    else
+      st(part, k, ld(whole, w));
+  }
+}
+
+// y[i] = act(x[i]).
+template <class T>
+__global__ void activation_forward_kernel(T* y, const T* x, std::int64_t n, Act act) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(y, i, act_fwd(act, ld(x, i)));
+}
+
+// dx[i] += dy[i] * act'(x[i]).
+template <class T>
+__global__ void activation_backward_kernel(T* dx, const T* dy, const T* x, std::int64_t n, Act act) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride())
+    st(dx, i, ld(dx, i) + ld(dy, i) * act_grad(act, ld(x, i)));
+}
+
+// g[i] = dy[i] * act'(src[i]) (written).
+template <class G, class T>
+__global__ void activation_grad_kernel(G* g, const T* dy, const T* src, std::int64_t n, Act act) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(g, i, ld(dy, i) * act_grad(act, ld(src, i)));
+}
+
+// v = z[r, c] + bias[c]; pre = v (if given); y = act(v) from the unrounded v. Each element is read
+// before it is written, so y and pre may alias z.
+template <class T>
+__global__ void bias_activation_kernel(T* y, T* pre, const T* z, const T* bias, std::int64_t n, std::int64_t cols,
+                                       Act act) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    const float v = ld(z, i) + (bias ? ld(bias, i % cols) : 0.0f);
+    if (pre) st(pre, i, v);
+    st(y, i, act_fwd(act, v));
+  }
+}
+
+// y[i] = x[i] * keep(i) * scale (p > 0), or x[i] (p = 0); accumulate: y[i] += that. A thread
+// takes the four elements of one Philox draw (grid: dropout_grid).
+template <class T, bool kAccumulate>
+__global__ void dropout_kernel(T* y, const T* x, std::int64_t n, float p, float scale, ablate::RngKey key) {
+  for (std::int64_t g = first_index(); 4 * g < n; g += grid_stride()) {
+    bool keep[4] = {true, true, true, true};
+    if (p > 0.0f) ablate::dropout_keep4(key, static_cast<std::uint64_t>(g), p, keep);
+    for (std::int64_t j = 0; j < 4 && 4 * g + j < n; ++j) {
+      const std::int64_t i = 4 * g + j;
+      const float v = p > 0.0f ? (keep[j] ? ld(x, i) * scale : 0.0f) : ld(x, i);
+      st(y, i, kAccumulate ? ld(y, i) + v : v);
+    }
+  }
+}
+unsigned dropout_grid(std::int64_t n) { return grid_for(ceil_div(n, std::int64_t{4})); }
+
+
+// ---------------------------------------------------------------------------- heads
+
+// Element i of heads [B, H, T, Dh] <-> element of merged [B, T, parts*H*Dh] (part `part`):
+// kToHeads: heads[i] (+)= merged[m]; else merged[m] (+)= heads[i]. Each destination element has
+// exactly one source, so accumulation needs no atomics.
+// A thread moves kVec consecutive elements of a head row (Dh % kVec == 0; kVec * sizeof(T) = 16
+// bytes where Dh allows): one index computation and one aligned vector load and store for them.
+template <class T, int kVec>
+struct alignas(kVec * sizeof(T)) Pack {
+  T v[kVec];
+};
+template <class T, int kVec, bool kToHeads, bool kAccumulate>
+__global__ void heads_kernel(T* dst, const T* src, std::int64_t B, std::int64_t T_, std::int64_t H, std::int64_t Dh,
+                             std::int64_t parts, std::int64_t part) {
+  const std::int64_t chunks = Dh / kVec, n = B * H * T_ * chunks, W = parts * H * Dh;
+  for (std::int64_t c = first_index(); c < n; c += grid_stride()) {
+    const std::int64_t e = (c % chunks) * kVec, row = c / chunks;  // row = (b, h, t) of heads
+    const std::int64_t t = row % T_, h = (row / T_) % H, b = row / (T_ * H);
+    const std::int64_t i = row * Dh + e, m = (b * T_ + t) * W + part * H * Dh + h * Dh + e;
+    const std::int64_t di = kToHeads ? i : m, si = kToHeads ? m : i;
+    const Pack<T, kVec> v = *reinterpret_cast<const Pack<T, kVec>*>(src + si);
+    Pack<T, kVec>* out = reinterpret_cast<Pack<T, kVec>*>(dst + di);
+    if constexpr (kAccumulate) {
+      Pack<T, kVec> d = *out;
+      for (int j = 0; j < kVec; ++j) st(d.v, j, ld(d.v, j) + ld(v.v, j));
+      *out = d;
+    } else {
+      *out = v;
+    }
+  }
+}
+
+template <bool kToHeads, bool kAccumulate>
+void heads(void* dst, const void* src, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
+           int parts, int part, cudaStream_t s, const char* name) {
+  const std::int64_t n = B * H * T * Dh;
+  if (n == 0) return;
+  with_type(t, [&](auto tag) {
+    using V = type_of<decltype(tag)>;
+    constexpr int kWide = 16 / sizeof(V);  // element offsets are multiples of Dh; views may not be aligned
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
+    const auto launch = [&](auto vec) {
+      constexpr int kVec = decltype(vec)::value;
+      heads_kernel<V, kVec, kToHeads, kAccumulate><<<grid_for(n / kVec), kThreads, 0, s>>>(
+          static_cast<V*>(dst), static_cast<const V*>(src), B, T, H, Dh, parts, part);
+    };
+    if (aligned && Dh % kWide == 0)
+      launch(std::integral_constant<int, kWide>{});
+    else
+      launch(std::integral_constant<int, 1>{});
+  });
+  check_launch(name);
+}
+
+}  // namespace
+
+// column_sum uses one [chunks, cols] f32 partial; layer_norm_backward sums dgamma and dbeta in
+// one pass and needs two, so the size covers two (the norm backward launchers get this size).
+std::size_t column_sum_scratch_bytes(std::int64_t rows, std::int64_t cols) {
+  if (rows <= 0 || cols <= 0) return 0;
+  return static_cast<std::size_t>(2 * column_chunks(rows, cols) * cols) * sizeof(float);
+}
+
+
+// ============================================================================ memory-shaped
+
+void fill(void* y, int dtype, std::int64_t n, float value, cudaStream_t s) {
+  if (n == 0) return;
+  switch (dtype) {
+    case 0:
+      fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<float*>(y), n, value);
+      break;
+    case 1:  // the host's rounding, bit for bit
+      fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<std::uint16_t*>(y), n, ablate::float_to_bf16(value));
+      break;
+    case 2:
+      fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<std::int32_t*>(y), n, static_cast<std::int32_t>(value));
+      break;
+    default:
+      throw ablate::Error("backend/cudnn: fill: unknown dtype " + std::to_string(dtype));
+  }
+  check_launch("fill");
+}
+
+void cast(void* y, VT yt, const void* x, VT xt, std::int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  with_type(yt, [&](auto yk) {
+    with_type(xt, [&](auto xk) {
+      using Y = type_of<decltype(yk)>;
+      using X = type_of<decltype(xk)>;
+      cast_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<Y*>(y), static_cast<const X*>(x), n);
+    });
+  });
+  check_launch("cast");
+}
+
+void axpy(void* y, VT yt, const void* x, VT xt, std::int64_t n, float alpha, cudaStream_t s) {
+  if (n == 0) return;
+  with_type(yt, [&](auto yk) {
+    with_type(xt, [&](auto xk) {
+      using Y = type_of<decltype(yk)>;
+      using X = type_of<decltype(xk)>;
+      axpy_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<Y*>(y), static_cast<const X*>(x), n, alpha);
+    });
+  });
+  check_launch("axpy");
+}
+
+// ============================================================================ elementwise
+
+void add_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb, float alpha, float beta,
+                 cudaStream_t s) {
+  if (n == 0) return;
+  with_type(t, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    add_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(a), static_cast<const T*>(b),
+                                                n, nb, alpha, beta);
+  });
+  check_launch("add_forward");
+}
+
+void column_sum(void* out, VT out_t, const void* x, VT xt, std::int64_t rows, std::int64_t cols, float alpha,
+                void* scratch, cudaStream_t s) {
+  if (rows == 0 || cols == 0) return;
+  auto* partial = static_cast<float*>(scratch);
+  with_type(xt, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    column_partials<1>(partial, rows, cols, ColumnTerm<T>{static_cast<const T*>(x), cols}, s, "column_sum (partials)");
+  });
+  column_finish(out, out_t, partial, 0, rows, cols, alpha, s, "column_sum (finish)");
+}
+
+void mul_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb, cudaStream_t s) {
+  if (n == 0) return;
+  with_type(t, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    mul_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(a), static_cast<const T*>(b),
+                                                n, nb);
+  });
+  check_launch("mul_forward");
+}
+
+void mul_backward(void* da, void* db, const void* dy, const void* a, const void* b, VT t, std::int64_t n,
+                  std::int64_t nb, void* scratch, cudaStream_t s) {
+  if (n == 0 || (da == nullptr && db == nullptr)) return;
+  void* db_here = nb == n ? db : nullptr;  // a repeated b: its gradient is a column sum below
+  with_type(t, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    if (da || db_here) {
+      mul_backward_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(da), static_cast<T*>(db_here),
+                                                           static_cast<const T*>(dy), static_cast<const T*>(a),
+                                                           static_cast<const T*>(b), n, nb);
+      check_launch("mul_backward");
+    }
+    if (db && nb != n) {
+      auto* partial = static_cast<float*>(scratch);
+      column_partials<1>(partial, n / nb, nb, ProductTerm<T>{static_cast<const T*>(dy), static_cast<const T*>(a), nb}, s,
+                         "mul_backward (partials)");
+      column_finish(db, t, partial, 0, n / nb, nb, 1.0f, s, "mul_backward (finish)");
+    }
+  });
+}
+
+void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int64_t rows, std::int64_t T,
+          std::int64_t Dh, int rotary, float base, bool backward, cudaStream_t s) {
+  const std::int64_t n = rows * (rotary / 2 + (Dh - rotary));
+  if (n == 0) return;
+  with_type(t, [&](auto k) {
+    using V = type_of<decltype(k)>;
+    rope_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<V*>(y), static_cast<const V*>(x), positions, rows, T, Dh,
+                                                 rotary, base, backward);
+  });
+  check_launch(backward ? "rope_backward" : "rope_forward");
+}
+
+void slice_last(void* part, void* whole, VT t, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset,
+                bool backward, cudaStream_t s) {
+  if (N * W == 0) return;
+  with_type(t, [&](auto k) {
+    using V = type_of<decltype(k)>;
+    slice_last_kernel<<<grid_for(N * W), kThreads, 0, s>>>(static_cast<V*>(part), static_cast<V*>(whole), N, C, W, offset,
+                                                           backward);
+  });
+  check_launch(backward ? "slice_last_backward" : "slice_last_forward");
+}
+
+void activation_forward(void* y, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s) {
+  if (n == 0) return;
+  with_type(t, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    activation_forward_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(x), n, act);
+  });
+  check_launch("activation_forward");
+}
+
+void activation_backward(void* dx, const void* dy, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s) {
+  if (n == 0) return;
+  with_type(t, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    activation_backward_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy),
+                                                                static_cast<const T*>(x), n, act);
+  });
+  check_launch("activation_backward");
+}
+
+// ReLU' from the output equals ReLU' from the input (y > 0 iff x > 0) and None' is 1, so the
+// kernel is the same either way; other activations need the pre-activation.
+void activation_grad(void* g, VT gt, const void* dy, const void* src, VT t, std::int64_t n, Act act, bool src_is_output,
+                     cudaStream_t s) {
+  if (src_is_output && act != Act::ReLU && act != Act::None)
+    throw ablate::Error("backend/cudnn: activation_grad: activation " + std::to_string(static_cast<int>(act)) +
+                        " needs the pre-activation, not the output");
+  if (n == 0) return;
+  with_type(gt, [&](auto gk) {
+    with_type(t, [&](auto k) {
+      using G = type_of<decltype(gk)>;
+      using T = type_of<decltype(k)>;
+      activation_grad_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<G*>(g), static_cast<const T*>(dy),
+                                                              static_cast<const T*>(src), n, act);
+    });
+  });
+  check_launch("activation_grad");
+}
+
+void bias_activation(void* y, void* pre, const void* z, const void* bias, VT t, std::int64_t rows, std::int64_t cols,
+                     Act act, cudaStream_t s) {
+  const std::int64_t n = rows * cols;
+  if (n == 0) return;
+  with_type(t, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    bias_activation_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<T*>(pre),
+                                                            static_cast<const T*>(z), static_cast<const T*>(bias), n,
+                                                            cols, act);
+  });
+  check_launch("bias_activation");
+}
+
+void dropout_forward(void* y, const void* x, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s) {
+  if (n == 0) return;
+  with_type(t, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    dropout_kernel<T, false><<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(x), n, p,
+                                                                keep_scale_of(p), key);
+  });
+  check_launch("dropout_forward");
+}
+
+void dropout_backward(void* dx, const void* dy, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s) {
+  if (n == 0) return;
+  with_type(t, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    dropout_kernel<T, true><<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy), n, p,
+                                                               keep_scale_of(p), key);
+  });
+  check_launch("dropout_backward");
+}
+
+
+// ============================================================================ heads
+
+void split_heads_forward(void* y, const void* x, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
+                         int parts, int part, cudaStream_t s) {
+  heads<true, false>(y, x, t, B, T, H, Dh, parts, part, s, "split_heads_forward");
+}
+
+void split_heads_backward(void* dx, const void* dy, VT t, std::int64_t B, std::int64_t T, std::int64_t H,
+                          std::int64_t Dh, int parts, int part, cudaStream_t s) {
+  heads<false, true>(dx, dy, t, B, T, H, Dh, parts, part, s, "split_heads_backward");
+}
+
+void merge_heads_forward(void* y, const void* x, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
+                         cudaStream_t s) {
+  heads<false, false>(y, x, t, B, T, H, Dh, 1, 0, s, "merge_heads_forward");
+}
+
+void merge_heads_backward(void* dx, const void* dy, VT t, std::int64_t B, std::int64_t T, std::int64_t H,
+                          std::int64_t Dh, cudaStream_t s) {
+  heads<true, true>(dx, dy, t, B, T, H, Dh, 1, 0, s, "merge_heads_backward");
+}
+
+}  // namespace backend_cudnn::kernels
