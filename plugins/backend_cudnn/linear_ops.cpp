@@ -61,12 +61,15 @@ void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Ten
 
 namespace {
 
-// [..., R, C] (rank >= 2, checked by ablate::contract) as (batch, R, C).
-void matrix_dims(const Tensor& t, std::int64_t& batch, std::int64_t& r, std::int64_t& c) {
-  const int rank = t.shape().rank();
-  r = t.shape()[rank - 2];
-  c = t.shape()[rank - 1];
-  batch = (r * c == 0) ? 0 : t.numel() / (r * c);
+// c = op(a) · op(b) with a and b [..., R, C] (rank >= 2, checked by ablate::contract): the batch
+// Bt (a's leading elements) and the product's M, K, N.
+struct MatmulDims {
+  std::int64_t Bt, M, K, N;
+};
+MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const int ra = a.shape().rank(), rb = b.shape().rank();
+  const std::int64_t ar = a.shape()[ra - 2], ac = a.shape()[ra - 1], br = b.shape()[rb - 2], bc = b.shape()[rb - 1];
+  return {ar * ac == 0 ? 0 : a.numel() / (ar * ac), ta ? ac : ar, ta ? ar : ac, tb ? br : bc};
 }
 
 }  // namespace
@@ -75,11 +78,8 @@ void CudnnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, b
   ablate::contract::matmul_forward(c, a, b, ta, tb);
   const char* op = "matmul_forward";
   const VT t = value_type(a);
-  std::int64_t ba, ar, ac, bb, br, bc;
-  matrix_dims(a, ba, ar, ac);
-  matrix_dims(b, bb, br, bc);
-  const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
-  gemm_->run(c.raw(), t, operand(a, ba, M, K, ta), operand(b, ba, K, N, tb), alpha, 0.0f, {}, op);
+  const auto [Bt, M, K, N] = matmul_dims(a, b, ta, tb);
+  gemm_->run(c.raw(), t, operand(a, Bt, M, K, ta), operand(b, Bt, K, N, tb), alpha, 0.0f, {}, op);
 }
 
 // With C = alpha op(A)·op(B): d op(A) = alpha dC·op(B)^T and d op(B) = alpha op(A)^T·dC, written
@@ -89,10 +89,7 @@ void CudnnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, con
   ablate::contract::matmul_backward(da, db, dc, a, b, ta, tb);
   const char* op = "matmul_backward";
   const VT t = value_type(a);
-  std::int64_t Bt, ar, ac, bb, br, bc;
-  matrix_dims(a, Bt, ar, ac);
-  matrix_dims(b, bb, br, bc);
-  const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
+  const auto [Bt, M, K, N] = matmul_dims(a, b, ta, tb);
   const GemmOperand dC{dc.raw(), t, Bt, M, N, false}, dCt{dc.raw(), t, Bt, N, M, true};
   if (da) {
     need_value_dtype(op, "da", *da, "a", a);

@@ -32,6 +32,28 @@ void for_each_keep(std::int64_t n, float p, float inv, const ablate::RngKey& key
   }
 }
 
+// Calls f(i, j) for every element i = r * nb + j of reps repeats of nb elements (a tensor whose
+// partner repeats over its leading elements), split across threads.
+template <class F>
+void for_each_repeat(std::int64_t reps, std::int64_t nb, int threads, F&& f) {
+#pragma omp parallel for num_threads(team_size(reps * nb, threads)) schedule(static) collapse(2)
+  for (std::int64_t r = 0; r < reps; ++r)
+    for (std::int64_t j = 0; j < nb; ++j) f(r * nb + j, j);
+}
+
+// db[j] += scale * the sum over the reps rows of row(r, acc) (which adds row r's terms into acc),
+// in chunked_column_sum's fixed order; sums [nb] and partial are the caller's scratch.
+template <class Row>
+void add_repeat_sums(const char* op, Tensor& db, float scale, std::int64_t reps, float* sums, float* partial,
+                     int threads, Row&& row) {
+  const std::int64_t nb = db.numel();
+  chunked_column_sum(sums, partial, reps, nb, threads, row);
+  with_float(op, db, [&](auto* p) {
+#pragma omp parallel for simd num_threads(team_size(nb, threads)) schedule(static)
+    for (std::int64_t j = 0; j < nb; ++j) st(p, j, ld(p, j) + scale * sums[j]);
+  });
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -81,9 +103,9 @@ void OnednnBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, flo
   with_float(op, a, [&](const auto* ap) {
     with_float(op, b, [&](const auto* bp) {
       with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static) collapse(2)
-        for (std::int64_t r = 0; r < reps; ++r)
-          for (std::int64_t j = 0; j < nb; ++j) st(yp, r * nb + j, alpha * ld(ap, r * nb + j) + beta * ld(bp, j));
+        for_each_repeat(reps, nb, threads_, [&](std::int64_t i, std::int64_t j) {
+          st(yp, i, alpha * ld(ap, i) + beta * ld(bp, j));
+        });
       });
     });
   });
@@ -109,15 +131,11 @@ void OnednnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float
     float* sums = scratch_f32(kSums, nb);
     float* partial = scratch_f32(kPartial, std::min<std::int64_t>(reps, 64) * nb);
     with_float(op, dy, [&](const auto* dyp) {
-      chunked_column_sum(sums, partial, reps, nb, threads_, [&](std::int64_t r, float* acc) {
+      add_repeat_sums(op, *db, beta, reps, sums, partial, threads_, [&](std::int64_t r, float* acc) {
         const auto* row = dyp + r * nb;
 #pragma omp simd
         for (std::int64_t j = 0; j < nb; ++j) acc[j] += ld(row, j);
       });
-    });
-    with_float(op, *db, [&](auto* p) {
-#pragma omp parallel for simd num_threads(team_size(nb, threads_)) schedule(static)
-      for (std::int64_t j = 0; j < nb; ++j) st(p, j, ld(p, j) + beta * sums[j]);
     });
   }
 }
@@ -133,9 +151,7 @@ void OnednnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
   with_float(op, a, [&](const auto* ap) {
     with_float(op, b, [&](const auto* bp) {
       with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static) collapse(2)
-        for (std::int64_t r = 0; r < reps; ++r)
-          for (std::int64_t j = 0; j < nb; ++j) st(yp, r * nb + j, ld(ap, r * nb + j) * ld(bp, j));
+        for_each_repeat(reps, nb, threads_, [&](std::int64_t i, std::int64_t j) { st(yp, i, ld(ap, i) * ld(bp, j)); });
       });
     });
   });
@@ -153,9 +169,9 @@ void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const
     with_float(op, dy, [&](const auto* dyp) {
       with_float(op, b, [&](const auto* bp) {
         with_float(op, *da, [&](auto* dp) {
-#pragma omp parallel for num_threads(team_size(n, threads_)) schedule(static) collapse(2)
-          for (std::int64_t r = 0; r < reps; ++r)
-            for (std::int64_t j = 0; j < nb; ++j) st(dp, r * nb + j, ld(dp, r * nb + j) + ld(dyp, r * nb + j) * ld(bp, j));
+          for_each_repeat(reps, nb, threads_, [&](std::int64_t i, std::int64_t j) {
+            st(dp, i, ld(dp, i) + ld(dyp, i) * ld(bp, j));
+          });
         });
       });
     });
@@ -176,17 +192,13 @@ void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const
   float* partial = scratch_f32(kPartial, std::min<std::int64_t>(reps, 64) * nb);
   with_float(op, dy, [&](const auto* dyp) {
     with_float(op, a, [&](const auto* ap) {
-      chunked_column_sum(sums, partial, reps, nb, threads_, [&](std::int64_t r, float* acc) {
+      add_repeat_sums(op, *db, 1.0f, reps, sums, partial, threads_, [&](std::int64_t r, float* acc) {
         const auto* g = dyp + r * nb;
         const auto* x = ap + r * nb;
 #pragma omp simd
         for (std::int64_t j = 0; j < nb; ++j) acc[j] += ld(g, j) * ld(x, j);
       });
     });
-  });
-  with_float(op, *db, [&](auto* p) {
-#pragma omp parallel for simd num_threads(team_size(nb, threads_)) schedule(static)
-    for (std::int64_t j = 0; j < nb; ++j) st(p, j, ld(p, j) + sums[j]);
   });
 }
 

@@ -56,9 +56,8 @@ TEST(CudnnDeterminism, EveryOpCaseRerunsBitIdentically) {
       const OpResult second = run_case(be, c, dtype);
       for (const auto& [name, values] : first.values) {
         const std::vector<float>& again = second.values.at(name);
-        bool same = values.size() == again.size();
-        for (std::size_t i = 0; same && i < values.size(); ++i)
-          same = std::memcmp(&values[i], &again[i], sizeof(float)) == 0;  // NaN-safe bit comparison
+        const bool same = values.size() == again.size() &&  // bits, so that NaN equals NaN
+                          std::memcmp(values.data(), again.data(), values.size() * sizeof(float)) == 0;
         EXPECT_TRUE(same) << c.id() << " " << dtype_name(dtype) << ": " << name << " differs on a rerun";
       }
       ++checked;
