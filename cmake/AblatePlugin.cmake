@@ -2,7 +2,7 @@
 # the SDK, by out-of-tree plugins after find_package(Ablate).
 #
 #   ablate_add_plugin(<target> SOURCES a.cpp ... [NAMESPACE <ns>] [LINK_LIBRARIES ...]
-#                     [OUTPUT_DIRECTORY <dir>] [TESTS a_test.cpp ...] [INSTALL])
+#                     [OUTPUT_DIRECTORY <dir>] [TESTS a_test.cpp ... [TEST_LINK_LIBRARIES ...]] [INSTALL])
 #
 # The sources define the plugin with ABLATE_PLUGIN(...) inside namespace <ns> (default: the
 # target name). Creates two targets:
@@ -12,14 +12,18 @@
 # INSTALL installs the module into <prefix>/${ABLATE_PLUGIN_INSTALL_DIR} (the built-in plugin
 # dir, lib/ablate/plugins), where `ablate` finds it without ABLATE_PLUGIN_PATH.
 # TESTS builds the GoogleTest executable <target>_tests from those sources (GTest::gtest_main,
-# Ablate::core: the test kit, ablate/testing/kit.hpp) and registers its tests with ctest
-# (enable_testing() for this directory, gtest_discover_tests). The tests do not link the plugin's
-# objects: ctest runs them with ABLATE_PLUGIN_PATH set to the directory of the built module (a
-# build dependency), so make_component finds the plugin as `ablate` will load it: the same file,
-# export aliases, API/ABI checks and option defaults (run by hand: ABLATE_PLUGIN_PATH=<build dir>).
-# Ablate's own plugins pass no TESTS (their tests live in tests/).
+# Ablate::core: the test kit, ablate/testing/kit.hpp; the plugin's folder on the include path)
+# and registers its tests with ctest (enable_testing() for this directory, gtest_discover_tests).
+# The tests do not link the plugin's objects: ctest runs them with ABLATE_PLUGIN_PATH set to the
+# directory of the built module (a build dependency), so make_component finds the plugin as
+# `ablate` will load it: the same file, export aliases, API/ABI checks and option defaults (run
+# by hand: ABLATE_PLUGIN_PATH=<build dir>). TEST_LINK_LIBRARIES links more into the tests only:
+# <target>_obj to test the plugin's inner functions directly, a fixture library. ctest runs them
+# with OMP_WAIT_POLICY=PASSIVE (a parallel ctest must not stall on spinning OpenMP threads).
+# Ablate's own plugins with tests of their own keep them in plugins/<target>/tests/; they are
+# built unless Ablate is configured with ABLATE_BUILD_TESTS=OFF.
 function(ablate_add_plugin target)
-  cmake_parse_arguments(ARG "INSTALL" "NAMESPACE;OUTPUT_DIRECTORY" "SOURCES;LINK_LIBRARIES;TESTS" ${ARGN})
+  cmake_parse_arguments(ARG "INSTALL" "NAMESPACE;OUTPUT_DIRECTORY" "SOURCES;LINK_LIBRARIES;TESTS;TEST_LINK_LIBRARIES" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "ablate_add_plugin(${target}): SOURCES is required")
   endif()
@@ -54,8 +58,8 @@ ABLATE_EXPORT_PLUGIN(${ARG_NAMESPACE})
   if(ARG_INSTALL)  # the built-in plugin dir, relative to the install prefix (set by Ablate)
     install(TARGETS ${target} LIBRARY DESTINATION "${ABLATE_PLUGIN_INSTALL_DIR}")
   endif()
-  if(ARG_TESTS)
-    _ablate_add_plugin_tests(${target} SOURCES ${ARG_TESTS} LINK_LIBRARIES ${ARG_LINK_LIBRARIES})
+  if(ARG_TESTS AND (NOT DEFINED ABLATE_BUILD_TESTS OR ABLATE_BUILD_TESTS))
+    _ablate_add_plugin_tests(${target} SOURCES ${ARG_TESTS} LINK_LIBRARIES ${ARG_LINK_LIBRARIES} ${ARG_TEST_LINK_LIBRARIES})
   endif()
 endfunction()
 
@@ -71,10 +75,12 @@ function(_ablate_add_plugin_tests target)
   cmake_language(DEFER DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" CALL enable_testing)
   add_executable(${target}_tests ${ARG_SOURCES})
   target_link_libraries(${target}_tests PRIVATE Ablate::core GTest::gtest_main ${ARG_LINK_LIBRARIES})
+  target_include_directories(${target}_tests PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
   if(TARGET ablate_warnings)  # in-tree only
     target_link_libraries(${target}_tests PRIVATE ablate_warnings)
   endif()
   add_dependencies(${target}_tests ${target})
   gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
-    PROPERTIES ENVIRONMENT "ABLATE_PLUGIN_PATH=$<TARGET_FILE_DIR:${target}>")
+    PROPERTIES ENVIRONMENT "ABLATE_PLUGIN_PATH=$<TARGET_FILE_DIR:${target}>"
+               ENVIRONMENT_MODIFICATION "OMP_WAIT_POLICY=set:PASSIVE")
 endfunction()

@@ -1,7 +1,7 @@
 // Tests for the component plugins (ffn/relu, ffn/gelu, positional_encoding/sinusoidal and
 // learned, block/post_norm and pre_norm) and ParamScope: gradients w.r.t. inputs and parameters
 // by finite differences on the reference backend, known values, parameter names, errors, and
-// the options `ablate plugins` prints. Plugins are linked in (OBJECT libraries) and once loaded.
+// the options `ablate plugins` prints. Plugins are loaded from the built-in plugin dir.
 #include "ablate/components.hpp"
 
 #include "ablate/attention.hpp"
@@ -17,20 +17,6 @@
 #include "framework/core/backend_fixture.hpp"
 #include "framework/plugin_host/plugin_test_util.hpp"
 #include "plugin_host/plugin_registry.hpp"
-
-ABLATE_DECLARE_PLUGIN(ffn_relu)
-ABLATE_DECLARE_PLUGIN(ffn_gelu)
-ABLATE_DECLARE_PLUGIN(positional_encoding_sinusoidal)
-ABLATE_DECLARE_PLUGIN(positional_encoding_learned)
-ABLATE_DECLARE_PLUGIN(block_post_norm)
-ABLATE_DECLARE_PLUGIN(block_pre_norm)
-ABLATE_DECLARE_PLUGIN(ffn_swiglu)
-ABLATE_DECLARE_PLUGIN(ffn_geglu)
-ABLATE_DECLARE_PLUGIN(ffn_relu_squared)
-ABLATE_DECLARE_PLUGIN(positional_encoding_none)
-ABLATE_DECLARE_PLUGIN(block_sandwich_norm)
-ABLATE_DECLARE_PLUGIN(block_parallel)
-ABLATE_DECLARE_PLUGIN(block_rezero)
 
 namespace ablate {
 namespace {
@@ -94,22 +80,7 @@ std::vector<std::string> names(ParameterStore& store) {
 
 class Components : public ::testing::Test {
  protected:
-  void SetUp() override {
-    registry.add_linked(ffn_relu::plugin_info, ffn_relu::plugin_create);
-    registry.add_linked(ffn_gelu::plugin_info, ffn_gelu::plugin_create);
-    registry.add_linked(positional_encoding_sinusoidal::plugin_info, positional_encoding_sinusoidal::plugin_create);
-    registry.add_linked(positional_encoding_learned::plugin_info, positional_encoding_learned::plugin_create);
-    registry.add_linked(block_post_norm::plugin_info, block_post_norm::plugin_create);
-    registry.add_linked(block_pre_norm::plugin_info, block_pre_norm::plugin_create);
-    registry.add_linked(ffn_swiglu::plugin_info, ffn_swiglu::plugin_create);
-    registry.add_linked(ffn_geglu::plugin_info, ffn_geglu::plugin_create);
-    registry.add_linked(ffn_relu_squared::plugin_info, ffn_relu_squared::plugin_create);
-    registry.add_linked(positional_encoding_none::plugin_info, positional_encoding_none::plugin_create);
-    registry.add_linked(block_sandwich_norm::plugin_info, block_sandwich_norm::plugin_create);
-    registry.add_linked(block_parallel::plugin_info, block_parallel::plugin_create);
-    registry.add_linked(block_rezero::plugin_info, block_rezero::plugin_create);
-  }
-  PluginRegistry registry;
+  PluginRegistry& registry = testing::builtin_registry();  // the built plugins, loaded once
   ParameterStore store{reference_backend()};
 };
 

@@ -1,19 +1,14 @@
 // Tests for the task kind: make_batch and the default score (framework/core/task.cpp), and the
-// built-in synthetic tasks copy / reverse / sort / language_model, linked in through their
-// OBJECT libraries: determinism, splits, ranges, the tgt relations, and option errors.
+// built-in synthetic tasks copy / reverse / sort / language_model / random_pairs, loaded from the
+// built-in plugin dir: determinism, splits, ranges, the tgt relations, and option errors.
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "ablate/task.hpp"
+#include "backends/backend_test_util.hpp"
 #include "framework/plugin_host/plugin_test_util.hpp"
 #include "plugin_host/plugin_registry.hpp"
-
-ABLATE_DECLARE_PLUGIN(task_copy)
-ABLATE_DECLARE_PLUGIN(task_reverse)
-ABLATE_DECLARE_PLUGIN(task_sort)
-ABLATE_DECLARE_PLUGIN(task_language_model)
-ABLATE_DECLARE_PLUGIN(task_random_pairs)
 
 namespace ablate {
 namespace {
@@ -22,14 +17,7 @@ using Tokens = std::vector<std::int32_t>;
 
 class Tasks : public ::testing::Test {
  protected:
-  void SetUp() override {
-    registry.add_linked(task_copy::plugin_info, task_copy::plugin_create);
-    registry.add_linked(task_reverse::plugin_info, task_reverse::plugin_create);
-    registry.add_linked(task_sort::plugin_info, task_sort::plugin_create);
-    registry.add_linked(task_language_model::plugin_info, task_language_model::plugin_create);
-    registry.add_linked(task_random_pairs::plugin_info, task_random_pairs::plugin_create);
-  }
-  PluginRegistry registry;
+  PluginRegistry& registry = testing::builtin_registry();  // the built plugins, loaded once
 };
 
 const char* const kAll[] = {"copy", "reverse", "sort", "language_model", "random_pairs"};
@@ -219,7 +207,9 @@ TEST_F(Tasks, SyntheticTasksMakeEvalExamplesOfAnyLength) {
     for (std::int64_t length : {1, 5, 40}) {
       const Example e = t->example_at_length(Split::Eval, 3, length);
       EXPECT_EQ(static_cast<std::int64_t>((lm ? e.tgt : e.src).size()), length);
-      if (!lm) EXPECT_EQ(e.tgt.size(), e.src.size());
+      if (!lm) {
+        EXPECT_EQ(e.tgt.size(), e.src.size());
+      }
       EXPECT_EQ(e, t->example_at_length(Split::Eval, 3, length));
     }
     EXPECT_NE(t->example_at_length(Split::Eval, 3, 40), t->example_at_length(Split::Eval, 4, 40));

@@ -110,8 +110,8 @@ TEST_F(BeamSearchTest, TranslateRefusesRunsAndInputsItCannotTranslate) {
 
 // task/translation end to end on the fixture corpus: one line out per line in, greedy and beam 3.
 TEST_F(BeamSearchTest, TranslateWritesOneLinePerInputLine) {
-  const fs::path corpus = fs::path(__FILE__).parent_path().parent_path().parent_path() / "plugins" / "data" /
-                          "translation_eng_spa.tsv";
+  const fs::path corpus = fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "plugins" /
+                          "task_translation" / "tests" / "data" / "translation_eng_spa.tsv";
   std::ofstream(dir_ / "tr.yaml") << "name: beam_translation\n"
                                      "task: {plugin: translation, file: " << corpus.string() << "}\n"
                                      "model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0}\n"

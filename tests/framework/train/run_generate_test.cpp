@@ -33,8 +33,8 @@ class RunGenerateTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("ablate_run_generate_test_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    const fs::path fable = fs::path(__FILE__).parent_path().parent_path().parent_path() / "plugins" / "data" /
-                           "language_model_fable.txt";
+    const fs::path fable = fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "plugins" /
+                           "task_language_model" / "tests" / "data" / "language_model_fable.txt";
     std::ofstream(dir_ / "spec.yaml") << "name: generate_lm\n"
                                          "task: {plugin: language_model, file: " << fable.string() << ", tokens: word, "
                                          "lowercase: true, context: 16, valid_fraction: 0.1, test_fraction: 0.0}\n"

@@ -19,12 +19,12 @@
 #include "framework/cli/cli_test_util.hpp"
 #include "framework/plugin_host/plugin_test_util.hpp"
 #include "plugin_host/plugin_registry.hpp"
-#include "../../plugins/task_translation/bleu.hpp"
-#include "../../plugins/task_translation/parallel_corpus.hpp"
-#include "../../plugins/common/text/splits.hpp"
-#include "../../plugins/common/text/tokenizer.hpp"
-#include "../../plugins/task_translation/translation_task.hpp"
-#include "../../plugins/common/text/vocabulary.hpp"
+#include "bleu.hpp"
+#include "parallel_corpus.hpp"
+#include "text/splits.hpp"
+#include "text/tokenizer.hpp"
+#include "translation_task.hpp"
+#include "text/vocabulary.hpp"
 #include "results/run_file.hpp"
 
 ABLATE_DECLARE_PLUGIN(task_translation)

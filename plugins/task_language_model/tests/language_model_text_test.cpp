@@ -21,8 +21,8 @@
 #include "framework/plugin_host/plugin_test_util.hpp"
 #include "plugin_host/plugin_registry.hpp"
 #include "results/run_file.hpp"
-#include "../../plugins/task_language_model/text_corpus.hpp"
-#include "../../plugins/task_language_model/text_task.hpp"
+#include "text_corpus.hpp"
+#include "text_task.hpp"
 
 ABLATE_DECLARE_PLUGIN(task_language_model)
 
