@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "class_scores.hpp"
-#include "text/splits.hpp"
+#include "text/corpus_settings.hpp"
 #include "text/text_file.hpp"
 
 namespace task_classification {
@@ -44,21 +44,19 @@ ReadOptions read_options(const ablate::Options& o) {
   r.header = o.get_bool("header");
   r.max_len = o.get_int("max_len");
   r.long_examples = o.get_string("long_examples") == "truncate" ? LongExamples::Truncate : LongExamples::Filter;
-  r.max_examples = o.get_int("max_examples");
   if (r.text_column < 1 || r.label_column < 1 || r.text_column == r.label_column)
     bad_option("text_column " + std::to_string(r.text_column) + " and label_column " + std::to_string(r.label_column) +
                    "; expected two different columns >= 1",
                "columns are counted from 1: text_column: 1, label_column: 2 reads 'text<TAB>label'");
   if (r.max_len < 1) bad_option("max_len must be >= 1, got " + std::to_string(r.max_len), "it counts the tokens of a text");
-  if (r.max_examples < 0) bad_option("max_examples must be >= 0, got " + std::to_string(r.max_examples), "0 keeps every example");
   return r;
 }
 
 }  // namespace
 
 ClassificationTask::ClassificationTask(const ablate::Options& o) : read_options_(read_options(o)), tokenizer_(read_options_.tokens) {
-  const std::int64_t min_freq = o.get_int("min_freq");
-  if (min_freq < 1) bad_option("min_freq must be >= 1, got " + std::to_string(min_freq), "1 keeps every train token");
+  const ablate_text::CorpusSettings settings = ablate_text::corpus_settings(o, kName, "example");
+  read_options_.max_examples = settings.max_examples;
 
   const std::string& file = o.get_string("file");
   LabelledCorpus corpus;
@@ -84,15 +82,14 @@ ClassificationTask::ClassificationTask(const ablate::Options& o) : read_options_
 
   ablate_text::SplitIndices split;
   try {
-    split = ablate_text::split_indices(n, o.get_float("valid_fraction"), o.get_float("test_fraction"),
-                                       static_cast<std::uint64_t>(o.get_int("split_seed")));
+    split = ablate_text::split(settings, n);
   } catch (const ablate::Error& e) {
     bad_option(file + ": " + e.what(), e.hint());
   }
 
   ablate_text::Vocabulary::Builder counts;
   for (std::int64_t i : split.train) counts.add(corpus.examples[static_cast<std::size_t>(i)].tokens);
-  vocab_ = counts.build(min_freq);
+  vocab_ = counts.build(settings.min_freq);
 
   const auto encode = [&](ablate::Split part, const std::vector<std::int64_t>& indices) {
     std::vector<ablate::Example>& out = examples_[part];

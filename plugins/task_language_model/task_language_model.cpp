@@ -107,11 +107,8 @@ TextSettings text_settings(const ablate::Options& o) {
   s.file = o.get_string("file");
   s.stream.tokenizer = ablate_text::tokenizer_options(o, "tokens");
   s.stream.context = o.get_int("context");
-  s.stream.max_examples = o.get_int("max_examples");
-  s.min_freq = o.get_int("min_freq");
-  s.valid_fraction = o.get_float("valid_fraction");
-  s.test_fraction = o.get_float("test_fraction");
-  s.split_seed = o.get_int("split_seed");
+  s.corpus = ablate_text::corpus_settings(o, TextLanguageModel::kName, "window of the file");
+  s.stream.max_examples = s.corpus.max_examples;
   return s;
 }
 

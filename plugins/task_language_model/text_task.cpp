@@ -22,9 +22,6 @@ namespace {
 TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s) {
   const std::int64_t context = s.stream.context;
   if (context < 1) fail("context must be >= 1, got " + std::to_string(context), "it is the tokens per example (window)");
-  if (s.min_freq < 1) fail("min_freq must be >= 1, got " + std::to_string(s.min_freq), "1 keeps every train token");
-  if (s.stream.max_examples < 0)
-    fail("max_examples must be >= 0, got " + std::to_string(s.stream.max_examples), "0 keeps every window of the file");
 
   TokenStream stream;
   try {
@@ -35,7 +32,7 @@ TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s) {
   const std::int64_t n = stream.windows(context);
   ablate_text::SplitIndices split;
   try {
-    split = ablate_text::split_indices(n, s.valid_fraction, s.test_fraction, static_cast<std::uint64_t>(s.split_seed));
+    split = ablate_text::split(s.corpus, n);
   } catch (const ablate::Error& e) {
     fail(s.file + ": cut into windows of " + std::to_string(context) + " tokens: " + e.what(),
          "lower valid_fraction / test_fraction or context, or use a longer file");
@@ -53,7 +50,7 @@ TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s) {
     window_tokens(w, window);
     counts.add(window);
   }
-  vocab_ = counts.build(s.min_freq);
+  vocab_ = counts.build(s.corpus.min_freq);
 
   ids_ = vocabulary_ids(stream);
   window_lines_.resize(static_cast<std::size_t>(n));

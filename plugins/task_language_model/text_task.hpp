@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ablate/task.hpp"
+#include "text/corpus_settings.hpp"
 #include "text/per_split.hpp"
 #include "text/vocabulary.hpp"
 #include "text_corpus.hpp"
@@ -17,10 +18,8 @@ namespace task_language_model {
 
 struct TextSettings {
   std::string file;
-  StreamOptions stream;
-  std::int64_t min_freq = 1;
-  double valid_fraction = 0.05, test_fraction = 0.05;
-  std::int64_t split_seed = 1;
+  StreamOptions stream;             // stream.max_examples is corpus.max_examples
+  ablate_text::CorpusSettings corpus;  // min_freq and the splits
 };
 
 // What reading the file kept and dropped (the text itself is not kept).

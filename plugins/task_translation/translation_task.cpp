@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "bleu.hpp"
-#include "text/splits.hpp"
+#include "text/corpus_settings.hpp"
 #include "text/text_file.hpp"
 
 namespace task_translation {
@@ -44,9 +44,7 @@ CorpusOptions corpus_options(const ablate::Options& o) {
   c.target = ablate_text::tokenizer_options(o, "target_tokens");
   c.max_len = o.get_int("max_len");
   c.long_examples = o.get_string("long_examples") == "truncate" ? LongExamples::Truncate : LongExamples::Filter;
-  c.max_examples = o.get_int("max_examples");
   if (c.max_len < 1) bad_option("max_len must be >= 1, got " + std::to_string(c.max_len), "it counts content tokens per side");
-  if (c.max_examples < 0) bad_option("max_examples must be >= 0, got " + std::to_string(c.max_examples), "0 keeps every pair");
   return c;
 }
 
@@ -57,8 +55,9 @@ TranslationTask::TranslationTask(const ablate::Options& o)
       src_tok_(corpus_options_.source),
       tgt_tok_(corpus_options_.target),
       bleu_k_(o.get_int("bleu_k")) {
-  const std::int64_t min_freq = o.get_int("min_freq");
-  if (min_freq < 1) bad_option("min_freq must be >= 1, got " + std::to_string(min_freq), "1 keeps every train token");
+  const ablate_text::CorpusSettings settings = ablate_text::corpus_settings(o, kName, "pair");
+  corpus_options_.max_examples = settings.max_examples;
+  const std::int64_t min_freq = settings.min_freq;
   if (bleu_k_ < 1) bad_option("bleu_k must be >= 1, got " + std::to_string(bleu_k_), "D2L uses k = 2 for short sentences");
 
   const std::string& file = o.get_string("file");
@@ -76,8 +75,7 @@ TranslationTask::TranslationTask(const ablate::Options& o)
                "raise max_len, use long_examples: truncate, or check the file");
   ablate_text::SplitIndices split;
   try {
-    split = ablate_text::split_indices(n, o.get_float("valid_fraction"), o.get_float("test_fraction"),
-                          static_cast<std::uint64_t>(o.get_int("split_seed")));
+    split = ablate_text::split(settings, n);
   } catch (const ablate::Error& e) {
     bad_option(file + ": " + e.what(), e.hint());
   }

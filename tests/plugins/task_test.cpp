@@ -2,6 +2,7 @@
 // built-in synthetic tasks copy / reverse / sort / language_model / random_pairs, loaded from the
 // built-in plugin dir: determinism, splits, ranges, the tgt relations, and option errors.
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -152,6 +153,41 @@ TEST_F(Tasks, OptionErrorsNameThePluginAndTheValue) {
     e = message(name, {{"eval_examples", "0"}});
     EXPECT_NE(e.find("eval_examples must be >= 1"), std::string::npos) << e;
     EXPECT_EQ(message(name, {{"vocab_size", "4"}, {"min_len", "1"}, {"max_len", "1"}}), "no error");
+  }
+}
+
+// The file-backed text tasks read max_examples, min_freq and the split options in one place
+// (plugins/common/text/corpus_settings.hpp): the same mistake gets the same message from each.
+TEST_F(Tasks, TextTasksRefuseTheSharedCorpusOptionsAlike) {
+  const testing::TempDir dir;
+  const std::string tsv = (dir.path() / "pairs.tsv").string(), txt = (dir.path() / "text.txt").string();
+  {
+    std::ofstream pairs(tsv), text(txt);
+    for (int i = 0; i < 20; ++i) {
+      pairs << "a b " << i << "\tc " << i % 3 << "\n";
+      text << "the fox " << i << " runs\n";
+    }
+  }
+  struct TextTask {
+    const char* name;
+    std::string file, unit;
+  };
+  for (const TextTask& t : {TextTask{"translation", tsv, "pair"}, TextTask{"classification", tsv, "example"},
+                            TextTask{"language_model", txt, "window of the file"}}) {
+    const auto error = [&](std::map<std::string, std::string> options) {
+      options["file"] = t.file;
+      return testing::error_of([&] { registry.create<Task>(t.name, options); });
+    };
+    const std::string plugin = std::string("task/") + t.name;
+    EXPECT_NO_THROW(registry.create<Task>(t.name, {{"file", t.file}})) << plugin;
+    std::string e = error({{"max_examples", "-1"}});
+    EXPECT_NE(e.find(plugin + ": max_examples must be >= 0, got -1"), std::string::npos) << e;
+    EXPECT_NE(e.find("0 keeps every " + t.unit), std::string::npos) << e;
+    e = error({{"min_freq", "0"}});
+    EXPECT_NE(e.find(plugin + ": min_freq must be >= 1, got 0"), std::string::npos) << e;
+    EXPECT_NE(e.find("1 keeps every train token"), std::string::npos) << e;
+    e = error({{"valid_fraction", "1"}});
+    EXPECT_NE(e.find("valid_fraction and test_fraction must be in [0, 1), got 1.000000 and "), std::string::npos) << e;
   }
 }
 

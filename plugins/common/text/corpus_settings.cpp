@@ -1,0 +1,30 @@
+// Reading and checking the options every text task shares (corpus_settings.hpp).
+#include "corpus_settings.hpp"
+
+#include <string>
+
+#include "ablate/error.hpp"
+
+namespace ablate_text {
+
+CorpusSettings corpus_settings(const ablate::Options& o, std::string_view plugin, std::string_view unit) {
+  CorpusSettings s;
+  s.max_examples = o.get_int("max_examples");
+  s.min_freq = o.get_int("min_freq");
+  s.valid_fraction = o.get_float("valid_fraction");
+  s.test_fraction = o.get_float("test_fraction");
+  s.split_seed = static_cast<std::uint64_t>(o.get_int("split_seed"));
+  const std::string prefix = std::string(plugin) + ": ";
+  if (s.min_freq < 1)
+    throw ablate::Error(prefix + "min_freq must be >= 1, got " + std::to_string(s.min_freq), "1 keeps every train token");
+  if (s.max_examples < 0)
+    throw ablate::Error(prefix + "max_examples must be >= 0, got " + std::to_string(s.max_examples),
+                        "0 keeps every " + std::string(unit));
+  return s;
+}
+
+SplitIndices split(const CorpusSettings& s, std::int64_t n) {
+  return split_indices(n, s.valid_fraction, s.test_fraction, s.split_seed);
+}
+
+}  // namespace ablate_text

@@ -1,0 +1,31 @@
+// The options every text task (translation, classification, language_model over a file) reads
+// alike: how much of its file it keeps, the vocabulary's cut-off and the train / eval / test
+// split. Each task declares them in its own option table (its defaults, its wording); they are
+// read and checked here, so a mistake gets the same message from every task.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "ablate/options.hpp"
+#include "splits.hpp"
+
+namespace ablate_text {
+
+struct CorpusSettings {
+  std::int64_t max_examples = 0;  // keep the first N examples of the file (pairs, texts, windows); 0 = all
+  std::int64_t min_freq = 1;      // train-split count a token needs to enter a vocabulary (>= 1)
+  double valid_fraction = 0.05;   // the eval split's share of the examples (splits.hpp)
+  double test_fraction = 0.05;    // the held-out test split's share
+  std::uint64_t split_seed = 1;   // the shuffle that assigns examples to the splits
+};
+
+// Reads max_examples, min_freq, valid_fraction, test_fraction and split_seed from `o`. Throws
+// ablate::Error "<plugin>: min_freq must be >= 1, got ..." (or max_examples >= 0; the hint says
+// 0 keeps every `unit`). The fractions are checked by split().
+CorpusSettings corpus_settings(const ablate::Options& o, std::string_view plugin, std::string_view unit);
+
+// The split of n examples under `s` (split_indices).
+SplitIndices split(const CorpusSettings& s, std::int64_t n);
+
+}  // namespace ablate_text
