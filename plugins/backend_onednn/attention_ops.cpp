@@ -92,7 +92,7 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
   float* mask = drop ? scratch_f32(kAttP, static_cast<std::int64_t>(threads_) * per_thread) : nullptr;
   const float ninf = -std::numeric_limits<float>::infinity();
   // One fused pass per row: mask, max, exp, sum, lse, probs, dropout (in place in sc).
-#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({BH, T, S}, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
     const std::int64_t b = r / (d.H * T), i = r % T;
     const std::int64_t n = visible_keys(d, prm, lens, b, i);
@@ -155,7 +155,7 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   gemm(P, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr,
        Activation::None, op);
   float* cap_slope = prm.softcap > 0.0f ? scratch_f32(kAttC, BH * T * S) : nullptr;  // d(capped)/d(scaled logit)
-#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({BH, T, S}, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
     const std::int64_t b = r / (d.H * T), i = r % T;
     const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
@@ -185,7 +185,7 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   gemm(dP, DType::F32, view_of(dout, BG, GT, Dh, false), view_of(v, BG, Dh, S, true), 1.0f, false, nullptr,
        Activation::None, op);
   // dS = P ⊙ (dP - sum_j P_j dP_j), with dP = dP' ⊙ keep / (1 - p)   (in place in dP)
-#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({BH, T, S}, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
     float* g = dP + r * S;
     const float* pr = P + r * S;
@@ -219,7 +219,7 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   // Through the softcap: dS ⊙ (1 - tanh^2) for q and k (the bias was added after the cap). Rows past
   // n have dS = 0 (P = 0 there), so their slope values do not matter.
   if (cap_slope && (dq || dk)) {
-#pragma omp parallel for num_threads(team_size(BH * T * S, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({BH, T, S}, threads_)) schedule(static)
     for (std::int64_t r = 0; r < BH * T; ++r) {
       float* g = dP + r * S;
       const float* c = cap_slope + r * S;
@@ -249,7 +249,7 @@ template <class Src, class Dst>
 void heads_copy(Dst* dst, const Src* src, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
                 std::int64_t parts, std::int64_t part, bool to_heads, bool acc, int threads) {
   const std::int64_t W = parts * H * Dh;
-#pragma omp parallel for num_threads(team_size(B * H * T * Dh, threads)) schedule(static) collapse(3)
+#pragma omp parallel for num_threads(team_size({B, H, T, Dh}, threads)) schedule(static) collapse(3)
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t t = 0; t < T; ++t) {
@@ -322,7 +322,7 @@ void OnednnBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_
   const auto* s = static_cast<const unsigned char*>(src.raw());
   if (block == 0 || BH == 0 || d == s) return;  // d == s: T == S, offset 0, the same storage
   set_threads();
-#pragma omp parallel for num_threads(team_size(BH * block, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({BH, block}, threads_)) schedule(static)
   for (std::int64_t i = 0; i < BH; ++i)
     std::memcpy(d + static_cast<std::size_t>((i * S + offset) * Dh) * es, s + static_cast<std::size_t>(i * block) * es,
                 static_cast<std::size_t>(block) * es);

@@ -36,7 +36,7 @@ void for_each_keep(std::int64_t n, float p, float inv, const ablate::RngKey& key
 // partner repeats over its leading elements), split across threads.
 template <class F>
 void for_each_repeat(std::int64_t reps, std::int64_t nb, int threads, F&& f) {
-#pragma omp parallel for num_threads(team_size(reps * nb, threads)) schedule(static) collapse(2)
+#pragma omp parallel for num_threads(team_size({reps, nb}, threads)) schedule(static) collapse(2)
   for (std::int64_t r = 0; r < reps; ++r)
     for (std::int64_t j = 0; j < nb; ++j) f(r * nb + j, j);
 }
@@ -268,7 +268,7 @@ void OnednnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor
   set_threads();
   with_float(op, table, [&](const auto* tp) {
     with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
       for (std::int64_t r = 0; r < N; ++r) {
         const auto* src = tp + static_cast<std::int64_t>(id[r]) * D;
         auto* dst = yp + r * D;
@@ -290,7 +290,7 @@ void OnednnBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const T
   const std::int64_t slices = std::min<std::int64_t>(threads_, std::max<std::int64_t>(D / 16, 1));
   with_float(op, dy, [&](const auto* dyp) {
     with_float(op, dtable, [&](auto* tp) {
-#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
       for (std::int64_t s = 0; s < slices; ++s) {
         const std::int64_t c0 = D * s / slices, c1 = D * (s + 1) / slices;
         for (std::int64_t r = 0; r < N; ++r) {

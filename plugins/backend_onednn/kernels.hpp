@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #if defined(__AVX2__)
@@ -33,6 +34,13 @@ using bf16_t = std::uint16_t;  // storage of one bfloat16 value
 // so results stay bit-identical for any team size. Grain tuned with bench/op_bench.
 inline constexpr std::int64_t kParallelGrain = 32768;
 inline int team_size(std::int64_t work, int threads) { return work >= kParallelGrain ? threads : 1; }
+// The same for work given as its factors (rows, row length, ...): inside `#pragma omp` a braced
+// list, which clang-format leaves alone (it takes `a * b` there for a pointer declaration).
+inline int team_size(std::initializer_list<std::int64_t> factors, int threads) {
+  std::int64_t work = 1;
+  for (std::int64_t f : factors) work *= f;
+  return team_size(work, threads);
+}
 
 // --- loads and stores: compute is always f32; bf16 rounds to nearest even on store.
 #pragma omp declare simd
@@ -263,7 +271,7 @@ inline void chunked_column_sum(float* out, float* partial, std::int64_t rows, st
     std::fill(out, out + width, 0.0f);
     return;
   }
-#pragma omp parallel for num_threads(team_size(rows * width, threads)) schedule(static)
+#pragma omp parallel for num_threads(team_size({rows, width}, threads)) schedule(static)
   for (std::int64_t ch = 0; ch < nch; ++ch) {
     float* acc = partial + ch * width;
     std::fill(acc, acc + width, 0.0f);
@@ -272,7 +280,7 @@ inline void chunked_column_sum(float* out, float* partial, std::int64_t rows, st
   }
   constexpr std::int64_t kCols = 256;  // column blocks; each column still sums chunks 0, 1, 2, ...
   const std::int64_t blocks = (width + kCols - 1) / kCols;
-#pragma omp parallel for num_threads(team_size(nch * width, threads)) schedule(static)
+#pragma omp parallel for num_threads(team_size({nch, width}, threads)) schedule(static)
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     const std::int64_t c0 = blk * kCols, c1 = std::min(width, c0 + kCols);
     std::copy(partial + c0, partial + c1, out + c0);

@@ -35,7 +35,7 @@ void OnednnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor&
   float* row_loss = scratch_f32(kSums, 2 * std::max<std::int64_t>(N, 1));  // [loss | correct]
   with_float(op, logits, [&](const auto* xp) {
     with_float(op, dlogits, [&](auto* gp) {
-#pragma omp parallel for num_threads(team_size(N * V, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({N, V}, threads_)) schedule(static)
       for (std::int64_t r = 0; r < N; ++r) {
         const auto* x = xp + r * V;
         auto* g = gp + r * V;

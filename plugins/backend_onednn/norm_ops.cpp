@@ -23,7 +23,7 @@ void OnednnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, co
   float* rp = rstd.data<float>();
   with_float(op, x, [&](const auto* xp) {
     with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
       for (std::int64_t r = 0; r < N; ++r) {
         const auto* xr = xp + r * D;
         auto* yr = yp + r * D;
@@ -62,7 +62,7 @@ void OnednnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbet
     with_float(op, dy, [&](const auto* dyp) {
       if (dx) {
         with_float(op, *dx, [&](auto* dxp) {
-#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
           for (std::int64_t r = 0; r < N; ++r) {
             const auto* xr = xp + r * D;
             const auto* dr = dyp + r * D;
@@ -123,7 +123,7 @@ void OnednnBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, c
   float* rp = rstd.data<float>();
   with_float(op, x, [&](const auto* xp) {
     with_float(op, y, [&](auto* yp) {
-#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
       for (std::int64_t r = 0; r < N; ++r) {
         const auto* xr = xp + r * D;
         auto* yr = yp + r * D;
@@ -152,7 +152,7 @@ void OnednnBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& 
     with_float(op, dy, [&](const auto* dyp) {
       if (dx) {
         with_float(op, *dx, [&](auto* dxp) {
-#pragma omp parallel for num_threads(team_size(N * D, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
           for (std::int64_t r = 0; r < N; ++r) {
             const auto* xr = xp + r * D;
             const auto* dr = dyp + r * D;

@@ -98,7 +98,7 @@ MatView OnednnBackend::padded(const MatView& m, Slot slot) {
   const std::int64_t rows = m.rows, cols = m.cols, ld = cols + 16;
   float* out = scratch_f32(slot, rows * ld);
   const auto copy = [&](const auto* in) {
-#pragma omp parallel for num_threads(team_size(rows * cols, threads_)) schedule(static)
+#pragma omp parallel for num_threads(team_size({rows, cols}, threads_)) schedule(static)
     for (std::int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
       for (std::int64_t c = 0; c < cols; ++c) out[r * ld + c] = backend_onednn::ld(in, r * cols + c);
