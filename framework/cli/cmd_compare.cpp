@@ -56,6 +56,7 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
       "correction, and the seeds that would detect the observed difference; for a grid of two or more\n"
       "keys, each key's main effect and the two-way interactions from one linear model over all runs.\n"
       "Writes report.md, report.html (figures inline), summary.csv, summary.json and table.tex into --out.\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("dirs", po::value<std::vector<std::string>>()->composing(), "run directories or run files (positional)")
@@ -70,6 +71,7 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
        "steps_to:TARGET when the runs early-stop on the metric at one target, else final)")
       ("format,f", po::value<std::string>()->default_value("text"), "what to print: text | latex")
       ("out,o", po::value<std::string>(), "where to write the reports (default: the first DIR)");
+  // clang-format on
   po::positional_options_description positional;
   positional.add("dirs", -1);
   const po::variables_map vm = parse_command("compare", options, args, positional);

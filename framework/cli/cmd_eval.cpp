@@ -29,6 +29,7 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "runs (a sweep), it evaluates every completed run not evaluated on that split yet, each into its own evals/.\n"
       "Exit 0 done, 2 bad arguments (no checkpoint, an occupied --out or name, an empty split, a run training\n"
       "now), 1 the record could not be written (its files are removed), 3 plugin error.\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("split", po::value<std::string>()->default_value("test"), "eval or test: the task's split to score")
@@ -38,6 +39,7 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ("beam", po::value<std::int64_t>()->default_value(1), "beam search with N hypotheses (encoder-decoder; 1: greedy)")
       ("length-penalty", po::value<double>()->default_value(1.0), "beam search: score = log p / length^A")
       ("out,o", po::value<std::string>(), "output directory (default RUN_DIR/evals/SPLIT)");
+  // clang-format on
   add_spec_options(options, kExecutionKeysHelp);
   po::positional_options_description positional;
   add_run_argument(options, positional);

@@ -20,10 +20,12 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out, std::ost
       "task's vocabularies. docs/examples/load_in_torch.py rebuilds the model in PyTorch from it. An existing\n"
       "file is never written over. Exit 0 done, 2 bad arguments (no checkpoint, the file exists), 3 plugin error.\n\n"
       "Options");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("format", po::value<std::string>()->default_value("safetensors"), "the file format: safetensors")
       ("out,o", po::value<std::string>(), "the file to write (default RUN_DIR/model.safetensors)");
+  // clang-format on
   add_spec_options(options, nullptr);
   po::positional_options_description positional;
   add_run_argument(options, positional);

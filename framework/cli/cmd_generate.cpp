@@ -36,6 +36,7 @@ int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::o
       "written one per line in the same order (line breaks inside one written as \\n). Sampled as the run's\n"
       "eval.generate says (temperature, top_k) unless given here; --temperature 0 is greedy. Exit 0 done, 2 bad arguments (no checkpoint, not a language model, an empty input,\n"
       "a prompt longer than the model's positions allow), 3 plugin error.\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("prompt", po::value<std::vector<std::string>>()->composing(), "a prompt (repeatable)")
@@ -44,6 +45,7 @@ int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::o
       ("temperature", po::value<double>(), "0: greedy; > 0: sample (default: the run's eval.generate.temperature)")
       ("top-k", po::value<std::int64_t>(), "sample among the k most likely tokens; 0: all (default: eval.generate.top_k)")
       ("seed", po::value<std::uint64_t>(), "the sampling seed (default: the run's train.seed)");
+  // clang-format on
   add_spec_options(options, kExecutionKeysHelp);
   po::positional_options_description positional;
   add_run_argument(options, positional);

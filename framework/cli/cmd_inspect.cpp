@@ -122,11 +122,13 @@ std::vector<std::string> implausible(const results::RunReader& run) {
 int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   po::options_description options("ablate inspect RUN.h5|RUN_DIR [options]\n\n"
                                   "Summarises a run file: identity, status, last metrics, logged tensors and their shapes.\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("run", po::value<std::string>(), "the run file or its directory (positional)")
       ("follow,f", "keep printing new metric rows while the run is live (until it stops)")
       ("interval", po::value<double>()->default_value(2.0), "seconds between reads with --follow");
+  // clang-format on
   po::positional_options_description positional;
   positional.add("run", 1);
   const po::variables_map vm = parse_command("inspect", options, args, positional);

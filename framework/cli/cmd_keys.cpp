@@ -31,10 +31,12 @@ int cmd_keys(const std::vector<std::string>& args, std::ostream& out, std::ostre
                                   "Lists every key of an experiment spec (or those whose path starts with PREFIX,\n"
                                   "e.g. `ablate keys train.optimizer`): type and range, default, meaning. Plugin\n"
                                   "options are listed by `ablate plugins`.\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("prefix", po::value<std::string>(), "only keys whose path starts with it (positional)")
       ("markdown", "print the key tables of docs/spec-reference.md instead");
+  // clang-format on
   po::positional_options_description positional;
   positional.add("prefix", 1);
   const po::variables_map vm = parse_command("keys", options, args, positional);

@@ -29,6 +29,7 @@ int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "                                      baseline arm and the arm most different from it, side by side\n"
       "  rollout_<stack>                     attention rollout through each stack's self-attention, one panel per arm\n"
       "The head figures use each run's last attention log (see docs/analysis.md).\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("dirs", po::value<std::vector<std::string>>()->composing(), "run directories or run files (positional)")
@@ -37,6 +38,7 @@ int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ("step", po::value<std::int64_t>(), "the attention log to draw, by training step (default: the last logged)")
       ("baseline,b", po::value<std::string>(), "the baseline arm of head_differences, KEY=VALUE[,KEY=VALUE] (default: the first arm)")
       ("format,f", po::value<std::string>()->default_value("png"), "figure format: png | svg");
+  // clang-format on
   po::positional_options_description positional;
   positional.add("dirs", -1);
   const po::variables_map vm = parse_command("plot", options, args, positional);

@@ -78,10 +78,12 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
                                   "Lists every plugin found on the plugin search path: the built-in directory\n"
                                   "next to the executable, then ABLATE_PLUGIN_PATH, then --plugin-path.\n"
                                   "Exits 3 if any file on the path could not be used as a plugin.\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("kind,k", po::value<std::string>(), "only plugins of this kind (e.g. backend, block, schedule)")
       ("json", "machine-readable JSON output on stdout (problems included)");
+  // clang-format on
   add_spec_options(options, nullptr);
   const po::variables_map vm = parse_command("plugins", options, args);
   if (vm.count("help")) {

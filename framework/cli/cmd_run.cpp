@@ -27,6 +27,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                                   "--resume continues it. Exit 0 completed, 1 failed, 2 spec error, 3 plugin error (a plugin\n"
                                   "could not be created, or threw: the run file says failed and why),\n"
                                   "4 diverged (NaN/Inf, step recorded), 130 interrupted.\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("spec", po::value<std::string>(), "the spec file (positional)")
@@ -39,6 +40,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       ("profile", "time every backend op of the training steps and print where a step's time goes (docs/training.md)")
       ("dump-reference", po::value<std::string>(),
        "write FILE.h5 (new): initial parameters, every step's batch and loss, for checking another implementation (bench/)");
+  // clang-format on
   add_spec_options(options, kOverridesHelp);
   po::positional_options_description positional;
   positional.add("spec", 1);

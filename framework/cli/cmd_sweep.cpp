@@ -80,6 +80,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       "is rerun, its folder kept under .attempts/ (--keep-stale keeps finished ones). Then it\n"
       "compares the runs (report.md, summary.csv/json) and draws figures/ in the sweep directory.\n"
       "Exit 0 when no run failed (diverged runs are results), 1 when some failed, 130 when stopped.\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("spec", po::value<std::string>(), "the spec file (positional)")
@@ -104,6 +105,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ("mem", po::value<std::string>(), "slurm: sbatch --mem per run, e.g. 4G")
       ("sbatch-line", po::value<std::vector<std::string>>()->composing(), "slurm: another sbatch option, e.g. --qos=high (repeatable)")
       ("wait", "slurm: wait until the job has left the queue, then compare");
+  // clang-format on
   add_spec_options(options, kOverridesHelp);
   po::positional_options_description positional;
   positional.add("spec", 1);

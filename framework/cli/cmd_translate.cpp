@@ -21,12 +21,14 @@ int cmd_translate(const std::vector<std::string>& args, std::ostream& out, std::
       "input line, in order. Lines come from --input FILE, else stdin. Exit 0 done, 2 bad arguments (no\n"
       "checkpoint, not an encoder-decoder, an empty input or a blank line, --beam 0, a line longer than the\n"
       "positions allow), 3 plugin error.\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("input,i", po::value<std::string>(), "a file of sentences, one per line (default: stdin)")
       ("beam", po::value<std::int64_t>()->default_value(1), "hypotheses kept per sentence (1: greedy decoding)")
       ("length-penalty", po::value<double>()->default_value(1.0), "beam search: a hypothesis scores log p / length^A")
       ("max-len", po::value<std::int64_t>()->default_value(0), "target tokens at most (0: the task's longest target)");
+  // clang-format on
   add_spec_options(options, kExecutionKeysHelp);
   po::positional_options_description positional;
   add_run_argument(options, positional);

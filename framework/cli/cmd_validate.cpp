@@ -18,10 +18,12 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
                                   "the search path (built-in directory, ABLATE_PLUGIN_PATH, the spec's plugin_paths,\n"
                                   "--plugin-path). Prints 'SPEC: valid', or one line per problem on stderr\n"
                                   "(FILE:LINE:COLUMN: KEY.PATH: ...) and exits 2.\n\nOptions");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("spec", po::value<std::string>(), "the spec file (positional)")
       ("print", "print the resolved spec (every value, defaults included) on stdout");
+  // clang-format on
   add_spec_options(options, kOverridesHelp);
   po::positional_options_description positional;
   positional.add("spec", 1);
