@@ -83,8 +83,10 @@ struct PlainMatmul {
       auto* p = static_cast<unsigned char*>(m->get_data_handle());
       for (std::size_t i = 0; i < m->get_desc().get_size() / (low ? 2 : 4); ++i) {
         const float v = d(g);
-        if (low) reinterpret_cast<std::uint16_t*>(p)[i] = ablate::float_to_bf16(v);
-        else reinterpret_cast<float*>(p)[i] = v;
+        if (low)
+          reinterpret_cast<std::uint16_t*>(p)[i] = ablate::float_to_bf16(v);
+        else
+          reinterpret_cast<float*>(p)[i] = v;
       }
     }
   }
@@ -115,8 +117,10 @@ Tensor random_tensor(Backend& be, ablate::Shape shape, DType dt, unsigned seed, 
 int main(int argc, char** argv) {
   int threads = 2, reps = 7;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--reps")) reps = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--threads"))
+      threads = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--reps"))
+      reps = std::stoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "usage: %s [--threads N] [--reps R]\n", argv[0]);
       return 2;
@@ -155,7 +159,8 @@ int main(int argc, char** argv) {
     const std::string shape = std::to_string(n) + "x" + std::to_string(in) + "->" + std::to_string(out) +
                               (act == Activation::ReLU ? " relu " : " ") + ablate::dtype_name(dt);
     rows.push_back({"linear fwd " + shape, [=]() mutable { be->linear_forward(y, nullptr, x, w, &b, act); }, 2.0 * n * in * out});
-    rows.push_back({"linear fwd+bwd " + shape, [=]() mutable {
+    rows.push_back({"linear fwd+bwd " + shape,
+                    [=]() mutable {
                       be->linear_forward(y, nullptr, x, w, &b, act);
                       be->linear_backward(&dx, &dw, &db, dy, x, w, nullptr, y, act);
                     },
@@ -175,13 +180,14 @@ int main(int argc, char** argv) {
     // batched matmul: scores[BH, T, S] = q[BH, T, Dh] · k[BH, S, Dh]^T
     {
       Tensor q = random_tensor(*be, {B * H, T, Dh}, dt, 5), k = random_tensor(*be, {B * H, S, Dh}, dt, 6),
-             c = be->empty({B * H, T, S}, dt), dc = random_tensor(*be, {B * H, T, S}, dt, 7),
-             dq = be->empty(q.shape(), dt), dk = be->empty(k.shape(), dt);
+             c = be->empty({B * H, T, S}, dt), dc = random_tensor(*be, {B * H, T, S}, dt, 7), dq = be->empty(q.shape(), dt),
+             dk = be->empty(k.shape(), dt);
       be->fill(dq, 0);
       be->fill(dk, 0);
       rows.push_back({"matmul fwd [128,128,64].[128,64,128]^T " + tag,
                       [=]() mutable { be->matmul_forward(c, q, k, false, true, 0.125f); }, 2.0 * B * H * T * S * Dh});
-      rows.push_back({"matmul fwd+bwd [128,128,64].[128,64,128]^T " + tag, [=]() mutable {
+      rows.push_back({"matmul fwd+bwd [128,128,64].[128,64,128]^T " + tag,
+                      [=]() mutable {
                         be->matmul_forward(c, q, k, false, true, 0.125f);
                         be->matmul_backward(&dq, &dk, dc, q, k, false, true, 0.125f);
                       },
@@ -204,7 +210,8 @@ int main(int argc, char** argv) {
       const double g = 2.0 * B * H * T * S * Dh;
       rows.push_back({"attention fwd B16 H8 T=S=128 Dh64 causal drop0.1 " + tag,
                       [=]() mutable { be->attention_forward(out, lse, nullptr, q, k, v, p); }, 2 * g});
-      rows.push_back({"attention fwd+bwd B16 H8 T=S=128 Dh64 causal drop0.1 " + tag, [=]() mutable {
+      rows.push_back({"attention fwd+bwd B16 H8 T=S=128 Dh64 causal drop0.1 " + tag,
+                      [=]() mutable {
                         be->attention_forward(out, lse, nullptr, q, k, v, p);
                         be->attention_backward(&dq, &dk, &dv, dout, out, lse, q, k, v, p);
                       },
@@ -217,12 +224,13 @@ int main(int argc, char** argv) {
   const double low_peak = bf16_isa ? std::max(rows[2].flops / rows[2].t.median_s, rows[3].flops / rows[3].t.median_s) : peak;
   const double low_best = bf16_isa ? std::max(rows[2].flops / rows[2].t.min_s, rows[3].flops / rows[3].t.min_s) : best_peak;
 
-  std::printf("threads %d, %d interleaved rounds (median; spread = (max-min)/median); peak = the better plain matmul, "
-              "%.1f GFLOP/s median, %.1f best (min time; the right column compares best with best)\n",
-              threads, reps, peak / 1e9, best_peak / 1e9);
+  std::printf(
+      "threads %d, %d interleaved rounds (median; spread = (max-min)/median); peak = the better plain matmul, "
+      "%.1f GFLOP/s median, %.1f best (min time; the right column compares best with best)\n",
+      threads, reps, peak / 1e9, best_peak / 1e9);
   if (bf16_isa)
-    std::printf("bf16 peak = the better plain bf16 matmul, %.1f GFLOP/s median, %.1f best (bf16 rows' %%peak)\n",
-                low_peak / 1e9, low_best / 1e9);
+    std::printf("bf16 peak = the better plain bf16 matmul, %.1f GFLOP/s median, %.1f best (bf16 rows' %%peak)\n", low_peak / 1e9,
+                low_best / 1e9);
   else
     std::printf("no bf16 peak: this CPU has no bf16 instructions (bf16 rows' %%peak is against the f32 peak)\n");
   std::printf("%-58s %9s %7s %9s %7s | %9s %7s\n", "op", "ms", "spread", "GFLOP/s", "%peak", "best GF/s", "%best");

@@ -15,9 +15,7 @@ class ReGlu final : public ablate::FeedForward {
   }
 
   // x: [B, T, D] -> gate, up: [B, T, F'] -> y: [B, T, D]
-  ablate::Var forward(ablate::Graph& g, const ablate::Var& x) const override {
-    return layers_(g, x, ablate::Activation::ReLU);
-  }
+  ablate::Var forward(ablate::Graph& g, const ablate::Var& x) const override { return layers_(g, x, ablate::Activation::ReLU); }
 
  private:
   std::int64_t hidden_;

@@ -33,7 +33,7 @@ TEST(FfnReglu, DeclaredDefaultsGiveTheMatchedHiddenWidthWithBiases) {
   kit::make_component<FeedForward>("reglu")->build(ParamScope(store, 1, "ffn"), dims(6, 12));
   EXPECT_EQ(store.get("ffn.gate.weight").value.shape(), Shape({8, 6}));  // [F', D], F' = floor(2 * 12 / 3)
   EXPECT_EQ(store.get("ffn.up.weight").value.shape(), Shape({8, 6}));
-  EXPECT_EQ(store.get("ffn.out.weight").value.shape(), Shape({6, 8}));   // [D, F']
+  EXPECT_EQ(store.get("ffn.out.weight").value.shape(), Shape({6, 8}));  // [D, F']
   EXPECT_TRUE(store.contains("ffn.gate.bias") && store.contains("ffn.out.bias"));
 }
 
@@ -60,8 +60,8 @@ TEST(FfnReglu, GatesTheUpProjectionWithReluOfTheGate) {
   const auto set = [&](const std::string& name, const std::vector<float>& v) {
     be->copy_from_host(store.get("ffn." + name).value, v.data());
   };
-  set("gate.weight", {1, 0, 0, -1});  // [F', D]: gate = (x0, -x1)
-  set("up.weight", {2, 0, 0, 3});     // up = (2 x0, 3 x1)
+  set("gate.weight", {1, 0, 0, -1});   // [F', D]: gate = (x0, -x1)
+  set("up.weight", {2, 0, 0, 3});      // up = (2 x0, 3 x1)
   set("out.weight", {1, 1, 0.5f, 0});  // [D, F']: y = (h0 + h1, h0 / 2) + out.bias
   set("out.bias", {0.5f, -0.5f});
   // x = (1, 2): gate (1, -2) -> relu (1, 0), up (2, 6), h (2, 0), y (2.5, 0.5);
@@ -84,11 +84,12 @@ TEST(FfnReglu, GradientsMatchFiniteDifferences) {
   const Tensor x = tensor(*be, {2, 3, 6}, xv);  // x: [B, T, D]
   kit::GradcheckOptions o;
   o.eps = 2e-3;  // ReLU's kink: a small step keeps the differences on one side of it
-  const auto inputs = kit::gradcheck(*be, [&](Graph& g, const std::vector<Var>& in) { return ffn->forward(g, in[0]); },
-                                         {x}, o);
+  const auto inputs = kit::gradcheck(
+      *be, [&](Graph& g, const std::vector<Var>& in) { return ffn->forward(g, in[0]); }, {x}, o);
   EXPECT_TRUE(inputs.ok) << inputs.report;
   EXPECT_GT(inputs.checked, 0);
-  const auto params = kit::parameter_gradcheck(*be, store, [&](Graph& g) { return ffn->forward(g, g.constant(x)); }, o);
+  const auto params = kit::parameter_gradcheck(
+      *be, store, [&](Graph& g) { return ffn->forward(g, g.constant(x)); }, o);
   EXPECT_TRUE(params.ok) << params.report;
   EXPECT_GT(params.checked, 0);
 }

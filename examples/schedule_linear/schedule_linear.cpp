@@ -32,7 +32,6 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ablate::Component* create(const ablate::Options& o) { return new Linear(o); }
 
-ABLATE_PLUGIN("schedule", "linear", "0.1.0", "Linear warm-up then linear decay to 0 (BERT)",
-              ablate::options_of(kOptions), create)
+ABLATE_PLUGIN("schedule", "linear", "0.1.0", "Linear warm-up then linear decay to 0 (BERT)", ablate::options_of(kOptions), create)
 
 }  // namespace schedule_linear

@@ -63,8 +63,8 @@ double finite_mean(const std::vector<double>& values) {
 
 void check_map(const AttentionMap& a) {
   if (a.weights.size() != a.queries * a.keys)
-    throw Error("attention map has " + std::to_string(a.weights.size()) + " weights for " + std::to_string(a.queries) + " queries x " +
-                    std::to_string(a.keys) + " keys",
+    throw Error("attention map has " + std::to_string(a.weights.size()) + " weights for " + std::to_string(a.queries) +
+                    " queries x " + std::to_string(a.keys) + " keys",
                 "weights are [Q, K] row-major");
   if (a.q_valid > a.queries || a.k_valid > a.keys)
     throw Error("attention map: valid lengths " + std::to_string(a.q_valid) + " x " + std::to_string(a.k_valid) + " exceed its " +
@@ -108,7 +108,8 @@ double normalized_entropy(const AttentionMap& a) {
   });
 }
 
-double induction_score(const AttentionMap& a, std::span<const std::int32_t> query_tokens, std::span<const std::int32_t> key_tokens) {
+double induction_score(const AttentionMap& a, std::span<const std::int32_t> query_tokens,
+                       std::span<const std::int32_t> key_tokens) {
   check_map(a);
   if (query_tokens.size() < a.q_valid || key_tokens.size() < a.k_valid) return NAN;
   return mean_over_queries(a, 0, [&](std::size_t q) {
@@ -123,7 +124,8 @@ double induction_score(const AttentionMap& a, std::span<const std::int32_t> quer
   });
 }
 
-HeadScores head_scores(const AttentionMap& a, std::span<const std::int32_t> query_tokens, std::span<const std::int32_t> key_tokens) {
+HeadScores head_scores(const AttentionMap& a, std::span<const std::int32_t> query_tokens,
+                       std::span<const std::int32_t> key_tokens) {
   HeadScores s;
   s.diagonal = diagonal_score(a);
   s.previous_token = previous_token_score(a);
@@ -140,9 +142,9 @@ double js_distance(const AttentionMap& a, const AttentionMap& b) {
   check_map(b);
   if (a.queries != b.queries || a.keys != b.keys || a.q_valid != b.q_valid || a.k_valid != b.k_valid)
     throw Error("Jensen-Shannon distance of attention maps of different shapes (" + std::to_string(a.q_valid) + " x " +
-                    std::to_string(a.k_valid) + " valid of " + std::to_string(a.queries) + " x " + std::to_string(a.keys) + " vs " +
-                    std::to_string(b.q_valid) + " x " + std::to_string(b.k_valid) + " of " + std::to_string(b.queries) + " x " +
-                    std::to_string(b.keys) + ")",
+                    std::to_string(a.k_valid) + " valid of " + std::to_string(a.queries) + " x " + std::to_string(a.keys) +
+                    " vs " + std::to_string(b.q_valid) + " x " + std::to_string(b.k_valid) + " of " + std::to_string(b.queries) +
+                    " x " + std::to_string(b.keys) + ")",
                 "compare the same head on the same probe example: runs of one task and probe batch");
   return mean_over_queries(a, 0, [&](std::size_t q) {
     double js = 0;
@@ -230,8 +232,9 @@ AttentionMap SlotAttention::map(std::size_t example, std::size_t head) const {
 AttentionLogData read_attention_log(const results::RunReader& run, std::size_t log) {
   const std::vector<std::int64_t> steps = run.attention_steps();
   if (log >= steps.size())
-    throw Error(run.path().string() + " has no attention log " + std::to_string(log) + " (it has " + std::to_string(steps.size()) + ")",
-                "train with log.attention.every > 0, or pick a logged step");
+    throw Error(
+        run.path().string() + " has no attention log " + std::to_string(log) + " (it has " + std::to_string(steps.size()) + ")",
+        "train with log.attention.every > 0, or pick a logged step");
   const results::RunLayout& layout = run.layout();
   AttentionLogData d;
   d.step = steps[log];
@@ -276,9 +279,9 @@ RunHeadScores run_head_scores(const AttentionLogData& log) {
         per_example.push_back(self ? head_scores(s.map(e, h), s.q_tokens[e], s.k_tokens[e]) : head_scores(s.map(e, h)));
       r.example0.push_back(per_example.empty() ? HeadScores{} : per_example.front());
       HeadScores mean;
-      for (double HeadScores::*field : {&HeadScores::diagonal, &HeadScores::previous_token, &HeadScores::first_token, &HeadScores::induction,
-                                        &HeadScores::mean_distance, &HeadScores::normalized_distance, &HeadScores::entropy,
-                                        &HeadScores::normalized_entropy}) {
+      for (double HeadScores::*field : {&HeadScores::diagonal, &HeadScores::previous_token, &HeadScores::first_token,
+                                        &HeadScores::induction, &HeadScores::mean_distance, &HeadScores::normalized_distance,
+                                        &HeadScores::entropy, &HeadScores::normalized_entropy}) {
         std::vector<double> values;
         for (const HeadScores& x : per_example) values.push_back(x.*field);
         mean.*field = finite_mean(values);

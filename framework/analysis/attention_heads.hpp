@@ -55,7 +55,8 @@ double normalized_entropy(const AttentionMap& a);
 // averaged over the queries with a non-empty S_q; NaN when no query has an earlier occurrence (a
 // probe without repeated tokens says nothing about induction). Meant for self-attention, where
 // both sides are the same tokens (query_tokens [>= Qv], key_tokens [>= Kv]; shorter: NaN).
-double induction_score(const AttentionMap& a, std::span<const std::int32_t> query_tokens, std::span<const std::int32_t> key_tokens);
+double induction_score(const AttentionMap& a, std::span<const std::int32_t> query_tokens,
+                       std::span<const std::int32_t> key_tokens);
 
 // Every score of one map (induction NaN without tokens).
 struct HeadScores {
@@ -93,14 +94,14 @@ std::string head_name(std::string_view stack, std::string_view kind, std::int64_
 // One slot (stack, kind, layer) of one attention log, with what the scores need per example.
 struct SlotAttention {
   results::AttentionSlot slot;
-  results::FloatTensor weights;                    // [E, H, Q, K]
-  std::vector<std::size_t> q_valid, k_valid;       // [E]
+  results::FloatTensor weights;                               // [E, H, Q, K]
+  std::vector<std::size_t> q_valid, k_valid;                  // [E]
   std::vector<std::vector<std::int32_t>> q_tokens, k_tokens;  // [E][L] probe ids of each axis (empty: none)
   AttentionMap map(std::size_t example, std::size_t head) const;
 };
 struct AttentionLogData {
   std::int64_t step = 0;
-  std::size_t examples = 0;  // E
+  std::size_t examples = 0;          // E
   std::vector<SlotAttention> slots;  // in the run layout's order
 };
 // Reads attention log `log` (index into attention_steps()) of a run. Throws ablate::Error for a
@@ -111,9 +112,9 @@ AttentionLogData read_attention_log(const results::RunReader& run, std::size_t l
 // examples (each score's NaN values left out of its mean).
 struct RunHeadScores {
   std::int64_t step = 0;
-  std::vector<std::string> heads;       // head_name() per slot and head, in layout order
-  std::vector<HeadScores> example0;     // [heads]
-  std::vector<HeadScores> mean;         // [heads]
+  std::vector<std::string> heads;    // head_name() per slot and head, in layout order
+  std::vector<HeadScores> example0;  // [heads]
+  std::vector<HeadScores> mean;      // [heads]
 };
 RunHeadScores run_head_scores(const AttentionLogData& log);
 // The same for a run's last attention log; throws ablate::Error when the run has none.

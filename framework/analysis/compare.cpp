@@ -28,9 +28,7 @@ std::string describe_run(const RunSummary& run) {
   return run.run_id.empty() ? std::string("a run") : "run " + run.run_id;
 }
 
-std::string plural(std::size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
+std::string plural(std::size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
 // The whole of `text` as a number, if it is one ("0.001", "1e-3", "42").
 std::optional<double> as_number(const std::string& text) {
@@ -116,17 +114,19 @@ std::string choose_metric(const std::vector<RunSummary>& runs, const std::string
   for (const char* name : {"exact_match", "loss"})
     if (names.count(name) > 0) return name;
   const std::vector<std::string> list(names.begin(), names.end());
-  throw UsageError("the runs have neither exact_match nor loss among their final metrics, and no metric was given",
-                   list.empty() ? "the runs have no final metrics (did any evaluation finish?)"
-                                : "choose one of: " + join(list, ", "));
+  throw UsageError(
+      "the runs have neither exact_match nor loss among their final metrics, and no metric was given",
+      list.empty() ? "the runs have no final metrics (did any evaluation finish?)" : "choose one of: " + join(list, ", "));
 }
 
 std::string key_label(const std::vector<std::string>& keys, const std::vector<std::optional<std::string>>& values) {
   if (keys.empty()) return "all runs";
   std::vector<std::string> set, unset;
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (values[i]) set.push_back(keys[i] + "=" + *values[i]);
-    else unset.push_back(keys[i] + "=(unset)");
+    if (values[i])
+      set.push_back(keys[i] + "=" + *values[i]);
+    else
+      unset.push_back(keys[i] + "=(unset)");
   }
   return join(set.empty() ? unset : set, ",");
 }
@@ -178,8 +178,10 @@ bool same_seeds_everywhere(const std::vector<Arm>& arms) {
   for (const auto& arm : arms) {
     const std::set<std::string> seeds(arm.value_seeds.begin(), arm.value_seeds.end());
     if (seeds.size() != arm.value_seeds.size() || seeds.count("") > 0) return false;
-    if (!first) first = seeds;
-    else if (seeds != *first) return false;
+    if (!first)
+      first = seeds;
+    else if (seeds != *first)
+      return false;
   }
   return first && first->size() >= 2;
 }
@@ -188,8 +190,8 @@ bool same_seeds_everywhere(const std::vector<Arm>& arms) {
 std::vector<double> by_seed(const Arm& arm, const std::vector<std::string>& order) {
   std::vector<double> out;
   for (const auto& seed : order)
-    out.push_back(arm.metric_values[static_cast<std::size_t>(
-        std::find(arm.value_seeds.begin(), arm.value_seeds.end(), seed) - arm.value_seeds.begin())]);
+    out.push_back(arm.metric_values[static_cast<std::size_t>(std::find(arm.value_seeds.begin(), arm.value_seeds.end(), seed) -
+                                                             arm.value_seeds.begin())]);
   return out;
 }
 
@@ -262,8 +264,8 @@ void fit_factorial(Comparison& c) {
   for (const auto& arm : c.arms) {
     std::vector<std::size_t> levels;
     for (std::size_t f = 0; f < c.keys.size(); ++f)
-      levels.push_back(static_cast<std::size_t>(
-          std::find(d.levels[f].begin(), d.levels[f].end(), arm.values.at(c.keys[f])) - d.levels[f].begin()));
+      levels.push_back(static_cast<std::size_t>(std::find(d.levels[f].begin(), d.levels[f].end(), arm.values.at(c.keys[f])) -
+                                                d.levels[f].begin()));
     for (std::size_t i = 0; i < arm.metric_values.size(); ++i) {
       FactorialObservation obs;
       obs.levels = levels;
@@ -296,14 +298,16 @@ void add_notes(Comparison& c) {
     if (by_code.size() > 1) {
       std::vector<std::string> groups;
       for (const auto& [code, paths] : by_code) groups.push_back("code " + code + ": " + join(paths, ", "));
-      c.notes.push_back("WARNING " + arm.label + " pools runs made by different code (a plugin library or Ablate's "
-                        "compute version changed between them; run.h5 plugin_code says what): " + join(groups, "; ") +
-                        "; rerun them with one code (ablate sweep reruns runs made by other code)");
+      c.notes.push_back("WARNING " + arm.label +
+                        " pools runs made by different code (a plugin library or Ablate's "
+                        "compute version changed between them; run.h5 plugin_code says what): " +
+                        join(groups, "; ") + "; rerun them with one code (ablate sweep reruns runs made by other code)");
     }
   }
   if (c.keys.empty())
-    c.notes.push_back("no config key other than the seed varies across the runs: they form one arm, with nothing to "
-                      "compare against");
+    c.notes.push_back(
+        "no config key other than the seed varies across the runs: they form one arm, with nothing to "
+        "compare against");
   if (diverged > 0)
     c.notes.push_back(plural(diverged, "diverged run is", "diverged runs are") +
                       " counted but not in the means: an arm's mean describes only its runs that completed");
@@ -318,12 +322,16 @@ void add_notes(Comparison& c) {
   std::size_t censored = 0;
   for (const auto& arm : c.arms) censored += arm.n_censored;
   if (censored > 0)
-    c.notes.push_back(plural(censored, "run never reached", "runs never reached") + " the target; each counts with its "
-                      "last evaluated " + (c.summary.kind == RunValueSpec::Kind::steps_to ? "step" : "time") +
+    c.notes.push_back(plural(censored, "run never reached", "runs never reached") +
+                      " the target; each counts with its "
+                      "last evaluated " +
+                      (c.summary.kind == RunValueSpec::Kind::steps_to ? "step" : "time") +
                       " (censored: a lower bound), so those arms' means are restricted means");
-  const auto tested = std::count_if(c.arms.begin(), c.arms.end(), [](const Arm& a) { return !a.is_baseline && a.test.defined(); });
+  const auto tested =
+      std::count_if(c.arms.begin(), c.arms.end(), [](const Arm& a) { return !a.is_baseline && a.test.defined(); });
   if (tested > 1)
-    c.notes.push_back(std::to_string(tested) + " arms are each tested against the baseline: p(Holm) corrects for "
+    c.notes.push_back(std::to_string(tested) +
+                      " arms are each tested against the baseline: p(Holm) corrects for "
                       "testing them as one family (Holm's step-down method)");
 }
 
@@ -418,8 +426,10 @@ Grouping group_runs(const std::vector<RunSummary>& runs, const std::vector<std::
       key.push_back(it == runs[i].config.end() ? std::nullopt : std::optional<std::string>(it->second));
     }
     auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == key; });
-    if (group == groups.end()) groups.emplace_back(key, std::vector<std::size_t>{i});
-    else group->second.push_back(i);
+    if (group == groups.end())
+      groups.emplace_back(key, std::vector<std::size_t>{i});
+    else
+      group->second.push_back(i);
   }
   std::stable_sort(groups.begin(), groups.end(), [](const auto& x, const auto& y) {
     return std::lexicographical_compare(x.first.begin(), x.first.end(), y.first.begin(), y.first.end(), value_less);
@@ -453,8 +463,10 @@ std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& ru
                        arms_hint);
     const bool known = std::any_of(runs.begin(), runs.end(), [&](const RunSummary& r) { return r.config.count(key) > 0; });
     if (known)
-      throw UsageError("baseline '" + baseline + "': " + key + " has the same value in every run, so it does not "
-                       "tell arms apart", keys.empty() ? "no key varies: there is a single arm" : "arms differ in: " + join(keys, ", "));
+      throw UsageError("baseline '" + baseline + "': " + key +
+                           " has the same value in every run, so it does not "
+                           "tell arms apart",
+                       keys.empty() ? "no key varies: there is a single arm" : "arms differ in: " + join(keys, ", "));
     std::string message = "baseline '" + baseline + "': no run has the key " + key;
     if (const auto guess = closest_match(key, keys)) message += "; did you mean " + *guess + "?";
     throw UsageError(message, keys.empty() ? "no key varies: there is a single arm" : "arms differ in: " + join(keys, ", "));
@@ -471,8 +483,7 @@ std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& ru
   if (matches.size() > 1) {
     std::vector<std::string> matched;
     for (const auto i : matches) matched.push_back(arms[i].key_label);
-    throw UsageError("baseline '" + baseline + "' matches " + std::to_string(matches.size()) +
-                         " arms: " + join(matched, "; "),
+    throw UsageError("baseline '" + baseline + "' matches " + std::to_string(matches.size()) + " arms: " + join(matched, "; "),
                      "add key=value pairs until one arm is left");
   }
   return matches.front();
@@ -482,8 +493,8 @@ bool higher_is_better_by_name(const std::string& metric) {
   const auto ends_with = [&](const std::string& suffix) {
     return metric.size() >= suffix.size() && metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return !(metric == "loss" || metric == "perplexity" || ends_with("_loss") || ends_with("_perplexity") ||
-           ends_with("/loss") || ends_with("/perplexity"));  // evals/test/loss: `ablate eval`'s scores
+  return !(metric == "loss" || metric == "perplexity" || ends_with("_loss") || ends_with("_perplexity") || ends_with("/loss") ||
+           ends_with("/perplexity"));  // evals/test/loss: `ablate eval`'s scores
 }
 
 // The early-stopping metric, direction and target every run shares, if they all share one.
@@ -503,8 +514,8 @@ std::optional<SharedEarlyStop> shared_early_stop(const std::vector<RunSummary>& 
     const std::string metric = get("train.early_stopping.metric"), mode = get("train.early_stopping.mode");
     if (!target || metric.empty() || metric == "null") return std::nullopt;
     const SharedEarlyStop here{metric, mode.empty() ? higher_is_better_by_name(metric) : mode != "min", *target};
-    if (shared && (shared->metric != here.metric || shared->target != here.target ||
-                   shared->higher_is_better != here.higher_is_better))
+    if (shared &&
+        (shared->metric != here.metric || shared->target != here.target || shared->higher_is_better != here.higher_is_better))
       return std::nullopt;
     shared = here;
   }
@@ -521,8 +532,8 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
   c.metric = options.metric.empty() && early_metric ? early->metric : choose_metric(runs, options.metric);
   const bool stops_on_metric = early_metric && early->metric == c.metric;
   c.higher_is_better_inferred = !options.higher_is_better.has_value() && !stops_on_metric;
-  c.metric_higher_is_better = options.higher_is_better.value_or(
-      stops_on_metric ? early->higher_is_better : higher_is_better_by_name(c.metric));
+  c.metric_higher_is_better =
+      options.higher_is_better.value_or(stops_on_metric ? early->higher_is_better : higher_is_better_by_name(c.metric));
   if (options.summary) {
     c.summary = *options.summary;
     c.summary_source = "--summary " + c.summary.text();

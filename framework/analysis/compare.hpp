@@ -22,13 +22,13 @@ namespace ablate::analysis {
 struct RunSummary {
   std::string run_id;
   std::string path;
-  std::string status;                                // completed|diverged|failed|interrupted|running
-  std::map<std::string, std::string> config;         // resolved spec flattened: "model.block" -> "pre_norm"
-  std::map<std::string, double> final_metrics;       // last eval values: "exact_match", "loss", ...
+  std::string status;                           // completed|diverged|failed|interrupted|running
+  std::map<std::string, std::string> config;    // resolved spec flattened: "model.block" -> "pre_norm"
+  std::map<std::string, double> final_metrics;  // last eval values: "exact_match", "loss", ...
   std::map<std::string, std::vector<std::pair<std::int64_t, double>>> eval_curves;  // metric -> (step, value)
-  double tokens_per_s = NAN;                         // median training throughput
+  double tokens_per_s = NAN;                                                        // median training throughput
   std::vector<std::pair<std::int64_t, double>> elapsed_s;  // train rows: (step, wall seconds since the start)
-  std::string code_id;                               // the code that made it (run.h5 code_id; "" if unknown)
+  std::string code_id;                                     // the code that made it (run.h5 code_id; "" if unknown)
 };
 
 enum class RunStatus { completed, diverged, failed, interrupted, running };
@@ -54,8 +54,8 @@ bool higher_is_better_by_name(const std::string& metric);
 // the factorial analysis and the figures). Arms are ordered by value of each key in turn
 // (numbers numerically, unset first); `members` index the runs in input order.
 struct ArmGroup {
-  std::string label;      // the varying values only, in key order: "pre_norm · learned · gelu"
-  std::string key_label;  // "model.block=pre_norm,model.ffn=gelu"; keys a run lacks are left out
+  std::string label;                          // the varying values only, in key order: "pre_norm · learned · gelu"
+  std::string key_label;                      // "model.block=pre_norm,model.ffn=gelu"; keys a run lacks are left out
   std::map<std::string, std::string> values;  // varying key -> value (keys the arm's runs lack absent)
   std::vector<std::size_t> members;
 };
@@ -92,9 +92,9 @@ struct ArmRun {
   std::string run_id;
   std::string path;
   RunStatus status = RunStatus::completed;
-  std::string seed;                      // config "train.seed", empty if absent
-  double value = NAN;                    // the run's summary value (NaN if it has none)
-  bool censored = false;                 // steps_to / time_to: it never reached the target (value: its last step)
+  std::string seed;       // config "train.seed", empty if absent
+  double value = NAN;     // the run's summary value (NaN if it has none)
+  bool censored = false;  // steps_to / time_to: it never reached the target (value: its last step)
   double tokens_per_s = NAN;
   std::string code_id;  // RunSummary::code_id
 };
@@ -104,24 +104,24 @@ struct ArmRun {
 // counted, not averaged. A censored value (never reached the target) is kept at its last step, so
 // means of steps_to / time_to are restricted means (lower bounds where runs are censored).
 struct Arm {
-  std::string label;      // ArmGroup::label: "pre_norm · 0.001"
-  std::string key_label;  // ArmGroup::key_label: "model.block=pre_norm,train.optimizer.lr=0.001"
+  std::string label;                          // ArmGroup::label: "pre_norm · 0.001"
+  std::string key_label;                      // ArmGroup::key_label: "model.block=pre_norm,train.optimizer.lr=0.001"
   std::map<std::string, std::string> values;  // varying key -> value (keys the arm's runs lack absent)
   std::vector<ArmRun> runs;                   // in input order
   bool is_baseline = false;
 
   std::size_t n_runs = 0, n_completed = 0, n_diverged = 0, n_failed = 0, n_interrupted = 0, n_running = 0;
-  std::size_t n_missing_metric = 0;   // completed, but without a finite value
-  std::size_t n_censored = 0;         // among metric_values
-  std::vector<double> metric_values;  // the values the statistics use
+  std::size_t n_missing_metric = 0;      // completed, but without a finite value
+  std::size_t n_censored = 0;            // among metric_values
+  std::vector<double> metric_values;     // the values the statistics use
   std::vector<std::string> value_seeds;  // [metric_values]: each value's seed
-  double mean = NAN, std = NAN;       // std: sample (n - 1); NaN below 2 values
+  double mean = NAN, std = NAN;          // std: sample (n - 1); NaN below 2 values
   std::size_t n() const { return metric_values.size(); }
 
-  double delta = NAN;  // mean - baseline mean (NaN for the baseline itself)
-  WelchTest test;      // this arm (a) against the baseline (b), paired by seed when Comparison::paired
-  double p_holm = NAN;  // test.p adjusted by Holm over all arms tested against the baseline
-  Interval bootstrap;   // percentile bootstrap interval of delta, when both arms have >= 5 values
+  double delta = NAN;                       // mean - baseline mean (NaN for the baseline itself)
+  WelchTest test;                           // this arm (a) against the baseline (b), paired by seed when Comparison::paired
+  double p_holm = NAN;                      // test.p adjusted by Holm over all arms tested against the baseline
+  Interval bootstrap;                       // percentile bootstrap interval of delta, when both arms have >= 5 values
   std::optional<std::size_t> seeds_needed;  // seeds per arm for `power` at alpha, from the observed spread
 
   double tokens_per_s_mean = NAN;  // over completed runs with a finite throughput
@@ -130,18 +130,18 @@ struct Arm {
 
 struct Comparison {
   std::string metric;
-  bool metric_higher_is_better = true;  // the metric's own direction (reaching a target uses it)
-  bool higher_is_better = true;         // the compared value's: summary.higher_is_better(metric's)
+  bool metric_higher_is_better = true;    // the metric's own direction (reaching a target uses it)
+  bool higher_is_better = true;           // the compared value's: summary.higher_is_better(metric's)
   bool higher_is_better_inferred = true;  // the metric's direction came from its name (not given)
   RunValueSpec summary;
-  std::string summary_source;             // why this summary: "--summary", "early stopping at 0.99", "default"
-  std::string value_label;                // summary.describe(metric): "steps to exact_match ≥ 0.99"
-  std::vector<std::string> keys;          // the varying keys arms are split by
+  std::string summary_source;     // why this summary: "--summary", "early stopping at 0.99", "default"
+  std::string value_label;        // summary.describe(metric): "steps to exact_match ≥ 0.99"
+  std::vector<std::string> keys;  // the varying keys arms are split by
   double alpha = 0.05;
-  std::size_t baseline = 0;  // index into arms
-  std::vector<Arm> arms;     // in a stable order: by value of each key in turn, numbers numerically
-  bool paired = false;       // every arm has the same seeds: tests are paired by seed, seeds are blocks
-  FactorialAnalysis factorial;  // when two or more keys vary (defined() says whether it could be fitted)
+  std::size_t baseline = 0;        // index into arms
+  std::vector<Arm> arms;           // in a stable order: by value of each key in turn, numbers numerically
+  bool paired = false;             // every arm has the same seeds: tests are paired by seed, seeds are blocks
+  FactorialAnalysis factorial;     // when two or more keys vary (defined() says whether it could be fitted)
   std::vector<std::string> notes;  // things the reader of a report must know (runs left out, ...)
 };
 

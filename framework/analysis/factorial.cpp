@@ -153,8 +153,8 @@ std::pair<double, double> contrast(const Fit& fit, const std::vector<double>& c,
 // The seeds per cell at which the t-test of `e` reaches `power`: with s seeds the design has
 // cells · s runs, its standard error shrinks as 1 / sqrt(runs) from the observed one, and the
 // residual df is runs minus the parameters (plus s - 1 block parameters when seeds are blocks).
-double seeds_per_cell(const MainEffect& e, const FactorialAnalysis& a, std::size_t parameters, bool blocked,
-                      double alpha, double power) {
+double seeds_per_cell(const MainEffect& e, const FactorialAnalysis& a, std::size_t parameters, bool blocked, double alpha,
+                      double power) {
   if (!(e.se > 0.0) || !std::isfinite(e.estimate) || e.estimate == 0.0) return NAN;
   for (std::size_t s = 1; s <= 1000; ++s) {
     const double runs = static_cast<double>(a.cells * s);
@@ -168,8 +168,8 @@ double seeds_per_cell(const MainEffect& e, const FactorialAnalysis& a, std::size
 
 void check_design(const FactorialDesign& d) {
   if (d.levels.size() != d.factors.size())
-    throw Error("factorial analysis: " + std::to_string(d.factors.size()) + " factors but " +
-                std::to_string(d.levels.size()) + " level lists");
+    throw Error("factorial analysis: " + std::to_string(d.factors.size()) + " factors but " + std::to_string(d.levels.size()) +
+                " level lists");
   for (std::size_t f = 0; f < d.factors.size(); ++f)
     if (d.levels[f].size() < 2) throw Error("factorial analysis: factor " + d.factors[f] + " has fewer than 2 levels");
   for (const auto& obs : d.observations) {
@@ -205,12 +205,16 @@ FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confi
     Model m = build_model(design, interactions, blocked);
     if (y.size() <= m.columns) {
       if (interactions) {
-        out.note = "two-way interactions are left out of the model: with them no residual degree of freedom would "
-                   "be left (" + std::to_string(y.size()) + " runs, " + std::to_string(m.columns) + " parameters)";
+        out.note =
+            "two-way interactions are left out of the model: with them no residual degree of freedom would "
+            "be left (" +
+            std::to_string(y.size()) + " runs, " + std::to_string(m.columns) + " parameters)";
         continue;
       }
-      out.note = "the main effects cannot be tested: " + std::to_string(y.size()) + " runs leave no residual degree "
-                 "of freedom for " + std::to_string(m.columns) + " parameters; add seeds";
+      out.note = "the main effects cannot be tested: " + std::to_string(y.size()) +
+                 " runs leave no residual degree "
+                 "of freedom for " +
+                 std::to_string(m.columns) + " parameters; add seeds";
       return out;
     }
     auto f = least_squares(m.x, y, all_columns(m.columns));
@@ -241,7 +245,8 @@ FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confi
     if (t.factors.size() != 1) continue;
     const std::size_t f = t.factors[0], k = design.levels[f].size();
     const auto add_mean = [&](std::vector<double>& c, std::size_t level, double sign) {
-      if (level + 1 < k) c[t.first + level] += sign;
+      if (level + 1 < k)
+        c[t.first + level] += sign;
       else
         for (std::size_t j = 0; j + 1 < k; ++j) c[t.first + j] -= sign;
     };
@@ -261,8 +266,8 @@ FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confi
       }
       e.ci_low = e.estimate - q * e.se;
       e.ci_high = e.estimate + q * e.se;
-      e.seeds_per_cell_needed = seeds_per_cell(e, out, model->columns - (blocked ? design.blocks.size() - 1 : 0),
-                                               blocked, alpha, power);
+      e.seeds_per_cell_needed =
+          seeds_per_cell(e, out, model->columns - (blocked ? design.blocks.size() - 1 : 0), blocked, alpha, power);
       out.main_effects.push_back(std::move(e));
     }
   }
@@ -294,8 +299,7 @@ FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confi
     out.terms.push_back(std::move(a));
   }
   if (sigma2 == 0.0)
-    out.note += std::string(out.note.empty() ? "" : "; ") +
-                "the model fits the runs exactly (zero residual): no test applies";
+    out.note += std::string(out.note.empty() ? "" : "; ") + "the model fits the runs exactly (zero residual): no test applies";
   return out;
 }
 

@@ -117,7 +117,9 @@ HeatmapPanel map_panel(const SlotAttention& s, std::size_t head, std::string tit
   return p;
 }
 
-std::string axis_label(const char* what, const std::string& side) { return std::string(what) + " (" + (side.empty() ? "position" : side) + ")"; }
+std::string axis_label(const char* what, const std::string& side) {
+  return std::string(what) + " (" + (side.empty() ? "position" : side) + ")";
+}
 
 // ---- One run's attention at one log ----------------------------------------------------------
 void attention_figures(const results::RunReader& reader, std::size_t log, const fs::path& out_dir, const std::string& ext,
@@ -128,7 +130,8 @@ void attention_figures(const results::RunReader& reader, std::size_t log, const 
   std::map<std::pair<std::string, std::string>, std::vector<const SlotAttention*>> groups;
   for (const SlotAttention& s : data.slots) groups[{s.slot.stack, s.slot.kind}].push_back(&s);
   for (auto& [key, slots] : groups) {
-    std::sort(slots.begin(), slots.end(), [](const SlotAttention* a, const SlotAttention* b) { return a->slot.layer < b->slot.layer; });
+    std::sort(slots.begin(), slots.end(),
+              [](const SlotAttention* a, const SlotAttention* b) { return a->slot.layer < b->slot.layer; });
     const results::AttentionSlot& first = slots.front()->slot;
     std::size_t heads = 0;
     for (const SlotAttention* s : slots) heads = std::max(heads, static_cast<std::size_t>(s->slot.heads));
@@ -170,7 +173,8 @@ void attention_figures(const results::RunReader& reader, std::size_t log, const 
     grid.x_labels = token_labels(layout.probe, "src", S);
     const std::size_t s_valid = valid_positions(probe_side(layout.probe, "src"), 0, S);
     const std::size_t t_valid = d.lengths.empty() ? T : std::min<std::size_t>(T, static_cast<std::size_t>(d.lengths[0]));
-    for (std::size_t t = 0; t < T; ++t) grid.y_labels.push_back(t < t_valid && t < d.tokens.size() ? std::to_string(d.tokens[t]) : "");
+    for (std::size_t t = 0; t < T; ++t)
+      grid.y_labels.push_back(t < t_valid && t < d.tokens.size() ? std::to_string(d.tokens[t]) : "");
     grid.mask.assign(T * S, 0);
     for (std::size_t t = 0; t < T; ++t)
       for (std::size_t s = 0; s < S; ++s) grid.mask[t * S + s] = t >= t_valid || s >= s_valid;
@@ -239,7 +243,8 @@ void curve_figures(const Arms& arms, const fs::path& out_dir, const std::string&
       const auto it = r.summary.eval_curves.find(m);
       return it == r.summary.eval_curves.end() ? nullptr : &it->second;
     });
-  curve_plot("train_loss", "train loss", [](const FigureRun& r) -> const Curve* { return r.train_loss.empty() ? nullptr : &r.train_loss; });
+  curve_plot("train_loss", "train loss",
+             [](const FigureRun& r) -> const Curve* { return r.train_loss.empty() ? nullptr : &r.train_loss; });
 }
 
 void entropy_figure(const Arms& arms, const fs::path& out_dir, const std::string& ext, FigureReport& report) {
@@ -340,13 +345,14 @@ void head_score_figure(const Arms& arms, const fs::path& out_dir, const std::str
 
 // Per head (matched by name), the JS distance between two runs' maps on probe example 0.
 std::vector<std::pair<double, std::pair<const SlotAttention*, std::size_t>>> head_distances(const AttentionLogData& a,
-                                                                                          const AttentionLogData& b) {
+                                                                                            const AttentionLogData& b) {
   std::vector<std::pair<double, std::pair<const SlotAttention*, std::size_t>>> out;
   for (const SlotAttention& sa : a.slots) {
     const auto sb = std::find_if(b.slots.begin(), b.slots.end(), [&](const SlotAttention& s) {
       return s.slot.stack == sa.slot.stack && s.slot.kind == sa.slot.kind && s.slot.layer == sa.slot.layer;
     });
-    if (sb == b.slots.end() || sb->weights.shape != sa.weights.shape || sb->q_valid[0] != sa.q_valid[0] || sb->k_valid[0] != sa.k_valid[0])
+    if (sb == b.slots.end() || sb->weights.shape != sa.weights.shape || sb->q_valid[0] != sa.q_valid[0] ||
+        sb->k_valid[0] != sa.k_valid[0])
       continue;
     for (std::size_t h = 0; h < static_cast<std::size_t>(sa.weights.shape[1]); ++h) {
       const double d = js_distance(sa.map(0, h), sb->map(0, h));
@@ -358,7 +364,8 @@ std::vector<std::pair<double, std::pair<const SlotAttention*, std::size_t>>> hea
 
 // (b) The heads that differ most between the baseline arm and the arm most different from it
 // (mean JS distance over heads), on the first seed both arms have, side by side.
-void head_difference_figure(const Arms& arms, std::size_t top, const fs::path& out_dir, const std::string& ext, FigureReport& report) {
+void head_difference_figure(const Arms& arms, std::size_t top, const fs::path& out_dir, const std::string& ext,
+                            FigureReport& report) {
   const auto& groups = arms.grouping.arms;
   if (groups.size() < 2 || top == 0) return;
   auto with_attention = [&](const ArmGroup& g) {
@@ -387,7 +394,8 @@ void head_difference_figure(const Arms& arms, std::size_t top, const fs::path& o
     if (other.empty()) continue;
     Pair p{a, base_runs.front(), other.front(), false};
     for (std::size_t b : base_runs) {
-      const auto match = std::find_if(other.begin(), other.end(), [&](std::size_t o) { return seed_of(arms.runs[o]) == seed_of(arms.runs[b]); });
+      const auto match =
+          std::find_if(other.begin(), other.end(), [&](std::size_t o) { return seed_of(arms.runs[o]) == seed_of(arms.runs[b]); });
       if (match != other.end()) {
         p = {a, b, *match, true};
         break;
@@ -408,7 +416,8 @@ void head_difference_figure(const Arms& arms, std::size_t top, const fs::path& o
   auto ranked = head_distances(base, other);
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   if (ranked.size() > top) ranked.resize(top);
-  const results::Probe probe = results::RunReader(arms.runs[best->base_run].summary.path).layout().probe;  // a copy: the reader closes
+  const results::Probe probe =
+      results::RunReader(arms.runs[best->base_run].summary.path).layout().probe;  // a copy: the reader closes
 
   HeatmapGrid grid;
   grid.title = "the heads that differ most between two arms (Jensen–Shannon distance on probe example 0)";
@@ -425,8 +434,8 @@ void head_difference_figure(const Arms& arms, std::size_t top, const fs::path& o
   for (const auto& [js, at] : ranked) {
     const SlotAttention* slot = at.first;
     const std::size_t h = at.second;
-    const SlotAttention& twin =
-        *std::find_if(other.slots.begin(), other.slots.end(), [&](const SlotAttention& s) { return s.slot.path() == slot->slot.path(); });
+    const SlotAttention& twin = *std::find_if(other.slots.begin(), other.slots.end(),
+                                              [&](const SlotAttention& s) { return s.slot.path() == slot->slot.path(); });
     const std::string name = head_name(slot->slot.stack, slot->slot.kind, slot->slot.layer, h);
     std::ostringstream js_text;
     js_text.precision(3);
@@ -449,7 +458,8 @@ void rollout_figures(const Arms& arms, const fs::path& out_dir, const std::strin
   std::map<std::string, std::vector<std::string>> labels;   // stack -> token labels of the first panel
   std::map<std::string, bool> same_labels;
   for (const ArmGroup& arm : arms.grouping.arms) {
-    const auto run = std::find_if(arm.members.begin(), arm.members.end(), [&](std::size_t i) { return arms.runs[i].heads.has_value(); });
+    const auto run =
+        std::find_if(arm.members.begin(), arm.members.end(), [&](std::size_t i) { return arms.runs[i].heads.has_value(); });
     if (run == arm.members.end()) continue;
     const AttentionLogData log = last_attention_log(arms.runs[*run]);
     const results::Probe probe = results::RunReader(arms.runs[*run].summary.path).layout().probe;
@@ -457,7 +467,8 @@ void rollout_figures(const Arms& arms, const fs::path& out_dir, const std::strin
     for (const SlotAttention& s : log.slots)
       if (s.slot.kind == "self") stacks[s.slot.stack].push_back(&s);
     for (auto& [stack, slots] : stacks) {
-      std::sort(slots.begin(), slots.end(), [](const SlotAttention* a, const SlotAttention* b) { return a->slot.layer < b->slot.layer; });
+      std::sort(slots.begin(), slots.end(),
+                [](const SlotAttention* a, const SlotAttention* b) { return a->slot.layer < b->slot.layer; });
       const auto& shape = slots.front()->weights.shape;  // [E, H, Q, Q]
       std::vector<std::span<const float>> layers;
       bool same_shape = true;
@@ -609,7 +620,8 @@ FigureReport draw_figures(const std::vector<fs::path>& run_files, const FigureOp
   const std::vector<std::int64_t> steps = chosen_reader.attention_steps();
   std::optional<std::size_t> log;
   if (steps.empty()) {
-    if (options.attention_step) throw UsageError(chosen.string() + " has no attention logs", "train with log.attention.every > 0");
+    if (options.attention_step)
+      throw UsageError(chosen.string() + " has no attention logs", "train with log.attention.every > 0");
     report.notes.push_back("note: " + chosen.string() + " has no attention logs (log.attention.every = 0); no heatmaps");
   } else if (options.attention_step) {
     const auto it = std::find(steps.begin(), steps.end(), *options.attention_step);

@@ -12,10 +12,11 @@
 namespace ablate::analysis {
 
 struct FigureOptions {
-  std::filesystem::path out_dir;                       // created when missing
-  std::string format = "png";                          // png | svg
-  std::optional<std::filesystem::path> attention_run;  // the run whose attention heatmaps to draw (dir or run.h5); empty: the first run
-  std::optional<std::int64_t> attention_step;          // that run's attention log, by step; empty: its last
+  std::filesystem::path out_dir;  // created when missing
+  std::string format = "png";     // png | svg
+  std::optional<std::filesystem::path>
+      attention_run;                           // the run whose attention heatmaps to draw (dir or run.h5); empty: the first run
+  std::optional<std::int64_t> attention_step;  // that run's attention log, by step; empty: its last
   std::string baseline;       // the baseline arm, "key=value[,key=value]" as `ablate compare --baseline`; empty: the first arm
   std::size_t top_heads = 4;  // heads drawn in head_differences
 };

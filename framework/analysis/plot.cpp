@@ -87,10 +87,12 @@ class Figure {
  public:
   Figure(const fs::path& file, double width, double height, double png_scale) : file_(file), format_(figure_format(file)) {
     if (!(width >= 1 && height >= 1) || !std::isfinite(width) || !std::isfinite(height))
-      throw Error("figure " + file.string() + " would have an invalid size " + std::to_string(width) + " x " + std::to_string(height),
-                  "give a positive width and height");
+      throw Error(
+          "figure " + file.string() + " would have an invalid size " + std::to_string(width) + " x " + std::to_string(height),
+          "give a positive width and height");
     if (format_ == FigureFormat::Png && !(png_scale > 0 && png_scale <= 8))
-      throw Error("figure " + file.string() + ": png_scale " + std::to_string(png_scale) + " is out of range", "use a scale in (0, 8]");
+      throw Error("figure " + file.string() + ": png_scale " + std::to_string(png_scale) + " is out of range",
+                  "use a scale in (0, 8]");
     const double scale = format_ == FigureFormat::Png ? png_scale : 1.0;
     const double device_w = std::ceil(width * scale), device_h = std::ceil(height * scale);
     if (device_w > 32000 || device_h > 32000)
@@ -99,7 +101,8 @@ class Figure {
                   "plot fewer panels or categories per figure, or lower png_scale");
     out_.reset(std::fopen(file.c_str(), "wb"));
     if (!out_)
-      throw Error("cannot write figure " + file.string() + ": " + std::strerror(errno), "check that its directory exists and is writable");
+      throw Error("cannot write figure " + file.string() + ": " + std::strerror(errno),
+                  "check that its directory exists and is writable");
     try {
       create_surface(width, height, scale, device_w, device_h);
     } catch (...) {
@@ -279,7 +282,10 @@ void draw_text(cairo_t* cr, double x, double y, const std::string& text, double 
   cairo_font_extents_t fe;
   cairo_font_extents(cr, &fe);
   double dx = h == HAlign::Left ? 0 : h == HAlign::Center ? -te.x_advance / 2 : -te.x_advance;
-  double dy = v == VAlign::Top ? fe.ascent : v == VAlign::Middle ? (fe.ascent - fe.descent) / 2 : v == VAlign::Bottom ? -fe.descent : 0;
+  double dy = v == VAlign::Top      ? fe.ascent
+              : v == VAlign::Middle ? (fe.ascent - fe.descent) / 2
+              : v == VAlign::Bottom ? -fe.descent
+                                    : 0;
   cairo_save(cr);
   cairo_translate(cr, x, y);
   if (angle != 0) cairo_rotate(cr, angle);
@@ -289,7 +295,8 @@ void draw_text(cairo_t* cr, double x, double y, const std::string& text, double 
 }
 
 // ---- Colours -------------------------------------------------------------------------------
-constexpr std::array<std::uint32_t, 8> kOkabeIto = {0x0072B2, 0xD55E00, 0x009E73, 0xCC79A7, 0xE69F00, 0x56B4E9, 0x000000, 0xF0E442};
+constexpr std::array<std::uint32_t, 8> kOkabeIto = {0x0072B2, 0xD55E00, 0x009E73, 0xCC79A7,
+                                                    0xE69F00, 0x56B4E9, 0x000000, 0xF0E442};
 // viridis at t = 0, 1/8, ..., 1 (the published 9-step viridis).
 constexpr std::array<std::uint32_t, 9> kViridis = {0x440154, 0x472D7B, 0x3B528B, 0x2C728E, 0x21908C,
                                                    0x27AD81, 0x5DC863, 0xAADC32, 0xFDE725};
@@ -648,8 +655,8 @@ void validate_series(const LinePlot& plot) {
   if (plot.series.empty()) throw Error("line plot '" + plot.title + "' has no series", "pass at least one series");
   for (const auto& s : plot.series) {
     if (s.x.size() != s.mean.size())
-      throw Error("series '" + s.label + "' has " + std::to_string(s.x.size()) + " x values but " + std::to_string(s.mean.size()) +
-                      " means",
+      throw Error("series '" + s.label + "' has " + std::to_string(s.x.size()) + " x values but " +
+                      std::to_string(s.mean.size()) + " means",
                   "x and mean must have the same length");
     if (s.lower.size() != s.upper.size() || (!s.lower.empty() && s.lower.size() != s.x.size()))
       throw Error("series '" + s.label + "' has a band of " + std::to_string(s.lower.size()) + " lower / " +
@@ -774,10 +781,10 @@ PlotLayout line_plot(const fs::path& file, const LinePlot& plot) {
   // plot when it is large or no corner is free of data.
   const double m8 = 8;
   const std::array<std::pair<double, double>, 4> corners = {
-      std::pair{area.x + area.width - lsize.width - m8, area.y + m8},                         // top right
-      std::pair{area.x + m8, area.y + m8},                                                     // top left
+      std::pair{area.x + area.width - lsize.width - m8, area.y + m8},                               // top right
+      std::pair{area.x + m8, area.y + m8},                                                          // top left
       std::pair{area.x + area.width - lsize.width - m8, area.y + area.height - lsize.height - m8},  // bottom right
-      std::pair{area.x + m8, area.y + area.height - lsize.height - m8}};                       // bottom left
+      std::pair{area.x + m8, area.y + area.height - lsize.height - m8}};                            // bottom left
   std::array<std::size_t, 4> hits{};
   auto count = [&](double px, double py) {
     for (std::size_t c = 0; c < 4; ++c)
@@ -918,7 +925,8 @@ std::vector<PanelView> validate_grid(const HeatmapGrid& g, std::size_t& grid_row
                 "give grid_rows * grid_cols >= the number of panels");
   grid_rows = (n + grid_cols - 1) / grid_cols;  // no empty trailing rows
   if (!(finite(g.vmin) && finite(g.vmax) && g.vmin < g.vmax))
-    throw Error("heatmap grid '" + g.title + "' has an invalid value range [" + std::to_string(g.vmin) + ", " + std::to_string(g.vmax) + "]",
+    throw Error("heatmap grid '" + g.title + "' has an invalid value range [" + std::to_string(g.vmin) + ", " +
+                    std::to_string(g.vmax) + "]",
                 "give finite vmin < vmax");
   if (g.cell < 0 || !finite(g.cell)) throw Error("heatmap grid '" + g.title + "': cell size must be >= 0", "use 0 for automatic");
   std::vector<PanelView> views;
@@ -926,11 +934,13 @@ std::vector<PanelView> validate_grid(const HeatmapGrid& g, std::size_t& grid_row
   for (std::size_t i = 0; i < n; ++i) {
     const auto& p = g.panels[i];
     const std::string name = "heatmap panel " + std::to_string(i) + (p.title.empty() ? "" : " ('" + p.title + "')");
-    if (p.rows == 0 || p.cols == 0) throw Error(name + " is empty (" + std::to_string(p.rows) + " x " + std::to_string(p.cols) + ")", "give rows, cols > 0");
+    if (p.rows == 0 || p.cols == 0)
+      throw Error(name + " is empty (" + std::to_string(p.rows) + " x " + std::to_string(p.cols) + ")", "give rows, cols > 0");
     if (p.rows > 10000 || p.cols > 10000) throw Error(name + " is too large to draw", "plot at most 10000 rows and columns");
     const std::size_t cells = p.rows * p.cols;
     if (p.values.size() != cells)
-      throw Error(name + " has " + std::to_string(p.values.size()) + " values for " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " cells",
+      throw Error(name + " has " + std::to_string(p.values.size()) + " values for " + std::to_string(p.rows) + " x " +
+                      std::to_string(p.cols) + " cells",
                   "values are [rows, cols] row-major");
     PanelView v{&p, nullptr, nullptr, nullptr};
     auto pick_labels = [&](const std::vector<std::string>& own, const std::vector<std::string>& shared, std::size_t count,
@@ -1047,7 +1057,8 @@ HeatmapLayout heatmap_grid(const fs::path& file, const HeatmapGrid& g) {
     panel_titles.push_back(clean_text(views[i].panel->title));
     col_w[i % gc] = std::max(col_w[i % gc], std::ceil(text_width(m, panel_titles.back(), panel_font)));
   }
-  const bool any_panel_title = std::any_of(panel_titles.begin(), panel_titles.end(), [](const std::string& t) { return !t.empty(); });
+  const bool any_panel_title =
+      std::any_of(panel_titles.begin(), panel_titles.end(), [](const std::string& t) { return !t.empty(); });
   const double panel_title_h = any_panel_title ? line_height(m, panel_font) + 5 : 0;
   const double title_h = title_block_height(m, title, subtitle, 12);
   const double axis_title_h = line_height(m, kAxisFont);
@@ -1199,8 +1210,8 @@ HeatmapLayout heatmap_grid(const fs::path& file, const HeatmapGrid& g) {
     draw_text(cr, (panels_left + panels_right) / 2, height - kPad, fit_text(cr, x_title, kAxisFont, width - 2 * kPad), kAxisFont,
               HAlign::Center, VAlign::Bottom);
   if (!y_title.empty())
-    draw_text(cr, kPad + shift, (row_y[0] + content_bottom) / 2, fit_text(cr, y_title, kAxisFont, content_bottom - row_y[0]), kAxisFont,
-              HAlign::Center, VAlign::Top, false, -kPi / 2);
+    draw_text(cr, kPad + shift, (row_y[0] + content_bottom) / 2, fit_text(cr, y_title, kAxisFont, content_bottom - row_y[0]),
+              kAxisFont, HAlign::Center, VAlign::Top, false, -kPi / 2);
   draw_title(cr, width / 2, kPad, title, subtitle);
   fig.finish();
   return layout;
@@ -1214,8 +1225,9 @@ PlotLayout grouped_points(const fs::path& file, const GroupedPoints& plot) {
   double ylo = std::numeric_limits<double>::infinity(), yhi = -ylo;
   for (const auto& s : plot.series) {
     if (s.mean.size() != nc)
-      throw Error("series '" + s.label + "' has " + std::to_string(s.mean.size()) + " means for " + std::to_string(nc) + " categories",
-                  "give one mean per category (NaN for none)");
+      throw Error(
+          "series '" + s.label + "' has " + std::to_string(s.mean.size()) + " means for " + std::to_string(nc) + " categories",
+          "give one mean per category (NaN for none)");
     if (!s.err.empty() && s.err.size() != nc)
       throw Error("series '" + s.label + "' has " + std::to_string(s.err.size()) + " error values for " + std::to_string(nc) +
                       " categories",
@@ -1267,7 +1279,8 @@ PlotLayout grouped_points(const fs::path& file, const GroupedPoints& plot) {
   const LegendFlow flow = flow_legend(m, legend, W - 2 * kPad);
   const double slot = (W - left - right_pad) / double(nc);
   if (slot < 4)
-    throw Error("grouped points '" + plot.title + "': " + std::to_string(nc) + " categories do not fit in width " + std::to_string(plot.width),
+    throw Error("grouped points '" + plot.title + "': " + std::to_string(nc) + " categories do not fit in width " +
+                    std::to_string(plot.width),
                 "use a larger width, or 0 for automatic");
   const bool rotate = cat_w + 6 > slot;
 
@@ -1347,10 +1360,11 @@ PlotLayout grouped_points(const fs::path& file, const GroupedPoints& plot) {
     draw_text(cr, area.x + area.width / 2, H - kPad, fit_text(cr, x_title, kAxisFont, W - 2 * kPad), kAxisFont, HAlign::Center,
               VAlign::Bottom);
   if (!y_title.empty())
-    draw_text(cr, kPad, area.y + area.height / 2, fit_text(cr, y_title, kAxisFont, area.height), kAxisFont, HAlign::Center, VAlign::Top,
-              false, -kPi / 2);
+    draw_text(cr, kPad, area.y + area.height / 2, fit_text(cr, y_title, kAxisFont, area.height), kAxisFont, HAlign::Center,
+              VAlign::Top, false, -kPi / 2);
   draw_title(cr, W / 2, kPad, title, subtitle);
-  PlotLayout layout{{int(W), int(H)}, area, legend_labels(legend), draw_legend_flow(cr, flow, legend, W / 2, kPad + title_h), false};
+  PlotLayout layout{
+      {int(W), int(H)}, area, legend_labels(legend), draw_legend_flow(cr, flow, legend, W / 2, kPad + title_h), false};
   fig.finish();
   return layout;
 }

@@ -77,10 +77,10 @@ PlotLayout line_plot(const std::filesystem::path& file, const LinePlot& plot);
 
 // ---- Heatmap grids -------------------------------------------------------------------------
 struct HeatmapPanel {
-  std::string title;                         // "layer 0 · head 1"
-  std::size_t rows = 0, cols = 0;            // e.g. [T query, S key]
-  std::vector<double> values;                // [rows, cols] row-major; NaN = no value (drawn as masked)
-  std::vector<std::uint8_t> mask;            // [rows, cols], nonzero = padding (grey, hatched); or empty
+  std::string title;                            // "layer 0 · head 1"
+  std::size_t rows = 0, cols = 0;               // e.g. [T query, S key]
+  std::vector<double> values;                   // [rows, cols] row-major; NaN = no value (drawn as masked)
+  std::vector<std::uint8_t> mask;               // [rows, cols], nonzero = padding (grey, hatched); or empty
   std::vector<std::string> x_labels, y_labels;  // [cols] / [rows]; empty = use the grid's
 };
 
@@ -93,13 +93,13 @@ struct HeatmapGrid {
   std::string title;
   std::string subtitle;  // a caption line under the title; none when empty
   std::size_t grid_rows = 0, grid_cols = 0;
-  std::vector<HeatmapPanel> panels;          // [grid_rows * grid_cols] at most
+  std::vector<HeatmapPanel> panels;             // [grid_rows * grid_cols] at most
   std::vector<std::string> x_labels, y_labels;  // shared tick labels ("source tokens", "target tokens")
-  std::vector<std::uint8_t> mask;            // shared padding mask, used by panels without their own
+  std::vector<std::uint8_t> mask;               // shared padding mask, used by panels without their own
   std::string x_axis_label, y_axis_label, colorbar_label;
-  double vmin = 0, vmax = 1;                 // the colorbar's range; values outside are clamped
-  double cell = 0;                           // a matrix cell's side in px; 0 = from the matrix size
-  std::size_t max_label_chars = 14;          // tick labels (tokens) longer than this are cut; 0 = never (arm names)
+  double vmin = 0, vmax = 1;         // the colorbar's range; values outside are clamped
+  double cell = 0;                   // a matrix cell's side in px; 0 = from the matrix size
+  std::size_t max_label_chars = 14;  // tick labels (tokens) longer than this are cut; 0 = never (arm names)
   double png_scale = 2;
 };
 // The figure's size is derived from the panel count, matrix size and labels.
@@ -115,14 +115,14 @@ HeatmapLayout heatmap_grid(const std::filesystem::path& file, const HeatmapGrid&
 // One point per (category, arm) with an error bar mean ± err, the arms side by side in each
 // category, one colour per arm: e.g. attention entropy per layer·head category across arms.
 struct PointSeries {
-  std::string label;               // the arm
-  std::vector<double> mean;        // [categories]; NaN = no point
-  std::vector<double> err;         // [categories] (e.g. std over seeds), or empty (no bars)
+  std::string label;         // the arm
+  std::vector<double> mean;  // [categories]; NaN = no point
+  std::vector<double> err;   // [categories] (e.g. std over seeds), or empty (no bars)
 };
 // The legend is rows under the title, as many as the labels need.
 struct GroupedPoints {
   std::string title, x_label, y_label;
-  std::string subtitle;  // a caption line under the title; none when empty
+  std::string subtitle;                 // a caption line under the title; none when empty
   std::vector<std::string> categories;  // "L0·H0", ...
   std::vector<PointSeries> series;
   bool include_zero = false;  // extend the y axis to 0

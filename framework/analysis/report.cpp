@@ -66,9 +66,7 @@ int metric_decimals(const Comparison& c) {
   return std::clamp(decimals, 0, 6);
 }
 
-std::string direction(const Comparison& c) {
-  return std::string(c.higher_is_better ? "higher is better" : "lower is better");
-}
+std::string direction(const Comparison& c) { return std::string(c.higher_is_better ? "higher is better" : "lower is better"); }
 
 std::string g(double v) { return printf_text("%g", v); }
 
@@ -85,9 +83,7 @@ std::string delta_cell(double delta, double low, double high, int decimals) {
 
 std::string confidence_text(const Comparison& c) { return g(100.0 * (1.0 - c.alpha)) + "%"; }
 
-std::string test_name(const Comparison& c) {
-  return c.paired ? "a t-test paired by seed" : "Welch's t-test";
-}
+std::string test_name(const Comparison& c) { return c.paired ? "a t-test paired by seed" : "Welch's t-test"; }
 
 bool any_lost(const Comparison& c) {
   return std::any_of(c.arms.begin(), c.arms.end(), [](const Arm& a) {
@@ -234,18 +230,37 @@ std::string latex_escape(const std::string& s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char ch = s[i];
-    if (std::string("&%$#_{}").find(ch) != std::string::npos) out += std::string("\\") + ch;
-    else if (ch == '~') out += "\\textasciitilde{}";
-    else if (ch == '^') out += "\\textasciicircum{}";
-    else if (ch == '\\') out += "\\textbackslash{}";
-    else if (s.compare(i, 2, "±") == 0) { out += "$\\pm$"; i += 1; }
-    else if (s.compare(i, 2, "Δ") == 0) { out += "$\\Delta$"; i += 1; }
-    else if (s.compare(i, 2, "·") == 0) { out += "$\\cdot$"; i += 1; }
-    else if (s.compare(i, 2, "×") == 0) { out += "$\\times$"; i += 1; }
-    else if (s.compare(i, 3, "≥") == 0) { out += "$\\geq$"; i += 2; }
-    else if (s.compare(i, 3, "≤") == 0) { out += "$\\leq$"; i += 2; }
-    else if (s.compare(i, 3, "−") == 0) { out += "$-$"; i += 2; }
-    else out += ch;
+    if (std::string("&%$#_{}").find(ch) != std::string::npos)
+      out += std::string("\\") + ch;
+    else if (ch == '~')
+      out += "\\textasciitilde{}";
+    else if (ch == '^')
+      out += "\\textasciicircum{}";
+    else if (ch == '\\')
+      out += "\\textbackslash{}";
+    else if (s.compare(i, 2, "±") == 0) {
+      out += "$\\pm$";
+      i += 1;
+    } else if (s.compare(i, 2, "Δ") == 0) {
+      out += "$\\Delta$";
+      i += 1;
+    } else if (s.compare(i, 2, "·") == 0) {
+      out += "$\\cdot$";
+      i += 1;
+    } else if (s.compare(i, 2, "×") == 0) {
+      out += "$\\times$";
+      i += 1;
+    } else if (s.compare(i, 3, "≥") == 0) {
+      out += "$\\geq$";
+      i += 2;
+    } else if (s.compare(i, 3, "≤") == 0) {
+      out += "$\\leq$";
+      i += 2;
+    } else if (s.compare(i, 3, "−") == 0) {
+      out += "$-$";
+      i += 2;
+    } else
+      out += ch;
   }
   return out;
 }
@@ -286,12 +301,14 @@ std::string html_escape(const std::string& s) {
 std::string html_table(const Table& t) {
   std::string out = "<table>\n<thead><tr>";
   for (std::size_t i = 0; i < t.header.size(); ++i)
-    out += std::string("<th") + (i < t.right.size() && t.right[i] ? " class=\"num\"" : "") + ">" + html_escape(t.header[i]) + "</th>";
+    out += std::string("<th") + (i < t.right.size() && t.right[i] ? " class=\"num\"" : "") + ">" + html_escape(t.header[i]) +
+           "</th>";
   out += "</tr></thead>\n<tbody>\n";
   for (const auto& row : t.rows) {
     out += "<tr>";
     for (std::size_t i = 0; i < row.size(); ++i)
-      out += std::string("<td") + (i < t.right.size() && t.right[i] ? " class=\"num\"" : "") + ">" + html_escape(row[i]) + "</td>";
+      out +=
+          std::string("<td") + (i < t.right.size() && t.right[i] ? " class=\"num\"" : "") + ">" + html_escape(row[i]) + "</td>";
     out += "</tr>\n";
   }
   return out + "</tbody>\n</table>\n";
@@ -316,23 +333,23 @@ std::vector<std::string> interpretation(const Comparison& c) {
                         signed_fixed(e.estimate, decimals) + ", CI " + ci + ", p = " + p_text(e.p) +
                         "); the interval says how large an effect these runs cannot rule out.";
         if (!std::isnan(e.seeds_per_cell_needed))
-          s += " An effect of the observed size would be detected (80% power) with about " +
-               fixed(e.seeds_per_cell_needed, 0) + " seed(s) per cell.";
+          s += " An effect of the observed size would be detected (80% power) with about " + fixed(e.seeds_per_cell_needed, 0) +
+               " seed(s) per cell.";
         out.push_back(s);
       }
     }
     for (const auto& term : c.factorial.terms)
       if (term.name.find(" × ") != std::string::npos && term.p < c.alpha)
-        out.push_back("The factors " + term.name + " interact (F = " + printf_text("%.3g", term.f) + ", p = " +
-                      p_text(term.p) + "): the effect of one depends on the level of the other, so read its main "
+        out.push_back("The factors " + term.name + " interact (F = " + printf_text("%.3g", term.f) + ", p = " + p_text(term.p) +
+                      "): the effect of one depends on the level of the other, so read its main "
                       "effect as an average.");
   } else if (c.arms.size() > 1) {
     std::vector<std::string> detected;
     for (const auto& arm : c.arms) {
       if (arm.is_baseline || !(arm.p_holm < c.alpha)) continue;
-      detected.push_back(arm.label + " differs from the baseline by " + signed_fixed(arm.delta, decimals) +
-                         verdict(arm.delta) + " (CI " + interval(arm.test.ci_low, arm.test.ci_high, decimals) +
-                         ", p(Holm) = " + p_text(arm.p_holm) + ").");
+      detected.push_back(arm.label + " differs from the baseline by " + signed_fixed(arm.delta, decimals) + verdict(arm.delta) +
+                         " (CI " + interval(arm.test.ci_low, arm.test.ci_high, decimals) + ", p(Holm) = " + p_text(arm.p_holm) +
+                         ").");
     }
     if (detected.empty())
       out.push_back("No arm differs detectably from the baseline (" + test_name(c) + ", Holm-corrected); the " +
@@ -367,7 +384,8 @@ std::vector<std::string> caveats(const Comparison& c) {
                         " runs (sum-to-zero coded factors";
     if (c.factorial.interactions) model += ", their two-way interactions";
     if (c.factorial.blocked) model += ", seeds as blocks";
-    model += "; residual df " + g(c.factorial.df_resid) + "): a main effect is the difference between a factor's levels "
+    model += "; residual df " + g(c.factorial.df_resid) +
+             "): a main effect is the difference between a factor's levels "
              "averaged over the other factors, tested against the residual spread; interactions by Type III F tests. "
              "Their p-values are not corrected across factors.";
     out.push_back(model);
@@ -379,13 +397,15 @@ std::vector<std::string> caveats(const Comparison& c) {
     const std::string what = seeds && cells ? "`seeds` (per arm) and `seeds/cell`: the seeds"
                              : seeds        ? "`seeds`: the seeds per arm"
                                             : "`seeds/cell`: the seeds per cell";
-    out.push_back(what + " at which a test at α " + g(c.alpha) + " would detect a difference of the observed size with "
+    out.push_back(what + " at which a test at α " + g(c.alpha) +
+                  " would detect a difference of the observed size with "
                   "80% power, taking the observed spread as the truth (a guide for the next sweep, not a property of "
                   "this one).");
   }
   if (any_lost(c))
-    out.push_back("`lost`: runs not in the statistics — div(erged), fail(ed), unfin(ished: interrupted or running), or "
-                  "completed without a value.");
+    out.push_back(
+        "`lost`: runs not in the statistics — div(erged), fail(ed), unfin(ished: interrupted or running), or "
+        "completed without a value.");
   if (!c.factorial.note.empty()) out.push_back("Factorial analysis: " + c.factorial.note + ".");
   for (const auto& note : c.notes) out.push_back(note + (note.ends_with(".") ? "" : "."));
   return out;
@@ -412,10 +432,12 @@ std::string format_table(const Comparison& c) {
   }
   for (const auto& [note, labels] : untested)
     out += wrap("p n/a for " + (labels.size() > 1 && labels.size() == compared ? std::string("every arm") : join(labels, "; ")) +
-                    ": " + note, 100, 2);
+                    ": " + note,
+                100, 2);
   if (c.factorial.defined) {
     out += "\n" + wrap(effects_table(c).title + " (linear model over " + std::to_string(c.factorial.observations) +
-                       " runs, residual df " + g(c.factorial.df_resid) + ")", 100, 2);
+                           " runs, residual df " + g(c.factorial.df_resid) + ")",
+                       100, 2);
     out += text_table(effects_table(c));
     const Table inter = interactions_table(c);
     if (!inter.rows.empty()) out += "\n" + text_table(inter);
@@ -502,8 +524,8 @@ std::string report_html(const Comparison& c, const std::vector<HtmlFigure>& figu
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Comparison: "
       << html_escape(c.value_label) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
-  out << "<h1>Comparison: " << html_escape(c.value_label) << "</h1>\n<p class=\"meta\">" << total << " runs in "
-      << c.arms.size() << (c.arms.size() == 1 ? " arm" : " arms");
+  out << "<h1>Comparison: " << html_escape(c.value_label) << "</h1>\n<p class=\"meta\">" << total << " runs in " << c.arms.size()
+      << (c.arms.size() == 1 ? " arm" : " arms");
   if (!c.keys.empty()) out << ", named by their values of " << html_escape(join(c.keys, " · "));
   if (c.arms.size() > 1) out << "; baseline <b>" << html_escape(c.arms[c.baseline].label) << "</b>";
   out << ". " << html_escape(c.value_label) << ": " << direction(c) << ".</p>\n";
@@ -572,10 +594,33 @@ std::string json_strings(const std::vector<std::string>& items) {
 std::string summary_csv(const Comparison& c) {
   std::vector<std::string> head = {"arm", "key_label"};
   head.insert(head.end(), c.keys.begin(), c.keys.end());
-  for (const char* name : {"baseline", "runs", "completed", "diverged", "failed", "interrupted", "running",
-                           "missing_metric", "censored", "metric", "summary", "n", "mean", "std", "delta", "ci_low",
-                           "ci_high", "t", "df", "p", "p_holm", "paired", "p_note", "bootstrap_low", "bootstrap_high",
-                           "seeds_needed", "tokens_per_s_mean"})
+  for (const char* name : {"baseline",
+                           "runs",
+                           "completed",
+                           "diverged",
+                           "failed",
+                           "interrupted",
+                           "running",
+                           "missing_metric",
+                           "censored",
+                           "metric",
+                           "summary",
+                           "n",
+                           "mean",
+                           "std",
+                           "delta",
+                           "ci_low",
+                           "ci_high",
+                           "t",
+                           "df",
+                           "p",
+                           "p_holm",
+                           "paired",
+                           "p_note",
+                           "bootstrap_low",
+                           "bootstrap_high",
+                           "seeds_needed",
+                           "tokens_per_s_mean"})
     head.push_back(name);
   std::string out;
   const auto line = [&](const std::vector<std::string>& fields) {
@@ -591,14 +636,14 @@ std::string summary_csv(const Comparison& c) {
       f.push_back(it == arm.values.end() ? std::string() : it->second);
     }
     f.push_back(arm.is_baseline ? "true" : "false");
-    for (const std::size_t n : {arm.n_runs, arm.n_completed, arm.n_diverged, arm.n_failed, arm.n_interrupted,
-                                arm.n_running, arm.n_missing_metric, arm.n_censored})
+    for (const std::size_t n : {arm.n_runs, arm.n_completed, arm.n_diverged, arm.n_failed, arm.n_interrupted, arm.n_running,
+                                arm.n_missing_metric, arm.n_censored})
       f.push_back(std::to_string(n));
     f.push_back(c.metric);
     f.push_back(c.summary.text());
     f.push_back(std::to_string(arm.n()));
-    for (const double v : {arm.mean, arm.std, arm.delta, arm.test.ci_low, arm.test.ci_high, arm.test.t, arm.test.df,
-                           arm.test.p, arm.p_holm})
+    for (const double v :
+         {arm.mean, arm.std, arm.delta, arm.test.ci_low, arm.test.ci_high, arm.test.t, arm.test.df, arm.test.p, arm.p_holm})
       f.push_back(csv_number(v));
     f.push_back(arm.is_baseline ? std::string() : arm.test.paired ? "true" : "false");
     f.push_back(arm.is_baseline ? std::string() : arm.test.note);
@@ -633,9 +678,9 @@ std::string summary_json(const Comparison& c) {
     for (const auto& [k, v] : arm.values) values.push_back(json_quote(k) + ": " + json_quote(v));
     out << "      \"values\": {" << join(values, ", ") << "},\n";
     out << "      \"counts\": {\"runs\": " << arm.n_runs << ", \"completed\": " << arm.n_completed
-        << ", \"diverged\": " << arm.n_diverged << ", \"failed\": " << arm.n_failed
-        << ", \"interrupted\": " << arm.n_interrupted << ", \"running\": " << arm.n_running
-        << ", \"missing_metric\": " << arm.n_missing_metric << ", \"censored\": " << arm.n_censored << "},\n";
+        << ", \"diverged\": " << arm.n_diverged << ", \"failed\": " << arm.n_failed << ", \"interrupted\": " << arm.n_interrupted
+        << ", \"running\": " << arm.n_running << ", \"missing_metric\": " << arm.n_missing_metric
+        << ", \"censored\": " << arm.n_censored << "},\n";
     std::vector<std::string> metric_values;
     for (const double v : arm.metric_values) metric_values.push_back(json_number(v));
     out << "      \"n\": " << arm.n() << ",\n";
@@ -648,8 +693,8 @@ std::string summary_json(const Comparison& c) {
     } else {
       out << "      \"test\": {\"name\": " << (arm.test.paired ? "\"paired_t\"" : "\"welch_t\"")
           << ", \"t\": " << json_number(arm.test.t) << ", \"df\": " << json_number(arm.test.df)
-          << ", \"p\": " << json_number(arm.test.p) << ", \"p_holm\": " << json_number(arm.p_holm)
-          << ", \"ci\": [" << json_number(arm.test.ci_low) << ", " << json_number(arm.test.ci_high) << "]"
+          << ", \"p\": " << json_number(arm.test.p) << ", \"p_holm\": " << json_number(arm.p_holm) << ", \"ci\": ["
+          << json_number(arm.test.ci_low) << ", " << json_number(arm.test.ci_high) << "]"
           << ", \"bootstrap_ci\": [" << json_number(arm.bootstrap.low) << ", " << json_number(arm.bootstrap.high) << "]"
           << ", \"seeds_needed\": " << (arm.seeds_needed ? std::to_string(*arm.seeds_needed) : "null")
           << ", \"note\": " << (arm.test.note.empty() ? "null" : json_quote(arm.test.note)) << "},\n";
@@ -659,18 +704,19 @@ std::string summary_json(const Comparison& c) {
     out << "      \"runs\": [";
     for (std::size_t r = 0; r < arm.runs.size(); ++r) {
       const ArmRun& run = arm.runs[r];
-      out << (r == 0 ? "\n" : ",\n") << "        {\"run_id\": " << json_quote(run.run_id) << ", \"path\": "
-          << json_quote(run.path) << ", \"status\": " << json_quote(to_string(run.status))
+      out << (r == 0 ? "\n" : ",\n") << "        {\"run_id\": " << json_quote(run.run_id)
+          << ", \"path\": " << json_quote(run.path) << ", \"status\": " << json_quote(to_string(run.status))
           << ", \"seed\": " << (run.seed.empty() ? "null" : json_quote(run.seed)) << ", \"value\": " << json_number(run.value)
-          << ", \"censored\": " << (run.censored ? "true" : "false")
-          << ", \"tokens_per_s\": " << json_number(run.tokens_per_s) << "}";
+          << ", \"censored\": " << (run.censored ? "true" : "false") << ", \"tokens_per_s\": " << json_number(run.tokens_per_s)
+          << "}";
     }
     out << (arm.runs.empty() ? "]\n" : "\n      ]\n") << "    }";
   }
   out << (c.arms.empty() ? "],\n" : "\n  ],\n");
   const FactorialAnalysis& f = c.factorial;
   if (!f.defined) {
-    out << "  \"factorial\": " << (f.note.empty() ? "null" : "{\"defined\": false, \"note\": " + json_quote(f.note) + "}") << ",\n";
+    out << "  \"factorial\": " << (f.note.empty() ? "null" : "{\"defined\": false, \"note\": " + json_quote(f.note) + "}")
+        << ",\n";
   } else {
     out << "  \"factorial\": {\"defined\": true, \"observations\": " << f.observations << ", \"cells\": " << f.cells
         << ", \"interactions\": " << (f.interactions ? "true" : "false") << ", \"blocked\": " << (f.blocked ? "true" : "false")

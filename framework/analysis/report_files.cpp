@@ -47,8 +47,8 @@ Comparison compare_runs(const LoadedRuns& loaded, const CompareOptions& options)
     throw UsageError(e.what(), e.hint());  // a metric or baseline that matches nothing is a command-line mistake
   }
   if (!loaded.unreadable.empty())
-    c.notes.push_back(std::to_string(loaded.unreadable.size()) + " unreadable run file(s) left out of every arm: " +
-                      join(loaded.unreadable, "; "));
+    c.notes.push_back(std::to_string(loaded.unreadable.size()) +
+                      " unreadable run file(s) left out of every arm: " + join(loaded.unreadable, "; "));
   return c;
 }
 
@@ -63,11 +63,13 @@ std::vector<HtmlFigure> html_figures(const FigureReport& report, const std::stri
   std::vector<HtmlFigure> out;
   for (const fs::path& file : report.written) {
     const std::string stem = file.stem().string();
-    if (skip_one_run && (stem.starts_with("attention_") || stem == "decode_cross")) continue;  // in the drill-down
+    if (skip_one_run && (stem.starts_with("attention_") || stem == "decode_cross")) continue;        // in the drill-down
     if (stem.starts_with("curves_") && stem != first_stem && stem != "curves_train_loss") continue;  // in figures/ only
     HtmlFigure f{stem, figure_caption(stem), slurp(file)};
-    if (stem == first_stem) out.insert(out.begin(), std::move(f));
-    else out.push_back(std::move(f));
+    if (stem == first_stem)
+      out.insert(out.begin(), std::move(f));
+    else
+      out.push_back(std::move(f));
   }
   return out;
 }

@@ -42,16 +42,16 @@ std::string RunValueSpec::describe(const std::string& metric, bool metric_higher
   return "?";
 }
 
-bool RunValueSpec::higher_is_better(bool metric_higher_is_better) const {
-  return to_target() ? false : metric_higher_is_better;
-}
+bool RunValueSpec::higher_is_better(bool metric_higher_is_better) const { return to_target() ? false : metric_higher_is_better; }
 
 RunValueSpec parse_run_value(const std::string& text) {
   RunValueSpec spec;
   const auto colon = text.find(':');
   const std::string head = text.substr(0, colon);
   const std::string arg = colon == std::string::npos ? std::string() : text.substr(colon + 1);
-  const auto bad = [&](const std::string& why) { return UsageError("--summary '" + text + "': " + why, std::string("allowed: ") + kForms); };
+  const auto bad = [&](const std::string& why) {
+    return UsageError("--summary '" + text + "': " + why, std::string("allowed: ") + kForms);
+  };
   const auto no_argument = [&](RunValueSpec::Kind kind) {
     if (colon != std::string::npos) throw bad("'" + head + "' takes no argument");
     spec.kind = kind;
@@ -81,8 +81,7 @@ RunValueSpec parse_run_value(const std::string& text) {
   throw bad("unknown summary '" + head + "'");
 }
 
-RunValue run_value(const RunSummary& run, const std::string& metric, bool metric_higher_is_better,
-                   const RunValueSpec& spec) {
+RunValue run_value(const RunSummary& run, const std::string& metric, bool metric_higher_is_better, const RunValueSpec& spec) {
   RunValue out;
   if (spec.kind == RunValueSpec::Kind::final) {
     const auto it = run.final_metrics.find(metric);

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <string>
 
-
 namespace ablate::analysis {
 
 struct RunSummary;  // compare.hpp
@@ -40,7 +39,6 @@ struct RunValue {
   double value = NAN;
   bool censored = false;
 };
-RunValue run_value(const RunSummary& run, const std::string& metric, bool metric_higher_is_better,
-                   const RunValueSpec& spec);
+RunValue run_value(const RunSummary& run, const std::string& metric, bool metric_higher_is_better, const RunValueSpec& spec);
 
 }  // namespace ablate::analysis

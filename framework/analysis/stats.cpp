@@ -58,8 +58,7 @@ double incomplete_beta(double a, double b, double x, double y) {
     f *= step;
     if (std::fabs(step - 1.0) < kEps) return prefactor / f;
   }
-  throw Error("regularized incomplete beta I_x(a, b) did not converge for a = " + num(a) + ", b = " + num(b) +
-                  ", x = " + num(x),
+  throw Error("regularized incomplete beta I_x(a, b) did not converge for a = " + num(a) + ", b = " + num(b) + ", x = " + num(x),
               "the continued fraction needs about sqrt(max(a, b)) terms; such large parameters are outside what "
               "ablate compare needs");
 }
@@ -95,10 +94,8 @@ double median(std::span<const double> values) {
 
 double regularized_incomplete_beta(double a, double b, double x) {
   if (!(a > 0.0) || !(b > 0.0) || std::isinf(a) || std::isinf(b))
-    throw Error("regularized incomplete beta I_x(a, b): a = " + num(a) + " and b = " + num(b) +
-                " must be finite and > 0");
-  if (!(x >= 0.0 && x <= 1.0))
-    throw Error("regularized incomplete beta I_x(a, b): x = " + num(x) + " is outside [0, 1]");
+    throw Error("regularized incomplete beta I_x(a, b): a = " + num(a) + " and b = " + num(b) + " must be finite and > 0");
+  if (!(x >= 0.0 && x <= 1.0)) throw Error("regularized incomplete beta I_x(a, b): x = " + num(x) + " is outside [0, 1]");
   return incomplete_beta(a, b, x, 1.0 - x);
 }
 
@@ -167,8 +164,8 @@ WelchTest welch_t_test(std::span<const double> a, std::span<const double> b, dou
   }
   if (!a.empty() && !b.empty()) r.mean_difference = mean(a) - mean(b);
   if (a.size() < 2 || b.size() < 2) {
-    r.note = "a t-test needs at least 2 values per group (have " + std::to_string(a.size()) + " and " +
-             std::to_string(b.size()) + ")";
+    r.note =
+        "a t-test needs at least 2 values per group (have " + std::to_string(a.size()) + " and " + std::to_string(b.size()) + ")";
     return r;
   }
   const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
@@ -190,8 +187,9 @@ WelchTest welch_t_test(std::span<const double> a, std::span<const double> b, dou
 WelchTest paired_t_test(std::span<const double> a, std::span<const double> b, double confidence) {
   WelchTest r;
   r.paired = true;
-  if (a.size() != b.size()) throw Error("paired t-test: " + std::to_string(a.size()) + " and " +
-                                        std::to_string(b.size()) + " values; pairs need the same count");
+  if (a.size() != b.size())
+    throw Error("paired t-test: " + std::to_string(a.size()) + " and " + std::to_string(b.size()) +
+                " values; pairs need the same count");
   if (!all_finite(a) || !all_finite(b)) {
     r.note = "a value is NaN or infinite";
     return r;

@@ -41,14 +41,14 @@ double f_upper_tail(double f, double d1, double d2);
 // A two-sided t-test of mean(a) == mean(b) (or of mean(a - b) == 0 when paired), with the
 // confidence interval of the difference at level `confidence`.
 struct WelchTest {
-  double mean_difference = NAN;  // mean(a) - mean(b); defined whenever both have a value
-  double se = NAN;               // its standard error
-  double t = NAN;                // mean_difference / se
-  double df = NAN;               // Welch–Satterthwaite degrees of freedom (paired: pairs - 1)
-  double p = NAN;                // two-sided
+  double mean_difference = NAN;        // mean(a) - mean(b); defined whenever both have a value
+  double se = NAN;                     // its standard error
+  double t = NAN;                      // mean_difference / se
+  double df = NAN;                     // Welch–Satterthwaite degrees of freedom (paired: pairs - 1)
+  double p = NAN;                      // two-sided
   double ci_low = NAN, ci_high = NAN;  // mean_difference ± t_{(1+confidence)/2, df} · se
   bool paired = false;
-  std::string note;              // why p is NaN ("fewer than 2 values in b", ...); empty when defined
+  std::string note;  // why p is NaN ("fewer than 2 values in b", ...); empty when defined
   bool defined() const { return !std::isnan(p); }
 };
 
@@ -82,7 +82,7 @@ std::optional<std::size_t> n_for_power(double d, double alpha, double power, boo
 struct Interval {
   double low = NAN, high = NAN;
 };
-Interval bootstrap_mean_difference(std::span<const double> a, std::span<const double> b, bool paired,
-                                   double confidence = 0.95, std::size_t resamples = 10000, std::uint64_t seed = 1);
+Interval bootstrap_mean_difference(std::span<const double> a, std::span<const double> b, bool paired, double confidence = 0.95,
+                                   std::size_t resamples = 10000, std::uint64_t seed = 1);
 
 }  // namespace ablate::analysis

@@ -20,17 +20,22 @@ namespace po = boost::program_options;
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
-      {"compare", "compare the runs under directories: arms by varying keys, mean ± std over seeds, Δ vs a baseline, report files", cmd_compare},
+      {"compare",
+       "compare the runs under directories: arms by varying keys, mean ± std over seeds, Δ vs a baseline, report files",
+       cmd_compare},
       {"eval", "score a trained run's checkpoint on a whole split of its task: every metric, predictions written out", cmd_eval},
       {"export", "write a trained run's weights as safetensors, with its spec and vocabularies (for PyTorch)", cmd_export},
       {"generate", "continue prompts with a trained language model (greedy or sampled), one line per prompt", cmd_generate},
       {"plot", "draw curves per arm, attention heatmap grids, decode cross-attention and entropy figures (PNG/SVG)", cmd_plot},
       {"plugins", "list the discovered plugins: kind, name, version, file, description, options", cmd_plugins},
       {"inspect", "summarise a run file: status, last metrics, logged tensors; --follow a live run", cmd_inspect},
-      {"keys", "list the spec's keys: type and range, default, meaning (--markdown: the tables of docs/spec-reference.md)", cmd_keys},
+      {"keys", "list the spec's keys: type and range, default, meaning (--markdown: the tables of docs/spec-reference.md)",
+       cmd_keys},
       {"run", "train an experiment spec into its run directory (resumable with --resume)", cmd_run},
-      {"sweep", "run a spec's sweep (variants x seeds) locally or on Slurm: resumable, skips finished runs; --status, --dry-run", cmd_sweep},
-      {"translate", "translate sentences with a trained encoder-decoder model: greedy or beam search, one line each", cmd_translate},
+      {"sweep", "run a spec's sweep (variants x seeds) locally or on Slurm: resumable, skips finished runs; --status, --dry-run",
+       cmd_sweep},
+      {"translate", "translate sentences with a trained encoder-decoder model: greedy or beam search, one line each",
+       cmd_translate},
       {"validate", "check an experiment spec (keys, values, extends, --set, plugins); --print the resolved spec", cmd_validate},
   };
   return table;
@@ -41,16 +46,14 @@ std::string version_line() {
          std::to_string(kPluginApiVersion) + ", ABI " + ABLATE_ABI_TAG + ")";
 }
 
-po::variables_map parse_command(const char* command, const po::options_description& options,
-                                const std::vector<std::string>& args,
+po::variables_map parse_command(const char* command, const po::options_description& options, const std::vector<std::string>& args,
                                 const po::positional_options_description& positional) {
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    throw UsageError(std::string("ablate ") + command + ": " + e.what(),
-                     std::string("see `ablate ") + command + " --help`");
+    throw UsageError(std::string("ablate ") + command + ": " + e.what(), std::string("see `ablate ") + command + " --help`");
   }
   return vm;
 }
@@ -135,8 +138,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   std::string hint = "commands: " + join(names, ", ") + "; see `ablate --help`";
   if (auto near = closest_match(args[0], names)) hint = "did you mean '" + *near + "'? " + hint;
-  throw UsageError(args[0].starts_with("-") ? "unknown option '" + args[0] + "'" : "unknown command '" + args[0] + "'",
-                   hint);
+  throw UsageError(args[0].starts_with("-") ? "unknown option '" + args[0] + "'" : "unknown command '" + args[0] + "'", hint);
 }
 
 void report(std::ostream& err, const char* kind, const std::exception& e, const std::string& hint) {

@@ -59,7 +59,8 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 // "ablate 0.1.0 (git <rev>, plugin API <kPluginApiVersion>, ABI <tag>)"

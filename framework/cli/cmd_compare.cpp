@@ -80,7 +80,8 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
     return kExitOk;
   }
   if (!vm.count("dirs"))
-    throw UsageError("ablate compare: no run directory given", "usage: ablate compare DIR... [--baseline key=value] [--metric M]");
+    throw UsageError("ablate compare: no run directory given",
+                     "usage: ablate compare DIR... [--baseline key=value] [--metric M]");
   const std::vector<std::string> dirs = vm["dirs"].as<std::vector<std::string>>();
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "latex")

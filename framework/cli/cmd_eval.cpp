@@ -52,13 +52,19 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
   train::RunEvalOptions eval;
   const std::string split = vm["split"].as<std::string>();
-  if (split == "test") eval.split = Split::Test;
-  else if (split == "eval") eval.split = Split::Eval;
-  else throw UsageError("ablate eval: --split " + split + ": expected eval or test");
+  if (split == "test")
+    eval.split = Split::Test;
+  else if (split == "eval")
+    eval.split = Split::Eval;
+  else
+    throw UsageError("ablate eval: --split " + split + ": expected eval or test");
   const std::string format = vm["format"].as<std::string>();
-  if (format == "tsv") eval.format = train::PredictionFormat::Tsv;
-  else if (format == "jsonl") eval.format = train::PredictionFormat::Jsonl;
-  else throw UsageError("ablate eval: --format " + format + ": expected tsv or jsonl");
+  if (format == "tsv")
+    eval.format = train::PredictionFormat::Tsv;
+  else if (format == "jsonl")
+    eval.format = train::PredictionFormat::Jsonl;
+  else
+    throw UsageError("ablate eval: --format " + format + ": expected tsv or jsonl");
   eval.limit = vm["limit"].as<std::int64_t>();
   eval.beam = vm["beam"].as<std::int64_t>();
   eval.length_penalty = vm["length-penalty"].as<double>();

@@ -37,9 +37,11 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out, std::ost
   const std::filesystem::path dir = run_argument(vm, "export", "usage: ablate export RUN_DIR [--out FILE]");
   if (vm["format"].as<std::string>() != "safetensors")
     throw UsageError("ablate export: --format " + vm["format"].as<std::string>() + ": expected safetensors");
-  const std::filesystem::path file = vm.count("out") ? std::filesystem::path(vm["out"].as<std::string>()) : dir / "model.safetensors";
+  const std::filesystem::path file =
+      vm.count("out") ? std::filesystem::path(vm["out"].as<std::string>()) : dir / "model.safetensors";
   if (std::filesystem::exists(file))  // before the model is built: said at once
-    throw UsageError("ablate export: " + file.string() + " already exists", "export never writes over a file: name another with --out");
+    throw UsageError("ablate export: " + file.string() + " already exists",
+                     "export never writes over a file: name another with --out");
   LoadedSpec loaded = load_run_spec(dir, spec_options(vm), err);
   train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
   const train::ExportResult r = train::export_safetensors(run, file);

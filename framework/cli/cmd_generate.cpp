@@ -17,9 +17,12 @@ namespace {
 std::string one_line(const std::string& s) {
   std::string out;
   for (const char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\\') out += "\\\\";
-    else if (c != '\r') out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c != '\r')
+      out += c;
   }
   return out;
 }
@@ -70,8 +73,7 @@ int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::o
     out << one_line(x.text) << "\n";
     unknown += x.unknown;
   }
-  if (unknown > 0)
-    err << "note: " << unknown << " prompt token(s) are not in the run's vocabulary and were read as <unk>\n";
+  if (unknown > 0) err << "note: " << unknown << " prompt token(s) are not in the run's vocabulary and were read as <unk>\n";
   return kExitOk;
 }
 

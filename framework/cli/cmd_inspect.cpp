@@ -46,11 +46,13 @@ void print_summary(std::ostream& out, const results::RunReader& run) {
       << "\n  status " << results::to_string(state.status) << " at step " << state.step
       << (state.reason.empty() ? "" : " (" + state.reason + ")")
       << (state.status == results::RunStatus::Running && !run.writer_alive() ? " — no writer holds the file: the run died" : "")
-      << (info.precision.empty() ? "" : ", precision " + info.precision) << "\n  created " << info.created << (state.finished.empty() ? "" : ", finished " + state.finished) << "; ablate "
-      << info.ablate_version << " (git " << info.git_revision << ") on " << info.host << "\n  plugins:";
+      << (info.precision.empty() ? "" : ", precision " + info.precision) << "\n  created " << info.created
+      << (state.finished.empty() ? "" : ", finished " + state.finished) << "; ablate " << info.ablate_version << " (git "
+      << info.git_revision << ") on " << info.host << "\n  plugins:";
   for (const std::string& p : info.plugins) out << " " << p << ";";
   out << "\n";
-  for (const auto& [name, split] : {std::pair{"train", results::MetricSplit::Train}, std::pair{"eval", results::MetricSplit::Eval}}) {
+  for (const auto& [name, split] :
+       {std::pair{"train", results::MetricSplit::Train}, std::pair{"eval", results::MetricSplit::Eval}}) {
     const results::MetricTable t = run.metrics(split);
     out << "  " << name << ": " << t.steps.size() << " rows";
     if (!t.steps.empty()) {
@@ -61,7 +63,8 @@ void print_summary(std::ostream& out, const results::RunReader& run) {
     }
   }
   const auto logs = run.attention_steps();
-  out << "  attention: " << logs.size() << " logs" << (logs.empty() ? "" : " (steps " + std::to_string(logs.front()) + " .. " + std::to_string(logs.back()) + ")")
+  out << "  attention: " << logs.size() << " logs"
+      << (logs.empty() ? "" : " (steps " + std::to_string(logs.front()) + " .. " + std::to_string(logs.back()) + ")")
       << ", probe of " << layout.probe.examples << " examples\n";
   const auto n = static_cast<std::int64_t>(logs.size());
   for (const results::AttentionSlot& s : layout.attention)
@@ -72,7 +75,9 @@ void print_summary(std::ostream& out, const results::RunReader& run) {
         << shape_text({n, layout.probe.examples, layout.decode.heads, layout.decode.steps, layout.decode.keys}) << "\n";
   const auto stats = run.stats_steps();
   out << "  stats: " << stats.size() << " rows";
-  for (const results::StatsTable& t : layout.stats) out << "; " << t.name << " " << shape_text({static_cast<std::int64_t>(stats.size()), static_cast<std::int64_t>(t.columns.size())});
+  for (const results::StatsTable& t : layout.stats)
+    out << "; " << t.name << " "
+        << shape_text({static_cast<std::int64_t>(stats.size()), static_cast<std::int64_t>(t.columns.size())});
   out << "; attention entropy for " << layout.entropy.size() << " attention layers\n";
   const std::vector<analysis::EvalScores> evals = analysis::evaluation_scores(run);
   out << "  evals: " << evals.size() << (evals.empty() ? " (ablate eval RUN_DIR scores the checkpoint)" : "") << "\n";
@@ -101,7 +106,8 @@ std::vector<std::string> implausible(const results::RunReader& run) {
   if (state.step < 0 || (steps >= 0 && state.step > steps))
     out.push_back("the run's step " + std::to_string(state.step) + " is outside 0.." +
                   (steps >= 0 ? std::to_string(steps) + " (train.steps)" : std::string("train.steps")));
-  for (const auto& [name, split] : {std::pair{"train", results::MetricSplit::Train}, std::pair{"eval", results::MetricSplit::Eval}}) {
+  for (const auto& [name, split] :
+       {std::pair{"train", results::MetricSplit::Train}, std::pair{"eval", results::MetricSplit::Eval}}) {
     const results::MetricTable t = run.metrics(split);
     if (t.stored_rows > t.steps.size() && state.status != results::RunStatus::Running)
       out.push_back(std::string(name) + " metrics: " + std::to_string(t.stored_rows - t.steps.size()) + " of " +
@@ -120,8 +126,9 @@ std::vector<std::string> implausible(const results::RunReader& run) {
 }  // namespace
 
 int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
-  po::options_description options("ablate inspect RUN.h5|RUN_DIR [options]\n\n"
-                                  "Summarises a run file: identity, status, last metrics, logged tensors and their shapes.\n\nOptions");
+  po::options_description options(
+      "ablate inspect RUN.h5|RUN_DIR [options]\n\n"
+      "Summarises a run file: identity, status, last metrics, logged tensors and their shapes.\n\nOptions");
   // clang-format off
   options.add_options()
       ("help,h", "show this help")
@@ -142,7 +149,8 @@ int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::os
   if (!std::filesystem::exists(file))
     throw UsageError("ablate inspect: " + file.string() + " does not exist", "give a run.h5 file or a run directory");
   if (std::filesystem::is_directory(file))
-    throw UsageError("ablate inspect: " + file.string() + " is a directory, not a run file", "give a run.h5 file or a run directory");
+    throw UsageError("ablate inspect: " + file.string() + " is a directory, not a run file",
+                     "give a run.h5 file or a run directory");
   const double seconds = vm["interval"].as<double>();
   if (!(seconds >= 0.05 && seconds <= 3600))  // NaN fails too
     throw UsageError("ablate inspect: --interval " + number_text(seconds) + " is out of range; expected seconds in [0.05, 3600]",

@@ -27,10 +27,11 @@ std::string plain(const std::string& md) {
 }  // namespace
 
 int cmd_keys(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
-  po::options_description options("ablate keys [PREFIX] [options]\n\n"
-                                  "Lists every key of an experiment spec (or those whose path starts with PREFIX,\n"
-                                  "e.g. `ablate keys train.optimizer`): type and range, default, meaning. Plugin\n"
-                                  "options are listed by `ablate plugins`.\n\nOptions");
+  po::options_description options(
+      "ablate keys [PREFIX] [options]\n\n"
+      "Lists every key of an experiment spec (or those whose path starts with PREFIX,\n"
+      "e.g. `ablate keys train.optimizer`): type and range, default, meaning. Plugin\n"
+      "options are listed by `ablate plugins`.\n\nOptions");
   // clang-format off
   options.add_options()
       ("help,h", "show this help")

@@ -46,12 +46,14 @@ int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << options << "\n";
     return kExitOk;
   }
-  if (!vm.count("dirs")) throw UsageError("ablate plot: no run directory given", "usage: ablate plot DIR... [--out DIR] [--run RUN]");
+  if (!vm.count("dirs"))
+    throw UsageError("ablate plot: no run directory given", "usage: ablate plot DIR... [--out DIR] [--run RUN]");
   const std::vector<std::string> dirs = vm["dirs"].as<std::vector<std::string>>();
 
   analysis::FigureOptions opts;
   opts.format = vm["format"].as<std::string>();
-  if (opts.format != "png" && opts.format != "svg") throw UsageError("ablate plot: unknown --format '" + opts.format + "'", "allowed: png, svg");
+  if (opts.format != "png" && opts.format != "svg")
+    throw UsageError("ablate plot: unknown --format '" + opts.format + "'", "allowed: png, svg");
   opts.out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path(dirs.front()) / "figures";
   if (vm.count("run")) opts.attention_run = fs::path(vm["run"].as<std::string>());
   if (vm.count("step")) opts.attention_step = vm["step"].as<std::int64_t>();

@@ -37,8 +37,8 @@ void print_text(std::ostream& out, const std::vector<std::filesystem::path>& sea
     for (const auto& o : d->options) {
       std::string type = option_type_name(o.type);
       if (!o.choices.empty()) type += " {" + join(o.choices, "|") + "}";
-      out << "    " << o.name << std::string(width - o.name.size() + 2, ' ') << type << ", "
-          << option_default_text(o) << ": " << o.doc << "\n";
+      out << "    " << o.name << std::string(width - o.name.size() + 2, ' ') << type << ", " << option_default_text(o) << ": "
+          << o.doc << "\n";
     }
   }
 }
@@ -74,10 +74,11 @@ void print_json(std::ostream& out, const std::vector<std::filesystem::path>& sea
 }  // namespace
 
 int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  po::options_description options("ablate plugins [options]\n\n"
-                                  "Lists every plugin found on the plugin search path: the built-in directory\n"
-                                  "next to the executable, then ABLATE_PLUGIN_PATH, then --plugin-path.\n"
-                                  "Exits 3 if any file on the path could not be used as a plugin.\n\nOptions");
+  po::options_description options(
+      "ablate plugins [options]\n\n"
+      "Lists every plugin found on the plugin search path: the built-in directory\n"
+      "next to the executable, then ABLATE_PLUGIN_PATH, then --plugin-path.\n"
+      "Exits 3 if any file on the path could not be used as a plugin.\n\nOptions");
   // clang-format off
   options.add_options()
       ("help,h", "show this help")

@@ -20,13 +20,14 @@ extern "C" void on_stop_signal(int) { train::request_stop(); }
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  po::options_description options("ablate run SPEC.yaml [options]\n\n"
-                                  "Trains the experiment a spec describes (its base configuration: a sweep runs with\n"
-                                  "`ablate sweep`) and writes the run directory: run.h5 (docs/results-format.md) and\n"
-                                  "checkpoint.bin. Ctrl-C stops after the current step with a checkpoint;\n"
-                                  "--resume continues it. Exit 0 completed, 1 failed, 2 spec error, 3 plugin error (a plugin\n"
-                                  "could not be created, or threw: the run file says failed and why),\n"
-                                  "4 diverged (NaN/Inf, step recorded), 130 interrupted.\n\nOptions");
+  po::options_description options(
+      "ablate run SPEC.yaml [options]\n\n"
+      "Trains the experiment a spec describes (its base configuration: a sweep runs with\n"
+      "`ablate sweep`) and writes the run directory: run.h5 (docs/results-format.md) and\n"
+      "checkpoint.bin. Ctrl-C stops after the current step with a checkpoint;\n"
+      "--resume continues it. Exit 0 completed, 1 failed, 2 spec error, 3 plugin error (a plugin\n"
+      "could not be created, or threw: the run file says failed and why),\n"
+      "4 diverged (NaN/Inf, step recorded), 130 interrupted.\n\nOptions");
   // clang-format off
   options.add_options()
       ("help,h", "show this help")
@@ -52,8 +53,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (!vm.count("spec")) throw UsageError("ablate run: no spec file given", "usage: ablate run SPEC.yaml [--set k=v ...]");
   const std::string file = vm["spec"].as<std::string>();
   LoadedSpec loaded = load_validated_spec(file, spec_options(vm), err);
-  if (!loaded.spec.sweep.empty())
-    out << "note: " << file << " has a sweep; `ablate run` trains its base configuration only\n";
+  if (!loaded.spec.sweep.empty()) out << "note: " << file << " has a sweep; `ablate run` trains its base configuration only\n";
 
   train::RunOptions run;
   {
@@ -74,7 +74,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   switch (result.status) {
     case results::RunStatus::Completed: return kExitOk;
     case results::RunStatus::Diverged: return kExitDiverged;
-    case results::RunStatus::Interrupted: return run.stop_after > 0 && result.reason.starts_with("--stop-after") ? kExitOk : kExitInterrupted;
+    case results::RunStatus::Interrupted:
+      return run.stop_after > 0 && result.reason.starts_with("--stop-after") ? kExitOk : kExitInterrupted;
     default: return kExitRunFailed;
   }
 }

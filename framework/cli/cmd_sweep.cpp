@@ -114,7 +114,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << options << "\n";
     return kExitOk;
   }
-  if (!vm.count("spec")) throw UsageError("ablate sweep: no spec file given", "usage: ablate sweep SPEC.yaml [--status | --dry-run] [options]");
+  if (!vm.count("spec"))
+    throw UsageError("ablate sweep: no spec file given", "usage: ablate sweep SPEC.yaml [--status | --dry-run] [options]");
   if (vm.count("dry-run") && vm.count("status"))
     throw UsageError("ablate sweep: --dry-run and --status are two different questions; give one",
                      "--dry-run lists the runs the spec defines; --status the state of those in the directory");
@@ -125,7 +126,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const bool slurm = executor == "slurm";
   for (const char* o : {"partition", "time", "mem", "sbatch-line", "wait"})
     if (!slurm && vm.count(o)) throw UsageError(std::string("ablate sweep: --") + o + " is an option of --executor slurm");
-  if (slurm && vm.count("jobs")) throw UsageError("ablate sweep: --jobs is an option of --executor local; Slurm decides how many run at once");
+  if (slurm && vm.count("jobs"))
+    throw UsageError("ablate sweep: --jobs is an option of --executor local; Slurm decides how many run at once");
   // The comparison's options are checked now, not after the runs.
   analysis::CompareOptions compare_options;
   compare_options.baseline_is_default = !vm.count("baseline");
@@ -166,14 +168,16 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     std::size_t others = 0;
     for (const sweep::ManifestRun& m : manifest.runs)
       others += std::none_of(plan.runs.begin(), plan.runs.end(), [&](const auto& r) { return r.id == m.id; });
-    if (others) out << others << " more run(s) in " << (dir / sweep::kManifestFile).string() << " belong to earlier versions of the spec\n";
+    if (others)
+      out << others << " more run(s) in " << (dir / sweep::kManifestFile).string() << " belong to earlier versions of the spec\n";
     return kExitOk;
   }
 
   // --- run: take the directory, record the runs, decide what each needs
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw UsageError("cannot create the sweep directory " + dir.string() + ": " + ec.message(), "choose another with --out");
+  if (ec)
+    throw UsageError("cannot create the sweep directory " + dir.string() + ": " + ec.message(), "choose another with --out");
   const sweep::SweepLock lock(dir);
   manifest = sweep::read_manifest(dir);  // again, now that no other sweep can change it
   const std::size_t added = manifest.merge(plan);
@@ -185,7 +189,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   schedule_options.keep_stale = vm.count("keep-stale") > 0;
   schedule_options.slurm = slurm;
   schedule_options.threads = threads;
-  const sweep::Schedule schedule = sweep::schedule_runs(plan, manifest, *base.registry, sweep::read_phases(plan), schedule_options, out);
+  const sweep::Schedule schedule =
+      sweep::schedule_runs(plan, manifest, *base.registry, sweep::read_phases(plan), schedule_options, out);
   const std::vector<sweep::Task>& tasks = schedule.tasks;
   const std::vector<std::size_t>& task_run = schedule.task_run;
   out << "sweep " << plan.experiment << ": " << plan.runs.size() << " runs in " << dir.string() << " (" << added
@@ -205,7 +210,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       sweep::SlurmOptions so;
       so.job_name = "ablate-" + plan.experiment;
       so.cpus_per_task = threads > 0 ? threads : 1;
-      if (threads == 0 && sweep::backend_has_threads(base.spec)) so.cpus_per_task = std::stoi(base.spec.backend.options.at("threads"));
+      if (threads == 0 && sweep::backend_has_threads(base.spec))
+        so.cpus_per_task = std::stoi(base.spec.backend.options.at("threads"));
       if (vm.count("partition")) so.partition = vm["partition"].as<std::string>();
       if (vm.count("time")) so.time = vm["time"].as<std::string>();
       if (vm.count("mem")) so.mem = vm["mem"].as<std::string>();
@@ -214,7 +220,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       for (std::size_t k = 0; k < tasks.size(); ++k)
         manifest.find(plan.runs[task_run[k]].id)->slurm_job = sub.job_id + "_" + std::to_string(k);
       sweep::write_manifest(dir, manifest);
-      out << "submitted slurm job " << sub.job_id << ": " << tasks.size() << " array task(s), script " << sub.script.string() << "\n";
+      out << "submitted slurm job " << sub.job_id << ": " << tasks.size() << " array task(s), script " << sub.script.string()
+          << "\n";
     }
     if (!vm.count("wait")) {
       out << "follow it with: ablate sweep " << file << " --status" << (vm.count("out") ? " --out " + dir.string() : "") << "\n";
@@ -228,8 +235,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
   } else {
     if (!tasks.empty()) {
-      out << "local: " << std::min<std::size_t>(static_cast<std::size_t>(jobs), tasks.size()) << " at a time, "
-          << threads << " thread(s) each, " << cores << " cores\n";
+      out << "local: " << std::min<std::size_t>(static_cast<std::size_t>(jobs), tasks.size()) << " at a time, " << threads
+          << " thread(s) each, " << cores << " cores\n";
       const StopSignals signals(on_sweep_signal);
       sweep::LocalReport report = sweep::run_local(exe, tasks, {jobs, progress}, out);
       interrupted = report.interrupted;

@@ -12,12 +12,13 @@ namespace ablate::cli {
 namespace po = boost::program_options;
 
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  po::options_description options("ablate validate SPEC.yaml [options]\n\n"
-                                  "Checks an experiment spec: every key, type and range, the `extends:` chain, the\n"
-                                  "--set overrides, and each plugin reference and its options against the plugins on\n"
-                                  "the search path (built-in directory, ABLATE_PLUGIN_PATH, the spec's plugin_paths,\n"
-                                  "--plugin-path). Prints 'SPEC: valid', or one line per problem on stderr\n"
-                                  "(FILE:LINE:COLUMN: KEY.PATH: ...) and exits 2.\n\nOptions");
+  po::options_description options(
+      "ablate validate SPEC.yaml [options]\n\n"
+      "Checks an experiment spec: every key, type and range, the `extends:` chain, the\n"
+      "--set overrides, and each plugin reference and its options against the plugins on\n"
+      "the search path (built-in directory, ABLATE_PLUGIN_PATH, the spec's plugin_paths,\n"
+      "--plugin-path). Prints 'SPEC: valid', or one line per problem on stderr\n"
+      "(FILE:LINE:COLUMN: KEY.PATH: ...) and exits 2.\n\nOptions");
   // clang-format off
   options.add_options()
       ("help,h", "show this help")
@@ -32,15 +33,16 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
     out << options << "\n";
     return kExitOk;
   }
-  if (!vm.count("spec")) throw UsageError("ablate validate: no spec file given", "usage: ablate validate SPEC.yaml [--set k=v ...]");
+  if (!vm.count("spec"))
+    throw UsageError("ablate validate: no spec file given", "usage: ablate validate SPEC.yaml [--set k=v ...]");
   const std::string file = vm["spec"].as<std::string>();
 
   try {
     const LoadedSpec loaded = load_validated_spec(file, spec_options(vm), err);
     std::string runs;
     if (!loaded.spec.sweep.empty()) {  // every point, exactly as `ablate sweep --dry-run` checks them
-      const sweep::SweepPlan plan = plan_validated_sweep(file, spec_options(vm), loaded,
-                                                         std::filesystem::path("results") / loaded.spec.name);
+      const sweep::SweepPlan plan =
+          plan_validated_sweep(file, spec_options(vm), loaded, std::filesystem::path("results") / loaded.spec.name);
       runs = " (and the " + std::to_string(plan.runs.size()) + " runs of its sweep)";
     }
     out << file << ": valid" << runs << "\n";

@@ -90,7 +90,8 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
   std::shared_ptr<PositionalEncoding> positions;
   std::shared_ptr<Attention> attention;
   std::shared_ptr<Task> task;
-  for (const char* path : {"task", "model.block", "model.attention", "model.positional_encoding", "model.ffn", "train.schedule"}) {
+  for (const char* path :
+       {"task", "model.block", "model.attention", "model.positional_encoding", "model.ffn", "train.schedule"}) {
     const spec::PluginSlot& slot = *std::find_if(spec::plugin_slots().begin(), spec::plugin_slots().end(),
                                                  [&](const spec::PluginSlot& s) { return s.path == path; });
     const spec::PluginRef& ref = spec::plugin_at(spec, slot.path);
@@ -100,7 +101,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
       if (slot.kind == Attention::kKind) attention = std::dynamic_pointer_cast<Attention>(c);
       if (slot.kind == Task::kKind) task = std::dynamic_pointer_cast<Task>(c);
     } catch (const PluginFault& f) {
-      if (!f.reported()) throw;  // not a refusal of its options but a defect: a plugin error (exit 3)
+      if (!f.reported()) throw;            // not a refusal of its options but a defect: a plugin error (exit 3)
       std::vector<std::string> inherited;  // options the message names that the spec took from other keys
       for (const auto& [option, value] : ref.options)
         if (auto key = spec::inherited_from(slot.path, option);
@@ -135,15 +136,16 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
                        (f.hint().empty() ? "" : "; " + f.hint()));
       }
     }
-    const std::int64_t limit = positions ? plugin_call(*positions, "max_positions", [&] { return positions->max_positions(); }) : 0;
+    const std::int64_t limit =
+        positions ? plugin_call(*positions, "max_positions", [&] { return positions->max_positions(); }) : 0;
     const bool source = spec.model.arch != spec::Arch::decoder, target = spec.model.arch != spec::Arch::encoder;
     const std::int64_t need = std::max(source ? info.max_src_len : 0, target ? info.max_tgt_len + 1 : 0);
     if (limit > 0 && need > limit)
       errors.add(spec.marks.of("model.positional_encoding"), "model.positional_encoding",
-                 "positional_encoding plugin '" + spec.model.positional_encoding.name + "' represents " +
-                     std::to_string(limit) + " positions, but the task (task: " + spec.task.name + ") has sequences of " +
-                     std::to_string(need) + " (" + (source ? std::to_string(info.max_src_len) + " source tokens" : "") +
-                     (source && target ? ", " : "") + (target ? std::to_string(info.max_tgt_len) + " target tokens + bos" : "") +
+                 "positional_encoding plugin '" + spec.model.positional_encoding.name + "' represents " + std::to_string(limit) +
+                     " positions, but the task (task: " + spec.task.name + ") has sequences of " + std::to_string(need) + " (" +
+                     (source ? std::to_string(info.max_src_len) + " source tokens" : "") + (source && target ? ", " : "") +
+                     (target ? std::to_string(info.max_tgt_len) + " target tokens + bos" : "") +
                      "); expected a limit of at least " + std::to_string(need));
     const long double memory = static_cast<long double>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
     const MemoryEstimate e = estimate_memory(spec, info);
@@ -151,9 +153,9 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
       std::ostringstream params;
       params << std::setprecision(3) << e.parameters;
       errors.add(spec.marks.of("model.d_model"), "model",
-                 "training this model needs about " + gib(e.total()) + " (" + params.str() + " parameters: " +
-                     gib(e.parameter_bytes) + " of weights, gradients and Adam moments; " + gib(e.activation_bytes) +
-                     " of activations per batch), but this machine has " + gib(memory) +
+                 "training this model needs about " + gib(e.total()) + " (" + params.str() +
+                     " parameters: " + gib(e.parameter_bytes) + " of weights, gradients and Adam moments; " +
+                     gib(e.activation_bytes) + " of activations per batch), but this machine has " + gib(memory) +
                      " of memory; expected a smaller model.d_model, model.d_ff, model.layers, train.batch_size or task");
     }
   }
@@ -164,9 +166,8 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
 
 sweep::SweepPlan plan_validated_sweep(const std::string& file, const SpecOptions& options, const LoadedSpec& base,
                                       const std::filesystem::path& dir) {
-  return sweep::plan_sweep(file, options.overrides, options.plugin_paths, base.spec, dir, [&](const std::vector<std::string>& point) {
-    return load_spec_against(file, point, *base.registry);
-  });
+  return sweep::plan_sweep(file, options.overrides, options.plugin_paths, base.spec, dir,
+                           [&](const std::vector<std::string>& point) { return load_spec_against(file, point, *base.registry); });
 }
 
 namespace {

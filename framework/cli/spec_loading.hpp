@@ -39,7 +39,7 @@ void add_run_argument(boost::program_options::options_description& options,
 std::filesystem::path run_argument(const boost::program_options::variables_map& vm, const char* command, const char* usage);
 
 struct LoadedSpec {
-  spec::ExperimentSpec spec;                  // validated, plugin options resolved
+  spec::ExperimentSpec spec;                 // validated, plugin options resolved
   std::unique_ptr<PluginRegistry> registry;  // the plugins it was checked against
 };
 

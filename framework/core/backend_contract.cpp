@@ -17,10 +17,10 @@ void allocated(const char* op, const char* name, const Tensor& t) {
 
 void supported(const Backend& be, OptionalOp which, const char* op) {
   if (!be.supports(which))
-    throw Error(std::string("Backend::") + op + ": this backend has no " + optional_op_name(which) +
-                    " (Backend::supports says no)",
-                "call it through ablate::ops, which composes it from the core ops where it can, or run on a backend "
-                "that has it (`ablate plugins` lists them)");
+    throw Error(
+        std::string("Backend::") + op + ": this backend has no " + optional_op_name(which) + " (Backend::supports says no)",
+        "call it through ablate::ops, which composes it from the core ops where it can, or run on a backend "
+        "that has it (`ablate plugins` lists them)");
 }
 
 // linear's [N, I] x and [O, I] w; returns O.
@@ -51,8 +51,8 @@ void matmul_shapes(const char* op, const char* c_name, const Tensor& c, const Te
 }
 
 // q/k/v, lse, key_lengths, dropout and what `be` supports: attention's common arguments.
-void attention_common(const Backend& be, const char* op, const Tensor& lse, const Tensor& q, const Tensor& k,
-                      const Tensor& v, const AttentionParams& p) {
+void attention_common(const Backend& be, const char* op, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const AttentionParams& p) {
   value(op, "q", q);
   same_dtype(op, "k", k, "q", q);
   same_dtype(op, "v", v, "q", q);
@@ -115,8 +115,7 @@ void embedding_common(const char* op, const char* y_name, const Tensor& y, const
 }
 
 // x: [B, T, P*H*Dh] holding `parts` parts, y: [B, H, T, Dh]; 0 <= part < parts.
-void split_common(const char* op, const char* y_name, const Tensor& y, const char* x_name, const Tensor& x, int parts,
-                  int part) {
+void split_common(const char* op, const char* y_name, const Tensor& y, const char* x_name, const Tensor& x, int parts, int part) {
   value(op, x_name, x);
   same_dtype(op, y_name, y, x_name, x);
   if (y.shape().rank() != 4 || x.shape().rank() != 3)
@@ -221,8 +220,8 @@ void linear_forward(const Tensor& y, const Tensor* pre, const Tensor& x, const T
   }
 }
 
-void linear_backward(const Tensor* dx, const Tensor* dw, const Tensor* db, const Tensor& dy, const Tensor& x,
-                     const Tensor& w, const Tensor* pre, const Tensor& y, Activation act) {
+void linear_backward(const Tensor* dx, const Tensor* dw, const Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                     const Tensor* pre, const Tensor& y, Activation act) {
   const char* op = "linear_backward";
   const std::int64_t O = linear_out(op, x, w);
   same_dtype(op, "dy", dy, "x", x);
@@ -247,8 +246,8 @@ void matmul_forward(const Tensor& c, const Tensor& a, const Tensor& b, bool tran
   matmul_shapes("matmul_forward", "c", c, a, b, trans_a, trans_b);
 }
 
-void matmul_backward(const Tensor* da, const Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
-                     bool trans_a, bool trans_b) {
+void matmul_backward(const Tensor* da, const Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
+                     bool trans_b) {
   const char* op = "matmul_backward";
   matmul_shapes(op, "dc", dc, a, b, trans_a, trans_b);
   if (da) grad(op, "da", *da, "a", a, true);
@@ -392,9 +391,7 @@ void axpy(const Tensor& y, const Tensor& x) {
 }
 
 void dropout_forward(const Tensor& y, const Tensor& x, float p) { dropout_common("dropout_forward", "y", y, "x", x, p); }
-void dropout_backward(const Tensor& dx, const Tensor& dy, float p) {
-  dropout_common("dropout_backward", "dx", dx, "dy", dy, p);
-}
+void dropout_backward(const Tensor& dx, const Tensor& dy, float p) { dropout_common("dropout_backward", "dx", dx, "dy", dy, p); }
 
 void embedding_forward(const Tensor& y, const Tensor& ids, const Tensor& table) {
   const char* op = "embedding_forward";
@@ -434,8 +431,8 @@ void write_time_slice(const Tensor& dst, const Tensor& src, std::int64_t offset)
     fail(op, with("src", src) + " must be [B, H, T, Dh] with the B, H, Dh of " + with("dst", dst));
   if (offset < 0 || offset > S - T)
     fail(op, "offset " + std::to_string(offset) + " with T = " + std::to_string(T) +
-                 " rows must satisfy 0 <= offset, offset + T <= S = " + std::to_string(S) + " (" + with("dst", dst) +
-                 ", " + with("src", src) + ")");
+                 " rows must satisfy 0 <= offset, offset + T <= S = " + std::to_string(S) + " (" + with("dst", dst) + ", " +
+                 with("src", src) + ")");
 }
 
 // ---------------------------------------------------------------------------- loss, optimizer

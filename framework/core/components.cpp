@@ -72,8 +72,8 @@ void FeedForwardLayers::build(const ParamScope& scope, const ModelDims& dims) {
                     std::to_string(dims.d_model) + ", d_ff " + std::to_string(dims.d_ff),
                 "set model.d_model and model.d_ff to positive sizes");
   dropout_ = dims.dropout;
-  w_in_ = &scope.param("in.weight", {dims.d_ff, dims.d_model}, Init::xavier_uniform());   // [F, D]
-  b_in_ = &scope.param("in.bias", {dims.d_ff}, Init::zeros());                            // [F]
+  w_in_ = &scope.param("in.weight", {dims.d_ff, dims.d_model}, Init::xavier_uniform());    // [F, D]
+  b_in_ = &scope.param("in.bias", {dims.d_ff}, Init::zeros());                             // [F]
   w_out_ = &scope.param("out.weight", {dims.d_model, dims.d_ff}, Init::xavier_uniform());  // [D, F]
   b_out_ = &scope.param("out.bias", {dims.d_model}, Init::zeros());                        // [D]
 }
@@ -94,8 +94,8 @@ void GatedFeedForwardLayers::build(const ParamScope& scope, const ModelDims& dim
   const std::int64_t f = hidden > 0 ? hidden : matched_hidden(dims.d_ff);
   if (dims.d_model <= 0 || f <= 0 || hidden < 0)
     throw Error(plugin_ + " in '" + scope.prefix() + "': needs d_model > 0 and a hidden width > 0, got d_model " +
-                    std::to_string(dims.d_model) + ", hidden " + std::to_string(hidden) + ", d_ff " +
-                    std::to_string(dims.d_ff) + " (hidden 0 means floor(2 d_ff / 3))",
+                    std::to_string(dims.d_model) + ", hidden " + std::to_string(hidden) + ", d_ff " + std::to_string(dims.d_ff) +
+                    " (hidden 0 means floor(2 d_ff / 3))",
                 "set model.d_ff >= 2, or the plugin's hidden option to a positive width");
   dropout_ = dims.dropout;
   w_gate_ = &scope.param("gate.weight", {f, dims.d_model}, Init::xavier_uniform());  // [F', D]
@@ -140,8 +140,8 @@ Var Sublayers::operator()(Graph& g, SublayerRole role, const Var& h) const {
   return run(g, role, h);
 }
 
-void SublayerNorms::build(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles,
-                          NormKind kind, const std::string& block) {
+void SublayerNorms::build(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles, NormKind kind,
+                          const std::string& block) {
   block_ = block;
   if (dims.d_model <= 0 || roles.empty())
     throw Error(block + " in '" + scope.prefix() + "': needs d_model > 0 and at least one sublayer, got d_model " +
@@ -162,7 +162,9 @@ std::size_t sublayer_index(const std::vector<SublayerRole>& roles, SublayerRole 
   return static_cast<std::size_t>(it - roles.begin());
 }
 
-const NormLayer& SublayerNorms::operator[](SublayerRole role) const { return norms_[sublayer_index(roles_, role, block_, "norm")]; }
+const NormLayer& SublayerNorms::operator[](SublayerRole role) const {
+  return norms_[sublayer_index(roles_, role, block_, "norm")];
+}
 
 Var EncodingPositions::queries(Graph& g, const Var& q) const {
   return plugin_call(encoding_, "rotate", [&] { return encoding_.rotate(g, q, queries_); });

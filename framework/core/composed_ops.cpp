@@ -37,8 +37,7 @@ Var times(Graph& g, const Var& x, const std::vector<float>& m, std::int64_t cols
 // the [W, C] one that moves them back).
 std::vector<float> selection(std::int64_t C, std::int64_t offset, std::int64_t W, bool back) {
   std::vector<float> m(static_cast<std::size_t>(C * W), 0.0f);
-  for (std::int64_t j = 0; j < W; ++j)
-    m[static_cast<std::size_t>(back ? j * C + offset + j : (offset + j) * W + j)] = 1.0f;
+  for (std::int64_t j = 0; j < W; ++j) m[static_cast<std::size_t>(back ? j * C + offset + j : (offset + j) * W + j)] = 1.0f;
   return m;
 }
 
@@ -77,11 +76,11 @@ Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base
   const std::int64_t T = x.shape()[2], Dh = x.shape()[3], half = rotary / 2;
   std::vector<std::int32_t> pos(static_cast<std::size_t>(T));
   g.backend().copy_to_host(pos.data(), positions);
-  std::vector<float> cos(static_cast<std::size_t>(T * Dh), 1.0f), sin(cos.size(), 0.0f), turn(static_cast<std::size_t>(Dh * Dh), 0.0f);
+  std::vector<float> cos(static_cast<std::size_t>(T * Dh), 1.0f), sin(cos.size(), 0.0f),
+      turn(static_cast<std::size_t>(Dh * Dh), 0.0f);
   for (std::int64_t t = 0; t < T; ++t) {
     if (pos[static_cast<std::size_t>(t)] < 0)
-      throw Error("ops::rope: positions hold " + std::to_string(pos[static_cast<std::size_t>(t)]) +
-                  "; expected positions >= 0");
+      throw Error("ops::rope: positions hold " + std::to_string(pos[static_cast<std::size_t>(t)]) + "; expected positions >= 0");
     for (std::int64_t i = 0; i < half; ++i) {
       const double a = rope_angle(pos[static_cast<std::size_t>(t)], i, rotary, base);
       for (std::int64_t d : {i, i + half}) {

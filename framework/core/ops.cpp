@@ -46,8 +46,8 @@ Var linear(Graph& g, const Var& x, const Var& w, const Var& b, Activation act) {
   g.record(out, [&g, x, w, b, x2, y2, pre, act](const Tensor& dy) {
     Grad2d dx = grad2d(g, x);
     Tensor* db = b.defined() ? g.grad_buffer(b) : nullptr;
-    g.backend().linear_backward(dx.get(), g.grad_buffer(w), db, rows2d(dy), x2, w.value(),
-                                pre.defined() ? &pre : nullptr, y2, act);
+    g.backend().linear_backward(dx.get(), g.grad_buffer(w), db, rows2d(dy), x2, w.value(), pre.defined() ? &pre : nullptr, y2,
+                                act);
   });
   return out;
 }
@@ -104,8 +104,8 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
     bp.bias = bias.defined() ? &bias.value() : nullptr;
     bp.slopes = slopes.defined() ? &slopes : nullptr;
     bp.dbias = bias.defined() ? g.grad_buffer(bias) : nullptr;
-    g.backend().attention_backward(g.grad_buffer(q), g.grad_buffer(k), g.grad_buffer(v), dout, out, lse, q.value(),
-                                   k.value(), v.value(), bp);
+    g.backend().attention_backward(g.grad_buffer(q), g.grad_buffer(k), g.grad_buffer(v), dout, out, lse, q.value(), k.value(),
+                                   v.value(), bp);
   });
   return result;
 }
@@ -263,9 +263,7 @@ Var activation(Graph& g, const Var& x, Activation act) {
   Tensor y = g.backend().empty(x.shape(), x.dtype());
   g.backend().activation_forward(y, x.value(), act);
   Var out = g.result(y, {&x});
-  g.record(out, [&g, x, act](const Tensor& dy) {
-    g.backend().activation_backward(*g.grad_buffer(x), dy, x.value(), act);
-  });
+  g.record(out, [&g, x, act](const Tensor& dy) { g.backend().activation_backward(*g.grad_buffer(x), dy, x.value(), act); });
   return out;
 }
 
@@ -284,8 +282,8 @@ void require_repeats_over(const char* op, const Var& a, const Var& b) {
     ok = k <= as.rank();
     for (int i = 0; ok && i < k; ++i) ok = bs[lead + i] == as[as.rank() - k + i];
   }
-  require(ok, op, "b " + b.value().str() + " must be a's shape, a's trailing dimensions or a single element (a " +
-                      a.value().str() + ")");
+  require(ok, op,
+          "b " + b.value().str() + " must be a's shape, a's trailing dimensions or a single element (a " + a.value().str() + ")");
 }
 
 }  // namespace
@@ -350,16 +348,13 @@ Var embedding(Graph& g, const Tensor& ids, const Var& table) {
 
 Var split_heads(Graph& g, const Var& x, int heads, int parts, int part) {
   const Shape& xs = x.shape();
-  require(xs.rank() == 3 && heads > 0 && parts > 0 && part >= 0 && part < parts && xs[2] % (heads * parts) == 0,
-          "split_heads", "x " + x.value().str() + " cannot hold " + std::to_string(parts) + " parts of " +
-                             std::to_string(heads) + " heads");
+  require(xs.rank() == 3 && heads > 0 && parts > 0 && part >= 0 && part < parts && xs[2] % (heads * parts) == 0, "split_heads",
+          "x " + x.value().str() + " cannot hold " + std::to_string(parts) + " parts of " + std::to_string(heads) + " heads");
   const std::int64_t dh = xs[2] / (heads * parts);
   Tensor y = g.backend().empty({xs[0], heads, xs[1], dh}, x.dtype());
   g.backend().split_heads_forward(y, x.value(), parts, part);
   Var out = g.result(y, {&x});
-  g.record(out, [&g, x, parts, part](const Tensor& dy) {
-    g.backend().split_heads_backward(*g.grad_buffer(x), dy, parts, part);
-  });
+  g.record(out, [&g, x, parts, part](const Tensor& dy) { g.backend().split_heads_backward(*g.grad_buffer(x), dy, parts, part); });
   return out;
 }
 
@@ -381,8 +376,8 @@ CrossEntropyResult cross_entropy(Graph& g, const Var& logits, const Tensor& targ
   Tensor loss = be.empty({1}, DType::F32);
   Tensor dlogits = be.empty({logits.shape().rows(), logits.shape().last()}, logits.dtype());
   Tensor stats = be.empty({2}, DType::F32);
-  be.cross_entropy_forward(loss, dlogits, stats, rows2d(logits.value()), targets.reshaped({targets.numel()}),
-                           ignore_index, label_smoothing);
+  be.cross_entropy_forward(loss, dlogits, stats, rows2d(logits.value()), targets.reshaped({targets.numel()}), ignore_index,
+                           label_smoothing);
   float host_stats[2] = {0.0f, 0.0f};
   be.copy_to_host(host_stats, stats);
   CrossEntropyResult r;

@@ -44,8 +44,8 @@ Example Task::example_at_length(Split, std::int64_t, std::int64_t length) const 
 std::map<std::string, double> Task::score(const std::vector<Example>& references,
                                           const std::vector<std::vector<std::int32_t>>& predictions) const {
   if (references.size() != predictions.size())
-    throw Error("task score: " + std::to_string(predictions.size()) + " predictions for " +
-                    std::to_string(references.size()) + " references",
+    throw Error("task score: " + std::to_string(predictions.size()) + " predictions for " + std::to_string(references.size()) +
+                    " references",
                 "pass one prediction (content tokens, eos stripped) per reference example");
   if (references.empty()) throw Error("task score: no references", "score at least one example");
   std::int64_t exact = 0, correct = 0, positions = 0;

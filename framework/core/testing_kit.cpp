@@ -68,8 +68,7 @@ void load_plugins(const std::filesystem::path& path) {
   }
 }
 
-std::shared_ptr<Component> make_component(const std::string& kind, const std::string& name,
-                                          const OptionOverrides& overrides) {
+std::shared_ptr<Component> make_component(const std::string& kind, const std::string& name, const OptionOverrides& overrides) {
   std::lock_guard<std::mutex> lock(kit_mutex());
   try {
     return kit_registry().create(kind, name, overrides);
@@ -82,8 +81,8 @@ std::shared_ptr<Backend> make_backend(const std::string& name, const OptionOverr
   return make_component<Backend>(name, options);
 }
 
-CacheCheckResult cache_equivalence(Backend& be, Attention& attention, PositionalEncoding* positions,
-                                   const ModelDims& dims, const CacheCheckOptions& o) {
+CacheCheckResult cache_equivalence(Backend& be, Attention& attention, PositionalEncoding* positions, const ModelDims& dims,
+                                   const CacheCheckOptions& o) {
   const std::int64_t B = o.batch, T = o.length, D = dims.d_model, P = o.prompt;
   const std::int64_t capacity = T + o.extra_capacity;
   if (B < 1 || T < 1 || P < 1 || P > T || o.extra_capacity < 0 || D < 1)
@@ -93,11 +92,8 @@ CacheCheckResult cache_equivalence(Backend& be, Attention& attention, Positional
                 "batch, length and d_model >= 1, 1 <= prompt <= length, extra_capacity >= 0");
 
   ParameterStore store(be);
-  plugin_call(attention, "build", [&] {
-    attention.build(ParamScope(store, o.seed, "self_attn"), dims, AttentionRole::Self);
-  });
-  if (positions)
-    plugin_call(*positions, "build", [&] { positions->build(ParamScope(store, o.seed, "positions"), dims); });
+  plugin_call(attention, "build", [&] { attention.build(ParamScope(store, o.seed, "self_attn"), dims, AttentionRole::Self); });
+  if (positions) plugin_call(*positions, "build", [&] { positions->build(ParamScope(store, o.seed, "positions"), dims); });
   const bool rotates = positions && positions->rotates();
   const bool biases = positions && positions->biases_logits();
 
@@ -108,8 +104,7 @@ CacheCheckResult cache_equivalence(Backend& be, Attention& attention, Positional
   // (model/transformer.cpp: embed, then run_stack): y [B, n, D] on the host.
   const auto attend = [&](std::int64_t first, std::int64_t n, KeyValueCache* cache, const Tensor* filled) {
     std::vector<float> rows(static_cast<std::size_t>(B * n * D));  // x[:, first:first+n, :]
-    for (std::int64_t b = 0; b < B; ++b)
-      std::copy_n(x.begin() + (b * T + first) * D, n * D, rows.begin() + b * n * D);
+    for (std::int64_t b = 0; b < B; ++b) std::copy_n(x.begin() + (b * T + first) * D, n * D, rows.begin() + b * n * D);
     Tensor chunk = be.empty({B, n, D}, DType::F32);
     be.copy_from_host(chunk, rows.data());
     Var h = g.constant(chunk);  // [B, n, D]
@@ -140,25 +135,23 @@ CacheCheckResult cache_equivalence(Backend& be, Attention& attention, Positional
   };
 
   const std::vector<float> full = attend(0, T, nullptr, nullptr);  // [B, T, D]
-  std::vector<float> cached(full.size());                           // [B, T, D], position by position
+  std::vector<float> cached(full.size());                          // [B, T, D], position by position
   KeyValueCache cache(capacity);
   Tensor filled = be.empty({B}, DType::I32);
   for (std::int64_t first = 0; first < T;) {
     const std::int64_t n = first == 0 ? P : 1;
     be.fill(filled, static_cast<float>(first + n));
     const std::vector<float> part = attend(first, n, &cache, &filled);  // [B, n, D]
-    for (std::int64_t b = 0; b < B; ++b)
-      std::copy_n(part.begin() + b * n * D, n * D, cached.begin() + (b * T + first) * D);
+    for (std::int64_t b = 0; b < B; ++b) std::copy_n(part.begin() + b * n * D, n * D, cached.begin() + (b * T + first) * D);
     first += n;
   }
 
   CacheCheckResult r;
   std::ostringstream report;
   report << "cache_equivalence: " << plugin_of(attention) << " with positions "
-         << (positions ? plugin_of(*positions) : std::string("(none)"))
-         << (rotates ? " [rotates q, k]" : "") << (biases ? " [biases logits]" : "") << "; B " << B << ", T " << T
-         << ", D " << D << ", H " << dims.heads << "; full causal pass vs cached: " << P
-         << " prompt positions, then 1 per step, cache capacity " << capacity << "\n";
+         << (positions ? plugin_of(*positions) : std::string("(none)")) << (rotates ? " [rotates q, k]" : "")
+         << (biases ? " [biases logits]" : "") << "; B " << B << ", T " << T << ", D " << D << ", H " << dims.heads
+         << "; full causal pass vs cached: " << P << " prompt positions, then 1 per step, cache capacity " << capacity << "\n";
   std::int64_t bad = 0;
   std::string first_bad;
   for (std::int64_t t = 0; t < T; ++t) {

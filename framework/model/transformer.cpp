@@ -47,7 +47,8 @@ std::int32_t choose_token(const float* row, std::int64_t V, const GenerateOption
   for (std::int32_t id : ids) top = std::max(top, row[id]);
   std::vector<double> weight(ids.size());
   double total = 0.0;
-  for (std::size_t i = 0; i < ids.size(); ++i) total += weight[i] = std::exp((static_cast<double>(row[ids[i]]) - top) / o.temperature);
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    total += weight[i] = std::exp((static_cast<double>(row[ids[i]]) - top) / o.temperature);
   const double target = static_cast<double>(u) * total;
   double cumulative = 0.0;
   for (std::size_t i = 0; i < ids.size(); ++i)
@@ -74,8 +75,9 @@ DeviceBatch upload_batch(Backend& be, const HostBatch& hb, const ModelConfig& co
   const auto B = static_cast<std::size_t>(hb.B);
   const bool uses_src = config.arch != Arch::Decoder;
   if (uses_src && hb.S == 0)
-    throw Error(std::string("model.arch ") + arch_name(config.arch) + " reads a source sequence, but the task's examples have none",
-                "a language-model task trains model.arch: decoder");
+    throw Error(
+        std::string("model.arch ") + arch_name(config.arch) + " reads a source sequence, but the task's examples have none",
+        "a language-model task trains model.arch: decoder");
   if (!uses_src && hb.S != 0)
     throw Error("model.arch decoder is a language model, but the task's examples have a source sequence",
                 "use model.arch: encoder_decoder for a sequence-to-sequence task");
@@ -96,8 +98,10 @@ DeviceBatch upload_batch(Backend& be, const HostBatch& hb, const ModelConfig& co
       targets[b] = cls;
       const std::int32_t len = std::max(hb.src_lengths[b], 1);
       float* row = pool.data() + b * static_cast<std::size_t>(hb.S);
-      if (config.pooling == Pooling::First) row[0] = 1.0f;
-      else std::fill(row, row + len, 1.0f / static_cast<float>(len));
+      if (config.pooling == Pooling::First)
+        row[0] = 1.0f;
+      else
+        std::fill(row, row + len, 1.0f / static_cast<float>(len));
     }
     Tensor pool32 = be.empty({hb.B, 1, hb.S}, DType::F32);
     be.copy_from_host(pool32, pool.data());
@@ -133,14 +137,12 @@ DeviceBatch upload_batch(Backend& be, const HostBatch& hb, const ModelConfig& co
   return d;
 }
 
-Transformer::Transformer(const ModelConfig& config, const ComponentFactory& components, ParameterStore& store,
-                         std::uint64_t seed)
+Transformer::Transformer(const ModelConfig& config, const ComponentFactory& components, ParameterStore& store, std::uint64_t seed)
     : config_(config) {
   const ModelDims& dims = config.dims;
   if (config.vocab_size <= 3)
     throw Error("model: vocabulary of " + std::to_string(config.vocab_size) + " tokens", "the task must give vocab_size > 3");
-  if (config.arch == Arch::Decoder && config.num_classes > 0)
-    throw Error("model: a classifier head needs model.arch encoder");
+  if (config.arch == Arch::Decoder && config.num_classes > 0) throw Error("model: a classifier head needs model.arch encoder");
   const ParamScope root(store, seed);
   if (config.arch != Arch::Decoder) encoder_ = build_stack("encoder", config.encoder_layers, false, components, root);
   if (config.arch != Arch::Encoder)
@@ -231,8 +233,13 @@ Var Transformer::layer_step(Graph& g, const Stack& stack, std::size_t i, const V
    public:
     LayerSublayers(const Stack& stack, std::size_t i, const Pass& pass, LayerCache* cache,
                    const AttentionPositions* self_positions, const AttentionPositions* cross_positions)
-        : stack_(stack), layer_(stack.layers[i]), i_(static_cast<int>(i)), pass_(pass), cache_(cache),
-          self_positions_(self_positions), cross_positions_(cross_positions) {}
+        : stack_(stack),
+          layer_(stack.layers[i]),
+          i_(static_cast<int>(i)),
+          pass_(pass),
+          cache_(cache),
+          self_positions_(self_positions),
+          cross_positions_(cross_positions) {}
     const std::vector<SublayerRole>& roles() const override { return layer_.roles; }
 
    protected:
@@ -323,7 +330,7 @@ Var Transformer::logits(Graph& g, const DeviceBatch& batch, ForwardCapture* capt
     if (config_.arch == Arch::Encoder) {
       if (config_.num_classes > 0) {
         const Var pooled = ops::matmul(g, g.constant(batch.pool, "pool"), enc.memory);  // [B, 1, S]·[B, S, D] -> [B, 1, D]
-        return ops::linear(g, pooled, g.parameter(*out_w_), g.parameter(*out_b_));     // [B, 1, C]
+        return ops::linear(g, pooled, g.parameter(*out_w_), g.parameter(*out_b_));      // [B, 1, C]
       }
       return project_vocab(g, *encoder_, enc.memory);  // [B, S, V]
     }
@@ -342,8 +349,9 @@ std::vector<std::vector<std::int32_t>> Transformer::greedy_decode(Backend& be, c
                                                                   ForwardCapture* cross) const {
   if (config_.arch == Arch::EncoderDecoder) return decode_seq2seq(be, batch, max_len, cross);
   if (config_.arch == Arch::Decoder)
-    throw Error("greedy_decode: a decoder-only model has no source to decode from",
-                "continue prompts with Transformer::generate; evaluate a language model with loss, perplexity and token_accuracy");
+    throw Error(
+        "greedy_decode: a decoder-only model has no source to decode from",
+        "continue prompts with Transformer::generate; evaluate a language model with loss, perplexity and token_accuracy");
   Graph g(be, 0, 0, /*training=*/false, /*grad=*/false);
   const Var logits = this->logits(g, batch);
   const std::vector<std::int32_t> best = argmax_rows(be, logits.value());
@@ -364,9 +372,10 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
     throw Error(std::string("generate: continuation needs a decoder-only model, this one is ") + arch_name(config_.arch),
                 "an encoder-decoder decodes with greedy_decode");
   if (!config_.causal)
-    throw Error("generate: the decoder is not causal (model.causal false): each position sees the later ones, so a "
-                "continuation cannot be computed one token at a time",
-                "set model.causal: true to generate");
+    throw Error(
+        "generate: the decoder is not causal (model.causal false): each position sees the later ones, so a "
+        "continuation cannot be computed one token at a time",
+        "set model.causal: true to generate");
   if (o.max_tokens < 0 || !(o.temperature >= 0.0) || o.top_k < 0)
     throw Error("generate: max_tokens " + std::to_string(o.max_tokens) + ", temperature " + std::to_string(o.temperature) +
                     ", top_k " + std::to_string(o.top_k) + "; expected each >= 0",
@@ -403,7 +412,7 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
     pass.offset = first;
     pass.cache = &cache;
     const Var h = run_stack(g, *decoder_, embed(g, *decoder_, upload_i32(be, {B, T}, ids), first), pass);  // [B, T, D]
-    return host_floats(be, project_vocab(g, *decoder_, h).value());                                       // [B, T, V]
+    return host_floats(be, project_vocab(g, *decoder_, h).value());                                        // [B, T, V]
   };
 
   // The prompts' common part in one causal pass, then one position per step.
@@ -421,8 +430,10 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
         float u[4] = {};
         if (o.temperature > 0.0) philox_uniform4(o.key, (static_cast<std::uint64_t>(b) << 32) | out[b].size(), u);
         const std::int32_t next = choose_token(row, V, o, u[0]);
-        if (next == TaskInfo::kEos) done[b] = true;
-        else out[b].push_back(next);
+        if (next == TaskInfo::kEos)
+          done[b] = true;
+        else
+          out[b].push_back(next);
         if (static_cast<std::int64_t>(out[b].size()) == o.max_tokens) done[b] = true;
       }
       all_done = all_done && done[b];
@@ -431,8 +442,10 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
     ids.assign(prompts.size(), TaskInfo::kEos);  // a finished item's input: anything valid, its output is unused
     for (std::size_t b = 0; b < prompts.size(); ++b) {
       const auto len = static_cast<std::int64_t>(inputs[b].size());
-      if (t < len) ids[b] = inputs[b][static_cast<std::size_t>(t)];
-      else if (!done[b]) ids[b] = out[b].back();
+      if (t < len)
+        ids[b] = inputs[b][static_cast<std::size_t>(t)];
+      else if (!done[b])
+        ids[b] = out[b].back();
     }
     logits = run(ids, 1, t);
     rows = 1;
@@ -440,8 +453,8 @@ std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const 
   return out;
 }
 
-std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, const DeviceBatch& batch,
-                                                                   std::int64_t max_len, ForwardCapture* cross) const {
+std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, const DeviceBatch& batch, std::int64_t max_len,
+                                                                   ForwardCapture* cross) const {
   const std::int64_t B = batch.B;
   const std::int64_t steps = max_len + 1;  // max_len tokens, then eos
   Graph g(be, 0, 0, /*training=*/false, /*grad=*/false);
@@ -468,13 +481,15 @@ std::vector<std::vector<std::int32_t>> Transformer::decode_seq2seq(Backend& be, 
     pass.offset = t;
     pass.self_mask.query_offset = t;  // the query's absolute position (ALiBi's distances; no causal mask here)
     pass.decode_step = t;
-    const Var h = run_stack(g, *decoder_, embed(g, *decoder_, ids, /*offset=*/t), pass);  // [B, 1, D] at position t
+    const Var h = run_stack(g, *decoder_, embed(g, *decoder_, ids, /*offset=*/t), pass);             // [B, 1, D] at position t
     const std::vector<std::int32_t> next = argmax_rows(be, project_vocab(g, *decoder_, h).value());  // [B]
     bool all_done = true;
     for (std::size_t b = 0; b < out.size(); ++b) {
       if (!done[b]) {
-        if (next[b] == TaskInfo::kEos || t == steps - 1) done[b] = true;
-        else out[b].push_back(next[b]);
+        if (next[b] == TaskInfo::kEos || t == steps - 1)
+          done[b] = true;
+        else
+          out[b].push_back(next[b]);
       }
       token[b] = next[b];
       all_done = all_done && done[b];

@@ -26,19 +26,19 @@ enum class Pooling { Mean, First };
 
 struct ModelConfig {
   Arch arch = Arch::EncoderDecoder;
-  ModelDims dims;                    // D, H, F, dropouts, norm eps, q/k/v and output biases
+  ModelDims dims;  // D, H, F, dropouts, norm eps, q/k/v and output biases
   std::int64_t encoder_layers = 6;
   std::int64_t decoder_layers = 6;
-  std::int64_t vocab_size = 0;       // V: one vocabulary for source and target
-  float embedding_dropout = 0.1f;    // on embeddings + positions
-  bool scale_embedding = true;       // embeddings * sqrt(D) before the positions are added
-  bool embedding_norm = false;       // LayerNorm(embeddings + positions) before the embedding dropout (BERT)
+  std::int64_t vocab_size = 0;     // V: one vocabulary for source and target
+  float embedding_dropout = 0.1f;  // on embeddings + positions
+  bool scale_embedding = true;     // embeddings * sqrt(D) before the positions are added
+  bool embedding_norm = false;     // LayerNorm(embeddings + positions) before the embedding dropout (BERT)
   float embedding_norm_eps = 1e-12f;
-  bool causal = true;                // decoder self-attention masks later positions (false: the future leaks)
-  bool final_norm = true;            // a norm after a stack whose blocks want one (pre-norm)
-  bool tie_embeddings = true;        // the output projection is the (decoder's) embedding table
-  std::int64_t num_classes = 0;      // > 0: encoder-only classifier over pooled states
-  Pooling pooling = Pooling::Mean;   // of the classifier
+  bool causal = true;               // decoder self-attention masks later positions (false: the future leaks)
+  bool final_norm = true;           // a norm after a stack whose blocks want one (pre-norm)
+  bool tie_embeddings = true;       // the output projection is the (decoder's) embedding table
+  std::int64_t num_classes = 0;     // > 0: encoder-only classifier over pooled states
+  Pooling pooling = Pooling::Mean;  // of the classifier
 };
 
 // One new component per use site; the runner wraps the plugin registry (and the spec's options).
@@ -72,7 +72,7 @@ struct ForwardCapture {
     std::string stack;  // "encoder" | "decoder"
     std::string kind;   // "self" | "cross"
     int layer = 0;
-    Tensor probs;          // F32 [B, H, T, S]; [B, H, 1, S] for one decoding step
+    Tensor probs;            // F32 [B, H, T, S]; [B, H, 1, S] for one decoding step
     std::int64_t step = -1;  // greedy decoding: the decode step t (query position); -1 in a full forward
   };
   struct Residual {
@@ -138,13 +138,13 @@ class Transformer {
     std::shared_ptr<FeedForward> ffn;
   };
   struct Stack {
-    std::string name;  // "encoder" | "decoder"
+    std::string name;                // "encoder" | "decoder"
     Parameter* embedding = nullptr;  // [V, D]
     std::shared_ptr<PositionalEncoding> positions;
-    bool rotates = false;             // positions rotate q/k inside self-attention (PositionalEncoding::rotates)
-    bool biases = false;              // positions add to the self-attention logits (::biases_logits)
-    bool bias_per_layer = false;      // ... a bias of each layer's own (::bias_per_layer)
-    bool in_cross = false;            // ... and the same inside cross-attention (::in_cross_attention)
+    bool rotates = false;                     // positions rotate q/k inside self-attention (PositionalEncoding::rotates)
+    bool biases = false;                      // positions add to the self-attention logits (::biases_logits)
+    bool bias_per_layer = false;              // ... a bias of each layer's own (::bias_per_layer)
+    bool in_cross = false;                    // ... and the same inside cross-attention (::in_cross_attention)
     std::optional<NormLayer> embedding_norm;  // "<stack>.embedding_norm" (model.embedding_norm)
     std::vector<Layer> layers;
     std::optional<NormLayer> final_norm;
@@ -155,13 +155,13 @@ class Transformer {
   };
   // What one pass through a stack needs besides its input x [B, T, D].
   struct Pass {
-    ops::AttentionOptions self_mask;   // causal / key lengths / query offset of the self-attentions
-    ops::AttentionOptions cross_mask;  // key lengths of the memory
-    Var memory;                        // [B, S, D]: the encoder output, for cross-attention
-    std::int64_t offset = 0;           // absolute position of x's first token
+    ops::AttentionOptions self_mask;           // causal / key lengths / query offset of the self-attentions
+    ops::AttentionOptions cross_mask;          // key lengths of the memory
+    Var memory;                                // [B, S, D]: the encoder output, for cross-attention
+    std::int64_t offset = 0;                   // absolute position of x's first token
     std::vector<LayerCache>* cache = nullptr;  // one per layer in incremental decoding; null otherwise
     ForwardCapture* capture = nullptr;
-    std::int64_t decode_step = -1;     // >= 0: a decoding step; capture takes its cross-attention only
+    std::int64_t decode_step = -1;  // >= 0: a decoding step; capture takes its cross-attention only
   };
 
   Stack build_stack(const std::string& name, std::int64_t layers, bool cross, const ComponentFactory& components,

@@ -36,8 +36,7 @@ std::optional<std::string> elf_problem(const std::filesystem::path& file) {
 
   if (file_size < EI_NIDENT || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
     return std::string("not an ELF file (no \\x7fELF magic): not a shared library");
-  if (bytes[EI_CLASS] != ELFCLASS64 || bytes[EI_DATA] != ELFDATA2LSB)
-    return std::string("ELF file is not 64-bit little-endian");
+  if (bytes[EI_CLASS] != ELFCLASS64 || bytes[EI_DATA] != ELFDATA2LSB) return std::string("ELF file is not 64-bit little-endian");
   if (file_size < sizeof(Elf64_Ehdr)) return "truncated ELF header (" + std::to_string(file_size) + " bytes)";
 
   Elf64_Ehdr eh;
@@ -48,8 +47,7 @@ std::optional<std::string> elf_problem(const std::filesystem::path& file) {
 
   if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0) return std::string("corrupt ELF program header table");
   if (!range_inside(eh.e_phoff, std::uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr), file_size))
-    return "truncated or corrupt: program headers end past the end of the file (" + std::to_string(file_size) +
-           " bytes)";
+    return "truncated or corrupt: program headers end past the end of the file (" + std::to_string(file_size) + " bytes)";
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
     Elf64_Phdr ph;
     std::memcpy(&ph, bytes.data() + eh.e_phoff + i * sizeof(Elf64_Phdr), sizeof ph);
@@ -62,8 +60,7 @@ std::optional<std::string> elf_problem(const std::filesystem::path& file) {
   if (eh.e_shnum != 0) {
     if (eh.e_shentsize != sizeof(Elf64_Shdr)) return std::string("corrupt ELF section header table");
     if (!range_inside(eh.e_shoff, std::uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr), file_size))
-      return "truncated or corrupt: section headers end past the end of the file (" + std::to_string(file_size) +
-             " bytes)";
+      return "truncated or corrupt: section headers end past the end of the file (" + std::to_string(file_size) + " bytes)";
     for (unsigned i = 0; i < eh.e_shnum; ++i) {
       Elf64_Shdr sh;
       std::memcpy(&sh, bytes.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof sh);

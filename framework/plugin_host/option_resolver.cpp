@@ -13,9 +13,9 @@ namespace {
 
 [[noreturn]] void bad_value(const OptionDescriptor& option, std::string_view text, std::string_view context,
                             const std::string& expected) {
-  throw UsageError(std::string(context) + ": option '" + option.name + "' has value '" + std::string(text) +
-                       "'; expected " + expected,
-                   option.doc.empty() ? std::string() : option.name + ": " + option.doc);
+  throw UsageError(
+      std::string(context) + ": option '" + option.name + "' has value '" + std::string(text) + "'; expected " + expected,
+      option.doc.empty() ? std::string() : option.name + ": " + option.doc);
 }
 
 }  // namespace
@@ -42,8 +42,7 @@ Options::Value parse_option_value(const OptionDescriptor& option, std::string_vi
       return v;
     }
     case OptionType::String:
-      if (!option.choices.empty() &&
-          std::find(option.choices.begin(), option.choices.end(), text) == option.choices.end()) {
+      if (!option.choices.empty() && std::find(option.choices.begin(), option.choices.end(), text) == option.choices.end()) {
         std::string expected = "one of: " + join(option.choices, ", ");
         if (auto near = closest_match(text, option.choices)) expected += " (did you mean '" + *near + "'?)";
         bad_value(option, text, context, expected);

@@ -27,7 +27,7 @@ struct PluginDescriptor {
   std::string description;
   std::string abi_tag;
   std::uint32_t api_version = 0;
-  std::filesystem::path path;  // the shared library; empty for a plugin linked into the binary
+  std::filesystem::path path;        // the shared library; empty for a plugin linked into the binary
   std::string code_hash = "linked";  // FNV-1a 64 of the library file (16 hex digits): identifies its code
   std::vector<OptionDescriptor> options;
 

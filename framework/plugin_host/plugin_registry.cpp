@@ -90,9 +90,10 @@ PluginDescriptor describe(const PluginInfo& info, const fs::path& path) {
       try {
         parse_option_value(od, *od.default_value, d.id());
       } catch (const UsageError& e) {
-        throw PluginError(where + ": option '" + od.name + "' declares the default '" + *od.default_value +
-                              "', which is not a valid value of its own declaration: " + e.what(),
-                          "fix the default (or the type/choices) of '" + od.name + "' in the plugin's OptionInfo table and rebuild it");
+        throw PluginError(
+            where + ": option '" + od.name + "' declares the default '" + *od.default_value +
+                "', which is not a valid value of its own declaration: " + e.what(),
+            "fix the default (or the type/choices) of '" + od.name + "' in the plugin's OptionInfo table and rebuild it");
       }
     }
     d.options.push_back(std::move(od));
@@ -169,17 +170,25 @@ void PluginRegistry::scan(const std::vector<fs::path>& search_path) {
         if (fs::is_regular_file(st)) {
           files.push_back(f.path());
         } else {
-          const std::string what = fe ? "cannot be followed (" + fe.message() + ")"
-                                      : fs::is_directory(st) ? std::string("is a directory") : std::string("is not a regular file");
-          problems_.push_back({f.path(), f.path().string() + ": " + what + "; expected a plugin shared library",
-                               "remove it from the plugin directory, or point it at a plugin file", {}, {}});
+          const std::string what = fe                     ? "cannot be followed (" + fe.message() + ")"
+                                   : fs::is_directory(st) ? std::string("is a directory")
+                                                          : std::string("is not a regular file");
+          problems_.push_back({f.path(),
+                               f.path().string() + ": " + what + "; expected a plugin shared library",
+                               "remove it from the plugin directory, or point it at a plugin file",
+                               {},
+                               {}});
         }
       }
       std::sort(files.begin(), files.end());
     } else if (fs::exists(entry, ec)) {
       files.push_back(entry);
     } else {
-      problems_.push_back({entry, entry.string() + ": plugin search path entry does not exist", "check ABLATE_PLUGIN_PATH and the spec's plugin_paths", {}, {}});
+      problems_.push_back({entry,
+                           entry.string() + ": plugin search path entry does not exist",
+                           "check ABLATE_PLUGIN_PATH and the spec's plugin_paths",
+                           {},
+                           {}});
       continue;
     }
     for (const fs::path& f : files) {
@@ -260,8 +269,8 @@ const PluginDescriptor& PluginRegistry::add(Entry entry) {
     auto& files = duplicates_[key];
     if (files.empty()) files.push_back(e.descriptor.path);
     files.push_back(entry.descriptor.path);
-    throw PluginError("duplicate plugin " + entry.descriptor.id() + ": defined by both " + e.descriptor.path.string() +
-                          " and " + entry.descriptor.path.string(),
+    throw PluginError("duplicate plugin " + entry.descriptor.id() + ": defined by both " + e.descriptor.path.string() + " and " +
+                          entry.descriptor.path.string(),
                       "remove one of them from the plugin search path");
   }
   entries_.push_back(std::move(entry));
@@ -285,9 +294,9 @@ const PluginDescriptor& PluginRegistry::find(std::string_view kind, std::string_
   if (auto dup = duplicates_.find({std::string(kind), std::string(name)}); dup != duplicates_.end()) {
     std::vector<std::string> files;
     for (const auto& f : dup->second) files.push_back(f.string());
-    throw PluginError("plugin " + std::string(kind) + "/" + std::string(name) +
-                          " is defined by more than one file: " + join(files, ", "),
-                      "remove all but one of them from the plugin search path");
+    throw PluginError(
+        "plugin " + std::string(kind) + "/" + std::string(name) + " is defined by more than one file: " + join(files, ", "),
+        "remove all but one of them from the plugin search path");
   }
   std::vector<std::string> names;
   std::vector<std::string> kinds;
@@ -301,8 +310,7 @@ const PluginDescriptor& PluginRegistry::find(std::string_view kind, std::string_
     std::string hint = kinds.empty() ? "no plugins were found; run `ablate plugins` to see the search path"
                                      : "known kinds: " + join(kinds, ", ");
     if (auto near = closest_match(kind, kinds)) hint = "did you mean kind '" + *near + "'? " + hint;
-    throw PluginError("no plugin of kind '" + std::string(kind) + "' is available (wanted '" + std::string(name) + "')",
-                      hint);
+    throw PluginError("no plugin of kind '" + std::string(kind) + "' is available (wanted '" + std::string(name) + "')", hint);
   }
   std::string hint = "available " + std::string(kind) + " plugins: " + join(names, ", ") + "; " + kFindHint;
   if (auto near = closest_match(name, names)) hint = "did you mean '" + *near + "'? " + hint;

@@ -81,9 +81,8 @@ class PluginRegistry {
   std::shared_ptr<T> create(std::string_view name, const std::map<std::string, std::string>& options = {}) const {
     std::shared_ptr<Component> c = create(T::kKind, name, options);
     if (auto typed = std::dynamic_pointer_cast<T>(c)) return typed;
-    throw PluginError("plugin " + std::string(T::kKind) + "/" + std::string(name) + " (" +
-                          find(T::kKind, name).path.string() + ") created an object that does not implement the '" +
-                          T::kKind + "' interface",
+    throw PluginError("plugin " + std::string(T::kKind) + "/" + std::string(name) + " (" + find(T::kKind, name).path.string() +
+                          ") created an object that does not implement the '" + T::kKind + "' interface",
                       "the plugin was probably built against a different interface header");
   }
 

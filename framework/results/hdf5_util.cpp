@@ -56,8 +56,8 @@ void delete_attr_if_present(const Obj& obj, std::string_view name) {
 
 Handle new_attr(const Obj& obj, std::string_view name, hid_t type, hid_t space) {
   delete_attr_if_present(obj, name);
-  return check_id(H5Acreate2(obj.id(), str(name).c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose, obj, obj.path + "@" + str(name),
-                  "create attribute");
+  return check_id(H5Acreate2(obj.id(), str(name).c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose, obj,
+                  obj.path + "@" + str(name), "create attribute");
 }
 
 std::size_t attr_points(const Handle& attr, const Obj& obj, const std::string& path) {
@@ -115,8 +115,9 @@ std::string hdf5_reason() {
 
 void fail(const std::string& file, const std::string& path, const std::string& what, const std::string& hint) {
   const std::string reason = hdf5_reason();
-  throw Error("cannot " + what + " " + path + " in " + file + (reason.empty() ? "" : ": HDF5: " + reason),
-              hint.empty() ? "`h5dump -H " + file + "` shows what the file holds; docs/results-format.md what it should hold" : hint);
+  throw Error(
+      "cannot " + what + " " + path + " in " + file + (reason.empty() ? "" : ": HDF5: " + reason),
+      hint.empty() ? "`h5dump -H " + file + "` shows what the file holds; docs/results-format.md what it should hold" : hint);
 }
 
 Handle vl_string_type() {
@@ -128,7 +129,8 @@ Handle vl_string_type() {
 
 Handle fixed_string_type(std::size_t bytes) {
   Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
-  if (!t || H5Tset_size(t.get(), bytes) < 0 || H5Tset_strpad(t.get(), H5T_STR_NULLPAD) < 0 || H5Tset_cset(t.get(), H5T_CSET_UTF8) < 0)
+  if (!t || H5Tset_size(t.get(), bytes) < 0 || H5Tset_strpad(t.get(), H5T_STR_NULLPAD) < 0 ||
+      H5Tset_cset(t.get(), H5T_CSET_UTF8) < 0)
     throw Error("cannot make an HDF5 string type of " + std::to_string(bytes) + " bytes: " + hdf5_reason());
   return t;
 }
@@ -157,8 +159,8 @@ Obj create_group(const Obj& parent, std::string_view name, bool track_order) {
   check(H5Pset_obj_track_times(gcpl.get(), 0), parent, path, "create group");
   if (track_order)
     check(H5Pset_link_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), parent, path, "create group");
-  Handle g =
-      check_id(H5Gcreate2(parent.id(), str(name).c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose, parent, path, "create group");
+  Handle g = check_id(H5Gcreate2(parent.id(), str(name).c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose, parent, path,
+                      "create group");
   return Obj{std::move(g), parent.file, path};
 }
 
@@ -169,7 +171,8 @@ Obj open_object(const Obj& parent, std::string_view name, const char* what, hid_
                 Handle::Closer close) {
   const std::string path = parent.child(name);
   if (!has_link(parent, name))
-    throw Error(parent.file + " has no " + what + " " + path, "the file does not follow docs/results-format.md (or is not an Ablate run file)");
+    throw Error(parent.file + " has no " + what + " " + path,
+                "the file does not follow docs/results-format.md (or is not an Ablate run file)");
   Handle h = check_id(open(parent.id(), str(name).c_str(), H5P_DEFAULT), close, parent, path, std::string("open ") + what);
   return Obj{std::move(h), parent.file, path};
 }
@@ -201,8 +204,8 @@ std::vector<std::string> children(const Obj& group) {
   return out;
 }
 
-Obj create_appendable(const Obj& parent, std::string_view name, hid_t file_type, const std::vector<hsize_t>& row, hsize_t chunk_rows,
-                      bool compress, hid_t fill_type, const void* fill) {
+Obj create_appendable(const Obj& parent, std::string_view name, hid_t file_type, const std::vector<hsize_t>& row,
+                      hsize_t chunk_rows, bool compress, hid_t fill_type, const void* fill) {
   const std::string path = parent.child(name);
   std::vector<hsize_t> d{0}, max{H5S_UNLIMITED}, chunk{chunk_rows};
   for (hsize_t r : row) {
@@ -219,8 +222,8 @@ Obj create_appendable(const Obj& parent, std::string_view name, hid_t file_type,
     check(H5Pset_shuffle(dcpl.get()), parent, path, "create dataset");
     check(H5Pset_deflate(dcpl.get(), 4), parent, path, "create dataset");
   }
-  Handle ds = check_id(H5Dcreate2(parent.id(), str(name).c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose,
-                       parent, path, "create dataset");
+  Handle ds = check_id(H5Dcreate2(parent.id(), str(name).c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                       H5Dclose, parent, path, "create dataset");
   return Obj{std::move(ds), parent.file, path};
 }
 
@@ -230,8 +233,8 @@ Obj create_fixed(const Obj& parent, std::string_view name, hid_t file_type, cons
   Handle space = simple_space(d);
   Handle dcpl = plist(H5P_DATASET_CREATE);
   check(H5Pset_obj_track_times(dcpl.get(), 0), parent, path, "create dataset");
-  Handle ds = check_id(H5Dcreate2(parent.id(), str(name).c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose,
-                       parent, path, "create dataset");
+  Handle ds = check_id(H5Dcreate2(parent.id(), str(name).c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                       H5Dclose, parent, path, "create dataset");
   if (product(d) > 0) check(H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), parent, path, "write dataset");
   return Obj{std::move(ds), parent.file, path};
 }
@@ -251,7 +254,8 @@ std::vector<hsize_t> dims(const Obj& dataset) {
   const int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank < 0) fail(dataset.file, dataset.path, "read the shape of");
   std::vector<hsize_t> d(static_cast<std::size_t>(rank));
-  if (rank > 0 && H5Sget_simple_extent_dims(space.get(), d.data(), nullptr) < 0) fail(dataset.file, dataset.path, "read the shape of");
+  if (rank > 0 && H5Sget_simple_extent_dims(space.get(), d.data(), nullptr) < 0)
+    fail(dataset.file, dataset.path, "read the shape of");
   return d;
 }
 
@@ -280,24 +284,27 @@ void write_rows(const Obj& dataset, hsize_t first, hsize_t count, hid_t mem_type
   const std::vector<hsize_t> d = dims(dataset);
   if (count == 0 || product(d, 1) == 0) return;
   auto [file_space, mem_space] = row_spaces(dataset, d, first, count);
-  check(H5Dwrite(dataset.id(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, buf), dataset, dataset.path, "write rows of");
+  check(H5Dwrite(dataset.id(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, buf), dataset, dataset.path,
+        "write rows of");
 }
 
 void read_rows(const Obj& dataset, hsize_t first, hsize_t count, hid_t mem_type, void* buf) {
   const std::vector<hsize_t> d = dims(dataset);
   if (count == 0 || product(d, 1) == 0) return;
   if (d.empty() || first + count > d[0])
-    throw Error("cannot read rows " + std::to_string(first) + ".." + std::to_string(first + count) + " of " + dataset.path + " in " +
-                dataset.file + ": it has " + std::to_string(d.empty() ? 0 : d[0]) + " rows");
+    throw Error("cannot read rows " + std::to_string(first) + ".." + std::to_string(first + count) + " of " + dataset.path +
+                " in " + dataset.file + ": it has " + std::to_string(d.empty() ? 0 : d[0]) + " rows");
   auto [file_space, mem_space] = row_spaces(dataset, d, first, count);
-  check(H5Dread(dataset.id(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, buf), dataset, dataset.path, "read rows of");
+  check(H5Dread(dataset.id(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, buf), dataset, dataset.path,
+        "read rows of");
 }
 
 std::vector<std::string> read_string_rows(const Obj& dataset, hsize_t first, hsize_t count) {
   const std::vector<hsize_t> d = dims(dataset);
   Handle type = check_id(H5Dget_type(dataset.id()), H5Tclose, dataset, dataset.path, "read the type of");
   const std::size_t n = static_cast<std::size_t>(count * product(d, 1));
-  return read_strings(type.get(), n, dataset, dataset.path, [&](hid_t mem, void* buf) { read_rows(dataset, first, count, mem, buf); });
+  return read_strings(type.get(), n, dataset, dataset.path,
+                      [&](hid_t mem, void* buf) { read_rows(dataset, first, count, mem, buf); });
 }
 
 void refresh(const Obj& dataset) { check(H5Drefresh(dataset.id()), dataset, dataset.path, "refresh"); }
@@ -325,7 +332,8 @@ void set_attr(const Obj& obj, std::string_view name, std::int64_t value) {
     a = open_attr(obj, name);
     Handle stored = check_id(H5Aget_type(a.get()), H5Tclose, obj, path, "read the type of attribute");
     if (H5Tget_class(stored.get()) != H5T_INTEGER || attr_points(a, obj, path) != 1)
-      throw Error("attribute " + path + " in " + obj.file + " is not one integer", "the file does not follow docs/results-format.md");
+      throw Error("attribute " + path + " in " + obj.file + " is not one integer",
+                  "the file does not follow docs/results-format.md");
   } else {
     Handle space = scalar_space();
     a = new_attr(obj, name, H5T_STD_I64LE, space.get());
@@ -348,7 +356,8 @@ void set_attr(const Obj& obj, std::string_view name, const std::vector<std::stri
 void set_attr(const Obj& obj, std::string_view name, const std::vector<std::int64_t>& values) {
   Handle space = simple_space({values.size()});
   Handle a = new_attr(obj, name, H5T_STD_I64LE, space.get());
-  if (!values.empty()) check(H5Awrite(a.get(), H5T_NATIVE_INT64, values.data()), obj, obj.path + "@" + str(name), "write attribute");
+  if (!values.empty())
+    check(H5Awrite(a.get(), H5T_NATIVE_INT64, values.data()), obj, obj.path + "@" + str(name), "write attribute");
 }
 
 void set_fixed_attr(const Obj& obj, std::string_view name, std::string_view value, std::size_t bytes) {
@@ -377,8 +386,9 @@ void set_fixed_attr(const Obj& obj, std::string_view name, std::string_view valu
 std::string string_attr(const Obj& obj, std::string_view name) {
   std::vector<std::string> v = strings_attr(obj, name);
   if (v.size() != 1)
-    throw Error("attribute " + obj.path + "@" + str(name) + " in " + obj.file + " holds " + std::to_string(v.size()) + " texts, not one",
-                "the file does not follow docs/results-format.md");
+    throw Error(
+        "attribute " + obj.path + "@" + str(name) + " in " + obj.file + " holds " + std::to_string(v.size()) + " texts, not one",
+        "the file does not follow docs/results-format.md");
   return v.front();
 }
 
@@ -394,7 +404,8 @@ std::vector<std::string> strings_attr(const Obj& obj, std::string_view name) {
 std::int64_t int_attr(const Obj& obj, std::string_view name) {
   std::vector<std::int64_t> v = ints_attr(obj, name);
   if (v.size() != 1)
-    throw Error("attribute " + obj.path + "@" + str(name) + " in " + obj.file + " holds " + std::to_string(v.size()) + " numbers, not one",
+    throw Error("attribute " + obj.path + "@" + str(name) + " in " + obj.file + " holds " + std::to_string(v.size()) +
+                    " numbers, not one",
                 "the file does not follow docs/results-format.md");
   return v.front();
 }
@@ -404,7 +415,8 @@ std::vector<std::int64_t> ints_attr(const Obj& obj, std::string_view name) {
   Handle a = open_attr(obj, name);
   Handle type = check_id(H5Aget_type(a.get()), H5Tclose, obj, path, "read the type of attribute");
   if (H5Tget_class(type.get()) != H5T_INTEGER)
-    throw Error("attribute " + path + " in " + obj.file + " is not an integer", "the file does not follow docs/results-format.md");
+    throw Error("attribute " + path + " in " + obj.file + " is not an integer",
+                "the file does not follow docs/results-format.md");
   std::vector<std::int64_t> out(attr_points(a, obj, path));
   if (!out.empty()) check(H5Aread(a.get(), H5T_NATIVE_INT64, out.data()), obj, path, "read attribute");
   return out;

@@ -98,8 +98,8 @@ std::vector<std::string> children(const Obj& group);
 
 // A dataset [0, row...] growing along its first axis: chunked `chunk_rows` rows at a time,
 // shuffle + deflate when `compress`, unwritten elements read as `fill` (given in `fill_type`).
-Obj create_appendable(const Obj& parent, std::string_view name, hid_t file_type, const std::vector<hsize_t>& row, hsize_t chunk_rows,
-                      bool compress, hid_t fill_type, const void* fill);
+Obj create_appendable(const Obj& parent, std::string_view name, hid_t file_type, const std::vector<hsize_t>& row,
+                      hsize_t chunk_rows, bool compress, hid_t fill_type, const void* fill);
 // A fixed-shape contiguous dataset written once from `data` (in `mem_type`).
 Obj create_fixed(const Obj& parent, std::string_view name, hid_t file_type, const std::vector<hsize_t>& dims, hid_t mem_type,
                  const void* data);

@@ -50,10 +50,10 @@ struct RunInfo {
   std::string resolved_spec_yaml;  // every default filled in
   std::int64_t seed = 0;
   std::string backend;
-  std::string backend_device;       // BackendCaps::device, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)"
+  std::string backend_device;         // BackendCaps::device, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)"
   bool backend_deterministic = true;  // BackendCaps::deterministic: bit-identical reruns
   std::string precision;              // what ran: "f32", or "bf16 (<BackendCaps::bf16_arithmetic>)"; "" in older files
-  std::vector<std::string> plugins;  // one per plugin: "kind/name version"
+  std::vector<std::string> plugins;   // one per plugin: "kind/name version"
   // The code that made it (train/code_identity.hpp): "ablate compute N", then "kind/name version
   // hash" per plugin; and their hash. Both empty in files written before they existed.
   std::vector<std::string> plugin_code;
@@ -168,10 +168,10 @@ struct SamplesLog {
 
 // One `ablate eval` of the run's checkpoint: /evals, a row per evaluation (docs/results-format.md).
 struct EvalRecord {
-  std::string name;                 // what was scored, unique in the file: "test", a --data file's stem, ...
+  std::string name;                  // what was scored, unique in the file: "test", a --data file's stem, ...
   std::int64_t checkpoint_step = 0;  // the training step of the weights scored
-  std::string scores;               // the evaluation's scores.json, as written beside it
-  std::string time;                 // ISO-8601 UTC; empty: now (record_evaluation)
+  std::string scores;                // the evaluation's scores.json, as written beside it
+  std::string time;                  // ISO-8601 UTC; empty: now (record_evaluation)
   bool operator==(const EvalRecord&) const = default;
 };
 
@@ -292,10 +292,10 @@ class RunReader {
 
   const std::filesystem::path& path() const;
   std::int64_t format_version() const;
-  const RunInfo& info() const;                // read once, at open
-  const RunLayout& layout() const;            // read once, at open
-  RunState state() const;                     // current
-  std::vector<ResumeRecord> resumes() const;  // every resume of this run, in order
+  const RunInfo& info() const;                  // read once, at open
+  const RunLayout& layout() const;              // read once, at open
+  RunState state() const;                       // current
+  std::vector<ResumeRecord> resumes() const;    // every resume of this run, in order
   std::vector<EvalRecord> evaluations() const;  // every `ablate eval` recorded, in order (none in older files)
   bool records_evaluations() const;             // whether the file has /evals (files written before it existed do not)
   // Whether a live RunWriter holds the file now (status "running" without one: the writer died).
@@ -304,8 +304,9 @@ class RunReader {
   MetricTable metrics(MetricSplit split) const;
 
   std::vector<std::int64_t> attention_steps() const;
-  std::size_t attention_slot(std::string_view stack, std::string_view kind, std::int64_t layer) const;  // index in layout().attention
-  FloatTensor attention(std::size_t slot, std::size_t log) const;                                       // [E, H, Q, K]
+  std::size_t attention_slot(std::string_view stack, std::string_view kind,
+                             std::int64_t layer) const;            // index in layout().attention
+  FloatTensor attention(std::size_t slot, std::size_t log) const;  // [E, H, Q, K]
   DecodeRecord decode(std::size_t log) const;
 
   std::vector<std::int64_t> stats_steps() const;

@@ -19,7 +19,8 @@ void check_name(const std::string& what, const std::string& name) {
   if (name.empty()) bad(what + ": the name is empty");
   if (name.front() == '.') bad(what + " '" + name + "': a name cannot start with '.'");
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
     if (!ok) bad(what + " '" + name + "': use only letters, digits, '_', '.' and '-'");
   }
 }
@@ -73,7 +74,8 @@ const char* to_string(RunStatus s) {
 RunStatus parse_run_status(std::string_view text) {
   for (RunStatus s : {RunStatus::Running, RunStatus::Completed, RunStatus::Failed, RunStatus::Diverged, RunStatus::Interrupted})
     if (text == to_string(s)) return s;
-  throw Error("unknown run status '" + std::string(text) + "'", "a run status is one of running, completed, failed, diverged, interrupted");
+  throw Error("unknown run status '" + std::string(text) + "'",
+              "a run status is one of running, completed, failed, diverged, interrupted");
 }
 
 const char* to_string(AttentionMask m) {
@@ -89,7 +91,8 @@ const char* to_string(AttentionMask m) {
 AttentionMask parse_attention_mask(std::string_view text) {
   for (AttentionMask m : {AttentionMask::None, AttentionMask::Causal, AttentionMask::KeyPadding, AttentionMask::CausalKeyPadding})
     if (text == to_string(m)) return m;
-  throw Error("unknown attention mask '" + std::string(text) + "'", "a mask is one of none, causal, key_padding, causal+key_padding");
+  throw Error("unknown attention mask '" + std::string(text) + "'",
+              "a mask is one of none, causal, key_padding, causal+key_padding");
 }
 
 std::string utc_now_iso8601() {
@@ -102,7 +105,9 @@ std::string utc_now_iso8601() {
 }
 
 std::string AttentionSlot::path() const { return "/attention/" + stack + "/" + kind + "/layer_" + std::to_string(layer); }
-std::string EntropySlot::path() const { return "/stats/attention_entropy/" + stack + "/" + kind + "/layer_" + std::to_string(layer); }
+std::string EntropySlot::path() const {
+  return "/stats/attention_entropy/" + stack + "/" + kind + "/layer_" + std::to_string(layer);
+}
 
 void validate(const RunLayout& l) {
   check_names("train metric", l.train_metrics, {"step"});
@@ -123,7 +128,8 @@ void validate(const RunLayout& l) {
     check_positive(what, "queries", s.queries);
     check_positive(what, "keys", s.keys);
     for (const std::string* side : {&s.query_tokens, &s.key_tokens})
-      if (!side->empty() && *side != "src" && *side != "tgt") bad(what + ": token axis '" + *side + "' is not one of src, tgt, \"\"");
+      if (!side->empty() && *side != "src" && *side != "tgt")
+        bad(what + ": token axis '" + *side + "' is not one of src, tgt, \"\"");
     if (!seen.insert({s.stack, s.kind, s.layer}).second) bad(what + " is declared twice");
     if (e < 1) bad(what + ": attention logs need a probe batch (probe.examples >= 1)");
   }

@@ -202,10 +202,11 @@ void vet_run_files(const std::vector<fs::path>& files) {
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (next < todo.size() && (hung || WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0))) {
-      found[next].error = "run file " + todo[next].string() + " is damaged: " +
-                          (hung ? std::string("reading it did not finish within 60 s")
-                                : WIFSIGNALED(status) ? "reading it crashed the HDF5 library (" + std::string(::strsignal(WTERMSIG(status))) + ")"
-                                                      : "the process reading it failed on it");
+      found[next].error =
+          "run file " + todo[next].string() + " is damaged: " +
+          (hung                  ? std::string("reading it did not finish within 60 s")
+           : WIFSIGNALED(status) ? "reading it crashed the HDF5 library (" + std::string(::strsignal(WTERMSIG(status))) + ")"
+                                 : "the process reading it failed on it");
       found[next].hint = "rerun the run (or restore the file); other runs are not affected";
       ++next;
     }
@@ -258,9 +259,9 @@ struct RunReader::Impl {
     if (row < tables[index].known_rows) return;
     const hsize_t n = rows(index).rows;
     if (row >= n)
-      throw Error(
-          "no row " + std::to_string(row) + " of the " + tables[index].def.what + " in " + path.string() + ": it has " + std::to_string(n),
-          "rows are numbered from 0 in the order they were logged; the steps datasets list their steps");
+      throw Error("no row " + std::to_string(row) + " of the " + tables[index].def.what + " in " + path.string() + ": it has " +
+                      std::to_string(n),
+                  "rows are numbered from 0 in the order they were logged; the steps datasets list their steps");
   }
 
   FloatTensor read_float_row(std::size_t index, std::size_t column, std::size_t row, std::vector<std::int64_t> shape) {
@@ -291,7 +292,9 @@ RunReader::RunReader(const fs::path& file, Vetting vetting) : impl_(std::make_un
   const fs::file_status st = fs::status(file, ec);
   if (!fs::is_regular_file(st))
     throw Error("cannot read run file " + name + ": " +
-                    (!fs::exists(st) ? "no such file" : fs::is_directory(st) ? "it is a directory" : "not a regular file"),
+                    (!fs::exists(st)        ? "no such file"
+                     : fs::is_directory(st) ? "it is a directory"
+                                            : "not a regular file"),
                 "check the path; a run's file is <run dir>/run.h5");
   if (vetting == kVetted) vet_in_child(file);
   // HDF5's flock is off, as in RunWriter: within one process HDF5 shares an open file between its
@@ -304,10 +307,11 @@ RunReader::RunReader(const fs::path& file, Vetting vetting) : impl_(std::make_un
   if (H5Pset_metadata_read_attempts(fapl.get(), 12) < 0) h5::fail(name, "/", "prepare to open");
   h5::Handle f(H5Fopen(name.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl.get()), H5Fclose);
   if (!f)
-    throw Error("cannot open run file " + name + ": HDF5: " + h5::hdf5_reason(),
-                "is it an Ablate run file? A file whose writer died while it was not SWMR writing stays marked open: resume the run, "
-                "or run `h5clear -s " +
-                    name + "`");
+    throw Error(
+        "cannot open run file " + name + ": HDF5: " + h5::hdf5_reason(),
+        "is it an Ablate run file? A file whose writer died while it was not SWMR writing stays marked open: resume the run, "
+        "or run `h5clear -s " +
+            name + "`");
   m.file = h5::Obj{std::move(f), name, "/"};
   try {
     m.root = schema::open_root(m.file);
@@ -410,9 +414,9 @@ FloatTensor RunReader::attention(std::size_t slot, std::size_t log) const {
   h5::Quiet quiet;
   const RunLayout& l = impl_->layout;
   if (slot >= l.attention.size())
-    throw Error(
-        "no attention slot " + std::to_string(slot) + " in " + impl_->path.string() + ": it has " + std::to_string(l.attention.size()),
-        "find a slot's index with attention_slot(stack, kind, layer)");
+    throw Error("no attention slot " + std::to_string(slot) + " in " + impl_->path.string() + ": it has " +
+                    std::to_string(l.attention.size()),
+                "find a slot's index with attention_slot(stack, kind, layer)");
   const AttentionSlot& s = l.attention[slot];
   return impl_->read_float_row(schema::kAttentionTable, slot, log, to_shape({l.probe.examples, s.heads, s.queries, s.keys}));
 }
@@ -421,7 +425,8 @@ DecodeRecord RunReader::decode(std::size_t log) const {
   h5::Quiet quiet;
   const RunLayout& l = impl_->layout;
   const DecodeLayout& d = l.decode;
-  if (d.layers == 0) throw Error(impl_->path.string() + " has no decode logs", "decode logs are recorded for seq2seq models only");
+  if (d.layers == 0)
+    throw Error(impl_->path.string() + " has no decode logs", "decode logs are recorded for seq2seq models only");
   impl_->need_row(schema::kAttentionTable, log);
   const std::size_t first = l.attention.size();
   const std::vector<h5::Obj>& cols = impl_->tables[schema::kAttentionTable].columns;
@@ -458,8 +463,8 @@ std::size_t RunReader::entropy_slot(std::string_view stack, std::string_view kin
     if (slots[i].stack == stack && slots[i].kind == kind && slots[i].layer == layer) return i;
   std::string known;
   for (const EntropySlot& s : slots) known += (known.empty() ? "" : ", ") + s.path();
-  throw Error("no attention entropy for " + std::string(stack) + "/" + std::string(kind) + "/layer_" + std::to_string(layer) + " in " +
-                  impl_->path.string(),
+  throw Error("no attention entropy for " + std::string(stack) + "/" + std::string(kind) + "/layer_" + std::to_string(layer) +
+                  " in " + impl_->path.string(),
               known.empty() ? "this run logged no attention entropy" : "the run logged: " + known);
 }
 
@@ -467,7 +472,8 @@ FloatTensor RunReader::entropy(std::size_t slot) const {
   h5::Quiet quiet;
   const RunLayout& l = impl_->layout;
   if (slot >= l.entropy.size())
-    throw Error("no entropy slot " + std::to_string(slot) + " in " + impl_->path.string() + ": it has " + std::to_string(l.entropy.size()),
+    throw Error("no entropy slot " + std::to_string(slot) + " in " + impl_->path.string() + ": it has " +
+                    std::to_string(l.entropy.size()),
                 "find a slot's index with entropy_slot(stack, kind, layer)");
   return impl_->read_float_rows(schema::kStatsTable, l.stats.size() + slot, l.entropy[slot].heads);
 }
@@ -479,7 +485,8 @@ std::vector<std::int64_t> RunReader::sample_steps() const {
 
 SamplesRecord RunReader::samples(std::size_t row) const {
   h5::Quiet quiet;
-  if (impl_->layout.samples.count == 0) throw Error(impl_->path.string() + " has no samples", "the run declared no decoded eval samples");
+  if (impl_->layout.samples.count == 0)
+    throw Error(impl_->path.string() + " has no samples", "the run declared no decoded eval samples");
   const schema::TableRows r = impl_->rows(schema::kSamplesTable);
   impl_->need_row(schema::kSamplesTable, row);
   const std::vector<h5::Obj>& cols = impl_->tables[schema::kSamplesTable].columns;

@@ -53,13 +53,14 @@ ProbeTokens read_probe_side(const h5::Obj& probe, const std::string& side) {
 std::vector<hsize_t> shape_of(const h5::Obj& ds, std::size_t rank) {
   std::vector<hsize_t> d = h5::dims(ds);
   if (d.size() != rank)
-    throw Error(ds.path + " in " + ds.file + " has rank " + std::to_string(d.size()) + ", expected " + std::to_string(rank), kNotOurs);
+    throw Error(ds.path + " in " + ds.file + " has rank " + std::to_string(d.size()) + ", expected " + std::to_string(rank),
+                kNotOurs);
   return d;
 }
 
 std::string slot_text(const AttentionSlot& s) {
-  return s.path() + " [H=" + std::to_string(s.heads) + ", Q=" + std::to_string(s.queries) + ", K=" + std::to_string(s.keys) + "] mask " +
-         to_string(s.mask) + " query_tokens '" + s.query_tokens + "' key_tokens '" + s.key_tokens + "'";
+  return s.path() + " [H=" + std::to_string(s.heads) + ", Q=" + std::to_string(s.queries) + ", K=" + std::to_string(s.keys) +
+         "] mask " + to_string(s.mask) + " query_tokens '" + s.query_tokens + "' key_tokens '" + s.key_tokens + "'";
 }
 
 }  // namespace
@@ -73,7 +74,8 @@ std::size_t ColumnDef::row_elems() const {
 std::vector<TableDef> tables(const RunLayout& l) {
   std::vector<TableDef> t(kTableCount);
   t[kTrainTable] = {"train metrics", std::string(kTrain) + "/step", {}};
-  for (const std::string& n : l.train_metrics) t[kTrainTable].columns.push_back({std::string(kTrain) + "/" + n, Elem::F64, {}, 512});
+  for (const std::string& n : l.train_metrics)
+    t[kTrainTable].columns.push_back({std::string(kTrain) + "/" + n, Elem::F64, {}, 512});
   t[kEvalTable] = {"eval metrics", std::string(kEval) + "/step", {}};
   for (const std::string& n : l.eval_metrics) t[kEvalTable].columns.push_back({std::string(kEval) + "/" + n, Elem::F64, {}, 512});
 
@@ -87,7 +89,11 @@ std::vector<TableDef> tables(const RunLayout& l) {
     c.push_back({std::string(kDecode) + "/tokens", Elem::I32, {e, h(d.steps)}, 64});
     c.push_back({std::string(kDecode) + "/lengths", Elem::I32, {e}, 64});
     for (std::int64_t i = 0; i < d.layers; ++i)
-      c.push_back({std::string(kDecode) + "/cross/layer_" + std::to_string(i), Elem::F32, {e, h(d.heads), h(d.steps), h(d.keys)}, 1, true});
+      c.push_back({std::string(kDecode) + "/cross/layer_" + std::to_string(i),
+                   Elem::F32,
+                   {e, h(d.heads), h(d.steps), h(d.keys)},
+                   1,
+                   true});
   }
 
   t[kStatsTable] = {"statistics", std::string(kStats) + "/steps", {}};
@@ -98,8 +104,12 @@ std::vector<TableDef> tables(const RunLayout& l) {
   t[kSamplesTable] = {"samples", std::string(kSamples) + "/steps", {}};
   if (l.samples.count > 0)
     for (const char* n : {"src", "reference", "prediction"})
-      t[kSamplesTable].columns.push_back(
-          {std::string(kSamples) + "/" + n, Elem::Text, {h(l.samples.count)}, 1, true, static_cast<std::size_t>(l.samples.text_bytes)});
+      t[kSamplesTable].columns.push_back({std::string(kSamples) + "/" + n,
+                                          Elem::Text,
+                                          {h(l.samples.count)},
+                                          1,
+                                          true,
+                                          static_cast<std::size_t>(l.samples.text_bytes)});
   return t;
 }
 
@@ -181,7 +191,8 @@ RunState read_state(const h5::Obj& r) {
 
 void write_state(const h5::Obj& r, const RunState& s) {
   if (s.finished.size() > kTimeBytes)
-    throw Error("cannot record finished time '" + s.finished + "' in " + r.file + ": longer than " + std::to_string(kTimeBytes) + " bytes",
+    throw Error("cannot record finished time '" + s.finished + "' in " + r.file + ": longer than " + std::to_string(kTimeBytes) +
+                    " bytes",
                 "use ISO-8601 UTC, e.g. utc_now_iso8601()");
   h5::set_fixed_attr(r, "status", to_string(s.status), kStatusBytes);
   h5::set_fixed_attr(r, "reason", s.reason, kReasonBytes);
@@ -266,8 +277,8 @@ std::string layout_difference(const RunLayout& f, const RunLayout& e) {
   if (f.decode != e.decode)
     return "decode: the file has layers " + std::to_string(f.decode.layers) + " H " + std::to_string(f.decode.heads) + " T " +
            std::to_string(f.decode.steps) + " S " + std::to_string(f.decode.keys) + ", this run declares layers " +
-           std::to_string(e.decode.layers) + " H " + std::to_string(e.decode.heads) + " T " + std::to_string(e.decode.steps) + " S " +
-           std::to_string(e.decode.keys);
+           std::to_string(e.decode.layers) + " H " + std::to_string(e.decode.heads) + " T " + std::to_string(e.decode.steps) +
+           " S " + std::to_string(e.decode.keys);
   if (f.stats != e.stats) {
     std::vector<std::string> a, b;
     for (const StatsTable& s : f.stats) a.push_back(s.name + join(s.columns));
@@ -282,7 +293,8 @@ std::string layout_difference(const RunLayout& f, const RunLayout& e) {
   }
   if (f.samples != e.samples)
     return "samples: the file has " + std::to_string(f.samples.count) + " of " + std::to_string(f.samples.text_bytes) +
-           " bytes, this run declares " + std::to_string(e.samples.count) + " of " + std::to_string(e.samples.text_bytes) + " bytes";
+           " bytes, this run declares " + std::to_string(e.samples.count) + " of " + std::to_string(e.samples.text_bytes) +
+           " bytes";
   return {};
 }
 
@@ -299,7 +311,8 @@ TableRows consistent_rows(const std::vector<const h5::Obj*>& datasets, bool refr
   std::vector<std::int64_t> steps(n);
   h5::read_rows(*datasets.front(), 0, n, H5T_NATIVE_INT64, steps.data());
   hsize_t k = 0;
-  while (k < n && steps[k] >= 0 && (k == 0 || !increasing || steps[k] > steps[k - 1]) && (!max_step || steps[k] <= *max_step)) ++k;
+  while (k < n && steps[k] >= 0 && (k == 0 || !increasing || steps[k] > steps[k - 1]) && (!max_step || steps[k] <= *max_step))
+    ++k;
   steps.resize(k);
   out.rows = k;
   out.stored = n;
@@ -309,7 +322,8 @@ TableRows consistent_rows(const std::vector<const h5::Obj*>& datasets, bool refr
 
 WriterLock::WriterLock(const std::filesystem::path& file) {
   fd_ = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd_ < 0) throw Error("cannot open " + file.string() + " for writing: " + std::strerror(errno), "check the file's permissions");
+  if (fd_ < 0)
+    throw Error("cannot open " + file.string() + " for writing: " + std::strerror(errno), "check the file's permissions");
   struct flock l {};
   l.l_type = F_WRLCK;
   l.l_whence = SEEK_SET;

@@ -74,8 +74,8 @@ EvalDatasets open_evals(const h5::Obj& root);
 // before it, and, with `max_step`, before the first step past it. `datasets`: the steps dataset
 // first. Records of events (/resumes, /evals) are not increasing: two may name one step.
 struct TableRows {
-  hsize_t rows = 0;     // consistent rows: present in every dataset, steps >= 0 and increasing
-  hsize_t stored = 0;   // rows present in every dataset (stored - rows: left out, e.g. a torn write)
+  hsize_t rows = 0;    // consistent rows: present in every dataset, steps >= 0 and increasing
+  hsize_t stored = 0;  // rows present in every dataset (stored - rows: left out, e.g. a torn write)
   std::vector<std::int64_t> steps;
 };
 TableRows consistent_rows(const std::vector<const h5::Obj*>& datasets, bool refresh, std::optional<std::int64_t> max_step = {},

@@ -73,7 +73,8 @@ h5::Obj create_column(const h5::Obj& root, const schema::ColumnDef& c) {
     case Elem::F32:
       return h5::create_appendable(parent, name, file_type_of(c.elem), c.row, c.chunk_rows, c.compress, H5T_NATIVE_FLOAT, &kNaNf);
     case Elem::I32:
-      return h5::create_appendable(parent, name, file_type_of(c.elem), c.row, c.chunk_rows, c.compress, H5T_NATIVE_INT32, &kNoToken);
+      return h5::create_appendable(parent, name, file_type_of(c.elem), c.row, c.chunk_rows, c.compress, H5T_NATIVE_INT32,
+                                   &kNoToken);
     case Elem::Text: {
       h5::Handle t = h5::fixed_string_type(c.text_bytes);
       return h5::create_appendable(parent, name, t.get(), c.row, c.chunk_rows, c.compress, H5I_INVALID_HID, nullptr);
@@ -83,13 +84,14 @@ h5::Obj create_column(const h5::Obj& root, const schema::ColumnDef& c) {
 }
 
 h5::Obj create_steps(const h5::Obj& root, const std::string& path, hsize_t chunk_rows) {
-  return h5::create_appendable(group_at(root, parent_of(path)), name_of(path), H5T_STD_I64LE, {}, chunk_rows, false, H5T_NATIVE_INT64,
-                               &kNoStep);
+  return h5::create_appendable(group_at(root, parent_of(path)), name_of(path), H5T_STD_I64LE, {}, chunk_rows, false,
+                               H5T_NATIVE_INT64, &kNoStep);
 }
 
 void write_probe_side(const h5::Obj& probe, const std::string& side, const ProbeTokens& t, std::int64_t examples) {
   const hsize_t e = static_cast<hsize_t>(examples);
-  const h5::Obj ids = h5::create_fixed(probe, side, H5T_STD_I32LE, {e, static_cast<hsize_t>(t.length)}, H5T_NATIVE_INT32, t.ids.data());
+  const h5::Obj ids =
+      h5::create_fixed(probe, side, H5T_STD_I32LE, {e, static_cast<hsize_t>(t.length)}, H5T_NATIVE_INT32, t.ids.data());
   h5::set_attr(ids, "axes", "example,position");
   const h5::Obj lengths = h5::create_fixed(probe, side + "_lengths", H5T_STD_I32LE, {e}, H5T_NATIVE_INT32, t.lengths.data());
   h5::set_attr(lengths, "axes", "example");
@@ -294,8 +296,8 @@ struct RunWriter::Impl {
       std::string names;
       for (const Column& c : t.columns) names += (names.empty() ? "" : ", ") + name_of(c.def.path);
       refuse(t, step,
-             "got " + std::to_string(values.size()) + " values for the " + std::to_string(t.columns.size()) + " declared metrics [" +
-                 names + "]",
+             "got " + std::to_string(values.size()) + " values for the " + std::to_string(t.columns.size()) +
+                 " declared metrics [" + names + "]",
              "pass one value per declared metric, in the declared order");
     }
     std::vector<const void*> rows;
@@ -348,7 +350,8 @@ std::unique_ptr<RunWriter::Impl> open_for_writing(const fs::path& path, std::opt
   auto impl = std::make_unique<RunWriter::Impl>(path, schema::WriterLock(path));
   h5::Handle fapl = h5::plist(H5P_FILE_ACCESS);
   const std::string name = path.string();
-  if (H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0 || H5Pset_file_locking(fapl.get(), false, true) < 0)
+  if (H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0 ||
+      H5Pset_file_locking(fapl.get(), false, true) < 0)
     h5::fail(name, "/", "prepare to open");
   hbool_t clear = true;
   if (H5Pexist(fapl.get(), "clear_status_flags") > 0) H5Pset(fapl.get(), "clear_status_flags", &clear);  // what `h5clear -s` does
@@ -360,8 +363,8 @@ std::unique_ptr<RunWriter::Impl> open_for_writing(const fs::path& path, std::opt
   impl->root = schema::open_root(impl->file);
   const std::int64_t version = schema::check_format(impl->root);
   if (version != kFormatVersion)
-    throw Error("cannot write " + name + ": it has run-file format version " + std::to_string(version) + ", this Ablate writes version " +
-                    std::to_string(kFormatVersion),
+    throw Error("cannot write " + name + ": it has run-file format version " + std::to_string(version) +
+                    ", this Ablate writes version " + std::to_string(kFormatVersion),
                 "start a new run");
   impl->layout = schema::read_layout(impl->root);
   if (expected) {
@@ -472,7 +475,8 @@ RunWriter RunWriter::resume(const fs::path& file, std::int64_t resume_step, cons
 void RunWriter::record_end(const fs::path& file, const RunState& state) {
   h5::Quiet quiet;
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) throw Error("cannot record the end of " + file.string() + ": no such file", "check the run directory");
+  if (!fs::is_regular_file(file, ec))
+    throw Error("cannot record the end of " + file.string() + ": no such file", "check the run directory");
   RunWriter writer(open_for_writing(file, std::nullopt, nullptr));
   writer.set_state(state);
   writer.close();
@@ -553,7 +557,8 @@ void RunWriter::append_attention(std::int64_t step, const AttentionLog& log) {
   };
   if (log.slots.size() != l.attention.size())
     m.refuse(t, step,
-             "got " + std::to_string(log.slots.size()) + " attention buffers for " + std::to_string(l.attention.size()) + " declared slots",
+             "got " + std::to_string(log.slots.size()) + " attention buffers for " + std::to_string(l.attention.size()) +
+                 " declared slots",
              "pass one buffer per RunLayout::attention slot, in the declared order");
   std::vector<const void*> rows;
   for (std::size_t i = 0; i < l.attention.size(); ++i) {
@@ -574,7 +579,8 @@ void RunWriter::append_attention(std::int64_t step, const AttentionLog& log) {
                "declare RunLayout::decode when creating the run file");
   } else {
     if (static_cast<std::int64_t>(dl.tokens.size()) != e * d.steps)
-      shape_error("decode tokens", dl.tokens.size(), "[E=" + std::to_string(e) + ", T=" + std::to_string(d.steps) + "]", e * d.steps);
+      shape_error("decode tokens", dl.tokens.size(), "[E=" + std::to_string(e) + ", T=" + std::to_string(d.steps) + "]",
+                  e * d.steps);
     if (static_cast<std::int64_t>(dl.lengths.size()) != e)
       shape_error("decode lengths", dl.lengths.size(), "[E=" + std::to_string(e) + "]", e);
     for (std::int32_t n : dl.lengths)
@@ -582,16 +588,17 @@ void RunWriter::append_attention(std::int64_t step, const AttentionLog& log) {
         m.refuse(t, step, "a decode length of " + std::to_string(n) + " is outside 0.." + std::to_string(d.steps),
                  "lengths count generated tokens");
     if (static_cast<std::int64_t>(dl.cross.size()) != d.layers)
-      m.refuse(
-          t, step,
-          "got " + std::to_string(dl.cross.size()) + " decode cross-attention buffers for " + std::to_string(d.layers) + " declared layers",
-          "pass one buffer per decoder layer");
+      m.refuse(t, step,
+               "got " + std::to_string(dl.cross.size()) + " decode cross-attention buffers for " + std::to_string(d.layers) +
+                   " declared layers",
+               "pass one buffer per decoder layer");
     rows.push_back(dl.tokens.data());
     rows.push_back(dl.lengths.data());
     const std::int64_t n = e * d.heads * d.steps * d.keys;
     for (std::size_t i = 0; i < dl.cross.size(); ++i) {
       if (static_cast<std::int64_t>(dl.cross[i].size()) != n)
-        shape_error("decode cross-attention " + std::string(schema::kDecode) + "/cross/layer_" + std::to_string(i), dl.cross[i].size(),
+        shape_error("decode cross-attention " + std::string(schema::kDecode) + "/cross/layer_" + std::to_string(i),
+                    dl.cross[i].size(),
                     "[E=" + std::to_string(e) + ", H=" + std::to_string(d.heads) + ", T=" + std::to_string(d.steps) +
                         ", S=" + std::to_string(d.keys) + "]",
                     n);
@@ -609,8 +616,9 @@ void RunWriter::append_stats(std::int64_t step, const StatsLog& log) {
   const RunLayout& l = m.layout;
   if (log.tables.size() != l.stats.size() || log.entropy.size() != l.entropy.size())
     m.refuse(t, step,
-             "got " + std::to_string(log.tables.size()) + " stats rows and " + std::to_string(log.entropy.size()) + " entropy rows for " +
-                 std::to_string(l.stats.size()) + " declared tables and " + std::to_string(l.entropy.size()) + " entropy slots",
+             "got " + std::to_string(log.tables.size()) + " stats rows and " + std::to_string(log.entropy.size()) +
+                 " entropy rows for " + std::to_string(l.stats.size()) + " declared tables and " +
+                 std::to_string(l.entropy.size()) + " entropy slots",
              "pass one row per declared table and slot, in the declared order");
   std::vector<const void*> rows;
   for (std::size_t i = 0; i < l.stats.size(); ++i) {
@@ -638,18 +646,21 @@ void RunWriter::append_samples(std::int64_t step, const SamplesLog& log) {
   m.check_open();
   const Table& t = m.tables[schema::kSamplesTable];
   const SamplesLayout& s = m.layout.samples;
-  if (s.count == 0) m.refuse(t, step, "the run file declares no samples", "declare RunLayout::samples.count when creating the run file");
+  if (s.count == 0)
+    m.refuse(t, step, "the run file declares no samples", "declare RunLayout::samples.count when creating the run file");
   const std::size_t width = static_cast<std::size_t>(s.text_bytes);
   std::vector<std::vector<char>> packed;
   for (auto [what, texts] :
        {std::pair{"src", &log.src}, std::pair{"reference", &log.reference}, std::pair{"prediction", &log.prediction}}) {
     if (static_cast<std::int64_t>(texts->size()) != s.count)
-      m.refuse(t, step, std::string(what) + " has " + std::to_string(texts->size()) + " texts, declared " + std::to_string(s.count),
+      m.refuse(t, step,
+               std::string(what) + " has " + std::to_string(texts->size()) + " texts, declared " + std::to_string(s.count),
                "pass RunLayout::samples.count texts in each of src, reference and prediction");
     std::vector<char> buf(texts->size() * width, '\0');
     for (std::size_t i = 0; i < texts->size(); ++i) {
       if ((*texts)[i].find('\0') != std::string::npos)
-        m.refuse(t, step, std::string(what) + " text " + std::to_string(i) + " contains a NUL byte", "remove it; HDF5 strings end at NUL");
+        m.refuse(t, step, std::string(what) + " text " + std::to_string(i) + " contains a NUL byte",
+                 "remove it; HDF5 strings end at NUL");
       const std::string fitted = h5::fit_utf8((*texts)[i], width);
       std::memcpy(buf.data() + i * width, fitted.data(), fitted.size());
     }
@@ -670,7 +681,8 @@ void RunWriter::flush() {
   Impl& m = live(impl_);
   m.check_open();
   if (H5Fflush(m.file.id(), H5F_SCOPE_GLOBAL) < 0) h5::fail(m.path.string(), "/", "flush");
-  if (::fsync(m.lock->fd()) != 0) throw Error("cannot write " + m.path.string() + " to disk: " + std::strerror(errno), "is the disk full?");
+  if (::fsync(m.lock->fd()) != 0)
+    throw Error("cannot write " + m.path.string() + " to disk: " + std::strerror(errno), "is the disk full?");
 }
 
 void RunWriter::close() {

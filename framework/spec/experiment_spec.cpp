@@ -43,9 +43,13 @@ const char* to_string(Metric v) {
 }
 
 const std::vector<PluginSlot>& plugin_slots() {
-  static const std::vector<PluginSlot> slots = {
-      {"task", "task"}, {"model.block", "block"}, {"model.attention", "attention"},
-      {"model.positional_encoding", "positional_encoding"}, {"model.ffn", "ffn"}, {"backend", "backend"}, {"train.schedule", "schedule"}};
+  static const std::vector<PluginSlot> slots = {{"task", "task"},
+                                                {"model.block", "block"},
+                                                {"model.attention", "attention"},
+                                                {"model.positional_encoding", "positional_encoding"},
+                                                {"model.ffn", "ffn"},
+                                                {"backend", "backend"},
+                                                {"train.schedule", "schedule"}};
   return slots;
 }
 
@@ -126,7 +130,8 @@ constexpr Range kUnit{0.0, true, 1.0};  // [0, 1)
 constexpr Range kAny{};
 
 std::string range_text(const char* what, const Range& r) {
-  if (r.lo && r.hi) return std::string(what) + " in " + (r.lo_inclusive ? "[" : "(") + number_text(*r.lo) + ", " + number_text(*r.hi) + ")";
+  if (r.lo && r.hi)
+    return std::string(what) + " in " + (r.lo_inclusive ? "[" : "(") + number_text(*r.lo) + ", " + number_text(*r.hi) + ")";
   if (r.lo) return std::string(what) + (r.lo_inclusive ? " >= " : " > ") + number_text(*r.lo);
   return what;
 }
@@ -182,8 +187,8 @@ class Reader {
   }
 
   // Returns false if a value was given and is wrong (reported).
-  bool read_int(const SpecTree* parent, const std::string& key, const std::string& path, std::int64_t& out,
-                std::int64_t min, bool required = false) {
+  bool read_int(const SpecTree* parent, const std::string& key, const std::string& path, std::int64_t& out, std::int64_t min,
+                bool required = false) {
     const std::string expected = min == 1 ? "an integer > 0" : "an integer >= " + std::to_string(min);
     const SpecTree* given = parent ? parent->find(key) : nullptr;
     const SpecTree* t = scalar(parent, key, path, expected, required);
@@ -227,8 +232,7 @@ class Reader {
   }
 
   // An optional number: absent or null leaves `out` empty.
-  void read_optional_float(const SpecTree* parent, const std::string& key, const std::string& path,
-                           std::optional<double>& out) {
+  void read_optional_float(const SpecTree* parent, const std::string& key, const std::string& path, std::optional<double>& out) {
     const SpecTree* t = parent ? parent->find(key) : nullptr;
     if (!t || t->kind == SpecTree::Kind::Null) return;
     marks_.at[path] = t->mark;
@@ -373,7 +377,9 @@ YAML::Node plugin_node(const PluginRef& p) {
   return flow_node(n);
 }
 
-YAML::Node optional_node(const std::optional<double>& v) { return v ? YAML::Node(text_of(*v)) : YAML::Node(YAML::NodeType::Null); }
+YAML::Node optional_node(const std::optional<double>& v) {
+  return v ? YAML::Node(text_of(*v)) : YAML::Node(YAML::NodeType::Null);
+}
 
 using Axes = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
@@ -387,7 +393,6 @@ YAML::Node axes_node(const Axes& axes) {
   return axes.empty() ? flow_node(n) : n;
 }
 
-
 // ---- the schema: every key described once ----
 
 const Choices<Arch> kArch = {{"encoder", Arch::encoder}, {"decoder", Arch::decoder}, {"encoder_decoder", Arch::encoder_decoder}};
@@ -396,8 +401,10 @@ const Choices<ProbeKind> kProbeKind = {{"eval", ProbeKind::eval}, {"repeated", P
 const Choices<Precision> kPrecision = {{"f32", Precision::f32}, {"bf16", Precision::bf16}};
 const Choices<OptimizerName> kOptimizer = {{"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}};
 const Choices<MetricMode> kMode = {{"max", MetricMode::max}, {"min", MetricMode::min}};
-const Choices<Metric> kMetric = {{"loss", Metric::loss}, {"perplexity", Metric::perplexity},
-                                 {"token_accuracy", Metric::token_accuracy}, {"exact_match", Metric::exact_match}};
+const Choices<Metric> kMetric = {{"loss", Metric::loss},
+                                 {"perplexity", Metric::perplexity},
+                                 {"token_accuracy", Metric::token_accuracy},
+                                 {"exact_match", Metric::exact_match}};
 
 struct SpecKey;
 // Reads the key's value from `parent` (its section's map; nullptr when the section is absent).
@@ -418,24 +425,42 @@ enum class KeyKind {
 struct SpecKey {
   std::string path;
   KeyKind kind = KeyKind::value;
-  std::string type;          // as documented: "int > 0", "`adam` \| `adamw`", "plugin", "map"
+  std::string type;  // as documented: "int > 0", "`adam` \| `adamw`", "plugin", "map"
   bool is_required = false;
-  std::string default_yaml;  // read when the key is absent; empty: none
-  std::string default_key;   // when absent, the value of this key instead ("model.layers")
-  std::string shown_default; // the documented default when it is not default_yaml ("absent")
+  std::string default_yaml;   // read when the key is absent; empty: none
+  std::string default_key;    // when absent, the value of this key instead ("model.layers")
+  std::string shown_default;  // the documented default when it is not default_yaml ("absent")
   std::string meaning;
   ReadValue read;
   WriteValue write;
-  std::function<void(ExperimentSpec&)> engage;        // optional_section: make it present
+  std::function<void(ExperimentSpec&)> engage;         // optional_section: make it present
   std::function<bool(const ExperimentSpec&)> present;  // optional_section: is it present?
 
   std::string leaf() const { return path.substr(path.rfind('.') + 1); }
-  SpecKey&& required() && { is_required = true; return std::move(*this); }
-  SpecKey&& def(std::string yaml) && { default_yaml = std::move(yaml); return std::move(*this); }
-  SpecKey&& def_from(std::string key) && { default_key = std::move(key); return std::move(*this); }
-  SpecKey&& shown(std::string text) && { shown_default = std::move(text); return std::move(*this); }
-  SpecKey&& typed(std::string text) && { type = std::move(text); return std::move(*this); }
-  SpecKey&& doc(std::string text) && { meaning = std::move(text); return std::move(*this); }
+  SpecKey&& required() && {
+    is_required = true;
+    return std::move(*this);
+  }
+  SpecKey&& def(std::string yaml) && {
+    default_yaml = std::move(yaml);
+    return std::move(*this);
+  }
+  SpecKey&& def_from(std::string key) && {
+    default_key = std::move(key);
+    return std::move(*this);
+  }
+  SpecKey&& shown(std::string text) && {
+    shown_default = std::move(text);
+    return std::move(*this);
+  }
+  SpecKey&& typed(std::string text) && {
+    type = std::move(text);
+    return std::move(*this);
+  }
+  SpecKey&& doc(std::string text) && {
+    meaning = std::move(text);
+    return std::move(*this);
+  }
 };
 
 SpecKey new_key(std::string path, std::string type, KeyKind kind = KeyKind::value) {
@@ -790,7 +815,10 @@ bool valid_name(const std::string& s) {
 void read_name(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
   r.read_string(parent, key.leaf(), key.path, s.name, true);
   if (const SpecTree* n = parent ? parent->find(key.leaf()) : nullptr; n && n->is_scalar() && !valid_name(s.name))
-    r.error(n->mark, key.path, "'" + s.name + "' is not a valid name; expected letters, digits, '_', '.' or '-', and not '.' or '..' (it names the results folder)");
+    r.error(
+        n->mark, key.path,
+        "'" + s.name +
+            "' is not a valid name; expected letters, digits, '_', '.' or '-', and not '.' or '..' (it names the results folder)");
 }
 
 void read_plugin_paths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
@@ -806,7 +834,10 @@ void read_plugin_paths(Reader& r, const SpecTree* parent, const SpecKey& key, Ex
     if (!item.is_scalar() || item.text.empty()) {
       r.error(item.mark, where, describe(item) + " is not a path; expected a directory");
     } else if (std::error_code ec; !std::filesystem::exists(item.text, ec)) {
-      r.error(item.mark, where, "'" + item.text + "' does not exist; expected a directory of plugins or a plugin file (relative paths are relative to the spec file)");
+      r.error(
+          item.mark, where,
+          "'" + item.text +
+              "' does not exist; expected a directory of plugins or a plugin file (relative paths are relative to the spec file)");
     } else {
       s.plugin_paths.push_back(item.text);
     }
@@ -867,7 +898,8 @@ YAML::Node write_metrics(const ExperimentSpec& s) {
 void check_axis_path(Reader& r, const SourceMark& mark, const std::string& where, const std::string& key) {
   const bool fixed = key == "name" || key == "sweep" || key.starts_with("sweep.");
   if (is_spec_path(key) && !fixed) return;
-  if (fixed) return r.error(mark, where, "'" + key + "' cannot vary between the runs of one experiment; expected another key path");
+  if (fixed)
+    return r.error(mark, where, "'" + key + "' cannot vary between the runs of one experiment; expected another key path");
   std::string what = "'" + key + "' is not a spec key path; expected a path such as model.block or train.optimizer.lr";
   if (auto near = closest_match(key, spec_paths())) what += " (did you mean '" + *near + "'?)";
   r.error(mark, where, what);
@@ -892,7 +924,9 @@ void read_axes(Reader& r, const SpecTree* parent, const SpecKey& key, Axes& out)
   }
 }
 
-void read_grid(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) { read_axes(r, parent, key, s.sweep.grid); }
+void read_grid(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_axes(r, parent, key, s.sweep.grid);
+}
 
 // After the grid (schema order): a zipped key must not also be a grid axis.
 void read_zip(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
@@ -910,7 +944,8 @@ void read_zip(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentS
             "the lists have different lengths (" + join(lengths, ", ") + "); expected lists of equal length, zipped in lockstep");
   for (const auto& [axis, values] : sweep.zip)
     for (const auto& [g, gv] : sweep.grid)
-      if (g == axis) r.error(r.marks().of(key.path), key.path + "." + axis, "also in sweep.grid; expected each key in one of grid or zip");
+      if (g == axis)
+        r.error(r.marks().of(key.path), key.path + "." + axis, "also in sweep.grid; expected each key in one of grid or zip");
 }
 
 // A list of integers >= `min` at key.path into `out`, each item checked (`item` names one in errors).
@@ -926,8 +961,8 @@ void read_int_list(Reader& r, const SpecTree* parent, const SpecKey& key, std::v
     const SpecTree& v = list->items[i];
     const auto value = v.is_scalar() ? parse_int(v.text) : std::nullopt;
     if (!value || *value < min)
-      r.error(v.mark, key.path + "[" + std::to_string(i) + "]", describe(v) + " is not a " + item + "; expected an integer >= " +
-                                                                     std::to_string(min));
+      r.error(v.mark, key.path + "[" + std::to_string(i) + "]",
+              describe(v) + " is not a " + item + "; expected an integer >= " + std::to_string(min));
     else
       out.push_back(*value);
   }

@@ -60,10 +60,10 @@ struct ModelSpec {
   bool qkv_bias{};
   bool out_bias{};
   bool scale_embedding{};  // embeddings * sqrt(d_model)
-  bool embedding_norm{};  // LayerNorm over (embedding + position), before the embedding dropout (BERT)
+  bool embedding_norm{};   // LayerNorm over (embedding + position), before the embedding dropout (BERT)
   double embedding_norm_eps{};
-  bool causal{};  // decoder self-attention sees only earlier positions (false: the future leaks)
-  bool final_norm{};  // a norm after the stack (pre-norm blocks)
+  bool causal{};          // decoder self-attention sees only earlier positions (false: the future leaks)
+  bool final_norm{};      // a norm after the stack (pre-norm blocks)
   bool tie_embeddings{};  // decoder embedding shared with the output projection
   double norm_eps{};
   Pooling pooling{};  // encoder-only classification
@@ -118,9 +118,9 @@ struct LogSpec {
 // Sampled continuations a language model with text records at each evaluation (eval.generate).
 struct GenerateSpec {
   std::int64_t prompt_tokens{};  // the prompt: the first tokens of an eval example
-  std::int64_t max_tokens{};  // new tokens per continuation; 0: none recorded
-  double temperature{};  // 0: greedy
-  std::int64_t top_k{};  // 0: sample from every token
+  std::int64_t max_tokens{};     // new tokens per continuation; 0: none recorded
+  double temperature{};          // 0: greedy
+  std::int64_t top_k{};          // 0: sample from every token
   bool operator==(const GenerateSpec&) const = default;
 };
 

@@ -44,8 +44,11 @@ void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog) {
       catalog.check_not_refused(slot.kind, ref.name);
       const std::vector<std::string> names = catalog.names(slot.kind);
       std::string what = "unknown " + slot.kind + " plugin '" + ref.name + "'; expected ";
-      what += names.empty() ? "a " + slot.kind + " plugin, but none is installed (see `ablate plugins`; add a directory with --plugin-path or plugin_paths)"
-                            : "one of " + join(names, ", ");
+      what +=
+          names.empty()
+              ? "a " + slot.kind +
+                    " plugin, but none is installed (see `ablate plugins`; add a directory with --plugin-path or plugin_paths)"
+              : "one of " + join(names, ", ");
       if (auto near = closest_match(ref.name, names)) what += " (did you mean '" + *near + "'?)";
       errors.add(at, slot.path, what);
       continue;
@@ -54,7 +57,8 @@ void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog) {
     for (const auto& o : *declared) option_names.push_back(o.name);
     for (const auto& [option, text] : ref.options) {
       const std::string path = slot.path + "." + option;
-      const auto it = std::find_if(declared->begin(), declared->end(), [&](const OptionDescriptor& o) { return o.name == option; });
+      const auto it =
+          std::find_if(declared->begin(), declared->end(), [&](const OptionDescriptor& o) { return o.name == option; });
       if (it == declared->end()) {
         const auto key = spec.marks.keys.find(path);
         std::string what = slot.kind + " plugin '" + ref.name + "' has no option '" + option + "'; expected ";
@@ -69,8 +73,8 @@ void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog) {
         const std::string message = e.what();
         const auto expected = message.find("; expected");
         errors.add(spec.marks.of(path), path,
-                   "'" + text + "' is not a valid value of " + slot.kind + " plugin '" + ref.name + "' option '" + option +
-                       "'" + (expected == std::string::npos ? "; " + message : message.substr(expected)));
+                   "'" + text + "' is not a valid value of " + slot.kind + " plugin '" + ref.name + "' option '" + option + "'" +
+                       (expected == std::string::npos ? "; " + message : message.substr(expected)));
       }
     }
     for (const auto& o : *declared) {
@@ -86,8 +90,9 @@ void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog) {
       }
     }
   }
-  errors.throw_if_any("`ablate plugins` lists every plugin with its options; a plugin of your own: add its directory "
-                      "with -p DIR, ABLATE_PLUGIN_PATH or the spec's plugin_paths");
+  errors.throw_if_any(
+      "`ablate plugins` lists every plugin with its options; a plugin of your own: add its directory "
+      "with -p DIR, ABLATE_PLUGIN_PATH or the spec's plugin_paths");
 }
 
 }  // namespace ablate::spec

@@ -78,11 +78,11 @@ namespace {
 
 // A scalar written so that YAML reads back the same text: plain when that is unambiguous.
 std::string flow_scalar(const std::string& s) {
-  const bool plain = !s.empty() && s != "null" && s != "Null" && s != "NULL" && s != "~" && s.front() != '-' &&
-                     std::all_of(s.begin(), s.end(), [](char c) {
-                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+' ||
-                              c == '/';
-                     });
+  const bool plain =
+      !s.empty() && s != "null" && s != "Null" && s != "NULL" && s != "~" && s.front() != '-' &&
+      std::all_of(s.begin(), s.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+' || c == '/';
+      });
   if (plain || (s.front() == '-' && s.size() > 1 && std::isdigit(static_cast<unsigned char>(s[1])) &&
                 s.find_first_not_of("0123456789.eE+-") == std::string::npos))
     return s;
@@ -109,9 +109,7 @@ SpecTree convert(const YAML::Node& node, const std::string& origin, const Source
   t.mark = mark_of(node.Mark(), origin, fallback);
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      t.kind = SpecTree::Kind::Null;
-      break;
+    case YAML::NodeType::Null: t.kind = SpecTree::Kind::Null; break;
     case YAML::NodeType::Scalar:
       t.kind = SpecTree::Kind::Scalar;
       t.text = node.Scalar();
@@ -211,7 +209,8 @@ SpecTree load_chain(const std::filesystem::path& file, std::vector<std::filesyst
   SpecTree tree;
   {
     std::lock_guard<std::mutex> lock(cache_mutex);
-    if (auto it = cache->find(canonical); it == cache->end() || std::get<0>(it->second) != size || std::get<1>(it->second) != mtime)
+    if (auto it = cache->find(canonical);
+        it == cache->end() || std::get<0>(it->second) != size || std::get<1>(it->second) != mtime)
       (*cache)[canonical] = {size, mtime, read_spec_file(file, size, where)};
     // A sweep's points need no sweep: copying the rest only keeps N points linear in N.
     const SpecTree& cached = std::get<2>((*cache)[canonical]);
@@ -359,8 +358,9 @@ std::pair<SpecTree, std::string> parse_override(const std::string& assignment) {
   } catch (const UsageError& e) {
     const std::string message = e.what();
     const auto why = message.find("invalid YAML: ");
-    throw UsageError(origin + ": the value is not valid YAML (" + (why == std::string::npos ? message : message.substr(why + 14)) +
-                         "); expected a YAML value, e.g. 256, pre_norm, [0.9, 0.999] or {plugin: noam, warmup: 400}");
+    throw UsageError(origin + ": the value is not valid YAML (" +
+                     (why == std::string::npos ? message : message.substr(why + 14)) +
+                     "); expected a YAML value, e.g. 256, pre_norm, [0.9, 0.999] or {plugin: noam, warmup: 400}");
   }
   const SourceMark mark{origin, 0, 0};
   set_origin(value, mark);

@@ -43,11 +43,11 @@ class SpecErrors {
 struct SpecTree {
   enum class Kind { Null, Scalar, Sequence, Map };
   Kind kind = Kind::Null;
-  std::string text;                                    // Scalar
-  std::vector<SpecTree> items;                         // Sequence
+  std::string text;                                       // Scalar
+  std::vector<SpecTree> items;                            // Sequence
   std::vector<std::pair<std::string, SpecTree>> entries;  // Map, in written order
-  std::vector<SourceMark> key_marks;                   // Map: where each key was written
-  SourceMark mark;                                     // where the value starts
+  std::vector<SourceMark> key_marks;                      // Map: where each key was written
+  SourceMark mark;                                        // where the value starts
 
   bool is_map() const { return kind == Kind::Map; }
   bool is_scalar() const { return kind == Kind::Scalar; }

@@ -43,9 +43,12 @@ pid_t spawn(const fs::path& executable, const Task& task, const fs::path& log) {
   argv.push_back(nullptr);
 
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-  if (fd < 0) throw Error("cannot open the run log " + log.string() + ": " + std::strerror(errno), "check that the sweep directory is writable");
+  if (fd < 0)
+    throw Error("cannot open the run log " + log.string() + ": " + std::strerror(errno),
+                "check that the sweep directory is writable");
   const std::string header = "== " + results::utc_now_iso8601() + " ablate sweep starts: " + join(words, " ") + "\n";
-  if (::write(fd, header.data(), header.size()) < 0) { /* the log is best effort; the run itself records its results */ }
+  if (::write(fd, header.data(), header.size()) < 0) { /* the log is best effort; the run itself records its results */
+  }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -62,7 +65,8 @@ pid_t spawn(const fs::path& executable, const Task& task, const fs::path& log) {
     if (null >= 0) ::dup2(null, STDIN_FILENO);
     ::execv(argv[0], argv.data());
     static const char msg[] = "ablate sweep: cannot execute the ablate program\n";
-    if (::write(STDERR_FILENO, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
+    if (::write(STDERR_FILENO, msg, sizeof msg - 1) < 0) { /* nothing more to do */
+    }
     ::_exit(127);
   }
   ::close(fd);
@@ -150,7 +154,8 @@ LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks
                                     : "ablate run exited with status " + std::to_string(o.exit_code);
       if (const std::string error = last_error_line(o.log); !error.empty()) reason += ": " + error;
       try {
-        results::RunWriter::record_end(o.dir / "run.h5", {results::RunStatus::Failed, reason, o.phase.step, results::utc_now_iso8601()});
+        results::RunWriter::record_end(o.dir / "run.h5",
+                                       {results::RunStatus::Failed, reason, o.phase.step, results::utc_now_iso8601()});
         o.phase = read_run_phase(o.dir);
       } catch (const std::exception& e) {
         o.phase.phase = RunPhase::Failed;
@@ -175,7 +180,9 @@ LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks
       const Task& t = tasks[next];
       std::error_code ec;
       fs::create_directories(t.dir, ec);
-      if (ec) throw Error("cannot create the run directory " + t.dir.string() + ": " + ec.message(), "check that the sweep directory is writable");
+      if (ec)
+        throw Error("cannot create the run directory " + t.dir.string() + ": " + ec.message(),
+                    "check that the sweep directory is writable");
       running.push_back({next, spawn(executable, t, report.outcomes[next].log), Clock::now()});
       report.outcomes[next].started = true;
       display.event("start  " + t.name + (t.resume ? " (resuming)" : ""));
@@ -199,8 +206,8 @@ LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks
     if (display.status_due()) {  // the line reads every running run's file: only when it is shown
       std::vector<const Task*> active;
       for (const Child& c : running) active.push_back(&tasks[c.task]);
-      std::string line = "sweep: " + std::to_string(finished) + "/" + std::to_string(tasks.size()) + " finished, running: " +
-                         running_steps(active);
+      std::string line = "sweep: " + std::to_string(finished) + "/" + std::to_string(tasks.size()) +
+                         " finished, running: " + running_steps(active);
       if (next < tasks.size()) line += ", " + std::to_string(tasks.size() - next) + " waiting";
       display.status(line + " (" + train::format_duration(seconds_since(sweep_start)) + ")");
     }

@@ -48,8 +48,9 @@ Manifest read_manifest(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(file, ec)) return m;
   auto bad = [&](const std::string& what) -> Error {
-    return Error("the sweep manifest " + file.string() + " is damaged: " + what,
-                 "it is written by `ablate sweep`; restore it, or move it away (the run folders are kept) and run the sweep again");
+    return Error(
+        "the sweep manifest " + file.string() + " is damaged: " + what,
+        "it is written by `ablate sweep`; restore it, or move it away (the run folders are kept) and run the sweep again");
   };
   YAML::Node root;
   try {
@@ -61,8 +62,8 @@ Manifest read_manifest(const fs::path& dir) {
     if (!root.IsMap() || root["format"].as<std::string>("") != kFormat) throw bad("it is not an ablate-sweep file");
     const int version = root["format_version"].as<int>(0);
     if (version != kFormatVersion)
-      throw Error("the sweep manifest " + file.string() + " has format version " + std::to_string(version) + ", this Ablate reads " +
-                      std::to_string(kFormatVersion),
+      throw Error("the sweep manifest " + file.string() + " has format version " + std::to_string(version) +
+                      ", this Ablate reads " + std::to_string(kFormatVersion),
                   "use the Ablate version that wrote it, or a new sweep directory (--out)");
     m.experiment = root["experiment"].as<std::string>("");
     m.spec_file = root["spec"].as<std::string>("");
@@ -98,12 +99,10 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
       << YAML::BeginMap << YAML::Key << "format" << YAML::Value << kFormat << YAML::Key << "format_version" << YAML::Value
       << kFormatVersion << YAML::Key << "experiment" << YAML::Value << m.experiment << YAML::Key << "spec" << YAML::Value
       << m.spec_file << YAML::Key << "overrides" << YAML::Value << YAML::Flow << m.overrides << YAML::Block << YAML::Key
-      << "baseline" << YAML::Value << m.baseline << YAML::Key
-      << "runs" << YAML::Value << YAML::BeginSeq;
+      << "baseline" << YAML::Value << m.baseline << YAML::Key << "runs" << YAML::Value << YAML::BeginSeq;
   for (const ManifestRun& r : m.runs) {
-    out << YAML::BeginMap << YAML::Key << "id" << YAML::Value << r.id << YAML::Key << "name" << YAML::Value << r.name
-        << YAML::Key << "folder" << YAML::Value << r.folder << YAML::Key << "settings" << YAML::Value << YAML::Flow
-        << YAML::BeginMap;
+    out << YAML::BeginMap << YAML::Key << "id" << YAML::Value << r.id << YAML::Key << "name" << YAML::Value << r.name << YAML::Key
+        << "folder" << YAML::Value << r.folder << YAML::Key << "settings" << YAML::Value << YAML::Flow << YAML::BeginMap;
     for (const auto& [k, v] : r.settings) out << YAML::Key << k << YAML::Value << v;
     out << YAML::EndMap << YAML::Block << YAML::Key << "added" << YAML::Value << r.added;
     if (!r.slurm_job.empty()) out << YAML::Key << "slurm_job" << YAML::Value << r.slurm_job;
@@ -118,7 +117,8 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
 SweepLock::SweepLock(const fs::path& dir) {
   const fs::path file = dir / ".sweep.lock";
   fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0) throw Error("cannot open " + file.string() + ": " + std::strerror(errno), "check that the sweep directory is writable");
+  if (fd_ < 0)
+    throw Error("cannot open " + file.string() + ": " + std::strerror(errno), "check that the sweep directory is writable");
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
     ::close(fd_);

@@ -19,8 +19,8 @@ struct ManifestRun {
   std::string name;    // the readable name, "block=pre_norm,seed=2"
   std::string folder;  // under the sweep directory
   std::vector<std::pair<std::string, std::string>> settings;
-  std::string added;       // ISO-8601 UTC, when it first entered the manifest
-  std::string slurm_job;   // "<job>_<array index>" of its last submission; "" if never submitted
+  std::string added;      // ISO-8601 UTC, when it first entered the manifest
+  std::string slurm_job;  // "<job>_<array index>" of its last submission; "" if never submitted
 };
 
 struct Manifest {

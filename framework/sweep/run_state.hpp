@@ -20,8 +20,8 @@ const char* to_string(RunPhase phase);  // pending, running, done, diverged, fai
 
 struct RunPhaseInfo {
   RunPhase phase = RunPhase::Pending;
-  std::int64_t step = 0;  // the last step recorded in the run file
-  std::string reason;     // why it stopped, or why it is counted as it is
+  std::int64_t step = 0;     // the last step recorded in the run file
+  std::string reason;        // why it stopped, or why it is counted as it is
   bool writer_died = false;  // the file says running but no process writes it (a killed or crashed run)
 };
 

@@ -22,7 +22,7 @@ namespace {
 constexpr auto kPollInterval = std::chrono::seconds(2);
 
 struct ProgramOutput {
-  int status = -1;  // exit status; -1: could not run, or ended by a signal
+  int status = -1;   // exit status; -1: could not run, or ended by a signal
   std::string text;  // stdout and stderr together
 };
 
@@ -125,7 +125,8 @@ SlurmSubmission submit_array(const fs::path& executable, const std::vector<Task>
   if (const auto nl = out.rfind('\n'); nl != std::string::npos) out = out.substr(nl + 1);  // after any warnings
   sub.job_id = out.substr(0, out.find(';'));
   if (sub.job_id.empty() || sub.job_id.find_first_not_of("0123456789") != std::string::npos)
-    throw Error("sbatch printed no job id: '" + trimmed(r.text) + "'", "check the Slurm client; the script is " + sub.script.string());
+    throw Error("sbatch printed no job id: '" + trimmed(r.text) + "'",
+                "check the Slurm client; the script is " + sub.script.string());
   return sub;
 }
 

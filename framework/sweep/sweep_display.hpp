@@ -17,14 +17,14 @@ class SweepDisplay {
  public:
   static constexpr double kBarRedrawSeconds = 1.0;
   static constexpr double kHeartbeatSeconds = 60.0;  // Lines: a status line this often
-  static constexpr std::size_t kBarWidth = 118;       // a wrapped line cannot be redrawn in place
+  static constexpr std::size_t kBarWidth = 118;      // a wrapped line cannot be redrawn in place
 
   SweepDisplay(std::ostream& out, train::ProgressMode mode) : out_(out), mode_(mode) {}
   ~SweepDisplay() { finish(); }
   SweepDisplay(const SweepDisplay&) = delete;
   SweepDisplay& operator=(const SweepDisplay&) = delete;
 
-  void event(const std::string& line);   // printed on its own line (not under Quiet)
+  void event(const std::string& line);  // printed on its own line (not under Quiet)
   // Whether status() would show a line now: callers build the line (which reads run files) only then.
   bool status_due() const;
   void status(const std::string& line);  // the current state; shown as the mode says

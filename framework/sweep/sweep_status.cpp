@@ -28,7 +28,8 @@ fs::path set_aside(const fs::path& sweep_dir, const std::string& folder) {
     const fs::path to = attempts / (folder + "." + std::to_string(n));
     if (fs::exists(to)) continue;
     fs::rename(sweep_dir / folder, to, ec);
-    if (ec) throw Error("cannot move the failed run " + (sweep_dir / folder).string() + " to " + to.string() + ": " + ec.message());
+    if (ec)
+      throw Error("cannot move the failed run " + (sweep_dir / folder).string() + " to " + to.string() + ": " + ec.message());
     return to;
   }
 }
@@ -120,8 +121,8 @@ Schedule schedule_runs(const SweepPlan& plan, Manifest& manifest, const PluginRe
         s.stale_kept.push_back(run.point.name + ": " + *stale);
       } else {
         out << (finished ? "rerunning run " : "restarting interrupted run ") << run.point.name
-            << ": it was made by other code (now " << *stale << "); its folder is kept as "
-            << set_aside(dir, run.folder).string() << "\n";
+            << ": it was made by other code (now " << *stale << "); its folder is kept as " << set_aside(dir, run.folder).string()
+            << "\n";
         before[i] = RunPhaseInfo{};
       }
     }
@@ -135,7 +136,8 @@ Schedule schedule_runs(const SweepPlan& plan, Manifest& manifest, const PluginRe
           ++s.failed;
           continue;
         }
-        out << "rerunning failed run " << run.point.name << "; its folder is kept as " << set_aside(dir, run.folder).string() << "\n";
+        out << "rerunning failed run " << run.point.name << "; its folder is kept as " << set_aside(dir, run.folder).string()
+            << "\n";
         break;
       case P::Interrupted: resume = true; break;
       case P::Pending: break;
@@ -162,7 +164,8 @@ std::vector<std::string> failure_reports(const SweepPlan& plan, const std::vecto
   std::vector<std::string> failures;
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const fs::path log = plan.run_dir(plan.runs[i]) / "ablate.log";
-    const auto o = std::find_if(outcomes.begin(), outcomes.end(), [&](const auto& t) { return t.dir == plan.run_dir(plan.runs[i]); });
+    const auto o =
+        std::find_if(outcomes.begin(), outcomes.end(), [&](const auto& t) { return t.dir == plan.run_dir(plan.runs[i]); });
     const bool failed_now = o != outcomes.end() && o->failed();
     if (after[i].phase != RunPhase::Failed && !failed_now) continue;
     const std::string reason = failed_now ? o->phase.reason : after[i].reason;

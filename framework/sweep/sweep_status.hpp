@@ -33,9 +33,9 @@ struct ScheduleOptions {
 
 struct Schedule {
   std::vector<Task> tasks;
-  std::vector<std::size_t> task_run;  // the plan index of each task
+  std::vector<std::size_t> task_run;                        // the plan index of each task
   std::size_t done = 0, failed = 0, busy = 0, resumed = 0;  // skipped as done/diverged, failed, running or queued; resumed tasks
-  std::vector<std::string> stale_kept;  // "name: what differs" of the runs --keep-stale kept
+  std::vector<std::string> stale_kept;                      // "name: what differs" of the runs --keep-stale kept
 };
 
 // What each run of `plan` needs, given `before` (read_phases). A run made by other code than

@@ -12,9 +12,9 @@
 namespace ablate::train {
 
 struct BeamOptions {
-  std::int64_t beam = 4;          // K: hypotheses kept per source (1: greedy)
-  double length_penalty = 1.0;    // alpha: a finished hypothesis scores log p / length^alpha (eos counted)
-  std::int64_t max_len = 0;       // content tokens at most; a hypothesis still open then is closed
+  std::int64_t beam = 4;        // K: hypotheses kept per source (1: greedy)
+  double length_penalty = 1.0;  // alpha: a finished hypothesis scores log p / length^alpha (eos counted)
+  std::int64_t max_len = 0;     // content tokens at most; a hypothesis still open then is closed
 };
 
 // Throws UsageError for options no decoding runs with, naming the command-line options: beam < 1

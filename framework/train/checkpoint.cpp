@@ -95,8 +95,8 @@ class TempFile {
       }
       const int e = errno;
       if (e == EEXIST && attempt < 100) continue;  // a leftover of a crashed run with our pid
-      throw Error("cannot write checkpoint " + target.string() + ": cannot create the temporary file " +
-                      path_.string() + ": " + errno_text(e),
+      throw Error("cannot write checkpoint " + target.string() + ": cannot create the temporary file " + path_.string() + ": " +
+                      errno_text(e),
                   "check that the directory " + directory().string() + " exists and is writable");
     }
   }
@@ -116,8 +116,7 @@ class TempFile {
   }
 
   [[noreturn]] void fail(const std::string& doing, int e) const {
-    throw Error("cannot write checkpoint " + target_.string() + ": " + doing + " " + path_.string() +
-                    " failed: " + errno_text(e),
+    throw Error("cannot write checkpoint " + target_.string() + ": " + doing + " " + path_.string() + " failed: " + errno_text(e),
                 "check free space, quotas and permissions on the file system of " + directory().string() +
                     "; the previous checkpoint, if any, is unchanged");
   }
@@ -129,10 +128,9 @@ class TempFile {
     if (const int e = fd_->close(); e != 0) fail("closing", e);
     if (::rename(path_.c_str(), target_.c_str()) != 0) {
       const int e = errno;
-      throw Error("cannot write checkpoint " + target_.string() + ": renaming " + path_.string() +
-                      " over it failed: " + errno_text(e),
-                  "check that " + target_.string() + " is not a directory and that " + directory().string() +
-                      " is writable");
+      throw Error(
+          "cannot write checkpoint " + target_.string() + ": renaming " + path_.string() + " over it failed: " + errno_text(e),
+          "check that " + target_.string() + " is not a directory and that " + directory().string() + " is writable");
     }
     committed_ = true;
     Fd dir(::open(directory().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -199,8 +197,8 @@ void check_saveable(const std::filesystem::path& file, const Parameter& p) {
   };
   if (p.value.dtype() != DType::F32) bad("has a " + std::string(dtype_name(p.value.dtype())) + " master value");
   if (p.m.defined() != p.v.defined()) bad("has only one of the two Adam moments");
-  if (has_moments(p) && (p.m.shape() != p.value.shape() || p.v.shape() != p.value.shape() ||
-                         p.m.dtype() != DType::F32 || p.v.dtype() != DType::F32))
+  if (has_moments(p) && (p.m.shape() != p.value.shape() || p.v.shape() != p.value.shape() || p.m.dtype() != DType::F32 ||
+                         p.v.dtype() != DType::F32))
     bad("has moments " + p.m.str() + ", " + p.v.str() + " that do not match its value " + p.value.str());
 }
 
@@ -254,8 +252,7 @@ class Cursor {
 
   void need(std::uint64_t n, const std::string& what) const {
     if (n > left())
-      in_.fail("is malformed: " + what + " at byte " + std::to_string(at_) + " runs past the end of the payload",
-               kMalformedHint);
+      in_.fail("is malformed: " + what + " at byte " + std::to_string(at_) + " runs past the end of the payload", kMalformedHint);
   }
   template <class T>
   T value(const std::string& what) {
@@ -290,9 +287,7 @@ std::string name_list(const std::vector<std::string>& names) {
   return s;
 }
 
-std::string count(std::size_t n, const char* noun) {
-  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
-}
+std::string count(std::size_t n, const char* noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
 
 // Checks magic, version, length and checksum; returns the payload length.
 std::uint64_t check_envelope(const Reader& in, std::uint64_t size) {
@@ -303,8 +298,8 @@ std::uint64_t check_envelope(const Reader& in, std::uint64_t size) {
     in.fail("is not an Ablate checkpoint (it does not start with \"ABLATECK\")",
             "pass a checkpoint file written by an Ablate training run");
   if (size < kHeaderBytes + kTrailerBytes)
-    in.fail("is truncated: " + std::to_string(size) + " bytes, shorter than the " +
-                std::to_string(kHeaderBytes + kTrailerBytes) + " of header and checksum alone",
+    in.fail("is truncated: " + std::to_string(size) + " bytes, shorter than the " + std::to_string(kHeaderBytes + kTrailerBytes) +
+                " of header and checksum alone",
             kCorruptHint);
 
   std::uint32_t version, reserved;
@@ -316,17 +311,15 @@ std::uint64_t check_envelope(const Reader& in, std::uint64_t size) {
     in.fail("has format version " + std::to_string(version) + "; this Ablate reads version " +
                 std::to_string(kCheckpointFormatVersion),
             "it was written by another version of Ablate: resume with that version, or start the run afresh");
-  if (reserved != 0)
-    in.fail("is malformed: reserved header field is " + std::to_string(reserved) + ", not 0", kCorruptHint);
+  if (reserved != 0) in.fail("is malformed: reserved header field is " + std::to_string(reserved) + ", not 0", kCorruptHint);
   const std::uint64_t body = size - kHeaderBytes - kTrailerBytes;
   if (payload > body)
-    in.fail("is truncated: " + std::to_string(size) + " bytes, but its header announces " +
-                std::to_string(payload) + " bytes of payload (" + std::to_string(payload + kHeaderBytes + kTrailerBytes) +
-                " in all)",
+    in.fail("is truncated: " + std::to_string(size) + " bytes, but its header announces " + std::to_string(payload) +
+                " bytes of payload (" + std::to_string(payload + kHeaderBytes + kTrailerBytes) + " in all)",
             kCorruptHint);
   if (payload < body)
-    in.fail("is corrupt: " + count(body - payload, "unexpected byte") + " after its end (" +
-                std::to_string(size) + " bytes, " + std::to_string(payload + kHeaderBytes + kTrailerBytes) + " expected)",
+    in.fail("is corrupt: " + count(body - payload, "unexpected byte") + " after its end (" + std::to_string(size) + " bytes, " +
+                std::to_string(payload + kHeaderBytes + kTrailerBytes) + " expected)",
             kCorruptHint);
 
   std::vector<char> chunk(static_cast<std::size_t>(std::min<std::uint64_t>(payload, kChunkBytes)));
@@ -354,9 +347,7 @@ std::vector<Record> parse_payload(const Reader& in, std::uint64_t payload, Loade
   s.tokens_seen = c.value<std::int64_t>("tokens_seen");
   s.elapsed_seconds = c.value<double>("elapsed_seconds");
   const auto has_best = c.value<std::uint8_t>("has_best");
-  if (has_best > 1)
-    in.fail("is malformed: has_best is " + std::to_string(has_best) + ", not 0 or 1",
-            kMalformedHint);
+  if (has_best > 1) in.fail("is malformed: has_best is " + std::to_string(has_best) + ", not 0 or 1", kMalformedHint);
   s.has_best = has_best == 1;
   s.best_metric = c.value<double>("best_metric");
   s.best_step = c.value<std::int64_t>("best_step");
@@ -371,9 +362,9 @@ std::vector<Record> parse_payload(const Reader& in, std::uint64_t payload, Loade
   const auto n = c.value<std::uint64_t>("parameter count");
   constexpr std::uint64_t kMinRecord = 4 + 4 + 1;
   if (n > c.left() / kMinRecord)
-    in.fail("is malformed: " + std::to_string(n) + " parameter records cannot fit in the " +
-                std::to_string(c.left()) + " bytes left",
-            kMalformedHint);
+    in.fail(
+        "is malformed: " + std::to_string(n) + " parameter records cannot fit in the " + std::to_string(c.left()) + " bytes left",
+        kMalformedHint);
   std::vector<Record> records;
   records.reserve(static_cast<std::size_t>(n));
   std::map<std::string, std::size_t> seen;
@@ -382,29 +373,23 @@ std::vector<Record> parse_payload(const Reader& in, std::uint64_t payload, Loade
     const std::string which = "parameter record " + std::to_string(i);
     r.name = c.text(c.value<std::uint32_t>(which + " name length"), which + " name");
     const std::string what = "parameter '" + r.name + "'";
-    if (!seen.emplace(r.name, i).second)
-      in.fail("is malformed: " + what + " appears twice", kMalformedHint);
+    if (!seen.emplace(r.name, i).second) in.fail("is malformed: " + what + " appears twice", kMalformedHint);
     const auto rank = c.value<std::uint32_t>(what + " rank");
     if (rank > static_cast<std::uint32_t>(Shape::kMaxRank))
-      in.fail("is malformed: " + what + " has rank " + std::to_string(rank) + " (at most 4)",
-              kMalformedHint);
+      in.fail("is malformed: " + what + " has rank " + std::to_string(rank) + " (at most 4)", kMalformedHint);
     std::vector<std::int64_t> dims(rank);
     std::uint64_t bytes = 4;  // of one f32 tensor of this shape, guarded against overflow
     for (auto& d : dims) {
       d = c.value<std::int64_t>(what + " dims");
-      if (d < 0)
-        in.fail("is malformed: " + what + " has dimension " + std::to_string(d),
-                kMalformedHint);
+      if (d < 0) in.fail("is malformed: " + what + " has dimension " + std::to_string(d), kMalformedHint);
       if (d != 0 && bytes > c.left() / static_cast<std::uint64_t>(d))
-        in.fail("is malformed: " + what + " data runs past the end of the payload",
-                kMalformedHint);
+        in.fail("is malformed: " + what + " data runs past the end of the payload", kMalformedHint);
       bytes *= static_cast<std::uint64_t>(d);
     }
     r.shape = Shape(dims);
     const auto moments = c.value<std::uint8_t>(what + " moments flag");
     if (moments > 1)
-      in.fail("is malformed: " + what + " has moments flag " + std::to_string(moments) + ", not 0 or 1",
-              kMalformedHint);
+      in.fail("is malformed: " + what + " has moments flag " + std::to_string(moments) + ", not 0 or 1", kMalformedHint);
     r.moments = moments == 1;
     r.data_offset = c.offset();
     c.skip(bytes, what + " value");
@@ -415,8 +400,7 @@ std::vector<Record> parse_payload(const Reader& in, std::uint64_t payload, Loade
     records.push_back(std::move(r));
   }
   if (c.left() != 0)
-    in.fail("is malformed: " + std::to_string(c.left()) + " bytes after the last parameter record",
-            kMalformedHint);
+    in.fail("is malformed: " + std::to_string(c.left()) + " bytes after the last parameter record", kMalformedHint);
   return records;
 }
 
@@ -432,8 +416,8 @@ std::vector<const Record*> match_store(const Reader& in, const std::vector<Recor
     if (it == by_name.end()) {
       missing.push_back(p->name);
     } else if (it->second->shape != p->value.shape()) {
-      shapes.push_back("'" + p->name + "' is " + p->value.shape().str() + " in the model, " +
-                       it->second->shape.str() + " in the file");
+      shapes.push_back("'" + p->name + "' is " + p->value.shape().str() + " in the model, " + it->second->shape.str() +
+                       " in the file");
     }
     matched.push_back(it == by_name.end() ? nullptr : it->second);
   }
@@ -567,9 +551,9 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& file, ParameterSto
   for (std::size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = *params[i];
     if (!matched[i]->moments) continue;
-    moments[i] = has_moments(p) ? std::pair(p.m, p.v)
-                                : std::pair(backend.empty(p.value.shape(), DType::F32),
-                                            backend.empty(p.value.shape(), DType::F32));
+    moments[i] = has_moments(p)
+                     ? std::pair(p.m, p.v)
+                     : std::pair(backend.empty(p.value.shape(), DType::F32), backend.empty(p.value.shape(), DType::F32));
   }
   std::vector<float> host;
   auto load = [&](Tensor& t, std::uint64_t offset) {

@@ -26,7 +26,8 @@ std::string code_difference(const std::vector<std::string>& recorded, const std:
   for (const std::string& part : now) {
     if (std::find(recorded.begin(), recorded.end(), part) != recorded.end()) continue;
     const std::string who = part.substr(0, part.find(' '));  // "ffn/swiglu", or "ablate"
-    const auto was = std::find_if(recorded.begin(), recorded.end(), [&](const std::string& r) { return r.starts_with(who + " "); });
+    const auto was =
+        std::find_if(recorded.begin(), recorded.end(), [&](const std::string& r) { return r.starts_with(who + " "); });
     out.push_back(part + (was != recorded.end() ? " (was " + was->substr(who.size() + 1) + ")" : " (new)"));
   }
   return out.empty() ? "the same parts in another order" : join(out, ", ");

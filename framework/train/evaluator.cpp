@@ -69,7 +69,8 @@ Evaluation evaluate_fetched(Experiment& ex, const std::vector<spec::Metric>& met
       std::vector<std::vector<std::int32_t>> p;
       if (beam && beam->beam > 1) {
         std::vector<std::vector<std::int32_t>> sources;
-        for (std::size_t i = references.size() - examples.size(); i < references.size(); ++i) sources.push_back(references[i].src);
+        for (std::size_t i = references.size() - examples.size(); i < references.size(); ++i)
+          sources.push_back(references[i].src);
         BeamOptions o = *beam;
         o.max_len = max_decode;
         p = beam_search(ex, sources, o);
@@ -98,8 +99,7 @@ Evaluation evaluate_fetched(Experiment& ex, const std::vector<spec::Metric>& met
 
 Evaluation evaluate(Experiment& ex, const std::vector<spec::Metric>& metrics, Split split, std::size_t samples,
                     std::int64_t length, std::int64_t count, const BeamOptions* beam) {
-  const std::int64_t n =
-      std::min(count > 0 ? count : ex.spec.eval.batches * ex.spec.train.batch_size, ex.size(split, length));
+  const std::int64_t n = std::min(count > 0 ? count : ex.spec.eval.batches * ex.spec.train.batch_size, ex.size(split, length));
   const Fetch fetch = [&](std::int64_t first, std::int64_t k) {
     std::vector<std::int64_t> indices(static_cast<std::size_t>(k));
     for (std::int64_t i = 0; i < k; ++i) indices[static_cast<std::size_t>(i)] = first + i;

@@ -41,8 +41,7 @@ struct Evaluation {
 // length instead (eval.lengths; greedy decoding then allows targets of up to that length too).
 // `beam` (not null, beam > 1): the predictions come from beam_search (beam_search.hpp) instead.
 Evaluation evaluate(Experiment& experiment, const std::vector<spec::Metric>& metrics, Split split = Split::Eval,
-                    std::size_t samples = 0, std::int64_t length = 0, std::int64_t count = 0,
-                    const BeamOptions* beam = nullptr);
+                    std::size_t samples = 0, std::int64_t length = 0, std::int64_t count = 0, const BeamOptions* beam = nullptr);
 
 // The same on `examples` (Task::read_examples of a new file): every one of them, greedy (or beam)
 // decoding up to the task's max_tgt_len.

@@ -154,7 +154,8 @@ std::vector<Example> Experiment::examples(Split split, const std::vector<std::in
   std::vector<Example> out;
   out.reserve(indices.size());
   plugin_call(*task, length > 0 ? "example_at_length" : "example", [&] {
-    for (std::int64_t i : indices) out.push_back(length > 0 ? task->example_at_length(split, i, length) : task->example(split, i));
+    for (std::int64_t i : indices)
+      out.push_back(length > 0 ? task->example_at_length(split, i, length) : task->example(split, i));
   });
   return out;
 }
@@ -172,9 +173,7 @@ std::vector<std::int32_t> Experiment::encode(const std::string& text, bool targe
   return plugin_call(*task, "encode", [&] { return task->encode(text, target, unknown); });
 }
 
-bool Experiment::has_text() const {
-  return size(Split::Eval) > 0 && !text(examples(Split::Eval, {0}).front().tgt, true).empty();
-}
+bool Experiment::has_text() const { return size(Split::Eval) > 0 && !text(examples(Split::Eval, {0}).front().tgt, true).empty(); }
 
 std::map<std::string, double> Experiment::score(const std::vector<Example>& references,
                                                 const std::vector<std::vector<std::int32_t>>& predictions) const {

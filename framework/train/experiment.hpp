@@ -45,8 +45,7 @@ struct Experiment {
   // model. Throws UsageError (with the spec position) when the architecture does not fit the task,
   // PluginError when a plugin cannot be created, PluginFault when one fails. The backend is wrapped
   // in a HostedBackend (faults name the plugin); with `profile` it also times every op into it.
-  Experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry,
-             std::shared_ptr<OpProfile> profile = nullptr);
+  Experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry, std::shared_ptr<OpProfile> profile = nullptr);
 
   spec::ExperimentSpec spec;
   std::shared_ptr<Backend> backend;

@@ -47,8 +47,7 @@ std::vector<double> layer_grad_norms(ParameterStore& store, const std::vector<st
 }
 
 std::vector<double> residual_norms(Backend& be, const model::ForwardCapture& capture,
-                                   const std::vector<std::int32_t>& src_lengths,
-                                   const std::vector<std::int32_t>& tgt_lengths) {
+                                   const std::vector<std::int32_t>& src_lengths, const std::vector<std::int32_t>& tgt_lengths) {
   std::vector<double> out;
   for (const auto& r : capture.residuals) {
     const std::vector<float> x = host_floats(be, r.x);

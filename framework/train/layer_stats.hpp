@@ -27,8 +27,7 @@ std::vector<double> layer_grad_norms(ParameterStore& store, const std::vector<st
 // gives the valid positions of each batch item of that stack (source lengths for the encoder,
 // target lengths for the decoder). One value per capture.residuals entry, in its order.
 std::vector<double> residual_norms(Backend& backend, const model::ForwardCapture& capture,
-                                   const std::vector<std::int32_t>& src_lengths,
-                                   const std::vector<std::int32_t>& tgt_lengths);
+                                   const std::vector<std::int32_t>& src_lengths, const std::vector<std::int32_t>& tgt_lengths);
 
 // Entropy (nats) of each head's attention distribution, averaged over the valid queries of every
 // batch item: probs [B, H, T, S] with query_lengths [B]. Returns H values.

@@ -18,15 +18,38 @@ struct OpName {
 };
 
 constexpr OpName kNames[] = {
-    {"linear", "fwd"},        {"linear", "bwd"},     {"matmul", "fwd"},      {"matmul", "bwd"},
-    {"attention", "fwd"},     {"attention", "bwd"},  {"layer_norm", "fwd"},  {"layer_norm", "bwd"},
-    {"rms_norm", "fwd"},      {"rms_norm", "bwd"},   {"activation", "fwd"},  {"activation", "bwd"},
-    {"add", "fwd"},           {"add", "bwd"},        {"mul", "fwd"},         {"mul", "bwd"},
-    {"dropout", "fwd"},       {"dropout", "bwd"},    {"embedding", "fwd"},   {"embedding", "bwd"},
-    {"split/merge heads", "fwd"}, {"split/merge heads", "bwd"}, {"rope", "fwd"}, {"rope", "bwd"},
-    {"slice/concat last", "fwd"}, {"slice/concat last", "bwd"}, {"softmax/sum/exp/sigmoid", "fwd"},
-    {"softmax/sum/exp/sigmoid", "bwd"}, {"cross_entropy", "fwd+bwd"},
-    {"axpy", "bwd"},          {"sum_squares", "optim"}, {"adam_update", "optim"},
+    {"linear", "fwd"},
+    {"linear", "bwd"},
+    {"matmul", "fwd"},
+    {"matmul", "bwd"},
+    {"attention", "fwd"},
+    {"attention", "bwd"},
+    {"layer_norm", "fwd"},
+    {"layer_norm", "bwd"},
+    {"rms_norm", "fwd"},
+    {"rms_norm", "bwd"},
+    {"activation", "fwd"},
+    {"activation", "bwd"},
+    {"add", "fwd"},
+    {"add", "bwd"},
+    {"mul", "fwd"},
+    {"mul", "bwd"},
+    {"dropout", "fwd"},
+    {"dropout", "bwd"},
+    {"embedding", "fwd"},
+    {"embedding", "bwd"},
+    {"split/merge heads", "fwd"},
+    {"split/merge heads", "bwd"},
+    {"rope", "fwd"},
+    {"rope", "bwd"},
+    {"slice/concat last", "fwd"},
+    {"slice/concat last", "bwd"},
+    {"softmax/sum/exp/sigmoid", "fwd"},
+    {"softmax/sum/exp/sigmoid", "bwd"},
+    {"cross_entropy", "fwd+bwd"},
+    {"axpy", "bwd"},
+    {"sum_squares", "optim"},
+    {"adam_update", "optim"},
     {"memory (alloc, fill, copy, cast)", "-"},
 };
 static_assert(std::size(kNames) == static_cast<std::size_t>(ProfiledOp::Count), "one name per profiled op");
@@ -40,26 +63,50 @@ struct OpRow {
   ProfiledOp row;
 };
 constexpr OpRow kRows[] = {
-    {"fill", ProfiledOp::Memory}, {"copy_from_host", ProfiledOp::Memory}, {"copy_to_host", ProfiledOp::Memory},
-    {"copy", ProfiledOp::Memory}, {"cast", ProfiledOp::Memory}, {"write_time_slice", ProfiledOp::Memory},
-    {"linear_forward", ProfiledOp::LinearFwd}, {"linear_backward", ProfiledOp::LinearBwd},
-    {"matmul_forward", ProfiledOp::MatmulFwd}, {"matmul_backward", ProfiledOp::MatmulBwd},
-    {"attention_forward", ProfiledOp::AttentionFwd}, {"attention_backward", ProfiledOp::AttentionBwd},
-    {"layer_norm_forward", ProfiledOp::LayerNormFwd}, {"layer_norm_backward", ProfiledOp::LayerNormBwd},
-    {"rms_norm_forward", ProfiledOp::RmsNormFwd}, {"rms_norm_backward", ProfiledOp::RmsNormBwd},
-    {"activation_forward", ProfiledOp::ActivationFwd}, {"activation_backward", ProfiledOp::ActivationBwd},
-    {"add_forward", ProfiledOp::AddFwd}, {"add_backward", ProfiledOp::AddBwd},
-    {"mul_forward", ProfiledOp::MulFwd}, {"mul_backward", ProfiledOp::MulBwd}, {"axpy", ProfiledOp::Axpy},
-    {"dropout_forward", ProfiledOp::DropoutFwd}, {"dropout_backward", ProfiledOp::DropoutBwd},
-    {"embedding_forward", ProfiledOp::EmbeddingFwd}, {"embedding_backward", ProfiledOp::EmbeddingBwd},
-    {"split_heads_forward", ProfiledOp::HeadsFwd}, {"split_heads_backward", ProfiledOp::HeadsBwd},
-    {"merge_heads_forward", ProfiledOp::HeadsFwd}, {"merge_heads_backward", ProfiledOp::HeadsBwd},
-    {"cross_entropy_forward", ProfiledOp::CrossEntropy}, {"sum_squares", ProfiledOp::SumSquares},
-    {"adam_update", ProfiledOp::AdamUpdate}, {"rope_forward", ProfiledOp::RopeFwd}, {"rope_backward", ProfiledOp::RopeBwd},
-    {"slice_last_forward", ProfiledOp::SliceFwd}, {"slice_last_backward", ProfiledOp::SliceBwd},
-    {"softmax_last_forward", ProfiledOp::RowwiseFwd}, {"softmax_last_backward", ProfiledOp::RowwiseBwd},
-    {"sum_last_forward", ProfiledOp::RowwiseFwd}, {"sum_last_backward", ProfiledOp::RowwiseBwd},
-    {"pointwise_forward", ProfiledOp::RowwiseFwd}, {"pointwise_backward", ProfiledOp::RowwiseBwd},
+    {"fill", ProfiledOp::Memory},
+    {"copy_from_host", ProfiledOp::Memory},
+    {"copy_to_host", ProfiledOp::Memory},
+    {"copy", ProfiledOp::Memory},
+    {"cast", ProfiledOp::Memory},
+    {"write_time_slice", ProfiledOp::Memory},
+    {"linear_forward", ProfiledOp::LinearFwd},
+    {"linear_backward", ProfiledOp::LinearBwd},
+    {"matmul_forward", ProfiledOp::MatmulFwd},
+    {"matmul_backward", ProfiledOp::MatmulBwd},
+    {"attention_forward", ProfiledOp::AttentionFwd},
+    {"attention_backward", ProfiledOp::AttentionBwd},
+    {"layer_norm_forward", ProfiledOp::LayerNormFwd},
+    {"layer_norm_backward", ProfiledOp::LayerNormBwd},
+    {"rms_norm_forward", ProfiledOp::RmsNormFwd},
+    {"rms_norm_backward", ProfiledOp::RmsNormBwd},
+    {"activation_forward", ProfiledOp::ActivationFwd},
+    {"activation_backward", ProfiledOp::ActivationBwd},
+    {"add_forward", ProfiledOp::AddFwd},
+    {"add_backward", ProfiledOp::AddBwd},
+    {"mul_forward", ProfiledOp::MulFwd},
+    {"mul_backward", ProfiledOp::MulBwd},
+    {"axpy", ProfiledOp::Axpy},
+    {"dropout_forward", ProfiledOp::DropoutFwd},
+    {"dropout_backward", ProfiledOp::DropoutBwd},
+    {"embedding_forward", ProfiledOp::EmbeddingFwd},
+    {"embedding_backward", ProfiledOp::EmbeddingBwd},
+    {"split_heads_forward", ProfiledOp::HeadsFwd},
+    {"split_heads_backward", ProfiledOp::HeadsBwd},
+    {"merge_heads_forward", ProfiledOp::HeadsFwd},
+    {"merge_heads_backward", ProfiledOp::HeadsBwd},
+    {"cross_entropy_forward", ProfiledOp::CrossEntropy},
+    {"sum_squares", ProfiledOp::SumSquares},
+    {"adam_update", ProfiledOp::AdamUpdate},
+    {"rope_forward", ProfiledOp::RopeFwd},
+    {"rope_backward", ProfiledOp::RopeBwd},
+    {"slice_last_forward", ProfiledOp::SliceFwd},
+    {"slice_last_backward", ProfiledOp::SliceBwd},
+    {"softmax_last_forward", ProfiledOp::RowwiseFwd},
+    {"softmax_last_backward", ProfiledOp::RowwiseBwd},
+    {"sum_last_forward", ProfiledOp::RowwiseFwd},
+    {"sum_last_backward", ProfiledOp::RowwiseBwd},
+    {"pointwise_forward", ProfiledOp::RowwiseFwd},
+    {"pointwise_backward", ProfiledOp::RowwiseBwd},
 };
 consteval ProfiledOp row_of(std::string_view op) {
   for (const OpRow& r : kRows)
@@ -138,7 +185,8 @@ std::string OpProfile::report() const {
 
   std::string out;
   char line[160];
-  std::snprintf(line, sizeof line, "profile of %lld training steps after the first: %.1f ms per step (evaluation, probes, logging not included)\n",
+  std::snprintf(line, sizeof line,
+                "profile of %lld training steps after the first: %.1f ms per step (evaluation, probes, logging not included)\n",
                 static_cast<long long>(steps_), 1e3 * step_seconds_ / steps);
   out += line;
   std::snprintf(line, sizeof line, "%-34s %-7s %10s %7s %10s %9s\n", "op", "pass", "ms/step", "share", "calls/step", "GFLOP/s");
@@ -193,10 +241,10 @@ bool HostedBackend::supports(OptionalOp op) const {
 }
 
 // Every op of ablate/backend_ops.hpp: timed into its row with its work, forwarded.
-#define ABLATE_HOSTED_OP(name, params, args)                                      \
-  void HostedBackend::name params {                                               \
-    constexpr ProfiledOp row = row_of(#name);                                     \
-    timed(row, work args, [&] { inner_->name args; });                            \
+#define ABLATE_HOSTED_OP(name, params, args)           \
+  void HostedBackend::name params {                    \
+    constexpr ProfiledOp row = row_of(#name);          \
+    timed(row, work args, [&] { inner_->name args; }); \
   }
 ABLATE_BACKEND_OPS(ABLATE_HOSTED_OP)
 #undef ABLATE_HOSTED_OP

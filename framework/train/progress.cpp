@@ -49,9 +49,7 @@ std::string compact_rate(double v) {
 
 int digits(std::int64_t v) { return static_cast<int>(std::to_string(v).size()); }
 
-double steady_now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double steady_now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
@@ -85,11 +83,10 @@ Progress::Progress(std::ostream& out, ProgressMode mode, std::int64_t total_step
       origin_s_(now_s_()),
       previous_step_(start_step) {
   if (start_step < 0 || start_step > total_steps)
-    throw Error("progress display: start step " + std::to_string(start_step) + " is outside [0, " +
-                    std::to_string(total_steps) + "] (total steps)",
+    throw Error("progress display: start step " + std::to_string(start_step) + " is outside [0, " + std::to_string(total_steps) +
+                    "] (total steps)",
                 "a run resumed from a checkpoint must start before its last step");
-  if (line_every < 1)
-    throw Error("progress display: line_every must be >= 1, got " + std::to_string(line_every));
+  if (line_every < 1) throw Error("progress display: line_every must be >= 1, got " + std::to_string(line_every));
 }
 
 Progress::~Progress() {
@@ -116,8 +113,8 @@ std::string Progress::bar_line() const {
   const std::int64_t step = std::clamp<std::int64_t>(s.step, 0, total_steps_);
   const auto part = [&](std::int64_t of) { return static_cast<int>(total_steps_ > 0 ? step * of / total_steps_ : of); };
   const int filled = part(kBarWidth);
-  std::string line = format("step %*lld/%lld [", digits(total_steps_), static_cast<long long>(s.step),
-                            static_cast<long long>(total_steps_));
+  std::string line =
+      format("step %*lld/%lld [", digits(total_steps_), static_cast<long long>(s.step), static_cast<long long>(total_steps_));
   line.append(static_cast<std::size_t>(filled), '#');
   line.append(static_cast<std::size_t>(kBarWidth - filled), '-');
   line += format("] %3d%%", part(100));
@@ -125,8 +122,10 @@ std::string Progress::bar_line() const {
   line.append(" lr ").append(number("%.1e", s.lr));
   line.append(" ").append(compact_rate(s.tokens_per_s)).append(" tok/s");
   // Once the run is complete the ETA says nothing; the time it took does.
-  if (s.step >= total_steps_) line.append(" elapsed ").append(format_duration(s.elapsed_s));
-  else line.append(" ETA ").append(eta());
+  if (s.step >= total_steps_)
+    line.append(" elapsed ").append(format_duration(s.elapsed_s));
+  else
+    line.append(" ETA ").append(eta());
   return line;
 }
 

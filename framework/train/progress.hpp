@@ -12,12 +12,12 @@
 namespace ablate::train {
 
 struct ProgressSample {
-  std::int64_t step = 0;       // optimizer steps completed
-  double loss = 0.0;           // train loss of this step
+  std::int64_t step = 0;  // optimizer steps completed
+  double loss = 0.0;      // train loss of this step
   double lr = 0.0;
-  double tokens_per_s = 0.0;   // recent training throughput (target tokens per second)
-  double elapsed_s = 0.0;      // training wall time, shown as "elapsed" (may include time before a
-                               // resume); the ETA does not use it, see Progress
+  double tokens_per_s = 0.0;  // recent training throughput (target tokens per second)
+  double elapsed_s = 0.0;     // training wall time, shown as "elapsed" (may include time before a
+                              // resume); the ETA does not use it, see Progress
 };
 
 enum class ProgressMode { Bar, Lines, Quiet };
@@ -53,8 +53,8 @@ class Progress {
   // total_steps: the run's last step; start_step: the step training (re)starts from (resume);
   // line_every: steps between lines in Lines mode (>= 1); now_s: defaults to a steady clock.
   // Throws ablate::Error unless 0 <= start_step <= total_steps and line_every >= 1.
-  Progress(std::ostream& out, ProgressMode mode, std::int64_t total_steps, std::int64_t start_step,
-           std::int64_t line_every, Clock now_s = {});
+  Progress(std::ostream& out, ProgressMode mode, std::int64_t total_steps, std::int64_t start_step, std::int64_t line_every,
+           Clock now_s = {});
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
@@ -80,7 +80,7 @@ class Progress {
   std::int64_t start_step_;
   std::int64_t line_every_;
   Clock now_s_;
-  double origin_s_;                       // clock at construction: where this process's steps start
+  double origin_s_;  // clock at construction: where this process's steps start
 
   std::optional<ProgressSample> latest_;  // the most recent sample, drawn or not
   double latest_s_ = 0.0;                 // clock at the update that brought `latest_`

@@ -18,8 +18,7 @@ const char* const kBatchNames[] = {"src", "src_lengths", "tgt_in", "tgt_out", "t
 std::vector<std::int32_t> padded(const std::vector<std::int32_t>& values, std::int64_t rows, std::int64_t width_in,
                                  std::int64_t width, std::int32_t fill) {
   std::vector<std::int32_t> out(static_cast<std::size_t>(rows * width), fill);
-  for (std::int64_t r = 0; r < rows; ++r)
-    std::copy_n(values.begin() + r * width_in, width_in, out.begin() + r * width);
+  for (std::int64_t r = 0; r < rows; ++r) std::copy_n(values.begin() + r * width_in, width_in, out.begin() + r * width);
   return out;
 }
 

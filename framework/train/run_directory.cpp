@@ -52,7 +52,8 @@ RunDirectory::RunDirectory(const spec::ExperimentSpec& spec, const PluginRegistr
   if (has_checkpoint_) {
     const std::string started = read_checkpoint(checkpoint_file()).spec_yaml;
     if (started != identity && other_code)  // the likely cause first: a spec key an older Ablate did not have
-      throw UsageError("cannot resume " + dir_.string() + ": the run was made by other code (another Ablate build or "
+      throw UsageError("cannot resume " + dir_.string() +
+                           ": the run was made by other code (another Ablate build or "
                            "changed plugins), and its spec differs from this one (" +
                            first_difference(started, identity) + "); code now: " + code_difference(info->plugin_code, code.parts),
                        code_hint);
@@ -67,8 +68,8 @@ RunDirectory::RunDirectory(const spec::ExperimentSpec& spec, const PluginRegistr
                          std::to_string(spec.train.seed) + ")",
                      hint);
   if (other_code)
-    throw UsageError("cannot resume " + dir_.string() + ": the run was made by other code; now: " +
-                         code_difference(info->plugin_code, code.parts),
+    throw UsageError("cannot resume " + dir_.string() +
+                         ": the run was made by other code; now: " + code_difference(info->plugin_code, code.parts),
                      code_hint);
 }
 

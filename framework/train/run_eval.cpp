@@ -35,11 +35,16 @@ std::string shown(const std::string& text, const std::vector<std::int32_t>& ids)
 std::string tsv_field(const std::string& s) {
   std::string out;
   for (const char c : s) {
-    if (c == '\t') out += "\\t";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\\') out += "\\\\";
-    else out += c;
+    if (c == '\t')
+      out += "\\t";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\\')
+      out += "\\\\";
+    else
+      out += c;
   }
   return out;
 }
@@ -105,7 +110,8 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   bool record = false;
   {
     if (!fs::is_regular_file(run_file))
-      throw UsageError("no run file in " + run_dir.string() + ": run.h5 is missing", "give the directory `ablate run` trained into");
+      throw UsageError("no run file in " + run_dir.string() + ": run.h5 is missing",
+                       "give the directory `ablate run` trained into");
     const results::RunReader reader(run_file);  // closed before the record is written (run_file.hpp)
     if (reader.writer_alive())
       throw UsageError(run_dir.string() + " is being written now (training, or another `ablate eval` recording into run.h5)",
@@ -141,7 +147,8 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   const std::int64_t n = options.limit > 0 ? std::min(options.limit, size) : size;
   if (data) {
     examples.resize(static_cast<std::size_t>(n));
-    if (unknown > 0) out << "note: " << unknown << " token(s) of " << options.data.string() << " are not in the run's vocabulary (<unk>)\n";
+    if (unknown > 0)
+      out << "note: " << unknown << " token(s) of " << options.data.string() << " are not in the run's vocabulary (<unk>)\n";
   }
 
   std::vector<std::string> skipped;
@@ -155,9 +162,9 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
                          spec::to_string(ex.spec.model.arch),
                      "drop --beam");
   const BeamOptions beam{options.beam, options.length_penalty, 0};
-  const std::string decoding = options.beam > 1 ? "beam " + std::to_string(options.beam) + ", length penalty " +
-                                                      number_text(options.length_penalty)
-                                                : std::string("greedy");
+  const std::string decoding =
+      options.beam > 1 ? "beam " + std::to_string(options.beam) + ", length penalty " + number_text(options.length_penalty)
+                       : std::string("greedy");
   if (decodes) out << "decoding: " << decoding << "\n";
   const std::size_t samples = decodes ? static_cast<std::size_t>(n) : 0;
   const Evaluation e = data ? evaluate_examples(ex, metrics, examples, samples, options.beam > 1 ? &beam : nullptr)
@@ -188,12 +195,12 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   }
   std::ostringstream s;
   s << "{\n  \"run\": " << json_quote(run_dir.string()) << ",\n  \"run_id\": " << json_quote(run_id(ex.spec))
-    << ",\n  \"checkpoint_step\": " << run.step << ",\n  \"split\": " << (data ? std::string("null") : json_quote(split_name(options.split)))
+    << ",\n  \"checkpoint_step\": " << run.step
+    << ",\n  \"split\": " << (data ? std::string("null") : json_quote(split_name(options.split)))
     << ",\n  \"data\": " << (data ? json_quote(options.data.string()) : std::string("null"))
-    << ",\n  \"unknown_tokens\": " << unknown
-    << ",\n  \"examples\": " << n << ",\n  \"split_size\": " << size
-    << ",\n  \"decoding\": " << (decodes ? json_quote(decoding) : std::string("null")) << ",\n  \"code_id\": " << json_quote(ex.code.id)
-    << ",\n  \"metrics\": {";
+    << ",\n  \"unknown_tokens\": " << unknown << ",\n  \"examples\": " << n << ",\n  \"split_size\": " << size
+    << ",\n  \"decoding\": " << (decodes ? json_quote(decoding) : std::string("null"))
+    << ",\n  \"code_id\": " << json_quote(ex.code.id) << ",\n  \"metrics\": {";
   bool first = true;
   for (const auto& [name, value] : e.metrics) {
     s << (first ? "\n" : ",\n") << "    " << json_quote(name) << ": "

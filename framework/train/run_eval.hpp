@@ -29,16 +29,16 @@ struct RunEvalOptions {
   // Non-empty: score the examples of this file in the task's own format (Task::read_examples,
   // the run's vocabularies) instead of a split; the default directory is then RUN/evals/<stem>.
   std::filesystem::path data;
-  std::int64_t beam = 1;          // > 1: predictions by beam search with this many hypotheses (seq2seq)
-  double length_penalty = 1.0;    // beam search's alpha (beam_search.hpp)
+  std::int64_t beam = 1;        // > 1: predictions by beam search with this many hypotheses (seq2seq)
+  double length_penalty = 1.0;  // beam search's alpha (beam_search.hpp)
 };
 
 struct RunEvalResult {
   std::map<std::string, double> metrics;
-  std::int64_t examples = 0;  // examples scored
-  std::int64_t step = 0;      // the checkpoint's training step
+  std::int64_t examples = 0;                  // examples scored
+  std::int64_t step = 0;                      // the checkpoint's training step
   std::filesystem::path predictions, scores;  // the files written (predictions empty: no decoding)
-  std::string record;  // its name in run.h5's /evals; empty: not recorded (a file older than /evals)
+  std::string record;                         // its name in run.h5's /evals; empty: not recorded (a file older than /evals)
 };
 
 // The checkpoint of the run in `run_dir` (checkpoint.bin; its resolved spec is in the file).
@@ -65,8 +65,8 @@ TrainedRun open_trained_run(const std::filesystem::path& run_dir, const spec::Ex
 // output directory (RunWriter::record_evaluation: SWMR, readers undisturbed). Throws UsageError
 // for an empty split, an occupied directory, a name run.h5 records already, or a run being
 // written now (before anything is written); when the record fails, the files written go too.
-RunEvalResult evaluate_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec,
-                           const PluginRegistry& registry, const RunEvalOptions& options, std::ostream& out);
+RunEvalResult evaluate_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
+                           const RunEvalOptions& options, std::ostream& out);
 
 // Throws UsageError for options no evaluation can run with: limit < 0, beam < 1, a --data file
 // that does not exist. evaluate_run checks them first; the CLI checks once before any run.

@@ -18,8 +18,7 @@ std::vector<Generated> generate_text(TrainedRun& run, const GenerateRequest& r) 
     throw UsageError(std::string("ablate generate continues text with a decoder-only language model; this run is ") +
                          spec::to_string(ex.spec.model.arch) + " on task/" + ex.spec.task.name,
                      "an encoder-decoder model translates: ablate translate RUN_DIR");
-  if (!ex.model->config().causal)
-    throw UsageError("ablate generate needs a causal decoder; this run has model.causal false");
+  if (!ex.model->config().causal) throw UsageError("ablate generate needs a causal decoder; this run has model.causal false");
   if (!ex.has_text())
     throw UsageError("the run's task has no text (synthetic token ids): there is no vocabulary to encode a prompt with",
                      "train on a text file (task/language_model with file: PATH)");

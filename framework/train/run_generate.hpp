@@ -19,9 +19,9 @@ struct GenerateRequest {
 };
 
 struct Generated {
-  std::string text;           // the continuation, as the task writes text
+  std::string text;  // the continuation, as the task writes text
   std::int64_t prompt_tokens = 0;
-  std::int64_t unknown = 0;   // prompt tokens the vocabulary did not have (<unk>)
+  std::int64_t unknown = 0;  // prompt tokens the vocabulary did not have (<unk>)
 };
 
 // Continues every prompt with `run`'s model (Transformer::generate, in batches of the run's

@@ -31,14 +31,16 @@ std::vector<float> as_floats(const std::vector<double>& v) { return {v.begin(), 
 // example gets the sequence on both sides; a classifier's label is class 0.
 std::vector<Example> repeated_probe(const TaskInfo& task, std::int64_t E) {
   const bool lm = task.type == TaskType::LanguageModel;
-  const std::int64_t longest = lm ? task.max_tgt_len
+  const std::int64_t longest = lm                                      ? task.max_tgt_len
                                : task.type == TaskType::Classification ? task.max_src_len
-                                                                         : std::min(task.max_src_len, task.max_tgt_len);
+                                                                       : std::min(task.max_src_len, task.max_tgt_len);
   const std::int64_t content = task.vocab_size - 3;  // ids 3 .. vocab_size - 1
   if (longest < 4 || content < 2)
-    throw UsageError("log.attention.probe: repeated needs sequences of at least 4 tokens and 2 content tokens (the task "
-                     "makes " + std::to_string(longest) + " and has " + std::to_string(content) + ")",
-                     "use log.attention.probe: eval for this task");
+    throw UsageError(
+        "log.attention.probe: repeated needs sequences of at least 4 tokens and 2 content tokens (the task "
+        "makes " +
+            std::to_string(longest) + " and has " + std::to_string(content) + ")",
+        "use log.attention.probe: eval for this task");
   const auto n = static_cast<std::size_t>(longest / 2);
   const RngKey key{0x5EED, 0, 0x9A0BEu};  // a fixed key, not the run's seed: the same probe in every run
   std::uint64_t draws = 0;
@@ -74,8 +76,8 @@ RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics,
     : ex_(ex) {
   const model::ModelConfig& c = ex.model->config();
   const bool repeated = ex.spec.log.attention.probe == spec::ProbeKind::repeated;
-  const std::int64_t E = repeated ? ex.spec.log.attention.probe_examples
-                                  : std::min(ex.spec.log.attention.probe_examples, ex.size(Split::Eval));
+  const std::int64_t E =
+      repeated ? ex.spec.log.attention.probe_examples : std::min(ex.spec.log.attention.probe_examples, ex.size(Split::Eval));
   std::vector<std::int64_t> indices(static_cast<std::size_t>(E));
   std::iota(indices.begin(), indices.end(), 0);
   const std::vector<Example> examples = repeated ? repeated_probe(ex.task_info, E) : ex.examples(Split::Eval, indices);
@@ -95,9 +97,12 @@ RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics,
   layout_.probe.examples = E;
   const bool lm = c.arch == model::Arch::Decoder;
   // The decoder reads bos + target; a language model's only side is that input ("src" in the file).
-  if (lm) layout_.probe.src = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths, tgt_texts);
-  else layout_.probe.src = probe_side(hb.S, hb.src, hb.src_lengths, src_texts);
-  if (c.arch == model::Arch::EncoderDecoder) layout_.probe.tgt = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths, tgt_texts);
+  if (lm)
+    layout_.probe.src = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths, tgt_texts);
+  else
+    layout_.probe.src = probe_side(hb.S, hb.src, hb.src_lengths, src_texts);
+  if (c.arch == model::Arch::EncoderDecoder)
+    layout_.probe.tgt = probe_side(hb.T, hb.tgt_in, hb.tgt_lengths, tgt_texts);
   else  // no second side; a classifier's probe keeps each example's class as text (its label)
     layout_.probe.tgt = probe_side(0, {}, std::vector<std::int32_t>(static_cast<std::size_t>(E), 0),
                                    c.num_classes > 0 ? tgt_texts : std::vector<std::string>{});
@@ -117,8 +122,7 @@ RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics,
       slot("decoder", "self", l, hb.T, hb.T, c.causal ? M::CausalKeyPadding : M::KeyPadding, side, side);  // model.causal
       if (!lm) slot("decoder", "cross", l, hb.T, hb.S, M::KeyPadding, "tgt", "src");
     }
-  if (c.arch == model::Arch::EncoderDecoder)
-    layout_.decode = {c.decoder_layers, H, ex.task_info.max_tgt_len + 1, hb.S};
+  if (c.arch == model::Arch::EncoderDecoder) layout_.decode = {c.decoder_layers, H, ex.task_info.max_tgt_len + 1, hb.S};
 
   layers_ = layer_names(*ex.store);
   layout_.stats = {{"residual_norm", layers_}, {"grad_norm", layers_}};
@@ -139,9 +143,8 @@ RunRecorder::ProbePass RunRecorder::probe_pass(std::int64_t step) {
           /*training=*/false, /*grad=*/false);
   ex_.model->logits(g, probe_batch_, &pass.capture);
   for (const results::AttentionSlot& s : layout_.attention) {
-    const auto it = std::find_if(pass.capture.attention.begin(), pass.capture.attention.end(), [&](const auto& a) {
-      return a.stack == s.stack && a.kind == s.kind && a.layer == s.layer;
-    });
+    const auto it = std::find_if(pass.capture.attention.begin(), pass.capture.attention.end(),
+                                 [&](const auto& a) { return a.stack == s.stack && a.kind == s.kind && a.layer == s.layer; });
     if (it == pass.capture.attention.end())
       throw Error("probe pass: no attention captured for " + s.path(), "the model and the run layout disagree");
     pass.attention.push_back(host_floats(*ex_.backend, it->probs));
@@ -188,7 +191,8 @@ void RunRecorder::record_attention(std::int64_t step, const ProbePass& pass) {
       lengths.push_back(static_cast<std::int32_t>(p.size()));
       std::copy(p.begin(), p.end(), tokens.begin() + e * d.steps);
     }
-    cross.assign(static_cast<std::size_t>(d.layers), std::vector<float>(static_cast<std::size_t>(E * d.heads * d.steps * d.keys), 0.0f));
+    cross.assign(static_cast<std::size_t>(d.layers),
+                 std::vector<float>(static_cast<std::size_t>(E * d.heads * d.steps * d.keys), 0.0f));
     for (const auto& a : captured.attention) {  // probs [E, H, 1, S] of decode step a.step
       const std::vector<float> p = host_floats(*ex_.backend, a.probs);
       std::vector<float>& out = cross[static_cast<std::size_t>(a.layer)];

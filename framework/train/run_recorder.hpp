@@ -53,7 +53,7 @@ class RunRecorder {
   results::RunLayout layout_;
   model::DeviceBatch probe_batch_;
   std::vector<std::int32_t> src_lengths_, tgt_lengths_;  // of the probe, per stack's queries
-  std::vector<std::string> layers_;                        // parameter layer names, stats columns
+  std::vector<std::string> layers_;                      // parameter layer names, stats columns
   std::optional<results::RunWriter> writer_;
 };
 

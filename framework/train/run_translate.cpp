@@ -11,9 +11,9 @@ namespace ablate::train {
 std::vector<Translated> translate_text(TrainedRun& run, const std::vector<std::string>& lines, const BeamOptions& options) {
   Experiment& ex = *run.experiment;
   if (ex.model->config().arch != model::Arch::EncoderDecoder)
-    throw UsageError(std::string("ablate translate needs an encoder-decoder model; this run is ") +
-                         spec::to_string(ex.spec.model.arch),
-                     "a language model continues text: ablate generate RUN_DIR --prompt TEXT");
+    throw UsageError(
+        std::string("ablate translate needs an encoder-decoder model; this run is ") + spec::to_string(ex.spec.model.arch),
+        "a language model continues text: ablate generate RUN_DIR --prompt TEXT");
   if (!ex.has_text())
     throw UsageError("the run's task has no text (synthetic token ids): there is no vocabulary to read a sentence with",
                      "train on text (task/translation)");

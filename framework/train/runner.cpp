@@ -53,7 +53,8 @@ std::string metrics_text(const std::map<std::string, double>& m) {
 // What precision really runs: "f32", or "bf16 (how this backend computes it)".
 std::string precision_text(const spec::ExperimentSpec& spec, const BackendCaps& caps) {
   if (spec.precision != spec::Precision::bf16) return "f32";
-  return "bf16 (" + (caps.bf16_arithmetic.empty() ? std::string("arithmetic not described by the backend") : caps.bf16_arithmetic) + ")";
+  return "bf16 (" +
+         (caps.bf16_arithmetic.empty() ? std::string("arithmetic not described by the backend") : caps.bf16_arithmetic) + ")";
 }
 
 bool improved(const spec::EarlyStoppingSpec& es, double value, double best) {
@@ -70,8 +71,8 @@ class Trainer {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Trainer(const spec::ExperimentSpec& spec, const PluginRegistry& registry, const RunOptions& options,
-          const RunDirectory& dir, std::string identity, std::string id, std::ostream& out)
+  Trainer(const spec::ExperimentSpec& spec, const PluginRegistry& registry, const RunOptions& options, const RunDirectory& dir,
+          std::string identity, std::string id, std::ostream& out)
       : spec_(spec),
         options_(options),
         dir_(dir),
@@ -154,9 +155,9 @@ void Trainer::open() {
   for (std::int64_t length : spec.eval.lengths) {
     for (const std::string& c : base_cols_) eval_cols_.push_back(at_length(c, length));
     if (limit > 0 && positions_needed(ex_, length) > limit)
-      out_ << "note: eval.lengths " << length << ": positional_encoding/" << spec.model.positional_encoding.name
-           << " represents " << limit << " positions and examples of length " << length << " need "
-           << positions_needed(ex_, length) << "; their metrics are recorded as NaN\n";
+      out_ << "note: eval.lengths " << length << ": positional_encoding/" << spec.model.positional_encoding.name << " represents "
+           << limit << " positions and examples of length " << length << " need " << positions_needed(ex_, length)
+           << "; their metrics are recorded as NaN\n";
     else
       lengths_.push_back(length);
   }
@@ -213,7 +214,8 @@ std::optional<RunResult> Trainer::step(std::int64_t step) {
                                                         static_cast<float>(spec_.train.label_smoothing));
   float loss = 0.0f;
   ex_.backend->copy_to_host(&loss, ce.loss.value());
-  if (!std::isfinite(loss)) return finish(RunStatus::Diverged, "loss is " + number_text(loss) + " at step " + std::to_string(step));
+  if (!std::isfinite(loss))
+    return finish(RunStatus::Diverged, "loss is " + number_text(loss) + " at step " + std::to_string(step));
   g.backward(ce.loss);
   lr_ = ex_.learning_rate(step);
   const double grad_norm = ex_.optimizer->step(*ex_.store, lr_, spec_.train.clip_grad_norm);

@@ -26,8 +26,8 @@ struct RunOptions {
   std::string spec_text;          // the spec file as written (recorded beside the resolved spec)
   bool resume = false;            // continue the run in out_dir from its checkpoint
   ProgressMode progress = ProgressMode::Lines;
-  std::int64_t stop_after = 0;    // > 0: stop as interrupted (checkpointed) after this many steps in this call
-  bool profile = false;           // time every backend op of the training steps; print the table at the end
+  std::int64_t stop_after = 0;  // > 0: stop as interrupted (checkpointed) after this many steps in this call
+  bool profile = false;         // time every backend op of the training steps; print the table at the end
   // Non-empty: write this new file, the run's initial parameters and per-step batches and losses
   // for checking another implementation against the run (train/reference_dump.hpp). Not with resume.
   std::filesystem::path dump_reference;
@@ -35,9 +35,9 @@ struct RunOptions {
 
 struct RunResult {
   RunStatus status = RunStatus::Running;
-  std::int64_t step = 0;                // optimizer steps completed
-  std::string reason;                   // why it stopped ("reached train.steps", "loss is nan at step 12", ...)
-  std::map<std::string, double> eval;   // the last evaluation
+  std::int64_t step = 0;               // optimizer steps completed
+  std::string reason;                  // why it stopped ("reached train.steps", "loss is nan at step 12", ...)
+  std::map<std::string, double> eval;  // the last evaluation
 };
 
 // The stable id of a run: 12 hex digits of a hash of its resolved spec (sweep section excluded),

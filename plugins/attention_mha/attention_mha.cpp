@@ -15,7 +15,8 @@ using ablate::Var;
 class MultiHeadAttention final : public ablate::Attention {
  public:
   explicit MultiHeadAttention(const ablate::Options& o)
-      : kv_heads_option_(o.get_int("kv_heads")), qk_norm_(o.get_string("qk_norm")),
+      : kv_heads_option_(o.get_int("kv_heads")),
+        qk_norm_(o.get_string("qk_norm")),
         softcap_(static_cast<float>(o.get_float("logit_softcap"))) {
     if (kv_heads_option_ < 0)
       throw ablate::Error("attention/mha: kv_heads must be >= 0 (0: as many as model.heads), got " +
@@ -33,14 +34,14 @@ class MultiHeadAttention final : public ablate::Attention {
   // heads divide d_model, and kv_heads divides heads.
   void check(const ablate::ModelDims& dims) const override {
     if (dims.heads <= 0 || dims.d_model % dims.heads != 0)
-      throw ablate::Error("attention/mha: heads " + std::to_string(dims.heads) + " does not divide d_model " +
-                              std::to_string(dims.d_model),
-                          "choose model.heads as a divisor of model.d_model");
+      throw ablate::Error(
+          "attention/mha: heads " + std::to_string(dims.heads) + " does not divide d_model " + std::to_string(dims.d_model),
+          "choose model.heads as a divisor of model.d_model");
     const std::int64_t kv_heads = kv_heads_of(dims);
     if (kv_heads > dims.heads || dims.heads % kv_heads != 0)
-      throw ablate::Error("attention/mha: kv_heads " + std::to_string(kv_heads) + " must divide model.heads " +
-                              std::to_string(dims.heads),
-                          "1 is multi-query attention, model.heads (or 0) is multi-head attention");
+      throw ablate::Error(
+          "attention/mha: kv_heads " + std::to_string(kv_heads) + " must divide model.heads " + std::to_string(dims.heads),
+          "1 is multi-query attention, model.heads (or 0) is multi-head attention");
   }
 
   void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims, ablate::AttentionRole role) override {
@@ -79,12 +80,12 @@ class MultiHeadAttention final : public ablate::Attention {
     ablate::KeyValues kv;
     if (role_ == ablate::AttentionRole::Self) {
       const Var qkv = ops::linear(g, call.x, g.parameter(*in_w_), bias(g, in_b_));  // [B, T, D + 2K]
-      if (kv_heads_ == heads_) {  // three equal parts: split straight from the fused projection
+      if (kv_heads_ == heads_) {                     // three equal parts: split straight from the fused projection
         q = ops::split_heads(g, qkv, heads_, 3, 0);  // [B, H, T, Dh]
         kv = {ops::split_heads(g, qkv, heads_, 3, 1), ops::split_heads(g, qkv, heads_, 3, 2)};
-      } else {  // q [B, T, D] | k [B, T, K] | v [B, T, K]
-        q = ops::split_heads(g, ops::slice_last(g, qkv, 0, width_), heads_);                       // [B, H, T, Dh]
-        kv = {ops::split_heads(g, ops::slice_last(g, qkv, width_, kv_width_), kv_heads_),           // [B, Hkv, T, Dh]
+      } else {                                                                // q [B, T, D] | k [B, T, K] | v [B, T, K]
+        q = ops::split_heads(g, ops::slice_last(g, qkv, 0, width_), heads_);  // [B, H, T, Dh]
+        kv = {ops::split_heads(g, ops::slice_last(g, qkv, width_, kv_width_), kv_heads_),  // [B, Hkv, T, Dh]
               ops::split_heads(g, ops::slice_last(g, qkv, width_ + kv_width_, kv_width_), kv_heads_)};
       }
       if (k_norm_) kv.k = (*k_norm_)(g, kv.k);
@@ -95,9 +96,8 @@ class MultiHeadAttention final : public ablate::Attention {
       if (call.cache && call.cache->has_memory()) {
         kv = call.cache->memory();
       } else {
-        if (!call.memory.defined())
-          throw ablate::Error("attention/mha: a cross-attention call without the encoder output");
-        const Var m = ops::linear(g, call.memory, g.parameter(*kv_w_), bias(g, kv_b_));  // [B, S, 2K]
+        if (!call.memory.defined()) throw ablate::Error("attention/mha: a cross-attention call without the encoder output");
+        const Var m = ops::linear(g, call.memory, g.parameter(*kv_w_), bias(g, kv_b_));           // [B, S, 2K]
         kv = {ops::split_heads(g, m, kv_heads_, 2, 0), ops::split_heads(g, m, kv_heads_, 2, 1)};  // [B, Hkv, S, Dh]
         if (k_norm_) kv.k = (*k_norm_)(g, kv.k);
         if (call.positions) kv.k = call.positions->keys(g, kv.k);
@@ -109,7 +109,7 @@ class MultiHeadAttention final : public ablate::Attention {
     ops::AttentionOptions mask = call.mask;
     mask.dropout = dropout_;
     mask.softcap = softcap_;
-    const Var heads = ops::attention(g, q, kv.k, kv.v, mask);                                   // [B, H, T, Dh]
+    const Var heads = ops::attention(g, q, kv.k, kv.v, mask);                                  // [B, H, T, Dh]
     return ops::linear(g, ops::merge_heads(g, heads), g.parameter(*out_w_), bias(g, out_b_));  // [B, T, D]
   }
 
@@ -119,8 +119,8 @@ class MultiHeadAttention final : public ablate::Attention {
   std::int64_t kv_heads_of(const ablate::ModelDims& dims) const { return kv_heads_option_ == 0 ? dims.heads : kv_heads_option_; }
 
   std::int64_t kv_heads_option_;
-  std::string qk_norm_;  // none | layer_norm | rms_norm | scale_norm
-  float softcap_;        // logits -> softcap * tanh(logits / softcap); 0: none
+  std::string qk_norm_;                               // none | layer_norm | rms_norm | scale_norm
+  float softcap_;                                     // logits -> softcap * tanh(logits / softcap); 0: none
   std::optional<ablate::NormLayer> q_norm_, k_norm_;  // over Dh: q [B, H, T, Dh], k [B, Hkv, S, Dh]
   ablate::AttentionRole role_ = ablate::AttentionRole::Self;
   int heads_ = 1, kv_heads_ = 1;

@@ -38,8 +38,8 @@ __device__ float logit_at(const AttentionShape& a, const float* l, std::int64_t 
 // Row (bh, i) (a block): lse = logsumexp of the visible logits (-inf if their max is -inf: no
 // visible key); P = exp(logit - lse) where visible, else 0; probs = P; pd = P * dropout factor.
 template <class T>
-__global__ void attention_softmax_forward_kernel(float* lse, float* probs, T* pd, const float* logits,
-                                                 const AttentionShape a, float keep_scale) {
+__global__ void attention_softmax_forward_kernel(float* lse, float* probs, T* pd, const float* logits, const AttentionShape a,
+                                                 float keep_scale) {
   __shared__ float sh[32];
   const std::int64_t rows = a.B * a.H * a.T;
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -134,9 +134,8 @@ void attention_softmax_backward(void* ds, void* pd, VT t, const float* logits, c
   const AttentionShape shape = a;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    attention_softmax_backward_kernel<<<row_grid(rows), kThreads, 0, s>>>(static_cast<T*>(ds), static_cast<T*>(pd),
-                                                                          logits, lse, dpd, shape,
-                                                                          keep_scale_of(a.dropout));
+    attention_softmax_backward_kernel<<<row_grid(rows), kThreads, 0, s>>>(static_cast<T*>(ds), static_cast<T*>(pd), logits, lse,
+                                                                          dpd, shape, keep_scale_of(a.dropout));
   });
   check_launch("attention_softmax_backward");
 }

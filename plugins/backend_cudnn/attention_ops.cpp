@@ -12,8 +12,7 @@ using kernels::VT;
 // ------------------------------------------------------------------------------------------
 // attention
 
-kernels::AttentionShape CudnnBackend::attention_shape(const Tensor& q, const Tensor& k,
-                                                      const ablate::AttentionParams& p) const {
+kernels::AttentionShape CudnnBackend::attention_shape(const Tensor& q, const Tensor& k, const ablate::AttentionParams& p) const {
   // k/v may have Hkv heads dividing H (grouped-query attention), and a bias / ALiBi slopes may be
   // added to the logits: the unfused path runs both (compiled, not yet run on a GPU); the fused
   // cuDNN graphs here are built without them, so such calls never take the fused path.
@@ -60,8 +59,8 @@ std::optional<SdpaConfig> CudnnBackend::fused_attention(const kernels::Attention
   return c;
 }
 
-void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
-                                     const Tensor& v, const ablate::AttentionParams& params) {
+void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const ablate::AttentionParams& params) {
   ablate::contract::attention_forward(*this, out, lse, probs, q, k, v, params);
   const char* op = "attention_forward";
   const kernels::AttentionShape a = attention_shape(q, k, params);
@@ -69,8 +68,7 @@ void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, co
   const std::int64_t Dh = q.shape()[3], BH = a.B * a.H;
   if (const auto cfg = fused_attention(a, Dh, q.dtype(), probs != nullptr, params.scale, false)) {
     const void* mask = cfg->dropout ? dropout_mask(a) : nullptr;
-    if (graphs_->sdpa_forward(*cfg, out.raw(), lse.data<float>(), q.raw(), k.raw(), v.raw(), a.key_lengths, mask,
-                              stream_)) {
+    if (graphs_->sdpa_forward(*cfg, out.raw(), lse.data<float>(), q.raw(), k.raw(), v.raw(), a.key_lengths, mask, stream_)) {
       if (a.key_lengths)  // queries of an item with no key: out 0, lse -inf, as the interface says
         kernels::attention_clear_keyless(out.raw(), lse.data<float>(), t, a, Dh, stream_);
       return;
@@ -128,9 +126,11 @@ void CudnnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const 
   // dv[BG, S, Dh] += pd^T[BG, S, G*T] · dout[BG, G*T, Dh]
   if (dv) gemm_->run(dv->raw(), t, GemmOperand{pd, t, BG, a.S, GT, true}, operand(dout, BG, GT, Dh, false), 1.0f, 1.0f, {}, op);
   // dq[BG, G*T, Dh] += scale ds[BG, G*T, S] · k[BG, S, Dh]
-  if (dq) gemm_->run(dq->raw(), t, GemmOperand{ds, t, BG, GT, a.S, false}, operand(k, BG, a.S, Dh, false), params.scale, 1.0f, {}, op);
+  if (dq)
+    gemm_->run(dq->raw(), t, GemmOperand{ds, t, BG, GT, a.S, false}, operand(k, BG, a.S, Dh, false), params.scale, 1.0f, {}, op);
   // dk[BG, S, Dh] += scale ds^T[BG, S, G*T] · q[BG, G*T, Dh]  (the group's heads summed)
-  if (dk) gemm_->run(dk->raw(), t, GemmOperand{ds, t, BG, a.S, GT, true}, operand(q, BG, GT, Dh, false), params.scale, 1.0f, {}, op);
+  if (dk)
+    gemm_->run(dk->raw(), t, GemmOperand{ds, t, BG, a.S, GT, true}, operand(q, BG, GT, Dh, false), params.scale, 1.0f, {}, op);
 }
 
 // The BF16 [B, H, T, S] dropout factors of this attention op: Ablate's Philox masks, so the fused
@@ -195,8 +195,8 @@ void CudnnBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t
   const std::size_t es = ablate::dtype_size(src.dtype());
   check_cuda(cudaMemcpy2DAsync(static_cast<char*>(dst.raw()) + static_cast<std::size_t>(offset * Dh) * es,
                                static_cast<std::size_t>(S * Dh) * es, src.raw(), static_cast<std::size_t>(T * Dh) * es,
-                               static_cast<std::size_t>(T * Dh) * es, static_cast<std::size_t>(B * H),
-                               cudaMemcpyDeviceToDevice, stream_),
+                               static_cast<std::size_t>(T * Dh) * es, static_cast<std::size_t>(B * H), cudaMemcpyDeviceToDevice,
+                               stream_),
              op);
 }
 

@@ -38,8 +38,7 @@ inline void check_cublas(cublasStatus_t st, const char* what) {
                         std::to_string(static_cast<int>(st)) + ")");
 }
 inline void check_cudnn(cudnnStatus_t st, const char* what) {
-  if (st != CUDNN_STATUS_SUCCESS)
-    throw ablate::Error(std::string("backend/cudnn: ") + what + ": " + cudnnGetErrorString(st));
+  if (st != CUDNN_STATUS_SUCCESS) throw ablate::Error(std::string("backend/cudnn: ") + what + ": " + cudnnGetErrorString(st));
 }
 
 }  // namespace backend_cudnn

@@ -53,7 +53,7 @@ CudnnBackend::CudnnBackend(const RuntimeConfig& config) : config_(config) {
   device_name_ = prop.name;
   if (prop.major < 8)
     throw ablate::Error("backend/cudnn: " + device_name_ + " (compute capability " + std::to_string(prop.major) + "." +
-                            std::to_string(prop.minor) + ") is too old; bf16 and the kernels need 8.0 or newer");
+                        std::to_string(prop.minor) + ") is too old; bf16 and the kernels need 8.0 or newer");
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check_cudnn(cudnnCreate(&cudnn_), "cudnnCreate");
   check_cudnn(cudnnSetStream(cudnn_, stream_), "cudnnSetStream");

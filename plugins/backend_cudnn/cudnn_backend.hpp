@@ -52,12 +52,17 @@ NormDims norm_dims(const Tensor& x);
 
 // Reusable device scratch buffers, one per purpose, grown and kept (a warm step allocates nothing).
 enum Slot : int {
-  kWorkspace = 0,                 // cuBLASLt / cuDNN workspace
-  kLinG,                          // linear_backward: g = dy ⊙ act'
-  kReduce,                        // partial sums of the deterministic reductions
-  kAttLogits, kAttPd, kAttDp, kAttDs,  // attention: logits, dropped probabilities, dP, dS
-  kGradA, kGradB, kGradC,         // cuDNN graph outputs before they are added to the caller's gradients
-  kIds,                           // embedding backward: ids grouped by value
+  kWorkspace = 0,  // cuBLASLt / cuDNN workspace
+  kLinG,           // linear_backward: g = dy ⊙ act'
+  kReduce,         // partial sums of the deterministic reductions
+  kAttLogits,
+  kAttPd,
+  kAttDp,
+  kAttDs,  // attention: logits, dropped probabilities, dP, dS
+  kGradA,
+  kGradB,
+  kGradC,  // cuDNN graph outputs before they are added to the caller's gradients
+  kIds,    // embedding backward: ids grouped by value
   kSlotCount
 };
 
@@ -75,22 +80,20 @@ class CudnnBackend final : public ablate::Backend {
   void copy(Tensor& dst, const Tensor& src) override;
   void synchronize() override;
 
-  void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
-                      ablate::Activation act) override;
-  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                       const Tensor* pre, const Tensor& y, ablate::Activation act) override;
+  void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, ablate::Activation act) override;
+  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor* pre,
+                       const Tensor& y, ablate::Activation act) override;
   void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) override;
-  void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
-                       bool trans_b, float alpha) override;
+  void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
+                       float alpha) override;
   void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
                          const ablate::AttentionParams& params) override;
   void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
-                          const Tensor& q, const Tensor& k, const Tensor& v,
-                          const ablate::AttentionParams& params) override;
-  void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
-                          const Tensor& beta, float eps) override;
-  void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma) override;
+                          const Tensor& q, const Tensor& k, const Tensor& v, const ablate::AttentionParams& params) override;
+  void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                          float eps) override;
+  void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x, const Tensor& mean,
+                           const Tensor& rstd, const Tensor& gamma) override;
   void rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) override;
   void rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
                          const Tensor& gamma) override;
@@ -101,8 +104,8 @@ class CudnnBackend final : public ablate::Backend {
   void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) override;
   void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) override;
   bool supports(ablate::OptionalOp op) const override {
-    return op == ablate::OptionalOp::rope || op == ablate::OptionalOp::slice_last ||
-           op == ablate::OptionalOp::attention_bias || op == ablate::OptionalOp::grouped_attention;
+    return op == ablate::OptionalOp::rope || op == ablate::OptionalOp::slice_last || op == ablate::OptionalOp::attention_bias ||
+           op == ablate::OptionalOp::grouped_attention;
   }
   void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
   void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) override;
@@ -118,11 +121,10 @@ class CudnnBackend final : public ablate::Backend {
   void merge_heads_forward(Tensor& y, const Tensor& x) override;
   void merge_heads_backward(Tensor& dx, const Tensor& dy) override;
   void write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) override;
-  void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
-                             const Tensor& targets, std::int32_t ignore_index, float label_smoothing) override;
+  void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits, const Tensor& targets,
+                             std::int32_t ignore_index, float label_smoothing) override;
   void sum_squares(Tensor& total, const Tensor& x) override;
-  void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
-                   const ablate::AdamParams& params) override;
+  void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad, const ablate::AdamParams& params) override;
   void cast(Tensor& y, const Tensor& x) override;
 
  private:

@@ -36,7 +36,7 @@ using Dims = std::array<std::int64_t, 4>;
 // Row-major strides of `d`.
 Dims dense(const Dims& d) { return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1}; }
 
-constexpr std::int64_t kByteAlignment = 16;    // declared for every tensor: data pointers must have it
+constexpr std::int64_t kByteAlignment = 16;     // declared for every tensor: data pointers must have it
 constexpr std::size_t kScratchAlignment = 256;  // of the graph's own buffers in the workspace
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
@@ -93,19 +93,17 @@ class Desc {
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
-void set_attrs(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-               std::int64_t count, const void* values) {
+void set_attrs(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, std::int64_t count,
+               const void* values) {
   const cudnnStatus_t st = cudnnBackendSetAttribute(d, name, type, count, values);
   if (st == CUDNN_STATUS_SUCCESS) return;
   if (not_supported(st)) throw NotSupported{};
-  cudnn_fail(st, "building a graph: cudnnBackendSetAttribute(attribute " + std::to_string(static_cast<int>(name)) +
-                     ")");
+  cudnn_fail(st, "building a graph: cudnnBackendSetAttribute(attribute " + std::to_string(static_cast<int>(name)) + ")");
 }
 
 // One element; `type` names the cuDNN attribute type that T must be.
 template <class T>
-void set_attr(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-              const T& value) {
+void set_attr(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const T& value) {
   set_attrs(d, name, type, 1, &value);
 }
 
@@ -116,8 +114,29 @@ void finalize(cudnnBackendDescriptor_t d, const char* what) { build_check(cudnnB
 
 // The entry points' pointers, by role; a graph binds the ones it uses to its tensors.
 enum Arg : int {
-  kQ, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kKvLengths, kDropoutMask, kScale,
-  kX, kY, kDY, kDX, kGamma, kBeta, kMean, kRstd, kDGamma, kDBeta, kEps,
+  kQ,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kDO,
+  kDQ,
+  kDK,
+  kDV,
+  kKvLengths,
+  kDropoutMask,
+  kScale,
+  kX,
+  kY,
+  kDY,
+  kDX,
+  kGamma,
+  kBeta,
+  kMean,
+  kRstd,
+  kDGamma,
+  kDBeta,
+  kEps,
   kArgCount
 };
 using Args = std::array<const void*, kArgCount>;
@@ -139,7 +158,7 @@ struct Binding {
 
 // A finalized execution plan with what it was built from.
 struct Plan {
-  std::vector<Desc> descs;  // tensors, operations, graph, engine config: alive as long as the plan
+  std::vector<Desc> descs;                  // tensors, operations, graph, engine config: alive as long as the plan
   cudnnBackendDescriptor_t exec = nullptr;  // the execution plan (owned by `descs`)
   std::vector<Binding> bindings;
   std::deque<float> constants;       // host values of by-value constants (addresses stay put)
@@ -204,8 +223,7 @@ class Builder {
     const std::size_t bytes = values.size() * sizeof(std::int32_t);
     check_cuda(cudaMalloc(&data, bytes), "cudaMalloc (graph constants)");
     plan_.device_data.push_back(data);
-    check_cuda(cudaMemcpyAsync(data, values.data(), bytes, cudaMemcpyHostToDevice, stream_),
-               "cudaMemcpyAsync (graph constants)");
+    check_cuda(cudaMemcpyAsync(data, values.data(), bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (graph constants)");
     Tensor t = tensor(CUDNN_DATA_INT32, dims, strides, Kind::Data);
     plan_.bindings.push_back({Binding::From::Fixed, t.uid, kArgCount, data});
     return t;
@@ -219,9 +237,7 @@ class Builder {
     return t;
   }
   // A tensor that exists only inside the fused kernel.
-  Tensor virt(cudnnDataType_t type, const Dims& dims, const Dims& strides) {
-    return tensor(type, dims, strides, Kind::Virtual);
-  }
+  Tensor virt(cudnnDataType_t type, const Dims& dims, const Dims& strides) { return tensor(type, dims, strides, Kind::Virtual); }
 
   // --- operations
 
@@ -397,9 +413,8 @@ bool nondeterministic(cudnnBackendDescriptor_t config) {
   Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   cudnnBackendDescriptor_t e = engine.get();
   std::int64_t count = 0;
-  build_check(
-      cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &e),
-      "reading an engine config's engine");
+  build_check(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &e),
+              "reading an engine config's engine");
   std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
   build_check(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                        CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &count, notes.data()),
@@ -421,9 +436,9 @@ std::vector<Desc> engine_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeu
   if (not_supported(st)) return {};
   build_check(st, "finalizing the engine heuristics");
   std::int64_t count = 0;
-  build_check(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                       &count, nullptr),
-              "counting the heuristics' engine configs");
+  build_check(
+      cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+      "counting the heuristics' engine configs");
   std::vector<Desc> configs;
   std::vector<cudnnBackendDescriptor_t> raw;
   for (std::int64_t i = 0; i < count; ++i) {
@@ -432,8 +447,8 @@ std::vector<Desc> engine_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeu
   }
   if (count == 0) return configs;
   std::int64_t returned = 0;
-  build_check(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
-                                       &returned, raw.data()),
+  build_check(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
+                                       raw.data()),
               "reading the heuristics' engine configs");
   while (static_cast<std::int64_t>(configs.size()) > returned) configs.pop_back();
   return configs;
@@ -444,15 +459,14 @@ std::vector<Desc> engine_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeu
 // plan of each for `handle` or, without one, for the device `device_prop` describes, until
 // `accept(exec, config, status)` takes one. Returns whether one was taken.
 template <class Accept>
-bool walk_engines(cudnnBackendDescriptor_t graph, bool deterministic, cudnnHandle_t handle,
-                  cudnnBackendDescriptor_t device_prop, Accept&& accept) {
+bool walk_engines(cudnnBackendDescriptor_t graph, bool deterministic, cudnnHandle_t handle, cudnnBackendDescriptor_t device_prop,
+                  Accept&& accept) {
   for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     for (Desc& config : engine_configs(graph, mode, device_prop)) {
       if (deterministic && nondeterministic(config.get())) continue;
       Desc exec(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       if (handle) set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, handle);
-      if (device_prop)
-        set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, device_prop);
+      if (device_prop) set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, device_prop);
       set_attr(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, config.get());
       if (accept(exec, config, cudnnBackendFinalize(exec.get()))) return true;
     }
@@ -462,27 +476,25 @@ bool walk_engines(cudnnBackendDescriptor_t graph, bool deterministic, cudnnHandl
 
 // Finalizes the operation graph of `ops` and keeps in `plan` the first execution plan that
 // finalizes (walk_engines' order). Throws NotSupported when there is none.
-void choose_engine(Plan& plan, const std::vector<cudnnBackendDescriptor_t>& ops, cudnnHandle_t handle,
-                   bool deterministic) {
+void choose_engine(Plan& plan, const std::vector<cudnnBackendDescriptor_t>& ops, cudnnHandle_t handle, bool deterministic) {
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  set_attrs(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-            static_cast<std::int64_t>(ops.size()), ops.data());
+  set_attrs(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<std::int64_t>(ops.size()),
+            ops.data());
   set_attr(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, handle);
   finalize(graph.get(), "finalizing the operation graph");
-  const bool found =
-      walk_engines(graph.get(), deterministic, handle, nullptr, [&](Desc& exec, Desc& config, cudnnStatus_t st) {
-        if (st != CUDNN_STATUS_SUCCESS) return false;  // this engine cannot: try the next
-        std::int64_t workspace = 0, count = 0;
-        build_check(cudnnBackendGetAttribute(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
-                                             1, &count, &workspace),
-                    "reading the execution plan's workspace size");
-        plan.engine_workspace = static_cast<std::size_t>(workspace);
-        plan.exec = exec.get();
-        plan.descs.push_back(std::move(graph));
-        plan.descs.push_back(std::move(config));
-        plan.descs.push_back(std::move(exec));
-        return true;
-      });
+  const bool found = walk_engines(graph.get(), deterministic, handle, nullptr, [&](Desc& exec, Desc& config, cudnnStatus_t st) {
+    if (st != CUDNN_STATUS_SUCCESS) return false;  // this engine cannot: try the next
+    std::int64_t workspace = 0, count = 0;
+    build_check(
+        cudnnBackendGetAttribute(exec.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &count, &workspace),
+        "reading the execution plan's workspace size");
+    plan.engine_workspace = static_cast<std::size_t>(workspace);
+    plan.exec = exec.get();
+    plan.descs.push_back(std::move(graph));
+    plan.descs.push_back(std::move(config));
+    plan.descs.push_back(std::move(exec));
+    return true;
+  });
   if (!found) throw NotSupported{};
 }
 
@@ -652,7 +664,11 @@ void sdpa_backward_graph(Builder& g, const SdpaConfig& c, bool deterministic) {
 struct NormShape {
   Dims x, x_strides, w, w_strides, stat, stat_strides;
   NormShape(std::int64_t rows, std::int64_t D)
-      : x{rows, D, 1, 1}, x_strides{D, 1, D, D}, w{1, D, 1, 1}, w_strides{D, 1, D, D}, stat{rows, 1, 1, 1},
+      : x{rows, D, 1, 1},
+        x_strides{D, 1, D, D},
+        w{1, D, 1, 1},
+        w_strides{D, 1, D, D},
+        stat{rows, 1, 1, 1},
         stat_strides{1, 1, 1, 1} {}
 };
 
@@ -771,15 +787,9 @@ struct CudnnGraphs::Impl {
       uids.push_back(b.uid);
       switch (b.from) {
         case Binding::From::Device:
-        case Binding::From::Host:
-          pointers.push_back(const_cast<void*>(args[b.arg]));
-          break;
-        case Binding::From::Fixed:
-          pointers.push_back(b.fixed);
-          break;
-        case Binding::From::Workspace:
-          pointers.push_back(ws + scratch_at + b.offset);
-          break;
+        case Binding::From::Host: pointers.push_back(const_cast<void*>(args[b.arg])); break;
+        case Binding::From::Fixed: pointers.push_back(b.fixed); break;
+        case Binding::From::Workspace: pointers.push_back(ws + scratch_at + b.offset); break;
       }
     }
     // The graph's own intermediates start at zero: the non-deterministic attention backward
@@ -790,15 +800,13 @@ struct CudnnGraphs::Impl {
     Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     const auto n = static_cast<std::int64_t>(uids.size());
     void* ws_pointer = ws;
+    cudnn_check(cudnnBackendSetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids.data()),
+                "variant pack: unique ids");
     cudnn_check(
-        cudnnBackendSetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids.data()),
-        "variant pack: unique ids");
-    cudnn_check(cudnnBackendSetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n,
-                                         pointers.data()),
-                "variant pack: data pointers");
-    cudnn_check(
-        cudnnBackendSetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws_pointer),
-        "variant pack: workspace");
+        cudnnBackendSetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, pointers.data()),
+        "variant pack: data pointers");
+    cudnn_check(cudnnBackendSetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws_pointer),
+                "variant pack: workspace");
     cudnn_check(cudnnBackendFinalize(pack.get()), "variant pack: finalize");
     const cudnnStatus_t st = cudnnBackendExecute(handle, plan.exec, pack.get());
     if (st != CUDNN_STATUS_SUCCESS) cudnn_fail(st, std::string(op) + ": cudnnBackendExecute");
@@ -812,9 +820,8 @@ CudnnGraphs::CudnnGraphs(cudnnHandle_t handle, bool deterministic, WorkspaceFn w
 
 CudnnGraphs::~CudnnGraphs() = default;
 
-bool CudnnGraphs::sdpa_forward(const SdpaConfig& cfg, void* o, float* stats, const void* q, const void* k,
-                               const void* v, const std::int32_t* kv_lengths, const void* dropout_mask,
-                               cudaStream_t stream) {
+bool CudnnGraphs::sdpa_forward(const SdpaConfig& cfg, void* o, float* stats, const void* q, const void* k, const void* v,
+                               const std::int32_t* kv_lengths, const void* dropout_mask, cudaStream_t stream) {
   Plan* plan = impl_->sdpa_plan(GraphKind::SdpaForward, cfg, stream);
   if (!plan) return false;
   Args args{};
@@ -830,8 +837,8 @@ bool CudnnGraphs::sdpa_forward(const SdpaConfig& cfg, void* o, float* stats, con
 }
 
 bool CudnnGraphs::sdpa_backward(const SdpaConfig& cfg, void* dq, void* dk, void* dv, const void* d_o, const void* o,
-                                const float* stats, const void* q, const void* k, const void* v,
-                                const std::int32_t* kv_lengths, const void* dropout_mask, cudaStream_t stream) {
+                                const float* stats, const void* q, const void* k, const void* v, const std::int32_t* kv_lengths,
+                                const void* dropout_mask, cudaStream_t stream) {
   Plan* plan = impl_->sdpa_plan(GraphKind::SdpaBackward, cfg, stream);
   if (!plan) return false;
   Args args{};
@@ -850,9 +857,8 @@ bool CudnnGraphs::sdpa_backward(const SdpaConfig& cfg, void* dq, void* dk, void*
   return impl_->execute(*plan, args, stream, "sdpa_backward");
 }
 
-bool CudnnGraphs::layer_norm_forward(bool bf16, std::int64_t rows, std::int64_t D, float eps, void* y, float* mean,
-                                     float* rstd, const void* x, const void* gamma, const void* beta,
-                                     cudaStream_t stream) {
+bool CudnnGraphs::layer_norm_forward(bool bf16, std::int64_t rows, std::int64_t D, float eps, void* y, float* mean, float* rstd,
+                                     const void* x, const void* gamma, const void* beta, cudaStream_t stream) {
   if (rows <= 0 || D <= 0) return false;
   Plan* plan = impl_->plan(norm_key(GraphKind::LayerNormForward, bf16, rows, D), GraphKind::LayerNormForward,
                            norm_config(rows, D), bf16, stream);
@@ -868,9 +874,9 @@ bool CudnnGraphs::layer_norm_forward(bool bf16, std::int64_t rows, std::int64_t 
   return impl_->execute(*plan, args, stream, "layer_norm_forward");
 }
 
-bool CudnnGraphs::layer_norm_backward(bool bf16, std::int64_t rows, std::int64_t D, void* dx, float* dgamma,
-                                      float* dbeta, const void* dy, const void* x, const float* mean,
-                                      const float* rstd, const void* gamma, cudaStream_t stream) {
+bool CudnnGraphs::layer_norm_backward(bool bf16, std::int64_t rows, std::int64_t D, void* dx, float* dgamma, float* dbeta,
+                                      const void* dy, const void* x, const float* mean, const float* rstd, const void* gamma,
+                                      cudaStream_t stream) {
   if (rows <= 0 || D <= 0) return false;
   Plan* plan = impl_->plan(norm_key(GraphKind::LayerNormBackward, bf16, rows, D), GraphKind::LayerNormBackward,
                            norm_config(rows, D), bf16, stream);
@@ -896,13 +902,12 @@ CudnnGraphs::Stats CudnnGraphs::stats() const { return impl_->stats; }
 // ------------------------------------------------------------------------------------------
 // the deviceless check (cudnn_graph.hpp)
 
-bool engine_for_device(GraphKind kind, const SdpaConfig& cfg, bool bf16, bool deterministic,
-                       const std::string& device_json) {
+bool engine_for_device(GraphKind kind, const SdpaConfig& cfg, bool bf16, bool deterministic, const std::string& device_json) {
   const bool attention = kind == GraphKind::SdpaForward || kind == GraphKind::SdpaBackward;
   if (attention ? !positive(cfg) : (cfg.T <= 0 || cfg.Dh <= 0)) return false;  // as the entry points
   Desc prop(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
-  set_attrs(prop.get(), CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
-            static_cast<std::int64_t>(device_json.size()), device_json.data());
+  set_attrs(prop.get(), CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, static_cast<std::int64_t>(device_json.size()),
+            device_json.data());
   finalize(prop.get(), "the device description");
   Plan plan;
   Builder g(plan, nullptr);
@@ -912,15 +917,15 @@ bool engine_for_device(GraphKind kind, const SdpaConfig& cfg, bool bf16, bool de
     return false;
   }
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  set_attrs(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-            static_cast<std::int64_t>(g.ops().size()), g.ops().data());
+  set_attrs(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<std::int64_t>(g.ops().size()),
+            g.ops().data());
   if (not_supported(cudnnBackendFinalize(graph.get()))) return false;
   return walk_engines(graph.get(), deterministic, nullptr, prop.get(), [](Desc&, Desc&, cudnnStatus_t st) {
     char why[1024] = {};
     cudnnGetLastErrorString(why, sizeof why);
     // Without a GPU the engine gets as far as loading its compiled kernels, and no further.
-    return st == CUDNN_STATUS_SUCCESS || (st == CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER &&
-                                          std::string(why).find("cuLibraryLoadData") != std::string::npos);
+    return st == CUDNN_STATUS_SUCCESS ||
+           (st == CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER && std::string(why).find("cuLibraryLoadData") != std::string::npos);
   });
 }
 

@@ -27,9 +27,9 @@ namespace backend_cudnn {
 struct SdpaConfig {
   std::int64_t B = 0, H = 0, T = 0, S = 0, Dh = 0;
   float scale = 1.0f;
-  bool causal = false;            // query i sees keys j <= i (top-left aligned; no query offset)
-  bool key_padding = false;       // kv_lengths given: query sees keys j < kv_lengths[b]
-  bool dropout = false;           // a dropout mask tensor is given (see sdpa_forward)
+  bool causal = false;       // query i sees keys j <= i (top-left aligned; no query offset)
+  bool key_padding = false;  // kv_lengths given: query sees keys j < kv_lengths[b]
+  bool dropout = false;      // a dropout mask tensor is given (see sdpa_forward)
 };
 
 // Gives the graphs device scratch of at least `bytes` bytes, valid until the next call; the
@@ -52,18 +52,17 @@ class CudnnGraphs {
   bool sdpa_forward(const SdpaConfig& cfg, void* o, float* stats, const void* q, const void* k, const void* v,
                     const std::int32_t* kv_lengths, const void* dropout_mask, cudaStream_t stream);
   // dq, dk, dv (BF16, written) from do, o, stats and the forward's inputs, same mask.
-  bool sdpa_backward(const SdpaConfig& cfg, void* dq, void* dk, void* dv, const void* d_o, const void* o,
-                     const float* stats, const void* q, const void* k, const void* v, const std::int32_t* kv_lengths,
-                     const void* dropout_mask, cudaStream_t stream);
+  bool sdpa_backward(const SdpaConfig& cfg, void* dq, void* dk, void* dv, const void* d_o, const void* o, const float* stats,
+                     const void* q, const void* k, const void* v, const std::int32_t* kv_lengths, const void* dropout_mask,
+                     cudaStream_t stream);
 
   // Layer norm over the last dim of x [rows, D] (F32 or BF16 = `bf16`), gamma/beta [D] same
   // dtype: y, mean [rows] F32, rstd [rows] F32 (= 1/sqrt(var + eps), biased variance).
   bool layer_norm_forward(bool bf16, std::int64_t rows, std::int64_t D, float eps, void* y, float* mean, float* rstd,
                           const void* x, const void* gamma, const void* beta, cudaStream_t stream);
   // dx (x's dtype), dgamma, dbeta (F32) written.
-  bool layer_norm_backward(bool bf16, std::int64_t rows, std::int64_t D, void* dx, float* dgamma, float* dbeta,
-                           const void* dy, const void* x, const float* mean, const float* rstd, const void* gamma,
-                           cudaStream_t stream);
+  bool layer_norm_backward(bool bf16, std::int64_t rows, std::int64_t D, void* dx, float* dgamma, float* dbeta, const void* dy,
+                           const void* x, const float* mean, const float* rstd, const void* gamma, cudaStream_t stream);
 
   // Whether cuDNN has an engine for the attention graph of `cfg` (built and cached on first ask):
   // sdpa_forward / sdpa_backward then run it, given aligned pointers. For work that only the
@@ -71,8 +70,8 @@ class CudnnGraphs {
   bool has_sdpa_engine(const SdpaConfig& cfg, bool backward, cudaStream_t stream);
 
   struct Stats {
-    std::size_t graphs_built = 0;   // execution plans finalized
-    std::size_t unsupported = 0;    // configurations cuDNN refused (fallback taken)
+    std::size_t graphs_built = 0;  // execution plans finalized
+    std::size_t unsupported = 0;   // configurations cuDNN refused (fallback taken)
     std::size_t executions = 0;
   };
   Stats stats() const;
@@ -90,7 +89,6 @@ class CudnnGraphs {
 // planning). Without a GPU a plan gets as far as loading its kernels; that last step's failure
 // counts as accepted. Needs a libcuda.so.1 to load (the toolkit's stub will do); no handle.
 enum class GraphKind { SdpaForward, SdpaBackward, LayerNormForward, LayerNormBackward };
-bool engine_for_device(GraphKind kind, const SdpaConfig& cfg, bool bf16, bool deterministic,
-                       const std::string& device_json);
+bool engine_for_device(GraphKind kind, const SdpaConfig& cfg, bool bf16, bool deterministic, const std::string& device_json);
 
 }  // namespace backend_cudnn

@@ -51,11 +51,11 @@ RuntimeCreateFn load_runtime() {
   if (lib == nullptr)
     throw ablate::Error("backend/cudnn: cannot load the GPU runtime " + runtime.string() + ": " + dlerror(),
                         "check that CUDA 13 and cuDNN 9 are installed where this build found them "
-                        "(ldd " + runtime.string() + ")");
+                        "(ldd " +
+                            runtime.string() + ")");
   create = reinterpret_cast<RuntimeCreateFn>(dlsym(lib, kRuntimeCreateSymbol));
   if (create == nullptr)
-    throw ablate::Error("backend/cudnn: " + runtime.string() + " does not export " + kRuntimeCreateSymbol,
-                        "rebuild Ablate");
+    throw ablate::Error("backend/cudnn: " + runtime.string() + " does not export " + kRuntimeCreateSymbol, "rebuild Ablate");
   return create;
 }
 

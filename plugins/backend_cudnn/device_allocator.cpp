@@ -9,9 +9,7 @@
 
 namespace backend_cudnn {
 
-std::shared_ptr<DeviceAllocator> DeviceAllocator::create() {
-  return std::shared_ptr<DeviceAllocator>(new DeviceAllocator());
-}
+std::shared_ptr<DeviceAllocator> DeviceAllocator::create() { return std::shared_ptr<DeviceAllocator>(new DeviceAllocator()); }
 
 DeviceAllocator::~DeviceAllocator() {
   for (auto& [bytes, p] : free_) cudaFree(p);  // at process exit the runtime may be gone: ignore errors
@@ -50,9 +48,8 @@ std::shared_ptr<ablate::Storage> DeviceAllocator::allocate(std::size_t bytes, st
     if (e != cudaSuccess) {
       cudaGetLastError();
       const Stats s = stats();
-      throw ablate::Error("backend/cudnn: out of GPU memory: cudaMalloc of " + std::to_string(size >> 20) +
-                              " MiB failed (" + cudaGetErrorString(e) + ") with " + std::to_string(s.bytes_in_use >> 20) +
-                              " MiB in use by tensors",
+      throw ablate::Error("backend/cudnn: out of GPU memory: cudaMalloc of " + std::to_string(size >> 20) + " MiB failed (" +
+                              cudaGetErrorString(e) + ") with " + std::to_string(s.bytes_in_use >> 20) + " MiB in use by tensors",
                           "use a smaller batch, model or sequence length, or precision: bf16");
     }
     std::lock_guard<std::mutex> lock(mutex_);

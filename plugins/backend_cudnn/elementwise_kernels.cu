@@ -99,8 +99,7 @@ __global__ void activation_forward_kernel(T* y, const T* x, std::int64_t n, Act 
 // dx[i] += dy[i] * act'(x[i]).
 template <class T>
 __global__ void activation_backward_kernel(T* dx, const T* dy, const T* x, std::int64_t n, Act act) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride())
-    st(dx, i, ld(dx, i) + ld(dy, i) * act_grad(act, ld(x, i)));
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(dx, i, ld(dx, i) + ld(dy, i) * act_grad(act, ld(x, i)));
 }
 
 // g[i] = dy[i] * act'(src[i]) (written).
@@ -112,8 +111,7 @@ __global__ void activation_grad_kernel(G* g, const T* dy, const T* src, std::int
 // v = z[r, c] + bias[c]; pre = v (if given); y = act(v) from the unrounded v. Each element is read
 // before it is written, so y and pre may alias z.
 template <class T>
-__global__ void bias_activation_kernel(T* y, T* pre, const T* z, const T* bias, std::int64_t n, std::int64_t cols,
-                                       Act act) {
+__global__ void bias_activation_kernel(T* y, T* pre, const T* z, const T* bias, std::int64_t n, std::int64_t cols, Act act) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     const float v = ld(z, i) + (bias ? ld(bias, i % cols) : 0.0f);
     if (pre) st(pre, i, v);
@@ -136,7 +134,6 @@ __global__ void dropout_kernel(T* y, const T* x, std::int64_t n, float p, float 
   }
 }
 unsigned dropout_grid(std::int64_t n) { return grid_for(ceil_div(n, std::int64_t{4})); }
-
 
 // ---------------------------------------------------------------------------- heads
 
@@ -171,8 +168,8 @@ __global__ void heads_kernel(T* dst, const T* src, std::int64_t B, std::int64_t 
 }
 
 template <bool kToHeads, bool kAccumulate>
-void heads(void* dst, const void* src, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
-           int parts, int part, cudaStream_t s, const char* name) {
+void heads(void* dst, const void* src, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh, int parts, int part,
+           cudaStream_t s, const char* name) {
   const std::int64_t n = B * H * T * Dh;
   if (n == 0) return;
   with_type(t, [&](auto tag) {
@@ -181,8 +178,8 @@ void heads(void* dst, const void* src, VT t, std::int64_t B, std::int64_t T, std
     const bool aligned = (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
     const auto launch = [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
-      heads_kernel<V, kVec, kToHeads, kAccumulate><<<grid_for(n / kVec), kThreads, 0, s>>>(
-          static_cast<V*>(dst), static_cast<const V*>(src), B, T, H, Dh, parts, part);
+      heads_kernel<V, kVec, kToHeads, kAccumulate>
+          <<<grid_for(n / kVec), kThreads, 0, s>>>(static_cast<V*>(dst), static_cast<const V*>(src), B, T, H, Dh, parts, part);
     };
     if (aligned && Dh % kWide == 0)
       launch(std::integral_constant<int, kWide>{});
@@ -201,23 +198,19 @@ std::size_t column_sum_scratch_bytes(std::int64_t rows, std::int64_t cols) {
   return static_cast<std::size_t>(2 * column_chunks(rows, cols) * cols) * sizeof(float);
 }
 
-
 // ============================================================================ memory-shaped
 
 void fill(void* y, int dtype, std::int64_t n, float value, cudaStream_t s) {
   if (n == 0) return;
   switch (dtype) {
-    case 0:
-      fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<float*>(y), n, value);
-      break;
+    case 0: fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<float*>(y), n, value); break;
     case 1:  // the host's rounding, bit for bit
       fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<std::uint16_t*>(y), n, ablate::float_to_bf16(value));
       break;
     case 2:
       fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<std::int32_t*>(y), n, static_cast<std::int32_t>(value));
       break;
-    default:
-      throw ablate::Error("backend/cudnn: fill: unknown dtype " + std::to_string(dtype));
+    default: throw ablate::Error("backend/cudnn: fill: unknown dtype " + std::to_string(dtype));
   }
   check_launch("fill");
 }
@@ -253,14 +246,14 @@ void add_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, st
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    add_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(a), static_cast<const T*>(b),
-                                                n, nb, alpha, beta);
+    add_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(a), static_cast<const T*>(b), n, nb,
+                                                alpha, beta);
   });
   check_launch("add_forward");
 }
 
-void column_sum(void* out, VT out_t, const void* x, VT xt, std::int64_t rows, std::int64_t cols, float alpha,
-                void* scratch, cudaStream_t s) {
+void column_sum(void* out, VT out_t, const void* x, VT xt, std::int64_t rows, std::int64_t cols, float alpha, void* scratch,
+                cudaStream_t s) {
   if (rows == 0 || cols == 0) return;
   auto* partial = static_cast<float*>(scratch);
   with_type(xt, [&](auto k) {
@@ -274,14 +267,13 @@ void mul_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, st
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    mul_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(a), static_cast<const T*>(b),
-                                                n, nb);
+    mul_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(a), static_cast<const T*>(b), n, nb);
   });
   check_launch("mul_forward");
 }
 
-void mul_backward(void* da, void* db, const void* dy, const void* a, const void* b, VT t, std::int64_t n,
-                  std::int64_t nb, void* scratch, cudaStream_t s) {
+void mul_backward(void* da, void* db, const void* dy, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb,
+                  void* scratch, cudaStream_t s) {
   if (n == 0 || (da == nullptr && db == nullptr)) return;
   void* db_here = nb == n ? db : nullptr;  // a repeated b: its gradient is a column sum below
   with_type(t, [&](auto k) {
@@ -301,20 +293,20 @@ void mul_backward(void* da, void* db, const void* dy, const void* a, const void*
   });
 }
 
-void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int64_t rows, std::int64_t T,
-          std::int64_t Dh, int rotary, float base, bool backward, cudaStream_t s) {
+void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int64_t rows, std::int64_t T, std::int64_t Dh,
+          int rotary, float base, bool backward, cudaStream_t s) {
   const std::int64_t n = rows * (rotary / 2 + (Dh - rotary));
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using V = type_of<decltype(k)>;
-    rope_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<V*>(y), static_cast<const V*>(x), positions, rows, T, Dh,
-                                                 rotary, base, backward);
+    rope_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<V*>(y), static_cast<const V*>(x), positions, rows, T, Dh, rotary,
+                                                 base, backward);
   });
   check_launch(backward ? "rope_backward" : "rope_forward");
 }
 
-void slice_last(void* part, void* whole, VT t, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset,
-                bool backward, cudaStream_t s) {
+void slice_last(void* part, void* whole, VT t, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset, bool backward,
+                cudaStream_t s) {
   if (N * W == 0) return;
   with_type(t, [&](auto k) {
     using V = type_of<decltype(k)>;
@@ -362,15 +354,14 @@ void activation_grad(void* g, VT gt, const void* dy, const void* src, VT t, std:
   check_launch("activation_grad");
 }
 
-void bias_activation(void* y, void* pre, const void* z, const void* bias, VT t, std::int64_t rows, std::int64_t cols,
-                     Act act, cudaStream_t s) {
+void bias_activation(void* y, void* pre, const void* z, const void* bias, VT t, std::int64_t rows, std::int64_t cols, Act act,
+                     cudaStream_t s) {
   const std::int64_t n = rows * cols;
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    bias_activation_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<T*>(pre),
-                                                            static_cast<const T*>(z), static_cast<const T*>(bias), n,
-                                                            cols, act);
+    bias_activation_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<T*>(pre), static_cast<const T*>(z),
+                                                            static_cast<const T*>(bias), n, cols, act);
   });
   check_launch("bias_activation");
 }
@@ -379,8 +370,8 @@ void dropout_forward(void* y, const void* x, VT t, std::int64_t n, float p, abla
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    dropout_kernel<T, false><<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(x), n, p,
-                                                                keep_scale_of(p), key);
+    dropout_kernel<T, false>
+        <<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(x), n, p, keep_scale_of(p), key);
   });
   check_launch("dropout_forward");
 }
@@ -389,22 +380,21 @@ void dropout_backward(void* dx, const void* dy, VT t, std::int64_t n, float p, a
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    dropout_kernel<T, true><<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy), n, p,
-                                                               keep_scale_of(p), key);
+    dropout_kernel<T, true>
+        <<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy), n, p, keep_scale_of(p), key);
   });
   check_launch("dropout_backward");
 }
 
-
 // ============================================================================ heads
 
-void split_heads_forward(void* y, const void* x, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
-                         int parts, int part, cudaStream_t s) {
+void split_heads_forward(void* y, const void* x, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh, int parts,
+                         int part, cudaStream_t s) {
   heads<true, false>(y, x, t, B, T, H, Dh, parts, part, s, "split_heads_forward");
 }
 
-void split_heads_backward(void* dx, const void* dy, VT t, std::int64_t B, std::int64_t T, std::int64_t H,
-                          std::int64_t Dh, int parts, int part, cudaStream_t s) {
+void split_heads_backward(void* dx, const void* dy, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
+                          int parts, int part, cudaStream_t s) {
   heads<false, true>(dx, dy, t, B, T, H, Dh, parts, part, s, "split_heads_backward");
 }
 
@@ -413,8 +403,8 @@ void merge_heads_forward(void* y, const void* x, VT t, std::int64_t B, std::int6
   heads<false, false>(y, x, t, B, T, H, Dh, 1, 0, s, "merge_heads_forward");
 }
 
-void merge_heads_backward(void* dx, const void* dy, VT t, std::int64_t B, std::int64_t T, std::int64_t H,
-                          std::int64_t Dh, cudaStream_t s) {
+void merge_heads_backward(void* dx, const void* dy, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
+                          cudaStream_t s) {
   heads<true, true>(dx, dy, t, B, T, H, Dh, 1, 0, s, "merge_heads_backward");
 }
 

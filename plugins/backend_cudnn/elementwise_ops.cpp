@@ -90,8 +90,7 @@ void CudnnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor&
   ablate::contract::embedding_forward(y, ids, table);
   const VT t = value_type(table);
   const std::int64_t V = table.shape()[0], D = table.shape()[1], N = ids.numel();
-  kernels::embedding_forward(y.raw(), ids.data<std::int32_t>(), table.raw(), t, N, D, V,
-                             flags_device_, stream_);
+  kernels::embedding_forward(y.raw(), ids.data<std::int32_t>(), table.raw(), t, N, D, V, flags_device_, stream_);
 }
 
 // dtable[ids[n]] += dy[n]. Deterministic mode groups the rows by id on the host (one small
@@ -136,8 +135,8 @@ void CudnnBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Te
   const std::size_t used = 2 * n + U + 1;  // rows, the uniq region, and the U + 1 starts
   auto* dev = static_cast<std::int32_t*>(scratch(kIds, used * sizeof(std::int32_t)));
   check_cuda(cudaMemcpyAsync(dev, groups_.data(), used * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream_), op);
-  kernels::embedding_backward_grouped(dtable.raw(), gt, dy.raw(), t, dev + n, dev + 2 * n, dev,
-                                      static_cast<std::int64_t>(U), D, stream_);
+  kernels::embedding_backward_grouped(dtable.raw(), gt, dy.raw(), t, dev + n, dev + 2 * n, dev, static_cast<std::int64_t>(U), D,
+                                      stream_);
   // groups_ must outlive the asynchronous copy from pageable memory: it is staged before return.
 }
 

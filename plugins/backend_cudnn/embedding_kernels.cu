@@ -52,24 +52,23 @@ __global__ void embedding_backward_grouped_kernel(G* dtable, const T* dy, const 
 
 // ============================================================================ embedding
 
-void embedding_forward(void* y, const std::int32_t* ids, const void* table, VT t, std::int64_t N, std::int64_t D,
-                       std::int64_t V, std::int32_t* bad_id_flag, cudaStream_t s) {
+void embedding_forward(void* y, const std::int32_t* ids, const void* table, VT t, std::int64_t N, std::int64_t D, std::int64_t V,
+                       std::int32_t* bad_id_flag, cudaStream_t s) {
   if (N == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    embedding_forward_kernel<<<row_grid(N), kThreads, 0, s>>>(static_cast<T*>(y), ids, static_cast<const T*>(table), N,
-                                                              D, V, bad_id_flag);
+    embedding_forward_kernel<<<row_grid(N), kThreads, 0, s>>>(static_cast<T*>(y), ids, static_cast<const T*>(table), N, D, V,
+                                                              bad_id_flag);
   });
   check_launch("embedding_forward");
 }
 
-void embedding_backward_atomic(float* dtable, const void* dy, VT t, const std::int32_t* ids, std::int64_t N,
-                               std::int64_t D, std::int64_t V, cudaStream_t s) {
+void embedding_backward_atomic(float* dtable, const void* dy, VT t, const std::int32_t* ids, std::int64_t N, std::int64_t D,
+                               std::int64_t V, cudaStream_t s) {
   if (N * D == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    embedding_backward_atomic_kernel<<<grid_for(N * D), kThreads, 0, s>>>(dtable, static_cast<const T*>(dy), ids, N, D,
-                                                                          V);
+    embedding_backward_atomic_kernel<<<grid_for(N * D), kThreads, 0, s>>>(dtable, static_cast<const T*>(dy), ids, N, D, V);
   });
   check_launch("embedding_backward_atomic");
 }
@@ -82,9 +81,8 @@ void embedding_backward_grouped(void* dtable, VT dtable_t, const void* dy, VT t,
     with_type(t, [&](auto k) {
       using G = type_of<decltype(gk)>;
       using T = type_of<decltype(k)>;
-      embedding_backward_grouped_kernel<<<row_grid(U), kThreads, 0, s>>>(static_cast<G*>(dtable),
-                                                                         static_cast<const T*>(dy), uniq_ids, starts,
-                                                                         rows, U, D);
+      embedding_backward_grouped_kernel<<<row_grid(U), kThreads, 0, s>>>(static_cast<G*>(dtable), static_cast<const T*>(dy),
+                                                                         uniq_ids, starts, rows, U, D);
     });
   });
   check_launch("embedding_backward_grouped");

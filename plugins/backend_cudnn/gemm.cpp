@@ -28,8 +28,7 @@ void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const
 }
 
 // The column-major layout of a row-major stored matrix [stored_rows, stored_cols], batched.
-cublasLtMatrixLayout_t layout(VT t, std::int64_t stored_rows, std::int64_t stored_cols, std::int64_t batch,
-                              const char* op) {
+cublasLtMatrixLayout_t layout(VT t, std::int64_t stored_rows, std::int64_t stored_cols, std::int64_t batch, const char* op) {
   cublasLtMatrixLayout_t l = nullptr;
   check_cublas(cublasLtMatrixLayoutCreate(&l, cuda_type(t), static_cast<std::uint64_t>(stored_cols),
                                           static_cast<std::uint64_t>(stored_rows), stored_cols),
@@ -38,8 +37,7 @@ cublasLtMatrixLayout_t layout(VT t, std::int64_t stored_rows, std::int64_t store
     const int count = static_cast<int>(batch);
     const std::int64_t stride = stored_rows * stored_cols;
     check_cublas(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), op);
-    check_cublas(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
-                 op);
+    check_cublas(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)), op);
   }
   return l;
 }
@@ -48,18 +46,13 @@ cublasLtMatrixLayout_t layout(VT t, std::int64_t stored_rows, std::int64_t store
 // false when cuBLASLt has none: GELU (erf) and SiLU, and a pre-activation asked for with ReLU.
 bool fused_epilogue(Act act, bool bias, bool aux, cublasLtEpilogue_t& out) {
   switch (act) {
-    case Act::None:
-      out = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-      return !aux;
-    case Act::ReLU:
-      out = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-      return !aux;
+    case Act::None: out = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT; return !aux;
+    case Act::ReLU: out = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU; return !aux;
     case Act::GeluTanh:
       out = aux ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
                 : (bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU);
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -106,8 +99,7 @@ Gemm::Plan& Gemm::plan(const Key& key, const GemmOperand& a, const GemmOperand& 
     cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     if (try_fused && !fused_epilogue(ep.act, want_bias, want_aux, epilogue)) continue;
     auto p = std::make_unique<Plan>();
-    const cublasComputeType_t compute =
-        (tf32_ && a.dtype == VT::F32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const cublasComputeType_t compute = (tf32_ && a.dtype == VT::F32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     check_cublas(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F), op);
     const cublasOperation_t ta = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N, tb = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
     set_desc(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, ta, op);
@@ -150,19 +142,28 @@ Gemm::Plan& Gemm::plan(const Key& key, const GemmOperand& a, const GemmOperand& 
     }
     if (!try_fused && st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) check_cublas(st, op);
   }
-  throw ablate::Error(std::string("backend/cudnn: ") + op + ": cuBLASLt has no algorithm for a [" +
-                      std::to_string(batch) + " x " + std::to_string(M) + " x " + std::to_string(K) + "] x [" +
-                      std::to_string(K) + " x " + std::to_string(N) + "] product");
+  throw ablate::Error(std::string("backend/cudnn: ") + op + ": cuBLASLt has no algorithm for a [" + std::to_string(batch) +
+                      " x " + std::to_string(M) + " x " + std::to_string(K) + "] x [" + std::to_string(K) + " x " +
+                      std::to_string(N) + "] product");
 }
 
-void Gemm::run(void* c, VT c_t, const GemmOperand& a, const GemmOperand& b, float alpha, float beta,
-               const GemmEpilogue& ep, const char* op) {
+void Gemm::run(void* c, VT c_t, const GemmOperand& a, const GemmOperand& b, float alpha, float beta, const GemmEpilogue& ep,
+               const char* op) {
   const std::int64_t M = a.rows, K = a.cols, N = b.cols;
   if (b.rows != K || b.batch != a.batch || a.dtype != b.dtype)
     throw ablate::Error(std::string("backend/cudnn: ") + op + ": internal GEMM operand mismatch");
   if (M == 0 || N == 0 || a.batch == 0) return;
-  const Key key{M, N, K, a.batch, a.trans, b.trans, static_cast<std::int64_t>(a.dtype), static_cast<std::int64_t>(c_t),
-                static_cast<std::int64_t>(ep.act), ep.bias != nullptr, ep.aux != nullptr};
+  const Key key{M,
+                N,
+                K,
+                a.batch,
+                a.trans,
+                b.trans,
+                static_cast<std::int64_t>(a.dtype),
+                static_cast<std::int64_t>(c_t),
+                static_cast<std::int64_t>(ep.act),
+                ep.bias != nullptr,
+                ep.aux != nullptr};
   const bool has_epilogue = ep.bias || ep.act != Act::None || ep.aux;
   if (K == 0) {  // an empty sum: C = beta * C, then the epilogue (beta is 0 or 1 here)
     void* d = ep.aux ? ep.aux : c;

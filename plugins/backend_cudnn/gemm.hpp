@@ -53,8 +53,7 @@ class Gemm {
  private:
   struct Plan;
   using Key = std::vector<std::int64_t>;
-  Plan& plan(const Key& key, const GemmOperand& a, const GemmOperand& b, kernels::VT c_t, const GemmEpilogue& ep,
-             const char* op);
+  Plan& plan(const Key& key, const GemmOperand& a, const GemmOperand& b, kernels::VT c_t, const GemmEpilogue& ep, const char* op);
 
   cudaStream_t stream_;
   bool deterministic_, tf32_;

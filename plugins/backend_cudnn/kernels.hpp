@@ -22,7 +22,7 @@
 
 namespace backend_cudnn::kernels {
 
-enum class VT : int { F32 = 0, BF16 = 1 };                                    // = ablate::DType F32/BF16
+enum class VT : int { F32 = 0, BF16 = 1 };                                         // = ablate::DType F32/BF16
 enum class Act : int { None = 0, ReLU = 1, GeluErf = 2, GeluTanh = 3, SiLU = 4 };  // = ablate::Activation
 
 // Bytes of f32 scratch the reductions below need (column_sum, norm backward, cross entropy,
@@ -39,37 +39,37 @@ void axpy(void* y, VT yt, const void* x, VT xt, std::int64_t n, float alpha, cud
 
 // --- elementwise
 // y[i] = alpha * a[i] + beta * b[i % nb] (nb divides n; nb == n: same shape).
-void add_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb, float alpha,
-                 float beta, cudaStream_t s);
+void add_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb, float alpha, float beta,
+                 cudaStream_t s);
 // out[c] += alpha * sum_r x[r, c] for x [rows, cols]; out may be F32 or BF16. Deterministic.
-void column_sum(void* out, VT out_t, const void* x, VT xt, std::int64_t rows, std::int64_t cols, float alpha,
-                void* scratch, cudaStream_t s);
+void column_sum(void* out, VT out_t, const void* x, VT xt, std::int64_t rows, std::int64_t cols, float alpha, void* scratch,
+                cudaStream_t s);
 // y[i] = a[i] * b[i % nb] (nb divides n; nb == n: same shape; a gate per channel or scalar).
 void mul_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb, cudaStream_t s);
 // da[i] += dy[i] * b[i % nb]; db[j] += sum over the repeats of dy * a (either may be null). nb < n
 // needs `scratch` of column_sum_scratch_bytes(n / nb, nb) bytes.
-void mul_backward(void* da, void* db, const void* dy, const void* a, const void* b, VT t, std::int64_t n,
-                  std::int64_t nb, void* scratch, cudaStream_t s);
+void mul_backward(void* da, void* db, const void* dy, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb,
+                  void* scratch, cudaStream_t s);
 // Rotary positions on x[rows = B*H*T, Dh] (row r at positions[r % T], I32 on the device): the
 // first `rotary` dims turn by ablate::rope_angle, the rest are copied. backward: dx += R(-angle) dy
 // (y = dx, x = dy). Positions are not checked on the host (that would synchronise).
-void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int64_t rows, std::int64_t T,
-          std::int64_t Dh, int rotary, float base, bool backward, cudaStream_t s);
+void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int64_t rows, std::int64_t T, std::int64_t Dh,
+          int rotary, float base, bool backward, cudaStream_t s);
 // part[N, W] and whole[N, C] at column `offset`: forward part = whole[:, offset:offset+W];
 // backward whole[:, offset:offset+W] += part.
-void slice_last(void* part, void* whole, VT t, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset,
-                bool backward, cudaStream_t s);
+void slice_last(void* part, void* whole, VT t, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset, bool backward,
+                cudaStream_t s);
 void activation_forward(void* y, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s);
 // dx += dy * act'(x).
 void activation_backward(void* dx, const void* dy, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s);
 // g = dy * act'(src) (written, not accumulated). src is the pre-activation, except for ReLU and
 // None where src may be the output (src_is_output: ReLU' = y > 0). g may be of another dtype.
-void activation_grad(void* g, VT gt, const void* dy, const void* src, VT t, std::int64_t n, Act act,
-                     bool src_is_output, cudaStream_t s);
+void activation_grad(void* g, VT gt, const void* dy, const void* src, VT t, std::int64_t n, Act act, bool src_is_output,
+                     cudaStream_t s);
 // For z [rows, cols]: v = z + bias[c] (bias may be null); pre = v if pre != null; y = act(v).
 // y and pre may alias z.
-void bias_activation(void* y, void* pre, const void* z, const void* bias, VT t, std::int64_t rows, std::int64_t cols,
-                     Act act, cudaStream_t s);
+void bias_activation(void* y, void* pre, const void* z, const void* bias, VT t, std::int64_t rows, std::int64_t cols, Act act,
+                     cudaStream_t s);
 // y = x * keep / (1 - p) with keep = ablate::dropout_keep(key, i, p) for flat index i.
 void dropout_forward(void* y, const void* x, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s);
 void dropout_backward(void* dx, const void* dy, VT t, std::int64_t n, float p, ablate::RngKey key,
@@ -79,21 +79,21 @@ void dropout_backward(void* dx, const void* dy, VT t, std::int64_t n, float p, a
 // rstd are F32; dgamma / dbeta are F32 or `t` (g_t) and accumulated; any gradient may be null.
 void layer_norm_forward(void* y, float* mean, float* rstd, const void* x, const void* gamma, const void* beta, VT t,
                         std::int64_t rows, std::int64_t D, float eps, cudaStream_t s);
-void layer_norm_backward(void* dx, void* dgamma, void* dbeta, VT g_t, const void* dy, const void* x,
-                         const float* mean, const float* rstd, const void* gamma, VT t, std::int64_t rows,
-                         std::int64_t D, void* scratch, cudaStream_t s);
-void rms_norm_forward(void* y, float* rstd, const void* x, const void* gamma, VT t, std::int64_t rows,
-                      std::int64_t D, float eps, cudaStream_t s);
-void rms_norm_backward(void* dx, void* dgamma, VT g_t, const void* dy, const void* x, const float* rstd,
-                       const void* gamma, VT t, std::int64_t rows, std::int64_t D, void* scratch, cudaStream_t s);
+void layer_norm_backward(void* dx, void* dgamma, void* dbeta, VT g_t, const void* dy, const void* x, const float* mean,
+                         const float* rstd, const void* gamma, VT t, std::int64_t rows, std::int64_t D, void* scratch,
+                         cudaStream_t s);
+void rms_norm_forward(void* y, float* rstd, const void* x, const void* gamma, VT t, std::int64_t rows, std::int64_t D, float eps,
+                      cudaStream_t s);
+void rms_norm_backward(void* dx, void* dgamma, VT g_t, const void* dy, const void* x, const float* rstd, const void* gamma, VT t,
+                       std::int64_t rows, std::int64_t D, void* scratch, cudaStream_t s);
 
 // --- embedding: y[N, D] = table[ids[n], :]. An id outside [0, V) writes a zero row and sets
 // *bad_id_flag to 1 + n (the first such n wins is not guaranteed; any offending n).
-void embedding_forward(void* y, const std::int32_t* ids, const void* table, VT t, std::int64_t N, std::int64_t D,
-                       std::int64_t V, std::int32_t* bad_id_flag, cudaStream_t s);
+void embedding_forward(void* y, const std::int32_t* ids, const void* table, VT t, std::int64_t N, std::int64_t D, std::int64_t V,
+                       std::int32_t* bad_id_flag, cudaStream_t s);
 // dtable[ids[n], :] += dy[n, :] with float atomics (dtable F32): fast, order not fixed.
-void embedding_backward_atomic(float* dtable, const void* dy, VT t, const std::int32_t* ids, std::int64_t N,
-                               std::int64_t D, std::int64_t V, cudaStream_t s);
+void embedding_backward_atomic(float* dtable, const void* dy, VT t, const std::int32_t* ids, std::int64_t N, std::int64_t D,
+                               std::int64_t V, cudaStream_t s);
 // Deterministic: rows grouped by id on the host. For u in [0, U): dtable[uniq_ids[u], :] +=
 // sum over k in [starts[u], starts[u+1]) of dy[rows[k], :], in that order. dtable F32 or `t`.
 void embedding_backward_grouped(void* dtable, VT dtable_t, const void* dy, VT t, const std::int32_t* uniq_ids,
@@ -102,14 +102,14 @@ void embedding_backward_grouped(void* dtable, VT dtable_t, const void* dy, VT t,
 
 // --- heads. split: x [B, T, parts*H*Dh] -> y [B, H, T, Dh] (part `part`); merge: x [B, H, T, Dh]
 // -> y [B, T, H*Dh]. The backward launchers accumulate (dx +=).
-void split_heads_forward(void* y, const void* x, VT t, std::int64_t B, std::int64_t T, std::int64_t H,
-                         std::int64_t Dh, int parts, int part, cudaStream_t s);
-void split_heads_backward(void* dx, const void* dy, VT t, std::int64_t B, std::int64_t T, std::int64_t H,
-                          std::int64_t Dh, int parts, int part, cudaStream_t s);
-void merge_heads_forward(void* y, const void* x, VT t, std::int64_t B, std::int64_t T, std::int64_t H,
-                         std::int64_t Dh, cudaStream_t s);
-void merge_heads_backward(void* dx, const void* dy, VT t, std::int64_t B, std::int64_t T, std::int64_t H,
-                          std::int64_t Dh, cudaStream_t s);
+void split_heads_forward(void* y, const void* x, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh, int parts,
+                         int part, cudaStream_t s);
+void split_heads_backward(void* dx, const void* dy, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
+                          int parts, int part, cudaStream_t s);
+void merge_heads_forward(void* y, const void* x, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
+                         cudaStream_t s);
+void merge_heads_backward(void* dx, const void* dy, VT t, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
+                          cudaStream_t s);
 
 // --- cross entropy over logits [N, V] (see Backend::cross_entropy_forward): loss[1], stats[2]
 // F32 written; dlogits written in `t`. A target outside [0, V) that is not ignore_index sets
@@ -121,9 +121,8 @@ void cross_entropy(float* loss, void* dlogits, float* stats, const void* logits,
 // --- optimizer utilities
 void sum_squares(float* total, const void* x, VT t, std::int64_t n, void* scratch, cudaStream_t s);  // total[0] +=
 // Adam / AdamW on F32 w, m, v with F32 grad (see ablate::AdamParams); w_low (BF16) may be null.
-void adam_update(float* w, float* m, float* v, void* w_low, const float* grad, std::int64_t n, float lr, float beta1,
-                 float beta2, float eps, float weight_decay, bool decoupled, std::int64_t step, float grad_scale,
-                 cudaStream_t s);
+void adam_update(float* w, float* m, float* v, void* w_low, const float* grad, std::int64_t n, float lr, float beta1, float beta2,
+                 float eps, float weight_decay, bool decoupled, std::int64_t step, float grad_scale, cudaStream_t s);
 
 // --- attention, unfused path, for BH = B*H independent [T, S] score matrices.
 struct AttentionShape {
@@ -144,8 +143,8 @@ struct AttentionShape {
 // visible key); probs [B*H, T, S] F32 (optional, before dropout; 0 where masked); pd [B*H, T, S]
 // in `t` = probabilities times the dropout factor (keep / (1 - p), index ((b*H + h)*T + i)*S + j
 // into [B, H, T, S] as in the reference backend).
-void attention_softmax_forward(float* lse, float* probs, void* pd, VT t, const float* logits,
-                               const AttentionShape& a, cudaStream_t s);
+void attention_softmax_forward(float* lse, float* probs, void* pd, VT t, const float* logits, const AttentionShape& a,
+                               cudaStream_t s);
 // In: logits [B*H, T, S] F32 (recomputed, scaled), lse, dpd = dout·v^T [B*H, T, S] F32.
 // Out: pd (in `t`) as in forward; ds (in `t`) = P ⊙ (dP - rowsum(P ⊙ dP)) with dP = dpd ⊙ factor.
 void attention_softmax_backward(void* ds, void* pd, VT t, const float* logits, const float* lse, const float* dpd,

@@ -65,14 +65,14 @@ __device__ __forceinline__ float ld(const bf16* p, std::int64_t i) { return __bf
 __device__ __forceinline__ void st(float* p, std::int64_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void st(bf16* p, std::int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
+__device__ __forceinline__ std::int64_t first_index() { return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 struct Sum {
   template <class V>
-  __device__ V operator()(V a, V b) const { return a + b; }
+  __device__ V operator()(V a, V b) const {
+    return a + b;
+  }
 };
 struct Max {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
@@ -126,7 +126,6 @@ __device__ inline float act_grad(Act a, float x) {
   }
   return 1.0f;
 }
-
 
 // ---------------------------------------------------------------------------- column sums
 // Two stages: partial[k][ch][c] = the sum, over the rows of chunk ch in order, of column c of
@@ -221,16 +220,15 @@ void column_partials(float* partial, std::int64_t rows, std::int64_t cols, Fn fn
 
 // Stage 2 launcher for sum k of a column_partials result.
 inline void column_finish(void* out, VT out_t, const float* partial, int k, std::int64_t rows, std::int64_t cols, float alpha,
-                   cudaStream_t s, const char* name) {
+                          cudaStream_t s, const char* name) {
   const std::int64_t chunks = column_chunks(rows, cols);
   with_type(out_t, [&](auto o) {
     using O = type_of<decltype(o)>;
-    column_finish_kernel<<<grid_for(cols), kThreads, 0, s>>>(static_cast<O*>(out), partial + k * chunks * cols, chunks,
-                                                             cols, alpha);
+    column_finish_kernel<<<grid_for(cols), kThreads, 0, s>>>(static_cast<O*>(out), partial + k * chunks * cols, chunks, cols,
+                                                             alpha);
   });
   check_launch(name);
 }
-
 
 // 1 / (1 - p) in double, rounded once: the dropout scale of the f32 kernels.
 inline float keep_scale_of(float p) { return static_cast<float>(1.0 / (1.0 - static_cast<double>(p))); }

@@ -30,8 +30,8 @@ void CudnnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const
   gemm_->run(y.raw(), t, operand(x, 1, N, I, false), operand(w, 1, I, O, true), 1.0f, 0.0f, ep, op);
 }
 
-void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
-                                   const Tensor& w, const Tensor* pre, const Tensor& y, ablate::Activation act) {
+void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                                   const Tensor* pre, const Tensor& y, ablate::Activation act) {
   ablate::contract::linear_backward(dx, dw, db, dy, x, w, pre, y, act);
   const char* op = "linear_backward";
   const auto [t, N, I, O] = linear_dims(x, w);
@@ -40,8 +40,7 @@ void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Ten
   if (act != ablate::Activation::None) {
     void* gbuf = scratch(kLinG, dy.bytes());
     const bool from_output = pre == nullptr;  // ReLU: y > 0
-    kernels::activation_grad(gbuf, t, dy.raw(), from_output ? y.raw() : pre->raw(), t, N * O, act_of(act), from_output,
-                             stream_);
+    kernels::activation_grad(gbuf, t, dy.raw(), from_output ? y.raw() : pre->raw(), t, N * O, act_of(act), from_output, stream_);
     g = gbuf;
   }
   const GemmOperand gop{g, t, 1, N, O, false};
@@ -54,8 +53,7 @@ void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Ten
   }
   if (db) {  // db[O] += column sums of g
     const VT bt = value_type(*db);
-    kernels::column_sum(db->raw(), bt, g, t, N, O, 1.0f, scratch(kReduce, kernels::column_sum_scratch_bytes(N, O)),
-                        stream_);
+    kernels::column_sum(db->raw(), bt, g, t, N, O, 1.0f, scratch(kReduce, kernels::column_sum_scratch_bytes(N, O)), stream_);
   }
 }
 
@@ -84,8 +82,8 @@ void CudnnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, b
 
 // With C = alpha op(A)·op(B): d op(A) = alpha dC·op(B)^T and d op(B) = alpha op(A)^T·dC, written
 // into the stored layouts (a stored transposed gets the transposed product).
-void CudnnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool ta,
-                                   bool tb, float alpha) {
+void CudnnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool ta, bool tb,
+                                   float alpha) {
   ablate::contract::matmul_backward(da, db, dc, a, b, ta, tb);
   const char* op = "matmul_backward";
   const VT t = value_type(a);

@@ -15,8 +15,8 @@ namespace {
 // ignored).
 template <class T>
 __global__ void ce_rows_kernel(float* row_loss, float* row_lse, std::int32_t* status, const T* logits,
-                               const std::int32_t* targets, std::int64_t N, std::int64_t V, std::int32_t ignore_index,
-                               float ls, std::int32_t* bad_target_flag) {
+                               const std::int32_t* targets, std::int64_t N, std::int64_t V, std::int32_t ignore_index, float ls,
+                               std::int32_t* bad_target_flag) {
   __shared__ float sh[32];
   __shared__ float best_v[32];
   __shared__ std::int64_t best_i[32];
@@ -112,8 +112,7 @@ __global__ void ce_total_kernel(float* loss, float* stats, std::int32_t* count_o
 // Row n (a block): dlogits = (softmax - q) / count for a counted row, 0 for an ignored one.
 template <class T>
 __global__ void ce_grad_kernel(T* dlogits, const T* logits, const std::int32_t* targets, const float* row_lse,
-                               const std::int32_t* status, const std::int32_t* count, std::int64_t N, std::int64_t V,
-                               float ls) {
+                               const std::int32_t* status, const std::int32_t* count, std::int64_t N, std::int64_t V, float ls) {
   const float cnt = static_cast<float>(*count);
   const float smooth = ls / static_cast<float>(V);
   for (std::int64_t n = blockIdx.x; n < N; n += gridDim.x) {
@@ -161,9 +160,8 @@ __global__ void sum_squares_final_kernel(float* total, const float* partial, std
 // ---------------------------------------------------------------------------- Adam
 
 // The reference's Adam / AdamW step per element (bc1, bc2 = 1 - beta^step), then w_low = bf16(w).
-__global__ void adam_kernel(float* w, float* m, float* v, bf16* w_low, const float* grad, std::int64_t n, float lr,
-                            float beta1, float beta2, float eps, float wd, bool decoupled, float bc1, float bc2,
-                            float grad_scale) {
+__global__ void adam_kernel(float* w, float* m, float* v, bf16* w_low, const float* grad, std::int64_t n, float lr, float beta1,
+                            float beta2, float eps, float wd, bool decoupled, float bc1, float bc2, float grad_scale) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     const float wi = w[i];
     float g = grad[i] * grad_scale;
@@ -186,14 +184,8 @@ std::size_t cross_entropy_scratch_bytes(std::int64_t rows) {
   return static_cast<std::size_t>(3 * std::max<std::int64_t>(rows, 0) + 1) * 4;
 }
 
-
-
-
 // One f32 partial per block of the first stage.
-std::size_t sum_squares_scratch_bytes(std::int64_t n) {
-  return static_cast<std::size_t>(sum_squares_blocks(n)) * sizeof(float);
-}
-
+std::size_t sum_squares_scratch_bytes(std::int64_t n) { return static_cast<std::size_t>(sum_squares_blocks(n)) * sizeof(float); }
 
 // ============================================================================ cross entropy
 
@@ -209,8 +201,8 @@ void cross_entropy(float* loss, void* dlogits, float* stats, const void* logits,
   if (N > 0) {
     with_type(t, [&](auto k) {
       using T = type_of<decltype(k)>;
-      ce_rows_kernel<<<row_grid(N), kThreads, 0, s>>>(row_loss, row_lse, status, static_cast<const T*>(logits), targets,
-                                                      N, V, ignore_index, label_smoothing, bad_target_flag);
+      ce_rows_kernel<<<row_grid(N), kThreads, 0, s>>>(row_loss, row_lse, status, static_cast<const T*>(logits), targets, N, V,
+                                                      ignore_index, label_smoothing, bad_target_flag);
     });
     check_launch("cross_entropy (rows)");
   }
@@ -219,8 +211,8 @@ void cross_entropy(float* loss, void* dlogits, float* stats, const void* logits,
   if (N > 0 && V > 0) {
     with_type(t, [&](auto k) {
       using T = type_of<decltype(k)>;
-      ce_grad_kernel<<<row_grid(N), kThreads, 0, s>>>(static_cast<T*>(dlogits), static_cast<const T*>(logits), targets,
-                                                      row_lse, status, count, N, V, label_smoothing);
+      ce_grad_kernel<<<row_grid(N), kThreads, 0, s>>>(static_cast<T*>(dlogits), static_cast<const T*>(logits), targets, row_lse,
+                                                      status, count, N, V, label_smoothing);
     });
     check_launch("cross_entropy (gradient)");
   }
@@ -241,14 +233,13 @@ void sum_squares(float* total, const void* x, VT t, std::int64_t n, void* scratc
   check_launch("sum_squares (total)");
 }
 
-void adam_update(float* w, float* m, float* v, void* w_low, const float* grad, std::int64_t n, float lr, float beta1,
-                 float beta2, float eps, float weight_decay, bool decoupled, std::int64_t step, float grad_scale,
-                 cudaStream_t s) {
+void adam_update(float* w, float* m, float* v, void* w_low, const float* grad, std::int64_t n, float lr, float beta1, float beta2,
+                 float eps, float weight_decay, bool decoupled, std::int64_t step, float grad_scale, cudaStream_t s) {
   if (n == 0) return;
   const auto bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step)));
   const auto bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step)));
-  adam_kernel<<<grid_for(n), kThreads, 0, s>>>(w, m, v, static_cast<bf16*>(w_low), grad, n, lr, beta1, beta2, eps,
-                                               weight_decay, decoupled, bc1, bc2, grad_scale);
+  adam_kernel<<<grid_for(n), kThreads, 0, s>>>(w, m, v, static_cast<bf16*>(w_low), grad, n, lr, beta1, beta2, eps, weight_decay,
+                                               decoupled, bc1, bc2, grad_scale);
   check_launch("adam_update");
 }
 

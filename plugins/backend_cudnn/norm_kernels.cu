@@ -59,8 +59,8 @@ __global__ void layer_norm_backward_dx_kernel(T* dx, const T* dy, const T* x, co
 
 // RMS norm of row r: rstd = 1 / sqrt(mean(x^2) + eps), y = x * rstd * gamma.
 template <class T>
-__global__ void rms_norm_forward_kernel(T* y, float* rstd, const T* x, const T* gamma, std::int64_t rows,
-                                        std::int64_t D, float eps) {
+__global__ void rms_norm_forward_kernel(T* y, float* rstd, const T* x, const T* gamma, std::int64_t rows, std::int64_t D,
+                                        float eps) {
   __shared__ float sh[32];
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const std::int64_t o = r * D;
@@ -77,15 +77,14 @@ __global__ void rms_norm_forward_kernel(T* y, float* rstd, const T* x, const T* 
 
 // RMS norm dx of row r: with xhat = x * rstd and g = dy * gamma, dx += rstd * (g - xhat * mean(g * xhat)).
 template <class T>
-__global__ void rms_norm_backward_dx_kernel(T* dx, const T* dy, const T* x, const float* rstd, const T* gamma,
-                                            std::int64_t rows, std::int64_t D) {
+__global__ void rms_norm_backward_dx_kernel(T* dx, const T* dy, const T* x, const float* rstd, const T* gamma, std::int64_t rows,
+                                            std::int64_t D) {
   __shared__ float sh[32];
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const std::int64_t o = r * D;
     const float rs = rstd[r];
     float sgx = 0.0f;
-    for (std::int64_t j = threadIdx.x; j < D; j += blockDim.x)
-      sgx += ld(dy, o + j) * ld(gamma, j) * (ld(x, o + j) * rs);
+    for (std::int64_t j = threadIdx.x; j < D; j += blockDim.x) sgx += ld(dy, o + j) * ld(gamma, j) * (ld(x, o + j) * rs);
     const float mean_gx = block_reduce(sgx, sh, Sum{}, 0.0f) / static_cast<float>(D);
     for (std::int64_t j = threadIdx.x; j < D; j += blockDim.x) {
       const float g = ld(dy, o + j) * ld(gamma, j);
@@ -103,9 +102,9 @@ void layer_norm_forward(void* y, float* mean, float* rstd, const void* x, const 
   if (rows == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    layer_norm_forward_kernel<<<row_grid(rows), kThreads, 0, s>>>(static_cast<T*>(y), mean, rstd,
-                                                                  static_cast<const T*>(x), static_cast<const T*>(gamma),
-                                                                  static_cast<const T*>(beta), rows, D, eps);
+    layer_norm_forward_kernel<<<row_grid(rows), kThreads, 0, s>>>(static_cast<T*>(y), mean, rstd, static_cast<const T*>(x),
+                                                                  static_cast<const T*>(gamma), static_cast<const T*>(beta), rows,
+                                                                  D, eps);
   });
   check_launch("layer_norm_forward");
 }
@@ -120,9 +119,9 @@ void layer_norm_backward(void* dx, void* dgamma, void* dbeta, VT g_t, const void
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
     if (dx) {
-      layer_norm_backward_dx_kernel<<<row_grid(rows), kThreads, 0, s>>>(
-          static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(x), mean, rstd,
-          static_cast<const T*>(gamma), rows, D);
+      layer_norm_backward_dx_kernel<<<row_grid(rows), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy),
+                                                                        static_cast<const T*>(x), mean, rstd,
+                                                                        static_cast<const T*>(gamma), rows, D);
       check_launch("layer_norm_backward (dx)");
     }
     if ((dgamma || dbeta) && D > 0)
@@ -135,8 +134,8 @@ void layer_norm_backward(void* dx, void* dgamma, void* dbeta, VT g_t, const void
   if (dbeta) column_finish(dbeta, g_t, partial, 1, rows, D, 1.0f, s, "layer_norm_backward (dbeta)");
 }
 
-void rms_norm_forward(void* y, float* rstd, const void* x, const void* gamma, VT t, std::int64_t rows, std::int64_t D,
-                      float eps, cudaStream_t s) {
+void rms_norm_forward(void* y, float* rstd, const void* x, const void* gamma, VT t, std::int64_t rows, std::int64_t D, float eps,
+                      cudaStream_t s) {
   if (rows == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
@@ -146,21 +145,20 @@ void rms_norm_forward(void* y, float* rstd, const void* x, const void* gamma, VT
   check_launch("rms_norm_forward");
 }
 
-void rms_norm_backward(void* dx, void* dgamma, VT g_t, const void* dy, const void* x, const float* rstd,
-                       const void* gamma, VT t, std::int64_t rows, std::int64_t D, void* scratch, cudaStream_t s) {
+void rms_norm_backward(void* dx, void* dgamma, VT g_t, const void* dy, const void* x, const float* rstd, const void* gamma, VT t,
+                       std::int64_t rows, std::int64_t D, void* scratch, cudaStream_t s) {
   if (rows == 0) return;
   auto* partial = static_cast<float*>(scratch);
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
     if (dx) {
-      rms_norm_backward_dx_kernel<<<row_grid(rows), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy),
-                                                                      static_cast<const T*>(x), rstd,
-                                                                      static_cast<const T*>(gamma), rows, D);
+      rms_norm_backward_dx_kernel<<<row_grid(rows), kThreads, 0, s>>>(
+          static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(x), rstd, static_cast<const T*>(gamma), rows, D);
       check_launch("rms_norm_backward (dx)");
     }
     if (dgamma && D > 0)
-      column_partials<1>(partial, rows, D, RmsNormParamTerms<T>{static_cast<const T*>(dy), static_cast<const T*>(x), rstd, D},
-                         s, "rms_norm_backward (dgamma partials)");
+      column_partials<1>(partial, rows, D, RmsNormParamTerms<T>{static_cast<const T*>(dy), static_cast<const T*>(x), rstd, D}, s,
+                         "rms_norm_backward (dgamma partials)");
   });
   if (dgamma && D > 0) column_finish(dgamma, g_t, partial, 0, rows, D, 1.0f, s, "rms_norm_backward (dgamma)");
 }

@@ -18,8 +18,8 @@ void CudnnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, con
   if (graphs_->layer_norm_forward(t == VT::BF16, rows, D, eps, y.raw(), mean.data<float>(), rstd.data<float>(), x.raw(),
                                   gamma.raw(), beta.raw(), stream_))
     return;
-  kernels::layer_norm_forward(y.raw(), mean.data<float>(), rstd.data<float>(), x.raw(), gamma.raw(), beta.raw(), t, rows,
-                              D, eps, stream_);
+  kernels::layer_norm_forward(y.raw(), mean.data<float>(), rstd.data<float>(), x.raw(), gamma.raw(), beta.raw(), t, rows, D, eps,
+                              stream_);
 }
 
 void CudnnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
@@ -34,18 +34,17 @@ void CudnnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta
   void* gx = scratch(kGradA, x.bytes());
   auto* gg = static_cast<float*>(scratch(kGradB, static_cast<std::size_t>(D) * sizeof(float)));
   auto* gb = static_cast<float*>(scratch(kGradC, static_cast<std::size_t>(D) * sizeof(float)));
-  if (graphs_->layer_norm_backward(t == VT::BF16, rows, D, gx, gg, gb, dy.raw(), x.raw(), mean.data<float>(),
-                                   rstd.data<float>(), gamma.raw(), stream_)) {
+  if (graphs_->layer_norm_backward(t == VT::BF16, rows, D, gx, gg, gb, dy.raw(), x.raw(), mean.data<float>(), rstd.data<float>(),
+                                   gamma.raw(), stream_)) {
     if (dx) kernels::axpy(dx->raw(), t, gx, t, x.numel(), 1.0f, stream_);
     if (dgamma) kernels::axpy(dgamma->raw(), gt, gg, VT::F32, D, 1.0f, stream_);
     if (dbeta) kernels::axpy(dbeta->raw(), bt, gb, VT::F32, D, 1.0f, stream_);
     return;
   }
   if (dgamma && dbeta && gt != bt) fail(op, "dgamma and dbeta must share a dtype");
-  kernels::layer_norm_backward(dx ? dx->raw() : nullptr, dgamma ? dgamma->raw() : nullptr,
-                               dbeta ? dbeta->raw() : nullptr, dgamma ? gt : bt, dy.raw(), x.raw(), mean.data<float>(),
-                               rstd.data<float>(), gamma.raw(), t, rows, D,
-                               scratch(kReduce, kernels::column_sum_scratch_bytes(rows, D)), stream_);
+  kernels::layer_norm_backward(dx ? dx->raw() : nullptr, dgamma ? dgamma->raw() : nullptr, dbeta ? dbeta->raw() : nullptr,
+                               dgamma ? gt : bt, dy.raw(), x.raw(), mean.data<float>(), rstd.data<float>(), gamma.raw(), t, rows,
+                               D, scratch(kReduce, kernels::column_sum_scratch_bytes(rows, D)), stream_);
 }
 
 // ---------------------------------------------------------------------------- RMS norm

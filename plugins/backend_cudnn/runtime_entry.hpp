@@ -9,10 +9,10 @@
 namespace backend_cudnn {
 
 struct RuntimeConfig {
-  std::int64_t device = 0;        // CUDA device ordinal
-  bool deterministic = true;      // deterministic cuBLASLt / cuDNN algorithms and reductions
-  bool fused_attention = true;    // cuDNN's fused SDPA for BF16 training steps where it applies
-  bool tf32 = false;              // F32 GEMMs on TF32 tensor cores (faster, ~1e-3 relative error)
+  std::int64_t device = 0;      // CUDA device ordinal
+  bool deterministic = true;    // deterministic cuBLASLt / cuDNN algorithms and reductions
+  bool fused_attention = true;  // cuDNN's fused SDPA for BF16 training steps where it applies
+  bool tf32 = false;            // F32 GEMMs on TF32 tensor cores (faster, ~1e-3 relative error)
 };
 
 // What to do when there is no GPU to run on (the plugin's driver check, the runtime's device check).

@@ -26,9 +26,13 @@ unsigned blocks_for(std::int64_t n, int threads) {
 template <class T>
 __device__ void store(T* p, std::int64_t i, float v);
 template <>
-__device__ void store<float>(float* p, std::int64_t i, float v) { p[i] = v; }
+__device__ void store<float>(float* p, std::int64_t i, float v) {
+  p[i] = v;
+}
 template <>
-__device__ void store<__nv_bfloat16>(__nv_bfloat16* p, std::int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+__device__ void store<__nv_bfloat16>(__nv_bfloat16* p, std::int64_t i, float v) {
+  p[i] = __float2bfloat16_rn(v);
+}
 
 template <class T>
 __global__ void dropout_factors_kernel(T* y, std::int64_t n, float p, ablate::RngKey key) {
@@ -64,8 +68,8 @@ void zero_keyless(void* a, void* b, void* c, float* lse, const AttentionShape& s
   const std::int64_t per_a = s.H * s.T * Dh, per_bc = s.H * s.S * Dh;
   const unsigned per_item_blocks = blocks_for(per_a > per_bc ? per_a : per_bc, 256);
   const dim3 grid(per_item_blocks < 64 ? per_item_blocks : 64, static_cast<unsigned>(s.B));
-  zero_keyless_kernel<T><<<grid, 256, 0, st>>>(static_cast<T*>(a), static_cast<T*>(b), static_cast<T*>(c), per_a, per_bc,
-                                               lse, s.H * s.T, s.key_lengths);
+  zero_keyless_kernel<T><<<grid, 256, 0, st>>>(static_cast<T*>(a), static_cast<T*>(b), static_cast<T*>(c), per_a, per_bc, lse,
+                                               s.H * s.T, s.key_lengths);
 }
 
 }  // namespace
@@ -88,8 +92,7 @@ void attention_clear_keyless(void* out, float* lse, VT t, const AttentionShape& 
   check_launch("attention_clear_keyless");
 }
 
-void attention_zero_keyless_grads(void* dq, void* dk, void* dv, VT t, const AttentionShape& a, std::int64_t Dh,
-                                  cudaStream_t s) {
+void attention_zero_keyless_grads(void* dq, void* dk, void* dv, VT t, const AttentionShape& a, std::int64_t Dh, cudaStream_t s) {
   if (a.B == 0 || a.key_lengths == nullptr) return;
   if (t == VT::BF16)
     zero_keyless<__nv_bfloat16>(dq, dk, dv, nullptr, a, Dh, s);

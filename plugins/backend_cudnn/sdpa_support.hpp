@@ -17,7 +17,6 @@ void dropout_factors(void* y, VT t, std::int64_t n, float p, ablate::RngKey key,
 // For every b with key_lengths[b] == 0: out[b] = 0 and lse[b] = -inf.
 void attention_clear_keyless(void* out, float* lse, VT t, const AttentionShape& a, std::int64_t Dh, cudaStream_t s);
 // For every b with key_lengths[b] == 0: dq[b] = dk[b] = dv[b] = 0.
-void attention_zero_keyless_grads(void* dq, void* dk, void* dv, VT t, const AttentionShape& a, std::int64_t Dh,
-                                  cudaStream_t s);
+void attention_zero_keyless_grads(void* dq, void* dk, void* dv, VT t, const AttentionShape& a, std::int64_t Dh, cudaStream_t s);
 
 }  // namespace backend_cudnn::kernels

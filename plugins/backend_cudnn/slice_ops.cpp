@@ -9,15 +9,13 @@ using kernels::VT;
 void CudnnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
   ablate::contract::slice_last_forward(*this, y, x, offset);
   const VT t = value_type(x);
-  kernels::slice_last(y.raw(), x.raw(), t, x.shape().rows(), x.shape().last(), y.shape().last(), offset,
-                      false, stream_);
+  kernels::slice_last(y.raw(), x.raw(), t, x.shape().rows(), x.shape().last(), y.shape().last(), offset, false, stream_);
 }
 
 void CudnnBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
   ablate::contract::slice_last_backward(*this, dx, dy, offset);
   const VT t = value_type(dx);
-  kernels::slice_last(dy.raw(), dx.raw(), t, dx.shape().rows(), dx.shape().last(), dy.shape().last(),
-                      offset, true, stream_);
+  kernels::slice_last(dy.raw(), dx.raw(), t, dx.shape().rows(), dx.shape().last(), dy.shape().last(), offset, true, stream_);
 }
 
 }  // namespace backend_cudnn

@@ -44,8 +44,7 @@ inline void cap_logits(float* row, float* slope, std::int64_t n, float c) {
 }
 
 // Adds AttentionParams' bias and ALiBi slopes to the n visible logits of row r = (b, h, i).
-inline void add_logit_bias(float* row, const AttDims& d, const ablate::AttentionParams& prm, std::int64_t r,
-                           std::int64_t n) {
+inline void add_logit_bias(float* row, const AttDims& d, const ablate::AttentionParams& prm, std::int64_t r, std::int64_t n) {
   const std::int64_t h = (r / d.T) % d.H, i = r % d.T;
   if (prm.bias) {
     const float* bias = prm.bias->data<float>() + ((prm.bias->shape()[0] == 1 ? 0 : h) * d.T + i) * d.S;
@@ -60,8 +59,8 @@ inline void add_logit_bias(float* row, const AttDims& d, const ablate::Attention
 }
 
 // Number of keys query i of batch item b may see: keys [0, visible) (masks are prefixes).
-inline std::int64_t visible_keys(const AttDims& d, const ablate::AttentionParams& prm, const std::int32_t* lens,
-                                 std::int64_t b, std::int64_t i) {
+inline std::int64_t visible_keys(const AttDims& d, const ablate::AttentionParams& prm, const std::int32_t* lens, std::int64_t b,
+                                 std::int64_t i) {
   std::int64_t n = d.S;
   if (lens) n = std::min<std::int64_t>(n, std::max<std::int32_t>(lens[b], 0));
   if (prm.causal) n = std::min<std::int64_t>(n, std::max<std::int64_t>(i + prm.query_offset + 1, 0));
@@ -70,8 +69,8 @@ inline std::int64_t visible_keys(const AttDims& d, const ablate::AttentionParams
 
 }  // namespace
 
-void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
-                                      const Tensor& v, const ablate::AttentionParams& prm) {
+void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const ablate::AttentionParams& prm) {
   ablate::contract::attention_forward(*this, out, lse, probs, q, k, v, prm);
   const char* op = "attention_forward";
   const AttDims d = attention_dims(q, k);
@@ -80,8 +79,8 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
   if (BH * T == 0) return;
   // scores[BG, G*T, S] (= [BH, T, S]) = scale q[BG, G*T, Dh] · k^T[BG, Dh, S]
   float* sc = scratch_f32(kAttS, BH * T * S);
-  gemm(sc, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr,
-       Activation::None, op);
+  gemm(sc, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr, Activation::None,
+       op);
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
   float* lse_p = lse.data<float>();
   float* pr = probs ? probs->data<float>() : nullptr;
@@ -127,8 +126,8 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
     }
   }
   // out[BG, G*T, Dh] = P'[BG, G*T, S] · v[BG, S, Dh]
-  gemm(out.raw(), out.dtype(), MatView{sc, DType::F32, BG, GT, S, false}, view_of(v, BG, S, Dh, false), 1.0f, false,
-       nullptr, Activation::None, op);
+  gemm(out.raw(), out.dtype(), MatView{sc, DType::F32, BG, GT, S, false}, view_of(v, BG, S, Dh, false), 1.0f, false, nullptr,
+       Activation::None, op);
 }
 
 void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
@@ -152,8 +151,8 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   float* Pd = drop ? scratch_f32(kAttP, BH * T * S) : P;
   const std::int64_t per_thread = 2 * S + 16;  // keep scales [S] + Philox uniforms [S + 16]
   float* tbuf = drop ? scratch_f32(kPartial, static_cast<std::int64_t>(threads_) * per_thread) : nullptr;
-  gemm(P, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr,
-       Activation::None, op);
+  gemm(P, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr, Activation::None,
+       op);
   float* cap_slope = prm.softcap > 0.0f ? scratch_f32(kAttC, BH * T * S) : nullptr;  // d(capped)/d(scaled logit)
 #pragma omp parallel for num_threads(team_size({BH, T, S}, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
@@ -168,8 +167,8 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
     std::fill(row + n, row + S, 0.0f);
     if (drop) {
       float* m = Pd + r * S;
-      keep_scales(m, tbuf + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread + S,
-                  static_cast<std::uint64_t>(r * S), n, p, inv, prm.rng);
+      keep_scales(m, tbuf + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread + S, static_cast<std::uint64_t>(r * S),
+                  n, p, inv, prm.rng);
 #pragma omp simd
       for (std::int64_t j = 0; j < n; ++j) m[j] *= row[j];
       std::fill(m + n, m + S, 0.0f);
@@ -177,13 +176,12 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   }
   // dv[BG, S, Dh] += P'^T[BG, S, G*T] · dout[BG, G*T, Dh]
   if (dv)
-    gemm(dv->raw(), dv->dtype(), MatView{Pd, DType::F32, BG, S, GT, true}, view_of(dout, BG, GT, Dh, false), 1.0f, true,
-         nullptr, Activation::None, op);
+    gemm(dv->raw(), dv->dtype(), MatView{Pd, DType::F32, BG, S, GT, true}, view_of(dout, BG, GT, Dh, false), 1.0f, true, nullptr,
+         Activation::None, op);
   if (!dq && !dk && !prm.dbias) return;
   // dP'[BG, G*T, S] = dout[BG, G*T, Dh] · v^T[BG, Dh, S]
   float* dP = scratch_f32(kAttD, BH * T * S);
-  gemm(dP, DType::F32, view_of(dout, BG, GT, Dh, false), view_of(v, BG, Dh, S, true), 1.0f, false, nullptr,
-       Activation::None, op);
+  gemm(dP, DType::F32, view_of(dout, BG, GT, Dh, false), view_of(v, BG, Dh, S, true), 1.0f, false, nullptr, Activation::None, op);
   // dS = P ⊙ (dP - sum_j P_j dP_j), with dP = dP' ⊙ keep / (1 - p)   (in place in dP)
 #pragma omp parallel for num_threads(team_size({BH, T, S}, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
@@ -231,12 +229,12 @@ void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const
   }
   // dq[BG, G*T, Dh] += scale dS[BG, G*T, S] · k[BG, S, Dh]
   if (dq)
-    gemm(dq->raw(), dq->dtype(), MatView{dP, DType::F32, BG, GT, S, false}, view_of(k, BG, S, Dh, false), prm.scale,
-         true, nullptr, Activation::None, op);
+    gemm(dq->raw(), dq->dtype(), MatView{dP, DType::F32, BG, GT, S, false}, view_of(k, BG, S, Dh, false), prm.scale, true,
+         nullptr, Activation::None, op);
   // dk[BG, S, Dh] += scale dS^T[BG, S, G*T] · q[BG, G*T, Dh]  (the group's heads summed)
   if (dk)
-    gemm(dk->raw(), dk->dtype(), MatView{dP, DType::F32, BG, S, GT, true}, view_of(q, BG, GT, Dh, false), prm.scale,
-         true, nullptr, Activation::None, op);
+    gemm(dk->raw(), dk->dtype(), MatView{dP, DType::F32, BG, S, GT, true}, view_of(q, BG, GT, Dh, false), prm.scale, true,
+         nullptr, Activation::None, op);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -246,8 +244,8 @@ namespace {
 // Copies (or adds, when `acc`) rows of Dh between [B, T, P*H*Dh] (part `part`) and [B, H, T, Dh].
 // to_heads: heads[b, h, t, :] (op)= packed[b, t, part, h, :]; else the reverse.
 template <class Src, class Dst>
-void heads_copy(Dst* dst, const Src* src, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh,
-                std::int64_t parts, std::int64_t part, bool to_heads, bool acc, int threads) {
+void heads_copy(Dst* dst, const Src* src, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh, std::int64_t parts,
+                std::int64_t part, bool to_heads, bool acc, int threads) {
   const std::int64_t W = parts * H * Dh;
 #pragma omp parallel for num_threads(team_size({B, H, T, Dh}, threads)) schedule(static) collapse(3)
   for (std::int64_t b = 0; b < B; ++b)

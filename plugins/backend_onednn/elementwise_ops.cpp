@@ -44,8 +44,8 @@ void for_each_repeat(std::int64_t reps, std::int64_t nb, int threads, F&& f) {
 // db[j] += scale * the sum over the reps rows of row(r, acc) (which adds row r's terms into acc),
 // in chunked_column_sum's fixed order; sums [nb] and partial are the caller's scratch.
 template <class Row>
-void add_repeat_sums(const char* op, Tensor& db, float scale, std::int64_t reps, float* sums, float* partial,
-                     int threads, Row&& row) {
+void add_repeat_sums(const char* op, Tensor& db, float scale, std::int64_t reps, float* sums, float* partial, int threads,
+                     Row&& row) {
   const std::int64_t nb = db.numel();
   chunked_column_sum(sums, partial, reps, nb, threads, row);
   with_float(op, db, [&](auto* p) {
@@ -103,9 +103,8 @@ void OnednnBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, flo
   with_float(op, a, [&](const auto* ap) {
     with_float(op, b, [&](const auto* bp) {
       with_float(op, y, [&](auto* yp) {
-        for_each_repeat(reps, nb, threads_, [&](std::int64_t i, std::int64_t j) {
-          st(yp, i, alpha * ld(ap, i) + beta * ld(bp, j));
-        });
+        for_each_repeat(reps, nb, threads_,
+                        [&](std::int64_t i, std::int64_t j) { st(yp, i, alpha * ld(ap, i) + beta * ld(bp, j)); });
       });
     });
   });
@@ -169,9 +168,8 @@ void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const
     with_float(op, dy, [&](const auto* dyp) {
       with_float(op, b, [&](const auto* bp) {
         with_float(op, *da, [&](auto* dp) {
-          for_each_repeat(reps, nb, threads_, [&](std::int64_t i, std::int64_t j) {
-            st(dp, i, ld(dp, i) + ld(dyp, i) * ld(bp, j));
-          });
+          for_each_repeat(reps, nb, threads_,
+                          [&](std::int64_t i, std::int64_t j) { st(dp, i, ld(dp, i) + ld(dyp, i) * ld(bp, j)); });
         });
       });
     });

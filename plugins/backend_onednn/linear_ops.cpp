@@ -24,8 +24,8 @@ bool aliasing_shape(std::int64_t O, std::int64_t I) {
 // g[N, O] = dy ⊙ act'(src) into gs (when non-null) and db's column sums of g into dbs (when
 // non-null), in one pass over the rows; the column sums in fixed chunks (deterministic).
 template <Activation A, class D, class Sp, class G>
-void activation_grad_rows(G* gs, float* dbs, float* partial, const D* d, const Sp* sp, std::int64_t N,
-                          std::int64_t O, int threads) {
+void activation_grad_rows(G* gs, float* dbs, float* partial, const D* d, const Sp* sp, std::int64_t N, std::int64_t O,
+                          int threads) {
   if (dbs) {
     chunked_column_sum(dbs, partial, N, O, threads, [&](std::int64_t r, float* acc) {
       const D* dr = d + r * O;
@@ -54,8 +54,7 @@ void activation_grad_rows(G* gs, float* dbs, float* partial, const D* d, const S
 // ------------------------------------------------------------------------------------------
 // linear: y[N, O] = act(x[N, I] · w[O, I]^T + b[O]) — forward and backward
 
-void OnednnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
-                                   Activation act) {
+void OnednnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation act) {
   ablate::contract::linear_forward(y, pre, x, w, b, act);
   const char* op = "linear_forward";
   const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
@@ -72,8 +71,8 @@ void OnednnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, cons
   activation_forward(y, *pre, act);
 }
 
-void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
-                                    const Tensor& w, const Tensor* pre, const Tensor& y, Activation act) {
+void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                                    const Tensor* pre, const Tensor& y, Activation act) {
   ablate::contract::linear_backward(dx, dw, db, dy, x, w, pre, y, act);
   const char* op = "linear_backward";
   const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
@@ -85,8 +84,9 @@ void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Te
   const Tensor* src = nullptr;
   if (act != Activation::None) {
     src = pre;
-    if (act == Activation::ReLU && !src) src = &y;  // relu' from y: y > 0 <=> pre > 0 (the contract
-                                                    // requires pre for the other activations)
+    if (act == Activation::ReLU && !src)
+      src = &y;  // relu' from y: y > 0 <=> pre > 0 (the contract
+                 // requires pre for the other activations)
   }
   // g is kept as bf16 when the GEMMs below take it as bf16 anyway (bf16 values, bf16 instructions).
   const DType g_dtype = native_bf16_ && x.dtype() == DType::BF16 ? DType::BF16 : DType::F32;
@@ -129,7 +129,8 @@ void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Te
     gt.trans = true;
     gemm(dw->raw(), dw->dtype(), gt, xv, 1.0f, true, nullptr, Activation::None, op);
   }
-  if (db) with_float(op, *db, [&](auto* p) {
+  if (db)
+    with_float(op, *db, [&](auto* p) {
 #pragma omp simd
       for (std::int64_t j = 0; j < O; ++j) st(p, j, ld(p, j) + dbs[j]);
     });
@@ -155,17 +156,16 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 }
 }  // namespace
 
-void OnednnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
-                                   float alpha) {
+void OnednnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) {
   ablate::contract::matmul_forward(c, a, b, trans_a, trans_b);
   const char* op = "matmul_forward";
   const MatmulDims d = matmul_dims(a, b, trans_a, trans_b);
-  gemm(c.raw(), c.dtype(), view_of(a, d.Bt, d.M, d.K, trans_a), view_of(b, d.Bt, d.K, d.N, trans_b), alpha, false,
-       nullptr, Activation::None, op);
+  gemm(c.raw(), c.dtype(), view_of(a, d.Bt, d.M, d.K, trans_a), view_of(b, d.Bt, d.K, d.N, trans_b), alpha, false, nullptr,
+       Activation::None, op);
 }
 
-void OnednnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
-                                    bool trans_a, bool trans_b, float alpha) {
+void OnednnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
+                                    bool trans_b, float alpha) {
   ablate::contract::matmul_backward(da, db, dc, a, b, trans_a, trans_b);
   const char* op = "matmul_backward";
   const MatmulDims d = matmul_dims(a, b, trans_a, trans_b);

@@ -98,11 +98,13 @@ void OnednnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbet
             acc[D + j] += d;
           }
         });
-        if (dgamma) with_float(op, *dgamma, [&](auto* p) {
+        if (dgamma)
+          with_float(op, *dgamma, [&](auto* p) {
 #pragma omp simd
             for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[j]);
           });
-        if (dbeta) with_float(op, *dbeta, [&](auto* p) {
+        if (dbeta)
+          with_float(op, *dbeta, [&](auto* p) {
 #pragma omp simd
             for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[D + j]);
           });
@@ -163,8 +165,7 @@ void OnednnBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& 
             for (std::int64_t j = 0; j < D; ++j) s2 += ld(dr, j) * g[j] * ld(xr, j) * rs;
             const float m2 = s2 / static_cast<float>(D);
 #pragma omp simd
-            for (std::int64_t j = 0; j < D; ++j)
-              st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - ld(xr, j) * rs * m2));
+            for (std::int64_t j = 0; j < D; ++j) st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - ld(xr, j) * rs * m2));
           }
         });
       }

@@ -104,8 +104,10 @@ MatView OnednnBackend::padded(const MatView& m, Slot slot) {
       for (std::int64_t c = 0; c < cols; ++c) out[r * ld + c] = backend_onednn::ld(in, r * cols + c);
     }
   };
-  if (m.dtype == DType::F32) copy(static_cast<const float*>(m.data));
-  else copy(static_cast<const bf16_t*>(m.data));
+  if (m.dtype == DType::F32)
+    copy(static_cast<const float*>(m.data));
+  else
+    copy(static_cast<const bf16_t*>(m.data));
   return MatView{out, DType::F32, 1, rows, cols, false, ld};
 }
 
@@ -114,8 +116,7 @@ MatView OnednnBackend::padded(const MatView& m, Slot slot) {
 
 Tensor OnednnBackend::empty(const Shape& shape, DType dtype) {
   auto self = shared_from_this();
-  return Tensor(alloc_->allocate(static_cast<std::size_t>(shape.numel()) * ablate::dtype_size(dtype), self), shape,
-                dtype);
+  return Tensor(alloc_->allocate(static_cast<std::size_t>(shape.numel()) * ablate::dtype_size(dtype), self), shape, dtype);
 }
 
 void OnednnBackend::fill(Tensor& y, float value) {
@@ -190,9 +191,8 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
                          const Tensor* bias, Activation act, const char* op) {
   const std::int64_t batch = a.batch, M = a.rows, K = a.cols, N = b.cols;
   if (b.rows != K || b.batch != batch)
-    fail(op, "internal gemm shape mismatch [" + std::to_string(a.batch) + "," + std::to_string(M) + "," +
-                 std::to_string(K) + "] x [" + std::to_string(b.batch) + "," + std::to_string(b.rows) + "," +
-                 std::to_string(N) + "]");
+    fail(op, "internal gemm shape mismatch [" + std::to_string(a.batch) + "," + std::to_string(M) + "," + std::to_string(K) +
+                 "] x [" + std::to_string(b.batch) + "," + std::to_string(b.rows) + "," + std::to_string(N) + "]");
   const std::int64_t nc = batch * M * N;
   if (nc == 0) return;
   // oneDNN forks a libgomp team of the ICV's size for every matmul, however small, and spins at
@@ -216,8 +216,7 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
   // accumulated in f32 by oneDNN and written straight into C's dtype. Where oneDNN would only
   // offer its reference kernel for a layout, the f32 path below runs instead.
   if (native_bf16_ && K > 0 && (a.dtype == DType::BF16 || b.dtype == DType::BF16) && !a.padded_ld && !b.padded_ld) {
-    Prim& p = matmul_prim(DType::BF16, c_dtype, batch, M, K, N, a.trans, b.trans, alpha, accumulate, bias != nullptr,
-                          act, op);
+    Prim& p = matmul_prim(DType::BF16, c_dtype, batch, M, K, N, a.trans, b.trans, alpha, accumulate, bias != nullptr, act, op);
     if (!p.reference) {
       run_matmul(p, c, as_bf16(a, kGemmA), as_bf16(b, kGemmB), bias_f, op);
       return;
@@ -245,14 +244,14 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
       // beta = 1 ran them 0-11% faster than the matmul primitive with a sum post-op at benchmark
       // config A's shapes (ablate_op_bench, linear fwd+bwd rows).
       const std::int64_t lda = a.padded_ld ? a.padded_ld : a.trans ? M : K, ldb = b.padded_ld ? b.padded_ld : b.trans ? K : N;
-      const dnnl_status_t st = dnnl_sgemm(a.trans ? 'T' : 'N', b.trans ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
-                                          accumulate ? 1.0f : 0.0f, C, N);
+      const dnnl_status_t st =
+          dnnl_sgemm(a.trans ? 'T' : 'N', b.trans ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, accumulate ? 1.0f : 0.0f, C, N);
       if (st != dnnl_success) fail(op, "oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)));
     } else {
       if (a.padded_ld || b.padded_ld) fail(op, "internal: padded operands need the sgemm path");
-      run_matmul(matmul_prim(DType::F32, DType::F32, batch, M, K, N, a.trans, b.trans, alpha, accumulate,
-                             bias != nullptr, act, op),
-                 C, A, B, bias_f, op);
+      run_matmul(
+          matmul_prim(DType::F32, DType::F32, batch, M, K, N, a.trans, b.trans, alpha, accumulate, bias != nullptr, act, op), C,
+          A, B, bias_f, op);
     }
   }
 
@@ -273,13 +272,11 @@ const void* OnednnBackend::as_bf16(const MatView& m, Slot slot) {
   return out;
 }
 
-OnednnBackend::Prim& OnednnBackend::matmul_prim(DType ab, DType c_dt, std::int64_t batch, std::int64_t M,
-                                                std::int64_t K, std::int64_t N, bool trans_a, bool trans_b,
-                                                float alpha, bool accumulate, bool has_bias, Activation act,
-                                                const char* op) {
-  key_.assign({batch, M, K, N, trans_a, trans_b, static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(alpha)),
-               accumulate, has_bias, static_cast<std::int64_t>(act), static_cast<std::int64_t>(ab),
-               static_cast<std::int64_t>(c_dt)});
+OnednnBackend::Prim& OnednnBackend::matmul_prim(DType ab, DType c_dt, std::int64_t batch, std::int64_t M, std::int64_t K,
+                                                std::int64_t N, bool trans_a, bool trans_b, float alpha, bool accumulate,
+                                                bool has_bias, Activation act, const char* op) {
+  key_.assign({batch, M, K, N, trans_a, trans_b, static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(alpha)), accumulate,
+               has_bias, static_cast<std::int64_t>(act), static_cast<std::int64_t>(ab), static_cast<std::int64_t>(c_dt)});
   if (auto it = prims_.find(key_); it != prims_.end()) {
     ++hits_;
     return *it->second;
@@ -298,8 +295,8 @@ OnednnBackend::Prim& OnednnBackend::matmul_prim(DType ab, DType c_dt, std::int64
     attr.set_post_ops(po);
     dnnl::matmul::desc d = [&] {
       if (!has_bias) return dnnl::matmul::desc(a_md, b_md, c_md);
-      const auto bias_md = batch == 1 ? dnnl::memory::desc({1, N}, ddt::f32, tag::ab)
-                                      : dnnl::memory::desc({1, 1, N}, ddt::f32, tag::abc);
+      const auto bias_md =
+          batch == 1 ? dnnl::memory::desc({1, N}, ddt::f32, tag::ab) : dnnl::memory::desc({1, 1, N}, ddt::f32, tag::abc);
       return dnnl::matmul::desc(a_md, b_md, bias_md, c_md);
     }();
     dnnl::matmul::primitive_desc pd(d, attr, engine_);
@@ -332,8 +329,7 @@ void OnednnBackend::run_matmul(Prim& p, void* C, const void* A, const void* B, c
     p.c.set_data_handle(C);
     if (bias_f) p.bias.set_data_handle(const_cast<float*>(bias_f));
     p.pad.set_data_handle(p.pad_bytes ? scratch(kDnnlScratch, p.pad_bytes) : nullptr);
-    dnnl::error::wrap_c_api(dnnl_primitive_execute(p.prim.get(), stream_.get(), static_cast<int>(p.args.size()),
-                                                   p.args.data()),
+    dnnl::error::wrap_c_api(dnnl_primitive_execute(p.prim.get(), stream_.get(), static_cast<int>(p.args.size()), p.args.data()),
                             "could not execute a matmul primitive");
     stream_.wait();
   } catch (const dnnl::error& err) {

@@ -48,14 +48,23 @@ inline MatView view_of(const Tensor& t, std::int64_t batch, std::int64_t rows, s
 // Scratch slots: each a reusable buffer kept for the backend's life (grown, never shrunk), so
 // a warm step allocates nothing. An op never uses one slot for two live things at once.
 enum Slot : int {
-  kGemmA = 0, kGemmB, kGemmC, kGemmBias, kDnnlScratch,  // gemm(): operands converted, oneDNN scratchpad
-  kLinG,                                                 // linear_backward: g = dy ⊙ act'
-  kPadA, kPadB,                                          // linear_backward: dw's operands with padded rows
-  kAttS, kAttP, kAttD, kAttC,                            // attention: scores/P, P' or masks, dP, softcap slopes
-  kPartial,                                              // per-chunk partial column sums, per-thread rows
-  kSums,                                                 // small f32 sums: per-row loss, db, dgamma|dbeta
-  kVecA, kVecB,                                          // gamma / beta widened to f32
-  kRope,                                                 // rope: cos | sin per (t, i)
+  kGemmA = 0,
+  kGemmB,
+  kGemmC,
+  kGemmBias,
+  kDnnlScratch,  // gemm(): operands converted, oneDNN scratchpad
+  kLinG,         // linear_backward: g = dy ⊙ act'
+  kPadA,
+  kPadB,  // linear_backward: dw's operands with padded rows
+  kAttS,
+  kAttP,
+  kAttD,
+  kAttC,     // attention: scores/P, P' or masks, dP, softcap slopes
+  kPartial,  // per-chunk partial column sums, per-thread rows
+  kSums,     // small f32 sums: per-row loss, db, dgamma|dbeta
+  kVecA,
+  kVecB,  // gamma / beta widened to f32
+  kRope,  // rope: cos | sin per (t, i)
   kSlotCount
 };
 
@@ -80,22 +89,20 @@ class OnednnBackend final : public ablate::Backend {
   void copy(Tensor& dst, const Tensor& src) override;
   void synchronize() override;
 
-  void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
-                      ablate::Activation act) override;
-  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                       const Tensor* pre, const Tensor& y, ablate::Activation act) override;
+  void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, ablate::Activation act) override;
+  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor* pre,
+                       const Tensor& y, ablate::Activation act) override;
   void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) override;
-  void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
-                       bool trans_b, float alpha) override;
+  void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
+                       float alpha) override;
   void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
                          const ablate::AttentionParams& params) override;
   void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
-                          const Tensor& q, const Tensor& k, const Tensor& v,
-                          const ablate::AttentionParams& params) override;
-  void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
-                          const Tensor& beta, float eps) override;
-  void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma) override;
+                          const Tensor& q, const Tensor& k, const Tensor& v, const ablate::AttentionParams& params) override;
+  void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                          float eps) override;
+  void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x, const Tensor& mean,
+                           const Tensor& rstd, const Tensor& gamma) override;
   void rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) override;
   void rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
                          const Tensor& gamma) override;
@@ -115,11 +122,10 @@ class OnednnBackend final : public ablate::Backend {
   void merge_heads_forward(Tensor& y, const Tensor& x) override;
   void merge_heads_backward(Tensor& dx, const Tensor& dy) override;
   void write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) override;
-  void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
-                             const Tensor& targets, std::int32_t ignore_index, float label_smoothing) override;
+  void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits, const Tensor& targets,
+                             std::int32_t ignore_index, float label_smoothing) override;
   void sum_squares(Tensor& total, const Tensor& x) override;
-  void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
-                   const ablate::AdamParams& params) override;
+  void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad, const ablate::AdamParams& params) override;
   void cast(Tensor& y, const Tensor& x) override;
 
   bool supports(ablate::OptionalOp op) const override {
@@ -147,8 +153,8 @@ class OnednnBackend final : public ablate::Backend {
   const float* rope_table(const Tensor& positions, std::int64_t T, int rotary, float base);
   // C[batch, M, N] = alpha * A[batch, M, K] · B[batch, K, N] (+ bias[N]) (+ C if accumulate), then
   // the fused activation `act` (None/ReLU/GeluErf/GeluTanh/SiLU); c_dtype F32 or BF16.
-  void gemm(void* c, DType c_dtype, const MatView& a, const MatView& b, float alpha, bool accumulate,
-            const Tensor* bias, ablate::Activation act, const char* op);
+  void gemm(void* c, DType c_dtype, const MatView& a, const MatView& b, float alpha, bool accumulate, const Tensor* bias,
+            ablate::Activation act, const char* op);
   struct Prim;  // a cached matmul primitive with its memory objects
   // gemm()'s oneDNN matmul primitive, cached by shape, data types and attributes: operands of
   // dtype `ab` (both F32 or both BF16), C of dtype `c`, an f32 bias when has_bias.

@@ -26,7 +26,8 @@ AttentionDims attention_dims(const char* op, const Tensor& q, const Tensor& k, c
   const AttentionDims d{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3], k.shape()[1]};
   if (p.key_lengths != nullptr)
     for (const std::int32_t len : load_i32(*p.key_lengths))
-      if (len < 0 || len > d.S) fail(op, "key length " + std::to_string(len) + " is outside [0, S = " + std::to_string(d.S) + "]");
+      if (len < 0 || len > d.S)
+        fail(op, "key length " + std::to_string(len) + " is outside [0, S = " + std::to_string(d.S) + "]");
   return d;
 }
 
@@ -39,8 +40,8 @@ double capped_slope(const ablate::AttentionParams& p, double logit) {
 }
 
 // Whether query t of batch item b sees key s.
-bool visible(const ablate::AttentionParams& p, const std::vector<std::int32_t>& lengths, std::int64_t b,
-             std::int64_t t, std::int64_t s) {
+bool visible(const ablate::AttentionParams& p, const std::vector<std::int32_t>& lengths, std::int64_t b, std::int64_t t,
+             std::int64_t s) {
   if (p.causal && s > t + p.query_offset) return false;
   if (!lengths.empty() && s >= lengths[static_cast<std::size_t>(b)]) return false;
   return true;
@@ -66,8 +67,8 @@ struct LogitBias {
 };
 
 // The dropout multiplier of probability [b, h, t, s]: keep / (1 - p), or 1 without dropout.
-double dropout_factor(const ablate::AttentionParams& p, const AttentionDims& d, std::int64_t b, std::int64_t h,
-                      std::int64_t t, std::int64_t s) {
+double dropout_factor(const ablate::AttentionParams& p, const AttentionDims& d, std::int64_t b, std::int64_t h, std::int64_t t,
+                      std::int64_t s) {
   if (p.dropout <= 0.0f) return 1.0;
   const auto index = static_cast<std::uint64_t>(((b * d.H + h) * d.T + t) * d.S + s);  // into [B, H, T, S]
   return ablate::dropout_keep(p.rng, index, p.dropout) ? 1.0 / (1.0 - static_cast<double>(p.dropout)) : 0.0;
@@ -165,7 +166,8 @@ void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
           slope[static_cast<std::size_t>(s)] = capped_slope(params, logit);
           dP[static_cast<std::size_t>(s)] = gdotv * f;
           pdp += prob * dP[static_cast<std::size_t>(s)];
-          for (std::int64_t e = 0; e < d.Dh; ++e) gvv[so + static_cast<std::size_t>(e)] += prob * f * gv[qo + static_cast<std::size_t>(e)];
+          for (std::int64_t e = 0; e < d.Dh; ++e)
+            gvv[so + static_cast<std::size_t>(e)] += prob * f * gv[qo + static_cast<std::size_t>(e)];
         }
         for (std::int64_t s = 0; s < d.S; ++s) {
           if (!visible(params, lengths, b, t, s)) continue;
@@ -267,13 +269,12 @@ void ReferenceBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
 namespace {
 
 template <class E>
-void write_rows(E* dst, const E* src, std::int64_t B, std::int64_t H, std::int64_t S, std::int64_t T,
-                std::int64_t Dh, std::int64_t offset) {
+void write_rows(E* dst, const E* src, std::int64_t B, std::int64_t H, std::int64_t S, std::int64_t T, std::int64_t Dh,
+                std::int64_t offset) {
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t t = 0; t < T; ++t)
-        for (std::int64_t e = 0; e < Dh; ++e)
-          dst[((b * H + h) * S + offset + t) * Dh + e] = src[((b * H + h) * T + t) * Dh + e];
+        for (std::int64_t e = 0; e < Dh; ++e) dst[((b * H + h) * S + offset + t) * Dh + e] = src[((b * H + h) * T + t) * Dh + e];
 }
 
 }  // namespace

@@ -15,8 +15,7 @@ namespace backend_reference {
 // loss = mean over counted rows; dlogits = (softmax - q) / count; ignored rows get 0.
 // With no counted row, loss = 0 and dlogits = 0.
 void ReferenceBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
-                                             const Tensor& targets, std::int32_t ignore_index,
-                                             float label_smoothing) {
+                                             const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
   const char* op = "cross_entropy_forward";
   ablate::contract::cross_entropy_forward(loss, dlogits, stats, logits, targets, label_smoothing);
   const std::int64_t N = logits.shape().rows(), V = logits.shape().last();

@@ -25,7 +25,8 @@ void ReferenceBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd,
     mv[static_cast<std::size_t>(n)] = mu;
     rv[static_cast<std::size_t>(n)] = r;
     for (std::int64_t j = 0; j < D; ++j)
-      yv[static_cast<std::size_t>(n * D + j)] = (xr[j] - mu) * r * gv[static_cast<std::size_t>(j)] + bv[static_cast<std::size_t>(j)];
+      yv[static_cast<std::size_t>(n * D + j)] =
+          (xr[j] - mu) * r * gv[static_cast<std::size_t>(j)] + bv[static_cast<std::size_t>(j)];
   }
   store(y, yv);
   store(mean, mv);
@@ -35,9 +36,8 @@ void ReferenceBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd,
 // xhat = (x - mean) * rstd, g = dy * gamma:
 // dx += rstd * (g - mean_row(g) - xhat * mean_row(g * xhat)); dgamma += sum_rows(dy * xhat);
 // dbeta += sum_rows(dy).
-void ReferenceBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy,
-                                           const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                           const Tensor& gamma) {
+void ReferenceBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
+                                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
   ablate::contract::layer_norm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma);
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   const std::vector<double> xv = load(x), gy = load(dy), mv = load(mean), rv = load(rstd), gm = load(gamma);
@@ -89,8 +89,8 @@ void ReferenceBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x
 
 // xhat = x * rstd, g = dy * gamma: dx += rstd * (g - xhat * mean_row(g * xhat));
 // dgamma += sum_rows(dy * xhat).
-void ReferenceBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x,
-                                         const Tensor& rstd, const Tensor& gamma) {
+void ReferenceBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
+                                         const Tensor& gamma) {
   ablate::contract::rms_norm_backward(dx, dgamma, dy, x, rstd, gamma);
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   const std::vector<double> xv = load(x), gy = load(dy), rv = load(rstd), gm = load(gamma);

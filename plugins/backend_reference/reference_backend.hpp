@@ -38,20 +38,18 @@ class ReferenceBackend final : public ablate::Backend {
   void synchronize() override {}
 
   // linear_ops.cpp
-  void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
-                      Activation act) override;
-  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                       const Tensor* pre, const Tensor& y, Activation act) override;
+  void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation act) override;
+  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor* pre,
+                       const Tensor& y, Activation act) override;
   void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) override;
-  void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
-                       bool trans_b, float alpha) override;
+  void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
+                       float alpha) override;
 
   // attention_ops.cpp
   void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
                          const ablate::AttentionParams& params) override;
-  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
-                          const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                          const ablate::AttentionParams& params) override;
+  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
+                          const Tensor& q, const Tensor& k, const Tensor& v, const ablate::AttentionParams& params) override;
   void split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) override;
   void split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) override;
   void merge_heads_forward(Tensor& y, const Tensor& x) override;
@@ -59,10 +57,10 @@ class ReferenceBackend final : public ablate::Backend {
   void write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) override;
 
   // norm_ops.cpp
-  void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
-                          const Tensor& beta, float eps) override;
-  void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma) override;
+  void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                          float eps) override;
+  void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x, const Tensor& mean,
+                           const Tensor& rstd, const Tensor& gamma) override;
   void rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) override;
   void rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
                          const Tensor& gamma) override;
@@ -81,11 +79,10 @@ class ReferenceBackend final : public ablate::Backend {
   void embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) override;
 
   // loss_optim_ops.cpp
-  void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
-                             const Tensor& targets, std::int32_t ignore_index, float label_smoothing) override;
+  void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits, const Tensor& targets,
+                             std::int32_t ignore_index, float label_smoothing) override;
   void sum_squares(Tensor& total, const Tensor& x) override;
-  void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
-                   const ablate::AdamParams& params) override;
+  void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad, const ablate::AdamParams& params) override;
   void cast(Tensor& y, const Tensor& x) override;
 
   bool supports(ablate::OptionalOp) const override { return all_optional_ops_; }

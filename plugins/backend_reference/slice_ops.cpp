@@ -9,7 +9,8 @@ void ReferenceBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64
   const std::vector<double> xv = load(x);
   std::vector<double> yv(static_cast<std::size_t>(y.numel()));
   for (std::int64_t n = 0; n < N; ++n)
-    for (std::int64_t j = 0; j < W; ++j) yv[static_cast<std::size_t>(n * W + j)] = xv[static_cast<std::size_t>(n * C + offset + j)];
+    for (std::int64_t j = 0; j < W; ++j)
+      yv[static_cast<std::size_t>(n * W + j)] = xv[static_cast<std::size_t>(n * C + offset + j)];
   store(y, yv);
 }
 

@@ -12,8 +12,8 @@ class SandwichNorm final : public ablate::Block {
 
   void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims,
              const std::vector<ablate::SublayerRole>& roles) override {
-    in_.build(scope, dims, roles, kind_, "block/sandwich_norm");                 // "<scope>.norm<i>"
-    out_.build(scope.child("out"), dims, roles, kind_, "block/sandwich_norm");   // "<scope>.out.norm<i>"
+    in_.build(scope, dims, roles, kind_, "block/sandwich_norm");                // "<scope>.norm<i>"
+    out_.build(scope.child("out"), dims, roles, kind_, "block/sandwich_norm");  // "<scope>.out.norm<i>"
     dropout_ = dims.dropout;
   }
 
@@ -41,7 +41,8 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ablate::Component* create(const ablate::Options& o) { return new SandwichNorm(o); }
 
-ABLATE_PLUGIN("block", "sandwich_norm", "1.0.0", "x + Dropout(Norm(f(Norm(x)))) per sublayer, final norm (CogView, Ding et al. 2021)",
-              ablate::options_of(kOptions), create)
+ABLATE_PLUGIN("block", "sandwich_norm", "1.0.0",
+              "x + Dropout(Norm(f(Norm(x)))) per sublayer, final norm (CogView, Ding et al. 2021)", ablate::options_of(kOptions),
+              create)
 
 }  // namespace block_sandwich_norm

@@ -33,14 +33,18 @@ struct Settings {
 
   // Reads and validates the options; `plugin` ("task/copy") names the plugin in errors.
   Settings(const ablate::Options& o, const std::string& plugin)
-      : vocab_size(o.get_int("vocab_size")), min_len(o.get_int("min_len")), max_len(o.get_int("max_len")),
-        train_examples(o.get_int("train_examples")), eval_examples(o.get_int("eval_examples")), seed(o.get_int("seed")) {
+      : vocab_size(o.get_int("vocab_size")),
+        min_len(o.get_int("min_len")),
+        max_len(o.get_int("max_len")),
+        train_examples(o.get_int("train_examples")),
+        eval_examples(o.get_int("eval_examples")),
+        seed(o.get_int("seed")) {
     if (vocab_size <= 3)
       throw ablate::Error(plugin + ": vocab_size must be > 3 (ids 0..2 are pad, bos, eos), got " + std::to_string(vocab_size),
                           "set vocab_size to the number of content tokens + 3");
     if (min_len < 1 || min_len > max_len)
-      throw ablate::Error(plugin + ": need 1 <= min_len <= max_len, got min_len " + std::to_string(min_len) +
-                              ", max_len " + std::to_string(max_len),
+      throw ablate::Error(plugin + ": need 1 <= min_len <= max_len, got min_len " + std::to_string(min_len) + ", max_len " +
+                              std::to_string(max_len),
                           "sequence lengths count content tokens; raise max_len or lower min_len");
     if (train_examples < 1 || eval_examples < 1)
       throw ablate::Error(plugin + ": train_examples and eval_examples must be >= 1, got " + std::to_string(train_examples) +
@@ -68,8 +72,7 @@ struct Settings {
 // A stream of uniform floats in [0, 1): Philox under RngKey{seed, step, op_id}, blocks in order.
 class Stream {
  public:
-  Stream(std::int64_t seed, std::uint64_t step, std::uint32_t op_id)
-      : key_{static_cast<std::uint64_t>(seed), step, op_id} {}
+  Stream(std::int64_t seed, std::uint64_t step, std::uint32_t op_id) : key_{static_cast<std::uint64_t>(seed), step, op_id} {}
   // The stream of one example: keyed by (seed, split, index).
   static Stream of(const Settings& s, ablate::Split split, std::int64_t index) {
     return Stream(s.seed, static_cast<std::uint64_t>(index), split == ablate::Split::Train ? kTrainStream : kEvalStream);
@@ -117,16 +120,16 @@ class Seq2Seq final : public ablate::Task {
   Seq2Seq(const ablate::Options& o, std::string plugin, Transform f)
       : plugin_(std::move(plugin)), s_(o, plugin_), f_(std::move(f)) {}
 
-  ablate::TaskInfo info() const override {
-    return {ablate::TaskType::Seq2Seq, s_.vocab_size, s_.max_len, s_.max_len};
-  }
+  ablate::TaskInfo info() const override { return {ablate::TaskType::Seq2Seq, s_.vocab_size, s_.max_len, s_.max_len}; }
   std::int64_t size(ablate::Split split) const override { return s_.size(split); }
   ablate::Example example(ablate::Split split, std::int64_t index) const override {
     s_.check_index(split, index, plugin_);
     Stream r = Stream::of(s_, split, index);
     return of(random_sequence(s_, r));
   }
-  std::int64_t size_at_length(ablate::Split split, std::int64_t length) const override { return s_.size_at_length(split, length); }
+  std::int64_t size_at_length(ablate::Split split, std::int64_t length) const override {
+    return s_.size_at_length(split, length);
+  }
   ablate::Example example_at_length(ablate::Split, std::int64_t index, std::int64_t length) const override {
     Stream r = Stream::at_length(s_, index, length);
     return of(random_sequence(s_, r, length));

@@ -27,7 +27,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ablate::Component* create(const ablate::Options& o) { return new GeluFeedForward(o); }
 
-ABLATE_PLUGIN("ffn", "gelu", "1.0.0", "Linear(D->F) -> GELU -> dropout -> Linear(F->D) (BERT, GPT)",
-              ablate::options_of(kOptions), create)
+ABLATE_PLUGIN("ffn", "gelu", "1.0.0", "Linear(D->F) -> GELU -> dropout -> Linear(F->D) (BERT, GPT)", ablate::options_of(kOptions),
+              create)
 
 }  // namespace ffn_gelu

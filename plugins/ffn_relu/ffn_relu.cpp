@@ -10,9 +10,7 @@ class ReluFeedForward final : public ablate::FeedForward {
   void build(const ablate::ParamScope& scope, const ablate::ModelDims& dims) override { layers_.build(scope, dims); }
 
   // x: [B, T, D] -> h: [B, T, F] -> y: [B, T, D]
-  ablate::Var forward(ablate::Graph& g, const ablate::Var& x) const override {
-    return layers_(g, x, ablate::Activation::ReLU);
-  }
+  ablate::Var forward(ablate::Graph& g, const ablate::Var& x) const override { return layers_(g, x, ablate::Activation::ReLU); }
 
  private:
   ablate::FeedForwardLayers layers_{"ffn/relu"};
@@ -20,7 +18,7 @@ class ReluFeedForward final : public ablate::FeedForward {
 
 ablate::Component* create(const ablate::Options&) { return new ReluFeedForward(); }
 
-ABLATE_PLUGIN("ffn", "relu", "1.0.0", "Linear(D->F) -> ReLU -> dropout -> Linear(F->D) (Vaswani et al. 2017)",
-              ablate::kNoOptions, create)
+ABLATE_PLUGIN("ffn", "relu", "1.0.0", "Linear(D->F) -> ReLU -> dropout -> Linear(F->D) (Vaswani et al. 2017)", ablate::kNoOptions,
+              create)
 
 }  // namespace ffn_relu

@@ -14,9 +14,7 @@ class SwiGlu final : public ablate::FeedForward {
   }
 
   // x: [B, T, D] -> gate, up: [B, T, F'] -> y: [B, T, D]
-  ablate::Var forward(ablate::Graph& g, const ablate::Var& x) const override {
-    return layers_(g, x, ablate::Activation::SiLU);
-  }
+  ablate::Var forward(ablate::Graph& g, const ablate::Var& x) const override { return layers_(g, x, ablate::Activation::SiLU); }
 
  private:
   std::int64_t hidden_;

@@ -40,10 +40,10 @@ class Learned final : public ablate::PositionalEncoding {
                           "the embeddings' width must equal model.d_model");
     const std::int64_t t = s[1];
     if (offset < 0 || offset + t > max_len_)
-      throw ablate::Error("positional_encoding/learned (" + table_->name + "): position " +
-                              std::to_string(offset + t - 1) + " is past max_len " + std::to_string(max_len_) +
-                              " (positions " + std::to_string(offset) + ".." + std::to_string(offset + t - 1) +
-                              " requested; the table has rows 0.." + std::to_string(max_len_ - 1) + ")",
+      throw ablate::Error("positional_encoding/learned (" + table_->name + "): position " + std::to_string(offset + t - 1) +
+                              " is past max_len " + std::to_string(max_len_) + " (positions " + std::to_string(offset) + ".." +
+                              std::to_string(offset + t - 1) + " requested; the table has rows 0.." +
+                              std::to_string(max_len_ - 1) + ")",
                           "raise the option max_len of positional_encoding/learned to at least " + std::to_string(offset + t) +
                               ", or use positional_encoding/sinusoidal, which has no length limit");
     const ablate::Var pe = ablate::ops::embedding(g, positions(g.backend(), offset, t), g.parameter(*table_));  // [T, D]
@@ -70,14 +70,13 @@ class Learned final : public ablate::PositionalEncoding {
 };
 
 constexpr ablate::OptionInfo kOptions[] = {
-    {"max_len", ablate::OptionType::Int, "512", nullptr,
-     "positions in the table (rows); a longer sequence is an error"},
+    {"max_len", ablate::OptionType::Int, "512", nullptr, "positions in the table (rows); a longer sequence is an error"},
 };
 
 ablate::Component* create(const ablate::Options& o) { return new Learned(o); }
 
 ABLATE_PLUGIN("positional_encoding", "learned", "1.0.0",
-              "trained absolute position table [max_len, D] added to the embeddings (BERT, GPT)",
-              ablate::options_of(kOptions), create)
+              "trained absolute position table [max_len, D] added to the embeddings (BERT, GPT)", ablate::options_of(kOptions),
+              create)
 
 }  // namespace positional_encoding_learned

@@ -14,7 +14,7 @@ class NoPositions final : public ablate::PositionalEncoding {
 
 ablate::Component* create(const ablate::Options&) { return new NoPositions(); }
 
-ABLATE_PLUGIN("positional_encoding", "none", "1.0.0", "no positions (NoPE): the embeddings pass unchanged",
-              ablate::kNoOptions, create)
+ABLATE_PLUGIN("positional_encoding", "none", "1.0.0", "no positions (NoPE): the embeddings pass unchanged", ablate::kNoOptions,
+              create)
 
 }  // namespace positional_encoding_none

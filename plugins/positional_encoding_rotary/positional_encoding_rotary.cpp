@@ -9,8 +9,7 @@ namespace positional_encoding_rotary {
 
 class Rotary final : public ablate::PositionalEncoding {
  public:
-  explicit Rotary(const ablate::Options& o)
-      : base_(static_cast<float>(o.get_float("base"))), fraction_(o.get_float("fraction")) {
+  explicit Rotary(const ablate::Options& o) : base_(static_cast<float>(o.get_float("base"))), fraction_(o.get_float("fraction")) {
     if (!(base_ > 1.0f)) throw ablate::Error("rotary: base must be > 1, got " + std::to_string(base_));
     if (!(fraction_ > 0.0 && fraction_ <= 1.0))
       throw ablate::Error("rotary: fraction must be in (0, 1], got " + std::to_string(fraction_));

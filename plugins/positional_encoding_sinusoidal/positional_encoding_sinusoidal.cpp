@@ -32,9 +32,9 @@ class Sinusoidal final : public ablate::PositionalEncoding {
   ablate::Var forward(ablate::Graph& g, const ablate::Var& x, std::int64_t offset) const override {
     const ablate::Shape& s = x.shape();
     if (s.rank() != 3 || s[2] != d_model_)
-      throw ablate::Error("positional_encoding/sinusoidal: expects x [B, T, " + std::to_string(d_model_) + "], got " +
-                              x.value().str(),
-                          "the embeddings' width must equal model.d_model (build before forward)");
+      throw ablate::Error(
+          "positional_encoding/sinusoidal: expects x [B, T, " + std::to_string(d_model_) + "], got " + x.value().str(),
+          "the embeddings' width must equal model.d_model (build before forward)");
     if (offset < 0) throw ablate::Error("positional_encoding/sinusoidal: negative offset " + std::to_string(offset));
     return ablate::ops::add(g, x, g.constant(table(g.backend(), x.dtype(), offset, s[1]), "sinusoidal_pe"));
   }
@@ -77,7 +77,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 ablate::Component* create(const ablate::Options& o) { return new Sinusoidal(o); }
 
 ABLATE_PLUGIN("positional_encoding", "sinusoidal", "1.0.0",
-              "fixed sin/cos positions added to the embeddings, any length (Vaswani et al. 2017)",
-              ablate::options_of(kOptions), create)
+              "fixed sin/cos positions added to the embeddings, any length (Vaswani et al. 2017)", ablate::options_of(kOptions),
+              create)
 
 }  // namespace positional_encoding_sinusoidal

@@ -42,8 +42,7 @@ class T5RelativeBias final : public ablate::PositionalEncoding {
   bool bias_per_layer() const override { return per_layer_; }
 
   // bias F32 [H, T, S] = table[bucket(s - (offset + t)), h]; the gradient reaches the table.
-  LogitBias logit_bias(ablate::Graph& g, std::int64_t T, std::int64_t S, std::int64_t offset,
-                       std::int64_t layer) const override {
+  LogitBias logit_bias(ablate::Graph& g, std::int64_t T, std::int64_t S, std::int64_t offset, std::int64_t layer) const override {
     namespace ops = ablate::ops;
     const ablate::Var table = g.parameter(*tables_.at(static_cast<std::size_t>(per_layer_ ? layer : 0)));
     ablate::Var rows = ops::embedding(g, bucket_ids(g.backend(), T, S, offset), table);  // [1, T*S, H]
@@ -102,7 +101,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 ablate::Component* create(const ablate::Options& o) { return new T5RelativeBias(o); }
 
 ABLATE_PLUGIN("positional_encoding", "t5_relative_bias", "1.0.0",
-              "learned bias of the bucketed distance on the attention logits (Raffel et al. 2020)",
-              ablate::options_of(kOptions), create)
+              "learned bias of the bucketed distance on the attention logits (Raffel et al. 2020)", ablate::options_of(kOptions),
+              create)
 
 }  // namespace positional_encoding_t5_relative_bias

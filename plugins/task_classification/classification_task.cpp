@@ -18,18 +18,22 @@ constexpr ablate::OptionInfo kOptions[] = {
     {"header", ablate::OptionType::Bool, "false", nullptr, "the first line names the columns and is skipped"},
     {"tokens", ablate::OptionType::String, "word", "word|char",
      "tokenization: word (whitespace, punctuation split) or char (one token per code point, spaces dropped)"},
-    {"lowercase", ablate::OptionType::Bool, "true", nullptr, "lower-case the text (ASCII, Latin-1/Extended-A, Greek, Cyrillic); labels stay as written"},
+    {"lowercase", ablate::OptionType::Bool, "true", nullptr,
+     "lower-case the text (ASCII, Latin-1/Extended-A, Greek, Cyrillic); labels stay as written"},
     {"split_punctuation", ablate::OptionType::Bool, "true", nullptr,
      "word level: punctuation characters become their own tokens (don't, 3.5 stay whole)"},
-    {"min_freq", ablate::OptionType::Int, "1", nullptr, "train-split count a token needs to enter the vocabulary; rarer ones are <unk>"},
+    {"min_freq", ablate::OptionType::Int, "1", nullptr,
+     "train-split count a token needs to enter the vocabulary; rarer ones are <unk>"},
     {"max_len", ablate::OptionType::Int, "64", nullptr, "longest text, in tokens"},
     {"long_examples", ablate::OptionType::String, "filter", "filter|truncate",
      "texts longer than max_len: filter (drop the example) or truncate (keep its first max_len tokens)"},
     {"max_examples", ablate::OptionType::Int, "0", nullptr, "keep the first N examples after filtering, in file order; 0 = all"},
     {"valid_fraction", ablate::OptionType::Float, "0.1", nullptr,
      "fraction of the examples in the eval split (rounded up); 0 = evaluate on the train examples"},
-    {"test_fraction", ablate::OptionType::Float, "0.1", nullptr, "fraction of the examples in the held-out test split (rounded up; 0 = none)"},
-    {"split_seed", ablate::OptionType::Int, "1", nullptr, "seed of the shuffle that assigns examples to the train/eval/test splits"},
+    {"test_fraction", ablate::OptionType::Float, "0.1", nullptr,
+     "fraction of the examples in the held-out test split (rounded up; 0 = none)"},
+    {"split_seed", ablate::OptionType::Int, "1", nullptr,
+     "seed of the shuffle that assigns examples to the train/eval/test splits"},
 };
 
 [[noreturn]] void bad_option(const std::string& what, const std::string& hint = {}) {
@@ -54,7 +58,8 @@ ReadOptions read_options(const ablate::Options& o) {
 
 }  // namespace
 
-ClassificationTask::ClassificationTask(const ablate::Options& o) : read_options_(read_options(o)), tokenizer_(read_options_.tokens) {
+ClassificationTask::ClassificationTask(const ablate::Options& o)
+    : read_options_(read_options(o)), tokenizer_(read_options_.tokens) {
   const ablate_text::CorpusSettings settings = ablate_text::corpus_settings(o, kName, "example");
   read_options_.max_examples = settings.max_examples;
 
@@ -145,9 +150,7 @@ ablate::Example ClassificationTask::example(ablate::Split split, std::int64_t in
   return examples_.at(split, index, kName);
 }
 
-std::int64_t ClassificationTask::line_of(ablate::Split split, std::int64_t index) const {
-  return lines_.at(split, index, kName);
-}
+std::int64_t ClassificationTask::line_of(ablate::Split split, std::int64_t index) const { return lines_.at(split, index, kName); }
 
 std::vector<std::string> ClassificationTask::score_names() const { return {"exact_match", "accuracy", "macro_f1"}; }
 
@@ -182,8 +185,9 @@ std::string ClassificationTask::text(const std::vector<std::int32_t>& tokens, bo
 
 ablate::Component* create(const ablate::Options& o) { return new ClassificationTask(o); }
 
-ABLATE_PLUGIN("task", "classification", "1.1.0",
-              "Text classification of 'text<TAB>label' lines from a TSV file (word/char tokens, train-split vocabulary, accuracy, macro-F1)",
-              ablate::options_of(kOptions), create)
+ABLATE_PLUGIN(
+    "task", "classification", "1.1.0",
+    "Text classification of 'text<TAB>label' lines from a TSV file (word/char tokens, train-split vocabulary, accuracy, macro-F1)",
+    ablate::options_of(kOptions), create)
 
 }  // namespace task_classification

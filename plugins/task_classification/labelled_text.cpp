@@ -45,8 +45,8 @@ LabelledCorpus read_labelled_tsv(std::istream& in, const std::string& name, cons
   const auto needed = static_cast<std::size_t>(std::max(o.text_column, o.label_column));
   LabelledCorpus c;
   ablate_text::TextLines lines(in);
-  for (std::string_view line; (o.max_examples == 0 || static_cast<std::int64_t>(c.examples.size()) < o.max_examples) &&
-                              lines.next(line);) {
+  for (std::string_view line;
+       (o.max_examples == 0 || static_cast<std::int64_t>(c.examples.size()) < o.max_examples) && lines.next(line);) {
     const std::int64_t number = c.lines_read = lines.number();
     if (o.header && number == 1) continue;
     if (blank(line)) continue;

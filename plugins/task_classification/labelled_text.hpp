@@ -16,17 +16,17 @@ enum class LongExamples { Filter, Truncate };
 
 struct ReadOptions {
   ablate_text::TokenizerOptions tokens;
-  std::int64_t text_column = 1, label_column = 2;  // 1-based tab-separated columns, different
-  bool header = false;                             // the first line names the columns: skipped
-  std::int64_t max_len = 64;                       // content tokens of a text
+  std::int64_t text_column = 1, label_column = 2;     // 1-based tab-separated columns, different
+  bool header = false;                                // the first line names the columns: skipped
+  std::int64_t max_len = 64;                          // content tokens of a text
   LongExamples long_examples = LongExamples::Filter;  // Filter: drop a longer text; Truncate: cut it to max_len
-  std::int64_t max_examples = 0;                   // keep the first N examples that survive filtering (file order); 0 = all
+  std::int64_t max_examples = 0;                      // keep the first N examples that survive filtering (file order); 0 = all
 };
 
 struct LabelledText {
   std::vector<std::string> tokens;
-  std::string label;       // as written, without surrounding whitespace
-  std::int64_t line = 0;   // 1-based line of the file
+  std::string label;      // as written, without surrounding whitespace
+  std::int64_t line = 0;  // 1-based line of the file
   bool operator==(const LabelledText&) const = default;
 };
 

@@ -22,7 +22,9 @@ class MarkovLanguageModel final : public ablate::Task {
   ablate::TaskInfo info() const override { return {ablate::TaskType::LanguageModel, s_.vocab_size, 0, s_.max_len}; }
   std::int64_t size(ablate::Split split) const override { return s_.size(split); }
   ablate::Example example(ablate::Split split, std::int64_t index) const override;
-  std::int64_t size_at_length(ablate::Split split, std::int64_t length) const override { return s_.size_at_length(split, length); }
+  std::int64_t size_at_length(ablate::Split split, std::int64_t length) const override {
+    return s_.size_at_length(split, length);
+  }
   ablate::Example example_at_length(ablate::Split split, std::int64_t index, std::int64_t length) const override;
 
  private:

@@ -54,7 +54,8 @@ constexpr bool same_as_the_shared_synthetic_options() {
       return false;
   return true;
 }
-static_assert(same_as_the_shared_synthetic_options(), "keep kOptions[0 .. kSyntheticOptions) equal to ablate_synthetic::kOptions");
+static_assert(same_as_the_shared_synthetic_options(),
+              "keep kOptions[0 .. kSyntheticOptions) equal to ablate_synthetic::kOptions");
 
 // Whether `info` holds a value other than its declared default (an explicit default is allowed).
 bool differs_from_default(const ablate::Options& o, const ablate::OptionInfo& info) {

@@ -80,8 +80,8 @@ TokenStream read_token_stream(std::istream& in, const std::string& name, const S
   s.total_tokens = static_cast<std::int64_t>(s.tokens.size());
   if (s.total_tokens < o.context)
     throw ablate::Error(name + ": " + std::to_string(s.total_tokens) + " " + level_name(o.tokenizer.level) +
-                            " tokens are fewer than one window of context " + std::to_string(o.context) +
-                            "; expected at least " + std::to_string(o.context) + " tokens (3 windows or more, to split them)",
+                            " tokens are fewer than one window of context " + std::to_string(o.context) + "; expected at least " +
+                            std::to_string(o.context) + " tokens (3 windows or more, to split them)",
                         "lower the task's context option, or use a longer file");
   std::size_t keep = s.tokens.size() - s.tokens.size() % static_cast<std::size_t>(o.context);
   if (wanted > 0) keep = std::min(keep, wanted);

@@ -29,12 +29,12 @@ struct StreamOptions {
 // The file as token ids into `types` (first-appearance order: not yet the vocabulary, which
 // comes from the train windows only), and where its lines start.
 struct TokenStream {
-  std::vector<std::string> types;      // distinct tokens, by first appearance
-  std::vector<std::int32_t> tokens;    // [N]: indices into types; only whole windows are kept
+  std::vector<std::string> types;         // distinct tokens, by first appearance
+  std::vector<std::int32_t> tokens;       // [N]: indices into types; only whole windows are kept
   std::vector<std::int64_t> line_starts;  // [lines]: index of the first token at or after each line (1-based line i at i-1)
-  std::int64_t lines_read = 0;         // lines looked at
-  std::int64_t total_tokens = 0;       // tokens of the lines read, before cutting into windows
-  std::int64_t dropped_tokens = 0;     // tokens read but in no window: the tail shorter than one window, or past max_examples
+  std::int64_t lines_read = 0;            // lines looked at
+  std::int64_t total_tokens = 0;          // tokens of the lines read, before cutting into windows
+  std::int64_t dropped_tokens = 0;        // tokens read but in no window: the tail shorter than one window, or past max_examples
 
   std::int64_t windows(std::int64_t context) const { return static_cast<std::int64_t>(tokens.size()) / context; }
   // The 1-based line of the file where token `index` was read.

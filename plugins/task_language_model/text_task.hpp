@@ -18,7 +18,7 @@ namespace task_language_model {
 
 struct TextSettings {
   std::string file;
-  StreamOptions stream;             // stream.max_examples is corpus.max_examples
+  StreamOptions stream;                // stream.max_examples is corpus.max_examples
   ablate_text::CorpusSettings corpus;  // min_freq and the splits
 };
 
@@ -60,9 +60,9 @@ class TextLanguageModel final : public ablate::Task {
 
   TextSettings settings_;
   ablate_text::Vocabulary vocab_;
-  std::vector<std::int32_t> ids_;                  // [windows * context]: the kept stream as vocabulary ids
-  std::vector<std::int64_t> window_lines_;         // [windows]: the line each window starts on
-  ablate_text::PerSplit<std::int64_t> windows_;    // window indices per split (shuffled order)
+  std::vector<std::int32_t> ids_;                // [windows * context]: the kept stream as vocabulary ids
+  std::vector<std::int64_t> window_lines_;       // [windows]: the line each window starts on
+  ablate_text::PerSplit<std::int64_t> windows_;  // window indices per split (shuffled order)
   TextStats stats_;
 };
 

@@ -17,8 +17,8 @@ using NGram = std::vector<T>;
 template <class T>
 std::map<NGram<T>, std::int64_t> ngram_counts(const std::vector<T>& seq, std::size_t n) {
   std::map<NGram<T>, std::int64_t> counts;
-  for (std::size_t i = 0; i + n <= seq.size(); ++i) ++counts[NGram<T>(seq.begin() + static_cast<std::ptrdiff_t>(i),
-                                                                      seq.begin() + static_cast<std::ptrdiff_t>(i + n))];
+  for (std::size_t i = 0; i + n <= seq.size(); ++i)
+    ++counts[NGram<T>(seq.begin() + static_cast<std::ptrdiff_t>(i), seq.begin() + static_cast<std::ptrdiff_t>(i + n))];
   return counts;
 }
 
@@ -52,7 +52,8 @@ double BleuStats::score() const {
   for (int n = 0; n < kMaxOrder; ++n) {
     if (matches[static_cast<std::size_t>(n)] == 0) return 0.0;  // also when totals is 0
     log_mean += std::log(static_cast<double>(matches[static_cast<std::size_t>(n)]) /
-                         static_cast<double>(totals[static_cast<std::size_t>(n)])) / kMaxOrder;
+                         static_cast<double>(totals[static_cast<std::size_t>(n)])) /
+                kMaxOrder;
   }
   const double c = static_cast<double>(hypothesis_length), r = static_cast<double>(reference_length);
   const double brevity = c < r ? std::exp(1.0 - r / c) : 1.0;  // c > 0 here: some 1-gram matched

@@ -18,8 +18,8 @@ Corpus read_parallel_tsv(std::istream& in, const std::string& name, const Corpus
   const auto max_len = static_cast<std::size_t>(o.max_len);
   Corpus c;
   ablate_text::TextLines lines(in);
-  for (std::string_view line; (o.max_examples == 0 || static_cast<std::int64_t>(c.pairs.size()) < o.max_examples) &&
-                              lines.next(line);) {
+  for (std::string_view line;
+       (o.max_examples == 0 || static_cast<std::int64_t>(c.pairs.size()) < o.max_examples) && lines.next(line);) {
     const std::int64_t number = c.lines_read = lines.number();
     if (blank(line)) continue;
     const std::string where = name + ":" + std::to_string(number);

@@ -16,9 +16,9 @@ enum class LongExamples { Filter, Truncate };
 
 struct CorpusOptions {
   ablate_text::TokenizerOptions source, target;
-  std::int64_t max_len = 20;  // content tokens per side
+  std::int64_t max_len = 20;                          // content tokens per side
   LongExamples long_examples = LongExamples::Filter;  // Filter: drop a pair with a side longer than max_len; Truncate: cut it
-  std::int64_t max_examples = 0;  // keep the first N pairs that survive filtering (file order); 0 = all
+  std::int64_t max_examples = 0;                      // keep the first N pairs that survive filtering (file order); 0 = all
 };
 
 struct TokenizedPair {

@@ -19,17 +19,20 @@ constexpr ablate::OptionInfo kOptions[] = {
     {"source_tokens", ablate::OptionType::String, "word", "word|char",
      "source tokenization: word (whitespace, punctuation split) or char (one token per code point, spaces dropped)"},
     {"target_tokens", ablate::OptionType::String, "word", "word|char", "target tokenization: word or char (as source_tokens)"},
-    {"lowercase", ablate::OptionType::Bool, "true", nullptr, "lower-case both sides (ASCII, Latin-1/Extended-A, Greek, Cyrillic)"},
+    {"lowercase", ablate::OptionType::Bool, "true", nullptr,
+     "lower-case both sides (ASCII, Latin-1/Extended-A, Greek, Cyrillic)"},
     {"split_punctuation", ablate::OptionType::Bool, "true", nullptr,
      "word level: punctuation characters become their own tokens (don't, 3.5 stay whole)"},
-    {"min_freq", ablate::OptionType::Int, "1", nullptr, "train-split count a token needs to enter its vocabulary; rarer ones are <unk>"},
+    {"min_freq", ablate::OptionType::Int, "1", nullptr,
+     "train-split count a token needs to enter its vocabulary; rarer ones are <unk>"},
     {"max_len", ablate::OptionType::Int, "20", nullptr, "longest side, in content tokens (without bos/eos)"},
     {"long_examples", ablate::OptionType::String, "filter", "filter|truncate",
      "pairs with a side longer than max_len: filter (drop the pair) or truncate (cut the side to max_len)"},
     {"max_examples", ablate::OptionType::Int, "0", nullptr, "keep the first N pairs after filtering, in file order; 0 = all"},
     {"valid_fraction", ablate::OptionType::Float, "0.05", nullptr,
      "fraction of the pairs in the eval split (rounded up); 0 = evaluate on the train pairs (toy runs that memorise)"},
-    {"test_fraction", ablate::OptionType::Float, "0.05", nullptr, "fraction of the pairs in the held-out test split (rounded up; 0 = none)"},
+    {"test_fraction", ablate::OptionType::Float, "0.05", nullptr,
+     "fraction of the pairs in the held-out test split (rounded up; 0 = none)"},
     {"split_seed", ablate::OptionType::Int, "1", nullptr, "seed of the shuffle that assigns pairs to the train/eval/test splits"},
     {"bleu_k", ablate::OptionType::Int, "2", nullptr, "largest n-gram order of the D2L sentence BLEU (sentence_bleu)"},
 };
@@ -153,9 +156,7 @@ ablate::Example TranslationTask::example(ablate::Split split, std::int64_t index
   return examples_.at(split, index, kName);
 }
 
-std::int64_t TranslationTask::line_of(ablate::Split split, std::int64_t index) const {
-  return lines_.at(split, index, kName);
-}
+std::int64_t TranslationTask::line_of(ablate::Split split, std::int64_t index) const { return lines_.at(split, index, kName); }
 
 std::vector<std::string> TranslationTask::score_names() const {
   return {"exact_match", "token_accuracy", "bleu", "sentence_bleu", "n_bleu_gt_0", "n_bleu_gt_0_8", "n_sentences"};

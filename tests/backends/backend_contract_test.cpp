@@ -57,9 +57,12 @@ struct ContractParam {
 
 // gtest prints parameters in test listings: keep it readable.
 void PrintTo(const ContractParam& p, std::ostream* os) {
-  if (p.backend.empty()) *os << "no backend besides reference";
-  else if (p.case_index < 0) *os << p.backend << " (unavailable here)";
-  else *os << p.backend << " " << cases()[static_cast<std::size_t>(p.case_index)].id();
+  if (p.backend.empty())
+    *os << "no backend besides reference";
+  else if (p.case_index < 0)
+    *os << p.backend << " (unavailable here)";
+  else
+    *os << p.backend << " " << cases()[static_cast<std::size_t>(p.case_index)].id();
 }
 
 std::vector<ContractParam> contract_params() {
@@ -136,8 +139,7 @@ TEST(BackendContractRules, NamesTheOpTheArgumentAndWhatWasExpected) {
   } catch (const Error& e) {
     EXPECT_NE(e.hint().find("ablate/backend.hpp"), std::string::npos) << e.hint();
   }
-  EXPECT_TRUE(message_of([&] { contract::linear_forward(make(be, {4, 5}), nullptr, x, w, nullptr, Activation::None); })
-                  .empty());
+  EXPECT_TRUE(message_of([&] { contract::linear_forward(make(be, {4, 5}), nullptr, x, w, nullptr, Activation::None); }).empty());
 }
 
 TEST(BackendContractRules, LinearBackwardNeedsPreForActivationsThatNeedIt) {
@@ -145,13 +147,13 @@ TEST(BackendContractRules, LinearBackwardNeedsPreForActivationsThatNeedIt) {
   const Tensor x = make(be, {4, 3}), w = make(be, {5, 3}), y = make(be, {4, 5}), dy = make(be, {4, 5});
   for (Activation act : {Activation::GeluErf, Activation::GeluTanh, Activation::SiLU}) {
     ASSERT_TRUE(activation_needs_pre(act));
-    EXPECT_NE(message_of([&] { contract::linear_backward(nullptr, nullptr, nullptr, dy, x, w, nullptr, y, act); })
-                  .find("needs `pre`"),
-              std::string::npos);
+    EXPECT_NE(
+        message_of([&] { contract::linear_backward(nullptr, nullptr, nullptr, dy, x, w, nullptr, y, act); }).find("needs `pre`"),
+        std::string::npos);
   }
   EXPECT_FALSE(activation_needs_pre(Activation::ReLU));
-  EXPECT_TRUE(message_of([&] { contract::linear_backward(nullptr, nullptr, nullptr, dy, x, w, nullptr, y, Activation::ReLU); })
-                  .empty());
+  EXPECT_TRUE(
+      message_of([&] { contract::linear_backward(nullptr, nullptr, nullptr, dy, x, w, nullptr, y, Activation::ReLU); }).empty());
 }
 
 TEST(BackendContractRules, ParameterGradientsMayBeF32ForBf16Values) {

@@ -78,8 +78,7 @@ TEST_P(BackendParity, MatchesReference) {
                  << ": nothing to compare against the reference (build with -DABLATE_WITH_ONEDNN=ON, or add a backend)";
   ABLATE_SKIP_IF_BACKEND_UNAVAILABLE(p.backend);
   Backend& other = backend(p.backend);
-  if (p.dtype == DType::BF16 && !other.caps().bf16)
-    GTEST_SKIP() << "backend '" << p.backend << "' reports caps().bf16 == false";
+  if (p.dtype == DType::BF16 && !other.caps().bf16) GTEST_SKIP() << "backend '" << p.backend << "' reports caps().bf16 == false";
   const OpCase& c = cases()[static_cast<std::size_t>(p.case_index)];
   if (const std::string missing = missing_optional_op(other, c); !missing.empty())
     GTEST_SKIP() << "backend '" << p.backend << "' has no " << missing << " (supports)";
@@ -91,8 +90,7 @@ TEST_P(BackendParity, MatchesReference) {
     FAIL() << p.backend << " threw on " << c.id() << " (" << dtype_name(p.dtype) << "): " << e.what();
   }
   const CompareResult r = compare_results(c, p.dtype, expected, actual);
-  EXPECT_TRUE(r.ok) << p.backend << " differs from reference on " << c.id() << " (" << dtype_name(p.dtype) << "):\n"
-                    << r.report;
+  EXPECT_TRUE(r.ok) << p.backend << " differs from reference on " << c.id() << " (" << dtype_name(p.dtype) << "):\n" << r.report;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, BackendParity, ::testing::ValuesIn(parity_params()), param_name);

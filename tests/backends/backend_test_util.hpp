@@ -23,8 +23,7 @@ std::vector<std::string> builtin_backend_names();
 // Backend `name` with `options`, created once per (name, options) and shared by all callers.
 std::shared_ptr<Backend> builtin_backend(const std::string& name, const std::map<std::string, std::string>& options = {});
 // A freshly created backend instance (for tests that need one of their own).
-std::shared_ptr<Backend> new_builtin_backend(const std::string& name,
-                                             const std::map<std::string, std::string>& options = {});
+std::shared_ptr<Backend> new_builtin_backend(const std::string& name, const std::map<std::string, std::string>& options = {});
 
 // Why backend `name` cannot be created on this machine (the cudnn backend without a GPU), or ""
 // if it can. Asked once per name and process.
@@ -35,10 +34,10 @@ bool backend_required(const std::string& name);
 
 // Skips the current test (or fails it, if the backend is required) when backend `name` cannot
 // be created here, saying why.
-#define ABLATE_SKIP_IF_BACKEND_UNAVAILABLE(name)                                                  \
-  if (const std::string ablate_why = ::ablate::testing::backend_unavailable(name); !ablate_why.empty()) { \
+#define ABLATE_SKIP_IF_BACKEND_UNAVAILABLE(name)                                                             \
+  if (const std::string ablate_why = ::ablate::testing::backend_unavailable(name); !ablate_why.empty()) {    \
     if (::ablate::testing::backend_required(name)) FAIL() << "required backend unavailable: " << ablate_why; \
-    GTEST_SKIP() << ablate_why;                                                                  \
+    GTEST_SKIP() << ablate_why;                                                                              \
   }
 
 Tensor f32_tensor(Backend& be, const Shape& shape, const std::vector<float>& values);

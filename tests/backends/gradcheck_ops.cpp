@@ -89,8 +89,8 @@ GradCheckResult check_gradients(Backend& be, const OpCase& c, const GradCheckOpt
       if (!(excess <= 1.0)) {
         ++res.failed;
         if (shown++ < 5)
-          os << "  d" << name << "[" << idx[j] << "]: backward " << an << ", finite difference " << fd[j] << " ("
-             << excess << "x the tolerance)\n";
+          os << "  d" << name << "[" << idx[j] << "]: backward " << an << ", finite difference " << fd[j] << " (" << excess
+             << "x the tolerance)\n";
       }
     }
   }

@@ -10,11 +10,11 @@
 namespace ablate::testing {
 
 struct GradCheckOptions {
-  double h = 1e-2;       // step of the 4-point central difference (error O(h^4))
-  double rtol = 3e-3;    // allowed |fd - analytic| relative to |fd| ...
-  double atol = 1e-3;    // ... plus this fraction of the tensor's largest gradient magnitude
-  int max_elements = 40; // checked elements per input (a fixed random subset above that)
-  double kink_retry = 8; // a failing element is retried once with step h / kink_retry (ReLU kinks)
+  double h = 1e-2;        // step of the 4-point central difference (error O(h^4))
+  double rtol = 3e-3;     // allowed |fd - analytic| relative to |fd| ...
+  double atol = 1e-3;     // ... plus this fraction of the tensor's largest gradient magnitude
+  int max_elements = 40;  // checked elements per input (a fixed random subset above that)
+  double kink_retry = 8;  // a failing element is retried once with step h / kink_retry (ReLU kinks)
 };
 
 struct GradCheckResult {

@@ -52,11 +52,12 @@ TEST_P(KvCache, WriteTimeSliceFillsOnlyItsRows) {
         for (std::int64_t bh = 0; bh < B * H; ++bh)
           for (std::int64_t t = 0; t < T; ++t)
             for (std::int64_t e = 0; e < Dh; ++e)
-              expect[static_cast<std::size_t>((bh * S + offset + t) * Dh + e)] = v[static_cast<std::size_t>((bh * T + t) * Dh + e)];
+              expect[static_cast<std::size_t>((bh * S + offset + t) * Dh + e)] =
+                  v[static_cast<std::size_t>((bh * T + t) * Dh + e)];
         const std::vector<float> got = host(be(), cache);
         for (std::size_t i = 0; i < got.size(); ++i)
-          ASSERT_EQ(got[i], expect[i]) << dtype_name(dt) << " S " << S << " element " << i << " after T = " << T
-                                       << " at offset " << offset;
+          ASSERT_EQ(got[i], expect[i]) << dtype_name(dt) << " S " << S << " element " << i << " after T = " << T << " at offset "
+                                       << offset;
         EXPECT_EQ(host(be(), src), v) << "src must be unchanged";
       }
       const std::vector<float> got = host(be(), cache);
@@ -74,8 +75,7 @@ TEST_P(KvCache, WriteTimeSliceRejectsBadArgumentsNamingTheOp) {
          two = f32_tensor(b, {2, 3, 2, 4}, std::vector<float>(2 * 3 * 2 * 4, 2.0f));
   Tensor other_b = b.empty({1, 3, 1, 4}, DType::F32), other_h = b.empty({2, 2, 1, 4}, DType::F32),
          other_dh = b.empty({2, 3, 1, 5}, DType::F32), bf16_step = b.empty({2, 3, 1, 4}, DType::BF16),
-         rank3 = b.empty({6, 1, 4}, DType::F32), cache3 = b.empty({6, 6, 4}, DType::F32),
-         ids = b.empty({2, 3, 1, 4}, DType::I32);
+         rank3 = b.empty({6, 1, 4}, DType::F32), cache3 = b.empty({6, 6, 4}, DType::F32), ids = b.empty({2, 3, 1, 4}, DType::I32);
   struct Bad {
     const char* why;
     Tensor* dst;

@@ -162,8 +162,7 @@ std::string missing_optional_op(const Backend& backend, const OpCase& c) {
   return "";
 }
 
-OpResult run_case(Backend& be, const OpCase& c, DType dtype, const HostMap* overrides, bool backward,
-                  const Mistake* mistake) {
+OpResult run_case(Backend& be, const OpCase& c, DType dtype, const HostMap* overrides, bool backward, const Mistake* mistake) {
   OpRun run{be, dtype, {}};
   HostMap in = case_inputs(c, dtype);
   if (overrides)
@@ -242,9 +241,9 @@ CompareResult compare_results(const OpCase& c, DType dtype, const OpResult& expe
     }
     if (bad > 0) {
       res.ok = false;
-      os << "  " << name << ": " << bad << " of " << e.size() << " elements differ; worst [" << worst
-         << "] expected " << e[worst] << " got " << a[worst] << " (" << worst_excess << "x the tolerance rtol "
-         << tol.rtol << " atol " << tol.atol << " * " << scale << ")\n";
+      os << "  " << name << ": " << bad << " of " << e.size() << " elements differ; worst [" << worst << "] expected " << e[worst]
+         << " got " << a[worst] << " (" << worst_excess << "x the tolerance rtol " << tol.rtol << " atol " << tol.atol << " * "
+         << scale << ")\n";
     }
   }
   res.report = os.str();
@@ -312,16 +311,15 @@ void add_linear(std::vector<OpCase>& out) {
     bool bias, pre, dx;
     bool dw = true;  // false: only dx (and db) requested
   };
-  const Activation acts[] = {Activation::None, Activation::ReLU, Activation::GeluErf, Activation::GeluTanh,
-                             Activation::SiLU};
+  const Activation acts[] = {Activation::None, Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU};
   std::vector<L> ls;
   for (const Activation a : acts) ls.push_back({Shape{3, 7}, 5, a, true, true, true});
   ls.push_back({Shape{1, 1}, 1, Activation::None, true, false, true});
   ls.push_back({Shape{2, 3, 33}, 4, Activation::None, false, false, true});
   ls.push_back({Shape{2, 3, 33}, 4, Activation::GeluErf, false, true, true});
   ls.push_back({Shape{65, 16}, 9, Activation::ReLU, true, false, true});
-  ls.push_back({Shape{7, 5}, 3, Activation::SiLU, true, true, false});  // null dx: skipped
-  ls.push_back({Shape{7, 5}, 3, Activation::GeluTanh, true, true, true, false});  // null dw: skipped
+  ls.push_back({Shape{7, 5}, 3, Activation::SiLU, true, true, false});             // null dx: skipped
+  ls.push_back({Shape{7, 5}, 3, Activation::GeluTanh, true, true, true, false});   // null dw: skipped
   ls.push_back({Shape{3, 100, 130}, 129, Activation::GeluErf, true, true, true});  // above the threading grain
   // Shapes whose dw (and dx) GEMMs run on operands copied to padded rows in backend/onednn
   // (aliasing_shape: 4 KiB rows against a short side).
@@ -331,8 +329,8 @@ void add_linear(std::vector<OpCase>& out) {
     OpCase c;
     c.op = "linear";
     const std::int64_t N = l.x.rows(), I = l.x.last();
-    c.name = "x" + dims(l.x) + "_O" + num(l.O) + "_" + act_tag(l.act) + (l.bias ? "" : "_nobias") +
-             (l.pre ? "" : "_nopre") + (l.dx ? "" : "_nodx") + (l.dw ? "" : "_nodw");
+    c.name = "x" + dims(l.x) + "_O" + num(l.O) + "_" + act_tag(l.act) + (l.bias ? "" : "_nobias") + (l.pre ? "" : "_nopre") +
+             (l.dx ? "" : "_nodx") + (l.dw ? "" : "_nodw");
     c.reduction = static_cast<double>(std::max(I, std::max(N, l.O)));
     c.inputs = {value("x", l.x), param("w", Shape{l.O, I})};
     if (l.act == Activation::ReLU) c.inputs[0].min_abs = 0.05;
@@ -361,18 +359,16 @@ void add_matmul(std::vector<OpCase>& out) {
     float alpha;
     bool rank4;
   };
-  std::vector<M> ms = {{1, 1, 1, 1, false, false, 1.0f, false}, {2, 3, 7, 5, false, false, 1.0f, false},
-                       {2, 3, 7, 5, true, false, 0.5f, false},  {2, 3, 7, 5, false, true, 1.0f, false},
-                       {2, 3, 7, 5, true, true, -2.0f, false},  {4, 7, 33, 3, false, true, 0.25f, true},
+  std::vector<M> ms = {{1, 1, 1, 1, false, false, 1.0f, false},  {2, 3, 7, 5, false, false, 1.0f, false},
+                       {2, 3, 7, 5, true, false, 0.5f, false},   {2, 3, 7, 5, false, true, 1.0f, false},
+                       {2, 3, 7, 5, true, true, -2.0f, false},   {4, 7, 33, 3, false, true, 0.25f, true},
                        {1, 9, 4, 65, false, false, 1.0f, false}, {4, 64, 48, 70, true, true, 1.0f, false}};
   for (const M& m : ms) {
     OpCase c;
     c.op = "matmul";
     c.name = cat("B", m.Bt, "_M", m.M, "_K", m.K, "_N", m.N, m.ta ? "_ta" : "", m.tb ? "_tb" : "", m.rank4 ? "_rank4" : "");
     c.reduction = static_cast<double>(std::max({m.M, m.K, m.N}));
-    auto shape = [&](std::int64_t r, std::int64_t cc) {
-      return m.rank4 ? Shape{2, m.Bt / 2, r, cc} : Shape{m.Bt, r, cc};
-    };
+    auto shape = [&](std::int64_t r, std::int64_t cc) { return m.rank4 ? Shape{2, m.Bt / 2, r, cc} : Shape{m.Bt, r, cc}; };
     c.inputs = {value("a", m.ta ? shape(m.K, m.M) : shape(m.M, m.K)), value("b", m.tb ? shape(m.N, m.K) : shape(m.K, m.N))};
     c.outputs = {value("c", shape(m.M, m.N))};
     c.grad_inputs = {"a", "b"};
@@ -380,9 +376,7 @@ void add_matmul(std::vector<OpCase>& out) {
     const bool ta = m.ta, tb = m.tb;
     const float alpha = m.alpha;
     c.forward = [=](OpRun& r) { r.backend.matmul_forward(r["c"], r["a"], r["b"], ta, tb, alpha); };
-    c.backward = [=](OpRun& r) {
-      r.backend.matmul_backward(r.opt("da"), r.opt("db"), r["dc"], r["a"], r["b"], ta, tb, alpha);
-    };
+    c.backward = [=](OpRun& r) { r.backend.matmul_backward(r.opt("da"), r.opt("db"), r["dc"], r["a"], r["b"], ta, tb, alpha); };
     out.push_back(std::move(c));
   }
 }
@@ -445,8 +439,8 @@ void add_attention(std::vector<OpCase>& out) {
     c.backward = [base](OpRun& r) {
       AttentionParams p = base;
       p.key_lengths = r.opt("key_lengths");
-      r.backend.attention_backward(r.opt("dq"), r.opt("dk"), r.opt("dv"), r["dout"], r["out"], r["lse"], r["q"], r["k"],
-                                   r["v"], p);
+      r.backend.attention_backward(r.opt("dq"), r.opt("dk"), r.opt("dv"), r["dout"], r["out"], r["lse"], r["q"], r["k"], r["v"],
+                                   p);
     };
     out.push_back(std::move(c));
   }
@@ -518,8 +512,8 @@ void add_attention(std::vector<OpCase>& out) {
     c.backward = [params](OpRun& r) {
       AttentionParams p = params(r);
       p.dbias = r.opt("dbias");
-      r.backend.attention_backward(r.opt("dq"), r.opt("dk"), r.opt("dv"), r["dout"], r["out"], r["lse"], r["q"], r["k"],
-                                   r["v"], p);
+      r.backend.attention_backward(r.opt("dq"), r.opt("dk"), r.opt("dv"), r["dout"], r["out"], r["lse"], r["q"], r["k"], r["v"],
+                                   p);
     };
     out.push_back(std::move(c));
   }
@@ -539,7 +533,9 @@ void add_norms(std::vector<OpCase>& out) {
       c.outputs = {value("y", s), f32("mean", Shape{s.rows()}), f32("rstd", Shape{s.rows()})};
       c.grad_inputs = {"x", "gamma", "beta"};
       c.grad_outputs = {"y"};
-      c.forward = [](OpRun& r) { r.backend.layer_norm_forward(r["y"], r["mean"], r["rstd"], r["x"], r["gamma"], r["beta"], 1e-5f); };
+      c.forward = [](OpRun& r) {
+        r.backend.layer_norm_forward(r["y"], r["mean"], r["rstd"], r["x"], r["gamma"], r["beta"], 1e-5f);
+      };
       c.backward = [](OpRun& r) {
         r.backend.layer_norm_backward(r.opt("dx"), r.opt("dgamma"), r.opt("dbeta"), r["dy"], r["x"], r["mean"], r["rstd"],
                                       r["gamma"]);
@@ -557,7 +553,9 @@ void add_norms(std::vector<OpCase>& out) {
       c.grad_inputs = {"x", "gamma"};
       c.grad_outputs = {"y"};
       c.forward = [](OpRun& r) { r.backend.rms_norm_forward(r["y"], r["rstd"], r["x"], r["gamma"], 1e-5f); };
-      c.backward = [](OpRun& r) { r.backend.rms_norm_backward(r.opt("dx"), r.opt("dgamma"), r["dy"], r["x"], r["rstd"], r["gamma"]); };
+      c.backward = [](OpRun& r) {
+        r.backend.rms_norm_backward(r.opt("dx"), r.opt("dgamma"), r["dy"], r["x"], r["rstd"], r["gamma"]);
+      };
       out.push_back(std::move(c));
     }
   }
@@ -565,8 +563,7 @@ void add_norms(std::vector<OpCase>& out) {
 
 // ---- elementwise: activation, add, mul, axpy, dropout (any shape)
 void add_elementwise(std::vector<OpCase>& out) {
-  const Activation acts[] = {Activation::None, Activation::ReLU, Activation::GeluErf, Activation::GeluTanh,
-                             Activation::SiLU};
+  const Activation acts[] = {Activation::None, Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU};
   // The last shape is above backend_onednn's 32K-element threading grain (multi-thread path).
   const std::vector<Shape> shapes = {Shape{1}, Shape{3, 33}, Shape{2, 3, 65}, Shape{4, 100, 90}};
   for (const Activation a : acts)
@@ -679,7 +676,8 @@ void add_embedding_heads(std::vector<OpCase>& out) {
     std::int64_t B, T, H, Dh;
     int parts, part;
   };
-  for (const Hd& h : std::vector<Hd>{{2, 3, 2, 4, 1, 0}, {2, 7, 3, 5, 3, 0}, {1, 5, 2, 3, 3, 1}, {3, 1, 1, 7, 3, 2}, {4, 64, 4, 32, 3, 2}}) {
+  for (const Hd& h :
+       std::vector<Hd>{{2, 3, 2, 4, 1, 0}, {2, 7, 3, 5, 3, 0}, {1, 5, 2, 3, 3, 1}, {3, 1, 1, 7, 3, 2}, {4, 64, 4, 32, 3, 2}}) {
     OpCase c;
     c.op = "split_heads";
     c.name = "B" + num(h.B) + "_T" + num(h.T) + "_H" + num(h.H) + "_Dh" + num(h.Dh) + "_part" + num(h.part) + "of" + num(h.parts);
@@ -709,17 +707,16 @@ void add_embedding_heads(std::vector<OpCase>& out) {
   struct W {
     std::int64_t B, H, S, T, Dh, offset;
   };
-  for (const W& w : std::vector<W>{{2, 3, 7, 1, 4, 0},      // first decoding step
-                                   {2, 3, 7, 1, 4, 3},      // a middle step
-                                   {2, 3, 7, 1, 4, 6},      // the last row of the cache
-                                   {1, 2, 9, 3, 5, 4},      // T > 1 in the middle
-                                   {3, 1, 5, 2, 7, 3},      // T > 1 ending exactly at S
-                                   {1, 2, 4, 4, 3, 0},      // T = S: the whole cache
+  for (const W& w : std::vector<W>{{2, 3, 7, 1, 4, 0},        // first decoding step
+                                   {2, 3, 7, 1, 4, 3},        // a middle step
+                                   {2, 3, 7, 1, 4, 6},        // the last row of the cache
+                                   {1, 2, 9, 3, 5, 4},        // T > 1 in the middle
+                                   {3, 1, 5, 2, 7, 3},        // T > 1 ending exactly at S
+                                   {1, 2, 4, 4, 3, 0},        // T = S: the whole cache
                                    {4, 4, 72, 64, 32, 8}}) {  // at backend_onednn's threading grain, ending at S
     OpCase c;
     c.op = "write_time_slice";
-    c.name = "B" + num(w.B) + "_H" + num(w.H) + "_S" + num(w.S) + "_T" + num(w.T) + "_Dh" + num(w.Dh) + "_offset" +
-             num(w.offset);
+    c.name = "B" + num(w.B) + "_H" + num(w.H) + "_S" + num(w.S) + "_T" + num(w.T) + "_Dh" + num(w.Dh) + "_offset" + num(w.offset);
     c.inputs = {value("cache", Shape{w.B, w.H, w.S, w.Dh}), value("kv", Shape{w.B, w.H, w.T, w.Dh})};
     c.inplace = {"cache"};
     const std::int64_t offset = w.offset;
@@ -746,9 +743,9 @@ void add_rope(std::vector<OpCase>& out) {
   };
   const std::vector<Rp> ropes = {
       {"full", Shape{2, 3, 5, 8}, 8, 10000.0f, from(0, 5)},
-      {"partial_offset", Shape{1, 2, 7, 6}, 4, 10000.0f, from(3, 7)},                // half-rotary dims copied; decoding offset
-      {"far_positions", Shape{2, 2, 3, 4}, 4, 500.0f, {100, 2047, 5}},                 // large angles
-      {"above_grain", Shape{4, 4, 64, 64}, 32, 10000.0f, from(0, 64)},                // onednn's threaded path
+      {"partial_offset", Shape{1, 2, 7, 6}, 4, 10000.0f, from(3, 7)},   // half-rotary dims copied; decoding offset
+      {"far_positions", Shape{2, 2, 3, 4}, 4, 500.0f, {100, 2047, 5}},  // large angles
+      {"above_grain", Shape{4, 4, 64, 64}, 32, 10000.0f, from(0, 64)},  // onednn's threaded path
   };
   for (const Rp& p : ropes) {
     OpCase c;
@@ -773,10 +770,10 @@ void add_slice(std::vector<OpCase>& out) {
     Shape x;
     std::int64_t offset, width;
   };
-  const std::vector<Sl> slices = {{Shape{5}, 0, 5},             // the whole
-                                  {Shape{3, 7}, 2, 3},          // the middle
-                                  {Shape{2, 3, 65}, 33, 32},    // the end
-                                  {Shape{4, 100, 96}, 32, 64}}; // above onednn's threading grain
+  const std::vector<Sl> slices = {{Shape{5}, 0, 5},              // the whole
+                                  {Shape{3, 7}, 2, 3},           // the middle
+                                  {Shape{2, 3, 65}, 33, 32},     // the end
+                                  {Shape{4, 100, 96}, 32, 64}};  // above onednn's threading grain
   for (const Sl& s : slices) {
     OpCase c;
     c.op = "slice_last";
@@ -899,7 +896,8 @@ void add_loss_optim(std::vector<OpCase>& out) {
   adamw.decoupled = true;
   adamw.beta2 = 0.98f;
   adamw.eps = 1e-6f;
-  for (const Ad& a : std::vector<Ad>{{"adam_step1", adam, false}, {"adam_l2_step10", adam_l2, true}, {"adamw_step10", adamw, true}}) {
+  for (const Ad& a :
+       std::vector<Ad>{{"adam_step1", adam, false}, {"adam_l2_step10", adam_l2, true}, {"adamw_step10", adamw, true}}) {
     OpCase c;
     c.op = "adam_update";
     c.name = a.tag + "_x7x33";

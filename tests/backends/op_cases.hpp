@@ -44,16 +44,16 @@ struct OpRun {
 };
 
 struct OpCase {
-  std::string op;    // the op family: "linear", "attention", ...
-  std::string name;  // unique within op; [A-Za-z0-9_]
-  bool bf16 = true;  // also runs with BF16 values
-  std::vector<OptionalOp> needs;  // optional ops a backend must support to run the case
-  double reduction = 1;  // the longest reduction length in the op (scales parity tolerances)
-  std::vector<TensorSpec> inputs;        // generated from the case's seed and uploaded
-  std::vector<TensorSpec> outputs;       // allocated (empty) before forward
-  std::vector<std::string> grad_inputs;  // inputs that get gradients "d<name>", pre-filled (checks +=)
-  std::vector<std::string> grad_outputs; // outputs that get random upstream gradients "d<name>"
-  std::vector<std::string> inplace;      // inputs the forward updates, reported as results
+  std::string op;                         // the op family: "linear", "attention", ...
+  std::string name;                       // unique within op; [A-Za-z0-9_]
+  bool bf16 = true;                       // also runs with BF16 values
+  std::vector<OptionalOp> needs;          // optional ops a backend must support to run the case
+  double reduction = 1;                   // the longest reduction length in the op (scales parity tolerances)
+  std::vector<TensorSpec> inputs;         // generated from the case's seed and uploaded
+  std::vector<TensorSpec> outputs;        // allocated (empty) before forward
+  std::vector<std::string> grad_inputs;   // inputs that get gradients "d<name>", pre-filled (checks +=)
+  std::vector<std::string> grad_outputs;  // outputs that get random upstream gradients "d<name>"
+  std::vector<std::string> inplace;       // inputs the forward updates, reported as results
   std::function<void(OpRun&)> forward;
   std::function<void(OpRun&)> backward;  // empty: the op has no backward
   // false: an F32 output too coarse for central differences (a mean over hundreds of rows:
@@ -97,8 +97,8 @@ std::string missing_optional_op(const Backend& backend, const OpCase& c);
 
 // Runs a case on `backend`: uploads the inputs (with `overrides` replacing some by name), runs
 // forward and, when `backward` and the case has one, backward. Returns every result.
-OpResult run_case(Backend& backend, const OpCase& c, DType dtype, const HostMap* overrides = nullptr,
-                  bool backward = true, const Mistake* mistake = nullptr);
+OpResult run_case(Backend& backend, const OpCase& c, DType dtype, const HostMap* overrides = nullptr, bool backward = true,
+                  const Mistake* mistake = nullptr);
 
 // Parity of two runs of the same case: |a - b| <= atol * scale + rtol * |b| per element, with
 // scale = max(1, max |b|) * sqrt(reduction) for F32, max(1, max |b|) for BF16. NaN/inf must match.

@@ -101,11 +101,13 @@ TEST(Rotary, GradientsMatchFiniteDifferencesAndBadOptionsAreRefused) {
   ParameterStore store(reference_backend());
   rotary->build(ParamScope(store, 1, "positions"), dims(12, 2));
   const Tensor p = positions({3, 4, 9});
-  const auto r = testing::gradcheck(
-      reference_backend(), [&](Graph& g, const std::vector<Var>& in) { return rotary->rotate(g, in[0], p); },
-      {values({2, 2, 3, 6})});
+  const auto r =
+      testing::gradcheck(reference_backend(), [&](Graph& g, const std::vector<Var>& in) { return rotary->rotate(g, in[0], p); },
+                         {values({2, 2, 3, 6})});
   EXPECT_TRUE(r.ok) << r.report;
-  EXPECT_NE(error_of([] { plugins().create<PositionalEncoding>("rotary", {{"fraction", "1.5"}}); }).find("fraction must be in (0, 1]"),
+  EXPECT_NE(error_of([] {
+              plugins().create<PositionalEncoding>("rotary", {{"fraction", "1.5"}});
+            }).find("fraction must be in (0, 1]"),
             std::string::npos);
   auto narrow = plugins().create<PositionalEncoding>("rotary", {{"fraction", "0.1"}});
   EXPECT_NE(error_of([&] { narrow->build(ParamScope(store, 1, "p"), dims(8, 2)); }).find("leaves no pair of dims"),
@@ -117,14 +119,16 @@ TEST(Rotary, GradientsMatchFiniteDifferencesAndBadOptionsAreRefused) {
 // A table whose entry [bucket, h] is 10 * bucket + h makes the bias readable: bias[h, t, s] =
 // 10 * bucket(s - (offset + t)) + h.
 struct T5Fixture {
-  explicit T5Fixture(const Options& o, bool causal, std::int64_t layers = 1) : pe(plugins().create<PositionalEncoding>("t5_relative_bias", o)) {
+  explicit T5Fixture(const Options& o, bool causal, std::int64_t layers = 1)
+      : pe(plugins().create<PositionalEncoding>("t5_relative_bias", o)) {
     ModelDims d = dims(8, 2);
     d.causal = causal;
     d.layers = layers;
     pe->build(ParamScope(store, 1, "decoder.positions"), d);
     for (Parameter* p : store.all()) {
       std::vector<float> v(static_cast<std::size_t>(p->value.numel()));
-      for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(10 * (i / 2) + i % 2) + 100.0f * static_cast<float>(p->name.find(".1.") != std::string::npos);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        v[i] = static_cast<float>(10 * (i / 2) + i % 2) + 100.0f * static_cast<float>(p->name.find(".1.") != std::string::npos);
       reference_backend().copy_from_host(p->value, v.data());
     }
   }
@@ -147,16 +151,18 @@ TEST(T5RelativeBias, BucketsAreExactNearbyLogSpacedFartherAndSignedOutsideACausa
   EXPECT_EQ(names(bi.store), std::vector<std::string>{"decoder.positions.relative_bias.weight"});
   // one query at position 20 (offset 20), keys 0 .. 39: distance key - query = s - 20
   const std::vector<float> b = bi.bias(1, 40, 20);
-  const auto bucket_at = [&](std::int64_t distance, std::int64_t h = 0) { return (b[static_cast<std::size_t>(h * 40 + 20 + distance)] - h) / 10.0f; };
+  const auto bucket_at = [&](std::int64_t distance, std::int64_t h = 0) {
+    return (b[static_cast<std::size_t>(h * 40 + 20 + distance)] - h) / 10.0f;
+  };
   EXPECT_EQ(bucket_at(0), 0);
   EXPECT_EQ(bucket_at(-1), 1);
-  EXPECT_EQ(bucket_at(-2), 2);  // 2 + floor(log(2/2) / log(16/2) * 2) = 2 + 0
-  EXPECT_EQ(bucket_at(-5), 2);  // 2 + floor(log(5/2) / log(8) * 2 = 0.88)
-  EXPECT_EQ(bucket_at(-6), 3);  // 2 + floor(log(6/2) / log(8) * 2 = 1.06)
+  EXPECT_EQ(bucket_at(-2), 2);   // 2 + floor(log(2/2) / log(16/2) * 2) = 2 + 0
+  EXPECT_EQ(bucket_at(-5), 2);   // 2 + floor(log(5/2) / log(8) * 2 = 0.88)
+  EXPECT_EQ(bucket_at(-6), 3);   // 2 + floor(log(6/2) / log(8) * 2 = 1.06)
   EXPECT_EQ(bucket_at(-20), 3);  // past max_distance: the last bucket
   EXPECT_EQ(bucket_at(1), 5);    // the future: upper half
   EXPECT_EQ(bucket_at(19), 7);
-  EXPECT_EQ(bucket_at(-1, 1), 1);  // head 1 reads column 1
+  EXPECT_EQ(bucket_at(-1, 1), 1);                                                 // head 1 reads column 1
   T5Fixture causal({{"buckets", "8"}, {"max_distance", "16"}}, /*causal=*/true);  // 8 past buckets: 0..3 exact
   const std::vector<float> c = causal.bias(1, 40, 20);
   EXPECT_EQ(c[20 - 3] / 10.0f, 3);
@@ -173,9 +179,9 @@ TEST(T5RelativeBias, BucketsAreExactNearbyLogSpacedFartherAndSignedOutsideACausa
 TEST(T5RelativeBias, PerLayerTablesAreSeparateParameters) {
   T5Fixture per({{"per_layer", "true"}}, false, /*layers=*/3);
   EXPECT_TRUE(per.pe->bias_per_layer());
-  EXPECT_EQ(names(per.store), (std::vector<std::string>{"decoder.positions.relative_bias.0.weight",
-                                                         "decoder.positions.relative_bias.1.weight",
-                                                         "decoder.positions.relative_bias.2.weight"}));
+  EXPECT_EQ(names(per.store),
+            (std::vector<std::string>{"decoder.positions.relative_bias.0.weight", "decoder.positions.relative_bias.1.weight",
+                                      "decoder.positions.relative_bias.2.weight"}));
   EXPECT_EQ(per.store.numel(), 3 * 32 * 2);
   const std::vector<float> l0 = per.bias(2, 3, 0, 0), l1 = per.bias(2, 3, 0, 1);
   for (std::size_t i = 0; i < l0.size(); ++i) EXPECT_EQ(l1[i] - l0[i], 100.0f) << i;  // table 1 is table 0 + 100
@@ -184,7 +190,8 @@ TEST(T5RelativeBias, PerLayerTablesAreSeparateParameters) {
 // The learned table gets its gradient through the attention's dbias.
 TEST(T5RelativeBias, TheTableGradientMatchesFiniteDifferences) {
   for (const char* per_layer : {"false", "true"}) {
-    auto pe = plugins().create<PositionalEncoding>("t5_relative_bias", {{"buckets", "6"}, {"max_distance", "8"}, {"per_layer", per_layer}});
+    auto pe = plugins().create<PositionalEncoding>("t5_relative_bias",
+                                                   {{"buckets", "6"}, {"max_distance", "8"}, {"per_layer", per_layer}});
     ParameterStore store(reference_backend());
     ModelDims d = dims(8, 2);
     d.layers = 2;
@@ -248,7 +255,7 @@ TEST(MhaOptions, QkNormMakesTheOutputBlindToTheScaleOfQ) {
   }
   Mha rms(Options{{"qk_norm", "rms_norm"}});
   EXPECT_EQ(names(rms.store), (std::vector<std::string>{"layers.0.self_attn.qkv.weight", "layers.0.self_attn.out.weight",
-                                                          "layers.0.self_attn.q_norm.gamma", "layers.0.self_attn.k_norm.gamma"}));
+                                                        "layers.0.self_attn.q_norm.gamma", "layers.0.self_attn.k_norm.gamma"}));
   EXPECT_EQ(rms.store.get("layers.0.self_attn.q_norm.gamma").value.shape(), Shape({4}));  // Dh
 }
 
@@ -265,9 +272,14 @@ TEST(MhaOptions, LogitSoftcapBoundsTheLogits) {
   double diff = 0;
   for (std::size_t i = 0; i < p.size(); ++i) diff = std::max(diff, static_cast<double>(std::abs(t[i] - p[i])));
   EXPECT_GT(diff, 1e-3);
-  EXPECT_NE(error_of([] { plugins().create<Attention>("mha", {{"logit_softcap", "-1"}}); }).find("logit_softcap must be >= 0"),
+  EXPECT_NE(error_of([] {
+              plugins().create<Attention>("mha", {{"logit_softcap", "-1"}});
+            }).find("logit_softcap must be >= 0"),
             std::string::npos);
-  EXPECT_NE(error_of([] { plugins().create<Attention>("mha", {{"qk_norm", "batch_norm"}}); }).find("batch_norm"), std::string::npos);
+  EXPECT_NE(error_of([] {
+              plugins().create<Attention>("mha", {{"qk_norm", "batch_norm"}});
+            }).find("batch_norm"),
+            std::string::npos);
 }
 
 TEST(MhaOptions, GradientsWithQkNormSoftcapAndGroupedHeadsMatchFiniteDifferences) {
@@ -275,10 +287,9 @@ TEST(MhaOptions, GradientsWithQkNormSoftcapAndGroupedHeadsMatchFiniteDifferences
                            Options{{"qk_norm", "rms_norm"}, {"kv_heads", "1"}, {"logit_softcap", "2"}}}) {
     Mha m(o, dims(16, 4));  // Dh 4 (a layer norm over 2 values is ±1: too sharp for finite differences)
     const Tensor x = values({2, 3, 16}, 0.6f);
-    EXPECT_TRUE(parameters_gradcheck(m.store, [&](Graph& g) { return m.forward(g, g.constant(x), true); }))
-        << o.at("qk_norm");
-    const auto r = testing::gradcheck(reference_backend(), [&](Graph& g, const std::vector<Var>& in) { return m.forward(g, in[0], true); },
-                                      {x});
+    EXPECT_TRUE(parameters_gradcheck(m.store, [&](Graph& g) { return m.forward(g, g.constant(x), true); })) << o.at("qk_norm");
+    const auto r = testing::gradcheck(reference_backend(),
+                                      [&](Graph& g, const std::vector<Var>& in) { return m.forward(g, in[0], true); }, {x});
     EXPECT_TRUE(r.ok) << r.report;
   }
 }
@@ -302,8 +313,8 @@ TEST(AttentionPositionPlugins, AblatePluginsListsThemWithTheirOptions) {
     if (ch != ' ' || listing.empty() || listing.back() != ' ') listing += ch;
   for (const char* s : {"positional_encoding/rotary", "fraction float, default 1.0", "positional_encoding/alibi",
                         "positional_encoding/t5_relative_bias", "buckets int, default 32", "max_distance int, default 128",
-                        "per_layer bool, default false", "attention/mha", "qk_norm string {none|layer_norm|rms_norm|scale_norm}, default none",
-                        "logit_softcap float, default 0"})
+                        "per_layer bool, default false", "attention/mha",
+                        "qk_norm string {none|layer_norm|rms_norm|scale_norm}, default none", "logit_softcap float, default 0"})
     EXPECT_NE(listing.find(s), std::string::npos) << s;
 }
 

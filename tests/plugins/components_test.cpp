@@ -53,8 +53,8 @@ void randomize(ParameterStore& store) {
 
 // Gradients of L = sum(r ⊙ f) w.r.t. every parameter of `store` against central differences (the
 // public ablate::testing::parameter_gradcheck), on up to `per_param` elements of each, as a gtest assertion.
-::testing::AssertionResult parameter_gradcheck(ParameterStore& store, const std::function<Var(Graph&)>& f,
-                                               double eps = 1e-2, std::int64_t per_param = 24) {
+::testing::AssertionResult parameter_gradcheck(ParameterStore& store, const std::function<Var(Graph&)>& f, double eps = 1e-2,
+                                               std::int64_t per_param = 24) {
   testing::GradcheckOptions o;
   o.eps = eps;
   o.seed = 11;
@@ -125,12 +125,14 @@ TEST_F(Components, ParamScopeNamesFollowTheScope) {
 std::vector<double> host_linear(ParameterStore& store, const std::string& scope, const std::string& name,
                                 const std::vector<double>& x, std::int64_t n, std::int64_t in, std::int64_t out) {
   Backend& be = reference_backend();
-  const auto w = host(be, store.get(scope + "." + name + ".weight").value), b = host(be, store.get(scope + "." + name + ".bias").value);
+  const auto w = host(be, store.get(scope + "." + name + ".weight").value),
+             b = host(be, store.get(scope + "." + name + ".bias").value);
   std::vector<double> y(static_cast<std::size_t>(n * out));
   for (std::int64_t r = 0; r < n; ++r)
     for (std::int64_t o = 0; o < out; ++o) {
       double v = b[static_cast<std::size_t>(o)];
-      for (std::int64_t k = 0; k < in; ++k) v += x[static_cast<std::size_t>(r * in + k)] * w[static_cast<std::size_t>(o * in + k)];
+      for (std::int64_t k = 0; k < in; ++k)
+        v += x[static_cast<std::size_t>(r * in + k)] * w[static_cast<std::size_t>(o * in + k)];
       y[static_cast<std::size_t>(r * out + o)] = v;
     }
   return y;
@@ -139,8 +141,8 @@ std::vector<double> host_linear(ParameterStore& store, const std::string& scope,
 std::vector<float> to_floats(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
 // y = act(x W_in^T + b_in) W_out^T + b_out on the host, from the store's values.
-std::vector<float> ffn_reference(ParameterStore& store, const std::string& scope, const std::vector<float>& x,
-                                 std::int64_t n, std::int64_t d, std::int64_t f, const std::function<double(double)>& act) {
+std::vector<float> ffn_reference(ParameterStore& store, const std::string& scope, const std::vector<float>& x, std::int64_t n,
+                                 std::int64_t d, std::int64_t f, const std::function<double(double)>& act) {
   std::vector<double> h = host_linear(store, scope, "in", {x.begin(), x.end()}, n, d, f);  // [n, F]
   for (double& v : h) v = act(v);
   return to_floats(host_linear(store, scope, "out", h, n, f, d));  // [n, D]
@@ -150,11 +152,11 @@ TEST_F(Components, FfnParametersAreNamedShapedAndInitialised) {
   const ModelDims dims = small_dims();
   auto ffn = registry.create<FeedForward>("relu");
   ffn->build(ParamScope(store, 1, "layers.0.ffn"), dims);
-  EXPECT_EQ(names(store), (std::vector<std::string>{"layers.0.ffn.in.weight", "layers.0.ffn.in.bias",
-                                                    "layers.0.ffn.out.weight", "layers.0.ffn.out.bias"}));
+  EXPECT_EQ(names(store), (std::vector<std::string>{"layers.0.ffn.in.weight", "layers.0.ffn.in.bias", "layers.0.ffn.out.weight",
+                                                    "layers.0.ffn.out.bias"}));
   EXPECT_EQ(store.get("layers.0.ffn.in.weight").value.shape(), Shape({10, 6}));   // [F, D]
   EXPECT_EQ(store.get("layers.0.ffn.out.weight").value.shape(), Shape({6, 10}));  // [D, F]
-  const float bound = std::sqrt(6.0f / 16.0f);                                     // Xavier: sqrt(6 / (F + D))
+  const float bound = std::sqrt(6.0f / 16.0f);                                    // Xavier: sqrt(6 / (F + D))
   for (const char* w : {"layers.0.ffn.in.weight", "layers.0.ffn.out.weight"}) {
     float max_abs = 0.0f;
     for (float v : host(reference_backend(), store.get(w).value)) max_abs = std::max(max_abs, std::abs(v));
@@ -179,7 +181,8 @@ TEST_F(Components, FfnForwardMatchesAHostReferenceForEachActivation) {
   const std::vector<Case> cases = {
       {"relu", {}, [](double v) { return std::max(v, 0.0); }},
       {"gelu", {}, [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }},
-      {"gelu", {{"approximation", "tanh"}},
+      {"gelu",
+       {{"approximation", "tanh"}},
        [kPi](double v) { return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / kPi) * (v + 0.044715 * v * v * v))); }},
   };
   int i = 0;
@@ -190,7 +193,8 @@ TEST_F(Components, FfnForwardMatchesAHostReferenceForEachActivation) {
     ffn->build(ParamScope(store, 5, scope), dims);
     randomize(store);  // non-zero biases too
     Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
-    const std::vector<float> y = host(reference_backend(), ffn->forward(g, g.constant(f32_tensor(reference_backend(), xs, xv))).value());
+    const std::vector<float> y =
+        host(reference_backend(), ffn->forward(g, g.constant(f32_tensor(reference_backend(), xs, xv))).value());
     const std::vector<float> want = ffn_reference(store, scope, xv, 6, 6, 10, c.act);
     ASSERT_EQ(y.size(), want.size());
     for (std::size_t k = 0; k < y.size(); ++k) EXPECT_NEAR(y[k], want[k], 1e-4f) << k;
@@ -211,18 +215,19 @@ TEST_F(Components, FfnDropoutActsInTrainingOnly) {
 }
 
 TEST_F(Components, FfnGradientsMatchFiniteDifferences) {
-  for (const auto& [plugin, options] : std::vector<std::pair<std::string, Options>>{
-           {"relu", {}}, {"gelu", {}}, {"gelu", {{"approximation", "tanh"}}}}) {
+  for (const auto& [plugin, options] :
+       std::vector<std::pair<std::string, Options>>{{"relu", {}}, {"gelu", {}}, {"gelu", {{"approximation", "tanh"}}}}) {
     SCOPED_TRACE(plugin);
     ParameterStore params(reference_backend());
     auto ffn = registry.create<FeedForward>(plugin, options);
     ffn->build(ParamScope(params, 9, "ffn"), small_dims(/*dropout=*/0.2f));  // dropout on: same masks each call
     // ReLU's kink: a smaller step keeps the differences on one side of it.
     const double eps = plugin == "relu" ? 2e-3 : 1e-2;
-    expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ffn->forward(g, in[0]); },
-                           values({2, 3, 6}, 0.4f), eps);
+    expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ffn->forward(g, in[0]); }, values({2, 3, 6}, 0.4f),
+                           eps);
     const Tensor x = values({2, 3, 6}, 0.4f);
-    EXPECT_TRUE(parameter_gradcheck(params, [&](Graph& g) { return ffn->forward(g, g.constant(x)); }, eps));
+    EXPECT_TRUE(parameter_gradcheck(
+        params, [&](Graph& g) { return ffn->forward(g, g.constant(x)); }, eps));
   }
 }
 
@@ -234,8 +239,8 @@ std::vector<float> encode(PositionalEncoding& pe, const Tensor& x, std::int64_t 
 // --- ffn/swiglu, ffn/geglu (gated) and ffn/relu_squared
 
 // y = Linear_out(act(Linear_gate x) * Linear_up x) on the host, from the store's values (biases present).
-std::vector<float> gated_reference(ParameterStore& store, const std::string& scope, const std::vector<float>& x,
-                                   std::int64_t n, std::int64_t d, std::int64_t f, const std::function<double(double)>& act) {
+std::vector<float> gated_reference(ParameterStore& store, const std::string& scope, const std::vector<float>& x, std::int64_t n,
+                                   std::int64_t d, std::int64_t f, const std::function<double(double)>& act) {
   const std::vector<double> xd(x.begin(), x.end());
   std::vector<double> h = host_linear(store, scope, "gate", xd, n, d, f);  // [n, F']
   const std::vector<double> up = host_linear(store, scope, "up", xd, n, d, f);
@@ -261,7 +266,8 @@ TEST_F(Components, GatedFfnsMatchAHostReferenceAndThePlainFfnsWeightCount) {
     EXPECT_EQ(params.get("ffn.out.weight").value.shape(), Shape({6, 6}));   // [D, F']
     randomize(params);
     Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
-    const std::vector<float> y = host(reference_backend(), ffn->forward(g, g.constant(f32_tensor(reference_backend(), xs, xv))).value());
+    const std::vector<float> y =
+        host(reference_backend(), ffn->forward(g, g.constant(f32_tensor(reference_backend(), xs, xv))).value());
     const std::vector<float> want = gated_reference(params, "ffn", xv, 6, 6, 6, act);
     for (std::size_t k = 0; k < y.size(); ++k) EXPECT_NEAR(y[k], want[k], 1e-4f) << k;
   }
@@ -296,25 +302,26 @@ TEST_F(Components, ReluSquaredSquaresTheActivationOfAPlainFfn) {
   const Shape xs{2, 3, 6};
   const std::vector<float> xv = ramp(xs.numel(), 0.2f);
   Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
-  const std::vector<float> y = host(reference_backend(), ffn->forward(g, g.constant(f32_tensor(reference_backend(), xs, xv))).value());
-  const std::vector<float> want =
-      ffn_reference(store, "ffn", xv, 6, 6, 10, [](double v) { return v > 0.0 ? v * v : 0.0; });
+  const std::vector<float> y =
+      host(reference_backend(), ffn->forward(g, g.constant(f32_tensor(reference_backend(), xs, xv))).value());
+  const std::vector<float> want = ffn_reference(store, "ffn", xv, 6, 6, 10, [](double v) { return v > 0.0 ? v * v : 0.0; });
   for (std::size_t k = 0; k < y.size(); ++k) EXPECT_NEAR(y[k], want[k], 1e-4f) << k;
 }
 
 TEST_F(Components, NewFfnGradientsMatchFiniteDifferences) {
-  for (const auto& [plugin, options] : std::vector<std::pair<std::string, Options>>{
-           {"swiglu", {}}, {"geglu", {{"bias", "false"}}}, {"relu_squared", {}}}) {
+  for (const auto& [plugin, options] :
+       std::vector<std::pair<std::string, Options>>{{"swiglu", {}}, {"geglu", {{"bias", "false"}}}, {"relu_squared", {}}}) {
     SCOPED_TRACE(plugin);
     ParameterStore params(reference_backend());
     auto ffn = registry.create<FeedForward>(plugin, options);
     ffn->build(ParamScope(params, 9, "ffn"), small_dims(/*dropout=*/0.2f));
     randomize(params);
     const double eps = plugin == "relu_squared" ? 2e-3 : 1e-2;
-    expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ffn->forward(g, in[0]); },
-                           values({2, 3, 6}, 0.4f), eps);
+    expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ffn->forward(g, in[0]); }, values({2, 3, 6}, 0.4f),
+                           eps);
     const Tensor x = values({2, 3, 6}, 0.4f);
-    EXPECT_TRUE(parameter_gradcheck(params, [&](Graph& g) { return ffn->forward(g, g.constant(x)); }, eps));
+    EXPECT_TRUE(parameter_gradcheck(
+        params, [&](Graph& g) { return ffn->forward(g, g.constant(x)); }, eps));
   }
 }
 
@@ -348,9 +355,9 @@ TEST_F(Components, SinusoidalAddsThePaperFormulaAndOffsetShiftsPositions) {
     for (std::int64_t pos = 0; pos < t; ++pos)
       for (std::int64_t j = 0; j < d; ++j)
         EXPECT_NEAR(y[static_cast<std::size_t>((b * t + pos) * d + j)], formula(pos, j), 1e-6) << pos << ", " << j;
-  EXPECT_FLOAT_EQ(y[0], 0.0f);                                     // sin(0)
-  EXPECT_FLOAT_EQ(y[1], 1.0f);                                     // cos(0)
-  EXPECT_NEAR(y[1 * d + 0], std::sin(1.0), 1e-6);                  // pos 1, i 0: wavelength 2*pi
+  EXPECT_FLOAT_EQ(y[0], 0.0f);                                                    // sin(0)
+  EXPECT_FLOAT_EQ(y[1], 1.0f);                                                    // cos(0)
+  EXPECT_NEAR(y[1 * d + 0], std::sin(1.0), 1e-6);                                 // pos 1, i 0: wavelength 2*pi
   EXPECT_NEAR(y[3 * d + 3], std::cos(3.0 / std::pow(10000.0, 2.0 / 6.0)), 1e-6);  // pos 3, 2i+1 = 3
 
   // x is added; offset 3 gives positions 3.. (incremental decoding); far positions work too.
@@ -442,17 +449,18 @@ TEST_F(Components, LearnedGradientsMatchFiniteDifferences) {
   pe->build(ParamScope(store, 1, "pe"), small_dims());
   expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return pe->forward(g, in[0], 1); }, values({2, 3, 6}));
   const Tensor x = values({2, 3, 6});
-  EXPECT_TRUE(parameter_gradcheck(store, [&](Graph& g) { return pe->forward(g, g.constant(x), 1); }, 1e-2, 36));
+  EXPECT_TRUE(parameter_gradcheck(
+      store, [&](Graph& g) { return pe->forward(g, g.constant(x), 1); }, 1e-2, 36));
   // Rows outside offset .. offset+T-1 get no gradient; used rows get the sum over the batch.
   const std::vector<float> grad = host(reference_backend(), store.get("pe.weight").grad);
-  for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(grad[k], 0.0f);            // row 0
-  for (std::size_t k = 4 * 6; k < 6 * 6; ++k) EXPECT_EQ(grad[k], 0.0f);    // rows 4, 5
+  for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(grad[k], 0.0f);          // row 0
+  for (std::size_t k = 4 * 6; k < 6 * 6; ++k) EXPECT_EQ(grad[k], 0.0f);  // rows 4, 5
 }
 
 // --- block/post_norm and block/pre_norm
 
 constexpr SublayerRole kSelf = SublayerRole::SelfAttention, kCross = SublayerRole::CrossAttention,
-                        kFfn = SublayerRole::FeedForward;
+                       kFfn = SublayerRole::FeedForward;
 using Roles = std::vector<SublayerRole>;
 
 // The block's layer with the stand-in sublayers `f` (one function for every role).
@@ -484,10 +492,9 @@ void expect_normalised_rows(const std::vector<float>& y, std::int64_t d) {
 TEST_F(Components, BlocksMakeOneNormPerSublayerUnderTheScope) {
   auto post = registry.create<Block>("post_norm");
   post->build(ParamScope(store, 1, "decoder.layers.0"), small_dims(), {kSelf, kCross, kFfn});
-  EXPECT_EQ(names(store),
-            (std::vector<std::string>{"decoder.layers.0.norm0.gamma", "decoder.layers.0.norm0.beta",
-                                      "decoder.layers.0.norm1.gamma", "decoder.layers.0.norm1.beta",
-                                      "decoder.layers.0.norm2.gamma", "decoder.layers.0.norm2.beta"}));
+  EXPECT_EQ(names(store), (std::vector<std::string>{"decoder.layers.0.norm0.gamma", "decoder.layers.0.norm0.beta",
+                                                    "decoder.layers.0.norm1.gamma", "decoder.layers.0.norm1.beta",
+                                                    "decoder.layers.0.norm2.gamma", "decoder.layers.0.norm2.beta"}));
   for (float v : host(reference_backend(), store.get("decoder.layers.0.norm1.gamma").value)) EXPECT_EQ(v, 1.0f);
   for (float v : host(reference_backend(), store.get("decoder.layers.0.norm1.beta").value)) EXPECT_EQ(v, 0.0f);
   auto pre = registry.create<Block>("pre_norm", {{"norm", "rms_norm"}});
@@ -558,13 +565,13 @@ TEST_F(Components, SandwichNormNormalisesEachSublayerOutputBeforeTheResidualAdd)
   auto block = registry.create<Block>("sandwich_norm");
   block->build(ParamScope(store, 1, "layers.0"), small_dims(), {kSelf, kFfn});
   EXPECT_EQ(names(store), (std::vector<std::string>{"layers.0.norm0.gamma", "layers.0.norm0.beta", "layers.0.norm1.gamma",
-                                                    "layers.0.norm1.beta", "layers.0.out.norm0.gamma",
-                                                    "layers.0.out.norm0.beta", "layers.0.out.norm1.gamma",
-                                                    "layers.0.out.norm1.beta"}));
+                                                    "layers.0.norm1.beta", "layers.0.out.norm0.gamma", "layers.0.out.norm0.beta",
+                                                    "layers.0.out.norm1.gamma", "layers.0.out.norm1.beta"}));
   EXPECT_TRUE(block->wants_final_norm());
   const Tensor x = values({2, 3, 6}, 0.1f);
   const std::vector<float> xv = host(reference_backend(), x);
-  const auto gelu3 = every_role([](Graph& g, const Var& h) { return ops::scale(g, ops::activation(g, h, Activation::GeluTanh), 3.0f); });
+  const auto gelu3 =
+      every_role([](Graph& g, const Var& h) { return ops::scale(g, ops::activation(g, h, Activation::GeluTanh), 3.0f); });
   const std::vector<float> y = run_block(*block, {kFfn}, x, gelu3);  // the FFN alone: y - x = Norm'(f(Norm(x)))
   std::vector<float> delta(y.size());
   for (std::size_t i = 0; i < y.size(); ++i) delta[i] = y[i] - xv[i];
@@ -623,15 +630,16 @@ TEST_F(Components, PostNormNormalisesTheResidualSum) {
   block->build(ParamScope(store, 1, "layers.0"), small_dims(/*dropout=*/0.3f), {kFfn});  // eval: dropout off
   const Tensor x = values({2, 3, 6}, 0.1f);
   const std::vector<float> xv = host(reference_backend(), x);
-  const auto twice = every_role([](Graph& g, const Var& h) { return ops::scale(g, ops::activation(g, h, Activation::GeluTanh), 2.0f); });
+  const auto twice =
+      every_role([](Graph& g, const Var& h) { return ops::scale(g, ops::activation(g, h, Activation::GeluTanh), 2.0f); });
   expect_normalised_rows(run_block(*block, {kFfn}, x, twice), 6);
   // f = 0: LayerNorm(x) itself.
-  const std::vector<float> y = run_block(*block, {kFfn}, x, every_role([](Graph& g, const Var& h) { return ops::scale(g, h, 0.0f); }));
+  const std::vector<float> y =
+      run_block(*block, {kFfn}, x, every_role([](Graph& g, const Var& h) { return ops::scale(g, h, 0.0f); }));
   expect_normalised_rows(y, 6);
   // ... which preserves the order of each row's values.
   for (std::size_t r = 0; r < 6; ++r)
-    for (std::size_t j = 1; j < 6; ++j)
-      EXPECT_EQ(xv[r * 6 + j] > xv[r * 6 + j - 1], y[r * 6 + j] > y[r * 6 + j - 1]);
+    for (std::size_t j = 1; j < 6; ++j) EXPECT_EQ(xv[r * 6 + j] > xv[r * 6 + j - 1], y[r * 6 + j] > y[r * 6 + j - 1]);
 
   auto rms = registry.create<Block>("post_norm", {{"norm", "rms_norm"}});
   rms->build(ParamScope(store, 1, "layers.1"), small_dims(), {kFfn});
@@ -667,11 +675,16 @@ TEST_F(Components, PreNormKeepsTheResidualStreamAndNormalisesTheSublayerInput) {
 
 TEST_F(Components, BlockGradientsMatchFiniteDifferences) {
   const std::vector<std::pair<std::string, Options>> cases = {
-      {"post_norm", {{"norm", "layer_norm"}}},   {"post_norm", {{"norm", "rms_norm"}}},
-      {"pre_norm", {{"norm", "layer_norm"}}},    {"pre_norm", {{"norm", "rms_norm"}}},
-      {"pre_norm", {{"norm", "scale_norm"}}},    {"sandwich_norm", {{"norm", "layer_norm"}}},
-      {"sandwich_norm", {{"norm", "scale_norm"}}}, {"parallel", {}},
-      {"parallel", {{"shared_norm", "false"}, {"norm", "rms_norm"}}}, {"rezero", {{"init", "0.5"}}},
+      {"post_norm", {{"norm", "layer_norm"}}},
+      {"post_norm", {{"norm", "rms_norm"}}},
+      {"pre_norm", {{"norm", "layer_norm"}}},
+      {"pre_norm", {{"norm", "rms_norm"}}},
+      {"pre_norm", {{"norm", "scale_norm"}}},
+      {"sandwich_norm", {{"norm", "layer_norm"}}},
+      {"sandwich_norm", {{"norm", "scale_norm"}}},
+      {"parallel", {}},
+      {"parallel", {{"shared_norm", "false"}, {"norm", "rms_norm"}}},
+      {"rezero", {{"init", "0.5"}}},
       {"rezero", {{"norm", "layer_norm"}, {"gate", "channel"}, {"init", "0.3"}}}};
   for (const auto& [plugin, options] : cases) {
     SCOPED_TRACE(plugin + " " + (options.empty() ? std::string() : options.begin()->second));
@@ -680,8 +693,8 @@ TEST_F(Components, BlockGradientsMatchFiniteDifferences) {
     block->build(ParamScope(params, 1, "layers.0"), small_dims(/*dropout=*/0.25f), {kSelf, kFfn});  // residual dropout on
     randomize(params);
     const SublayerFunctions f({kSelf, kFfn}, every_role([](Graph& g, const Var& h) {
-      return ops::activation(g, ops::scale(g, h, 1.5f), Activation::GeluTanh);
-    }));
+                                return ops::activation(g, ops::scale(g, h, 1.5f), Activation::GeluTanh);
+                              }));
     // Two sublayers in sequence, as a layer has them.
     auto layer = [&](Graph& g, const Var& x) { return block->forward(g, x, f); };
     expect_input_gradcheck([&](Graph& g, const std::vector<Var>& in) { return layer(g, in[0]); }, values({2, 3, 6}, 0.2f));
@@ -710,7 +723,8 @@ TEST_F(Components, OneLayerRunsInBf16CloseToF32) {
     }
     Graph g(be, 1, 0, false, false);
     const Var h = pe->forward(g, g.constant(x), 2);
-    const Var y = block->forward(g, h, SublayerFunctions({kFfn}, every_role([&](Graph& gg, const Var& v) { return ffn->forward(gg, v); })));
+    const Var y =
+        block->forward(g, h, SublayerFunctions({kFfn}, every_role([&](Graph& gg, const Var& v) { return ffn->forward(gg, v); })));
     EXPECT_EQ(y.dtype(), dtype);
     return host(be, y.value());
   };
@@ -769,7 +783,8 @@ TEST(ComponentPlugins, LoadedLibrariesBuildAndRun) {
   EXPECT_TRUE(store.contains("layers.0.ffn.in.weight"));
   Graph g(reference_backend(), 1, 0, false, false);
   const Var x = pe->forward(g, g.constant(values({2, 3, 6})), 0);
-  const Var y = block->forward(g, x, SublayerFunctions({kFfn}, every_role([&](Graph& gg, const Var& h) { return ffn->forward(gg, h); })));
+  const Var y =
+      block->forward(g, x, SublayerFunctions({kFfn}, every_role([&](Graph& gg, const Var& h) { return ffn->forward(gg, h); })));
   EXPECT_EQ(y.shape(), Shape({2, 3, 6}));
   EXPECT_NO_THROW(loaded.create<PositionalEncoding>("sinusoidal"));
   EXPECT_NO_THROW(loaded.create<FeedForward>("relu"));
@@ -789,8 +804,8 @@ TEST(ComponentPlugins, AblatePluginsPrintsTheirOptions) {
     EXPECT_NE(ffn.find(s), std::string::npos) << s << "\n" << ffn;
   EXPECT_EQ(ffn.find("block/"), std::string::npos);
   const std::string pe = plugins_listing("positional_encoding");
-  for (const char* s : {"positional_encoding/sinusoidal", "base  float, default 10000", "positional_encoding/none", "positional_encoding/learned",
-                        "max_len  int, default 512"})
+  for (const char* s : {"positional_encoding/sinusoidal", "base  float, default 10000", "positional_encoding/none",
+                        "positional_encoding/learned", "max_len  int, default 512"})
     EXPECT_NE(pe.find(s), std::string::npos) << s << "\n" << pe;
   const std::string block = plugins_listing("block");
   for (const char* s : {"block/post_norm", "block/pre_norm", "block/sandwich_norm", "block/parallel", "block/rezero",

@@ -35,8 +35,7 @@ TEST_F(Schedules, NoamMatchesThePaperFormula) {
 }
 
 TEST_F(Schedules, CosineWarmsUpLinearlyThenDecaysToMinLr) {
-  auto s = registry.create<Schedule>(
-      "cosine", {{"lr", "0.01"}, {"min_lr", "0.001"}, {"warmup", "100"}, {"total_steps", "1100"}});
+  auto s = registry.create<Schedule>("cosine", {{"lr", "0.01"}, {"min_lr", "0.001"}, {"warmup", "100"}, {"total_steps", "1100"}});
   EXPECT_DOUBLE_EQ(s->learning_rate(50), 0.005);
   EXPECT_DOUBLE_EQ(s->learning_rate(100), 0.01);
   EXPECT_NEAR(s->learning_rate(600), 0.0055, 1e-15);  // halfway: (lr + min_lr) / 2
@@ -48,8 +47,7 @@ TEST_F(Schedules, CosineRequiresTotalStepsAndRejectsInconsistentOptions) {
   const std::string missing = testing::error_of<UsageError>([&] { registry.create<Schedule>("cosine"); });
   EXPECT_NE(missing.find("required option 'total_steps'"), std::string::npos) << missing;
   EXPECT_THROW(registry.create<Schedule>("cosine", {{"warmup", "10"}, {"total_steps", "10"}}), PluginError);
-  EXPECT_THROW(registry.create<Schedule>("cosine", {{"lr", "0.1"}, {"min_lr", "0.2"}, {"total_steps", "10"}}),
-               PluginError);
+  EXPECT_THROW(registry.create<Schedule>("cosine", {{"lr", "0.1"}, {"min_lr", "0.2"}, {"total_steps", "10"}}), PluginError);
 }
 
 }  // namespace

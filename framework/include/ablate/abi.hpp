@@ -62,5 +62,4 @@ inline constexpr std::uint32_t kPluginApiVersion = 8;  // 2: Task::score_names, 
 #endif
 
 // Example: "gcc-12.2/libstdc++-cxx11/Release" or "gcc-12.2/libstdc++-cxx11/Debug+asan".
-#define ABLATE_ABI_TAG \
-  ABLATE_ABI_COMPILER "/" ABLATE_ABI_STDLIB "/" ABLATE_BUILD_TYPE ABLATE_ABI_DEBUG_STL ABLATE_ABI_ASAN
+#define ABLATE_ABI_TAG ABLATE_ABI_COMPILER "/" ABLATE_ABI_STDLIB "/" ABLATE_BUILD_TYPE ABLATE_ABI_DEBUG_STL ABLATE_ABI_ASAN

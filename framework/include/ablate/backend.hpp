@@ -61,10 +61,10 @@ struct AttentionParams {
                                         // slopes (OptionalOp::attention_softcap); 0 = none
   float dropout = 0.0f;                 // on the attention probabilities; needs `rng`
   RngKey rng;
-  const Tensor* bias = nullptr;         // F32 [1 or H, T, S]: added to the logits; null = none
-  const Tensor* slopes = nullptr;       // F32 [H]: ALiBi slopes; null = none
-  Tensor* dbias = nullptr;              // backward only, F32 like bias: += d(loss)/d(bias) summed over B (and heads
-                                        // for a [1, T, S] bias); null = not needed
+  const Tensor* bias = nullptr;    // F32 [1 or H, T, S]: added to the logits; null = none
+  const Tensor* slopes = nullptr;  // F32 [H]: ALiBi slopes; null = none
+  Tensor* dbias = nullptr;         // backward only, F32 like bias: += d(loss)/d(bias) summed over B (and heads
+                                   // for a [1, T, S] bias); null = not needed
 };
 
 // The shape contract of attention's arguments beyond the core q/k/v, one definition for every
@@ -76,12 +76,12 @@ inline std::string attention_problem(const Tensor& q, const Tensor& k, const Ten
   const std::int64_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], Dh = q.shape()[3];
   const std::int64_t Hkv = k.shape()[1], S = k.shape()[2];
   if (k.shape()[0] != B || k.shape()[3] != Dh || Hkv <= 0 || H % Hkv != 0)
-    return "k " + k.str() + " must be [B, Hkv, S, Dh] with the B and Dh of q " + q.str() + " and Hkv dividing H = " +
-           std::to_string(H);
+    return "k " + k.str() + " must be [B, Hkv, S, Dh] with the B and Dh of q " + q.str() +
+           " and Hkv dividing H = " + std::to_string(H);
   if (!(p.softcap >= 0.0f)) return "softcap " + std::to_string(p.softcap) + " must be >= 0 (0: none)";
   const auto bias_problem = [&](const char* name, const Tensor& b) -> std::string {
-    if (b.dtype() != DType::F32 || b.shape().rank() != 3 || (b.shape()[0] != 1 && b.shape()[0] != H) ||
-        b.shape()[1] != T || b.shape()[2] != S)
+    if (b.dtype() != DType::F32 || b.shape().rank() != 3 || (b.shape()[0] != 1 && b.shape()[0] != H) || b.shape()[1] != T ||
+        b.shape()[2] != S)
       return std::string(name) + " " + b.str() + " must be f32[1 or H = " + std::to_string(H) + ", T = " + std::to_string(T) +
              ", S = " + std::to_string(S) + "]";
     return {};
@@ -107,9 +107,9 @@ struct AdamParams {
   float beta2 = 0.98f;
   float eps = 1e-9f;
   float weight_decay = 0.0f;
-  bool decoupled = false;  // true: AdamW (decay applied to the weight), false: L2 added to the gradient
-  std::int64_t step = 1;   // 1-based, for bias correction
-  float grad_scale = 1.0f; // the gradient is multiplied by this first (clipping, loss scaling)
+  bool decoupled = false;   // true: AdamW (decay applied to the weight), false: L2 added to the gradient
+  std::int64_t step = 1;    // 1-based, for bias correction
+  float grad_scale = 1.0f;  // the gradient is multiplied by this first (clipping, loss scaling)
 };
 
 // Ops beyond the core set: a backend says which it has (Backend::supports); the others refuse
@@ -119,7 +119,16 @@ struct AdamParams {
 // attention_bias and grouped_attention are features of the core attention op (AttentionParams'
 // bias/slopes, k/v with fewer heads than q): a backend without them refuses such arguments.
 // softmax_last, sum_last and pointwise are the small general set a plugin composes its own ops from.
-enum class OptionalOp { rope, slice_last, attention_bias, grouped_attention, softmax_last, sum_last, pointwise, attention_softcap };
+enum class OptionalOp {
+  rope,
+  slice_last,
+  attention_bias,
+  grouped_attention,
+  softmax_last,
+  sum_last,
+  pointwise,
+  attention_softcap
+};
 inline const char* optional_op_name(OptionalOp op) {
   switch (op) {
     case OptionalOp::rope: return "rope";
@@ -183,13 +192,13 @@ inline std::string slice_last_problem(const Tensor& whole, const Tensor& part, s
 }
 
 struct BackendCaps {
-  std::string device;              // "cpu", "cuda:0"
-  bool host_addressable = true;    // Tensor::raw() is a host pointer
-  bool bf16 = false;               // BF16 value tensors supported (mixed precision)
-  std::string bf16_arithmetic;     // how a bf16 run computes, recorded and printed with it
-                                   // (e.g. "f32 arithmetic on bf16-rounded values")
-  bool deterministic = true;       // current mode gives bit-identical results run to run
-  int threads = 1;                 // CPU threads used
+  std::string device;            // "cpu", "cuda:0"
+  bool host_addressable = true;  // Tensor::raw() is a host pointer
+  bool bf16 = false;             // BF16 value tensors supported (mixed precision)
+  std::string bf16_arithmetic;   // how a bf16 run computes, recorded and printed with it
+                                 // (e.g. "f32 arithmetic on bf16-rounded values")
+  bool deterministic = true;     // current mode gives bit-identical results run to run
+  int threads = 1;               // CPU threads used
 };
 
 class BOOST_SYMBOL_VISIBLE Backend : public Component {
@@ -202,7 +211,7 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // The contents of a new tensor are unspecified (the reference backend fills NaN, to expose
   // an op that forgets to write its output).
   virtual Tensor empty(const Shape& shape, DType dtype) = 0;
-  virtual void fill(Tensor& y, float value) = 0;  // y: any F32/BF16; I32 gets (int)value
+  virtual void fill(Tensor& y, float value) = 0;                  // y: any F32/BF16; I32 gets (int)value
   virtual void copy_from_host(Tensor& dst, const void* src) = 0;  // src: dst.bytes() bytes
   virtual void copy_to_host(void* dst, const Tensor& src) = 0;    // synchronises
   virtual void copy(Tensor& dst, const Tensor& src) = 0;          // same shape numel and dtype
@@ -211,18 +220,16 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // --- linear: y[N, O] = act(x[N, I] · w[O, I]^T + b[O]); pre[N, O] keeps x·w^T + b when
   // act needs it for backward (GeluErf/GeluTanh/SiLU). pre may be null for None/ReLU, and
   // always when no backward will run (evaluation); backward then requires it for those acts.
-  virtual void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
-                              Activation act) = 0;
+  virtual void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation act) = 0;
   // dx[N, I] += g·w, dw[O, I] += g^T·x, db[O] += sum_rows(g), with g = dy ⊙ act'(pre or y).
-  virtual void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
-                               const Tensor& w, const Tensor* pre, const Tensor& y, Activation act) = 0;
+  virtual void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                               const Tensor* pre, const Tensor& y, Activation act) = 0;
 
   // --- batched matmul: c[Bt, M, N] = alpha * op(a) · op(b); op(a) = a[Bt, M, K] or a[Bt, K, M]^T.
   // a, b and c have the same batch Bt (no broadcasting).
-  virtual void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
-                              float alpha) = 0;
-  virtual void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
-                               bool trans_a, bool trans_b, float alpha) = 0;
+  virtual void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) = 0;
+  virtual void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
+                               bool trans_b, float alpha) = 0;
 
   // --- scaled dot-product attention, per (b, h): out[T, Dh] = dropout(softmax(mask(logits))) · v with
   // the logits of AttentionParams (scale q·k^T, plus bias and ALiBi slopes when given).
@@ -231,17 +238,16 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // A query with no visible key gets out = 0 and lse = -inf. probs[B, H, T, S] (F32, optional):
   // the probabilities before dropout, for logging. query_offset only matters with causal;
   // dropout must be in [0, 1).
-  virtual void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
-                                 const Tensor& v, const AttentionParams& params) = 0;
+  virtual void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const AttentionParams& params) = 0;
   // dq += ..., dk += ..., dv += ... (same shapes as q, k, v); params.dbias += the bias's gradient.
-  virtual void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
-                                  const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const AttentionParams& params) = 0;
+  virtual void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
+                                  const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& params) = 0;
 
   // --- layer norm over the last dim: y[N, D] = (x - mean) * rstd * gamma[D] + beta[D];
   // mean[N], rstd[N] (F32) saved for backward.
-  virtual void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
-                                  const Tensor& beta, float eps) = 0;
+  virtual void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  float eps) = 0;
   virtual void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
                                    const Tensor& mean, const Tensor& rstd, const Tensor& gamma) = 0;
 
@@ -291,8 +297,8 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // stats[2] (F32) = {number of counted rows, number whose argmax equals the target}.
   // dlogits is overwritten (not accumulated: it is this op's saved state) with the gradient of
   // the mean loss itself; with no counted row, loss and dlogits are 0.
-  virtual void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
-                                     const Tensor& targets, std::int32_t ignore_index, float label_smoothing) = 0;
+  virtual void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits, const Tensor& targets,
+                                     std::int32_t ignore_index, float label_smoothing) = 0;
 
   // --- optimizer and gradient utilities (F32 master weights and moments)
   // total[1] (F32) += sum(x^2): the global grad norm is sqrt of the sum over all gradients.
@@ -302,8 +308,7 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // with m̂, v̂ bias-corrected by step; Adam adds weight_decay * w to g, AdamW subtracts
   // lr * weight_decay * w (the old w) from w (PyTorch's conventions). If w_low is given (BF16,
   // same shape) it receives the updated weight rounded to bf16 (the compute copy).
-  virtual void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
-                           const AdamParams& params) = 0;
+  virtual void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad, const AdamParams& params) = 0;
   // y = x converted to y's dtype (F32 <-> BF16, round to nearest even).
   virtual void cast(Tensor& y, const Tensor& x) = 0;
 

@@ -37,11 +37,11 @@ void copy_to_host(const Tensor& src);
 void copy(const Tensor& dst, const Tensor& src);
 
 void linear_forward(const Tensor& y, const Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation act);
-void linear_backward(const Tensor* dx, const Tensor* dw, const Tensor* db, const Tensor& dy, const Tensor& x,
-                     const Tensor& w, const Tensor* pre, const Tensor& y, Activation act);
+void linear_backward(const Tensor* dx, const Tensor* dw, const Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                     const Tensor* pre, const Tensor& y, Activation act);
 void matmul_forward(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b);
-void matmul_backward(const Tensor* da, const Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
-                     bool trans_a, bool trans_b);
+void matmul_backward(const Tensor* da, const Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
+                     bool trans_b);
 
 void attention_forward(const Backend& be, const Tensor& out, const Tensor& lse, const Tensor* probs, const Tensor& q,
                        const Tensor& k, const Tensor& v, const AttentionParams& params);

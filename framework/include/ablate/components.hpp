@@ -24,17 +24,17 @@ namespace ablate {
 // from the spec; the initial values are the spec's defaults (docs/spec-reference.md), held equal
 // by a test (tests/framework/train/experiment_test.cpp).
 struct ModelDims {
-  std::int64_t d_model = 512;     // D: width of the residual stream
-  std::int64_t heads = 8;         // H: attention heads (Dh = D / H)
-  std::int64_t d_ff = 2048;       // F: inner width of the feed-forward network
-  float dropout = 0.1f;           // residual-branch and FFN dropout (identity outside training)
-  float attention_dropout = 0.0f; // on the attention probabilities
-  float norm_eps = 1e-5f;         // epsilon of every LayerNorm / RMSNorm
-  bool qkv_bias = true;           // bias on the q, k, v projections
-  bool out_bias = true;           // bias on the attention output projection
+  std::int64_t d_model = 512;      // D: width of the residual stream
+  std::int64_t heads = 8;          // H: attention heads (Dh = D / H)
+  std::int64_t d_ff = 2048;        // F: inner width of the feed-forward network
+  float dropout = 0.1f;            // residual-branch and FFN dropout (identity outside training)
+  float attention_dropout = 0.0f;  // on the attention probabilities
+  float norm_eps = 1e-5f;          // epsilon of every LayerNorm / RMSNorm
+  bool qkv_bias = true;            // bias on the q, k, v projections
+  bool out_bias = true;            // bias on the attention output projection
   // The stack a component is built for, set by the model per stack (not spec keys of their own):
-  std::int64_t layers = 1;        // L: layers of the stack (encoder or decoder)
-  bool causal = false;            // the stack's self-attention sees only earlier positions
+  std::int64_t layers = 1;  // L: layers of the stack (encoder or decoder)
+  bool causal = false;      // the stack's self-attention sees only earlier positions
 };
 
 // Where a component puts its parameters: a dotted name prefix ("encoder.layers.1.ffn") in a

@@ -9,8 +9,7 @@ namespace ablate {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message, std::string hint = {})
-      : std::runtime_error(message), hint_(std::move(hint)) {}
+  explicit Error(const std::string& message, std::string hint = {}) : std::runtime_error(message), hint_(std::move(hint)) {}
   const std::string& hint() const noexcept { return hint_; }
 
  private:

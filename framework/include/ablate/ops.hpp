@@ -17,9 +17,9 @@ struct AttentionOptions {
   bool causal = false;
   const Tensor* key_lengths = nullptr;  // I32 [B]; must outlive the graph's backward
   std::int64_t query_offset = 0;
-  float scale = 0.0f;    // 0: 1/sqrt(Dh)
-  float softcap = 0.0f;  // > 0: logits = softcap * tanh(scaled logits / softcap) before the bias (Gemma 2)
-  float dropout = 0.0f;  // on the probabilities, in training only
+  float scale = 0.0f;       // 0: 1/sqrt(Dh)
+  float softcap = 0.0f;     // > 0: logits = softcap * tanh(scaled logits / softcap) before the bias (Gemma 2)
+  float dropout = 0.0f;     // on the probabilities, in training only
   Tensor* probs = nullptr;  // if set, receives the probabilities [B, H, T, S] (F32) for logging
   Var bias;                 // F32 [1 or H, T, S] added to the logits (a learned one gets its gradient); undefined = none
   Tensor slopes;            // F32 [H] ALiBi slopes (Backend's AttentionParams); undefined = none
@@ -74,8 +74,8 @@ Var split_heads(Graph& g, const Var& x, int heads, int parts = 1, int part = 0);
 Var merge_heads(Graph& g, const Var& x);
 
 struct CrossEntropyResult {
-  Var loss;         // F32 [1]: mean over counted rows
-  double rows = 0;  // rows counted (target != ignore_index)
+  Var loss;            // F32 [1]: mean over counted rows
+  double rows = 0;     // rows counted (target != ignore_index)
   double correct = 0;  // counted rows whose argmax is the target
 };
 // logits[..., V], targets I32 [...]. Synchronises once to read the counts.

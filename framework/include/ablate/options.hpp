@@ -18,7 +18,7 @@ enum class OptionType : std::uint32_t { Bool = 0, Int = 1, Float = 2, String = 3
 
 // One declared option. POD: lives in the plugin's read-only data.
 struct OptionInfo {
-  const char* name;           // identifier, e.g. "warmup"
+  const char* name;  // identifier, e.g. "warmup"
   OptionType type;
   const char* default_value;  // text parsed like user input; nullptr = the option is required
   const char* choices;        // "a|b|c" to restrict a String option; nullptr = any value

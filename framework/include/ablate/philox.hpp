@@ -23,8 +23,8 @@ struct Philox4 {
 };
 
 // Philox4x32-10 of counter (c0..c3) under key (k0, k1).
-ABLATE_HD inline Philox4 philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2, std::uint32_t c3,
-                                       std::uint32_t k0, std::uint32_t k1) {
+ABLATE_HD inline Philox4 philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2, std::uint32_t c3, std::uint32_t k0,
+                                       std::uint32_t k1) {
   constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u, kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
     const std::uint64_t p0 = static_cast<std::uint64_t>(kM0) * c0;
@@ -46,8 +46,8 @@ ABLATE_HD inline Philox4 philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::
 // Counter = (block low, block high, op_id, step); key = (seed low, seed high ^ step high).
 ABLATE_HD inline void philox_uniform4(const RngKey& key, std::uint64_t block, float out[4]) {
   const Philox4 r = philox4x32_10(static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), key.op_id,
-                                   static_cast<std::uint32_t>(key.step), static_cast<std::uint32_t>(key.seed),
-                                   static_cast<std::uint32_t>(key.seed >> 32) ^ static_cast<std::uint32_t>(key.step >> 32));
+                                  static_cast<std::uint32_t>(key.step), static_cast<std::uint32_t>(key.seed),
+                                  static_cast<std::uint32_t>(key.seed >> 32) ^ static_cast<std::uint32_t>(key.step >> 32));
   for (int i = 0; i < 4; ++i) out[i] = static_cast<float>(r.v[i] >> 8) * (1.0f / 16777216.0f);  // 24 bits
 }
 

@@ -21,10 +21,10 @@ enum class Split { Train, Eval, Test };
 
 struct TaskInfo {
   TaskType type;
-  std::int64_t vocab_size;  // includes the 3 reserved ids
+  std::int64_t vocab_size;                                     // includes the 3 reserved ids
   static constexpr std::int32_t kPad = 0, kBos = 1, kEos = 2;  // reserved ids; content tokens are 3 .. vocab_size-1
-  std::int64_t max_src_len, max_tgt_len;  // content lengths, without bos/eos (Classification: max_tgt_len 1)
-  std::int64_t num_classes = 0;  // Classification: the classes C (>= 2); 0 for the other task types
+  std::int64_t max_src_len, max_tgt_len;                       // content lengths, without bos/eos (Classification: max_tgt_len 1)
+  std::int64_t num_classes = 0;                                // Classification: the classes C (>= 2); 0 for the other task types
 };
 
 // Content tokens only (no bos/eos); src is empty for a LanguageModel task.
@@ -37,8 +37,9 @@ struct Example {
 struct HostBatch {
   std::int64_t B = 0, S = 0, T = 0;
   std::vector<std::int32_t> src, src_lengths;  // [B, S] padded with kPad; [B]
-  std::vector<std::int32_t> tgt_in, tgt_out;   // [B, T]: kBos + tgt (teacher forcing), kPad at padding / tgt + kEos, kIgnore at padding
-  std::vector<std::int32_t> tgt_lengths;       // [B]: tgt.size() + 1
+  std::vector<std::int32_t> tgt_in,
+      tgt_out;  // [B, T]: kBos + tgt (teacher forcing), kPad at padding / tgt + kEos, kIgnore at padding
+  std::vector<std::int32_t> tgt_lengths;  // [B]: tgt.size() + 1
   static constexpr std::int32_t kIgnore = -100;
 };
 

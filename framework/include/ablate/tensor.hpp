@@ -74,7 +74,9 @@ class Tensor {
   // Raw pointer into backend memory (a device pointer on a GPU backend).
   void* raw() const { return storage_ ? storage_->data : nullptr; }
   template <class T>
-  T* data() const { return static_cast<T*>(raw()); }
+  T* data() const {
+    return static_cast<T*>(raw());
+  }
 
   // Same storage, another shape with the same number of elements (no copy).
   Tensor reshaped(Shape shape) const;

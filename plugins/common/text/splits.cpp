@@ -21,8 +21,8 @@ SplitIndices split_indices(std::int64_t n, double valid_fraction, double test_fr
   // ceil(f * n), forgiving the rounding of f * n (0.07 * 100 = 7.000000000000001 is 7).
   const auto part = [n](double f) { return static_cast<std::int64_t>(std::ceil(f * static_cast<double>(n) - 1e-9)); };
   if (!(valid_fraction >= 0.0 && valid_fraction < 1.0) || !(test_fraction >= 0.0 && test_fraction < 1.0))
-    throw ablate::Error("valid_fraction and test_fraction must be in [0, 1), got " + std::to_string(valid_fraction) +
-                            " and " + std::to_string(test_fraction),
+    throw ablate::Error("valid_fraction and test_fraction must be in [0, 1), got " + std::to_string(valid_fraction) + " and " +
+                            std::to_string(test_fraction),
                         "they are the fractions of the examples held out for evaluation and testing");
   const std::int64_t n_test = part(test_fraction), n_valid = part(valid_fraction);
   if (n_test + n_valid >= n)

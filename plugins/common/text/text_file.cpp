@@ -13,11 +13,11 @@ std::ifstream open_text_file(const std::string& path, const std::string& expecte
   std::error_code ec;
   if (!in || std::filesystem::is_directory(path, ec)) {
     const std::string cwd = std::filesystem::current_path(ec).string();
-    throw ablate::Error("cannot read '" + path + "'; expected " + expected +
-                            (std::filesystem::path(path).is_relative()
-                                 ? " (relative paths are relative to the current directory, " + cwd + ")"
-                                 : ""),
-                        "check the task's file option");
+    throw ablate::Error(
+        "cannot read '" + path + "'; expected " + expected +
+            (std::filesystem::path(path).is_relative() ? " (relative paths are relative to the current directory, " + cwd + ")"
+                                                       : ""),
+        "check the task's file option");
   }
   return in;
 }

@@ -95,22 +95,22 @@ char32_t to_lower(char32_t c) {
   if (in(c, U'A', U'Z')) return c + 0x20;
   if (c < 0xC0) return c;
   if (in(c, 0xC0, 0xDE)) return c == 0xD7 ? c : c + 0x20;  // À-Þ, but × (U+00D7)
-  if (in(c, 0x100, 0x17F)) {                                // Latin Extended-A: upper/lower pairs
-    if (c == 0x130) return U'i';                            // İ
-    if (c == 0x178) return 0xFF;                            // Ÿ -> ÿ
+  if (in(c, 0x100, 0x17F)) {                               // Latin Extended-A: upper/lower pairs
+    if (c == 0x130) return U'i';                           // İ
+    if (c == 0x178) return 0xFF;                           // Ÿ -> ÿ
     const bool even_upper = in(c, 0x100, 0x137) || in(c, 0x14A, 0x177);
     const bool odd_upper = in(c, 0x139, 0x148) || in(c, 0x179, 0x17E);
     if ((even_upper && c % 2 == 0) || (odd_upper && c % 2 == 1)) return c + 1;
     return c;
   }
-  if (c == 0x386) return 0x3AC;                                     // Ά
-  if (in(c, 0x388, 0x38A)) return c + 0x25;                         // Έ Ή Ί
-  if (c == 0x38C) return 0x3CC;                                     // Ό
-  if (in(c, 0x38E, 0x38F)) return c + 0x3F;                         // Ύ Ώ
-  if (in(c, 0x391, 0x3A9) && c != 0x3A2) return c + 0x20;           // Α-Ω
-  if (in(c, 0x400, 0x40F)) return c + 0x50;                         // Ѐ-Џ
-  if (in(c, 0x410, 0x42F)) return c + 0x20;                         // А-Я
-  if (c == 0x1E9E) return 0xDF;                                     // ẞ -> ß
+  if (c == 0x386) return 0x3AC;                            // Ά
+  if (in(c, 0x388, 0x38A)) return c + 0x25;                // Έ Ή Ί
+  if (c == 0x38C) return 0x3CC;                            // Ό
+  if (in(c, 0x38E, 0x38F)) return c + 0x3F;                // Ύ Ώ
+  if (in(c, 0x391, 0x3A9) && c != 0x3A2) return c + 0x20;  // Α-Ω
+  if (in(c, 0x400, 0x40F)) return c + 0x50;                // Ѐ-Џ
+  if (in(c, 0x410, 0x42F)) return c + 0x20;                // А-Я
+  if (c == 0x1E9E) return 0xDF;                            // ẞ -> ß
   return c;
 }
 
@@ -122,16 +122,25 @@ std::string to_lower(std::string_view s) {
 }
 
 bool is_space(char32_t c) {
-  return c == U' ' || in(c, 0x09, 0x0D) || c == 0x85 || c == 0xA0 || c == 0x1680 || in(c, 0x2000, 0x200D) ||
-         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x2060 || c == 0x3000 || c == 0xFEFF;
+  return c == U' ' || in(c, 0x09, 0x0D) || c == 0x85 || c == 0xA0 || c == 0x1680 || in(c, 0x2000, 0x200D) || c == 0x2028 ||
+         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x2060 || c == 0x3000 || c == 0xFEFF;
 }
 
 bool is_punctuation(char32_t c) {
   if (c < 0x80) return in(c, 0x21, 0x2F) || in(c, 0x3A, 0x40) || in(c, 0x5B, 0x60) || in(c, 0x7B, 0x7E);
   switch (c) {
-    case 0xA1: case 0xA7: case 0xAB: case 0xB6: case 0xB7: case 0xBB: case 0xBF:  // ¡ § « ¶ · » ¿
-    case 0x37E: case 0x387:                                                      // Greek ; and ·
-    case 0x3030: case 0x303D: case 0x30FB:                                       // 〰 〽 ・
+    case 0xA1:
+    case 0xA7:
+    case 0xAB:
+    case 0xB6:
+    case 0xB7:
+    case 0xBB:
+    case 0xBF:  // ¡ § « ¶ · » ¿
+    case 0x37E:
+    case 0x387:  // Greek ; and ·
+    case 0x3030:
+    case 0x303D:
+    case 0x30FB:  // 〰 〽 ・
       return true;
     default: break;
   }

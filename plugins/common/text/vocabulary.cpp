@@ -17,9 +17,8 @@ Vocabulary Vocabulary::Builder::build(std::int64_t min_freq) const {
   std::vector<std::pair<std::string_view, std::int64_t>> kept;
   for (const auto& [token, count] : counts_)
     if (count >= min_freq) kept.emplace_back(token, count);
-  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  });
+  std::sort(kept.begin(), kept.end(),
+            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   Vocabulary v;
   v.tokens_.reserve(v.tokens_.size() + kept.size());
   v.ids_.reserve(v.tokens_.size() + kept.size());

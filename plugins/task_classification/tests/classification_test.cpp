@@ -180,8 +180,8 @@ TEST_F(ClassificationTaskTest, DeclaresItsOptionsAndScores) {
   std::vector<std::string> names;
   for (const auto& o : d.options) names.push_back(o.name);
   EXPECT_EQ(names, (std::vector<std::string>{"file", "text_column", "label_column", "header", "tokens", "lowercase",
-                                              "split_punctuation", "min_freq", "max_len", "long_examples", "max_examples",
-                                              "valid_fraction", "test_fraction", "split_seed"}));
+                                             "split_punctuation", "min_freq", "max_len", "long_examples", "max_examples",
+                                             "valid_fraction", "test_fraction", "split_seed"}));
   EXPECT_THROW(registry.create<ablate::Task>("classification"), ablate::Error) << "file is required";
   EXPECT_EQ(sentiment()->score_names(), (std::vector<std::string>{"exact_match", "accuracy", "macro_f1"}));
 }
@@ -306,8 +306,9 @@ TEST_F(ClassificationTaskTest, ReadExamplesEncodesAnotherFileWithTheTasksVocabul
             std::string::npos)
       << e;
   std::ofstream(dir.path() / "no_tab.tsv") << "no label here\n";
-  EXPECT_NE(ablate::testing::error_of([&] { t->read_examples((dir.path() / "no_tab.tsv").string(), nullptr); }).find("no_tab.tsv:1"),
-            std::string::npos);
+  EXPECT_NE(
+      ablate::testing::error_of([&] { t->read_examples((dir.path() / "no_tab.tsv").string(), nullptr); }).find("no_tab.tsv:1"),
+      std::string::npos);
 }
 
 TEST_F(ClassificationTaskTest, BadOptionsAndFilesAreErrorsNamingThePlugin) {
@@ -353,8 +354,12 @@ TEST(ClassificationModelConfig, TheClassifierHeadHasOneOutputPerClassAndOnlyForA
 
 std::string tiny_spec(const std::string& arch, const std::string& file) {
   return "name: tiny_classification\n"
-         "task: {plugin: classification, file: \"" + file + "\", valid_fraction: 0.25, test_fraction: 0.1}\n"
-         "model: {arch: " + arch + ", d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}\n"
+         "task: {plugin: classification, file: \"" +
+         file +
+         "\", valid_fraction: 0.25, test_fraction: 0.1}\n"
+         "model: {arch: " +
+         arch +
+         ", d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}\n"
          "backend: reference\n"
          "train: {steps: 150, batch_size: 8, optimizer: {lr: 3.0e-3}, seed: 1}\n"
          "log: {every: 50, attention: {every: 150, probe_examples: 2}}\n"
@@ -421,7 +426,6 @@ TEST(ClassificationEndToEnd, TinyEncoderClassifierBeatsTheMajorityClassAndRecord
   EXPECT_EQ(probe_classes.length, 0) << "a classifier's probe has no target tokens";
   ASSERT_EQ(probe_classes.texts.size(), 2u);
   for (const std::string& t : probe_classes.texts) EXPECT_EQ(labels.count(t), 1u) << "the probe example's label: " << t;
-
 }
 
 // `ablate eval --data` on a trained classifier: the eval split's lines as a new file score as the split does.

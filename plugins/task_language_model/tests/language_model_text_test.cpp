@@ -73,7 +73,10 @@ std::string concatenated(const TokenStream& s) {
 
 TEST(LanguageModelStream, CharLevelKeepsSpacesAndLineBreaksAndCutsWholeWindows) {
   // A BOM and CRLF line ends are not text; the last line has no line break.
-  const TokenStream s = read("\xEF\xBB\xBF" "Ab c\r\nd\n\nxyz", chars(4));
+  const TokenStream s = read(
+      "\xEF\xBB\xBF"
+      "Ab c\r\nd\n\nxyz",
+      chars(4));
   EXPECT_EQ(s.total_tokens, 11);  // A b ' ' c \n d \n \n x y z
   EXPECT_EQ(s.windows(4), 2);
   EXPECT_EQ(s.dropped_tokens, 3) << "the tail shorter than a window";
@@ -153,9 +156,9 @@ class LanguageModelTextTask : public ::testing::Test {
 TEST_F(LanguageModelTextTask, DeclaresTheOptionsOfBothModesAndDefaultsToTheMarkovChain) {
   std::vector<std::string> names;
   for (const auto& o : registry.find("task", "language_model").options) names.push_back(o.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"vocab_size", "min_len", "max_len", "train_examples", "eval_examples", "seed", "file",
-                                              "tokens", "lowercase", "split_punctuation", "min_freq", "context", "max_examples",
-                                              "valid_fraction", "test_fraction", "split_seed"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"vocab_size", "min_len", "max_len", "train_examples", "eval_examples", "seed",
+                                             "file", "tokens", "lowercase", "split_punctuation", "min_freq", "context",
+                                             "max_examples", "valid_fraction", "test_fraction", "split_seed"}));
   const auto synthetic = registry.create<ablate::Task>("language_model");
   EXPECT_EQ(std::dynamic_pointer_cast<TextLanguageModel>(synthetic), nullptr);
   EXPECT_EQ(synthetic->info().vocab_size, 32);
@@ -221,7 +224,10 @@ TEST_F(LanguageModelTextTask, VocabularyComesFromTheTrainWindowsOnly) {
   const std::string file = write("z.txt", text);
   bool seen_train = false, seen_held_out = false;
   for (int seed = 1; seed <= 30 && !(seen_train && seen_held_out); ++seed) {
-    const auto t = make({{"file", file}, {"context", "4"}, {"valid_fraction", "0.2"}, {"test_fraction", "0.1"},
+    const auto t = make({{"file", file},
+                         {"context", "4"},
+                         {"valid_fraction", "0.2"},
+                         {"test_fraction", "0.1"},
                          {"split_seed", std::to_string(seed)}});
     Split where = Split::Train;
     std::int64_t index = -1;
@@ -247,7 +253,8 @@ TEST_F(LanguageModelTextTask, MinFreqSendsRareTokensToUnkAndWordTextKeepsLineBre
   EXPECT_EQ(v.id("Miller"), Vocabulary::kUnk) << "lower-cased";
   EXPECT_GT(t->stats().train_unk, 0);
   EXPECT_LT(t->stats().train_unk, t->stats().train_tokens / 5);
-  const std::vector<std::int32_t> ids = {v.id("the"), v.id("miller"), v.id("\n"), v.id("and"), ablate::TaskInfo::kEos, v.id("jar")};
+  const std::vector<std::int32_t> ids = {v.id("the"), v.id("miller"),         v.id("\n"),
+                                         v.id("and"), ablate::TaskInfo::kEos, v.id("jar")};
   EXPECT_EQ(t->text(ids, true), "the miller\nand <unk>") << "words joined by spaces, none around a line break; eos dropped";
 }
 
@@ -291,7 +298,8 @@ TEST_F(LanguageModelTextTask, OptionsOfTheOtherModeAreRefused) {
   const std::string two = error({{"file", file}, {"max_len", "20"}, {"seed", "3"}});
   EXPECT_NE(two.find("max_len, seed are options of the synthetic mode"), std::string::npos) << two;
   const std::string text_only = error({{"context", "32"}, {"tokens", "word"}});
-  EXPECT_NE(text_only.find("tokens, context are options of the text mode, but `file` is empty (synthetic mode"), std::string::npos)
+  EXPECT_NE(text_only.find("tokens, context are options of the text mode, but `file` is empty (synthetic mode"),
+            std::string::npos)
       << text_only;
   EXPECT_NE(text_only.find("expected only vocab_size, min_len, max_len"), std::string::npos) << text_only;
   const std::string punctuation = error({{"file", file}, {"split_punctuation", "false"}});
@@ -310,7 +318,8 @@ TEST_F(LanguageModelTextTask, BadFilesAndSettingsAreErrorsNamingThePluginAndTheF
   const std::string short_file = error({{"file", tiny}});
   EXPECT_NE(short_file.find(tiny + ": 17 char tokens are fewer than one window of context 64"), std::string::npos) << short_file;
   const std::string two_windows = error({{"file", tiny}, {"context", "8"}});
-  EXPECT_NE(two_windows.find("cut into windows of 8 tokens: 2 examples leave no training data"), std::string::npos) << two_windows;
+  EXPECT_NE(two_windows.find("cut into windows of 8 tokens: 2 examples leave no training data"), std::string::npos)
+      << two_windows;
   EXPECT_NE(error({{"file", "/no/such.txt"}}).find("task/language_model: cannot read '/no/such.txt'"), std::string::npos);
   EXPECT_NE(error({{"file", kFable.string()}, {"context", "0"}}).find("context must be >= 1"), std::string::npos);
   EXPECT_NE(error({{"file", kFable.string()}, {"min_freq", "0"}}).find("min_freq must be >= 1"), std::string::npos);
@@ -325,8 +334,9 @@ class LanguageModelTextRun : public ::testing::Test {
   // Trains the fixture's char-level LM into dir/<name> with `extra` command-line arguments.
   ablate::testing::CliResult run(const std::string& name, std::vector<std::string> extra = {}) {
     std::ofstream(dir.path() / "spec.yaml") << kSpec;
-    std::vector<std::string> args = {"run", (dir.path() / "spec.yaml").string(), "--out", (dir.path() / name).string(),
-                                     "--progress", "quiet", "--set", "task.file=" + kFable.string()};
+    std::vector<std::string> args = {
+        "run",   (dir.path() / "spec.yaml").string(), "--out", (dir.path() / name).string(), "--progress", "quiet",
+        "--set", "task.file=" + kFable.string()};
     args.insert(args.end(), extra.begin(), extra.end());
     return ablate::testing::run_cli(args);
   }
@@ -370,8 +380,8 @@ TEST_F(LanguageModelTextRun, TinyCharModelBeatsTheUnigramBaselineAndRecordsConti
   };
   ablate::PluginRegistry registry;
   registry.add_linked(task_language_model::plugin_info, task_language_model::plugin_create);
-  const auto task = registry.create<ablate::Task>("language_model", {{"file", kFable.string()}, {"context", "32"},
-                                                                     {"valid_fraction", "0.1"}, {"test_fraction", "0.05"}});
+  const auto task = registry.create<ablate::Task>(
+      "language_model", {{"file", kFable.string()}, {"context", "32"}, {"valid_fraction", "0.1"}, {"test_fraction", "0.05"}});
   const double unigram = unigram_perplexity(*task), vocab = static_cast<double>(task->info().vocab_size);
   ASSERT_GT(unigram, 12.0) << "the fixture's characters are not nearly uniform, but far from predictable one by one";
   const double ppl = column("perplexity").back();
@@ -412,7 +422,8 @@ TEST_F(LanguageModelTextRun, AResumedRunRecordsTheSameContinuations) {
   ASSERT_EQ(b.sample_steps(), a.sample_steps());
   for (std::size_t row = 0; row < 2; ++row) {
     EXPECT_EQ(b.samples(row).src, a.samples(row).src) << row;
-    EXPECT_EQ(b.samples(row).prediction, a.samples(row).prediction) << "row " << row << ": sampled with (seed, step), not a live RNG";
+    EXPECT_EQ(b.samples(row).prediction, a.samples(row).prediction)
+        << "row " << row << ": sampled with (seed, step), not a live RNG";
   }
 }
 

@@ -56,8 +56,7 @@ TEST(TranslationTokenizer, WordLevelLowercasesAndSplitsPunctuation) {
 
 TEST(TranslationTokenizer, SpanishAccentsAndInvertedMarksAreUtf8Safe) {
   EXPECT_EQ(tokens("¿Dónde está?"), (Words{"¿", "dónde", "está", "?"}));
-  EXPECT_EQ(tokens("¡ÁNGEL, ÉL Y ÑANDÚ ÜBER ÍO ÓLE!"),
-            (Words{"¡", "ángel", ",", "él", "y", "ñandú", "über", "ío", "óle", "!"}));
+  EXPECT_EQ(tokens("¡ÁNGEL, ÉL Y ÑANDÚ ÜBER ÍO ÓLE!"), (Words{"¡", "ángel", ",", "él", "y", "ñandú", "über", "ío", "óle", "!"}));
   EXPECT_EQ(tokens("«Bonjour…» “Hi” — ‘ok’"), (Words{"«", "bonjour", "…", "»", "“", "hi", "”", "—", "‘", "ok", "’"}));
 }
 
@@ -164,7 +163,8 @@ TEST(TranslationBleu, D2lSentenceBleuMatchesHandComputedValues) {
   //   n=1: a, b, d all in the label: p1 = 3/3 -> 1^(1/2) = 1
   //   n=2: pred bigrams {a b, b d}, label bigrams {a b, b c, c d}: p2 = 1/2 -> (1/2)^(1/4)
   //   score = exp(-1/3) * 0.5^0.25 = 0.716531 * 0.840896 = 0.602529
-  EXPECT_NEAR(d2l_sentence_bleu<std::string>({"a", "b", "d"}, {"a", "b", "c", "d"}, 2), std::exp(-1.0 / 3) * std::pow(0.5, 0.25), 1e-12);
+  EXPECT_NEAR(d2l_sentence_bleu<std::string>({"a", "b", "d"}, {"a", "b", "c", "d"}, 2), std::exp(-1.0 / 3) * std::pow(0.5, 0.25),
+              1e-12);
   EXPECT_NEAR(d2l_sentence_bleu<std::string>({"a", "b", "d"}, {"a", "b", "c", "d"}, 2), 0.602529, 1e-6);
   // Clipping: pred "a a b" vs label "a b b" (same length: penalty 1).
   //   n=1: a x2 in pred, x1 in label -> 1; b x1 -> 1: p1 = 2/3 -> (2/3)^(1/2) = 0.816497
@@ -360,7 +360,9 @@ TEST_F(TranslationTaskTest, EncodeReadsBackEachSideOfEveryExample) {
   int checked = 0;
   for (std::int64_t i = 0; i < t->size(ablate::Split::Train); ++i) {
     const ablate::Example e = t->example(ablate::Split::Train, i);
-    const auto unk = [](const std::vector<std::int32_t>& ids) { return std::count(ids.begin(), ids.end(), ablate_text::Vocabulary::kUnk); };
+    const auto unk = [](const std::vector<std::int32_t>& ids) {
+      return std::count(ids.begin(), ids.end(), ablate_text::Vocabulary::kUnk);
+    };
     if (unk(e.src) || unk(e.tgt)) continue;  // "<unk>" as text is not read back as the id
     std::int64_t unknown = -1;
     EXPECT_EQ(t->encode(t->text(e.src, false), false, &unknown), e.src) << t->text(e.src, false);
@@ -379,9 +381,9 @@ TEST_F(TranslationTaskTest, DeclaresItsOptionsAndScores) {
   const auto& d = registry.find("task", "translation");
   std::vector<std::string> names;
   for (const auto& o : d.options) names.push_back(o.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"file", "source_tokens", "target_tokens", "lowercase", "split_punctuation", "min_freq",
-                                              "max_len", "long_examples", "max_examples", "valid_fraction", "test_fraction",
-                                              "split_seed", "bleu_k"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"file", "source_tokens", "target_tokens", "lowercase", "split_punctuation",
+                                             "min_freq", "max_len", "long_examples", "max_examples", "valid_fraction",
+                                             "test_fraction", "split_seed", "bleu_k"}));
   EXPECT_THROW(registry.create<ablate::Task>("translation"), ablate::Error) << "file is required";
   EXPECT_EQ(spanish()->score_names(), (std::vector<std::string>{"exact_match", "token_accuracy", "bleu", "sentence_bleu",
                                                                 "n_bleu_gt_0", "n_bleu_gt_0_8", "n_sentences"}));
@@ -431,8 +433,10 @@ TEST_F(TranslationTaskTest, VocabulariesComeFromTheTrainSplitOnly) {
   std::set<std::string> train_src, train_tgt;
   const Tokenizer tok;
   for (std::int64_t i = 0; i < t->size(Split::Train); ++i) {
-    for (const auto& w : tok.tokenize(column(lines[static_cast<std::size_t>(t->line_of(Split::Train, i))], 0))) train_src.insert(w);
-    for (const auto& w : tok.tokenize(column(lines[static_cast<std::size_t>(t->line_of(Split::Train, i))], 1))) train_tgt.insert(w);
+    for (const auto& w : tok.tokenize(column(lines[static_cast<std::size_t>(t->line_of(Split::Train, i))], 0)))
+      train_src.insert(w);
+    for (const auto& w : tok.tokenize(column(lines[static_cast<std::size_t>(t->line_of(Split::Train, i))], 1)))
+      train_tgt.insert(w);
     const Ids tgt = t->example(Split::Train, i).tgt;
     EXPECT_EQ(std::count(tgt.begin(), tgt.end(), Vocabulary::kUnk), 0) << "every train token is in the vocabulary";
   }
@@ -455,8 +459,9 @@ TEST_F(TranslationTaskTest, VocabulariesComeFromTheTrainSplitOnly) {
   const auto frequent = spanish({{"min_freq", "2"}});
   EXPECT_LT(frequent->target_vocabulary().size(), spanish({})->target_vocabulary().size());
   // On the small train split above, min_freq 2 leaves most tokens <unk>: refused, saying how many.
-  const std::string refused = ablate::testing::error_of(
-      [&] { spanish({{"valid_fraction", "0.3"}, {"test_fraction", "0.3"}, {"min_freq", "2"}}); });
+  const std::string refused = ablate::testing::error_of([&] {
+    spanish({{"valid_fraction", "0.3"}, {"test_fraction", "0.3"}, {"min_freq", "2"}});
+  });
   EXPECT_NE(refused.find("% of the train split's source tokens <unk>; expected most tokens known"), std::string::npos) << refused;
   EXPECT_NE(refused.find("lower min_freq"), std::string::npos) << refused;
 }
@@ -513,7 +518,9 @@ TEST_F(TranslationTaskTest, TextRoundTripsBothSides) {
 }
 
 TEST_F(TranslationTaskTest, CharacterLevelChineseTargets) {
-  const auto t = make({{"file", data("translation_eng_cmn.tsv").string()}, {"target_tokens", "char"}, {"valid_fraction", "0.1"},
+  const auto t = make({{"file", data("translation_eng_cmn.tsv").string()},
+                       {"target_tokens", "char"},
+                       {"valid_fraction", "0.1"},
                        {"test_fraction", "0.1"}});
   const auto lines = lines_of("translation_eng_cmn.tsv");
   EXPECT_EQ(t->size(Split::Train), 8);
@@ -544,9 +551,7 @@ TEST_F(TranslationTaskTest, CharacterLevelChineseTargets) {
 
 TEST_F(TranslationTaskTest, BadOptionsAndFilesAreErrorsNamingThePlugin) {
   const std::string file = data("translation_eng_spa.tsv").string();
-  const auto error = [&](std::map<std::string, std::string> o) {
-    return ablate::testing::error_of([&] { make(o); });
-  };
+  const auto error = [&](std::map<std::string, std::string> o) { return ablate::testing::error_of([&] { make(o); }); };
   EXPECT_NE(error({{"file", file}, {"max_len", "0"}}).find("task/translation: max_len must be >= 1"), std::string::npos);
   EXPECT_NE(error({{"file", file}, {"min_freq", "0"}}).find("min_freq must be >= 1"), std::string::npos);
   EXPECT_NE(error({{"file", file}, {"bleu_k", "0"}}).find("bleu_k must be >= 1"), std::string::npos);
@@ -607,7 +612,8 @@ TEST_F(TranslationTaskTest, ScoreAddsCorpusAndSentenceBleu) {
 TEST(TranslationEndToEnd, TinyEncoderDecoderTrainsAndRecordsBleu) {
   ablate::testing::TempDir dir;
   const std::string spec = std::string(R"(name: tiny_translation
-task: {plugin: translation, file: ")") + data("translation_eng_spa.tsv").string() +
+task: {plugin: translation, file: ")") +
+                           data("translation_eng_spa.tsv").string() +
                            R"(", valid_fraction: 0.25, test_fraction: 0.1, max_len: 8}
 model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}
 backend: reference

@@ -61,8 +61,10 @@ std::vector<std::string> lines_of(const std::string& text) {
 std::vector<std::string> split_csv_simple(const std::string& line) {  // rows without quoted fields
   std::vector<std::string> fields(1);
   for (const char ch : line) {
-    if (ch == ',') fields.emplace_back();
-    else fields.back() += ch;
+    if (ch == ',')
+      fields.emplace_back();
+    else
+      fields.back() += ch;
   }
   return fields;
 }
@@ -337,8 +339,7 @@ TEST(CompareBaseline, ErrorsSayWhatIsWrongAndWhatExists) {
   expect_error([&] { compare({}, {}); }, "no runs");
   auto bad = runs;
   bad[3].status = "exploded";
-  expect_error([&] { compare(bad, {}); }, "results/quickstart/post-s2/run.h5: unknown run status 'exploded'",
-               "newer Ablate");
+  expect_error([&] { compare(bad, {}); }, "results/quickstart/post-s2/run.h5: unknown run status 'exploded'", "newer Ablate");
 }
 
 TEST(CompareSynthetic, OneSeedPerArmSaysWhyThereIsNoPOnceForEveryArm) {
@@ -364,8 +365,7 @@ TEST(CompareSynthetic, FewRunsAndOtherStatusesNeverCrash) {
   EXPECT_TRUE(std::isnan(c.arms[1].std));
   EXPECT_NEAR(c.arms[1].delta, 0.05, 1e-12);
   EXPECT_FALSE(c.arms[1].test.defined());
-  EXPECT_NE(c.arms[1].test.note.find("this arm has 1 completed run with a value"), std::string::npos)
-      << c.arms[1].test.note;
+  EXPECT_NE(c.arms[1].test.note.find("this arm has 1 completed run with a value"), std::string::npos) << c.arms[1].test.note;
   const std::string table = format_table(c);
   EXPECT_NE(table.find("p n/a for pre_norm: this arm has 1 completed run"), std::string::npos) << table;
   EXPECT_NE(unwrapped(table).find("runs counted but not in the means: 1 failed, 1 interrupted, 1 still running"),
@@ -430,7 +430,9 @@ TEST(CompareReport, GridTablesFitIn100Columns) {
           RunSummary r;
           r.run_id = "r" + std::to_string(++i);
           r.status = "completed";
-          r.config = {{"model.block", block}, {"model.positional_encoding", pe}, {"model.ffn", ffn},
+          r.config = {{"model.block", block},
+                      {"model.positional_encoding", pe},
+                      {"model.ffn", ffn},
                       {"train.seed", std::to_string(seed)}};
           const double steps = 700 + (std::string(pe) == "learned" ? 180 : 0) + (std::string(block) == "pre_norm" ? -40 : 0) +
                                17 * ((i * 7) % 5) + 3 * seed;
@@ -467,8 +469,7 @@ TEST(CompareReport, MarkdownStatesWhatTheNumbersDoAndDoNotShow) {
   const Comparison c = synthetic_comparison();
   const std::string md = report_markdown(c);
   EXPECT_NE(md.find("| arm | n | mean ± sd | Δ [95% CI] | p | seeds | lost |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| pre_norm | 2 | 0.9600 ± 0.0141 | +0.0600 [+0.0002, +0.1198] | 0.0497* | 3 | 1 div |"),
-            std::string::npos)
+  EXPECT_NE(md.find("| pre_norm | 2 | 0.9600 ± 0.0141 | +0.0600 [+0.0002, +0.1198] | 0.0497* | 3 | 1 div |"), std::string::npos)
       << md;
   EXPECT_NE(md.find("pre_norm differs from the baseline by +0.0600 (better)"), std::string::npos) << md;
   EXPECT_NE(md.find("## Caveats"), std::string::npos) << md;
@@ -497,8 +498,8 @@ TEST(CompareReport, CsvHasHeaderAndOneRowPerArm) {
   ASSERT_EQ(post.size(), 30u) << lines[1];
   ASSERT_EQ(pre.size(), 30u) << lines[2];
   EXPECT_EQ(std::vector<std::string>(post.begin(), post.begin() + 15),
-            (std::vector<std::string>{"post_norm", "model.block=post_norm", "post_norm", "true", "3", "3", "0", "0", "0",
-                                      "0", "0", "0", "exact_match", "final", "3"}));
+            (std::vector<std::string>{"post_norm", "model.block=post_norm", "post_norm", "true", "3", "3", "0", "0", "0", "0",
+                                      "0", "0", "exact_match", "final", "3"}));
   EXPECT_DOUBLE_EQ(std::stod(post[15]), 0.9);
   EXPECT_NEAR(std::stod(post[16]), 0.01, 1e-15);
   EXPECT_EQ(std::vector<std::string>(post.begin() + 17, post.end()),
@@ -509,10 +510,10 @@ TEST(CompareReport, CsvHasHeaderAndOneRowPerArm) {
   EXPECT_NEAR(std::stod(pre[21]), 1.6842105263157895, 1e-9);
   EXPECT_NEAR(std::stod(pre[22]), 0.04969146055234231, 1e-9);
   EXPECT_NEAR(std::stod(pre[23]), 0.04969146055234231, 1e-9);  // one test: Holm leaves it
-  EXPECT_EQ(pre[24], "false");                                  // seeds differ (a diverged run): Welch
-  EXPECT_NEAR(std::stod(pre[18]), 0.0002, 1e-4);                // p just below 0.05: the CI just excludes 0
+  EXPECT_EQ(pre[24], "false");                                 // seeds differ (a diverged run): Welch
+  EXPECT_NEAR(std::stod(pre[18]), 0.0002, 1e-4);               // p just below 0.05: the CI just excludes 0
   EXPECT_NEAR(std::stod(pre[19]), 0.1198, 1e-4);
-  EXPECT_EQ(pre[26], "");  // no bootstrap below 5 values per arm
+  EXPECT_EQ(pre[26], "");         // no bootstrap below 5 values per arm
   EXPECT_FALSE(pre[28].empty());  // seeds needed from the pooled spread
 
   // Fields with commas or quotes are quoted.
@@ -539,8 +540,8 @@ TEST(CompareSynthetic, SameSeedsInEveryArmArePaired) {
   const std::vector<double> base = {0.70, 0.80, 0.60, 0.90, 0.75}, shift = {0.02, 0.03, 0.025, 0.02, 0.03};
   for (std::size_t s = 0; s < base.size(); ++s)
     for (const bool pre : {false, true}) {
-      RunSummary r = make_run((pre ? "pre" : "post") + std::to_string(s), pre ? "pre_norm" : "post_norm",
-                              static_cast<int>(s + 1), "completed", base[s] + (pre ? shift[s] : 0.0), {}, 100);
+      RunSummary r = make_run((pre ? "pre" : "post") + std::to_string(s), pre ? "pre_norm" : "post_norm", static_cast<int>(s + 1),
+                              "completed", base[s] + (pre ? shift[s] : 0.0), {}, 100);
       runs.push_back(r);
     }
   const Comparison c = compare(runs);
@@ -582,8 +583,9 @@ std::string python_json(const std::string& json, const std::string& expression) 
 TEST(CompareReport, JsonParsesAndCarriesTheNumbers) {
   if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
   const std::string json = summary_json(synthetic_comparison());
-  EXPECT_EQ(python_json(json, "d[\"format_version\"], d[\"metric\"], d[\"summary\"], d[\"baseline\"], d[\"keys\"], d[\"paired\"]"),
-            "2 exact_match final post_norm ['model.block'] False\n");
+  EXPECT_EQ(
+      python_json(json, "d[\"format_version\"], d[\"metric\"], d[\"summary\"], d[\"baseline\"], d[\"keys\"], d[\"paired\"]"),
+      "2 exact_match final post_norm ['model.block'] False\n");
   EXPECT_EQ(python_json(json, "[a[\"key_label\"] for a in d[\"arms\"]], d[\"arms\"][0][\"test\"], d[\"arms\"][0][\"delta\"]"),
             "['model.block=post_norm', 'model.block=pre_norm'] None None\n");
   EXPECT_EQ(python_json(json, "d[\"arms\"][1][\"counts\"], d[\"arms\"][1][\"values_used\"], d[\"arms\"][1][\"mean\"]"),

@@ -24,8 +24,8 @@ FactorialDesign design_of(const YAML::Node& c) {
     FactorialObservation obs;
     for (std::size_t f = 0; f < d.factors.size(); ++f) {
       const auto& ls = d.levels[f];
-      obs.levels.push_back(static_cast<std::size_t>(
-          std::find(ls.begin(), ls.end(), row[d.factors[f]].as<std::string>()) - ls.begin()));
+      obs.levels.push_back(
+          static_cast<std::size_t>(std::find(ls.begin(), ls.end(), row[d.factors[f]].as<std::string>()) - ls.begin()));
     }
     const std::string seed = row["seed"].as<std::string>();
     if (c["blocked"].as<bool>()) {

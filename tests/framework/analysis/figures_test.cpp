@@ -104,7 +104,8 @@ TEST_F(FiguresTest, HeadScoresOfARunFileUseTheProbeLengths) {
     EXPECT_DOUBLE_EQ(d.mean[h].diagonal, 1.0);
     EXPECT_DOUBLE_EQ(d.mean[h].previous_token, 0.0);
     EXPECT_DOUBLE_EQ(p.mean[h].previous_token, 1.0);
-    const double want = d.heads[h].starts_with("enc") ? (3 / 4.0 + 2 / 3.0) / 2 : (4 / 5.0 + 3 / 4.0) / 2;  // distance 1 but at q = 0
+    const double want =
+        d.heads[h].starts_with("enc") ? (3 / 4.0 + 2 / 3.0) / 2 : (4 / 5.0 + 3 / 4.0) / 2;  // distance 1 but at q = 0
     EXPECT_NEAR(p.mean[h].mean_distance, want, 1e-12);
   }
   EXPECT_THROW(run_head_scores(read_attention_log(RunReader(diag), 2)), Error);  // logs 0 and 1 only
@@ -115,9 +116,10 @@ TEST_F(FiguresTest, DrawsEveryFigureForTwoArms) {
   o.out_dir = dir_ / "figures";
   const FigureReport r = draw_figures(two_arms(true), o);
   EXPECT_TRUE(r.notes.empty()) << r.notes.front();
-  for (const char* name : {"curves_loss.png", "curves_token_accuracy.png", "curves_exact_match.png", "curves_train_loss.png",
-                           "attention_encoder_self.png", "attention_decoder_self.png", "attention_decoder_cross.png", "decode_cross.png",
-                           "entropy.png", "head_scores.png", "head_differences.png", "rollout_encoder.png", "rollout_decoder.png"}) {
+  for (const char* name :
+       {"curves_loss.png", "curves_token_accuracy.png", "curves_exact_match.png", "curves_train_loss.png",
+        "attention_encoder_self.png", "attention_decoder_self.png", "attention_decoder_cross.png", "decode_cross.png",
+        "entropy.png", "head_scores.png", "head_differences.png", "rollout_encoder.png", "rollout_decoder.png"}) {
     EXPECT_TRUE(fs::is_regular_file(o.out_dir / name)) << name;
     EXPECT_NE(std::find(r.written.begin(), r.written.end(), o.out_dir / name), r.written.end()) << name;
   }

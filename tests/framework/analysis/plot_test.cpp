@@ -30,8 +30,8 @@ namespace fs = std::filesystem;
 class PlotTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ablate_plot_test_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("ablate_plot_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -64,7 +64,8 @@ PngSize png_size(const fs::path& p) {
 }
 
 bool svg_parses(const fs::path& p) {
-  const std::string cmd = "/usr/bin/python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' '" + p.string() + "'";
+  const std::string cmd =
+      "/usr/bin/python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' '" + p.string() + "'";
   return std::system(cmd.c_str()) == 0;
 }
 
@@ -211,7 +212,7 @@ TEST_F(PlotTest, PlotLineSkipsNanAndNonPositiveOnLog) {
   p.series[0].x[10] = NAN;
   p.series[1].lower[7] = NAN;
   p.series[1].mean.assign(p.series[1].mean.size(), NAN);  // an all-NaN series: legend only
-  p.series[0].mean[20] = -1;                               // skipped on a log axis
+  p.series[0].mean[20] = -1;                              // skipped on a log axis
   p.y_scale = YScale::Log;
   EXPECT_NO_THROW(line_plot(dir_ / "gaps.png", p));
   EXPECT_EQ(png_size(dir_ / "gaps.png").width, 1800u);
@@ -346,7 +347,9 @@ TEST_F(PlotTest, PlotHeatmapValueRangeAndAutoCell) {
   PngImage img(dir_ / "range.png");
   ASSERT_TRUE(img.ok());
   const Rect& r = layout.matrices[0];
-  auto at = [&](int row, int col) { return img.rgb((r.x + (col + 0.5) * layout.cell) * 2, (r.y + (row + 0.5) * layout.cell) * 2); };
+  auto at = [&](int row, int col) {
+    return img.rgb((r.x + (col + 0.5) * layout.cell) * 2, (r.y + (row + 0.5) * layout.cell) * 2);
+  };
   expect_colour(at(0, 0), colormap(0));
   expect_colour(at(0, 1), colormap(0.5));
   expect_colour(at(1, 0), colormap(1));
@@ -361,7 +364,8 @@ TEST_F(PlotTest, PlotHeatmapSvgParsesWithLayoutSize) {
   std::vector<std::string> tokens = {"▁Die", "▁Katze", "<pad>", "very-long-token-that-gets-shortened", "&amp;", "\xff\xfe"};
   g.x_labels = tokens;
   g.y_labels = {"▁The", "▁cat", "</s>"};
-  for (int i = 0; i < 7; ++i) g.panels.push_back(panel(3, 6, "layer " + std::to_string(i / 4) + " · head " + std::to_string(i % 4)));
+  for (int i = 0; i < 7; ++i)
+    g.panels.push_back(panel(3, 6, "layer " + std::to_string(i / 4) + " · head " + std::to_string(i % 4)));
   const HeatmapLayout layout = heatmap_grid(dir_ / "grid.svg", g);
   EXPECT_TRUE(svg_parses(dir_ / "grid.svg"));
   EXPECT_EQ(svg_attribute(dir_ / "grid.svg", "width"), std::to_string(layout.size.width) + "px");
@@ -374,7 +378,8 @@ TEST_F(PlotTest, PlotHeatmapSvgParsesWithLayoutSize) {
     EXPECT_LE(a.y + a.height, png.size.height);
     for (std::size_t j = i + 1; j < png.matrices.size(); ++j) {
       const Rect& b = png.matrices[j];
-      EXPECT_TRUE(a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y || b.y + b.height <= a.y) << i << " " << j;
+      EXPECT_TRUE(a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y || b.y + b.height <= a.y)
+          << i << " " << j;
     }
   }
 }
@@ -499,7 +504,8 @@ TEST_F(PlotTest, PlotLegendShowsEightGridArmsWhole) {
   for (std::size_t i = 0; i < labels.size(); ++i) g.series.push_back({labels[i], {1.0 + 0.1 * double(i), 1.2, 0.8, 1.0}, {}});
   const PlotLayout points = grouped_points(dir_ / "points.png", g);
   expect_whole_legend(points, labels);
-  for (const Rect& box : points.legend_boxes) EXPECT_LT(box.y + box.height, points.area.y) << "the legend rows are above the plot";
+  for (const Rect& box : points.legend_boxes)
+    EXPECT_LT(box.y + box.height, points.area.y) << "the legend rows are above the plot";
 }
 
 TEST_F(PlotTest, PlotGroupedPointsRejectsBadInput) {

@@ -33,8 +33,8 @@ std::string chromium(const fs::path& page, const std::string& flag, std::string&
   const fs::path out = page.parent_path() / "chromium.out", err = page.parent_path() / "chromium.log";
   const std::string command = std::string(kChromium) +
                               " --headless --no-sandbox --disable-gpu --hide-scrollbars --enable-logging=stderr --v=0 "
-                              "--window-size=1100,2400 " + flag + " file://" + page.string() + " > " + out.string() +
-                              " 2> " + err.string();
+                              "--window-size=1100,2400 " +
+                              flag + " file://" + page.string() + " > " + out.string() + " 2> " + err.string();
   EXPECT_EQ(std::system(command.c_str()), 0) << slurp(err);
   log = slurp(err);
   return slurp(out);

@@ -88,7 +88,8 @@ train: {steps: 12, batch_size: 16, optimizer: {lr: 3.0e-3}, seed: 3}
 log: {every: 2}
 eval: {every: 6, batches: 1, metrics: [loss, exact_match]}
 )";
-  const auto r = testing::run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "run").string(), "--progress", "quiet"});
+  const auto r =
+      testing::run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "run").string(), "--progress", "quiet"});
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   const auto files = find_runs({dir_});
   ASSERT_EQ(files.size(), 1u);
@@ -124,8 +125,8 @@ eval: {every: 6, batches: 1, metrics: [loss, exact_match]}
 
   // A run file written before /evals existed: the scores.json files are read instead.
   if (!results::testing::have_h5py()) GTEST_SKIP() << "needs /usr/bin/python3 with h5py to remove /evals";
-  const std::string strip = "/usr/bin/python3 -c \"import h5py, sys; f = h5py.File(sys.argv[1], 'r+'); del f['evals']\" '" +
-                            files[0].string() + "'";
+  const std::string strip =
+      "/usr/bin/python3 -c \"import h5py, sys; f = h5py.File(sys.argv[1], 'r+'); del f['evals']\" '" + files[0].string() + "'";
   ASSERT_EQ(std::system(strip.c_str()), 0);
   EXPECT_FALSE(results::RunReader(files[0]).records_evaluations());
   EXPECT_FALSE(summarize(results::RunReader(files[0])).final_metrics.count("evals/eval/loss"));

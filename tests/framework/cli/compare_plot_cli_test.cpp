@@ -60,8 +60,8 @@ fs::path ComparePlotCli::dir_;
 
 TEST_F(ComparePlotCli, CompareTablesBothArmsAndWritesReports) {
   const fs::path out = dir_ / "cmp";
-  const auto r = run_cli({"compare", (dir_ / "sweep").string(), "--baseline", "model.block=post_norm", "--metric", "loss",
-                          "--out", out.string()});
+  const auto r = run_cli(
+      {"compare", (dir_ / "sweep").string(), "--baseline", "model.block=post_norm", "--metric", "loss", "--out", out.string()});
   ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
   EXPECT_NE(r.out.find("arms by model.block; baseline: post_norm"), std::string::npos) << r.out;
   // Both arms aggregate n = 2, and the same seeds ran in both: the test is paired by seed.

@@ -20,8 +20,8 @@ TEST(Tape, InputUsedTwiceAccumulatesBothContributions) {
   Graph g(be, 1, 0);
   const std::vector<float> xv = {0.5f, -2.0f, 3.0f};
   Var x = g.leaf(f32_tensor(be, {3}, xv));
-  Var y = ops::mul(g, x, x);                 // x^2: dy/dx = 2x
-  Var z = ops::add(g, y, x, 1.0f, 3.0f);     // x^2 + 3x: dz/dx = 2x + 3
+  Var y = ops::mul(g, x, x);              // x^2: dy/dx = 2x
+  Var z = ops::add(g, y, x, 1.0f, 3.0f);  // x^2 + 3x: dz/dx = 2x + 3
   g.backward(z, f32_tensor(be, {3}, {1.0f, 1.0f, 1.0f}));
   const std::vector<float> dx = host(be, x.grad());
   for (std::size_t i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(dx[i], 2 * xv[i] + 3) << i;
@@ -82,15 +82,15 @@ TEST(Tape, DropoutIsKeyedBySeedStepAndOpOrder) {
   auto masks = [&](std::uint64_t seed, std::uint64_t step) {
     Graph g(be, seed, step);
     Var x = g.constant(ones);
-    std::vector<float> first = host(be, ops::dropout(g, x, 0.5f).value());  // op id 0
+    std::vector<float> first = host(be, ops::dropout(g, x, 0.5f).value());   // op id 0
     std::vector<float> second = host(be, ops::dropout(g, x, 0.5f).value());  // op id 1
     return std::make_pair(first, second);
   };
   const auto a = masks(7, 3);
-  EXPECT_EQ(a, masks(7, 3));             // same program, same draws
-  EXPECT_NE(a.first, a.second);          // second op in the pass draws another mask
-  EXPECT_NE(a.first, masks(7, 4).first); // next step draws another mask
-  EXPECT_NE(a.first, masks(8, 3).first); // another seed too
+  EXPECT_EQ(a, masks(7, 3));              // same program, same draws
+  EXPECT_NE(a.first, a.second);           // second op in the pass draws another mask
+  EXPECT_NE(a.first, masks(7, 4).first);  // next step draws another mask
+  EXPECT_NE(a.first, masks(8, 3).first);  // another seed too
   for (std::size_t i = 0; i < 256; ++i) {
     EXPECT_TRUE(a.first[i] == 0.0f || a.first[i] == 2.0f) << i;
     EXPECT_EQ(a.first[i] != 0.0f, dropout_keep(RngKey{7, 3, 0}, i, 0.5f)) << i;

@@ -31,7 +31,7 @@ Outcome run(Backend& be, const GradcheckFn& f, const std::vector<Shape>& shapes)
   Graph g(be, 1, 0);
   std::vector<Var> in;
   for (std::size_t i = 0; i < shapes.size(); ++i)
-    in.push_back(g.leaf(f32_tensor(be, shapes[i], ramp(shapes[i].numel(), 0.3f + static_cast<float>(i))) ));
+    in.push_back(g.leaf(f32_tensor(be, shapes[i], ramp(shapes[i].numel(), 0.3f + static_cast<float>(i)))));
   const Var y = f(g, in);
   Outcome o{host(be, y.value()), {}};
   g.backward(y, f32_tensor(be, y.shape(), ramp(y.shape().numel(), 1.7f)));
@@ -59,7 +59,8 @@ void expect_composition_matches(const std::string& name, const GradcheckFn& f, c
     const Outcome want = run(reference_backend(), h, shapes), got = run(bare_backend(), h, shapes);
     const float tol = bf16 ? 2e-2f : 2e-6f;
     expect_close(want.y, got.y, tol, "values");
-    for (std::size_t i = 0; i < shapes.size(); ++i) expect_close(want.grads[i], got.grads[i], tol, "gradient " + std::to_string(i));
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      expect_close(want.grads[i], got.grads[i], tol, "gradient " + std::to_string(i));
   }
   std::vector<Tensor> inputs;
   for (std::size_t i = 0; i < shapes.size(); ++i)
@@ -74,9 +75,8 @@ GradcheckFn unary(Var (*op)(Graph&, const Var&)) {
 
 TEST(ComposedOps, TheBareBackendRefusesEveryOptionalOpItselfSoTheCompositionsRun) {
   Backend& be = bare_backend();
-  for (OptionalOp op : {OptionalOp::rope, OptionalOp::slice_last, OptionalOp::attention_bias,
-                        OptionalOp::grouped_attention, OptionalOp::softmax_last, OptionalOp::sum_last, OptionalOp::pointwise,
-                        OptionalOp::attention_softcap})
+  for (OptionalOp op : {OptionalOp::rope, OptionalOp::slice_last, OptionalOp::attention_bias, OptionalOp::grouped_attention,
+                        OptionalOp::softmax_last, OptionalOp::sum_last, OptionalOp::pointwise, OptionalOp::attention_softcap})
     EXPECT_FALSE(be.supports(op)) << optional_op_name(op);
   Tensor x = f32_tensor(be, {2, 3}, ramp(6)), y = be.empty({2, 3}, DType::F32), s = be.empty({2, 1}, DType::F32);
   EXPECT_THROW(be.softmax_last_forward(y, x), Error);
@@ -95,18 +95,18 @@ TEST(ComposedOps, RowwiseOpsMatchTheKernels) {
 TEST(ComposedOps, SliceAndConcatMatchTheKernels) {
   expect_composition_matches("slice_last", [](Graph& g, const std::vector<Var>& in) { return ops::slice_last(g, in[0], 2, 3); },
                              {{2, 3, 7}});
-  expect_composition_matches("concat_last", [](Graph& g, const std::vector<Var>& in) { return ops::concat_last(g, in[0], in[1]); },
+  expect_composition_matches("concat_last",
+                             [](Graph& g, const std::vector<Var>& in) { return ops::concat_last(g, in[0], in[1]); },
                              {{2, 3, 4}, {2, 3, 5}});
 }
 
 TEST(ComposedOps, RopeMatchesTheKernelFullAndPartialAtAnOffset) {
   for (const int rotary : {6, 4}) {
     const Tensor positions = i32_tensor(bare_backend(), {3}, {5, 6, 7});  // a host tensor: both backends read it
-    expect_composition_matches("rope rotary " + std::to_string(rotary),
-                               [&positions, rotary](Graph& g, const std::vector<Var>& in) {
-                                 return ops::rope(g, in[0], positions, rotary, 100.0f);
-                               },
-                               {{2, 2, 3, 6}});
+    expect_composition_matches(
+        "rope rotary " + std::to_string(rotary),
+        [&positions, rotary](Graph& g, const std::vector<Var>& in) { return ops::rope(g, in[0], positions, rotary, 100.0f); },
+        {{2, 2, 3, 6}});
   }
 }
 

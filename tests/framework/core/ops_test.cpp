@@ -33,8 +33,8 @@ TEST(OpsGradcheck, LinearOnThreeDimensionalInputWithEveryActivation) {
     expect_gradcheck([act](Graph& g, const std::vector<Var>& in) { return ops::linear(g, in[0], in[1], in[2], act); },
                      values({2, 3, 5}), values({4, 5}, 1.0f), values({4}, 2.0f));
   }
-  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::linear(g, in[0], in[1], Var()); },
-                   values({3, 5}), values({2, 5}, 1.0f));
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::linear(g, in[0], in[1], Var()); }, values({3, 5}),
+                   values({2, 5}, 1.0f));
 }
 
 TEST(OpsGradcheck, BatchedMatmulWithTransposes) {
@@ -58,8 +58,8 @@ TEST(OpsGradcheck, AttentionWithCausalAndPaddingMasksAndDropout) {
     o.key_lengths = variant >= 2 ? &lengths : nullptr;
     o.dropout = variant == 3 ? 0.3f : 0.0f;
     const Shape q = o.causal ? Shape{2, 2, 5, 4} : Shape{2, 2, 3, 4};
-    expect_gradcheck([o](Graph& g, const std::vector<Var>& in) { return ops::attention(g, in[0], in[1], in[2], o); },
-                     values(q), values({2, 2, 5, 4}, 1.0f), values({2, 2, 5, 4}, 2.0f));
+    expect_gradcheck([o](Graph& g, const std::vector<Var>& in) { return ops::attention(g, in[0], in[1], in[2], o); }, values(q),
+                     values({2, 2, 5, 4}, 1.0f), values({2, 2, 5, 4}, 2.0f));
   }
 }
 
@@ -131,8 +131,8 @@ TEST(OpsGradcheck, LayerNormAndRmsNorm) {
 }
 
 TEST(OpsGradcheck, ElementwiseOps) {
-  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::add(g, in[0], in[1], 0.5f, 2.0f); },
-                   values({3, 4, 2}), values({4, 2}, 1.0f));  // b repeats over the batch
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::add(g, in[0], in[1], 0.5f, 2.0f); }, values({3, 4, 2}),
+                   values({4, 2}, 1.0f));  // b repeats over the batch
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::mul(g, in[0], in[1]); }, values({7}),
                    values({7}, 1.0f));
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::mul(g, in[0], in[1]); }, values({2, 3, 5}),
@@ -151,8 +151,7 @@ TEST(OpsGradcheck, ElementwiseOps) {
 TEST(OpsGradcheck, RopeFullAndPartialAtAnOffset) {
   Backend& be = reference_backend();
   const Tensor positions = i32_tensor(be, {3}, {4, 5, 6});
-  expect_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ops::rope(g, in[0], positions); },
-                   values({2, 2, 3, 6}));
+  expect_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ops::rope(g, in[0], positions); }, values({2, 2, 3, 6}));
   expect_gradcheck([&](Graph& g, const std::vector<Var>& in) { return ops::rope(g, in[0], positions, 2, 100.0f); },
                    values({1, 2, 3, 5}));
 }
@@ -204,8 +203,7 @@ TEST(Ops, ConcatThenSliceGivesThePartsBack) {
 
 TEST(OpsGradcheck, EmbeddingScattersIntoTheTable) {
   const Tensor ids = i32_tensor(reference_backend(), {2, 3}, {1, 4, 1, 0, 2, 4});  // repeats accumulate
-  expect_gradcheck([&ids](Graph& g, const std::vector<Var>& in) { return ops::embedding(g, ids, in[0]); },
-                   values({5, 3}));
+  expect_gradcheck([&ids](Graph& g, const std::vector<Var>& in) { return ops::embedding(g, ids, in[0]); }, values({5, 3}));
 }
 
 TEST(OpsGradcheck, HeadSplitOfAFusedProjectionAndMerge) {
@@ -239,8 +237,8 @@ TEST(OpsGradcheck, SmallEncoderLayerEndToEnd) {
     Var f = ops::linear(g, ops::linear(g, r, in[5], Var(), Activation::GeluErf), in[6], Var());
     return ops::cross_entropy(g, ops::add(g, r, f), targets).loss;
   };
-  expect_gradcheck(layer, values({2, 4, 4}), values({4}, 1.0f), values({4}, 2.0f), values({12, 4}, 3.0f),
-                   values({4, 4}, 4.0f), values({8, 4}, 5.0f), values({4, 8}, 6.0f));
+  expect_gradcheck(layer, values({2, 4, 4}), values({4}, 1.0f), values({4}, 2.0f), values({12, 4}, 3.0f), values({4, 4}, 4.0f),
+                   values({8, 4}, 5.0f), values({4, 8}, 6.0f));
 }
 
 TEST(Ops, CrossEntropyReportsCountedRowsAndCorrectPredictions) {
@@ -262,8 +260,7 @@ TEST(Ops, ShapeErrorsNameTheOpAndTensors) {
     ops::linear(g, x, w, Var());
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ops::linear: x f32[2, 5] does not match w f32[4, 6]"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("ops::linear: x f32[2, 5] does not match w f32[4, 6]"), std::string::npos) << e.what();
   }
 }
 
@@ -282,7 +279,8 @@ TEST(Ops, AGateRepeatsOverLeadingDimensionsOnly) {
       ops::mul(g, x, g.constant(values(bad)));
       FAIL() << "b " << bad.str() << " was accepted";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("ops::mul: b f32" + bad.str() + " must be a's shape, a's trailing dimensions or a single element"),
+      EXPECT_NE(std::string(e.what()).find("ops::mul: b f32" + bad.str() +
+                                           " must be a's shape, a's trailing dimensions or a single element"),
                 std::string::npos)
           << e.what();
     }

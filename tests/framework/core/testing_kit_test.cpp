@@ -55,12 +55,12 @@ TEST(TestingKit, ComponentsGetTheirDeclaredDefaultsAndOverrides) {
   const ModelDims dims = small_dims();
   make_component<FeedForward>("swiglu")->build(ParamScope(store, 1, "ffn"), dims);  // hidden 0: floor(2 * 12 / 3)
   EXPECT_EQ(store.get("ffn.gate.weight").value.shape(), Shape({8, 8}));
-  EXPECT_TRUE(store.contains("ffn.out.bias"));  // bias: true
+  EXPECT_TRUE(store.contains("ffn.out.bias"));                                                      // bias: true
   make_component<Attention>("mha")->build(ParamScope(store, 1, "mha"), dims, AttentionRole::Self);  // kv_heads 0: all
   EXPECT_EQ(store.get("mha.qkv.weight").value.shape(), Shape({3 * 8, 8}));
   make_component<Attention>("mha", {{"kv_heads", "1"}})->build(ParamScope(store, 1, "mqa"), dims, AttentionRole::Self);
   EXPECT_EQ(store.get("mqa.qkv.weight").value.shape(), Shape({8 + 2 * 4, 8}));  // D + 2 Dh
-  auto noam = make_component<Schedule>("noam");  // warmup 4000: the peak is at step 4000
+  auto noam = make_component<Schedule>("noam");                                 // warmup 4000: the peak is at step 4000
   EXPECT_GT(noam->learning_rate(4000), noam->learning_rate(3999));
   EXPECT_GT(noam->learning_rate(4000), noam->learning_rate(4001));
   EXPECT_NE(make_backend("reference"), make_backend("reference"));  // a new instance each time

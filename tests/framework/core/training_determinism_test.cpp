@@ -41,8 +41,8 @@ struct TinyLayer {
     Var a = ops::attention(g, ops::split_heads(g, qkv, kHeads, 3, 0), ops::split_heads(g, qkv, kHeads, 3, 1),
                            ops::split_heads(g, qkv, kHeads, 3, 2), o);
     x = ops::add(g, x, ops::dropout(g, ops::linear(g, ops::merge_heads(g, a), P("attn.out.weight"), Var()), 0.1f));
-    Var f = ops::linear(g, ops::linear(g, x, P("ffn.in.weight"), P("ffn.in.bias"), Activation::GeluErf),
-                        P("ffn.out.weight"), Var());
+    Var f =
+        ops::linear(g, ops::linear(g, x, P("ffn.in.weight"), P("ffn.in.bias"), Activation::GeluErf), P("ffn.out.weight"), Var());
     x = ops::add(g, x, ops::dropout(g, f, 0.1f));
     Var logits = ops::cast(g, ops::linear(g, x, P("head.weight"), Var()), DType::F32);
     const auto ce = ops::cross_entropy(g, logits, targets, -100, 0.1f);

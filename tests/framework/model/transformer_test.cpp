@@ -80,9 +80,9 @@ std::vector<float> logits_of(const Transformer& m, const DeviceBatch& batch) {
 
 TEST(Transformer, CausalDecoderCannotSeeTheFuture) {
   const ModelConfig c = tiny(Arch::Decoder);
-  for (const auto& [block, pe] : {std::pair{"post_norm", "learned"}, std::pair{"pre_norm", "learned"},
-                                  std::pair{"pre_norm", "rotary"}, std::pair{"post_norm", "alibi"},
-                                  std::pair{"pre_norm", "t5_relative_bias"}}) {
+  for (const auto& [block, pe] :
+       {std::pair{"post_norm", "learned"}, std::pair{"pre_norm", "learned"}, std::pair{"pre_norm", "rotary"},
+        std::pair{"post_norm", "alibi"}, std::pair{"pre_norm", "t5_relative_bias"}}) {
     Built m = build(c, block, pe);
     const std::vector<float> a = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 6, 7, 8}}}, c));
     const std::vector<float> b = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 9, 10, 3}}}, c));  // tokens 3.. changed
@@ -126,7 +126,8 @@ TEST(Transformer, EmbeddingNormNormalisesTheEmbeddingsWithItsOwnEpsilon) {
   for (std::int64_t t = 0; t < 4; ++t) {
     double mean = 0.0, var = 0.0;
     for (std::int64_t i = 0; i < D; ++i) mean += out[static_cast<std::size_t>(t * V + i)] / static_cast<double>(D);
-    for (std::int64_t i = 0; i < D; ++i) var += std::pow(out[static_cast<std::size_t>(t * V + i)] - mean, 2) / static_cast<double>(D);
+    for (std::int64_t i = 0; i < D; ++i)
+      var += std::pow(out[static_cast<std::size_t>(t * V + i)] - mean, 2) / static_cast<double>(D);
     EXPECT_NEAR(mean, 0.0, 1e-5) << "position " << t;
     EXPECT_NEAR(var, 1.0, 1e-4) << "position " << t;
   }
@@ -140,7 +141,7 @@ TEST(Transformer, PaddingDoesNotChangeTheValidPositions) {
     Built m = build(c, "pre_norm", pe);
     const Example shortest{{3, 4, 5}, {6, 7}};
     const Example longer{{3, 4, 5, 6, 7, 8, 9}, {6, 7, 8, 9, 10}};
-    const std::vector<float> alone = logits_of(*m.model, batch_of({shortest}, c));          // [1, 3, V]
+    const std::vector<float> alone = logits_of(*m.model, batch_of({shortest}, c));           // [1, 3, V]
     const std::vector<float> padded = logits_of(*m.model, batch_of({shortest, longer}, c));  // [2, 6, V]: item 0 padded
     for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_NEAR(alone[i], padded[i], 1e-5f) << pe << " logit " << i;
   }
@@ -149,8 +150,10 @@ TEST(Transformer, PaddingDoesNotChangeTheValidPositions) {
 // ALiBi's slopes are the paper's: 2^-1 .. 2^-8 for 8 heads; for 6 heads those of 4 heads
 // (2^-2, 2^-4, 2^-6, 2^-8), then every other one of 8 (2^-1, 2^-3).
 TEST(Transformer, AlibiSlopesAreThePapers) {
-  for (const auto& [heads, want] : {std::pair<std::int64_t, std::vector<float>>{8, {0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f, 0.0078125f, 0.00390625f}},
-                                    std::pair<std::int64_t, std::vector<float>>{6, {0.25f, 0.0625f, 0.015625f, 0.00390625f, 0.5f, 0.125f}}}) {
+  for (const auto& [heads, want] :
+       {std::pair<std::int64_t, std::vector<float>>{8,
+                                                    {0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f, 0.0078125f, 0.00390625f}},
+        std::pair<std::int64_t, std::vector<float>>{6, {0.25f, 0.0625f, 0.015625f, 0.00390625f, 0.5f, 0.125f}}}) {
     auto alibi = registry().create<PositionalEncoding>("alibi");
     ModelDims dims;
     dims.d_model = 8 * heads;
@@ -187,7 +190,7 @@ TEST(Transformer, RotaryPositionsMakeOrderMatterWithoutParameters) {
 std::vector<std::int32_t> naive_greedy(const Transformer& m, const ModelConfig& c, const Example& e, std::size_t max_len) {
   std::vector<std::int32_t> out;
   for (std::size_t t = 0; t <= max_len; ++t) {
-    Example prefix{e.src, out};  // tgt_in = bos + out
+    Example prefix{e.src, out};                                             // tgt_in = bos + out
     const std::vector<float> logits = logits_of(m, batch_of({prefix}, c));  // [1, t+1, V]
     const float* last = logits.data() + t * static_cast<std::size_t>(c.vocab_size);
     const auto next = static_cast<std::int32_t>(std::max_element(last, last + c.vocab_size) - last);
@@ -210,7 +213,8 @@ TEST(Transformer, GreedyDecodingWithTheCacheEqualsRecomputation) {
       ASSERT_EQ(cached.size(), examples.size());
       std::size_t tokens = 0;
       for (std::size_t i = 0; i < examples.size(); ++i) {
-        EXPECT_EQ(cached[i], naive_greedy(*m.model, c, examples[i], max_len)) << block << "/" << pe << " seed " << seed << " item " << i;
+        EXPECT_EQ(cached[i], naive_greedy(*m.model, c, examples[i], max_len))
+            << block << "/" << pe << " seed " << seed << " item " << i;
         tokens += cached[i].size();
       }
       EXPECT_GT(tokens, 0u) << "an untrained model should emit something other than eos at once";
@@ -335,8 +339,8 @@ TEST(Transformer, ClassifierPoolsOnlyValidPositions) {
   ModelConfig c = tiny(Arch::Encoder);
   c.num_classes = 3;
   Built m = build(c);
-  EXPECT_THROW(batch_of({{{3, 4}, {5}}}, c), Error);      // class 5 out of [0, 3)
-  EXPECT_THROW(batch_of({{{3, 4}, {1, 2}}}, c), Error);   // two target tokens
+  EXPECT_THROW(batch_of({{{3, 4}, {5}}}, c), Error);     // class 5 out of [0, 3)
+  EXPECT_THROW(batch_of({{{3, 4}, {1, 2}}}, c), Error);  // two target tokens
 }
 
 TEST(Transformer, EncoderTaggingNeedsTargetsAsLongAsSources) {
@@ -493,7 +497,7 @@ TEST(Transformer, ContinuationStopsAtEosAndNeverChoosesPadOrBos) {
   };
   std::vector<float> b(static_cast<std::size_t>(c.vocab_size), 0.0f);
   b[TaskInfo::kPad] = b[TaskInfo::kBos] = 1e4f;  // overwhelmingly likely, and never generated
-  b[7] = 50.0f;                                    // the likeliest of the others, far above eos
+  b[7] = 50.0f;                                  // the likeliest of the others, far above eos
   set_bias(b);
   GenerateOptions o;
   o.max_tokens = 6;

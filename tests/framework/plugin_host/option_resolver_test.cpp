@@ -54,8 +54,7 @@ TEST(ResolveOptions, IllTypedValuesAreErrorsNamingTheExpectedType) {
   EXPECT_NE(usage_error_of({{"layers", "2.5"}}).find("expected an integer"), std::string::npos);
   EXPECT_NE(usage_error_of({{"layers", "6x"}}).find("expected an integer"), std::string::npos);
   EXPECT_NE(usage_error_of({{"layers", ""}}).find("expected an integer"), std::string::npos);
-  EXPECT_NE(usage_error_of({{"layers", "2"}, {"dropout", "lots"}}).find("expected a finite floating-point"),
-            std::string::npos);
+  EXPECT_NE(usage_error_of({{"layers", "2"}, {"dropout", "lots"}}).find("expected a finite floating-point"), std::string::npos);
   EXPECT_NE(usage_error_of({{"layers", "2"}, {"dropout", "inf"}}).find("finite"), std::string::npos);
   EXPECT_NE(usage_error_of({{"layers", "2"}, {"final_norm", "maybe"}}).find("expected a bool"), std::string::npos);
 }

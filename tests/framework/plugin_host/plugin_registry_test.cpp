@@ -115,8 +115,8 @@ TEST(PluginRegistry, RefusesTruncatedPluginsAtEveryLengthWithoutCrashing) {
   std::ifstream in(good, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // Cut inside the ELF header, the program headers, the loaded segments and the section table.
-  for (const std::uintmax_t cut : {std::uintmax_t{20}, std::uintmax_t{63}, std::uintmax_t{200}, std::uintmax_t{4096},
-                                   size / 3, size / 2, size - 64, size - 1}) {
+  for (const std::uintmax_t cut : {std::uintmax_t{20}, std::uintmax_t{63}, std::uintmax_t{200}, std::uintmax_t{4096}, size / 3,
+                                   size / 2, size - 64, size - 1}) {
     const fs::path truncated = tmp.path() / ("cut_" + std::to_string(cut) + ".so");
     std::ofstream(truncated, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(cut));
     PluginRegistry r;

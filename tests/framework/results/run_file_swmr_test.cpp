@@ -224,7 +224,8 @@ TEST(RunFileSwmr, AWriterKilledAtAnyMomentLeavesAReadableResumableFile) {
     }
     if (python) {
       std::string out;
-      EXPECT_EQ(run_python(kScripts + "/read_killed.py", "'" + file.string() + "' " + std::to_string(flushed), dir.path() / "py.txt", &out),
+      EXPECT_EQ(run_python(kScripts + "/read_killed.py", "'" + file.string() + "' " + std::to_string(flushed),
+                           dir.path() / "py.txt", &out),
                 0)
           << out;
     }

@@ -37,7 +37,8 @@ void write_full_run(const fs::path& file, const RunInfo& info, const RunLayout& 
   for (std::int64_t step = 10; step <= 60; step += 10) {
     if (step % 20 == 0) {  // by name, in another order
       const std::vector<double> v = train_values(step);
-      w.append_train(step, std::map<std::string, double>{{"tokens_per_s", v[3]}, {"loss", v[0]}, {"lr", v[1]}, {"grad_norm", v[2]}});
+      w.append_train(step,
+                     std::map<std::string, double>{{"tokens_per_s", v[3]}, {"loss", v[0]}, {"lr", v[1]}, {"grad_norm", v[2]}});
     } else {
       w.append_train(step, train_values(step));
     }
@@ -68,7 +69,8 @@ void expect_attention_row(const RunReader& r, std::size_t log, std::int64_t step
   const AttentionData want = attention_data(l, step, variant);
   for (std::size_t s = 0; s < l.attention.size(); ++s) {
     const FloatTensor got = r.attention(s, log);
-    EXPECT_EQ(got.shape, (std::vector<std::int64_t>{l.probe.examples, l.attention[s].heads, l.attention[s].queries, l.attention[s].keys}));
+    EXPECT_EQ(got.shape,
+              (std::vector<std::int64_t>{l.probe.examples, l.attention[s].heads, l.attention[s].queries, l.attention[s].keys}));
     EXPECT_EQ(got.values, want.slots[s]) << l.attention[s].path() << " log " << log;
   }
   const DecodeRecord d = r.decode(log);
@@ -104,7 +106,8 @@ TEST(RunFile, RoundTripsEveryAttributeAndDataset) {
   ASSERT_EQ(r.attention_steps(), (std::vector<std::int64_t>{20, 40, 60}));
   for (std::size_t log = 0; log < 3; ++log) expect_attention_row(r, log, 20 * static_cast<std::int64_t>(log + 1));
   EXPECT_EQ(r.attention_slot("decoder", "cross", 0), 3u);
-  EXPECT_NE(error_of([&] { r.attention_slot("decoder", "cross", 5); }).find("/attention/encoder/self/layer_1"), std::string::npos);
+  EXPECT_NE(error_of([&] { r.attention_slot("decoder", "cross", 5); }).find("/attention/encoder/self/layer_1"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { r.attention(0, 3); }).find("it has 3"), std::string::npos);
 
   const std::vector<std::int64_t> stat_steps{10, 20, 30, 40, 50, 60};
@@ -168,7 +171,8 @@ TEST(RunFile, ResumeTrimsRowsAfterTheResumeStepAndAppendingContinues) {
     EXPECT_EQ(r.resumes()[0].step, 40);
 
     // Rows logged at or before the checkpoint cannot be logged again.
-    EXPECT_NE(error_of([&] { w.append_train(40, train_values(40)); }).find("not after the last logged step 40"), std::string::npos);
+    EXPECT_NE(error_of([&] { w.append_train(40, train_values(40)); }).find("not after the last logged step 40"),
+              std::string::npos);
     // The run continues with new values (variant 5) where the dropped rows were.
     w.append_train(50, train_values(50, 5));
     w.append_attention(60, attention_data(l, 60, 5).log());
@@ -206,7 +210,8 @@ TEST(RunFile, ResumeRefusesAFileWhoseLayoutDiffers) {
   other.eval_metrics.push_back("bleu");
   const std::string e = error_of([&] { RunWriter::resume(file, 20, &other); });
   EXPECT_NE(
-      e.find("eval metrics: the file has [loss, token_accuracy, exact_match], this run declares [loss, token_accuracy, exact_match, bleu]"),
+      e.find(
+          "eval metrics: the file has [loss, token_accuracy, exact_match], this run declares [loss, token_accuracy, exact_match, bleu]"),
       std::string::npos)
       << e;
   other = l;
@@ -224,7 +229,8 @@ TEST(RunFile, RefusesUndeclaredMetricNames) {
   const fs::path file = dir.path() / "run.h5";
   RunWriter w = RunWriter::create(file, sample_info(), sample_layout());
   std::string e = error_of([&] { w.append_train(10, std::map<std::string, double>{{"loss", 1.0}, {"bleu", 2.0}}); });
-  EXPECT_NE(e.find("'bleu' is not a declared metric of /metrics/train (declared: loss, lr, grad_norm, tokens_per_s)"), std::string::npos)
+  EXPECT_NE(e.find("'bleu' is not a declared metric of /metrics/train (declared: loss, lr, grad_norm, tokens_per_s)"),
+            std::string::npos)
       << e;
   EXPECT_NE(e.find(file.string()), std::string::npos) << e;
   EXPECT_NE(e.find("declare every metric in RunLayout"), std::string::npos) << e;
@@ -253,13 +259,15 @@ TEST(RunFile, RefusesWronglyShapedBuffers) {
   AttentionData d = attention_data(l, 10);
   d.slots[1].pop_back();
   std::string e = error_of([&] { w.append_attention(10, d.log()); });
-  EXPECT_NE(e.find("attention slot /attention/encoder/self/layer_1 got 63 values, expected [E=2, H=2, Q=4, K=4] = 64"), std::string::npos)
+  EXPECT_NE(e.find("attention slot /attention/encoder/self/layer_1 got 63 values, expected [E=2, H=2, Q=4, K=4] = 64"),
+            std::string::npos)
       << e;
   EXPECT_NE(e.find(file.string()), std::string::npos);
 
   d = attention_data(l, 10);
   d.slots.pop_back();
-  EXPECT_NE(error_of([&] { w.append_attention(10, d.log()); }).find("got 3 attention buffers for 4 declared slots"), std::string::npos);
+  EXPECT_NE(error_of([&] { w.append_attention(10, d.log()); }).find("got 3 attention buffers for 4 declared slots"),
+            std::string::npos);
   d = attention_data(l, 10);
   d.cross.clear();
   EXPECT_NE(error_of([&] { w.append_attention(10, d.log()); }).find("0 decode cross-attention buffers for 1 declared layers"),
@@ -280,8 +288,9 @@ TEST(RunFile, RefusesWronglyShapedBuffers) {
             std::string::npos);
   s = stats_data(l, 10);
   s.entropy[3].pop_back();
-  EXPECT_NE(error_of([&] { w.append_stats(10, s.log()); }).find("/stats/attention_entropy/decoder/cross/layer_0 got 1 values for H=2"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { w.append_stats(10, s.log()); }).find("/stats/attention_entropy/decoder/cross/layer_0 got 1 values for H=2"),
+      std::string::npos);
   SamplesLog sm = samples_data(10);
   sm.prediction.pop_back();
   EXPECT_NE(error_of([&] { w.append_samples(10, sm); }).find("prediction has 1 texts, declared 2"), std::string::npos);
@@ -307,7 +316,8 @@ TEST(RunFile, RefusesStepsThatDoNotIncrease) {
   EXPECT_NE(error_of([&] { w.append_eval(-1, eval_values(0)); }).find("steps are not negative"), std::string::npos);
   w.append_eval(5, eval_values(5));  // tables are independent
   w.append_attention(10, attention_data(l, 10).log());
-  EXPECT_NE(error_of([&] { w.append_attention(10, attention_data(l, 10).log()); }).find("attention logs at step 10"), std::string::npos);
+  EXPECT_NE(error_of([&] { w.append_attention(10, attention_data(l, 10).log()); }).find("attention logs at step 10"),
+            std::string::npos);
 }
 
 TEST(RunFile, RefusesToCreateOverAnExistingFile) {
@@ -321,10 +331,13 @@ TEST(RunFile, RefusesToCreateOverAnExistingFile) {
 
   const fs::path other = dir.path() / "notes.h5";
   std::ofstream(other) << "not a run";
-  EXPECT_NE(error_of([&] { RunWriter::create(other, sample_info(), sample_layout()); }).find("refusing to overwrite"), std::string::npos);
+  EXPECT_NE(error_of([&] { RunWriter::create(other, sample_info(), sample_layout()); }).find("refusing to overwrite"),
+            std::string::npos);
   EXPECT_EQ(read_text(other), "not a run");
   // No half-built file is left behind, and the parent directory must exist.
-  EXPECT_NE(error_of([&] { RunWriter::create(dir.path() / "missing" / "run.h5", sample_info(), sample_layout()); }).find("no directory"),
+  EXPECT_NE(error_of([&] {
+              RunWriter::create(dir.path() / "missing" / "run.h5", sample_info(), sample_layout());
+            }).find("no directory"),
             std::string::npos);
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir.path())) names.push_back(entry.path().filename().string());

@@ -93,14 +93,16 @@ inline AttentionData attention_data(const RunLayout& l, std::int64_t step, doubl
   AttentionData d;
   for (std::size_t i = 0; i < l.attention.size(); ++i) {
     const AttentionSlot& s = l.attention[i];
-    d.slots.push_back(
-        softmax_rows(l.probe.examples * s.heads * s.queries, s.keys, static_cast<double>(step) + static_cast<double>(i) + variant));
+    d.slots.push_back(softmax_rows(l.probe.examples * s.heads * s.queries, s.keys,
+                                   static_cast<double>(step) + static_cast<double>(i) + variant));
   }
   for (std::int64_t i = 0; i < l.decode.layers; ++i)
-    d.cross.push_back(
-        softmax_rows(l.probe.examples * l.decode.heads * l.decode.steps, l.decode.keys, static_cast<double>(step) * 0.5 + variant));
-  for (std::int64_t e = 0; e < l.probe.examples * l.decode.steps; ++e) d.tokens.push_back(static_cast<std::int32_t>((e + step) % 9));
-  for (std::int64_t e = 0; e < l.probe.examples; ++e) d.lengths.push_back(static_cast<std::int32_t>((step + e) % (l.decode.steps + 1)));
+    d.cross.push_back(softmax_rows(l.probe.examples * l.decode.heads * l.decode.steps, l.decode.keys,
+                                   static_cast<double>(step) * 0.5 + variant));
+  for (std::int64_t e = 0; e < l.probe.examples * l.decode.steps; ++e)
+    d.tokens.push_back(static_cast<std::int32_t>((e + step) % 9));
+  for (std::int64_t e = 0; e < l.probe.examples; ++e)
+    d.lengths.push_back(static_cast<std::int32_t>((step + e) % (l.decode.steps + 1)));
   return d;
 }
 
@@ -131,7 +133,9 @@ inline StatsData stats_data(const RunLayout& l, std::int64_t step) {
   return d;
 }
 
-inline SamplesLog samples_data(std::int64_t step) { return {{"a b c", "d é"}, {"a b c", "d é"}, {"a b " + std::to_string(step), "d"}}; }
+inline SamplesLog samples_data(std::int64_t step) {
+  return {{"a b c", "d é"}, {"a b c", "d é"}, {"a b " + std::to_string(step), "d"}};
+}
 
 inline std::string read_text(const std::filesystem::path& file) {
   std::ifstream in(file);
@@ -150,7 +154,8 @@ inline bool have_h5py() {
   } while (0)
 
 // Runs /usr/bin/python3 `script` with `args`; returns its exit status and puts stdout+stderr in `output`.
-inline int run_python(const std::string& script, const std::string& args, const std::filesystem::path& out_file, std::string* output) {
+inline int run_python(const std::string& script, const std::string& args, const std::filesystem::path& out_file,
+                      std::string* output) {
   const std::string cmd = std::string(kPython) + " '" + script + "' " + args + " > '" + out_file.string() + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   *output = read_text(out_file);

@@ -67,8 +67,8 @@ TEST(SpecLoad, MinimalSpecGetsTheTransformerBaseDefaults) {
 }
 
 TEST(SpecLoad, LayersAndDropoutDefaultTheirSpecificForms) {
-  const ExperimentSpec s = parse_spec(
-      "name: a\ntask: copy\ntrain: {steps: 1}\nmodel: {layers: 2, decoder_layers: 4, dropout: 0.3}\n", "t.yaml");
+  const ExperimentSpec s =
+      parse_spec("name: a\ntask: copy\ntrain: {steps: 1}\nmodel: {layers: 2, decoder_layers: 4, dropout: 0.3}\n", "t.yaml");
   EXPECT_EQ(s.model.encoder_layers, 2);
   EXPECT_EQ(s.model.decoder_layers, 4);
   EXPECT_DOUBLE_EQ(s.model.embedding_dropout, 0.3);
@@ -113,8 +113,9 @@ TEST(SpecErrors, OutOfRangeNamesTheRange) {
 
 TEST(SpecErrors, EnumListsTheAllowedValuesAndTheClosest) {
   const std::string e = parse_error("name: a\ntask: copy\ntrain: {steps: 1}\nmodel:\n  arch: encoder-decoder\nprecision: fp16\n");
-  EXPECT_TRUE(contains(e, "t.yaml:5:9: model.arch: 'encoder-decoder' is not one of encoder, decoder, encoder_decoder "
-                          "(did you mean 'encoder_decoder'?)"))
+  EXPECT_TRUE(contains(e,
+                       "t.yaml:5:9: model.arch: 'encoder-decoder' is not one of encoder, decoder, encoder_decoder "
+                       "(did you mean 'encoder_decoder'?)"))
       << e;
   EXPECT_TRUE(contains(e, "t.yaml:6:12: precision: 'fp16' is not one of f32, bf16")) << e;
 }
@@ -239,7 +240,9 @@ TEST(SpecExtends, MissingParentNamesTheExtendsLine) {
   ablate::testing::TempDir dir;
   write_file(dir.path() / "a.yaml", "name: a\nextends: nope.yaml\n");
   const std::string e = usage_error([&] { load_spec(dir.path() / "a.yaml"); });
-  EXPECT_TRUE(contains(e, "a.yaml:2:10: extends: cannot read spec file '" + (dir.path() / "nope.yaml").string() + "': it does not exist")) << e;
+  EXPECT_TRUE(
+      contains(e, "a.yaml:2:10: extends: cannot read spec file '" + (dir.path() / "nope.yaml").string() + "': it does not exist"))
+      << e;
 }
 
 TEST(SpecExtends, PluginPathsAreRelativeToTheirFile) {
@@ -248,7 +251,8 @@ TEST(SpecExtends, PluginPathsAreRelativeToTheirFile) {
   write_file(dir.path() / "base" / "b.yaml", "name: b\ntask: copy\ntrain: {steps: 1}\nplugin_paths: [../my_plugins, /tmp]\n");
   write_file(dir.path() / "a.yaml", "extends: base/b.yaml\n");
   const ExperimentSpec s = load_spec(dir.path() / "a.yaml");
-  EXPECT_EQ(s.plugin_paths, (std::vector<std::string>{std::filesystem::absolute(dir.path() / "my_plugins").lexically_normal().string(), "/tmp"}));
+  EXPECT_EQ(s.plugin_paths,
+            (std::vector<std::string>{std::filesystem::absolute(dir.path() / "my_plugins").lexically_normal().string(), "/tmp"}));
   // One that does not exist is a spec error at its entry.
   write_file(dir.path() / "c.yaml", "name: c\ntask: copy\nplugin_paths: [nowhere]\n");
   const std::string e = usage_error([&] { load_spec(dir.path() / "c.yaml"); });
@@ -256,8 +260,9 @@ TEST(SpecExtends, PluginPathsAreRelativeToTheirFile) {
 }
 
 TEST(SpecOverrides, SetReplacesValuesPluginsAndLists) {
-  const ExperimentSpec s = load_spec(kData / "base.yaml", {"model.d_model=256", "model.block=pre_norm", "train.optimizer.betas=[0.9,0.999]",
-                                                           "train.schedule.warmup=50", "backend={plugin: reference}", "name=renamed"});
+  const ExperimentSpec s =
+      load_spec(kData / "base.yaml", {"model.d_model=256", "model.block=pre_norm", "train.optimizer.betas=[0.9,0.999]",
+                                      "train.schedule.warmup=50", "backend={plugin: reference}", "name=renamed"});
   EXPECT_EQ(s.model.d_model, 256);
   EXPECT_EQ(s.model.block, (PluginRef{"pre_norm", {}}));
   EXPECT_EQ(s.train.optimizer.betas, (std::array<double, 2>{0.9, 0.999}));
@@ -275,20 +280,24 @@ TEST(SpecOverrides, SetAddsAnOptionToAPluginNamedByName) {
 
 TEST(SpecOverrides, UnknownPathSuggestsTheClosest) {
   const std::string e = parse_error(kMinimal, {"model.d_modle=3", "nonsense.key.x=1"});
-  EXPECT_TRUE(contains(e, "--set model.d_modle=3: model.d_modle: unknown key path; expected a spec key path (did you mean 'model.d_model'?)")) << e;
+  EXPECT_TRUE(contains(
+      e, "--set model.d_modle=3: model.d_modle: unknown key path; expected a spec key path (did you mean 'model.d_model'?)"))
+      << e;
   EXPECT_TRUE(contains(e, "--set nonsense.key.x=1: nonsense.key.x: unknown key path")) << e;
 }
 
 TEST(SpecOverrides, BadValuesNameTheOverride) {
   EXPECT_TRUE(contains(parse_error(kMinimal, {"model.d_model=-4"}), "--set model.d_model=-4: model.d_model: -4 is out of range"));
-  EXPECT_TRUE(contains(parse_error(kMinimal, {"model.d_model"}), "--set model.d_model: not an override; expected KEY.PATH=VALUE"));
+  EXPECT_TRUE(
+      contains(parse_error(kMinimal, {"model.d_model"}), "--set model.d_model: not an override; expected KEY.PATH=VALUE"));
   EXPECT_TRUE(contains(parse_error(kMinimal, {"model.d_model=[1,"}), "--set model.d_model=[1,: the value is not valid YAML"));
 }
 
 TEST(SpecResolved, RoundTripGivesAnEqualSpec) {
-  const ExperimentSpec s = load_spec(kData / "child.yaml", {"train.early_stopping={metric: eval.exact_match, target: 0.99, patience: 3}",
-                                                            "eval.metrics=[loss, exact_match]", "train.loss_threshold=0.001",
-                                                            "sweep.seeds=[1, 2]", "model.norm_eps=1e-6", "description='yes: quoted'"});
+  const ExperimentSpec s =
+      load_spec(kData / "child.yaml",
+                {"train.early_stopping={metric: eval.exact_match, target: 0.99, patience: 3}", "eval.metrics=[loss, exact_match]",
+                 "train.loss_threshold=0.001", "sweep.seeds=[1, 2]", "model.norm_eps=1e-6", "description='yes: quoted'"});
   const std::string yaml = resolved_yaml(s);
   const ExperimentSpec back = parse_spec(yaml, "resolved.yaml");
   EXPECT_EQ(back, s) << yaml;
@@ -306,11 +315,12 @@ TEST(SpecResolved, WritesEveryDefault) {
 }
 
 TEST(SpecSweep, AxesAreKeptAsYamlValues) {
-  const ExperimentSpec s = parse_spec(std::string(kMinimal) +
-                                          "sweep:\n  grid: {model.block: [pre_norm, post_norm], train.schedule: [{plugin: noam, warmup: 4}]}\n"
-                                          "  zip: {model.d_model: [128, 256], model.d_ff: [512, 1024]}\n  seeds: [1, 2, 3]\n"
-                                          "  runs: [{model.ffn: gelu, train.optimizer.betas: [0.9, 0.99]}]\n",
-                                      "t.yaml");
+  const ExperimentSpec s =
+      parse_spec(std::string(kMinimal) +
+                     "sweep:\n  grid: {model.block: [pre_norm, post_norm], train.schedule: [{plugin: noam, warmup: 4}]}\n"
+                     "  zip: {model.d_model: [128, 256], model.d_ff: [512, 1024]}\n  seeds: [1, 2, 3]\n"
+                     "  runs: [{model.ffn: gelu, train.optimizer.betas: [0.9, 0.99]}]\n",
+                 "t.yaml");
   ASSERT_EQ(s.sweep.grid.size(), 2u);
   EXPECT_EQ(s.sweep.grid[0], (std::pair<std::string, std::vector<std::string>>{"model.block", {"pre_norm", "post_norm"}}));
   EXPECT_EQ(s.sweep.grid[1].second, (std::vector<std::string>{"{plugin: noam, warmup: 4}"}));
@@ -325,12 +335,15 @@ TEST(SpecSweep, UnknownPathAndZipLengthMismatch) {
   const std::string e = parse_error(std::string(kMinimal) +
                                     "sweep:\n  grid: {model.blok: [a, b], model.ffn: relu}\n"
                                     "  zip: {model.d_model: [128, 256], train.seed: [1]}\n  seeds: [-1]\n");
-  EXPECT_TRUE(contains(e, "t.yaml:6:10: sweep.grid.model.blok: 'model.blok' is not a spec key path; expected a path such as "
-                          "model.block or train.optimizer.lr (did you mean 'model.block'?)"))
+  EXPECT_TRUE(contains(e,
+                       "t.yaml:6:10: sweep.grid.model.blok: 'model.blok' is not a spec key path; expected a path such as "
+                       "model.block or train.optimizer.lr (did you mean 'model.block'?)"))
       << e;
   EXPECT_TRUE(contains(e, "sweep.grid.model.ffn: 'relu' is not a list of values")) << e;
-  EXPECT_TRUE(contains(e, "t.yaml:7:8: sweep.zip: the lists have different lengths (model.d_model: 2, train.seed: 1); expected lists "
-                          "of equal length"))
+  EXPECT_TRUE(
+      contains(e,
+               "t.yaml:7:8: sweep.zip: the lists have different lengths (model.d_model: 2, train.seed: 1); expected lists "
+               "of equal length"))
       << e;
   EXPECT_TRUE(contains(e, "sweep.seeds[0]: '-1' is not a seed; expected an integer >= 0")) << e;
 }
@@ -356,11 +369,13 @@ TEST(SpecEvalGenerate, DefaultsValuesErrorsAndTheResolvedSpec) {
   const std::string yaml = resolved_yaml(s);
   EXPECT_TRUE(contains(yaml, "generate:\n    prompt_tokens: 4\n    max_tokens: 48\n    temperature: 0.0\n    top_k: 5")) << yaml;
   EXPECT_EQ(parse_spec(yaml, "r.yaml"), s);
-  const std::string e = parse_error(std::string(kMinimal) + "eval:\n  generate: {prompt_tokens: -1, temperature: -0.5, topk: 3}\n");
+  const std::string e =
+      parse_error(std::string(kMinimal) + "eval:\n  generate: {prompt_tokens: -1, temperature: -0.5, topk: 3}\n");
   EXPECT_TRUE(contains(e, "t.yaml:6:29: eval.generate.prompt_tokens: -1 is out of range; expected an integer >= 0")) << e;
   EXPECT_TRUE(contains(e, "eval.generate.temperature: -0.5 is out of range; expected a number >= 0")) << e;
-  EXPECT_TRUE(contains(e, "eval.generate.topk: unknown key; expected one of prompt_tokens, max_tokens, temperature, top_k "
-                          "(did you mean 'top_k'?)"))
+  EXPECT_TRUE(contains(e,
+                       "eval.generate.topk: unknown key; expected one of prompt_tokens, max_tokens, temperature, top_k "
+                       "(did you mean 'top_k'?)"))
       << e;
   EXPECT_TRUE(is_spec_path("eval.generate.temperature")) << "--set and sweeps reach it";
 }

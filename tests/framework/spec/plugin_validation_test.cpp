@@ -53,8 +53,8 @@ std::string validation_error(const std::string& yaml) {
 }
 
 TEST(SpecPlugins, ValidSpecGetsThePluginDefaults) {
-  ExperimentSpec s = parse_spec("name: a\ntask: {plugin: copy, vocab_size: 10}\ntrain: {steps: 1, schedule: {plugin: noam, warmup: 5}}\n",
-                                "t.yaml");
+  ExperimentSpec s = parse_spec(
+      "name: a\ntask: {plugin: copy, vocab_size: 10}\ntrain: {steps: 1, schedule: {plugin: noam, warmup: 5}}\n", "t.yaml");
   validate_plugins(s, FakeCatalog());
   EXPECT_EQ(s.task, (PluginRef{"copy", {{"length", "16"}, {"vocab_size", "10"}}}));
   EXPECT_EQ(s.model.block, (PluginRef{"post_norm", {{"norm", "layer_norm"}}}));
@@ -71,35 +71,44 @@ TEST(SpecPlugins, ValidSpecGetsThePluginDefaults) {
 }
 
 TEST(SpecPlugins, UnknownPluginListsTheAvailableNames) {
-  const std::string e = validation_error("name: a\ntask: {plugin: copy, vocab_size: 1}\ntrain: {steps: 1}\nmodel:\n  block: pre_nrom\n");
-  EXPECT_TRUE(contains(e, "t.yaml:5:10: model.block: unknown block plugin 'pre_nrom'; expected one of post_norm, pre_norm "
-                          "(did you mean 'pre_norm'?)"))
+  const std::string e =
+      validation_error("name: a\ntask: {plugin: copy, vocab_size: 1}\ntrain: {steps: 1}\nmodel:\n  block: pre_nrom\n");
+  EXPECT_TRUE(contains(e,
+                       "t.yaml:5:10: model.block: unknown block plugin 'pre_nrom'; expected one of post_norm, pre_norm "
+                       "(did you mean 'pre_norm'?)"))
       << e;
-  const std::string none = validation_error("name: a\ntask: {plugin: copy, vocab_size: 1}\ntrain: {steps: 1}\nmodel: {ffn: swiglu}\n");
+  const std::string none =
+      validation_error("name: a\ntask: {plugin: copy, vocab_size: 1}\ntrain: {steps: 1}\nmodel: {ffn: swiglu}\n");
   EXPECT_TRUE(contains(none, "t.yaml:4:14: model.ffn: unknown ffn plugin 'swiglu'; expected one of gelu, relu")) << none;
 }
 
 TEST(SpecPlugins, UnknownOptionAtItsKey) {
-  const std::string e = validation_error("name: a\ntask: {plugin: copy, vocab_size: 1}\ntrain:\n  steps: 1\n  schedule: {plugin: noam, warmpu: 5}\n");
-  EXPECT_TRUE(contains(e, "t.yaml:5:28: train.schedule.warmpu: schedule plugin 'noam' has no option 'warmpu'; expected one of warmup, "
-                          "factor (did you mean 'warmup'?)"))
+  const std::string e = validation_error(
+      "name: a\ntask: {plugin: copy, vocab_size: 1}\ntrain:\n  steps: 1\n  schedule: {plugin: noam, warmpu: 5}\n");
+  EXPECT_TRUE(
+      contains(e,
+               "t.yaml:5:28: train.schedule.warmpu: schedule plugin 'noam' has no option 'warmpu'; expected one of warmup, "
+               "factor (did you mean 'warmup'?)"))
       << e;
 }
 
 TEST(SpecPlugins, IllTypedOptionAndBadChoice) {
   const std::string e = validation_error(
       "name: a\ntask: {plugin: copy, vocab_size: ten}\ntrain: {steps: 1}\nmodel:\n  block: {plugin: pre_norm, norm: rms}\n");
-  EXPECT_TRUE(contains(e, "t.yaml:2:34: task.vocab_size: 'ten' is not a valid value of task plugin 'copy' option 'vocab_size'; "
-                          "expected an integer (int64)"))
+  EXPECT_TRUE(contains(e,
+                       "t.yaml:2:34: task.vocab_size: 'ten' is not a valid value of task plugin 'copy' option 'vocab_size'; "
+                       "expected an integer (int64)"))
       << e;
-  EXPECT_TRUE(contains(e, "t.yaml:5:35: model.block.norm: 'rms' is not a valid value of block plugin 'pre_norm' option 'norm'; "
-                          "expected one of: layer_norm, rms_norm"))
+  EXPECT_TRUE(contains(e,
+                       "t.yaml:5:35: model.block.norm: 'rms' is not a valid value of block plugin 'pre_norm' option 'norm'; "
+                       "expected one of: layer_norm, rms_norm"))
       << e;
 }
 
 TEST(SpecPlugins, RequiredOptionMissing) {
   const std::string e = validation_error("name: a\ntask: copy\ntrain: {steps: 1}\n");
-  EXPECT_TRUE(contains(e, "t.yaml:2:7: task: task plugin 'copy' needs option 'vocab_size'; expected vocab_size: int (doc of it)")) << e;
+  EXPECT_TRUE(contains(e, "t.yaml:2:7: task: task plugin 'copy' needs option 'vocab_size'; expected vocab_size: int (doc of it)"))
+      << e;
 }
 
 TEST(SpecPlugins, OverrideProblemsNameTheOverride) {

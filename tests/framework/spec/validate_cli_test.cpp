@@ -45,12 +45,14 @@ TEST(SpecCli, UnknownTaskPluginIsExit2WithItsPosition) {
 
 TEST(SpecCli, SpecErrorsAreListedOnePerLine) {
   ablate::testing::TempDir dir;
-  const auto file = write_file(dir.path() / "s.yaml", "name: x\ntask: copy\nmodel: {arch: encoder-decoder}\ntrain: {steps: 0}\n").string();
+  const auto file =
+      write_file(dir.path() / "s.yaml", "name: x\ntask: copy\nmodel: {arch: encoder-decoder}\ntrain: {steps: 0}\n").string();
   const Result r = run_cli({"validate", file, "--set", "model.d_modl=3"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_TRUE(contains(r.err, "--set model.d_modl=3: model.d_modl: unknown key path")) << r.err;
   const Result e = run_cli({"validate", file});
-  EXPECT_TRUE(contains(e.err, file + ":3:15: model.arch: 'encoder-decoder' is not one of encoder, decoder, encoder_decoder")) << e.err;
+  EXPECT_TRUE(contains(e.err, file + ":3:15: model.arch: 'encoder-decoder' is not one of encoder, decoder, encoder_decoder"))
+      << e.err;
   EXPECT_TRUE(contains(e.err, "\n" + file + ":4:16: train.steps: 0 is out of range")) << e.err;
 }
 
@@ -63,9 +65,10 @@ TEST(SpecCli, ValidSpecPrintsTheResolvedSpec) {
                             "model.block=pre_norm"});
   EXPECT_EQ(r.code, kExitOk) << r.err;
   EXPECT_TRUE(r.out.starts_with(file + ": valid\n")) << r.out;
-  for (const char* line : {"task: {plugin: fixture_copy, length: 16, vocab_size: 12}", "block: {plugin: pre_norm, norm: layer_norm}",
-                           "schedule: {plugin: noam, d_model: 512, factor: 1.0, warmup: 20}", "backend: {plugin: reference, optional_ops: all}",
-                           "positional_encoding: {plugin: sinusoidal, base: 10000}", "steps: 5"})
+  for (const char* line :
+       {"task: {plugin: fixture_copy, length: 16, vocab_size: 12}", "block: {plugin: pre_norm, norm: layer_norm}",
+        "schedule: {plugin: noam, d_model: 512, factor: 1.0, warmup: 20}", "backend: {plugin: reference, optional_ops: all}",
+        "positional_encoding: {plugin: sinusoidal, base: 10000}", "steps: 5"})
     EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
 
   // The printed spec is itself a valid spec that resolves to the same text.
@@ -87,7 +90,8 @@ TEST(SpecCli, PluginPathsOfTheSpecAreSearched) {
 
 TEST(SpecCli, ExampleSpecsAreValid) {
   // experiments/ specs must validate cleanly against the built-in plugins (task/copy included).
-  for (const auto& [name, runs] : {std::pair{"base/copy_small.yaml", ""}, std::pair{"quickstart.yaml", " (and the 16 runs of its sweep)"}}) {
+  for (const auto& [name, runs] :
+       {std::pair{"base/copy_small.yaml", ""}, std::pair{"quickstart.yaml", " (and the 16 runs of its sweep)"}}) {
     const std::string file = std::string(ABLATE_SPEC_EXPERIMENTS_DIR) + "/" + name;
     const Result r = run_cli({"validate", file});
     EXPECT_EQ(r.code, kExitOk) << name << "\n" << r.err;

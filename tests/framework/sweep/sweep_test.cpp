@@ -44,30 +44,33 @@ spec::SweepSpec sweep_of(const std::string& yaml_sweep) {
 }
 
 TEST(SweepExpansion, GridIsCartesianFirstAxisSlowestAndSeedsFastest) {
-  const auto points = spec::expand_sweep(sweep_of("  grid: {model.block: [pre_norm, post_norm], model.ffn: [relu, gelu]}\n"
-                                                  "  seeds: [1, 2]\n"));
+  const auto points =
+      spec::expand_sweep(sweep_of("  grid: {model.block: [pre_norm, post_norm], model.ffn: [relu, gelu]}\n"
+                                  "  seeds: [1, 2]\n"));
   ASSERT_EQ(points.size(), 8u);
-  EXPECT_EQ(names(points), (std::vector<std::string>{
-                               "block=pre_norm,ffn=relu,seed=1", "block=pre_norm,ffn=relu,seed=2",
-                               "block=pre_norm,ffn=gelu,seed=1", "block=pre_norm,ffn=gelu,seed=2",
-                               "block=post_norm,ffn=relu,seed=1", "block=post_norm,ffn=relu,seed=2",
-                               "block=post_norm,ffn=gelu,seed=1", "block=post_norm,ffn=gelu,seed=2"}));
+  EXPECT_EQ(names(points), (std::vector<std::string>{"block=pre_norm,ffn=relu,seed=1", "block=pre_norm,ffn=relu,seed=2",
+                                                     "block=pre_norm,ffn=gelu,seed=1", "block=pre_norm,ffn=gelu,seed=2",
+                                                     "block=post_norm,ffn=relu,seed=1", "block=post_norm,ffn=relu,seed=2",
+                                                     "block=post_norm,ffn=gelu,seed=1", "block=post_norm,ffn=gelu,seed=2"}));
   EXPECT_EQ(points[5].overrides(), (std::vector<std::string>{"model.block=post_norm", "model.ffn=relu", "train.seed=2"}));
 }
 
 TEST(SweepExpansion, ZipAxesMoveInLockstepInsideTheGrid) {
-  const auto points = spec::expand_sweep(sweep_of("  grid: {model.block: [pre_norm, post_norm]}\n"
-                                                  "  zip: {train.optimizer.lr: [1.0e-3, 5.0e-4], train.schedule.warmup: [100, 400]}\n"));
-  EXPECT_EQ(names(points), (std::vector<std::string>{"block=pre_norm,lr=1.0e-3,warmup=100", "block=pre_norm,lr=5.0e-4,warmup=400",
-                                                     "block=post_norm,lr=1.0e-3,warmup=100", "block=post_norm,lr=5.0e-4,warmup=400"}));
+  const auto points =
+      spec::expand_sweep(sweep_of("  grid: {model.block: [pre_norm, post_norm]}\n"
+                                  "  zip: {train.optimizer.lr: [1.0e-3, 5.0e-4], train.schedule.warmup: [100, 400]}\n"));
+  EXPECT_EQ(names(points),
+            (std::vector<std::string>{"block=pre_norm,lr=1.0e-3,warmup=100", "block=pre_norm,lr=5.0e-4,warmup=400",
+                                      "block=post_norm,lr=1.0e-3,warmup=100", "block=post_norm,lr=5.0e-4,warmup=400"}));
 }
 
 TEST(SweepExpansion, ExplicitRunsFollowTheGridAndGetSeedsUnlessTheySetOne) {
-  const auto points = spec::expand_sweep(sweep_of("  grid: {model.block: [pre_norm]}\n"
-                                                  "  seeds: [1, 2]\n"
-                                                  "  runs:\n"
-                                                  "    - {model.positional_encoding: learned}\n"
-                                                  "    - {model.ffn: gelu, train.seed: 7}\n"));
+  const auto points =
+      spec::expand_sweep(sweep_of("  grid: {model.block: [pre_norm]}\n"
+                                  "  seeds: [1, 2]\n"
+                                  "  runs:\n"
+                                  "    - {model.positional_encoding: learned}\n"
+                                  "    - {model.ffn: gelu, train.seed: 7}\n"));
   EXPECT_EQ(names(points), (std::vector<std::string>{"block=pre_norm,seed=1", "block=pre_norm,seed=2", "pe=learned,seed=1",
                                                      "pe=learned,seed=2", "ffn=gelu,seed=7"}));
 }
@@ -106,8 +109,9 @@ class SweepPlanTest : public ::testing::Test {
   fs::path dir_;
 };
 
-constexpr const char* kSweep = "name: s\ntask: copy\nbackend: {plugin: onednn, threads: 2}\ntrain: {steps: 10}\n"
-                               "sweep:\n  grid: {model.block: [pre_norm, post_norm]}\n  seeds: [1, 2]\n";
+constexpr const char* kSweep =
+    "name: s\ntask: copy\nbackend: {plugin: onednn, threads: 2}\ntrain: {steps: 10}\n"
+    "sweep:\n  grid: {model.block: [pre_norm, post_norm]}\n  seeds: [1, 2]\n";
 
 TEST_F(SweepPlanTest, RunIdsAreStableDistinctAndIgnoreTheThreadCount) {
   const SweepPlan a = plan(kSweep), b = plan(kSweep);
@@ -128,17 +132,17 @@ TEST_F(SweepPlanTest, RunIdsAreStableDistinctAndIgnoreTheThreadCount) {
 }
 
 TEST_F(SweepPlanTest, PointsThatResolveToOneSpecRunOnce) {
-  const SweepPlan p = plan("name: s\ntask: copy\ntrain: {steps: 10}\nmodel: {block: post_norm}\nsweep:\n  grid: {model.block: [pre_norm, post_norm]}\n"
-                           "  runs: [{model.block: post_norm}]\n");
+  const SweepPlan p = plan(
+      "name: s\ntask: copy\ntrain: {steps: 10}\nmodel: {block: post_norm}\nsweep:\n  grid: {model.block: [pre_norm, post_norm]}\n"
+      "  runs: [{model.block: post_norm}]\n");
   ASSERT_EQ(p.runs.size(), 2u);
   ASSERT_EQ(p.notes.size(), 1u);
   EXPECT_TRUE(contains(p.notes[0], "block=post_norm resolves to the same spec as block=post_norm")) << p.notes[0];
 }
 
 TEST_F(SweepPlanTest, EveryBadPointIsReportedBeforeAnythingRuns) {
-  const std::string e = usage_error([&] {
-    plan("name: s\ntask: copy\ntrain: {steps: 10}\nsweep:\n  grid: {model.d_model: [32, -4, wide]}\n");
-  });
+  const std::string e =
+      usage_error([&] { plan("name: s\ntask: copy\ntrain: {steps: 10}\nsweep:\n  grid: {model.d_model: [32, -4, wide]}\n"); });
   EXPECT_TRUE(contains(e, "2 runs of the sweep")) << e;
   EXPECT_TRUE(contains(e, "run d_model=-4 (from the sweep at ")) << e;
   EXPECT_TRUE(contains(e, "spec.yaml:5:3")) << e;
@@ -150,13 +154,19 @@ TEST_F(SweepPlanTest, EveryBadPointIsReportedBeforeAnythingRuns) {
 TEST_F(SweepPlanTest, RunArgumentsApplyUserOverridesThenThePointAndThreadsOnlyWhereTheBackendHasThem) {
   const SweepPlan p = plan(kSweep, {"train.steps=5"});
   const std::vector<std::string> args = run_arguments(p, p.runs[1], /*resume=*/true, /*threads=*/1);
-  const std::vector<std::string> expected = {"run", (dir_ / "spec.yaml").string(), "--set", "train.steps=5", "--set",
-                                             "model.block=pre_norm", "--set", "train.seed=2", "--set", "backend.threads=1",
-                                             "--out", (dir_ / "out" / p.runs[1].folder).string(), "--resume", "--progress", "lines"};
+  const std::vector<std::string> expected = {"run",      (dir_ / "spec.yaml").string(),
+                                             "--set",    "train.steps=5",
+                                             "--set",    "model.block=pre_norm",
+                                             "--set",    "train.seed=2",
+                                             "--set",    "backend.threads=1",
+                                             "--out",    (dir_ / "out" / p.runs[1].folder).string(),
+                                             "--resume", "--progress",
+                                             "lines"};
   EXPECT_EQ(args, expected);
   const SweepPlan reference = plan("name: s\ntask: copy\ntrain: {steps: 10}\nbackend: reference\nsweep: {seeds: [1]}\n");
   const auto ref_args = run_arguments(reference, reference.runs[0], false, 4);
-  EXPECT_EQ(std::count(ref_args.begin(), ref_args.end(), "backend.threads=4"), 0) << "the reference backend has no threads option";
+  EXPECT_EQ(std::count(ref_args.begin(), ref_args.end(), "backend.threads=4"), 0)
+      << "the reference backend has no threads option";
   EXPECT_EQ(std::count(ref_args.begin(), ref_args.end(), "--resume"), 0);
 }
 
@@ -221,7 +231,8 @@ TEST_F(SweepPlanTest, RunPhaseComesFromTheRunFileAndItsWriter) {
   RunPhaseInfo killed = read_run_phase(run);
   EXPECT_EQ(killed.phase, RunPhase::Interrupted);
   EXPECT_TRUE(killed.writer_died);
-  results::RunWriter::record_end(file, {results::RunStatus::Failed, "ablate run was killed by signal Segmentation fault", 40, "t"});
+  results::RunWriter::record_end(file,
+                                 {results::RunStatus::Failed, "ablate run was killed by signal Segmentation fault", 40, "t"});
   const RunPhaseInfo failed = read_run_phase(run);
   EXPECT_EQ(failed.phase, RunPhase::Failed);
   EXPECT_EQ(failed.reason, "ablate run was killed by signal Segmentation fault");

@@ -113,7 +113,9 @@ TEST_F(BeamSearchTest, TranslateWritesOneLinePerInputLine) {
   const fs::path corpus = fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "plugins" /
                           "task_translation" / "tests" / "data" / "translation_eng_spa.tsv";
   std::ofstream(dir_ / "tr.yaml") << "name: beam_translation\n"
-                                     "task: {plugin: translation, file: " << corpus.string() << "}\n"
+                                     "task: {plugin: translation, file: "
+                                  << corpus.string()
+                                  << "}\n"
                                      "model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0}\n"
                                      "backend: onednn\n"
                                      "train: {steps: 20, batch_size: 8, seed: 2}\n"

@@ -238,10 +238,10 @@ TEST(Checkpoint, FileMatchesTheDocumentedLayout) {
   put(2.25), put(7.0), put(3.0), put(0.75), put(std::int64_t{2});  // train-log sums
   put(std::uint64_t{5});
   for (char c : std::string("a: 1\n")) put(c);
-  put(std::uint64_t{1});                      // one parameter
-  put(std::uint32_t{1}), put('w');            // name
+  put(std::uint64_t{1});                        // one parameter
+  put(std::uint32_t{1}), put('w');              // name
   put(std::uint32_t{1}), put(std::int64_t{2});  // rank 1, [2]
-  put(std::uint8_t{0});                       // no moments
+  put(std::uint8_t{0});                         // no moments
   put(1.5f), put(-2.0f);
 
   Bytes expected;
@@ -356,8 +356,8 @@ TEST_F(CheckpointDamage, FlippedByteIsReportedAsCorrupt) {
 }
 
 TEST_F(CheckpointDamage, TruncatedFilesAreRefused) {
-  for (const std::size_t n : {std::size_t{0}, std::size_t{4}, std::size_t{8}, std::size_t{24}, good_.size() / 2,
-                              good_.size() - 8, good_.size() - 1}) {
+  for (const std::size_t n :
+       {std::size_t{0}, std::size_t{4}, std::size_t{8}, std::size_t{24}, good_.size() / 2, good_.size() - 8, good_.size() - 1}) {
     const std::string err = load_error(Bytes(good_.begin(), good_.begin() + static_cast<std::ptrdiff_t>(n)));
     EXPECT_NE(err.find("is truncated"), std::string::npos) << n << " bytes: " << err;
   }
@@ -389,8 +389,8 @@ TEST_F(CheckpointDamage, OtherFormatVersionIsRefused) {
 TEST_F(CheckpointDamage, WellSummedButMalformedPayloadIsRefused) {
   // A rank of 9 with a valid checksum: the parser must refuse it, not trust the checksum.
   const std::string name = "encoder.embed.weight";
-  const auto rank_at = static_cast<std::size_t>(std::search(good_.begin(), good_.end(), name.begin(), name.end()) -
-                                                good_.begin()) + name.size();
+  const auto rank_at =
+      static_cast<std::size_t>(std::search(good_.begin(), good_.end(), name.begin(), name.end()) - good_.begin()) + name.size();
   Bytes bad = good_;
   ASSERT_EQ(bad[rank_at], 2);
   bad[rank_at] = 9;
@@ -407,8 +407,7 @@ TEST(Checkpoint, MissingOrUnreadableFileIsNamed) {
   build_model(store, 1);
   const auto missing = dir.path() / "nope.ckpt";
   std::string err = error_of([&] { load_checkpoint(missing, store); });
-  EXPECT_NE(err.find("cannot read checkpoint " + missing.string() + ": No such file or directory"), std::string::npos)
-      << err;
+  EXPECT_NE(err.find("cannot read checkpoint " + missing.string() + ": No such file or directory"), std::string::npos) << err;
   err = error_of([&] { load_checkpoint(dir.path(), store); });
   EXPECT_NE(err.find(dir.path().string() + ": is a directory"), std::string::npos) << err;
 }

@@ -117,7 +117,7 @@ TEST(HostedBackend, ForwardsTheOptionalOps) {
   hosted.copy_from_host(positions, pv.data());
   Graph g(hosted, 1, 0, /*training=*/false, /*grad=*/false);
   const std::vector<float> y = testing::host(hosted, ops::rope(g, g.constant(x), positions, 2, 10000.0f).value());
-  EXPECT_FLOAT_EQ(y[0], 1.0f);  // position 0: not turned
+  EXPECT_FLOAT_EQ(y[0], 1.0f);            // position 0: not turned
   EXPECT_FLOAT_EQ(y[2], std::cos(1.0f));  // position 1: turned by 1 radian (i = 0)
   EXPECT_FLOAT_EQ(y[3], std::sin(1.0f));
   const std::vector<float> s = testing::host(hosted, ops::slice_last(g, g.constant(x), 1, 1).value());

@@ -50,12 +50,16 @@ class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
   }
   ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
+    if (old_)
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
@@ -76,7 +80,7 @@ TEST(ProgressLines, PrintsOneLinePerIntervalPlusTheLastWithoutControlCharacters)
     }
     p.finish();
     p.finish();  // twice is harmless
-  }  // and so is the destructor
+  }              // and so is the destructor
   const auto lines = lines_of(out.str());
   ASSERT_EQ(lines.size(), 4u) << out.str();
   EXPECT_EQ(lines[0], "step 300/1000 loss 1.2340 lr 7.00e-04 12345 tok/s elapsed 30s ETA 1m10s");
@@ -102,7 +106,7 @@ TEST(ProgressLines, LogsWhereAnEarlyStopEndedAndStepsSkippedByTheCaller) {
   std::ostringstream out;
   Progress p(out, ProgressMode::Lines, 1000, 0, 100);
   for (std::int64_t step = 7; step <= 437; step += 7) p.update(sample(step));  // never a multiple of 100
-  EXPECT_EQ(lines_of(out.str()).size(), 4u) << out.str();  // crossed 100, 200, 300, 400
+  EXPECT_EQ(lines_of(out.str()).size(), 4u) << out.str();                      // crossed 100, 200, 300, 400
   p.finish();
   p.finish();
   const auto lines = lines_of(out.str());

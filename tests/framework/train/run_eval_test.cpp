@@ -115,8 +115,8 @@ TEST_F(RunEvalTest, PredictionsHoldEveryExampleAndTheirCopiesMatchExactMatch) {
 
 TEST_F(RunEvalTest, JsonlAndLimitWriteOneObjectPerScoredExample) {
   const fs::path out = dir_ / "jsonl";
-  const auto r = run_cli({"eval", run_dir().string(), "--split", "eval", "--limit", "10", "--format", "jsonl", "--out",
-                          out.string()});
+  const auto r =
+      run_cli({"eval", run_dir().string(), "--split", "eval", "--limit", "10", "--format", "jsonl", "--out", out.string()});
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   const auto rows = lines(out / "predictions.jsonl");
   ASSERT_EQ(rows.size(), 10u);

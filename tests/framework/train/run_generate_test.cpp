@@ -35,15 +35,18 @@ class RunGenerateTest : public ::testing::Test {
     fs::create_directories(dir_);
     const fs::path fable = fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "plugins" /
                            "task_language_model" / "tests" / "data" / "language_model_fable.txt";
-    std::ofstream(dir_ / "spec.yaml") << "name: generate_lm\n"
-                                         "task: {plugin: language_model, file: " << fable.string() << ", tokens: word, "
-                                         "lowercase: true, context: 16, valid_fraction: 0.1, test_fraction: 0.0}\n"
-                                         "model: {arch: decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, "
-                                         "positional_encoding: {plugin: learned, max_len: 40}}\n"
-                                         "backend: onednn\n"
-                                         "train: {steps: 40, batch_size: 8, optimizer: {lr: 3.0e-3}, seed: 4}\n"
-                                         "log: {every: 20}\n"
-                                         "eval: {every: 40, batches: 1, metrics: [loss], generate: {prompt_tokens: 4, max_tokens: 8}}\n";
+    std::ofstream(dir_ / "spec.yaml")
+        << "name: generate_lm\n"
+           "task: {plugin: language_model, file: "
+        << fable.string()
+        << ", tokens: word, "
+           "lowercase: true, context: 16, valid_fraction: 0.1, test_fraction: 0.0}\n"
+           "model: {arch: decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, "
+           "positional_encoding: {plugin: learned, max_len: 40}}\n"
+           "backend: onednn\n"
+           "train: {steps: 40, batch_size: 8, optimizer: {lr: 3.0e-3}, seed: 4}\n"
+           "log: {every: 20}\n"
+           "eval: {every: 40, batches: 1, metrics: [loss], generate: {prompt_tokens: 4, max_tokens: 8}}\n";
     const auto r = run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "run").string(), "--progress", "quiet"});
     ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   }

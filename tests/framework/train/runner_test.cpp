@@ -86,8 +86,9 @@ TEST_F(RunnerTest, TinyEncoderDecoderLearnsToCopyExactly) {
 }
 
 TEST_F(RunnerTest, ReferenceAndOnednnGiveTheSameLosses) {
-  const std::vector<std::string> common = {"--set", "train.steps=6", "--set", "log.every=1", "--set", "model.dropout=0.1",
-                                           "--set", "model.attention_dropout=0.1", "--set", "eval.every=6"};
+  const std::vector<std::string> common = {"--set", "train.steps=6",     "--set", "log.every=1",
+                                           "--set", "model.dropout=0.1", "--set", "model.attention_dropout=0.1",
+                                           "--set", "eval.every=6"};
   std::vector<std::string> ref = common, dnnl = common;
   ref.insert(ref.end(), {"--set", "backend=reference"});
   ASSERT_EQ(run("ref", ref).code, cli::kExitOk);
@@ -136,8 +137,11 @@ TEST_F(RunnerTest, EveryComponentCombinationTrainsOnEveryBackend) {
 
 TEST_F(RunnerTest, ResumedRunContinuesTheLossCurveBitForBit) {
   // log.every 4 and a stop at 22: the resumed run must carry the half-filled log interval over.
-  const std::vector<std::string> spec = {"--set", "train.steps=40", "--set", "log.every=4", "--set", "eval.every=15",
-                                         "--set", "model.dropout=0.1", "--set", "model.attention_dropout=0.1"};
+  const std::vector<std::string> spec = {"--set", "train.steps=40",
+                                         "--set", "log.every=4",
+                                         "--set", "eval.every=15",
+                                         "--set", "model.dropout=0.1",
+                                         "--set", "model.attention_dropout=0.1"};
   ASSERT_EQ(run("whole", spec).code, cli::kExitOk);
   std::vector<std::string> first = spec;
   first.insert(first.end(), {"--stop-after", "22"});  // stops between two evaluations (checkpoint at 15 and 22)
@@ -233,7 +237,8 @@ TEST_F(RunnerTest, ThreadCountIsNotPartOfTheRunIdentity) {
   std::vector<std::string> first = spec;
   first.insert(first.end(), {"--stop-after", "4"});
   ASSERT_EQ(run("threads", first).code, cli::kExitOk);
-  const auto resumed = run("threads", {"--set", "train.steps=8", "--set", "eval.every=4", "--set", "backend.threads=1", "--resume"});
+  const auto resumed =
+      run("threads", {"--set", "train.steps=8", "--set", "eval.every=4", "--set", "backend.threads=1", "--resume"});
   EXPECT_EQ(resumed.code, cli::kExitOk) << resumed.err;
   EXPECT_NE(resumed.out.find("resuming at step 4 "), std::string::npos) << resumed.out;
   EXPECT_NE(resumed.out.find("1 threads"), std::string::npos) << resumed.out;
@@ -318,13 +323,15 @@ namespace ablate::train {
 namespace {
 
 TEST_F(RunnerTest, InspectSummarisesTheRunFile) {
-  ASSERT_EQ(run("ins", {"--set", "train.steps=20", "--set", "eval.every=20", "--set", "log.attention.every=10"}).code, cli::kExitOk);
+  ASSERT_EQ(run("ins", {"--set", "train.steps=20", "--set", "eval.every=20", "--set", "log.attention.every=10"}).code,
+            cli::kExitOk);
   const auto r = run_cli({"inspect", (dir_ / "ins").string()});
   ASSERT_EQ(r.code, cli::kExitOk) << r.err;
-  for (const char* expected : {"status completed at step 20 (reached train.steps)", "train: 2 rows", "eval: 1 rows",
-                               "attention: 2 logs (steps 10 .. 20), probe of 4 examples",
-                               "/attention/encoder/self/layer_0 [2, 4, 2, ", "/attention/decoder/self/layer_0 [2, 4, 2, ",
-                               "mask causal+key_padding", "/attention/decode/cross/layer_0..0 [2, 4, 2, 5, ", "block/pre_norm 2.1.0", "attention/mha 1.2.0"})
+  for (const char* expected :
+       {"status completed at step 20 (reached train.steps)", "train: 2 rows", "eval: 1 rows",
+        "attention: 2 logs (steps 10 .. 20), probe of 4 examples", "/attention/encoder/self/layer_0 [2, 4, 2, ",
+        "/attention/decoder/self/layer_0 [2, 4, 2, ", "mask causal+key_padding",
+        "/attention/decode/cross/layer_0..0 [2, 4, 2, 5, ", "block/pre_norm 2.1.0", "attention/mha 1.2.0"})
     EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
   const auto follow = run_cli({"inspect", (dir_ / "ins" / "run.h5").string(), "--follow", "--interval", "0.05"});
   EXPECT_EQ(follow.code, cli::kExitOk);
@@ -341,8 +348,11 @@ namespace {
 // The probe pass (attention logs, per-layer statistics) runs on its own graph: logging at every
 // step must leave the training losses bit-identical to logging never.
 TEST_F(RunnerTest, AttentionLoggingDoesNotChangeTraining) {
-  const std::vector<std::string> common = {"--set", "train.steps=12", "--set", "log.every=1", "--set", "eval.every=12",
-                                           "--set", "model.dropout=0.2", "--set", "model.attention_dropout=0.2"};
+  const std::vector<std::string> common = {"--set", "train.steps=12",
+                                           "--set", "log.every=1",
+                                           "--set", "eval.every=12",
+                                           "--set", "model.dropout=0.2",
+                                           "--set", "model.attention_dropout=0.2"};
   std::vector<std::string> logged = common, quiet = common;
   logged.insert(logged.end(), {"--set", "log.attention.every=1"});
   quiet.insert(quiet.end(), {"--set", "log.attention.every=0"});
@@ -389,8 +399,8 @@ TEST_F(RunnerTest, LayerStatsFollowLogEveryAndCanBeTurnedOff) {
 // log.attention.probe = repeated: the probe is random content tokens whose first half repeats as the
 // second, the same in every run whatever its seed, and the induction score is defined on it.
 TEST_F(RunnerTest, RepeatedProbeIsTheSameInEveryRunAndScoresInduction) {
-  const std::vector<std::string> sets = {"--set", "train.steps=10", "--set", "eval.every=10", "--set", "log.attention.every=10",
-                                         "--set", "log.attention.probe=repeated"};
+  const std::vector<std::string> sets = {"--set", "train.steps=10",         "--set", "eval.every=10",
+                                         "--set", "log.attention.every=10", "--set", "log.attention.probe=repeated"};
   std::vector<std::string> seed2 = sets;
   seed2.insert(seed2.end(), {"--set", "train.seed=2"});
   ASSERT_EQ(run("s1", sets).code, cli::kExitOk);
@@ -434,8 +444,8 @@ std::string profile_cell(const std::string& out, const std::string& op, const st
 }
 
 TEST_F(RunnerTest, ProfileCountsEveryOpOfTheStepsWithoutChangingThem) {
-  const std::vector<std::string> common = {"--set", "train.steps=6", "--set", "log.every=1", "--set", "eval.every=6",
-                                           "--set", "model.dropout=0.1"};
+  const std::vector<std::string> common = {"--set", "train.steps=6", "--set", "log.every=1",
+                                           "--set", "eval.every=6",  "--set", "model.dropout=0.1"};
   std::vector<std::string> profiled = common;
   profiled.push_back("--profile");
   const auto r = run("profiled", profiled);
@@ -479,7 +489,8 @@ TEST_F(RunnerTest, EvalLengthsRecordMetricsPerLengthAndNaNPastTheLearnedLimit) {
   EXPECT_NE(eval.at("loss_at_4")[1], eval.at("loss_at_7")[1]);
   const auto bad = run("text", {"--set", "task={plugin: random_pairs}", "--set", "eval.lengths=[8]"});
   EXPECT_EQ(bad.code, cli::kExitUsage) << bad.out << bad.err;
-  EXPECT_NE(bad.err.find("eval.lengths: task plugin 'random_pairs' makes no eval examples of length 8"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("eval.lengths: task plugin 'random_pairs' makes no eval examples of length 8"), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

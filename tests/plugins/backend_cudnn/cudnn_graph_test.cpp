@@ -76,8 +76,7 @@ TEST(CudnnGraphs, EveryAttentionVariantHasAnEngineOnAnH100) {
       c.dropout = flags & 4;
       if (c.causal && c.T != c.S) continue;  // the backend's causal attention is self-attention
       const std::string what = "T " + std::to_string(s.T) + " S " + std::to_string(s.S) + " Dh " + std::to_string(s.Dh) +
-                               (c.causal ? " causal" : "") + (c.key_padding ? " padding" : "") +
-                               (c.dropout ? " dropout" : "");
+                               (c.causal ? " causal" : "") + (c.key_padding ? " padding" : "") + (c.dropout ? " dropout" : "");
       EXPECT_TRUE(engine_for_device(GraphKind::SdpaForward, c, true, true, device)) << "forward, " << what;
       for (const bool deterministic : {true, false})
         EXPECT_TRUE(engine_for_device(GraphKind::SdpaBackward, c, true, deterministic, device))

@@ -218,7 +218,8 @@ TEST_F(Onednn, BatchedMatmulAllTransposes) {
           }
       expect_near(read(*be, c), c_ref, 1e-5, "c");
       Tensor dc = make(*be, {Bt, M, N}, dcv);
-      Tensor da = make(*be, a.shape(), std::vector<float>(av.size(), 1.0f)), db = make(*be, b.shape(), std::vector<float>(bv.size(), 1.0f));
+      Tensor da = make(*be, a.shape(), std::vector<float>(av.size(), 1.0f)),
+             db = make(*be, b.shape(), std::vector<float>(bv.size(), 1.0f));
       be->matmul_backward(&da, &db, dc, a, b, ta, tb, alpha);
       std::vector<double> da_ref(av.size(), 1.0), db_ref(bv.size(), 1.0);
       for (int z = 0; z < Bt; ++z)
@@ -257,13 +258,19 @@ AttRef attention_ref(int B, int H, int T, int S, int Dh, const std::vector<float
         for (int s = 0; s < S; ++s) {
           bool vis = lens.empty() || s < lens[b];
           if (p.causal && s > t + p.query_offset) vis = false;
-          if (!vis) { lg[s] = -INFINITY; continue; }
+          if (!vis) {
+            lg[s] = -INFINITY;
+            continue;
+          }
           double d = 0;
           for (int e = 0; e < Dh; ++e) d += double(q[(row)*Dh + e]) * k[(bh * S + s) * Dh + e];
           lg[s] = p.scale * d;
           mx = std::max(mx, lg[s]);
         }
-        if (mx == -INFINITY) { r.lse[row] = -INFINITY; continue; }
+        if (mx == -INFINITY) {
+          r.lse[row] = -INFINITY;
+          continue;
+        }
         double sum = 0;
         for (int s = 0; s < S; ++s) sum += lg[s] == -INFINITY ? 0 : std::exp(lg[s] - mx);
         r.lse[row] = mx + std::log(sum);
@@ -299,7 +306,12 @@ TEST_F(Onednn, AttentionMatchesNaiveWithMasksAndDropout) {
   const int B = 2, H = 3, T = 5, S = 7, Dh = 6;
   const auto qv = randn(B * H * T * Dh, 20), kv = randn(B * H * S * Dh, 21), vv = randn(B * H * S * Dh, 22),
              dov = randn(B * H * T * Dh, 23);
-  struct Case { bool causal; bool pad; float drop; std::int64_t offset; };
+  struct Case {
+    bool causal;
+    bool pad;
+    float drop;
+    std::int64_t offset;
+  };
   for (const Case cs : {Case{false, false, 0.0f, 0}, Case{true, false, 0.0f, 0}, Case{false, true, 0.0f, 0},
                         Case{true, true, 0.3f, 0}, Case{true, false, 0.0f, 2}, Case{false, true, 0.5f, 0}}) {
     SCOPED_TRACE(testing::Message() << "causal " << cs.causal << " pad " << cs.pad << " drop " << cs.drop);
@@ -326,8 +338,10 @@ TEST_F(Onednn, AttentionMatchesNaiveWithMasksAndDropout) {
     expect_near(read(*be, probs), r.probs, 1e-5, "probs");
     const auto lse_v = read(*be, lse);
     for (std::size_t i = 0; i < lse_v.size(); ++i) {
-      if (std::isinf(r.lse[i])) EXPECT_TRUE(std::isinf(lse_v[i]) && lse_v[i] < 0) << i;
-      else EXPECT_NEAR(lse_v[i], r.lse[i], 1e-5) << i;
+      if (std::isinf(r.lse[i]))
+        EXPECT_TRUE(std::isinf(lse_v[i]) && lse_v[i] < 0) << i;
+      else
+        EXPECT_NEAR(lse_v[i], r.lse[i], 1e-5) << i;
     }
     // Rows sum to 1 (or are all 0 with no visible key); masked probabilities are exactly 0.
     const auto pr = read(*be, probs);
@@ -440,9 +454,8 @@ TEST_F(Onednn, LayerNormNormalisesAndBackwardMatchesFiniteDifferences) {
 TEST_F(Onednn, RmsNormMatchesNaive) {
   const int N = 5, D = 17;
   const auto xv = randn(N * D, 40), gv = randn(D, 41), dyv = randn(N * D, 42);
-  Tensor x = make(*be, {N, D}, xv), g = make(*be, {D}, gv), y = be->empty({N, D}, DType::F32),
-         rstd = be->empty({N}, DType::F32), dy = make(*be, {N, D}, dyv), dx = be->empty({N, D}, DType::F32),
-         dg = be->empty({D}, DType::F32);
+  Tensor x = make(*be, {N, D}, xv), g = make(*be, {D}, gv), y = be->empty({N, D}, DType::F32), rstd = be->empty({N}, DType::F32),
+         dy = make(*be, {N, D}, dyv), dx = be->empty({N, D}, DType::F32), dg = be->empty({D}, DType::F32);
   be->rms_norm_forward(y, rstd, x, g, 1e-6f);
   be->fill(dx, 0.0f);
   be->fill(dg, 0.0f);
@@ -458,8 +471,7 @@ TEST_F(Onednn, RmsNormMatchesNaive) {
       dot += dyv[r * D + j] * gv[j] * xv[r * D + j];
       dg_ref[j] += dyv[r * D + j] * xv[r * D + j] * rs;
     }
-    for (int j = 0; j < D; ++j)
-      dx_ref[r * D + j] = rs * dyv[r * D + j] * gv[j] - rs * rs * rs * xv[r * D + j] * dot / D;
+    for (int j = 0; j < D; ++j) dx_ref[r * D + j] = rs * dyv[r * D + j] * gv[j] - rs * rs * rs * xv[r * D + j] * dot / D;
   }
   expect_near(read(*be, y), y_ref, 1e-5, "y");
   expect_near(read(*be, dx), dx_ref, 1e-4, "dx");
@@ -487,7 +499,10 @@ TEST_F(Onednn, CrossEntropyMatchesHandComputation) {
     double mx = -INFINITY;
     int arg = 0;
     for (int c = 0; c < V; ++c)
-      if (lv[r * V + c] > mx) { mx = lv[r * V + c]; arg = c; }
+      if (lv[r * V + c] > mx) {
+        mx = lv[r * V + c];
+        arg = c;
+      }
     double s = 0;
     for (int c = 0; c < V; ++c) s += std::exp(lv[r * V + c] - mx);
     const double lse = mx + std::log(s);
@@ -616,8 +631,8 @@ TEST_F(Onednn, ElementwiseEmbeddingHeadsCastAndSumSquares) {
 TEST_F(Onednn, Bf16LinearAndAttentionTrackF32) {
   const int N = 16, I = 32, O = 24;
   const auto xv = randn(N * I, 80), wv = randn(O * I, 81, 0.2f), dyv = randn(N * O, 82);
-  Tensor x = make(*be, {N, I}, xv, DType::BF16), w = make(*be, {O, I}, wv, DType::BF16),
-         y = be->empty({N, O}, DType::BF16), pre = be->empty({N, O}, DType::BF16), dy = make(*be, {N, O}, dyv, DType::BF16);
+  Tensor x = make(*be, {N, I}, xv, DType::BF16), w = make(*be, {O, I}, wv, DType::BF16), y = be->empty({N, O}, DType::BF16),
+         pre = be->empty({N, O}, DType::BF16), dy = make(*be, {N, O}, dyv, DType::BF16);
   be->linear_forward(y, &pre, x, w, nullptr, Activation::GeluTanh);
   Tensor dw = be->empty({O, I}, DType::F32), dx = be->empty({N, I}, DType::BF16);
   be->fill(dw, 0.0f);

@@ -94,7 +94,8 @@ TEST(ReferenceAttention, RowsSumToOneAndMaskedKeysGetExactlyZero) {
           double sum = 0;
           int visible = 0;
           for (std::int64_t s = 0; s < S; ++s) {
-            const bool vis = (!m.causal || s <= t + m.offset) && (m.lengths.empty() || s < m.lengths[static_cast<std::size_t>(b)]);
+            const bool vis =
+                (!m.causal || s <= t + m.offset) && (m.lengths.empty() || s < m.lengths[static_cast<std::size_t>(b)]);
             const float p = r.probs[static_cast<std::size_t>(row * S + s)];
             if (vis) {
               ++visible;
@@ -144,13 +145,15 @@ TEST(ReferenceLayerNorm, RowsHaveMeanZeroAndVarianceOne) {
   std::vector<float> xv = ramp(N * D, 3.0f, 0.37f);
   for (std::size_t i = 0; i < xv.size(); ++i) xv[i] += static_cast<float>(i / D);  // different row means
   Tensor x = f32_tensor(be, Shape{N, D}, xv);
-  Tensor gamma = f32_tensor(be, Shape{D}, std::vector<float>(D, 1.0f)), beta = f32_tensor(be, Shape{D}, std::vector<float>(D, 0.0f));
+  Tensor gamma = f32_tensor(be, Shape{D}, std::vector<float>(D, 1.0f)),
+         beta = f32_tensor(be, Shape{D}, std::vector<float>(D, 0.0f));
   Tensor y = be.empty(Shape{N, D}, DType::F32), mean = be.empty(Shape{N}, DType::F32), rstd = be.empty(Shape{N}, DType::F32);
   be.layer_norm_forward(y, mean, rstd, x, gamma, beta, 1e-6f);
   const std::vector<float> yv = host(be, y), mv = host(be, mean), rv = host(be, rstd);
   for (std::int64_t n = 0; n < N; ++n) {
     double m = 0, v = 0, xm = 0;
-    for (std::int64_t j = 0; j < D; ++j) m += yv[static_cast<std::size_t>(n * D + j)], xm += xv[static_cast<std::size_t>(n * D + j)];
+    for (std::int64_t j = 0; j < D; ++j)
+      m += yv[static_cast<std::size_t>(n * D + j)], xm += xv[static_cast<std::size_t>(n * D + j)];
     m /= D;
     xm /= D;
     for (std::int64_t j = 0; j < D; ++j) v += std::pow(yv[static_cast<std::size_t>(n * D + j)] - m, 2);
@@ -165,10 +168,10 @@ TEST(ReferenceLayerNorm, RowsHaveMeanZeroAndVarianceOne) {
 TEST(ReferenceCrossEntropy, EqualsHandComputedNegativeLogSoftmax) {
   Backend& be = *reference_backend();
   const std::int64_t N = 4, V = 3;
-  const std::vector<float> z = {1.0f, 2.0f, 0.5f,   // target 1 (argmax: correct)
-                                0.0f, 0.0f, 3.0f,   // ignored
-                                -1.0f, 0.5f, 0.25f, // target 2 (argmax 1: wrong)
-                                2.0f, -2.0f, 0.0f}; // target 0 (correct)
+  const std::vector<float> z = {1.0f,  2.0f,  0.5f,   // target 1 (argmax: correct)
+                                0.0f,  0.0f,  3.0f,   // ignored
+                                -1.0f, 0.5f,  0.25f,  // target 2 (argmax 1: wrong)
+                                2.0f,  -2.0f, 0.0f};  // target 0 (correct)
   const std::vector<std::int32_t> t = {1, -1, 2, 0};
   Tensor logits = f32_tensor(be, Shape{N, V}, z), targets = i32_tensor(be, Shape{N}, t);
   for (const float ls : {0.0f, 0.1f}) {
@@ -256,14 +259,16 @@ TEST(ReferenceDropout, MaskFollowsDropoutKeepAndScalesKeptElements) {
     be.dropout_forward(y2, x, p, other);
     const std::vector<float> ov = host(be, y2);
     std::int64_t differ = 0;
-    for (std::int64_t i = 0; i < n; ++i) differ += (ov[static_cast<std::size_t>(i)] == 0.0f) != (yv[static_cast<std::size_t>(i)] == 0.0f);
+    for (std::int64_t i = 0; i < n; ++i)
+      differ += (ov[static_cast<std::size_t>(i)] == 0.0f) != (yv[static_cast<std::size_t>(i)] == 0.0f);
     EXPECT_GT(differ, n / 5) << "seed " << other.seed << " step " << other.step << " op " << other.op_id;
   }
   // Backward: dx += dy * mask / (1 - p), the same mask.
   Tensor dx = f32_tensor(be, x.shape(), std::vector<float>(static_cast<std::size_t>(n), 1.0f));
   be.dropout_backward(dx, x, p, key);
   const std::vector<float> dv = host(be, dx);
-  for (std::int64_t i = 0; i < n; i += 97) EXPECT_FLOAT_EQ(dv[static_cast<std::size_t>(i)], 1.0f + yv[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < n; i += 97)
+    EXPECT_FLOAT_EQ(dv[static_cast<std::size_t>(i)], 1.0f + yv[static_cast<std::size_t>(i)]);
 }
 
 TEST(ReferenceBackend, BackwardAccumulatesAndNullGradientsAreSkipped) {

@@ -51,9 +51,9 @@ TEST(ReferenceGradCheck, EveryBackwardOpIsCovered) {
   std::set<std::string> ops;
   for (const OpCase& c : cases())
     if (c.backward) ops.insert(c.op);
-  for (const char* op : {"linear", "matmul", "attention", "layer_norm", "rms_norm", "activation", "add", "mul",
-                         "dropout", "embedding", "split_heads", "merge_heads", "cross_entropy", "rope", "slice_last",
-                         "softmax_last", "sum_last", "exp", "sigmoid"})
+  for (const char* op :
+       {"linear", "matmul", "attention", "layer_norm", "rms_norm", "activation", "add", "mul", "dropout", "embedding",
+        "split_heads", "merge_heads", "cross_entropy", "rope", "slice_last", "softmax_last", "sum_last", "exp", "sigmoid"})
     EXPECT_TRUE(ops.count(op)) << op << " has no gradient-checked case";
 }
 
@@ -79,8 +79,8 @@ class ForwardingBackend : public Backend {
 class DwScaledBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                       const Tensor* pre, const Tensor& y, Activation a) override {
+  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor* pre,
+                       const Tensor& y, Activation a) override {
     std::vector<float> before = dw ? host(*in_, *dw) : std::vector<float>{};
     in_->linear_backward(dx, dw, db, dy, x, w, pre, y, a);
     if (!dw) return;
@@ -155,7 +155,9 @@ class AttentionNoBiasGradBackend final : public ForwardingBackend {
 class SoftmaxMissingTermBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override { in_->mul_backward(&dx, nullptr, dy, dy, y); }
+  void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override {
+    in_->mul_backward(&dx, nullptr, dy, dy, y);
+  }
 };
 
 template <class Broken>
@@ -194,7 +196,9 @@ TEST(GradCheckHasTeeth, ReportsAttentionBackwardWithoutTheBiasGradient) {
   expect_caught<AttentionNoBiasGradBackend>("attention_bias_shared_B2_H2_Hkv2_T5_S7");
 }
 
-TEST(GradCheckHasTeeth, ReportsSoftmaxBackwardMissingItsRowTerm) { expect_caught<SoftmaxMissingTermBackend>("softmax_last_x3x7"); }
+TEST(GradCheckHasTeeth, ReportsSoftmaxBackwardMissingItsRowTerm) {
+  expect_caught<SoftmaxMissingTermBackend>("softmax_last_x3x7");
+}
 
 // The parity comparator, too, must flag a small difference (and accept identical runs).
 TEST(ParityCompareHasTeeth, FlagsAOnePercentDifference) {

@@ -16,10 +16,10 @@
 namespace ablate::testing {
 
 struct GradcheckOptions {
-  double eps = 1e-2;    // finite-difference step (F32 values: not much smaller)
-  double rtol = 2e-2;   // |analytic - numeric| <= atol + rtol * max(|analytic|, |numeric|)
+  double eps = 1e-2;   // finite-difference step (F32 values: not much smaller)
+  double rtol = 2e-2;  // |analytic - numeric| <= atol + rtol * max(|analytic|, |numeric|)
   double atol = 1e-3;
-  std::uint64_t seed = 1;  // for the random output weights and the graph's RNG (dropout)
+  std::uint64_t seed = 1;                    // for the random output weights and the graph's RNG (dropout)
   std::int64_t max_elements_per_input = 48;  // checks a deterministic subset of larger inputs
 };
 

@@ -45,9 +45,9 @@ template <class Kind>
 std::shared_ptr<Kind> make_component(const std::string& name, const OptionOverrides& overrides = {}) {
   std::shared_ptr<Component> made = make_component(Kind::kKind, name, overrides);
   if (auto typed = std::dynamic_pointer_cast<Kind>(made)) return typed;
-  throw PluginError(std::string(Kind::kKind) + "/" + name + " created an object that does not implement the '" +
-                        Kind::kKind + "' interface",
-                    "the plugin was probably built against a different interface header");
+  throw PluginError(
+      std::string(Kind::kKind) + "/" + name + " created an object that does not implement the '" + Kind::kKind + "' interface",
+      "the plugin was probably built against a different interface header");
 }
 
 // The cache-equivalence check for attention and positional-encoding plugins: one causal
@@ -65,7 +65,7 @@ struct CacheCheckOptions {
   std::int64_t extra_capacity = 2;  // cache rows never written (hidden by key_lengths)
   double atol = 1e-4;               // |full - cached| <= atol + rtol * |full|, every element
   double rtol = 1e-4;
-  std::uint64_t seed = 1;           // of x and of the parameters' initial values
+  std::uint64_t seed = 1;  // of x and of the parameters' initial values
 };
 
 struct CacheCheckResult {
@@ -79,7 +79,7 @@ struct CacheCheckResult {
 // `dims` in a parameter store of its own, then compares as above. Pass fresh, unbuilt instances
 // (make_component<Attention>("mha"), your own). Throws ablate::Error for options out of range
 // (prompt outside 1 .. length); what the plugins throw propagates.
-CacheCheckResult cache_equivalence(Backend& backend, Attention& attention, PositionalEncoding* positions,
-                                   const ModelDims& dims, const CacheCheckOptions& options = {});
+CacheCheckResult cache_equivalence(Backend& backend, Attention& attention, PositionalEncoding* positions, const ModelDims& dims,
+                                   const CacheCheckOptions& options = {});
 
 }  // namespace ablate::testing
