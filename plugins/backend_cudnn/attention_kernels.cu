@@ -1,5 +1,5 @@
-// backend/cudnn: the unfused attention's softmax forward and backward (masks, ALiBi slopes, logit
-// bias, dropout, lse) and the logit bias gradient; declared in kernels.hpp.
+// backend/cudnn: the unfused attention's softmax forward and backward (masks, softcap, ALiBi slopes,
+// logit bias, dropout, lse), the logit bias gradient and the softcap's; declared in kernels.hpp.
 #include "kernels_common.cuh"
 
 namespace backend_cudnn::kernels {
@@ -24,9 +24,11 @@ __device__ float attention_dropout_factor(const AttentionShape& a, std::int64_t 
   return ablate::dropout_keep(a.rng, static_cast<std::uint64_t>(index), a.dropout) ? keep_scale : 0.0f;
 }
 
-// Logit j of row (bh, i): the scaled q·k from the GEMM plus the bias and ALiBi terms, if any.
+// Logit j of row (bh, i): the scaled q·k from the GEMM, capped (softcap), plus the bias and ALiBi
+// terms, if any.
 __device__ float logit_at(const AttentionShape& a, const float* l, std::int64_t row, std::int64_t j) {
   float v = l[j];
+  if (a.softcap > 0.0f) v = a.softcap * tanhf(v / a.softcap);
   if (a.bias || a.slopes) {
     const std::int64_t h = (row / a.T) % a.H, i = row % a.T;
     if (a.bias) v += a.bias[((a.bias_heads == 1 ? 0 : h) * a.T + i) * a.S + j];
@@ -110,6 +112,15 @@ __global__ void attention_bias_backward_kernel(float* dbias, const T* ds, const 
   }
 }
 
+// ds *= 1 - tanh(x / c)^2 at the scaled products x: the softcap's slope (ds is 0 where masked).
+template <class T>
+__global__ void attention_softcap_backward_kernel(T* ds, const float* logits, std::int64_t n, float softcap) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    const float u = tanhf(logits[i] / softcap);
+    st(ds, i, ld(ds, i) * (1.0f - u * u));
+  }
+}
+
 }  // namespace
 
 // ============================================================================ attention
@@ -149,6 +160,16 @@ void attention_bias_backward(float* dbias, const void* ds, VT t, const Attention
     attention_bias_backward_kernel<<<grid_for(n), kThreads, 0, s>>>(dbias, static_cast<const T*>(ds), shape);
   });
   check_launch("attention_bias_backward");
+}
+
+void attention_softcap_backward(void* ds, VT t, const float* logits, const AttentionShape& a, cudaStream_t s) {
+  const std::int64_t n = a.B * a.H * a.T * a.S;
+  if (n == 0 || a.softcap <= 0.0f) return;
+  with_type(t, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    attention_softcap_backward_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(ds), logits, n, a.softcap);
+  });
+  check_launch("attention_softcap_backward");
 }
 
 }  // namespace backend_cudnn::kernels

@@ -13,9 +13,9 @@ using kernels::VT;
 // attention
 
 kernels::AttentionShape CudnnBackend::attention_shape(const Tensor& q, const Tensor& k, const ablate::AttentionParams& p) const {
-  // k/v may have Hkv heads dividing H (grouped-query attention), and a bias / ALiBi slopes may be
-  // added to the logits: the unfused path runs both (compiled, not yet run on a GPU); the fused
-  // cuDNN graphs here are built without them, so such calls never take the fused path.
+  // k/v may have Hkv heads dividing H (grouped-query attention), the logits may be capped
+  // (softcap), and a bias / ALiBi slopes may be added to them: the unfused path runs all of these;
+  // the fused cuDNN graphs here are built without them, so such calls never take the fused path.
   kernels::AttentionShape a;
   a.B = q.shape()[0];
   a.H = q.shape()[1];
@@ -34,6 +34,7 @@ kernels::AttentionShape CudnnBackend::attention_shape(const Tensor& q, const Ten
   a.query_offset = p.causal || p.slopes ? p.query_offset : 0;  // the offset of masks and of ALiBi's distances
   a.dropout = p.dropout;
   a.rng = p.rng;
+  a.softcap = p.softcap;
   return a;
 }
 
@@ -43,7 +44,7 @@ kernels::AttentionShape CudnnBackend::attention_shape(const Tensor& q, const Ten
 std::optional<SdpaConfig> CudnnBackend::fused_attention(const kernels::AttentionShape& a, std::int64_t Dh, DType dtype,
                                                         bool probs, float scale, bool backward) {
   if (!config_.fused_attention || dtype != DType::BF16 || probs || a.query_offset != 0 || Dh % 8 != 0 || Dh > 128 ||
-      a.Hkv != a.H || a.bias || a.slopes)
+      a.Hkv != a.H || a.bias || a.slopes || a.softcap > 0.0f)
     return std::nullopt;
   SdpaConfig c;
   c.B = a.B;
@@ -123,6 +124,8 @@ void CudnnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const 
   gemm_->run(dpd, VT::F32, operand(dout, BG, GT, Dh, false), operand(v, BG, Dh, a.S, true), 1.0f, 0.0f, {}, op);
   kernels::attention_softmax_backward(ds, pd, t, logits, lse.data<float>(), dpd, a, stream_);
   if (params.dbias) kernels::attention_bias_backward(params.dbias->data<float>(), ds, t, a, stream_);
+  // ds = d(capped logit) so far (the bias's gradient); q and k get it through the cap's slope.
+  if (a.softcap > 0.0f && (dq || dk)) kernels::attention_softcap_backward(ds, t, logits, a, stream_);
   // dv[BG, S, Dh] += pd^T[BG, S, G*T] · dout[BG, G*T, Dh]
   if (dv) gemm_->run(dv->raw(), t, GemmOperand{pd, t, BG, a.S, GT, true}, operand(dout, BG, GT, Dh, false), 1.0f, 1.0f, {}, op);
   // dq[BG, G*T, Dh] += scale ds[BG, G*T, S] · k[BG, S, Dh]

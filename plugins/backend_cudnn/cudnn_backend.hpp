@@ -104,13 +104,19 @@ class CudnnBackend final : public ablate::Backend {
   void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) override;
   void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) override;
   bool supports(ablate::OptionalOp op) const override {
-    return op == ablate::OptionalOp::rope || op == ablate::OptionalOp::slice_last || op == ablate::OptionalOp::attention_bias ||
-           op == ablate::OptionalOp::grouped_attention;
+    (void)op;
+    return true;  // every optional op: rope, slice_last, attention bias, grouped k/v heads, softcap, softmax/sum/pointwise
   }
   void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) override;
   void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) override;
   void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) override;
   void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) override;
+  void softmax_last_forward(Tensor& y, const Tensor& x) override;
+  void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override;
+  void sum_last_forward(Tensor& y, const Tensor& x) override;
+  void sum_last_backward(Tensor& dx, const Tensor& dy) override;
+  void pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointwise f) override;
+  void pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) override;
   void axpy(Tensor& y, const Tensor& x, float alpha) override;
   void dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) override;
   void dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) override;

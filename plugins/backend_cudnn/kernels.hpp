@@ -75,6 +75,18 @@ void dropout_forward(void* y, const void* x, VT t, std::int64_t n, float p, abla
 void dropout_backward(void* dx, const void* dy, VT t, std::int64_t n, float p, ablate::RngKey key,
                       cudaStream_t s);  // dx +=
 
+// --- the small general optional ops over the last dim C of [N, C] (see Backend::softmax_last_*,
+// sum_last_*, pointwise_*): one block per row, f32 arithmetic. The backward launchers accumulate.
+// y = softmax(x) per row; dx += y * (dy - sum_c dy * y).
+void softmax_last_forward(void* y, const void* x, VT t, std::int64_t N, std::int64_t C, cudaStream_t s);
+void softmax_last_backward(void* dx, const void* dy, const void* y, VT t, std::int64_t N, std::int64_t C, cudaStream_t s);
+// y[N] = sum_c x[n, c]; dx[n, c] += dy[n].
+void sum_last_forward(void* y, const void* x, VT t, std::int64_t N, std::int64_t C, cudaStream_t s);
+void sum_last_backward(void* dx, const void* dy, VT t, std::int64_t N, std::int64_t C, cudaStream_t s);
+// y = exp(x) or sigmoid(x) elementwise; dx += dy * f'(as a function of y: y, or y (1 - y)).
+void pointwise_forward(void* y, const void* x, VT t, std::int64_t n, bool sigmoid, cudaStream_t s);
+void pointwise_backward(void* dx, const void* dy, const void* y, VT t, std::int64_t n, bool sigmoid, cudaStream_t s);
+
 // --- norms over the last dim D of [rows, D]. x, y, dy, dx, gamma, beta share `t`; mean and
 // rstd are F32; dgamma / dbeta are F32 or `t` (g_t) and accumulated; any gradient may be null.
 void layer_norm_forward(void* y, float* mean, float* rstd, const void* x, const void* gamma, const void* beta, VT t,
@@ -138,8 +150,10 @@ struct AttentionShape {
   const float* bias = nullptr;
   std::int64_t bias_heads = 0;
   const float* slopes = nullptr;
+  // > 0: the scaled product x is capped first, softcap * tanh(x / softcap) (before bias and slopes).
+  float softcap = 0.0f;
 };
-// In: logits [B*H, T, S] F32 (already scaled). Out: lse [B*H, T] F32 (-inf for a row with no
+// In: logits [B*H, T, S] F32 (already scaled, not yet capped). Out: lse [B*H, T] F32 (-inf for a row with no
 // visible key); probs [B*H, T, S] F32 (optional, before dropout; 0 where masked); pd [B*H, T, S]
 // in `t` = probabilities times the dropout factor (keep / (1 - p), index ((b*H + h)*T + i)*S + j
 // into [B, H, T, S] as in the reference backend).
@@ -152,5 +166,9 @@ void attention_softmax_backward(void* ds, void* pd, VT t, const float* logits, c
 // dbias [a.bias_heads, T, S] F32 += ds [B*H, T, S] (in `t`) summed over B (and H for one bias head),
 // in a fixed order (deterministic).
 void attention_bias_backward(float* dbias, const void* ds, VT t, const AttentionShape& a, cudaStream_t s);
+// Through a softcap (a.softcap > 0): ds [B*H, T, S] (in `t`) *= 1 - tanh(logits / softcap)^2, the
+// cap's slope at the scaled products `logits` (F32, as given to attention_softmax_backward). After
+// attention_bias_backward: the bias is added after the cap, so its gradient is ds before this.
+void attention_softcap_backward(void* ds, VT t, const float* logits, const AttentionShape& a, cudaStream_t s);
 
 }  // namespace backend_cudnn::kernels
