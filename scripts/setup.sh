@@ -20,6 +20,7 @@ PACKAGES=(
   slurmctld slurmd slurm-client munge  # Slurm 22.05: `ablate sweep --executor slurm` test on a loopback cluster
   libsword-utils sword-text-web sword-text-sparv  # Bible en-es (scripts/prepare_bible_en_es.sh): the paper ablations' CI checks
   chromium                           # report.html is opened in a real headless browser in a test
+  strace                             # tests/faults: SIGKILL at an exact system call (fault injection)
 )
 
 missing=()

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "ablate/error.hpp"
+#include "analysis/run_summary.hpp"
 #include "core/text.hpp"
 #include "spec/experiment_spec.hpp"
 
@@ -520,6 +521,13 @@ std::optional<SharedEarlyStop> shared_early_stop(const std::vector<RunSummary>& 
     shared = here;
   }
   return shared;
+}
+
+void check_baseline(const std::vector<std::string>& resolved_specs, const CompareOptions& options) {
+  if (options.baseline.empty()) return;
+  std::vector<RunSummary> runs(resolved_specs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) runs[i].config = flatten_spec(resolved_specs[i]);
+  find_arm(group_runs(runs, options.ignore_keys), runs, options.baseline, options.ignore_keys);
 }
 
 Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& options) {

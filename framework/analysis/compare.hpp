@@ -149,4 +149,9 @@ struct Comparison {
 // status, a metric no run has, or a baseline that names no arm (or several).
 Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& options = {});
 
+// Throws the UsageError compare() would throw for options.baseline (naming no arm, or several) on
+// runs of these resolved specs (RunInfo::resolved_spec_yaml): `ablate sweep --baseline` checked
+// before any run trains. An empty baseline passes.
+void check_baseline(const std::vector<std::string>& resolved_specs, const CompareOptions& options);
+
 }  // namespace ablate::analysis

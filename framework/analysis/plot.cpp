@@ -5,6 +5,7 @@
 
 #include <cairo-svg.h>
 #include <cairo.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "ablate/error.hpp"
+#include "core/atomic_file.hpp"
 
 namespace ablate::analysis {
 namespace {
@@ -40,14 +42,10 @@ struct PatternDeleter {
 struct FontOptionsDeleter {
   void operator()(cairo_font_options_t* o) const { cairo_font_options_destroy(o); }
 };
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
 using SurfacePtr = std::unique_ptr<cairo_surface_t, SurfaceDeleter>;
 using ContextPtr = std::unique_ptr<cairo_t, ContextDeleter>;
 using PatternPtr = std::unique_ptr<cairo_pattern_t, PatternDeleter>;
 using FontOptionsPtr = std::unique_ptr<cairo_font_options_t, FontOptionsDeleter>;
-using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
 // Text is measured on a scratch context before the real surface exists, so metrics must not
 // depend on the surface: no metric hinting anywhere.
@@ -62,11 +60,6 @@ void configure_context(cairo_t* cr) {
 
 std::string status_text(cairo_status_t status) { return cairo_status_to_string(status); }
 
-cairo_status_t write_to_file(void* closure, const unsigned char* data, unsigned int length) {
-  auto* file = static_cast<std::FILE*>(closure);
-  return std::fwrite(data, 1, length, file) == length ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
-}
-
 cairo_status_t write_to_string(void* closure, const unsigned char* data, unsigned int length) {
   static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
   return CAIRO_STATUS_SUCCESS;
@@ -80,9 +73,10 @@ std::string pixelated_images(std::string svg) {
   return svg;
 }
 
-// One figure being drawn: the file opened up front (a bad path fails before any drawing), the
-// surface, the context. finish() writes and checks every status; a figure destroyed unfinished
-// (an exception while drawing) removes its partial file.
+// One figure being drawn: its directory checked up front (a bad path fails before any drawing),
+// the surface, the context. finish() checks every status and writes the file all or nothing
+// (write_file_atomically: a killed or failed write leaves the previous figure, or none, never a
+// truncated one under the final name).
 class Figure {
  public:
   Figure(const fs::path& file, double width, double height, double png_scale) : file_(file), format_(figure_format(file)) {
@@ -99,21 +93,17 @@ class Figure {
       throw Error("figure " + file.string() + " would be too large (" + std::to_string(int(device_w)) + " x " +
                       std::to_string(int(device_h)) + " px)",
                   "plot fewer panels or categories per figure, or lower png_scale");
-    out_.reset(std::fopen(file.c_str(), "wb"));
-    if (!out_)
+    const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    if (::access(dir.c_str(), W_OK) != 0)
       throw Error("cannot write figure " + file.string() + ": " + std::strerror(errno),
                   "check that its directory exists and is writable");
-    try {
-      create_surface(width, height, scale, device_w, device_h);
-    } catch (...) {
-      discard();
-      throw;
-    }
+    create_surface(width, height, scale, device_w, device_h);
   }
   Figure(const Figure&) = delete;
   Figure& operator=(const Figure&) = delete;
-  ~Figure() {
-    if (!finished_) discard();
+  ~Figure() {  // the context before the surface
+    cr_.reset();
+    surface_.reset();
   }
 
   cairo_t* cr() const { return cr_.get(); }
@@ -121,17 +111,16 @@ class Figure {
   void finish() {
     check(cairo_status(cr_.get()), "drawing");
     cr_.reset();
+    std::string bytes;
     if (format_ == FigureFormat::Png) {
-      check(cairo_surface_write_to_png_stream(surface_.get(), write_to_file, out_.get()), "writing the PNG");
+      check(cairo_surface_write_to_png_stream(surface_.get(), write_to_string, &bytes), "encoding the PNG");
     } else {
       cairo_surface_finish(surface_.get());
       check(cairo_surface_status(surface_.get()), "writing the SVG");
-      const std::string svg = pixelated_images(std::move(svg_));
-      if (std::fwrite(svg.data(), 1, svg.size(), out_.get()) != svg.size()) check(CAIRO_STATUS_WRITE_ERROR, "writing the SVG");
+      bytes = pixelated_images(std::move(svg_));
     }
     surface_.reset();
-    if (std::fclose(out_.release()) != 0) check(CAIRO_STATUS_WRITE_ERROR, "closing the file");
-    finished_ = true;
+    write_file_atomically(file_, bytes);
   }
 
  private:
@@ -151,15 +140,6 @@ class Figure {
     cairo_paint(cr_.get());
   }
 
-  // Drops an unfinished figure: the handles in order (an SVG surface flushes into the file), then the file.
-  void discard() noexcept {
-    cr_.reset();
-    surface_.reset();
-    out_.reset();
-    std::error_code ec;
-    fs::remove(file_, ec);
-  }
-
   void check(cairo_status_t status, const char* what) const {
     if (status != CAIRO_STATUS_SUCCESS)
       throw Error("cannot render figure " + file_.string() + ": cairo failed " + what + ": " + status_text(status),
@@ -168,11 +148,9 @@ class Figure {
 
   fs::path file_;
   FigureFormat format_;
-  FilePtr out_;
   std::string svg_;  // an SVG is assembled here, then written at finish()
   SurfacePtr surface_;
   ContextPtr cr_;
-  bool finished_ = false;
 };
 
 // A context for measuring text before the figure's size is known.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -314,8 +315,42 @@ std::string html_table(const Table& t) {
   return out + "</tbody>\n</table>\n";
 }
 
+// Why an arm has no value: its runs by status ("2 failed, 1 completed without a value").
+std::string no_value_reason(const Arm& a) {
+  std::vector<std::string> parts;
+  const std::pair<std::size_t, const char*> counts[] = {{a.n_failed, "failed"},
+                                                        {a.n_diverged, "diverged"},
+                                                        {a.n_interrupted, "interrupted"},
+                                                        {a.n_running, "still running"},
+                                                        {a.n_missing_metric, "completed without a finite value"}};
+  for (const auto& [n, what] : counts)
+    if (n) parts.push_back(std::to_string(n) + " " + what);
+  return a.n_runs == 0 ? "no runs" : std::to_string(a.n_runs) + (a.n_runs == 1 ? " run: " : " runs: ") + join(parts, ", ");
+}
+
+// Why nothing can be concluded from these runs (no arm has a value, or the baseline has none to
+// test against), said in the terminal and the reports instead of a verdict; nullopt otherwise.
+std::optional<std::string> nothing_to_compare(const Comparison& c) {
+  const bool any_value = std::any_of(c.arms.begin(), c.arms.end(), [](const Arm& a) { return a.n() > 0; });
+  if (!any_value) {
+    std::vector<std::string> why;
+    for (const Arm& a : c.arms) why.push_back(a.label + " (" + no_value_reason(a) + ")");
+    return "Nothing to compare: no run has a value of " + c.value_label + " (" + join(why, "; ") +
+           "). No arm is better or worse than another on these runs.";
+  }
+  if (c.arms.size() > 1 && c.arms[c.baseline].n() == 0)
+    return "Nothing to compare against: the baseline arm " + c.arms[c.baseline].label + " has no value of " + c.value_label +
+           " (" + no_value_reason(c.arms[c.baseline]) +
+           "), so no arm is tested against it and none is called better; the other arms' values are in the table.";
+  return std::nullopt;
+}
+
 std::vector<std::string> interpretation(const Comparison& c) {
   std::vector<std::string> out;
+  if (auto nothing = nothing_to_compare(c)) {
+    out.push_back(*nothing);
+    return out;
+  }
   const int decimals = metric_decimals(c);
   const auto verdict = [&](double delta) {
     if (delta == 0.0) return std::string();
@@ -419,6 +454,7 @@ std::string format_table(const Comparison& c) {
     out += wrap(line, 100, 2);
   }
   out += "\n" + text_table(arms_table(c));
+  if (auto nothing = nothing_to_compare(c)) out += "\n" + wrap(*nothing, 100, 2);
   // Why p is n/a, once per reason (one seed per arm gives every arm the same one).
   std::vector<std::pair<std::string, std::vector<std::string>>> untested;  // note -> arm labels
   std::size_t compared = 0;
@@ -518,7 +554,7 @@ figcaption { font-size: 0.9em; color: #444; } details { margin: 0.5em 0; } summa
 }  // namespace
 
 std::string report_html(const Comparison& c, const std::vector<HtmlFigure>& figures,
-                        const std::vector<std::vector<HtmlFigure>>& arm_figures) {
+                        const std::vector<std::vector<HtmlFigure>>& arm_figures, const std::string& figures_problem) {
   std::size_t total = 0;
   for (const auto& arm : c.arms) total += arm.n_runs;
   std::ostringstream out;
@@ -538,8 +574,10 @@ std::string report_html(const Comparison& c, const std::vector<HtmlFigure>& figu
   out << "<h2>What this shows</h2>\n<ul class=\"shows\">\n";
   for (const auto& s : interpretation(c)) out << "<li>" << html_escape(s) << "</li>\n";
   out << "</ul>\n";
-  if (!figures.empty()) {
+  if (!figures.empty() || !figures_problem.empty()) {
     out << "<h2>Figures</h2>\n";
+    if (!figures_problem.empty())
+      out << "<p class=\"meta\">The figures could not be drawn: " << html_escape(figures_problem) << "</p>\n";
     for (const auto& f : figures) out << html_figure(f);
   }
   out << "<h2>Arms in detail</h2>\n";

@@ -50,14 +50,15 @@ std::string report_markdown(const Comparison& comparison);
 
 // report.html: one self-contained page (no script, no server, no network): the tables, the
 // interpretation, the figures inline (SVG as data: URIs), a drill-down per arm (its runs, and its
-// own figures) and the caveats. `arm_figures` is [arms] (or empty).
+// own figures) and the caveats. `arm_figures` is [arms] (or empty). `figures_problem`: why the
+// figures could not be drawn (a full disk, say), said on the page where they would be; "" if none.
 struct HtmlFigure {
   std::string title;
   std::string caption;
   std::string svg;  // the SVG document's text
 };
 std::string report_html(const Comparison& comparison, const std::vector<HtmlFigure>& figures,
-                        const std::vector<std::vector<HtmlFigure>>& arm_figures);
+                        const std::vector<std::vector<HtmlFigure>>& arm_figures, const std::string& figures_problem = "");
 
 // summary.csv: a header, then one row per arm. Columns: arm, key_label, one per varying key (its
 // value, empty where unset), baseline, runs, completed, diverged, failed, interrupted, running,

@@ -54,18 +54,13 @@ Comparison compare_runs(const LoadedRuns& loaded, const CompareOptions& options)
 
 namespace {
 
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 std::vector<HtmlFigure> html_figures(const FigureReport& report, const std::string& first_stem, bool skip_one_run) {
   std::vector<HtmlFigure> out;
   for (const fs::path& file : report.written) {
     const std::string stem = file.stem().string();
     if (skip_one_run && (stem.starts_with("attention_") || stem == "decode_cross")) continue;        // in the drill-down
     if (stem.starts_with("curves_") && stem != first_stem && stem != "curves_train_loss") continue;  // in figures/ only
-    HtmlFigure f{stem, figure_caption(stem), slurp(file)};
+    HtmlFigure f{stem, figure_caption(stem), read_small_file(file)};
     if (stem == first_stem)
       out.insert(out.begin(), std::move(f));
     else
@@ -78,6 +73,7 @@ std::vector<HtmlFigure> html_figures(const FigureReport& report, const std::stri
 std::string html_with_figures(const Comparison& c, const fs::path& scratch, std::vector<std::string>& notes) {
   std::vector<HtmlFigure> figures;
   std::vector<std::vector<HtmlFigure>> arm_figures(c.arms.size());
+  std::string problem;  // why no figures could be drawn, said on the page
   std::error_code ec;
   fs::remove_all(scratch, ec);
   try {
@@ -104,12 +100,13 @@ std::string html_with_figures(const Comparison& c, const fs::path& scratch, std:
       }
     }
   } catch (const std::exception& e) {
-    notes.push_back(std::string("report.html: its figures could not be drawn: ") + e.what());
+    problem = e.what();
+    notes.push_back("report.html: its figures could not be drawn: " + problem);
     figures.clear();
     arm_figures.assign(c.arms.size(), {});
   }
   fs::remove_all(scratch, ec);
-  return report_html(c, figures, arm_figures);
+  return report_html(c, figures, arm_figures, problem);
 }
 
 }  // namespace
@@ -137,6 +134,17 @@ Analysis analyse(const std::vector<fs::path>& paths, const CompareOptions& optio
   const LoadedRuns loaded = load_runs(paths);
   for (const auto& why : loaded.unreadable) a.notes.push_back("warning: skipping unreadable run file " + why);
   a.comparison = compare_runs(loaded, options);
+  // The reports and figures are one set: marked incomplete while they are written, so a set that
+  // a kill or a full disk stopped half-way (new report.md, old figures) says so. Each file itself
+  // is written all or nothing.
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw Error("cannot create " + out_dir.string() + ": " + ec.message(), "pass a writable directory with --out");
+  const fs::path marker = out_dir / kIncompleteMarker;
+  write_file_atomically(marker,
+                        "The comparison being written into this directory stopped before it finished: report.md, report.html,\n"
+                        "summary.csv, summary.json, table.tex and figures/ may come from different comparisons.\n"
+                        "Run the comparison again (ablate compare, or ablate sweep SPEC) to write a whole set.\n");
   a.written = write_reports(a.comparison, out_dir, a.notes);
   if (figures_dir) {
     std::vector<fs::path> files;
@@ -148,6 +156,7 @@ Analysis analyse(const std::vector<fs::path>& paths, const CompareOptions& optio
     a.written.insert(a.written.end(), report.written.begin(), report.written.end());
     a.notes.insert(a.notes.end(), report.notes.begin(), report.notes.end());
   }
+  fs::remove(marker, ec);
   return a;
 }
 

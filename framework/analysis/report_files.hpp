@@ -34,7 +34,9 @@ std::vector<std::filesystem::path> write_reports(const Comparison& comparison, c
 // The whole analysis as `ablate compare` and the end of `ablate sweep` run it: load the runs under
 // `paths`, compare, write the reports into `out_dir`, and (when `figures_dir` is given) draw the
 // figures there as PNG. The caller prints the comparison, the files and the notes (unreadable
-// runs, figures left out).
+// runs, figures left out). While the set is written, `out_dir`/kIncompleteMarker says that it is
+// (removed when the whole set is in place; left by a kill or a failure).
+inline constexpr const char* kIncompleteMarker = "INCOMPLETE.txt";
 struct Analysis {
   Comparison comparison;
   std::vector<std::filesystem::path> written;

@@ -2,6 +2,8 @@
 // where errors become messages on stderr and exit codes.
 #include "cli/cli.hpp"
 
+#include <algorithm>
+
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -12,6 +14,7 @@
 #include "ablate/error.hpp"
 #include "ablate/version.hpp"
 #include "cli/exit_codes.hpp"
+#include "core/atomic_file.hpp"
 #include "core/text.hpp"
 #include "plugin_host/plugin_call.hpp"
 
@@ -55,6 +58,20 @@ po::variables_map parse_command(const char* command, const po::options_descripti
   } catch (const po::error& e) {
     throw UsageError(std::string("ablate ") + command + ": " + e.what(), std::string("see `ablate ") + command + " --help`");
   }
+  // No option means anything by an empty text (`--baseline ''`, `--out ''`): a value left out by a
+  // script's empty variable, refused here for every command. Positional arguments say it their way.
+  for (const auto& [name, value] : vm) {
+    bool is_positional = false;
+    for (unsigned i = 0; i < positional.max_total_count() && i < 8; ++i) is_positional |= positional.name_for_position(i) == name;
+    const po::option_description* option = options.find_nothrow(name, false);
+    const bool flag = option && option->semantic()->max_tokens() == 0;  // --json: no value to be empty
+    if (is_positional || flag || value.defaulted()) continue;
+    const auto* text = boost::any_cast<std::string>(&value.value());
+    const auto* texts = boost::any_cast<std::vector<std::string>>(&value.value());
+    if ((text && text->empty()) || (texts && std::find(texts->begin(), texts->end(), "") != texts->end()))
+      throw UsageError(std::string("ablate ") + command + ": --" + name + " is given an empty value",
+                       std::string("give it a value, or leave the option out; see `ablate ") + command + " --help`");
+  }
   return vm;
 }
 
@@ -88,8 +105,11 @@ std::vector<std::string> input_lines(const po::variables_map& vm, const char* co
   std::ifstream file;
   if (vm.count("input")) {
     const std::string path = vm["input"].as<std::string>();
+    if (const std::string problem = input_file_problem(path); !problem.empty())
+      throw UsageError(std::string("ablate ") + command + ": --input " + path + ": " + problem,
+                       "give a text file, one line each");
     file.open(path);
-    if (!file) throw UsageError(std::string("ablate ") + command + ": cannot read --input " + path, "check the path");
+    if (!file) throw UsageError(std::string("ablate ") + command + ": cannot read --input " + path, "check its permissions");
   }
   std::istream& in = vm.count("input") ? static_cast<std::istream&>(file) : std::cin;
   std::vector<std::string> lines;

@@ -3,6 +3,8 @@
 // without touching the training record: what `fairseq-generate` or `marian-decoder` give a researcher.
 #include <filesystem>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "ablate/error.hpp"
 #include "cli/cli.hpp"
@@ -28,7 +30,8 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "by that directory (the training record is not touched; live readers may stay open). Given a directory of\n"
       "runs (a sweep), it evaluates every completed run not evaluated on that split yet, each into its own evals/.\n"
       "Exit 0 done, 2 bad arguments (no checkpoint, an occupied --out or name, an empty split, a run training\n"
-      "now), 1 the record could not be written (its files are removed), 3 plugin error.\n\nOptions");
+      "now, a checkpoint and run.h5 of two runs), 1 the record could not be written (its files are removed) or,\n"
+      "for a directory of runs, some runs could not be evaluated (the others are; each listed), 3 plugin error.\n\nOptions");
   // clang-format off
   options.add_options()
       ("help,h", "show this help")
@@ -70,6 +73,9 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
   eval.length_penalty = vm["length-penalty"].as<double>();
   if (vm.count("out")) eval.out_dir = vm["out"].as<std::string>();
   if (vm.count("data")) eval.data = vm["data"].as<std::string>();
+  if (vm.count("data") && !vm["split"].defaulted())
+    throw UsageError("ablate eval: --data and --split " + split + " name two things to score",
+                     "--data scores the file's examples, --split one of the task's splits: give one of them");
   train::check_eval_options(eval);  // before any run is looked at (a directory of runs may skip them all)
 
   // A directory of runs (a sweep, an experiment folder): every completed run, each into its own
@@ -84,33 +90,45 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
       throw UsageError("no checkpoint in " + dir.string() + " (checkpoint.bin is missing), and no runs below it",
                        "give the directory `ablate run` trained into, or a directory of runs (a sweep's)");
     int evaluated = 0;
+    std::vector<std::string> failed;  // "RUN: why", each run that could not be evaluated
     for (const std::filesystem::path& file : runs) {
       const std::filesystem::path run = file.parent_path();
       const std::string name = train::eval_name(eval);
-      bool evaluated_already = std::filesystem::exists(run / "evals" / name / "scores.json");
-      results::RunStatus status;
-      {
-        const results::RunReader reader(file);  // closed before evaluate_run records into the file
-        status = reader.state().status;
-        for (const results::EvalRecord& r : reader.evaluations()) evaluated_already = evaluated_already || r.name == name;
+      try {
+        bool evaluated_already = false;
+        results::RunStatus status;
+        {
+          const results::RunReader reader(file);  // closed before evaluate_run records into the file
+          status = reader.state().status;
+          // scores.json is the record only in files older than /evals; else one without a record is
+          // an interrupted evaluation's leftover, which evaluate_run replaces
+          evaluated_already = !reader.records_evaluations() && std::filesystem::exists(run / "evals" / name / "scores.json");
+          for (const results::EvalRecord& r : reader.evaluations()) evaluated_already = evaluated_already || r.name == name;
+        }
+        if (status != results::RunStatus::Completed) {
+          out << "skipped " << run.string() << ": " << results::to_string(status) << "\n";
+          continue;
+        }
+        if (evaluated_already) {
+          out << "skipped " << run.string() << ": evaluated already (evals/" << name << ")\n";
+          continue;
+        }
+        LoadedSpec loaded = load_run_spec(run, spec_options(vm), err);
+        const train::RunEvalResult r = train::evaluate_run(run, loaded.spec, *loaded.registry, eval, out);
+        out << " ";
+        for (const auto& [name, value] : r.metrics) out << " " << name << " " << number_text(value);
+        out << "\n";
+        ++evaluated;
+      } catch (const Error& e) {  // one run's problem: the others are still evaluated
+        failed.push_back(run.string() + ": " + e.what());
+        err << "ablate eval: not evaluated: " << failed.back() << "\n";
       }
-      if (status != results::RunStatus::Completed) {
-        out << "skipped " << run.string() << ": " << results::to_string(status) << "\n";
-        continue;
-      }
-      if (evaluated_already) {
-        out << "skipped " << run.string() << ": evaluated already (evals/" << name << ")\n";
-        continue;
-      }
-      LoadedSpec loaded = load_run_spec(run, spec_options(vm), err);
-      const train::RunEvalResult r = train::evaluate_run(run, loaded.spec, *loaded.registry, eval, out);
-      out << " ";
-      for (const auto& [name, value] : r.metrics) out << " " << name << " " << number_text(value);
-      out << "\n";
-      ++evaluated;
     }
     out << evaluated << " run(s) evaluated\n";
-    return kExitOk;
+    if (failed.empty()) return kExitOk;
+    err << "ablate eval: " << failed.size() << " run(s) could not be evaluated:\n";
+    for (const std::string& f : failed) err << "  " << f << "\n";
+    return kExitRunFailed;
   }
   // The model is the one the checkpoint holds: its own spec, execution keys aside.
   LoadedSpec loaded = load_run_spec(dir, spec_options(vm), err);

@@ -47,7 +47,7 @@ int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::o
       ("max-tokens", po::value<std::int64_t>(), "new tokens per prompt (default: the run's eval.generate.max_tokens)")
       ("temperature", po::value<double>(), "0: greedy; > 0: sample (default: the run's eval.generate.temperature)")
       ("top-k", po::value<std::int64_t>(), "sample among the k most likely tokens; 0: all (default: eval.generate.top_k)")
-      ("seed", po::value<std::uint64_t>(), "the sampling seed (default: the run's train.seed)");
+      ("seed", po::value<std::int64_t>(), "the sampling seed, >= 0 (default: the run's train.seed)");
   // clang-format on
   add_spec_options(options, kExecutionKeysHelp);
   po::positional_options_description positional;
@@ -64,7 +64,9 @@ int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::o
   request.max_tokens = vm.count("max-tokens") ? vm["max-tokens"].as<std::int64_t>() : g.max_tokens;
   request.temperature = vm.count("temperature") ? vm["temperature"].as<double>() : g.temperature;
   request.top_k = vm.count("top-k") ? vm["top-k"].as<std::int64_t>() : g.top_k;
-  request.seed = vm.count("seed") ? vm["seed"].as<std::uint64_t>() : static_cast<std::uint64_t>(loaded.spec.train.seed);
+  const std::int64_t seed = vm.count("seed") ? vm["seed"].as<std::int64_t>() : loaded.spec.train.seed;
+  if (seed < 0) throw UsageError("--seed must be >= 0, got " + std::to_string(seed), "give a seed from 0 to 2^63 - 1");
+  request.seed = static_cast<std::uint64_t>(seed);
   request.prompts = vm.count("prompt") ? repeated(vm, "prompt") : input_lines(vm, "generate");
   train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
   const std::vector<train::Generated> generated = train::generate_text(run, request);

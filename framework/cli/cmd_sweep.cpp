@@ -23,6 +23,7 @@
 #include "sweep/slurm_executor.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "sweep/sweep_status.hpp"
+#include "train/runner.hpp"
 
 namespace ablate::cli {
 namespace po = boost::program_options;
@@ -151,6 +152,15 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("results") / base.spec.name;
   const sweep::SweepPlan plan = plan_validated_sweep(file, spec_options(vm), base, dir);
   for (const std::string& note : plan.notes) out << "note: " << note << "\n";
+  if (!compare_options.baseline_is_default) {  // an arm of these runs, or the comparison after them would fail
+    std::vector<std::string> specs;
+    for (const sweep::SweepRun& run : plan.runs) specs.push_back(train::resolved_run_yaml(run.spec));
+    try {
+      analysis::check_baseline(specs, compare_options);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string("ablate sweep: --") + e.what(), e.hint());
+    }
+  }
 
   if (vm.count("dry-run")) {
     out << "sweep " << plan.experiment << ": " << plan.runs.size() << " run" << (plan.runs.size() == 1 ? "" : "s") << " in "

@@ -1,9 +1,12 @@
 // Entry point of the `ablate` executable; all behaviour lives in ablate::cli::run (cli.cpp). One
 // thing must happen before: the OpenMP runtime reads its waiting policy when it is loaded, before
-// main(), so the policy Ablate wants is set by starting the process again with it.
+// main(), so the policy Ablate wants is set by starting the process again with it. And one after:
+// output that could not be written (a full disk, a closed pipe) is an error, not a success.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include "cli/cli.hpp"
@@ -25,5 +28,14 @@ void start_with_wait_policy(char** argv) {
 
 int main(int argc, char** argv) {
   start_with_wait_policy(argv);
-  return ablate::cli::run(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr);
+  errno = 0;
+  const int code = ablate::cli::run(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr);
+  std::cout.flush();
+  if (std::cout.fail()) {
+    const int e = errno;
+    std::cerr << "ablate: error: cannot write to standard output" << (e ? std::string(": ") + std::strerror(e) : std::string())
+              << "\n  hint: what the command printed is lost; check the disk or the pipe it writes to\n";
+    return code == 0 ? 1 : code;  // kExitRunFailed: the command's own failure, if any, stays
+  }
+  return code;
 }

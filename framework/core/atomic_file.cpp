@@ -1,4 +1,4 @@
-// write_file_atomically (atomic_file.hpp).
+// write_file_atomically, read_small_file and input_file_problem (atomic_file.hpp).
 #include "core/atomic_file.hpp"
 
 #include <fcntl.h>
@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "ablate/error.hpp"
@@ -39,6 +41,20 @@ void write_file_atomically(const std::filesystem::path& file, std::string_view c
   }
   if (::close(fd) != 0) fail("closing " + temp.string(), errno);
   if (::rename(temp.c_str(), file.c_str()) != 0) fail("renaming " + temp.string() + " over it", errno);
+}
+
+std::string read_small_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string input_file_problem(const std::filesystem::path& file) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(file, ec);
+  if (!std::filesystem::exists(st)) return "no such file";
+  if (std::filesystem::is_directory(st)) return "is a directory";
+  if (!std::filesystem::is_regular_file(st)) return "is not a regular file (a device, FIFO or socket)";
+  return {};
 }
 
 }  // namespace ablate

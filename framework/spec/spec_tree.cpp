@@ -103,10 +103,20 @@ SourceMark mark_of(const YAML::Mark& m, const std::string& origin, const SourceM
   return {origin, m.line + 1, m.column + 1};
 }
 
+// The most values one spec file may hold once YAML's aliases are expanded (real specs hold a few
+// hundred): nested aliases (`b: [*a, *a]`, `c: [*b, *b]`, ...) double at each level, and an
+// "alias bomb" of a few lines would expand for minutes into all of memory.
+constexpr std::size_t kMaxSpecValues = 100000;
+
 SpecTree convert(const YAML::Node& node, const std::string& origin, const SourceMark& fallback, const std::string& path,
-                 SpecErrors& errors) {
+                 SpecErrors& errors, std::size_t& values) {
   SpecTree t;
   t.mark = mark_of(node.Mark(), origin, fallback);
+  if (++values > kMaxSpecValues)
+    throw UsageError(t.mark.str() + ": the YAML holds more than " + std::to_string(kMaxSpecValues) +
+                         " values once its aliases (*name) are expanded, at " + (path.empty() ? "the top" : path) +
+                         "; expected a spec",
+                     "aliases that repeat aliases multiply: write the values out, or use fewer levels of them");
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null: t.kind = SpecTree::Kind::Null; break;
@@ -118,7 +128,7 @@ SpecTree convert(const YAML::Node& node, const std::string& origin, const Source
       t.kind = SpecTree::Kind::Sequence;
       std::size_t i = 0;
       for (const YAML::Node& item : node) {
-        t.items.push_back(convert(item, origin, t.mark, path + "[" + std::to_string(i) + "]", errors));
+        t.items.push_back(convert(item, origin, t.mark, path + "[" + std::to_string(i) + "]", errors, values));
         ++i;
       }
       break;
@@ -137,7 +147,7 @@ SpecTree convert(const YAML::Node& node, const std::string& origin, const Source
           errors.add(key_mark, child, "duplicate key (first written at " + first->str() + "); expected each key once");
           continue;
         }
-        t.entries.emplace_back(key, convert(it->second, origin, key_mark, child, errors));
+        t.entries.emplace_back(key, convert(it->second, origin, key_mark, child, errors, values));
         t.key_marks.push_back(key_mark);
       }
       break;
@@ -291,7 +301,8 @@ SpecTree parse_yaml(const std::string& text, const std::string& origin) {
     throw UsageError(origin + ": invalid YAML: " + e.msg);
   }
   SpecErrors errors;
-  SpecTree tree = convert(root, origin, SourceMark{origin, 1, 1}, "", errors);
+  std::size_t values = 0;
+  SpecTree tree = convert(root, origin, SourceMark{origin, 1, 1}, "", errors, values);
   errors.throw_if_any();
   return tree;
 }

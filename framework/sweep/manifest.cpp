@@ -1,14 +1,8 @@
 // sweep.yaml and the sweep lock (manifest.hpp).
 #include "sweep/manifest.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -114,24 +108,8 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
   write_file_atomically(dir / kManifestFile, text);
 }
 
-SweepLock::SweepLock(const fs::path& dir) {
-  const fs::path file = dir / ".sweep.lock";
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0)
-    throw Error("cannot open " + file.string() + ": " + std::strerror(errno), "check that the sweep directory is writable");
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    ::close(fd_);
-    fd_ = -1;
-    if (e == EWOULDBLOCK)
-      throw UsageError("another `ablate sweep` is running in " + dir.string(),
-                       "wait for it (or stop it); `ablate sweep SPEC --status` shows the runs meanwhile");
-    // Locks unsupported here (some network file systems): go on without the guard.
-  }
-}
-
-SweepLock::~SweepLock() {
-  if (fd_ >= 0) ::close(fd_);
-}
+SweepLock::SweepLock(const fs::path& dir)
+    : lock_(dir / ".sweep.lock", "another `ablate sweep` is running in " + dir.string(),
+            "wait for it (or stop it); `ablate sweep SPEC --status` shows the runs meanwhile") {}
 
 }  // namespace ablate::sweep

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/file_lock.hpp"
 #include "sweep/sweep_plan.hpp"
 
 namespace ablate::sweep {
@@ -47,12 +48,9 @@ void write_manifest(const std::filesystem::path& dir, const Manifest& manifest);
 class SweepLock {
  public:
   explicit SweepLock(const std::filesystem::path& dir);
-  SweepLock(const SweepLock&) = delete;
-  SweepLock& operator=(const SweepLock&) = delete;
-  ~SweepLock();
 
  private:
-  int fd_ = -1;
+  FileLock lock_;
 };
 
 }  // namespace ablate::sweep

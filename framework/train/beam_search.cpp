@@ -10,6 +10,7 @@
 
 #include "ablate/autograd.hpp"
 #include "ablate/error.hpp"
+#include "core/text.hpp"
 
 namespace ablate::train {
 
@@ -25,7 +26,12 @@ struct Finished {
 }  // namespace
 
 void check_beam_options(const BeamOptions& o) {
-  if (o.beam < 1) throw UsageError("--beam must be >= 1 (1: greedy decoding), got " + std::to_string(o.beam));
+  if (o.beam < 1 || o.beam > kMaxBeam)
+    throw UsageError("--beam must be >= 1 and <= " + std::to_string(kMaxBeam) + " (1: greedy decoding), got " +
+                     std::to_string(o.beam));
+  if (!std::isfinite(o.length_penalty))
+    throw UsageError("--length-penalty must be a finite number (0: no length normalisation), got " +
+                     number_text(o.length_penalty));
   if (o.max_len < 0) throw UsageError("--max-len must be >= 0 (0: the task's longest target), got " + std::to_string(o.max_len));
 }
 

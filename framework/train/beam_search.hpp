@@ -17,8 +17,13 @@ struct BeamOptions {
   std::int64_t max_len = 0;     // content tokens at most; a hypothesis still open then is closed
 };
 
-// Throws UsageError for options no decoding runs with, naming the command-line options: beam < 1
-// (--beam), max_len < 0 (--max-len). The one check of `ablate eval --beam`, `ablate translate`
+// The widest beam: hypotheses past a thousand change no result worth having and cost memory in
+// proportion (K x vocabulary scores per source).
+inline constexpr std::int64_t kMaxBeam = 1024;
+
+// Throws UsageError for options no decoding runs with, naming the command-line options: beam
+// outside [1, kMaxBeam] (--beam), a length penalty that is not finite (--length-penalty), max_len
+// < 0 (--max-len). The one check of `ablate eval --beam`, `ablate translate`
 // and beam_search.
 void check_beam_options(const BeamOptions& options);
 

@@ -2,7 +2,10 @@
 // spec's model section mapped to a ModelConfig, and the architecture checked against the task.
 #include "train/experiment.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
 
 #include "ablate/error.hpp"
 #include "core/text.hpp"
@@ -171,6 +174,17 @@ std::string Experiment::text(const std::vector<std::int32_t>& tokens, bool targe
 
 std::vector<std::int32_t> Experiment::encode(const std::string& text, bool target, std::int64_t* unknown) const {
   return plugin_call(*task, "encode", [&] { return task->encode(text, target, unknown); });
+}
+
+Experiment::PositionLimit Experiment::decoding_limit() const {
+  if (const std::int64_t n = model->max_positions(); n > 0)
+    return {n, "positional_encoding/" + spec.model.positional_encoding.name + " represents " + std::to_string(n)};
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  const double heads = static_cast<double>(std::max<std::int64_t>(spec.model.heads, 1));
+  const auto n = static_cast<std::int64_t>(std::sqrt(std::max(memory, 0.0) / 4.0 / (4.0 * heads)));
+  return {std::max<std::int64_t>(n, 1), "positional_encoding/" + spec.model.positional_encoding.name +
+                                            " sets no limit, and attention over more than " + std::to_string(n) +
+                                            " positions needs more than a quarter of this machine's memory"};
 }
 
 bool Experiment::has_text() const { return size(Split::Eval) > 0 && !text(examples(Split::Eval, {0}).front().tgt, true).empty(); }

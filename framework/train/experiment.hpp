@@ -81,6 +81,16 @@ struct Experiment {
   model::DeviceBatch batch(Split split, const std::vector<std::int64_t>& indices) const {
     return batch(examples(split, indices));
   }
+
+  // The longest sequence a decoding (translate, generate) may ask of the model, and why: the
+  // positions the positional encoding represents; where it sets no limit (sinusoidal, rotary, ...),
+  // the length whose attention scores for one sequence ([heads, T, T] f32) fit in a quarter of this
+  // machine's memory, so that a megabyte line is refused (exit 2) rather than run out of memory.
+  struct PositionLimit {
+    std::int64_t positions = 0;
+    std::string why;  // "positional_encoding/learned represents 512", "attention over ... needs ..."
+  };
+  PositionLimit decoding_limit() const;
 };
 
 }  // namespace ablate::train

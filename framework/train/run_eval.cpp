@@ -8,6 +8,7 @@
 
 #include "ablate/error.hpp"
 #include "core/atomic_file.hpp"
+#include "core/file_lock.hpp"
 #include "core/text.hpp"
 #include "results/run_file.hpp"
 #include "train/checkpoint.hpp"
@@ -76,8 +77,22 @@ fs::path run_checkpoint(const fs::path& run_dir) {
   return file;
 }
 
+void check_one_run(const fs::path& run_dir, const spec::ExperimentSpec& spec) {
+  const fs::path file = run_dir / "run.h5";
+  if (!fs::exists(file)) return;  // weights alone: nothing to mislabel (eval refuses it for its own reason)
+  const results::RunInfo info = results::RunReader(file).info();
+  const std::string id = run_id(spec);
+  if (info.run_id != id)
+    throw UsageError(run_dir.string() + " holds two runs: its checkpoint.bin is run " + id + " (seed " +
+                         std::to_string(spec.train.seed) + "), its run.h5 is run " + info.run_id + " (seed " +
+                         std::to_string(info.seed) + ")",
+                     "a run's checkpoint.bin and run.h5 belong together: put back the file that was copied in (or train "
+                     "the run again); nothing was written");
+}
+
 TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry) {
   const fs::path checkpoint = run_checkpoint(run_dir);
+  check_one_run(run_dir, spec);
   TrainedRun run;
   run.experiment = std::make_unique<Experiment>(spec, registry);
   run.step = load_checkpoint(checkpoint, *run.experiment->store).state.step;
@@ -87,8 +102,9 @@ TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec&
 void check_eval_options(const RunEvalOptions& options) {
   if (options.limit < 0) throw UsageError("--limit must be >= 0, got " + std::to_string(options.limit));
   check_beam_options({options.beam, options.length_penalty, 0});
-  if (!options.data.empty() && !fs::is_regular_file(options.data))
-    throw UsageError("--data " + options.data.string() + ": no such file", "give a file in the task's own format");
+  if (!options.data.empty())
+    if (const std::string problem = input_file_problem(options.data); !problem.empty())
+      throw UsageError("--data " + options.data.string() + ": " + problem, "give a file in the task's own format");
 }
 
 RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
@@ -100,18 +116,19 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   const std::string what = eval_name(options);
   const fs::path dir = options.out_dir.empty() ? run_dir / "evals" / what : options.out_dir;
   const std::string ext = options.format == PredictionFormat::Tsv ? "tsv" : "jsonl";
-  for (const char* name : {"scores.json", "predictions.tsv", "predictions.jsonl"})
-    if (fs::exists(dir / name))
-      throw UsageError(dir.string() + " already holds an evaluation (" + name + ")",
-                       "evaluations are never written over: name another directory with --out, or remove that one");
   // The record in run.h5 (/evals) is named by the directory; checked before the work, written last.
   const fs::path run_file = run_dir / "run.h5";
   const std::string record_name = (dir / "").parent_path().filename().string();
   bool record = false;
+  if (!fs::is_regular_file(run_file))
+    throw UsageError("no run file in " + run_dir.string() + ": run.h5 is missing",
+                     "give the directory `ablate run` trained into");
+  check_one_run(run_dir, spec);  // before anything in the folder is touched
+  // One `ablate eval` of a run at a time, so that files without a record below are never those of
+  // an evaluation still under way.
+  const FileLock lock(run_dir / ".eval.lock", run_dir.string() + " is being evaluated now by another `ablate eval`",
+                      "wait for it to finish, then evaluate again");
   {
-    if (!fs::is_regular_file(run_file))
-      throw UsageError("no run file in " + run_dir.string() + ": run.h5 is missing",
-                       "give the directory `ablate run` trained into");
     const results::RunReader reader(run_file);  // closed before the record is written (run_file.hpp)
     if (reader.writer_alive())
       throw UsageError(run_dir.string() + " is being written now (training, or another `ablate eval` recording into run.h5)",
@@ -126,6 +143,24 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
         throw UsageError(run_file.string() + " records an evaluation named '" + record_name + "' already (at step " +
                              std::to_string(r.checkpoint_step) + ")",
                          "evaluations are never written over: name this one another directory with --out");
+  }
+  // An evaluation is on disk with its record or not at all: in the run's own evals/, files that
+  // run.h5 does not record are what an `ablate eval` of this run left when it stopped before its
+  // record, and this one replaces them. Elsewhere (--out), or where run.h5 records no evaluations
+  // (an older file: scores.json is the record), an evaluation's files are never written over.
+  const bool own_dir = options.out_dir.empty();
+  const std::string own_id = "\"run_id\": " + json_quote(run_id(spec));
+  for (const char* name : {"scores.json", "predictions.tsv", "predictions.jsonl"}) {
+    if (!fs::exists(dir / name)) continue;
+    const bool leftover = record && own_dir &&
+                          (name != std::string("scores.json") || read_small_file(dir / name).find(own_id) != std::string::npos);
+    if (!leftover)
+      throw UsageError(dir.string() + " already holds an evaluation (" + name + ")",
+                       "evaluations are never written over: name another directory with --out, or remove that one");
+    std::error_code ec;
+    fs::remove(dir / name, ec);
+    if (ec) throw UsageError("cannot remove " + (dir / name).string() + ", left by an interrupted evaluation: " + ec.message());
+    out << "note: removed " << (dir / name).string() << ": run.h5 does not record it (an interrupted `ablate eval`)\n";
   }
 
   TrainedRun run = open_trained_run(run_dir, spec, registry);

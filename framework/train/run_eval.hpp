@@ -45,8 +45,14 @@ struct RunEvalResult {
 // Throws UsageError when there is none.
 std::filesystem::path run_checkpoint(const std::filesystem::path& run_dir);
 
-// A trained run's model with its checkpoint's weights loaded: what `ablate eval` and `ablate
-// export` start from. `spec` is the checkpoint's spec, loaded and checked against `registry`.
+// Throws UsageError when `run_dir`'s run.h5 records another run than `spec` (its checkpoint's):
+// a checkpoint or run file copied in from another run. Without run.h5 there is nothing to check.
+// The check `ablate run --resume` makes (RunDirectory), for the commands that use a trained run.
+void check_one_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec);
+
+// A trained run's model with its checkpoint's weights loaded: what `ablate eval`, `export`,
+// `translate` and `generate` start from. `spec` is the checkpoint's spec, loaded and checked
+// against `registry`; checked first to be the run of run.h5 (check_one_run).
 struct TrainedRun {
   std::unique_ptr<Experiment> experiment;
   std::int64_t step = 0;  // the checkpoint's training step

@@ -29,7 +29,7 @@ std::vector<Generated> generate_text(TrainedRun& run, const GenerateRequest& r) 
 
   std::vector<std::vector<std::int32_t>> prompts;
   std::vector<Generated> out(r.prompts.size());
-  const std::int64_t limit = ex.model->max_positions();
+  const Experiment::PositionLimit limit = ex.decoding_limit();
   for (std::size_t i = 0; i < r.prompts.size(); ++i) {
     prompts.push_back(ex.encode(r.prompts[i], true, &out[i].unknown));
     out[i].prompt_tokens = static_cast<std::int64_t>(prompts.back().size());
@@ -37,13 +37,12 @@ std::vector<Generated> generate_text(TrainedRun& run, const GenerateRequest& r) 
       throw UsageError("prompt " + std::to_string(i + 1) + " has no tokens (it is empty or blank)",
                        "every prompt needs at least one token to continue");
     const std::int64_t needed = out[i].prompt_tokens + 1 + r.max_tokens;  // bos + prompt + new tokens
-    if (limit > 0 && needed > limit)
+    if (needed > limit.positions)
       throw UsageError("prompt " + std::to_string(i + 1) + " has " + std::to_string(out[i].prompt_tokens) +
                            " tokens: with bos and --max-tokens " + std::to_string(r.max_tokens) + " it needs " +
-                           std::to_string(needed) + " positions, and positional_encoding/" +
-                           ex.spec.model.positional_encoding.name + " represents " + std::to_string(limit),
+                           std::to_string(needed) + " positions, and " + limit.why,
                        "shorten the prompt or lower --max-tokens (to at most " +
-                           std::to_string(std::max<std::int64_t>(limit - out[i].prompt_tokens - 1, 0)) + ")");
+                           std::to_string(std::max<std::int64_t>(limit.positions - out[i].prompt_tokens - 1, 0)) + ")");
   }
   model::GenerateOptions options;
   options.max_tokens = r.max_tokens;

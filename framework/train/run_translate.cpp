@@ -19,7 +19,7 @@ std::vector<Translated> translate_text(TrainedRun& run, const std::vector<std::s
                      "train on text (task/translation)");
   if (lines.empty()) throw UsageError("nothing to translate: the input is empty", "give --input FILE or lines on stdin");
   check_beam_options(options);
-  const std::int64_t limit = ex.model->max_positions();
+  const Experiment::PositionLimit limit = ex.decoding_limit();
   std::vector<std::vector<std::int32_t>> sources;
   std::vector<Translated> out(lines.size());
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -27,14 +27,13 @@ std::vector<Translated> translate_text(TrainedRun& run, const std::vector<std::s
     const auto len = static_cast<std::int64_t>(sources.back().size());
     if (len == 0)
       throw UsageError("line " + std::to_string(i + 1) + " has no tokens (it is blank)", "remove blank lines from the input");
-    if (limit > 0 && len > limit)
-      throw UsageError("line " + std::to_string(i + 1) + " has " + std::to_string(len) + " tokens; positional_encoding/" +
-                           ex.spec.model.positional_encoding.name + " represents " + std::to_string(limit),
+    if (len > limit.positions)
+      throw UsageError("line " + std::to_string(i + 1) + " has " + std::to_string(len) + " tokens; " + limit.why,
                        "split the sentence");
   }
   BeamOptions o = options;
   if (o.max_len <= 0) o.max_len = ex.task_info.max_tgt_len;
-  if (limit > 0) o.max_len = std::min(o.max_len, limit - 1);  // the decoder reads bos + the target
+  o.max_len = std::min(o.max_len, limit.positions - 1);  // the decoder reads bos + the target
   const auto batch = static_cast<std::size_t>(std::max<std::int64_t>(ex.spec.train.batch_size, 1));
   for (std::size_t first = 0; first < sources.size(); first += batch) {
     const std::size_t last = std::min(sources.size(), first + batch);

@@ -38,12 +38,6 @@ std::string host_name() {
   return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
 }
 
-// The resolved spec a run records: every value, execution keys included, the sweep left out.
-std::string resolved_run_yaml(spec::ExperimentSpec spec) {
-  spec.sweep = {};
-  return spec::resolved_yaml(spec);
-}
-
 std::string metrics_text(const std::map<std::string, double>& m) {
   std::string s;
   for (const auto& [k, v] : m) s += (s.empty() ? "" : " ") + k + " " + number_text(std::round(v * 1e4) / 1e4);
@@ -382,6 +376,11 @@ RunResult Trainer::run() {
 }  // namespace
 
 void request_stop() { g_stop_requested.store(true); }
+
+std::string resolved_run_yaml(spec::ExperimentSpec spec) {
+  spec.sweep = {};
+  return spec::resolved_yaml(spec);
+}
 
 std::string run_id(const spec::ExperimentSpec& spec) {
   const std::string yaml = spec::identity_yaml(spec);

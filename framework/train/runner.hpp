@@ -44,6 +44,10 @@ struct RunResult {
 // so the same configuration always maps to the same results folder.
 std::string run_id(const spec::ExperimentSpec& spec);
 
+// The resolved spec a run records (RunInfo::resolved_spec_yaml): every value, execution keys
+// included, the sweep left out.
+std::string resolved_run_yaml(spec::ExperimentSpec spec);
+
 // Trains `spec` (validated, plugin options resolved) with plugins from `registry`, printing
 // progress and evaluations to `out`. Throws UsageError before training starts for a problem of
 // the spec or of out_dir (results present without --resume, resume of another spec); errors

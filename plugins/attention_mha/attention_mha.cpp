@@ -4,7 +4,9 @@
 // Options: kv_heads < heads shares each k/v head among a group of query heads (grouped-query
 // attention, Ainslie et al. 2023; 1 = multi-query, Shazeer 2019) without repeating k and v;
 // qk_norm normalises each head's q and k (Dehghani et al. 2023); logit_softcap bounds the logits.
+#include <limits>
 #include <optional>
+#include <sstream>
 
 #include "ablate/attention.hpp"
 
@@ -21,8 +23,15 @@ class MultiHeadAttention final : public ablate::Attention {
     if (kv_heads_option_ < 0)
       throw ablate::Error("attention/mha: kv_heads must be >= 0 (0: as many as model.heads), got " +
                           std::to_string(kv_heads_option_));
-    if (!(softcap_ >= 0.0f))
-      throw ablate::Error("attention/mha: logit_softcap must be >= 0 (0: none), got " + std::to_string(softcap_));
+    // The cap is computed in f32 (c tanh(x / c)): past f32's range it is inf and every logit NaN.
+    const double softcap = o.get_float("logit_softcap");
+    if (!(softcap >= 0.0) || !(softcap <= std::numeric_limits<float>::max())) {
+      std::ostringstream got;
+      got << softcap;
+      throw ablate::Error(
+          "attention/mha: logit_softcap must be >= 0 and within f32's range (at most 3.4e38; 0: none), got " + got.str(),
+          "soft-capping bounds logits to (-c, c); Gemma 2 uses c = 50");
+    }
   }
 
   // Adds, under `scope` ("decoder.layers.0.self_attn"), with D = dims.d_model and K = kv_heads * Dh

@@ -11,7 +11,11 @@ namespace ablate_text {
 std::ifstream open_text_file(const std::string& path, const std::string& expected) {
   std::ifstream in(path, std::ios::binary);
   std::error_code ec;
-  if (!in || std::filesystem::is_directory(path, ec)) {
+  // A device, FIFO or socket (task.file: /dev/zero) would be read without end: files only.
+  if (in && !std::filesystem::is_regular_file(path, ec))
+    throw ablate::Error("'" + path + "' is not a regular file (a device, FIFO, socket or directory); expected " + expected,
+                        "check the task's file option");
+  if (!in) {
     const std::string cwd = std::filesystem::current_path(ec).string();
     throw ablate::Error(
         "cannot read '" + path + "'; expected " + expected +
@@ -42,8 +46,9 @@ void check_line(std::string_view line, const std::string& name, std::int64_t num
   const std::string where = name + ":" + std::to_string(number) + ": ";
   if (max_bytes > 0 && line.size() > max_bytes)
     throw ablate::Error(where + "a line of " + std::to_string(line.size()) + " bytes; expected at most " +
-                            std::to_string(max_bytes) + " (one example per line)",
-                        "check the file's line breaks; a file without them, or binary data, is not a corpus");
+                            std::to_string(max_bytes) + " (the text tasks' line limit: one example per line)",
+                        "check the file's line breaks; a file without them, or binary data, is not a corpus (a real "
+                        "example that long: split it, since long_examples acts on tokens, after this check)");
   if (const std::size_t bad = find_invalid_utf8(line); bad != std::string_view::npos)
     throw ablate::Error(where + "invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the line; expected UTF-8 text",
                         "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)");

@@ -16,7 +16,7 @@ namespace ablate_text {
 
 // Opens `path` (relative to the current directory) for reading. Throws ablate::Error
 // "cannot read 'PATH'; expected EXPECTED" (naming the current directory for a relative path) if
-// it cannot be read or is a directory. `expected`: "a UTF-8 text file", "a TSV file of ... lines".
+// it cannot be read, and "'PATH' is not a regular file" for a directory, device, FIFO or socket. `expected`: "a UTF-8 text file", "a TSV file of ... lines".
 std::ifstream open_text_file(const std::string& path, const std::string& expected);
 
 // The lines of a whole text read from `in`: a leading UTF-8 byte order mark is skipped, each

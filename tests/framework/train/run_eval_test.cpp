@@ -144,9 +144,9 @@ TEST_F(RunEvalTest, EvaluationsAreRecordedInTheRunFileAndNeverWrittenOver) {
   auto r = run_cli({"inspect", run.string()});
   ASSERT_EQ(r.code, cli::kExitOk) << r.err;
   EXPECT_NE(r.out.find("    eval at step 60: "), std::string::npos) << r.out;
-  r = run_cli({"eval", run.string(), "--split", "eval"});
+  r = run_cli({"eval", run.string(), "--split", "eval"});  // refused by the record, the files untouched
   EXPECT_EQ(r.code, cli::kExitUsage);
-  EXPECT_NE(r.err.find("already holds an evaluation"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("records an evaluation named 'eval' already"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(out / "scores.json"), before);
   // Another directory of the same name: refused by the record, before anything is written.
   r = run_cli({"eval", run.string(), "--split", "eval", "--out", (dir_ / "elsewhere" / "eval").string()});
