@@ -1,4 +1,4 @@
-// write_file_atomically, read_small_file and input_file_problem (atomic_file.hpp).
+// write_file_atomically, read_small_file, file_fnv1a64 and input_file_problem (atomic_file.hpp).
 #include "core/atomic_file.hpp"
 
 #include <fcntl.h>
@@ -9,8 +9,10 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "ablate/error.hpp"
+#include "core/text.hpp"
 
 namespace ablate {
 
@@ -46,6 +48,18 @@ void write_file_atomically(const std::filesystem::path& file, std::string_view c
 std::string read_small_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string file_fnv1a64(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(file.string() + ": cannot be read", "check the file's permissions");
+  std::uint64_t hash = kFnv1a64Basis;
+  std::vector<char> chunk(std::size_t{1} << 20);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    hash = fnv1a64(chunk.data(), static_cast<std::size_t>(in.gcount()), hash);
+  }
+  return hex16(hash);
 }
 
 std::string input_file_problem(const std::filesystem::path& file) {

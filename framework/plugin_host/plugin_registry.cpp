@@ -14,6 +14,7 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
+#include "core/atomic_file.hpp"
 #include "core/text.hpp"
 #include "plugin_host/elf_check.hpp"
 #include "plugin_host/option_resolver.hpp"
@@ -101,17 +102,13 @@ PluginDescriptor describe(const PluginInfo& info, const fs::path& path) {
   return d;
 }
 
-// FNV-1a 64 of the file, as 16 hex digits: what identifies a plugin's code in a run's records.
+// FNV-1a 64 of the file: what identifies a plugin's code in a run's records.
 std::string file_hash(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw PluginError(path.string() + ": cannot be read", "check the file's permissions");
-  std::uint64_t hash = kFnv1a64Basis;
-  std::vector<char> chunk(std::size_t{1} << 20);
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    hash = fnv1a64(chunk.data(), static_cast<std::size_t>(in.gcount()), hash);
+  try {
+    return file_fnv1a64(path);
+  } catch (const Error& e) {
+    throw PluginError(e.what(), e.hint());
   }
-  return hex16(hash);
 }
 
 }  // namespace

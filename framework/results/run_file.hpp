@@ -58,6 +58,9 @@ struct RunInfo {
   // hash" per plugin; and their hash. Both empty in files written before they existed.
   std::vector<std::string> plugin_code;
   std::string code_id;
+  // The data files the run read (train/code_identity.hpp, data_identity): "task.file=PATH
+  // <FNV-1a 64 of the content>" each. Empty in files written before it, and for tasks without files.
+  std::vector<std::string> data_files;
   std::string host;
   std::string created;  // ISO-8601 UTC; empty: the time RunWriter::create runs
   bool operator==(const RunInfo&) const = default;

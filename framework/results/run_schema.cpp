@@ -175,6 +175,7 @@ RunInfo read_info(const h5::Obj& r) {
     i.plugin_code = h5::strings_attr(r, "plugin_code");
     i.code_id = h5::string_attr(r, "code_id");
   }
+  if (h5::has_attr(r, "data_files")) i.data_files = h5::strings_attr(r, "data_files");  // older files lack it
   i.host = h5::string_attr(r, "host");
   i.created = h5::string_attr(r, "created");
   return i;

@@ -2,7 +2,10 @@
 #include "train/code_identity.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
+#include "ablate/error.hpp"
+#include "core/atomic_file.hpp"
 #include "core/text.hpp"
 
 namespace ablate::train {
@@ -31,6 +34,35 @@ std::string code_difference(const std::vector<std::string>& recorded, const std:
     out.push_back(part + (was != recorded.end() ? " (was " + was->substr(who.size() + 1) + ")" : " (new)"));
   }
   return out.empty() ? "the same parts in another order" : join(out, ", ");
+}
+
+std::vector<std::string> data_identity(const spec::ExperimentSpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& [option, value] : spec.task.options) {
+    std::error_code ec;
+    if (value.empty() || !std::filesystem::is_regular_file(value, ec)) continue;
+    out.push_back("task." + option + "=" + value + " " + file_fnv1a64(value));
+  }
+  return out;
+}
+
+void check_data_unchanged(const std::vector<std::string>& recorded, const spec::ExperimentSpec& spec, const std::string& doing) {
+  if (recorded.empty()) return;
+  const std::vector<std::string> now = data_identity(spec);
+  for (const std::string& was : recorded) {
+    const std::string file = was.substr(0, was.rfind(' '));  // "task.file=PATH"
+    const auto same_file = [&](const std::string& n) { return n.substr(0, n.rfind(' ')) == file; };
+    const auto it = std::find_if(now.begin(), now.end(), same_file);
+    if (it == now.end() || *it == was) continue;  // gone: the task says so when it reads it
+    const std::size_t eq = file.find('=');
+    throw UsageError(doing + ": " + file.substr(0, eq) + " " + file.substr(eq + 1) +
+                         " changed since the run read it (content hash " + was.substr(was.rfind(' ') + 1) + " then, " +
+                         it->substr(it->rfind(' ') + 1) +
+                         " now): the task would rebuild its vocabularies from the new "
+                         "text, and token ids would change meaning",
+                     "restore the file the run was trained on; to score other text with this run, give it with "
+                     "ablate eval --data FILE");
+  }
 }
 
 }  // namespace ablate::train

@@ -1,7 +1,9 @@
 // What made a run, beyond its spec: Ablate's compute version and every plugin's kind/name,
 // version and a hash of its library file. Recorded in run.h5 (`plugin_code`, `code_id`), so that
 // a sweep reruns finished runs whose code has changed, `ablate run --resume` never continues a
-// run with other code, and `ablate compare` says when an arm pools runs of different code.
+// run with other code, and `ablate compare` says when an arm pools runs of different code. And
+// the data it read: the content hash of every data file its task names (`data_files`), so that
+// a corpus edited after training is never silently read as the one the run learned from.
 #pragma once
 
 #include <string>
@@ -27,5 +29,16 @@ CodeIdentity code_identity(const spec::ExperimentSpec& spec, const PluginRegistr
 // plugin beside them: "ffn/swiglu 1.0.1 1a2b.. (was 1.0.0 9f8e..)"; "unknown (...)" for a file
 // without code identity.
 std::string code_difference(const std::vector<std::string>& recorded, const std::vector<std::string>& now);
+
+// Every task option whose value names a regular file (task.file, ...), with the content's hash:
+// "task.file=PATH 0123456789abcdef", in option order. A path is as the spec writes it (relative to
+// the current directory, as the task reads it).
+std::vector<std::string> data_identity(const spec::ExperimentSpec& spec);
+
+// Throws UsageError when a data file `recorded` (RunInfo::data_files) names now holds other bytes
+// than the run read ("task.file PATH changed since the run read it"): the task would rebuild its
+// vocabularies from the new text, and ids would change meaning. `doing` says what was refused
+// ("cannot evaluate RUN_DIR"). A file missing now is the task's to report; older runs record none.
+void check_data_unchanged(const std::vector<std::string>& recorded, const spec::ExperimentSpec& spec, const std::string& doing);
 
 }  // namespace ablate::train

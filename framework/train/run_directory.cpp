@@ -67,6 +67,7 @@ RunDirectory::RunDirectory(const spec::ExperimentSpec& spec, const PluginRegistr
                          std::to_string(info->seed) + "), this spec is run " + run_id + " (seed " +
                          std::to_string(spec.train.seed) + ")",
                      hint);
+  if (info) check_data_unchanged(info->data_files, spec, "cannot resume " + dir_.string());
   if (other_code)
     throw UsageError("cannot resume " + dir_.string() +
                          ": the run was made by other code; now: " + code_difference(info->plugin_code, code.parts),

@@ -88,6 +88,7 @@ void check_one_run(const fs::path& run_dir, const spec::ExperimentSpec& spec) {
                          std::to_string(info.seed) + ")",
                      "a run's checkpoint.bin and run.h5 belong together: put back the file that was copied in (or train "
                      "the run again); nothing was written");
+  check_data_unchanged(info.data_files, spec, "cannot use the run in " + run_dir.string());
 }
 
 TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry) {

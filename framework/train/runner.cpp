@@ -181,6 +181,7 @@ void Trainer::open() {
     info.plugins = ex_.plugin_versions;
     info.plugin_code = ex_.code.parts;
     info.code_id = ex_.code.id;
+    info.data_files = data_identity(spec);
     info.host = host_name();
     record_->create(dir_.run_file(), info);
   }

@@ -798,6 +798,36 @@ def trust3_cases(c):
         return None
     c.case("mislabel", "eval_of_runs_goes_on_past_a_bad_one", eval_of_runs_goes_on)
 
+    # a run pins its data: a corpus edited after training is refused, naming it, never re-read as its own
+    def edited_corpus(command):
+        def fn():
+            corpus = os.path.join(c.work, f"t3_corpus_{command}.tsv")
+            shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments", "data",
+                                     "tutorial_eng_cmn.tsv"), corpus)
+            spec = c.spec(f"t3_pinned_{command}", TINY.replace(
+                "task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+                "task: {plugin: translation, file: " + corpus + ", target_tokens: char}"))
+            d = os.path.join(c.work, f"t3_pinned_{command}")
+            shutil.rmtree(d, ignore_errors=True)
+            args = ["run", spec, "--out", d, "--progress", "quiet"]
+            code, out = c.run(args + (["--stop-after", "2"] if command == "resume" else []))
+            assert code == 0, out[-600:]
+            with open(corpus) as f:
+                text = f.read()
+            with open(corpus, "w") as f:
+                f.write(text.replace("student", "zebra"))  # ids change meaning, as sed -i would
+            cmd = {"eval": ["eval", d, "--split", "eval"], "export": ["export", d],
+                   "translate": ["translate", d, "--input", corpus], "resume": args + ["--resume"]}[command]
+            code, out = c.run(cmd)
+            expect(code, out, EXIT_USAGE, "task.file " + corpus + " changed since the run read it", "vocabularies")
+            assert not os.path.exists(os.path.join(d, "evals")), "an evaluation was written"
+            assert not os.path.exists(os.path.join(d, "model.safetensors")), "an export was written"
+            return None
+        c.case("mislabel", f"{command}_after_the_corpus_was_edited", fn)
+
+    for command in ("eval", "export", "translate", "resume"):
+        edited_corpus(command)
+
     # half-written: an evaluation is on disk with its record or not at all
     def strace(args, syscall, when):
         """`ablate ARGS` killed by SIGKILL on entering its `when`-th `syscall` (strace's fault injection)."""
