@@ -54,9 +54,10 @@ class RegistryCatalog final : public spec::PluginCatalog {
 // In long double: absurd sizes must not overflow on the way to being refused.
 struct MemoryEstimate {
   long double parameters = 0, parameter_bytes = 0, activation_bytes = 0;
-  long double total() const { return parameter_bytes + activation_bytes; }
+  long double data_bytes = 0;  // the train split's order: one index (8 bytes) per example, per epoch
+  long double total() const { return parameter_bytes + activation_bytes + data_bytes; }
 };
-MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo& task) {
+MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo& task, std::int64_t train_examples) {
   const spec::ModelSpec& m = spec.model;
   const long double D = static_cast<long double>(m.d_model), F = static_cast<long double>(m.d_ff);
   const long double V = static_cast<long double>(task.vocab_size), H = static_cast<long double>(m.heads);
@@ -72,6 +73,7 @@ MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo&
   const long double per_layer = 4 * ((14 * D + 3 * F) + H * std::max(S, T));
   e.activation_bytes = B * ((enc ? S * m.encoder_layers * per_layer : 0) + (dec ? T * m.decoder_layers * per_layer : 0) +
                             (dec ? T : 1) * 8 * std::max(V, static_cast<long double>(task.num_classes)));
+  e.data_bytes = 8 * static_cast<long double>(std::max<std::int64_t>(train_examples, 0));
   return e;
 }
 
@@ -148,15 +150,18 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
                      (target ? std::to_string(info.max_tgt_len) + " target tokens + bos" : "") +
                      "); expected a limit of at least " + std::to_string(need));
     const long double memory = static_cast<long double>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
-    const MemoryEstimate e = estimate_memory(spec, info);
+    const std::int64_t train_examples = plugin_call(*task, "size", [&] { return task->size(Split::Train); });
+    const MemoryEstimate e = estimate_memory(spec, info, train_examples);
     if (memory > 0 && e.total() > memory) {
       std::ostringstream params;
       params << std::setprecision(3) << e.parameters;
       errors.add(spec.marks.of("model.d_model"), "model",
                  "training this model needs about " + gib(e.total()) + " (" + params.str() +
                      " parameters: " + gib(e.parameter_bytes) + " of weights, gradients and Adam moments; " +
-                     gib(e.activation_bytes) + " of activations per batch), but this machine has " + gib(memory) +
-                     " of memory; expected a smaller model.d_model, model.d_ff, model.layers, train.batch_size or task");
+                     gib(e.activation_bytes) + " of activations per batch; " + gib(e.data_bytes) + " for the order of " +
+                     std::to_string(train_examples) + " train examples), but this machine has " + gib(memory) +
+                     " of memory; expected a smaller model.d_model, model.d_ff, model.layers, train.batch_size or task "
+                     "(task.train_examples)");
     }
   }
   errors.throw_if_any("`ablate plugins` lists every plugin's options and what they mean");

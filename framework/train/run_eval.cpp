@@ -234,8 +234,8 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
     << ",\n  \"checkpoint_step\": " << run.step
     << ",\n  \"split\": " << (data ? std::string("null") : json_quote(split_name(options.split)))
     << ",\n  \"data\": " << (data ? json_quote(options.data.string()) : std::string("null"))
-    << ",\n  \"unknown_tokens\": " << unknown << ",\n  \"examples\": " << n << ",\n  \"split_size\": " << size
-    << ",\n  \"decoding\": " << (decodes ? json_quote(decoding) : std::string("null"))
+    << ",\n  \"unknown_tokens\": " << (data ? std::to_string(unknown) : std::string("null")) << ",\n  \"examples\": " << n
+    << ",\n  \"split_size\": " << size << ",\n  \"decoding\": " << (decodes ? json_quote(decoding) : std::string("null"))
     << ",\n  \"code_id\": " << json_quote(ex.code.id) << ",\n  \"metrics\": {";
   bool first = true;
   for (const auto& [name, value] : e.metrics) {

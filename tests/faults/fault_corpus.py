@@ -1030,6 +1030,9 @@ def trust3_cases(c):
     clear("eval_data_dev_zero", lambda: ["eval", runs[1], "--data", "/dev/zero"], "is not a regular file")
     clear("translate_input_directory", lambda: ["translate", runs[1], "--input", c.work], "--input", "is a directory")
 
+    clear("train_examples_1e10", lambda: ["validate", c.spec("t3"), "--set", "task.train_examples=10000000000"],
+          "for the order of 10000000000 train examples", "task.train_examples")
+
     def compare_of_failed_runs():  # every run of the baseline arm failed: no verdict, no best arm
         trained()
         top = os.path.join(c.work, "t3_failed_runs")

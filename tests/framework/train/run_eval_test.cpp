@@ -215,6 +215,8 @@ TEST_F(RunEvalTest, DataFileInTheTasksFormatScoresAsTheSameExamplesDo) {
   ASSERT_EQ(r.code, cli::kExitOk) << r.err;
   const std::string split = slurp(run / "evals" / "eval" / "scores.json"), file = slurp(run / "evals" / "again" / "scores.json");
   EXPECT_NE(file.find("\"unknown_tokens\": 0"), std::string::npos) << file;
+  // A split's tokens were encoded when the task read its file: not counted, and not said to be 0.
+  EXPECT_NE(split.find("\"unknown_tokens\": null"), std::string::npos) << split;
   for (const char* metric : {"\"loss\": ", "\"bleu\": ", "\"exact_match\": "}) {
     const std::size_t a = split.find(metric), b = file.find(metric);
     ASSERT_NE(a, std::string::npos) << metric;
