@@ -485,6 +485,29 @@ TEST(CompareReport, MarkdownStatesWhatTheNumbersDoAndDoNotShow) {
   EXPECT_NE(md2.find("cannot rule out"), std::string::npos) << md2;
 }
 
+// Runs with nothing to conclude from: the sentences say so and why, and name no best arm, in the
+// terminal table, report.md and report.html alike; a page whose figures failed says why.
+TEST(CompareReport, NothingToCompareIsSaidAndNoArmIsCalledBetter) {
+  auto runs = synthetic_runs();
+  for (RunSummary& r : runs)
+    if (r.config["model.block"] == "post_norm") r.status = "failed";  // the baseline arm
+  CompareOptions o;
+  o.baseline = "model.block=post_norm";
+  const Comparison c = compare(runs, o);
+  for (const std::string& text : {report_markdown(c), format_table(c), report_html(c, {}, {}, "No space left on device")}) {
+    EXPECT_NE(text.find("Nothing to compare against: the baseline arm post_norm has no value"), std::string::npos) << text;
+    EXPECT_NE(text.find("3 failed"), std::string::npos) << text;
+    EXPECT_EQ(text.find("No arm differs"), std::string::npos) << text;
+    EXPECT_EQ(text.find("best arm"), std::string::npos) << text;
+  }
+  EXPECT_NE(report_html(c, {}, {}, "No space left on device").find("The figures could not be drawn: No space left on device"),
+            std::string::npos);
+  for (RunSummary& r : runs) r.status = "failed";
+  const std::string md = report_markdown(compare(runs, o));
+  EXPECT_NE(md.find("Nothing to compare: no run has a value"), std::string::npos) << md;
+  EXPECT_EQ(md.find("best arm"), std::string::npos) << md;
+}
+
 TEST(CompareReport, CsvHasHeaderAndOneRowPerArm) {
   const std::string csv = summary_csv(synthetic_comparison());
   const auto lines = lines_of(csv);
