@@ -3,7 +3,6 @@
 #include "cli/cli.hpp"
 
 #include <algorithm>
-
 #include <fstream>
 #include <iomanip>
 #include <iostream>
