@@ -61,7 +61,7 @@ MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo&
   const spec::ModelSpec& m = spec.model;
   const long double D = static_cast<long double>(m.d_model), F = static_cast<long double>(m.d_ff);
   const long double V = static_cast<long double>(task.vocab_size), H = static_cast<long double>(m.heads);
-  const bool enc = m.arch != spec::Arch::decoder, dec = m.arch != spec::Arch::encoder;
+  const bool enc = m.arch != spec::Arch::Decoder, dec = m.arch != spec::Arch::Encoder;
   const long double layer = 4 * D * D + 2 * D * F + 10 * D + F;  // attention, FFN, norms, biases
   MemoryEstimate e;
   const long double cross = enc && dec ? 4 * D * D : 0;  // the decoder's cross-attention (encoder-decoder only)
@@ -138,9 +138,8 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
                        (f.hint().empty() ? "" : "; " + f.hint()));
       }
     }
-    const std::int64_t limit =
-        positions ? plugin_call(*positions, "max_positions", [&] { return positions->max_positions(); }) : 0;
-    const bool source = spec.model.arch != spec::Arch::decoder, target = spec.model.arch != spec::Arch::encoder;
+    const std::int64_t limit = positions ? model::position_capabilities(*positions).max_positions : 0;
+    const bool source = spec.model.arch != spec::Arch::Decoder, target = spec.model.arch != spec::Arch::Encoder;
     const std::int64_t need = std::max(source ? info.max_src_len : 0, target ? info.max_tgt_len + 1 : 0);
     if (limit > 0 && need > limit)
       errors.add(spec.marks.of("model.positional_encoding"), "model.positional_encoding",

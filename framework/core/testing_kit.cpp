@@ -94,8 +94,9 @@ CacheCheckResult cache_equivalence(Backend& be, Attention& attention, Positional
   ParameterStore store(be);
   plugin_call(attention, "build", [&] { attention.build(ParamScope(store, o.seed, "self_attn"), dims, AttentionRole::Self); });
   if (positions) plugin_call(*positions, "build", [&] { positions->build(ParamScope(store, o.seed, "positions"), dims); });
-  const bool rotates = positions && positions->rotates();
-  const bool biases = positions && positions->biases_logits();
+  const PositionCapabilities caps = positions ? capabilities_of(*positions) : PositionCapabilities{};
+  const bool rotates = caps.rotates;
+  const bool biases = caps.biases_logits;
 
   const std::vector<float> x = init_values(Init::uniform(1.0f), {B, T, D}, o.seed, "cache_equivalence.x");  // [B, T, D]
   Graph g(be, o.seed, 0, /*training=*/false, /*grad=*/false);

@@ -56,15 +56,6 @@ std::int32_t choose_token(const float* row, std::int64_t V, const GenerateOption
   return ids.back();  // rounding (or NaN logits): the last candidate
 }
 
-const char* arch_name(Arch a) {
-  switch (a) {
-    case Arch::Encoder: return "encoder";
-    case Arch::Decoder: return "decoder";
-    case Arch::EncoderDecoder: return "encoder_decoder";
-  }
-  return "?";
-}
-
 }  // namespace
 
 DeviceBatch upload_batch(Backend& be, const HostBatch& hb, const ModelConfig& config, DType compute) {
@@ -76,7 +67,7 @@ DeviceBatch upload_batch(Backend& be, const HostBatch& hb, const ModelConfig& co
   const bool uses_src = config.arch != Arch::Decoder;
   if (uses_src && hb.S == 0)
     throw Error(
-        std::string("model.arch ") + arch_name(config.arch) + " reads a source sequence, but the task's examples have none",
+        std::string("model.arch ") + to_string(config.arch) + " reads a source sequence, but the task's examples have none",
         "a language-model task trains model.arch: decoder");
   if (!uses_src && hb.S != 0)
     throw Error("model.arch decoder is a language model, but the task's examples have a source sequence",
@@ -157,6 +148,10 @@ Transformer::Transformer(const ModelConfig& config, const ComponentFactory& comp
   }
 }
 
+PositionCapabilities position_capabilities(const PositionalEncoding& positions) {
+  return plugin_call(positions, "capabilities", [&] { return capabilities_of(positions); });
+}
+
 Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_t layers, bool cross,
                                             const ComponentFactory& components, const ParamScope& root) const {
   ModelDims dims = config_.dims;  // what the stack's components are built for
@@ -170,11 +165,11 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
                              Init::normal(1.0f / std::sqrt(static_cast<float>(dims.d_model))));
   s.positions = components.positional_encoding();
   plugin_call(*s.positions, "build", [&] { s.positions->build(scope.child("positions"), dims); });
-  s.rotates = plugin_call(*s.positions, "rotates", [&] { return s.positions->rotates(); });
-  s.biases = plugin_call(*s.positions, "biases_logits", [&] { return s.positions->biases_logits(); });
-  s.bias_per_layer = s.biases && plugin_call(*s.positions, "bias_per_layer", [&] { return s.positions->bias_per_layer(); });
-  s.in_cross = cross && (s.rotates || s.biases) &&
-               plugin_call(*s.positions, "in_cross_attention", [&] { return s.positions->in_cross_attention(); });
+  s.position_caps = position_capabilities(*s.positions);
+  s.rotates = s.position_caps.rotates;
+  s.biases = s.position_caps.biases_logits;
+  s.bias_per_layer = s.biases && s.position_caps.bias_per_layer;
+  s.in_cross = cross && (s.rotates || s.biases) && s.position_caps.in_cross_attention;
   if (config_.embedding_norm)
     s.embedding_norm = NormLayer(scope.child("embedding_norm"), NormKind::LayerNorm, dims.d_model, config_.embedding_norm_eps);
   for (std::int64_t i = 0; i < layers; ++i) {
@@ -209,8 +204,7 @@ std::int64_t Transformer::max_positions() const {
   std::int64_t limit = 0;
   for (const std::optional<Stack>* s : {&encoder_, &decoder_})
     if (*s) {
-      const PositionalEncoding& pe = *(*s)->positions;
-      const std::int64_t n = plugin_call(pe, "max_positions", [&] { return pe.max_positions(); });
+      const std::int64_t n = (*s)->position_caps.max_positions;
       if (n > 0) limit = limit > 0 ? std::min(limit, n) : n;
     }
   return limit;
@@ -369,7 +363,7 @@ std::vector<std::vector<std::int32_t>> Transformer::greedy_decode(Backend& be, c
 std::vector<std::vector<std::int32_t>> Transformer::generate(Backend& be, const std::vector<std::vector<std::int32_t>>& prompts,
                                                              const GenerateOptions& o) const {
   if (config_.arch != Arch::Decoder)
-    throw Error(std::string("generate: continuation needs a decoder-only model, this one is ") + arch_name(config_.arch),
+    throw Error(std::string("generate: continuation needs a decoder-only model, this one is ") + to_string(config_.arch),
                 "an encoder-decoder decodes with greedy_decode");
   if (!config_.causal)
     throw Error(

@@ -18,11 +18,12 @@
 #include "ablate/components.hpp"
 #include "ablate/philox.hpp"
 #include "ablate/task.hpp"
+#include "core/architecture.hpp"
 
 namespace ablate::model {
 
-enum class Arch { Encoder, Decoder, EncoderDecoder };
-enum class Pooling { Mean, First };
+using ablate::Arch;  // one enum each with the spec's (core/architecture.hpp)
+using ablate::Pooling;
 
 struct ModelConfig {
   Arch arch = Arch::EncoderDecoder;
@@ -94,6 +95,10 @@ struct GenerateOptions {
   RngKey key;
 };
 
+// The capabilities of a positional encoding (PositionalEncoding::capabilities on a default-
+// initialised struct), the call guarded as every plugin call is (a throw is its plugin fault).
+PositionCapabilities position_capabilities(const PositionalEncoding& positions);
+
 class Transformer {
  public:
   // Builds every parameter into `store` ("encoder.layers.0.self_attn.qkv.weight", ...), drawn
@@ -125,7 +130,7 @@ class Transformer {
                                                   const GenerateOptions& options) const;
 
   const ModelConfig& config() const { return config_; }
-  // The positions every stack's positional encoding represents (PositionalEncoding::max_positions,
+  // The positions every stack's positional encoding represents (PositionCapabilities::max_positions,
   // the smallest over the stacks), or 0 for no limit.
   std::int64_t max_positions() const;
 
@@ -141,10 +146,11 @@ class Transformer {
     std::string name;                // "encoder" | "decoder"
     Parameter* embedding = nullptr;  // [V, D]
     std::shared_ptr<PositionalEncoding> positions;
-    bool rotates = false;                     // positions rotate q/k inside self-attention (PositionalEncoding::rotates)
-    bool biases = false;                      // positions add to the self-attention logits (::biases_logits)
-    bool bias_per_layer = false;              // ... a bias of each layer's own (::bias_per_layer)
-    bool in_cross = false;                    // ... and the same inside cross-attention (::in_cross_attention)
+    PositionCapabilities position_caps;       // what the positions do (asked once, after build)
+    bool rotates = false;                     // positions rotate q/k inside self-attention (position_caps.rotates)
+    bool biases = false;                      // positions add to the self-attention logits (.biases_logits)
+    bool bias_per_layer = false;              // ... a bias of each layer's own (.bias_per_layer)
+    bool in_cross = false;                    // ... and the same inside cross-attention (.in_cross_attention)
     std::optional<NormLayer> embedding_norm;  // "<stack>.embedding_norm" (model.embedding_norm)
     std::vector<Layer> layers;
     std::optional<NormLayer> final_norm;

@@ -19,15 +19,6 @@
 
 namespace ablate::spec {
 
-const char* to_string(Arch v) {
-  switch (v) {
-    case Arch::encoder: return "encoder";
-    case Arch::decoder: return "decoder";
-    case Arch::encoder_decoder: return "encoder_decoder";
-  }
-  return "?";
-}
-const char* to_string(Pooling v) { return v == Pooling::mean ? "mean" : "first"; }
 const char* to_string(ProbeKind v) { return v == ProbeKind::eval ? "eval" : "repeated"; }
 const char* to_string(Precision v) { return v == Precision::f32 ? "f32" : "bf16"; }
 const char* to_string(OptimizerName v) { return v == OptimizerName::adam ? "adam" : "adamw"; }
@@ -395,8 +386,8 @@ YAML::Node axes_node(const Axes& axes) {
 
 // ---- the schema: every key described once ----
 
-const Choices<Arch> kArch = {{"encoder", Arch::encoder}, {"decoder", Arch::decoder}, {"encoder_decoder", Arch::encoder_decoder}};
-const Choices<Pooling> kPooling = {{"mean", Pooling::mean}, {"first", Pooling::first}};
+const Choices<Arch> kArch = {{"encoder", Arch::Encoder}, {"decoder", Arch::Decoder}, {"encoder_decoder", Arch::EncoderDecoder}};
+const Choices<Pooling> kPooling = {{"mean", Pooling::Mean}, {"first", Pooling::First}};
 const Choices<ProbeKind> kProbeKind = {{"eval", ProbeKind::eval}, {"repeated", ProbeKind::repeated}};
 const Choices<Precision> kPrecision = {{"f32", Precision::f32}, {"bf16", Precision::bf16}};
 const Choices<OptimizerName> kOptimizer = {{"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}};

@@ -14,20 +14,20 @@
 #include <utility>
 #include <vector>
 
+#include "core/architecture.hpp"
 #include "spec/spec_tree.hpp"
 
 namespace ablate::spec {
 
-enum class Arch { encoder, decoder, encoder_decoder };
-enum class Pooling { mean, first };
+using ablate::Arch;  // one enum each with the model's (core/architecture.hpp)
+using ablate::Pooling;
+using ablate::to_string;
 enum class Precision { f32, bf16 };
 enum class OptimizerName { adam, adamw };
 enum class MetricMode { max, min };
 enum class Metric { loss, perplexity, token_accuracy, exact_match };
 enum class ProbeKind { eval, repeated };  // log.attention.probe
 
-const char* to_string(Arch v);
-const char* to_string(Pooling v);
 const char* to_string(Precision v);
 const char* to_string(OptimizerName v);
 const char* to_string(MetricMode v);

@@ -35,7 +35,7 @@ std::string at_length(const std::string& metric, std::int64_t length) { return m
 
 std::int64_t positions_needed(const Experiment& ex, std::int64_t length) {
   const spec::Arch arch = ex.spec.model.arch;
-  return std::max(arch != spec::Arch::decoder ? length : 0, arch != spec::Arch::encoder ? length + 1 : 0);
+  return std::max(arch != spec::Arch::Decoder ? length : 0, arch != spec::Arch::Encoder ? length + 1 : 0);
 }
 
 namespace {

@@ -15,15 +15,6 @@
 namespace ablate::train {
 namespace {
 
-model::Arch arch_of(spec::Arch a) {
-  switch (a) {
-    case spec::Arch::encoder: return model::Arch::Encoder;
-    case spec::Arch::decoder: return model::Arch::Decoder;
-    case spec::Arch::encoder_decoder: return model::Arch::EncoderDecoder;
-  }
-  return model::Arch::EncoderDecoder;
-}
-
 // A spec problem found after validation (it needs the task): "FILE:LINE:COLUMN: KEY.PATH: what".
 [[noreturn]] void spec_problem(const spec::ExperimentSpec& s, const std::string& path, const std::string& what,
                                const std::string& hint) {
@@ -35,7 +26,7 @@ model::Arch arch_of(spec::Arch a) {
 model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo& task) {
   const spec::ModelSpec& m = spec.model;
   model::ModelConfig c;
-  c.arch = arch_of(m.arch);
+  c.arch = m.arch;
   c.dims.d_model = m.d_model;
   c.dims.heads = m.heads;
   c.dims.d_ff = m.d_ff;
@@ -54,7 +45,7 @@ model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo
   c.causal = m.causal;
   c.final_norm = m.final_norm;
   c.tie_embeddings = m.tie_embeddings;
-  c.pooling = m.pooling == spec::Pooling::first ? model::Pooling::First : model::Pooling::Mean;
+  c.pooling = m.pooling;
   c.num_classes = task.type == TaskType::Classification ? task.num_classes : 0;  // > 0: the classifier head
   return c;
 }
@@ -111,18 +102,18 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
     throw PluginError("task/" + spec.task.name + " is a classification task with " + std::to_string(task_info.num_classes) +
                           " classes; expected at least 2",
                       "the task plugin must report TaskInfo::num_classes >= 2");
-  if (classification && spec.model.arch != spec::Arch::encoder)
+  if (classification && spec.model.arch != spec::Arch::Encoder)
     spec_problem(spec, "model.arch",
                  std::string("'") + spec::to_string(spec.model.arch) + "' does not fit task '" + spec.task.name +
                      "', a classification task (source -> one of " + std::to_string(task_info.num_classes) +
                      " classes, by a classifier over the pooled encoder states); expected encoder",
                  "set model.arch: encoder (and model.pooling: mean|first)");
-  if (lm && spec.model.arch != spec::Arch::decoder)
+  if (lm && spec.model.arch != spec::Arch::Decoder)
     spec_problem(spec, "model.arch",
                  std::string("'") + spec::to_string(spec.model.arch) + "' does not fit task '" + spec.task.name +
                      "', a language model (next-token prediction with no source); expected decoder",
                  "set model.arch: decoder");
-  if (!lm && !classification && spec.model.arch == spec::Arch::decoder)
+  if (!lm && !classification && spec.model.arch == spec::Arch::Decoder)
     spec_problem(spec, "model.arch",
                  "'decoder' does not fit task '" + spec.task.name +
                      "', a sequence-to-sequence task (source -> target); expected encoder_decoder (or encoder for "

@@ -36,7 +36,7 @@ class Alibi final : public ablate::PositionalEncoding {
   // x: [B, T, D] -> x: positions act on the attention logits, not on the embeddings.
   ablate::Var forward(ablate::Graph&, const ablate::Var& x, std::int64_t) const override { return x; }
 
-  bool biases_logits() const override { return true; }
+  void capabilities(ablate::PositionCapabilities& caps) const override { caps.biases_logits = true; }
 
   // The slopes F32 [H]; the kernel adds -slope_h * |i + offset - j| (nothing [T, S] is made).
   LogitBias logit_bias(ablate::Graph& g, std::int64_t, std::int64_t, std::int64_t, std::int64_t) const override {

@@ -27,7 +27,7 @@ class Learned final : public ablate::PositionalEncoding {
     table_ = &scope.param("weight", {max_len_, dims.d_model}, ablate::Init::normal(0.02f));  // [max_len, D]
   }
 
-  std::int64_t max_positions() const override { return max_len_; }
+  void capabilities(ablate::PositionCapabilities& caps) const override { caps.max_positions = max_len_; }
 
   // x: [B, T, D] -> x + table[offset .. offset+T-1] (the [T, D] rows repeat over the batch).
   ablate::Var forward(ablate::Graph& g, const ablate::Var& x, std::int64_t offset) const override {

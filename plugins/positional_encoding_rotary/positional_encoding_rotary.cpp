@@ -28,7 +28,7 @@ class Rotary final : public ablate::PositionalEncoding {
   // x: [B, T, D] -> x: positions act inside attention, not on the embeddings.
   ablate::Var forward(ablate::Graph&, const ablate::Var& x, std::int64_t) const override { return x; }
 
-  bool rotates() const override { return true; }
+  void capabilities(ablate::PositionCapabilities& caps) const override { caps.rotates = true; }
 
   // x: [B, H, T, Dh] (q or k) at positions I32 [T] -> rotated [B, H, T, Dh].
   ablate::Var rotate(ablate::Graph& g, const ablate::Var& x, const ablate::Tensor& positions) const override {

@@ -38,8 +38,10 @@ class T5RelativeBias final : public ablate::PositionalEncoding {
 
   // x: [B, T, D] -> x: positions act on the attention logits, not on the embeddings.
   ablate::Var forward(ablate::Graph&, const ablate::Var& x, std::int64_t) const override { return x; }
-  bool biases_logits() const override { return true; }
-  bool bias_per_layer() const override { return per_layer_; }
+  void capabilities(ablate::PositionCapabilities& caps) const override {
+    caps.biases_logits = true;
+    caps.bias_per_layer = per_layer_;
+  }
 
   // bias F32 [H, T, S] = table[bucket(s - (offset + t)), h]; the gradient reaches the table.
   LogitBias logit_bias(ablate::Graph& g, std::int64_t T, std::int64_t S, std::int64_t offset, std::int64_t layer) const override {

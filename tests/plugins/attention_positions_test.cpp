@@ -75,7 +75,7 @@ TEST(Rotary, LogitsDependOnTheDistanceOnlyAndTheFractionLimitsTheRotation) {
   auto rotary = plugins().create<PositionalEncoding>("rotary", {{"fraction", "0.5"}});
   ParameterStore store(reference_backend());
   rotary->build(ParamScope(store, 1, "positions"), dims(16, 2));  // Dh 8, R 4
-  ASSERT_TRUE(rotary->rotates());
+  ASSERT_TRUE(capabilities_of(*rotary).rotates);
   EXPECT_EQ(store.numel(), 0);
   Graph g(reference_backend(), 1, 0, false, false);
   const Var q = g.constant(values({1, 2, 1, 8}, 0.2f)), k = g.constant(values({1, 2, 1, 8}, 1.3f));
@@ -146,8 +146,8 @@ struct T5Fixture {
 
 TEST(T5RelativeBias, BucketsAreExactNearbyLogSpacedFartherAndSignedOutsideACausalStack) {
   T5Fixture bi({{"buckets", "8"}, {"max_distance", "16"}}, /*causal=*/false);  // 4 per direction: 0, 1 exact; 2, 3 log
-  ASSERT_TRUE(bi.pe->biases_logits());
-  EXPECT_FALSE(bi.pe->bias_per_layer());
+  ASSERT_TRUE(capabilities_of(*bi.pe).biases_logits);
+  EXPECT_FALSE(capabilities_of(*bi.pe).bias_per_layer);
   EXPECT_EQ(names(bi.store), std::vector<std::string>{"decoder.positions.relative_bias.weight"});
   // one query at position 20 (offset 20), keys 0 .. 39: distance key - query = s - 20
   const std::vector<float> b = bi.bias(1, 40, 20);
@@ -178,7 +178,7 @@ TEST(T5RelativeBias, BucketsAreExactNearbyLogSpacedFartherAndSignedOutsideACausa
 
 TEST(T5RelativeBias, PerLayerTablesAreSeparateParameters) {
   T5Fixture per({{"per_layer", "true"}}, false, /*layers=*/3);
-  EXPECT_TRUE(per.pe->bias_per_layer());
+  EXPECT_TRUE(capabilities_of(*per.pe).bias_per_layer);
   EXPECT_EQ(names(per.store),
             (std::vector<std::string>{"decoder.positions.relative_bias.0.weight", "decoder.positions.relative_bias.1.weight",
                                       "decoder.positions.relative_bias.2.weight"}));

@@ -331,9 +331,10 @@ TEST_F(Components, NoPositionsPassEmbeddingsUnchangedAtAnyOffset) {
   auto pe = registry.create<PositionalEncoding>("none");
   pe->build(ParamScope(store, 1, "encoder.positions"), small_dims());
   EXPECT_TRUE(store.all().empty());
-  EXPECT_EQ(pe->max_positions(), 0);
-  EXPECT_FALSE(pe->rotates());
-  EXPECT_FALSE(pe->biases_logits());
+  const PositionCapabilities caps = capabilities_of(*pe);
+  EXPECT_EQ(caps.max_positions, 0);
+  EXPECT_FALSE(caps.rotates);
+  EXPECT_FALSE(caps.biases_logits);
   const Tensor x = values({2, 3, 6}, 0.5f);
   EXPECT_EQ(encode(*pe, x, 100000), host(reference_backend(), x));
 }

@@ -99,12 +99,35 @@ class BOOST_SYMBOL_VISIBLE FeedForward : public Component {
   virtual Var forward(Graph& g, const Var& x) const = 0;
 };
 
+// What a positional encoding does besides forward(), and what the model asks of it. The host
+// default-initialises one and hands it to capabilities(), which sets the fields it needs: a field
+// appended in a later Ablate reaches an older plugin as its default (so adding one needs no
+// vtable change and no kPluginApiVersion bump; docs/writing-plugins.md, "Keeping the API stable").
+// Append only; a default always means "as before the field existed".
+struct PositionCapabilities {
+  // The number of positions it can represent (0 .. max_positions-1), or 0 for no limit. The host
+  // checks it against the task's longest sequence before training (a spec error then).
+  std::int64_t max_positions = 0;
+  // It acts inside attention: the model hands every self-attention of the stack a rotate() of its
+  // queries and keys (AttentionPositions in attention.hpp).
+  bool rotates = false;
+  // It adds to the logits of every self-attention of the stack: the model puts logit_bias() into
+  // each call's mask.
+  bool biases_logits = false;
+  // Each layer has a bias of its own: the model asks logit_bias() once per layer and pass (layer =
+  // 0 .. dims.layers-1); otherwise once per pass (layer = 0) for all layers.
+  bool bias_per_layer = false;
+  // Cross-attentions get the rotation or bias too (queries at their positions, memory keys at
+  // 0 .. S-1).
+  bool in_cross_attention = false;
+};
+
 // Kind "positional_encoding": where the position of a token enters the model. One kind with
 // capabilities rather than one kind per mechanism, so that `model.positional_encoding` is one
 // factor of an ablation whatever the mechanism (docs/architecture.md): an encoding
 //  - adds to the (scaled) token embeddings before the first layer (forward: sinusoidal, learned),
-//  - and/or rotates q and k inside self-attention at absolute positions (rotates(): rotary),
-//  - and/or adds to the attention logits (biases_logits(): ALiBi slopes, a relative-position bias);
+//  - and/or rotates q and k inside self-attention at absolute positions (rotates: rotary),
+//  - and/or adds to the attention logits (biases_logits: ALiBi slopes, a relative-position bias);
 // an encoding that acts only inside attention returns x unchanged from forward. Embedding dropout
 // is the model's.
 class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
@@ -116,32 +139,37 @@ class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
   // incremental decoding (one new token per step). Throws ablate::Error (naming the position
   // and the limit) for positions the encoding cannot represent.
   virtual Var forward(Graph& g, const Var& x, std::int64_t offset) const = 0;
-  // The number of positions it can represent (0 .. max_positions()-1), or 0 for no limit. The
-  // host checks it against the task's longest sequence before training (a spec error then).
+  // Sets the fields of `caps` (default-initialised by the host) that this encoding needs; a
+  // function of the options only (validation asks before build(), the model after). The default
+  // reads the deprecated hooks below (plugin API 8's), so a plugin written for API 8 compiles
+  // unchanged for one more version.
+  virtual void capabilities(PositionCapabilities& caps) const {
+    caps.max_positions = max_positions();
+    caps.rotates = rotates();
+    caps.biases_logits = biases_logits();
+    caps.bias_per_layer = bias_per_layer();
+    caps.in_cross_attention = in_cross_attention();
+  }
+  // Deprecated in plugin API 9, removed in 10: override capabilities() instead. Read only by
+  // capabilities()'s default.
   virtual std::int64_t max_positions() const { return 0; }
-
-  // True when the encoding acts inside attention: the model then hands every self-attention of
-  // the stack a rotate() of its queries and keys (AttentionPositions in attention.hpp).
   virtual bool rotates() const { return false; }
-  // True when cross-attentions get it too (queries at their positions, memory keys at 0 .. S-1).
   virtual bool in_cross_attention() const { return false; }
+  virtual bool biases_logits() const { return false; }
+  virtual bool bias_per_layer() const { return false; }
+
   // x: [B, H, T, Dh] (q, or k with H = Hkv) at the absolute positions `positions` (I32 [T], on the
-  // graph's backend) -> [B, H, T, Dh]. Called only when rotates().
+  // graph's backend) -> [B, H, T, Dh]. Called only when capabilities say `rotates`.
   virtual Var rotate(Graph& g, const Var& x, const Tensor& positions) const {
     (void)g, (void)positions;
     return x;
   }
 
-  // True when the encoding adds to the logits of every self-attention of the stack (and of the
-  // cross-attentions when in_cross_attention()): the model puts logit_bias() into each call's mask.
-  virtual bool biases_logits() const { return false; }
-  // True when each layer has a bias of its own: the model then asks logit_bias() once per layer
-  // and pass (layer = 0 .. dims.layers-1); otherwise once per pass (layer = 0) for all layers.
-  virtual bool bias_per_layer() const { return false; }
   // What is added to the logits of queries at positions offset .. offset+T-1 over keys at
   // 0 .. S-1 (ops::AttentionOptions) in layer `layer`: `slopes` F32 [H] for ALiBi's
   // -slope_h * |i - j| (computed in the attention kernel, nothing [T, S] materialised) and/or
-  // `bias` F32 [1 or H, T, S] (a Var: a learned bias gets its gradient). Called only when biases_logits().
+  // `bias` F32 [1 or H, T, S] (a Var: a learned bias gets its gradient). Called only when
+  // capabilities say `biases_logits`.
   struct LogitBias {
     Var bias;
     Tensor slopes;
@@ -151,6 +179,14 @@ class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
     return {};
   }
 };
+
+// The capabilities of `positions`: capabilities() on a default-initialised struct (the host asks
+// through a guarded call; tests and plugin authors through this).
+inline PositionCapabilities capabilities_of(const PositionalEncoding& positions) {
+  PositionCapabilities caps;
+  positions.capabilities(caps);
+  return caps;
+}
 
 // The sublayers of a layer, by role: self-attention, cross-attention (encoder-decoder's decoder
 // only), feed-forward. A layer's roles in order: {SelfAttention, FeedForward}, or

@@ -160,7 +160,7 @@ TEST(Transformer, AlibiSlopesAreThePapers) {
     dims.heads = heads;
     ParameterStore store(be());
     alibi->build(ParamScope(store, 1, "positions"), dims);
-    ASSERT_TRUE(alibi->biases_logits());
+    ASSERT_TRUE(capabilities_of(*alibi).biases_logits);
     EXPECT_EQ(store.all().size(), 0u);  // no parameters
     Graph g(be(), 1, 0, false, false);
     const PositionalEncoding::LogitBias b = alibi->logit_bias(g, 3, 5, 0, 0);

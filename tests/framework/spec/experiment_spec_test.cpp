@@ -25,7 +25,7 @@ TEST(SpecLoad, MinimalSpecGetsTheTransformerBaseDefaults) {
   const ExperimentSpec s = parse_spec(kMinimal, "t.yaml");
   EXPECT_EQ(s.name, "tiny");
   EXPECT_EQ(s.task, (PluginRef{"copy", {}}));
-  EXPECT_EQ(s.model.arch, Arch::encoder_decoder);
+  EXPECT_EQ(s.model.arch, Arch::EncoderDecoder);
   EXPECT_EQ(s.model.d_model, 512);
   EXPECT_EQ(s.model.heads, 8);
   EXPECT_EQ(s.model.layers, 6);
@@ -40,7 +40,7 @@ TEST(SpecLoad, MinimalSpecGetsTheTransformerBaseDefaults) {
   EXPECT_EQ(s.model.ffn.name, "relu");
   EXPECT_TRUE(s.model.qkv_bias && s.model.out_bias && s.model.scale_embedding && s.model.final_norm && s.model.tie_embeddings);
   EXPECT_DOUBLE_EQ(s.model.norm_eps, 1e-5);
-  EXPECT_EQ(s.model.pooling, Pooling::mean);
+  EXPECT_EQ(s.model.pooling, Pooling::Mean);
   EXPECT_EQ(s.backend.name, "onednn");
   EXPECT_EQ(s.precision, Precision::f32);
   EXPECT_EQ(s.train.steps, 10);

@@ -74,7 +74,7 @@ class ReferenceDumpTest : public ::testing::Test {
       EXPECT_EQ(a.values, host_floats(*ex.backend, p->value)) << p->name << " is not its initial value";
     }
 
-    const bool source = loaded.spec.model.arch != spec::Arch::decoder;
+    const bool source = loaded.spec.model.arch != spec::Arch::Decoder;
     EXPECT_EQ(d.batches.count("src"), source ? 1u : 0u);
     EXPECT_EQ(d.batches.count("src_lengths"), source ? 1u : 0u);
     const std::int64_t B = loaded.spec.train.batch_size, S = ex.task_info.max_src_len, T = ex.task_info.max_tgt_len + 1;

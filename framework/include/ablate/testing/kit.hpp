@@ -55,7 +55,7 @@ std::shared_ptr<Kind> make_component(const std::string& name, const OptionOverri
 // in one full pass, against the same computed incrementally, `prompt` positions then one position
 // per step, through a KeyValueCache of capacity T + extra_capacity. Each call gets the positions as
 // the model hands them: q and k rotated at absolute positions offset .. offset+T'-1 (EncodingPositions)
-// when the encoding rotates(); logit_bias(g, T', S, offset, 0) in the mask when it biases_logits()
+// when its capabilities say it rotates; logit_bias(g, T', S, offset, 0) in the mask when it biases logits
 // (S: T in the full pass, the cache capacity when cached); a causal mask with query_offset = offset
 // and key_lengths = the positions so far. Dropout is off (an evaluation graph).
 struct CacheCheckOptions {
