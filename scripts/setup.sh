@@ -7,6 +7,7 @@ set -euo pipefail
 # What the current build and tests use. Keep in sync with README "Dependencies".
 PACKAGES=(
   cmake ninja-build g++ make pkg-config
+  clang-format       # scripts/test.sh checks the house style (.clang-format) first
   libboost-dev libboost-program-options-dev
   libgtest-dev libgmock-dev
   python3            # tests check JSON output with Debian's /usr/bin/python3
