@@ -5,6 +5,8 @@
 # CUDA and cuDNN but no apt, and prints the environment to source before running the build there.
 #
 #   scripts/gpu_session.sh pack [BUILD_DIR]      # here, after building bin/ablate, the plugins and tests
+#                                                # (configured with -DABLATE_ONEDNN_NATIVE=OFF: the GPU
+#                                                # machine's CPU may lack this one's instructions)
 #   eval "$(scripts/gpu_session.sh unpack)"       # there, from the repository root: build/ + LD_LIBRARY_PATH
 #   scripts/gpu_session.sh check OUT [STEP...]   # there, after unpack: the checklist's steps, one log each
 #                                                # in OUT (steps: parity gpu_tests train profile bench;
@@ -33,7 +35,7 @@ pack)
   tar -C "$PACK" -cf - deps | xz -T2 -6 > "$PACK/deps.tar.xz"
   rm -rf "$PACK/deps"
   du -sh "$PACK"/*.tar.xz >&2
-  echo "gpu_session: carry .gpu (in .git/info/exclude: /.gpu/) and run 'eval \"\$(scripts/gpu_session.sh unpack)\"' there" >&2
+  echo "gpu_session: carry .gpu (ignored by git) and run 'eval \"\$(scripts/gpu_session.sh unpack)\"' there" >&2
   ;;
 unpack)
   cd "$ROOT"
