@@ -91,13 +91,22 @@ void check_one_run(const fs::path& run_dir, const spec::ExperimentSpec& spec) {
   check_data_unchanged(info.data_files, spec, "cannot use the run in " + run_dir.string());
 }
 
-TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry) {
-  const fs::path checkpoint = run_checkpoint(run_dir);
-  check_one_run(run_dir, spec);
+namespace {
+
+// The model of `run_dir`'s checkpoint with its weights, the folder checked already (check_one_run).
+TrainedRun load_trained_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry) {
   TrainedRun run;
   run.experiment = std::make_unique<Experiment>(spec, registry);
-  run.step = load_checkpoint(checkpoint, *run.experiment->store).state.step;
+  run.step = load_checkpoint(run_checkpoint(run_dir), *run.experiment->store).state.step;
   return run;
+}
+
+}  // namespace
+
+TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry) {
+  run_checkpoint(run_dir);
+  check_one_run(run_dir, spec);
+  return load_trained_run(run_dir, spec, registry);
 }
 
 void check_eval_options(const RunEvalOptions& options) {
@@ -164,7 +173,7 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
     out << "note: removed " << (dir / name).string() << ": run.h5 does not record it (an interrupted `ablate eval`)\n";
   }
 
-  TrainedRun run = open_trained_run(run_dir, spec, registry);
+  TrainedRun run = load_trained_run(run_dir, spec, registry);  // checked above (check_one_run)
   Experiment& ex = *run.experiment;
   std::vector<Example> examples;  // --data: the file's, encoded with the run's vocabularies
   std::int64_t unknown = 0;
