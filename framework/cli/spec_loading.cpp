@@ -6,8 +6,6 @@
 #include <iomanip>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "ablate/attention.hpp"
 #include "ablate/components.hpp"
 #include "ablate/task.hpp"
@@ -148,7 +146,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
                      (source ? std::to_string(info.max_src_len) + " source tokens" : "") + (source && target ? ", " : "") +
                      (target ? std::to_string(info.max_tgt_len) + " target tokens + bos" : "") +
                      "); expected a limit of at least " + std::to_string(need));
-    const long double memory = static_cast<long double>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
+    const long double memory = train::physical_memory_bytes();
     const std::int64_t train_examples = plugin_call(*task, "size", [&] { return task->size(Split::Train); });
     const MemoryEstimate e = estimate_memory(spec, info, train_examples);
     if (memory > 0 && e.total() > memory) {

@@ -167,10 +167,15 @@ std::vector<std::int32_t> Experiment::encode(const std::string& text, bool targe
   return plugin_call(*task, "encode", [&] { return task->encode(text, target, unknown); });
 }
 
+long double physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<long double>(pages) * static_cast<long double>(page) : 0.0L;
+}
+
 Experiment::PositionLimit Experiment::decoding_limit() const {
   if (const std::int64_t n = model->max_positions(); n > 0)
     return {n, "positional_encoding/" + spec.model.positional_encoding.name + " represents " + std::to_string(n)};
-  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  const auto memory = static_cast<double>(physical_memory_bytes());
   const double heads = static_cast<double>(std::max<std::int64_t>(spec.model.heads, 1));
   const auto n = static_cast<std::int64_t>(std::sqrt(std::max(memory, 0.0) / 4.0 / (4.0 * heads)));
   return {std::max<std::int64_t>(n, 1), "positional_encoding/" + spec.model.positional_encoding.name +

@@ -40,6 +40,10 @@ std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, c
 std::optional<std::string> early_stopping_problem(const spec::ExperimentSpec& spec, const TaskInfo& task,
                                                   const std::vector<std::string>& score_names);
 
+// This machine's physical memory in bytes (sysconf), 0 if unknown: what validation's memory
+// estimate and Experiment::decoding_limit are held to.
+long double physical_memory_bytes();
+
 struct Experiment {
   // Creates every plugin of `spec` (already checked by spec::validate_plugins) and builds the
   // model. Throws UsageError (with the spec position) when the architecture does not fit the task,
