@@ -15,77 +15,25 @@
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
 #include "backends/backend_test_util.hpp"
+#include "framework/model/model_test_util.hpp"
 
 namespace ablate::model {
 namespace {
+using namespace test;  // NOLINT(google-build-using-namespace): the shared tiny-model helpers
 using testing::builtin_backend;
 using testing::builtin_registry;
 using testing::host;
 
-using Options = std::map<std::string, std::string>;
-
-PluginRegistry& registry() { return testing::builtin_registry(); }
-
-ComponentFactory components(const std::string& block, const std::string& pe, const std::string& ffn,
-                            const Options& attention = {}) {
-  ComponentFactory f;
-  f.block = [block] { return registry().create<Block>(block); };
-  f.attention = [attention] { return registry().create<Attention>("mha", attention); };
-  // "learned" with max_len 32; "t5_per_layer": t5_relative_bias with a table per layer
-  f.positional_encoding = [pe] {
-    if (pe == "t5_per_layer") return registry().create<PositionalEncoding>("t5_relative_bias", {{"per_layer", "true"}});
-    return registry().create<PositionalEncoding>(pe, pe == "learned" ? Options{{"max_len", "32"}} : Options{});
-  };
-  f.ffn = [ffn] { return registry().create<FeedForward>(ffn); };
-  return f;
-}
-
-ModelConfig tiny(Arch arch) {
-  ModelConfig c;
-  c.arch = arch;
-  c.dims.d_model = 8;
-  c.dims.heads = 2;
-  c.dims.d_ff = 16;
-  c.dims.dropout = 0.0f;
-  c.dims.attention_dropout = 0.0f;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.vocab_size = 11;
-  c.embedding_dropout = 0.0f;
-  return c;
-}
-
 Backend& be() { return *builtin_backend("reference"); }
-
-struct Built {
-  std::unique_ptr<ParameterStore> store;
-  std::unique_ptr<Transformer> model;
-};
-Built build(const ModelConfig& c, const std::string& block = "post_norm", const std::string& pe = "sinusoidal",
-            const std::string& ffn = "relu", std::uint64_t seed = 7, const Options& attention = {}) {
-  Built b;
-  b.store = std::make_unique<ParameterStore>(be());
-  b.model = std::make_unique<Transformer>(c, components(block, pe, ffn, attention), *b.store, seed);
-  return b;
-}
-
-DeviceBatch batch_of(const std::vector<Example>& examples, const ModelConfig& c) {
-  return upload_batch(be(), make_batch(examples), c, DType::F32);
-}
-
-std::vector<float> logits_of(const Transformer& m, const DeviceBatch& batch) {
-  Graph g(be(), 1, 0, /*training=*/false, /*grad=*/false);
-  return host(be(), m.logits(g, batch).value());
-}
 
 TEST(Transformer, CausalDecoderCannotSeeTheFuture) {
   const ModelConfig c = tiny(Arch::Decoder);
   for (const auto& [block, pe] :
        {std::pair{"post_norm", "learned"}, std::pair{"pre_norm", "learned"}, std::pair{"pre_norm", "rotary"},
         std::pair{"post_norm", "alibi"}, std::pair{"pre_norm", "t5_relative_bias"}}) {
-    Built m = build(c, block, pe);
-    const std::vector<float> a = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 6, 7, 8}}}, c));
-    const std::vector<float> b = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 9, 10, 3}}}, c));  // tokens 3.. changed
+    Built m = build(be(), c, block, pe);
+    const std::vector<float> a = logits_of(be(), *m.model, batch_of(be(), {{{}, {3, 4, 5, 6, 7, 8}}}, c));
+    const std::vector<float> b = logits_of(be(), *m.model, batch_of(be(), {{{}, {3, 4, 5, 9, 10, 3}}}, c));  // tokens 3.. changed
     const std::size_t V = 11, unchanged = 4 * V;  // inputs bos,3,4,5 are equal: positions 0..3 must not move
     for (std::size_t i = 0; i < unchanged; ++i) ASSERT_EQ(a[i], b[i]) << block << "/" << pe << " logit " << i;
     bool later_changed = false;
@@ -97,9 +45,10 @@ TEST(Transformer, CausalDecoderCannotSeeTheFuture) {
 TEST(Transformer, WithoutTheCausalMaskTheFutureLeaksIntoEarlierPositions) {
   ModelConfig c = tiny(Arch::Decoder);
   c.causal = false;
-  Built m = build(c, "pre_norm", "learned");
-  const std::vector<float> a = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 6, 7, 8}}}, c));
-  const std::vector<float> b = logits_of(*m.model, batch_of({{{}, {3, 4, 5, 9, 10, 3}}}, c));  // only later tokens changed
+  Built m = build(be(), c, "pre_norm", "learned");
+  const std::vector<float> a = logits_of(be(), *m.model, batch_of(be(), {{{}, {3, 4, 5, 6, 7, 8}}}, c));
+  const std::vector<float> b =
+      logits_of(be(), *m.model, batch_of(be(), {{{}, {3, 4, 5, 9, 10, 3}}}, c));  // only later tokens changed
   const std::size_t V = 11;
   for (std::size_t i = 0; i < V; ++i)
     if (a[i] != b[i]) return;  // position 0 (bos) moved: it attended to the changed tokens
@@ -113,7 +62,7 @@ TEST(Transformer, EmbeddingNormNormalisesTheEmbeddingsWithItsOwnEpsilon) {
   c.tie_embeddings = false;
   c.embedding_norm = true;
   c.embedding_norm_eps = 1e-12f;
-  Built m = build(c, "pre_norm", "learned");
+  Built m = build(be(), c, "pre_norm", "learned");
   ASSERT_TRUE(m.store->contains("encoder.embedding_norm.gamma"));
   ASSERT_TRUE(m.store->contains("encoder.embedding_norm.beta"));
   const std::int64_t D = c.dims.d_model, V = c.vocab_size;
@@ -122,7 +71,7 @@ TEST(Transformer, EmbeddingNormNormalisesTheEmbeddingsWithItsOwnEpsilon) {
   be().copy_from_host(m.store->get("output.weight").value, identity.data());
   m.store->refresh_compute();
 
-  const std::vector<float> out = logits_of(*m.model, batch_of({{{3, 4, 5, 6}, {3, 4, 5, 6}}}, c));  // [1, 4, V]
+  const std::vector<float> out = logits_of(be(), *m.model, batch_of(be(), {{{3, 4, 5, 6}, {3, 4, 5, 6}}}, c));  // [1, 4, V]
   for (std::int64_t t = 0; t < 4; ++t) {
     double mean = 0.0, var = 0.0;
     for (std::int64_t i = 0; i < D; ++i) mean += out[static_cast<std::size_t>(t * V + i)] / static_cast<double>(D);
@@ -132,17 +81,18 @@ TEST(Transformer, EmbeddingNormNormalisesTheEmbeddingsWithItsOwnEpsilon) {
     EXPECT_NEAR(var, 1.0, 1e-4) << "position " << t;
   }
   c.embedding_norm = false;
-  EXPECT_EQ(m.store->numel(), build(c, "pre_norm", "learned").store->numel() + 2 * D);
+  EXPECT_EQ(m.store->numel(), build(be(), c, "pre_norm", "learned").store->numel() + 2 * D);
 }
 
 TEST(Transformer, PaddingDoesNotChangeTheValidPositions) {
   const ModelConfig c = tiny(Arch::EncoderDecoder);
   for (const char* pe : {"sinusoidal", "rotary", "alibi", "t5_relative_bias"}) {
-    Built m = build(c, "pre_norm", pe);
+    Built m = build(be(), c, "pre_norm", pe);
     const Example shortest{{3, 4, 5}, {6, 7}};
     const Example longer{{3, 4, 5, 6, 7, 8, 9}, {6, 7, 8, 9, 10}};
-    const std::vector<float> alone = logits_of(*m.model, batch_of({shortest}, c));           // [1, 3, V]
-    const std::vector<float> padded = logits_of(*m.model, batch_of({shortest, longer}, c));  // [2, 6, V]: item 0 padded
+    const std::vector<float> alone = logits_of(be(), *m.model, batch_of(be(), {shortest}, c));  // [1, 3, V]
+    const std::vector<float> padded =
+        logits_of(be(), *m.model, batch_of(be(), {shortest, longer}, c));  // [2, 6, V]: item 0 padded
     for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_NEAR(alone[i], padded[i], 1e-5f) << pe << " logit " << i;
   }
 }
@@ -154,7 +104,7 @@ TEST(Transformer, AlibiSlopesAreThePapers) {
        {std::pair<std::int64_t, std::vector<float>>{8,
                                                     {0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f, 0.0078125f, 0.00390625f}},
         std::pair<std::int64_t, std::vector<float>>{6, {0.25f, 0.0625f, 0.015625f, 0.00390625f, 0.5f, 0.125f}}}) {
-    auto alibi = registry().create<PositionalEncoding>("alibi");
+    auto alibi = builtin_registry().create<PositionalEncoding>("alibi");
     ModelDims dims;
     dims.d_model = 8 * heads;
     dims.heads = heads;
@@ -174,30 +124,16 @@ TEST(Transformer, AlibiSlopesAreThePapers) {
 // give a permutation-equivariant encoder).
 TEST(Transformer, RotaryPositionsMakeOrderMatterWithoutParameters) {
   ModelConfig c = tiny(Arch::Encoder);
-  Built rotary = build(c, "pre_norm", "rotary");
-  Built sinusoidal = build(c, "pre_norm", "sinusoidal");
+  Built rotary = build(be(), c, "pre_norm", "rotary");
+  Built sinusoidal = build(be(), c, "pre_norm", "sinusoidal");
   EXPECT_EQ(rotary.store->numel(), sinusoidal.store->numel());  // neither has position parameters
-  const std::vector<float> a = logits_of(*rotary.model, batch_of({{{3, 4, 5, 6}, {3, 4, 5, 6}}}, c));  // [1, 4, V]
-  const std::vector<float> b = logits_of(*rotary.model, batch_of({{{6, 5, 4, 3}, {6, 5, 4, 3}}}, c));  // reversed
+  const std::vector<float> a = logits_of(be(), *rotary.model, batch_of(be(), {{{3, 4, 5, 6}, {3, 4, 5, 6}}}, c));  // [1, 4, V]
+  const std::vector<float> b = logits_of(be(), *rotary.model, batch_of(be(), {{{6, 5, 4, 3}, {6, 5, 4, 3}}}, c));  // reversed
   const std::size_t V = 11;
   // Without positions, position 0 of b (token 6) would equal position 3 of a (token 6).
   double difference = 0.0;
   for (std::size_t v = 0; v < V; ++v) difference += std::abs(a[3 * V + v] - b[v]);
   EXPECT_GT(difference, 1e-4) << "the token's position must change its output";
-}
-
-// Greedy decoding by recomputing the whole prefix each step: what the KV cache must reproduce.
-std::vector<std::int32_t> naive_greedy(const Transformer& m, const ModelConfig& c, const Example& e, std::size_t max_len) {
-  std::vector<std::int32_t> out;
-  for (std::size_t t = 0; t <= max_len; ++t) {
-    Example prefix{e.src, out};                                             // tgt_in = bos + out
-    const std::vector<float> logits = logits_of(m, batch_of({prefix}, c));  // [1, t+1, V]
-    const float* last = logits.data() + t * static_cast<std::size_t>(c.vocab_size);
-    const auto next = static_cast<std::int32_t>(std::max_element(last, last + c.vocab_size) - last);
-    if (next == TaskInfo::kEos || t == max_len) break;
-    out.push_back(next);
-  }
-  return out;
 }
 
 TEST(Transformer, GreedyDecodingWithTheCacheEqualsRecomputation) {
@@ -206,14 +142,14 @@ TEST(Transformer, GreedyDecodingWithTheCacheEqualsRecomputation) {
        {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}, std::pair{"post_norm", "rotary"},
         std::pair{"pre_norm", "alibi"}, std::pair{"post_norm", "t5_relative_bias"}, std::pair{"pre_norm", "t5_per_layer"}}) {
     for (std::uint64_t seed : {3u, 11u}) {
-      Built m = build(c, block, pe, "gelu", seed);
+      Built m = build(be(), c, block, pe, "gelu", seed);
       const std::vector<Example> examples = {{{3, 4, 5, 6}, {}}, {{7, 8, 9, 10, 4, 5, 6}, {}}, {{5}, {}}};
       const std::size_t max_len = 9;
-      const auto cached = m.model->greedy_decode(be(), batch_of(examples, c), max_len);
+      const auto cached = m.model->greedy_decode(be(), batch_of(be(), examples, c), max_len);
       ASSERT_EQ(cached.size(), examples.size());
       std::size_t tokens = 0;
       for (std::size_t i = 0; i < examples.size(); ++i) {
-        EXPECT_EQ(cached[i], naive_greedy(*m.model, c, examples[i], max_len))
+        EXPECT_EQ(cached[i], naive_greedy(be(), *m.model, c, examples[i], max_len))
             << block << "/" << pe << " seed " << seed << " item " << i;
         tokens += cached[i].size();
       }
@@ -236,9 +172,9 @@ TEST(Transformer, DecodingStepsEqualTheFullPassRowByRow) {
     ForwardCapture steps;
     std::vector<std::int32_t> out;
     for (std::uint64_t seed = 1; seed <= 40 && !m; ++seed) {
-      Built candidate = build(c, "pre_norm", pe, "relu", seed);
+      Built candidate = build(be(), c, "pre_norm", pe, "relu", seed);
       ForwardCapture captured;
-      const auto decoded = candidate.model->greedy_decode(be(), batch_of({src}, c), 6, &captured)[0];
+      const auto decoded = candidate.model->greedy_decode(be(), batch_of(be(), {src}, c), 6, &captured)[0];
       std::set<std::int32_t> inputs(decoded.begin(), decoded.end());
       inputs.insert(TaskInfo::kBos);
       if (decoded.size() >= 3 && inputs.size() >= 3) {
@@ -250,7 +186,7 @@ TEST(Transformer, DecodingStepsEqualTheFullPassRowByRow) {
     ASSERT_TRUE(m) << "no seed in 1..40 decodes 3 tokens of which 2 differ from each other and from bos";
     ForwardCapture full;
     Graph g(be(), 1, 0, false, false);
-    m->model->logits(g, batch_of({{src.src, out}}, c), &full);  // decoder input: bos + the decoded tokens
+    m->model->logits(g, batch_of(be(), {{src.src, out}}, c), &full);  // decoder input: bos + the decoded tokens
     std::size_t compared = 0;
     for (const auto& step : steps.attention) {
       if (step.step > static_cast<std::int64_t>(out.size())) continue;  // the step that chose eos is not in the input
@@ -272,13 +208,13 @@ TEST(Transformer, DecodingStepsEqualTheFullPassRowByRow) {
 
 TEST(Transformer, CaptureRecordsEveryAttentionRespectingTheMasks) {
   const ModelConfig c = tiny(Arch::EncoderDecoder);
-  Built m = build(c, "pre_norm");
+  Built m = build(be(), c, "pre_norm");
   const std::vector<Example> examples = {{{3, 4, 5, 6, 7}, {8, 9, 10}}, {{3, 4}, {5}}};  // item 1 padded: S 5 -> 2, T 4 -> 2
-  const DeviceBatch batch = batch_of(examples, c);
+  const DeviceBatch batch = batch_of(be(), examples, c);
   ForwardCapture capture;
   Graph g(be(), 1, 0, /*training=*/false, /*grad=*/false);
   const std::vector<float> with = host(be(), m.model->logits(g, batch, &capture).value());
-  EXPECT_EQ(with, logits_of(*m.model, batch)) << "capturing changes nothing";
+  EXPECT_EQ(with, logits_of(be(), *m.model, batch)) << "capturing changes nothing";
   ASSERT_EQ(capture.attention.size(), 6u);  // encoder self x2, then per decoder layer: self, cross
   ASSERT_EQ(capture.residuals.size(), 4u);
   const std::int64_t src_len[2] = {5, 2}, tgt_len[2] = {4, 2};
@@ -307,7 +243,7 @@ TEST(Transformer, CaptureRecordsEveryAttentionRespectingTheMasks) {
   }
 
   ForwardCapture cross;
-  const auto decoded = m.model->greedy_decode(be(), batch_of({examples[0]}, c), 6, &cross);
+  const auto decoded = m.model->greedy_decode(be(), batch_of(be(), {examples[0]}, c), 6, &cross);
   ASSERT_FALSE(cross.attention.empty());
   const std::size_t steps = cross.attention.size() / 2;  // 2 decoder layers per step
   EXPECT_EQ(cross.attention.size(), 2 * steps);
@@ -326,35 +262,35 @@ TEST(Transformer, ClassifierPoolsOnlyValidPositions) {
     ModelConfig c = tiny(Arch::Encoder);
     c.num_classes = 3;
     c.pooling = pooling;
-    Built m = build(c, "pre_norm");
+    Built m = build(be(), c, "pre_norm");
     const Example a{{3, 4, 5}, {2}}, b{{3, 4, 5, 6, 7, 8}, {1}};
-    const std::vector<float> alone = logits_of(*m.model, batch_of({a}, c));    // [1, 1, 3]
-    const std::vector<float> both = logits_of(*m.model, batch_of({a, b}, c));  // [2, 1, 3]
+    const std::vector<float> alone = logits_of(be(), *m.model, batch_of(be(), {a}, c));    // [1, 1, 3]
+    const std::vector<float> both = logits_of(be(), *m.model, batch_of(be(), {a, b}, c));  // [2, 1, 3]
     ASSERT_EQ(alone.size(), 3u);
     for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(alone[i], both[i], 1e-5f);
-    const auto classes = m.model->greedy_decode(be(), batch_of({a, b}, c), 1);
+    const auto classes = m.model->greedy_decode(be(), batch_of(be(), {a, b}, c), 1);
     ASSERT_EQ(classes.size(), 2u);
     EXPECT_EQ(classes[0].size(), 1u);
   }
   ModelConfig c = tiny(Arch::Encoder);
   c.num_classes = 3;
-  Built m = build(c);
-  EXPECT_THROW(batch_of({{{3, 4}, {5}}}, c), Error);     // class 5 out of [0, 3)
-  EXPECT_THROW(batch_of({{{3, 4}, {1, 2}}}, c), Error);  // two target tokens
+  Built m = build(be(), c);
+  EXPECT_THROW(batch_of(be(), {{{3, 4}, {5}}}, c), Error);     // class 5 out of [0, 3)
+  EXPECT_THROW(batch_of(be(), {{{3, 4}, {1, 2}}}, c), Error);  // two target tokens
 }
 
 TEST(Transformer, EncoderTaggingNeedsTargetsAsLongAsSources) {
   const ModelConfig c = tiny(Arch::Encoder);
-  Built m = build(c);
-  const DeviceBatch ok = batch_of({{{3, 4, 5}, {5, 4, 3}}, {{6}, {6}}}, c);
+  Built m = build(be(), c);
+  const DeviceBatch ok = batch_of(be(), {{{3, 4, 5}, {5, 4, 3}}, {{6}, {6}}}, c);
   EXPECT_EQ(ok.target_tokens, 4);
-  const std::vector<float> logits = logits_of(*m.model, ok);
+  const std::vector<float> logits = logits_of(be(), *m.model, ok);
   EXPECT_EQ(logits.size(), 2u * 3u * 11u);  // [B, S, V]
   const auto tags = m.model->greedy_decode(be(), ok, 3);
   EXPECT_EQ(tags[0].size(), 3u);
   EXPECT_EQ(tags[1].size(), 1u);
   try {
-    batch_of({{{3, 4, 5}, {5, 4}}}, c);
+    batch_of(be(), {{{3, 4, 5}, {5, 4}}}, c);
     FAIL() << "a shorter target must be refused";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("3 tokens and a target of 2"), std::string::npos) << e.what();
@@ -363,13 +299,13 @@ TEST(Transformer, EncoderTaggingNeedsTargetsAsLongAsSources) {
 
 TEST(Transformer, ArchitectureAndTaskMismatchIsAnError) {
   const ModelConfig lm = tiny(Arch::Decoder), s2s = tiny(Arch::EncoderDecoder);
-  EXPECT_THROW(batch_of({{{3, 4}, {5}}}, lm), Error);  // an LM has no source
-  EXPECT_THROW(batch_of({{{}, {5}}}, s2s), Error);     // seq2seq needs one
+  EXPECT_THROW(batch_of(be(), {{{3, 4}, {5}}}, lm), Error);  // an LM has no source
+  EXPECT_THROW(batch_of(be(), {{{}, {5}}}, s2s), Error);     // seq2seq needs one
 }
 
 TEST(Transformer, OptionsDecideTheParameters) {
   ModelConfig c = tiny(Arch::EncoderDecoder);
-  Built tied = build(c, "pre_norm");
+  Built tied = build(be(), c, "pre_norm");
   EXPECT_TRUE(tied.store->contains("decoder.layers.1.cross_attn.kv.weight"));
   EXPECT_TRUE(tied.store->contains("encoder.layers.0.self_attn.qkv.bias"));
   EXPECT_TRUE(tied.store->contains("encoder.final_norm.gamma"));
@@ -381,7 +317,7 @@ TEST(Transformer, OptionsDecideTheParameters) {
   c.dims.qkv_bias = false;
   c.dims.out_bias = false;
   c.final_norm = false;
-  Built untied = build(c, "pre_norm");
+  Built untied = build(be(), c, "pre_norm");
   EXPECT_TRUE(untied.store->contains("output.weight"));
   EXPECT_TRUE(untied.store->contains("output.bias"));
   EXPECT_FALSE(untied.store->contains("encoder.layers.0.self_attn.qkv.bias"));
@@ -392,43 +328,25 @@ TEST(Transformer, OptionsDecideTheParameters) {
   EXPECT_EQ(untied.store->numel(), tied.store->numel() + V * D + V - removed_biases - 2 * 2 * D);
 
   c = tiny(Arch::EncoderDecoder);
-  Built post = build(c, "post_norm");  // post-norm stacks end normalised: no final norm
+  Built post = build(be(), c, "post_norm");  // post-norm stacks end normalised: no final norm
   EXPECT_FALSE(post.store->contains("encoder.final_norm.gamma"));
 }
 
 TEST(Transformer, EmbeddingScaleAndDropoutOptionsChangeTheOutput) {
   ModelConfig c = tiny(Arch::Decoder);
   const std::vector<Example> ex = {{{}, {3, 4, 5}}};
-  const std::vector<float> scaled = logits_of(*build(c).model, batch_of(ex, c));
+  const std::vector<float> scaled = logits_of(be(), *build(be(), c).model, batch_of(be(), ex, c));
   c.scale_embedding = false;
-  const std::vector<float> unscaled = logits_of(*build(c).model, batch_of(ex, c));
+  const std::vector<float> unscaled = logits_of(be(), *build(be(), c).model, batch_of(be(), ex, c));
   EXPECT_NE(scaled, unscaled);
 
   c.embedding_dropout = 0.5f;
-  Built m = build(c);
-  const DeviceBatch batch = batch_of(ex, c);
-  EXPECT_EQ(logits_of(*m.model, batch), unscaled) << "dropout is off outside training";
+  Built m = build(be(), c);
+  const DeviceBatch batch = batch_of(be(), ex, c);
+  EXPECT_EQ(logits_of(be(), *m.model, batch), unscaled) << "dropout is off outside training";
   Graph g(be(), 1, 1, /*training=*/true, /*grad=*/false);
   EXPECT_NE(host(be(), m.model->logits(g, batch).value()), unscaled) << "embedding dropout is on in training";
 }
-
-// Decoder-only continuation by recomputing the whole prefix each step: what generate's cache must
-// reproduce. Greedy over the ids a model may generate (pad and bos never).
-std::vector<std::int32_t> naive_continuation(const Transformer& m, const ModelConfig& c, std::vector<std::int32_t> prompt,
-                                             std::int64_t max_tokens) {
-  std::vector<std::int32_t> out;
-  while (static_cast<std::int64_t>(out.size()) < max_tokens) {
-    const std::vector<float> logits = logits_of(m, batch_of({{{}, prompt}}, c));  // [1, len + 1, V]: bos + prompt
-    const float* last = logits.data() + prompt.size() * static_cast<std::size_t>(c.vocab_size);
-    const auto next = static_cast<std::int32_t>(std::max_element(last + TaskInfo::kEos, last + c.vocab_size) - last);
-    if (next == TaskInfo::kEos) break;
-    out.push_back(next);
-    prompt.push_back(next);
-  }
-  return out;
-}
-
-const std::vector<std::vector<std::int32_t>> kPrompts = {{3, 4, 5}, {6, 7, 8, 9, 10, 3}, {}, {5}};
 
 TEST(Transformer, GreedyContinuationWithTheCacheEqualsRecomputation) {
   const ModelConfig c = tiny(Arch::Decoder);
@@ -438,14 +356,14 @@ TEST(Transformer, GreedyContinuationWithTheCacheEqualsRecomputation) {
        {std::pair{"post_norm", "sinusoidal"}, std::pair{"pre_norm", "learned"}, std::pair{"post_norm", "rotary"},
         std::pair{"pre_norm", "alibi"}, std::pair{"post_norm", "t5_relative_bias"}, std::pair{"pre_norm", "t5_per_layer"}}) {
     for (std::uint64_t seed : {3u, 11u}) {
-      Built m = build(c, block, pe, "gelu", seed);
+      Built m = build(be(), c, block, pe, "gelu", seed);
       // Prompts of different lengths: one causal pass over the shortest (bos alone), then steps in
       // which the longer prompts still feed their own tokens at positions 1..6.
       const auto cached = m.model->generate(be(), kPrompts, greedy);
       ASSERT_EQ(cached.size(), kPrompts.size());
       std::size_t tokens = 0;
       for (std::size_t i = 0; i < kPrompts.size(); ++i) {
-        EXPECT_EQ(cached[i], naive_continuation(*m.model, c, kPrompts[i], greedy.max_tokens))
+        EXPECT_EQ(cached[i], naive_continuation(be(), *m.model, c, kPrompts[i], greedy.max_tokens))
             << block << "/" << pe << " seed " << seed << " prompt " << i;
         EXPECT_LE(cached[i].size(), 8u);
         tokens += cached[i].size();
@@ -459,7 +377,7 @@ TEST(Transformer, GreedyContinuationWithTheCacheEqualsRecomputation) {
 
 TEST(Transformer, SampledContinuationIsReproducibleAndChangesWithTheKey) {
   const ModelConfig c = tiny(Arch::Decoder);
-  Built m = build(c, "pre_norm", "learned");
+  Built m = build(be(), c, "pre_norm", "learned");
   GenerateOptions o;
   o.max_tokens = 12;
   o.temperature = 1.5;  // flat: samples stray from the argmax
@@ -489,7 +407,7 @@ TEST(Transformer, SampledContinuationIsReproducibleAndChangesWithTheKey) {
 TEST(Transformer, ContinuationStopsAtEosAndNeverChoosesPadOrBos) {
   ModelConfig c = tiny(Arch::Decoder);
   c.tie_embeddings = false;  // an output bias to steer with
-  Built m = build(c, "pre_norm");
+  Built m = build(be(), c, "pre_norm");
   Parameter& bias = m.store->get("output.bias");
   const auto set_bias = [&](std::vector<float> b) {
     be().copy_from_host(bias.value, b.data());
@@ -517,16 +435,17 @@ TEST(Transformer, ContinuationNeedsACausalDecoder) {
   GenerateOptions o;
   o.max_tokens = 3;
   const ModelConfig s2s = tiny(Arch::EncoderDecoder);
-  EXPECT_THROW(build(s2s).model->generate(be(), kPrompts, o), Error);
+  EXPECT_THROW(build(be(), s2s).model->generate(be(), kPrompts, o), Error);
   ModelConfig leaky = tiny(Arch::Decoder);
   leaky.causal = false;
   try {
-    build(leaky).model->generate(be(), kPrompts, o);
+    build(be(), leaky).model->generate(be(), kPrompts, o);
     FAIL() << "a non-causal decoder cannot continue token by token";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not causal"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(build(tiny(Arch::Decoder)).model->greedy_decode(be(), batch_of({{{}, {3, 4}}}, tiny(Arch::Decoder)), 4), Error)
+  EXPECT_THROW(
+      build(be(), tiny(Arch::Decoder)).model->greedy_decode(be(), batch_of(be(), {{{}, {3, 4}}}, tiny(Arch::Decoder)), 4), Error)
       << "greedy_decode has no source to decode for a decoder-only model";
 }
 
@@ -536,33 +455,34 @@ TEST(Transformer, ContinuationNeedsACausalDecoder) {
 TEST(Transformer, GroupedKeyValueHeads) {
   ModelConfig c = tiny(Arch::Decoder);
   c.dims.heads = 4;
-  const Built mha = build(c, "pre_norm", "sinusoidal", "relu", 5);
-  const Built same = build(c, "pre_norm", "sinusoidal", "relu", 5, {{"kv_heads", "4"}});
-  const DeviceBatch batch = batch_of({{{}, {3, 4, 5, 6, 7}}}, c);
-  EXPECT_EQ(logits_of(*same.model, batch), logits_of(*mha.model, batch));
+  const Built mha = build(be(), c, "pre_norm", "sinusoidal", "relu", 5);
+  const Built same = build(be(), c, "pre_norm", "sinusoidal", "relu", 5, {{"kv_heads", "4"}});
+  const DeviceBatch batch = batch_of(be(), {{{}, {3, 4, 5, 6, 7}}}, c);
+  EXPECT_EQ(logits_of(be(), *same.model, batch), logits_of(be(), *mha.model, batch));
   EXPECT_EQ(same.store->numel(), mha.store->numel());
   const std::int64_t D = c.dims.d_model, Dh = D / 4;
   for (const char* kv : {"2", "1"}) {
     SCOPED_TRACE(std::string("kv_heads ") + kv);
-    const Built gqa = build(c, "pre_norm", "rotary", "relu", 5, {{"kv_heads", kv}});
+    const Built gqa = build(be(), c, "pre_norm", "rotary", "relu", 5, {{"kv_heads", kv}});
     const std::int64_t K = std::stoll(kv) * Dh;
     EXPECT_EQ(gqa.store->get("decoder.layers.0.self_attn.qkv.weight").value.shape(), Shape({D + 2 * K, D}));
-    const std::vector<float> a = logits_of(*gqa.model, batch_of({{{}, {3, 4, 5, 6, 7, 8}}}, c));
-    const std::vector<float> b = logits_of(*gqa.model, batch_of({{{}, {3, 4, 5, 9, 10, 3}}}, c));
+    const std::vector<float> a = logits_of(be(), *gqa.model, batch_of(be(), {{{}, {3, 4, 5, 6, 7, 8}}}, c));
+    const std::vector<float> b = logits_of(be(), *gqa.model, batch_of(be(), {{{}, {3, 4, 5, 9, 10, 3}}}, c));
     for (std::size_t i = 0; i < 4 * 11; ++i) ASSERT_EQ(a[i], b[i]) << "logit " << i;  // bos,3,4,5 unchanged
     GenerateOptions greedy;
     greedy.max_tokens = 6;
     const auto cached = gqa.model->generate(be(), kPrompts, greedy);
     for (std::size_t i = 0; i < kPrompts.size(); ++i)
-      EXPECT_EQ(cached[i], naive_continuation(*gqa.model, c, kPrompts[i], greedy.max_tokens)) << "prompt " << i;
+      EXPECT_EQ(cached[i], naive_continuation(be(), *gqa.model, c, kPrompts[i], greedy.max_tokens)) << "prompt " << i;
   }
   ModelConfig s2s = tiny(Arch::EncoderDecoder);
   s2s.dims.heads = 4;
-  const Built gqa = build(s2s, "post_norm", "alibi", "relu", 5, {{"kv_heads", "2"}});
+  const Built gqa = build(be(), s2s, "post_norm", "alibi", "relu", 5, {{"kv_heads", "2"}});
   EXPECT_EQ(gqa.store->get("decoder.layers.0.cross_attn.kv.weight").value.shape(), Shape({2 * 2 * Dh, D}));
   const std::vector<Example> examples = {{{3, 4, 5, 6}, {}}, {{7, 8, 9, 10, 4, 5, 6}, {}}};
-  const auto cached = gqa.model->greedy_decode(be(), batch_of(examples, s2s), 7);
-  for (std::size_t i = 0; i < examples.size(); ++i) EXPECT_EQ(cached[i], naive_greedy(*gqa.model, s2s, examples[i], 7)) << i;
+  const auto cached = gqa.model->greedy_decode(be(), batch_of(be(), examples, s2s), 7);
+  for (std::size_t i = 0; i < examples.size(); ++i)
+    EXPECT_EQ(cached[i], naive_greedy(be(), *gqa.model, s2s, examples[i], 7)) << i;
 }
 
 }  // namespace
