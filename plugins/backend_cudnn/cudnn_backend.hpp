@@ -62,7 +62,7 @@ enum Slot : int {
   kGradA,
   kGradB,
   kGradC,  // cuDNN graph outputs before they are added to the caller's gradients
-  kIds,    // embedding backward: ids grouped by value
+  kIds,    // embedding backward: the ids sorted, with their rows
   kSlotCount
 };
 
@@ -158,7 +158,6 @@ class CudnnBackend final : public ablate::Backend {
   std::int32_t* flags_device_ = nullptr;
   std::unique_ptr<Gemm> gemm_;
   std::unique_ptr<CudnnGraphs> graphs_;
-  std::vector<std::int32_t> host_ids_, groups_;  // embedding backward grouping (reused)
 };
 
 }  // namespace backend_cudnn

@@ -120,21 +120,47 @@ __global__ void bias_activation_kernel(T* y, T* pre, const T* z, const T* bias, 
 }
 
 // y[i] = x[i] * keep(i) * scale (p > 0), or x[i] (p = 0); accumulate: y[i] += that. A thread
-// takes the four elements of one Philox draw (grid: dropout_grid).
-template <class T, bool kAccumulate>
+// takes the four elements of one Philox draw (grid: dropout_grid); kPacked (n % 4 == 0, x and y
+// aligned to 4 elements): as one vector load and store each.
+template <class T, bool kAccumulate, bool kPacked>
 __global__ void dropout_kernel(T* y, const T* x, std::int64_t n, float p, float scale, ablate::RngKey key) {
   for (std::int64_t g = first_index(); 4 * g < n; g += grid_stride()) {
     bool keep[4] = {true, true, true, true};
     if (p > 0.0f) ablate::dropout_keep4(key, static_cast<std::uint64_t>(g), p, keep);
-    for (std::int64_t j = 0; j < 4 && 4 * g + j < n; ++j) {
-      const std::int64_t i = 4 * g + j;
-      const float v = p > 0.0f ? (keep[j] ? ld(x, i) * scale : 0.0f) : ld(x, i);
-      st(y, i, kAccumulate ? ld(y, i) + v : v);
+    const auto kept = [&](float v, int j) { return p > 0.0f ? (keep[j] ? v * scale : 0.0f) : v; };
+    if constexpr (kPacked) {
+      const Pack<T, 4> xv = *reinterpret_cast<const Pack<T, 4>*>(x + 4 * g);
+      auto* out = reinterpret_cast<Pack<T, 4>*>(y + 4 * g);
+      Pack<T, 4> yv;
+      if constexpr (kAccumulate) yv = *out;
+      for (int j = 0; j < 4; ++j) st(yv.v, j, (kAccumulate ? ld(yv.v, j) : 0.0f) + kept(ld(xv.v, j), j));
+      *out = yv;
+    } else {
+      for (std::int64_t j = 0; j < 4 && 4 * g + j < n; ++j) {
+        const std::int64_t i = 4 * g + j;
+        const float v = kept(ld(x, i), static_cast<int>(j));
+        st(y, i, kAccumulate ? ld(y, i) + v : v);
+      }
     }
   }
 }
 unsigned dropout_grid(std::int64_t n) { return grid_for(ceil_div(n, std::int64_t{4})); }
 
+template <bool kAccumulate>
+void dropout(void* y, const void* x, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s, const char* name) {
+  if (n == 0) return;
+  with_type(t, [&](auto k) {
+    using T = type_of<decltype(k)>;
+    const bool packed = n % 4 == 0 && aligned_to(4 * sizeof(T), y, x);
+    auto* yt = static_cast<T*>(y);
+    const auto* xt = static_cast<const T*>(x);
+    if (packed)
+      dropout_kernel<T, kAccumulate, true><<<dropout_grid(n), kThreads, 0, s>>>(yt, xt, n, p, keep_scale_of(p), key);
+    else
+      dropout_kernel<T, kAccumulate, false><<<dropout_grid(n), kThreads, 0, s>>>(yt, xt, n, p, keep_scale_of(p), key);
+  });
+  check_launch(name);
+}
 // ---------------------------------------------------------------------------- heads
 
 // Element i of heads [B, H, T, Dh] <-> element of merged [B, T, parts*H*Dh] (part `part`):
@@ -142,10 +168,6 @@ unsigned dropout_grid(std::int64_t n) { return grid_for(ceil_div(n, std::int64_t
 // exactly one source, so accumulation needs no atomics.
 // A thread moves kVec consecutive elements of a head row (Dh % kVec == 0; kVec * sizeof(T) = 16
 // bytes where Dh allows): one index computation and one aligned vector load and store for them.
-template <class T, int kVec>
-struct alignas(kVec * sizeof(T)) Pack {
-  T v[kVec];
-};
 template <class T, int kVec, bool kToHeads, bool kAccumulate>
 __global__ void heads_kernel(T* dst, const T* src, std::int64_t B, std::int64_t T_, std::int64_t H, std::int64_t Dh,
                              std::int64_t parts, std::int64_t part) {
@@ -175,7 +197,7 @@ void heads(void* dst, const void* src, VT t, std::int64_t B, std::int64_t T, std
   with_type(t, [&](auto tag) {
     using V = type_of<decltype(tag)>;
     constexpr int kWide = 16 / sizeof(V);  // element offsets are multiples of Dh; views may not be aligned
-    const bool aligned = (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
+    const bool aligned = aligned_to(16, dst, src);
     const auto launch = [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
       heads_kernel<V, kVec, kToHeads, kAccumulate>
@@ -367,23 +389,11 @@ void bias_activation(void* y, void* pre, const void* z, const void* bias, VT t, 
 }
 
 void dropout_forward(void* y, const void* x, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s) {
-  if (n == 0) return;
-  with_type(t, [&](auto k) {
-    using T = type_of<decltype(k)>;
-    dropout_kernel<T, false>
-        <<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(x), n, p, keep_scale_of(p), key);
-  });
-  check_launch("dropout_forward");
+  dropout<false>(y, x, t, n, p, key, s, "dropout_forward");
 }
 
 void dropout_backward(void* dx, const void* dy, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s) {
-  if (n == 0) return;
-  with_type(t, [&](auto k) {
-    using T = type_of<decltype(k)>;
-    dropout_kernel<T, true>
-        <<<dropout_grid(n), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy), n, p, keep_scale_of(p), key);
-  });
-  check_launch("dropout_backward");
+  dropout<true>(dx, dy, t, n, p, key, s, "dropout_backward");
 }
 
 // ============================================================================ heads

@@ -2,7 +2,6 @@
 // and the embedding gather/scatter-add, each a kernel launch or two (elementwise_kernels.cu,
 // embedding_kernels.cu).
 #include <algorithm>
-#include <numeric>
 
 #include "cuda_check.hpp"
 #include "cudnn_backend.hpp"
@@ -93,11 +92,11 @@ void CudnnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor&
   kernels::embedding_forward(y.raw(), ids.data<std::int32_t>(), table.raw(), t, N, D, V, flags_device_, stream_);
 }
 
-// dtable[ids[n]] += dy[n]. Deterministic mode groups the rows by id on the host (one small
-// device-to-host copy of the ids) and sums each group in row order; otherwise float atomics.
+// dtable[ids[n]] += dy[n]. Deterministic mode sorts the ids on the device and sums each id's
+// rows in row order; otherwise float atomics. An id outside [0, V) is reported as the forward's
+// is (check_flags, at the next synchronisation): the forward looked the same ids up.
 void CudnnBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
   ablate::contract::embedding_backward(dtable, dy, ids);
-  const char* op = "embedding_backward";
   const VT t = value_type(dy);
   const VT gt = value_type(dtable);
   const std::int64_t V = dtable.shape()[0], D = dtable.shape()[1], N = ids.numel();
@@ -106,38 +105,8 @@ void CudnnBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Te
     kernels::embedding_backward_atomic(dtable.data<float>(), dy.raw(), t, ids.data<std::int32_t>(), N, D, V, stream_);
     return;
   }
-  host_ids_.resize(static_cast<std::size_t>(N));
-  copy_to_host(host_ids_.data(), ids);
-  for (std::int64_t n = 0; n < N; ++n)
-    if (host_ids_[static_cast<std::size_t>(n)] < 0 || host_ids_[static_cast<std::size_t>(n)] >= V)
-      fail(op, "ids[" + std::to_string(n) + "] = " + std::to_string(host_ids_[static_cast<std::size_t>(n)]) +
-                   " is outside [0, V = " + std::to_string(V) + ")");
-  // groups_ = [rows (N) | uniq ids (U <= N) | starts (U + 1)], rows stable-sorted by id: built in
-  // place at fixed offsets, so a warm step allocates nothing here.
-  const std::size_t n = static_cast<std::size_t>(N);
-  groups_.resize(3 * n + 1);
-  std::int32_t* rows = groups_.data();
-  std::int32_t* uniq = rows + n;
-  std::int32_t* starts = uniq + n;
-  std::iota(rows, rows + n, 0);
-  std::stable_sort(rows, rows + n, [this](std::int32_t a, std::int32_t b) {
-    return host_ids_[static_cast<std::size_t>(a)] < host_ids_[static_cast<std::size_t>(b)];
-  });
-  std::size_t U = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::int32_t id = host_ids_[static_cast<std::size_t>(rows[k])];
-    if (U == 0 || uniq[U - 1] != id) {
-      uniq[U] = id;
-      starts[U++] = static_cast<std::int32_t>(k);
-    }
-  }
-  starts[U] = static_cast<std::int32_t>(N);
-  const std::size_t used = 2 * n + U + 1;  // rows, the uniq region, and the U + 1 starts
-  auto* dev = static_cast<std::int32_t*>(scratch(kIds, used * sizeof(std::int32_t)));
-  check_cuda(cudaMemcpyAsync(dev, groups_.data(), used * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream_), op);
-  kernels::embedding_backward_grouped(dtable.raw(), gt, dy.raw(), t, dev + n, dev + 2 * n, dev, static_cast<std::int64_t>(U), D,
-                                      stream_);
-  // groups_ must outlive the asynchronous copy from pageable memory: it is staged before return.
+  kernels::embedding_backward_sorted(dtable.raw(), gt, dy.raw(), t, ids.data<std::int32_t>(), N, D, V, flags_device_,
+                                     scratch(kIds, kernels::embedding_sort_scratch_bytes(N)), stream_);
 }
 
 }  // namespace backend_cudnn

@@ -106,11 +106,13 @@ void embedding_forward(void* y, const std::int32_t* ids, const void* table, VT t
 // dtable[ids[n], :] += dy[n, :] with float atomics (dtable F32): fast, order not fixed.
 void embedding_backward_atomic(float* dtable, const void* dy, VT t, const std::int32_t* ids, std::int64_t N, std::int64_t D,
                                std::int64_t V, cudaStream_t s);
-// Deterministic: rows grouped by id on the host. For u in [0, U): dtable[uniq_ids[u], :] +=
-// sum over k in [starts[u], starts[u+1]) of dy[rows[k], :], in that order. dtable F32 or `t`.
-void embedding_backward_grouped(void* dtable, VT dtable_t, const void* dy, VT t, const std::int32_t* uniq_ids,
-                                const std::int32_t* starts, const std::int32_t* rows, std::int64_t U, std::int64_t D,
-                                cudaStream_t s);
+// Deterministic: the rows stable-sorted by id on the device (CUB's radix sort), then for each run
+// of equal ids dtable[id, :] += the sum of its dy rows in row order. An id outside [0, V) is
+// skipped and sets *bad_id_flag to 1 + its row. dtable F32 or `t`; `scratch` of
+// embedding_sort_scratch_bytes(N) bytes.
+std::size_t embedding_sort_scratch_bytes(std::int64_t N);
+void embedding_backward_sorted(void* dtable, VT dtable_t, const void* dy, VT t, const std::int32_t* ids, std::int64_t N,
+                               std::int64_t D, std::int64_t V, std::int32_t* bad_id_flag, void* scratch, cudaStream_t s);
 
 // --- heads. split: x [B, T, parts*H*Dh] -> y [B, H, T, Dh] (part `part`); merge: x [B, H, T, Dh]
 // -> y [B, T, H*Dh]. The backward launchers accumulate (dx +=).

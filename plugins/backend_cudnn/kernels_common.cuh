@@ -58,7 +58,19 @@ void with_type(VT t, F&& f) {
     f(Tag<float>{});
 }
 
+// Whether every pointer is a multiple of `bytes` (the vector loads of Pack).
+template <class... P>
+bool aligned_to(std::size_t bytes, const P*... p) {
+  return ((reinterpret_cast<std::uintptr_t>(p) % bytes == 0) && ...);
+}
+
 // ---------------------------------------------------------------------------- device helpers
+
+// kVec consecutive elements, moved with one aligned vector load or store (kVec * sizeof(T) <= 16).
+template <class T, int kVec>
+struct alignas(kVec * sizeof(T)) Pack {
+  T v[kVec];
+};
 
 __device__ __forceinline__ float ld(const float* p, std::int64_t i) { return p[i]; }
 __device__ __forceinline__ float ld(const bf16* p, std::int64_t i) { return __bfloat162float(p[i]); }  // exact
@@ -133,10 +145,11 @@ __device__ inline float act_grad(Act a, float x) {
 // added in chunk order.
 
 // Row chunks of a column sum: a function of the shape only (so is the summation order). At most
-// 64 chunks, at least ~32 rows per chunk, and no more chunks than ~2048 blocks need.
+// 128 chunks, at least ~32 rows per chunk, and no more chunks than ~4096 blocks need (a model's
+// [B*T, D] sums get enough blocks to fill a GPU; stage 2 then adds up to 128 partials a column).
 inline std::int64_t column_chunks(std::int64_t rows, std::int64_t cols) {
   const std::int64_t col_blocks = std::max<std::int64_t>(1, ceil_div(cols, kThreads));
-  return std::max<std::int64_t>(1, std::min({std::int64_t{64}, ceil_div(rows, 32), ceil_div(2048, col_blocks)}));
+  return std::max<std::int64_t>(1, std::min({std::int64_t{128}, ceil_div(rows, 32), ceil_div(4096, col_blocks)}));
 }
 
 // Stage 1, grid (column blocks, chunks): fn(r, c, acc) adds row r's column-c terms into acc[0..K).

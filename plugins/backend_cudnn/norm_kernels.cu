@@ -57,6 +57,47 @@ __global__ void layer_norm_backward_dx_kernel(T* dx, const T* dy, const T* x, co
   }
 }
 
+// The same dx with a warp per row, for rows of D = 32 * kPacks * kW elements (kW of T in 16
+// bytes): each lane holds its kPacks packs of x and dy in registers (one vector load each), and
+// the two row sums are warp butterflies (the same value in every lane; no shared memory).
+template <class T, int kPacks>
+__global__ void layer_norm_backward_dx_warp_kernel(T* dx, const T* dy, const T* x, const float* mean, const float* rstd,
+                                                   const T* gamma, std::int64_t rows, std::int64_t D) {
+  constexpr int kW = 16 / sizeof(T);
+  using P = Pack<T, kW>;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x >> 5);
+  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); r < rows; r += warps) {
+    const std::int64_t o = r * D;
+    const float mu = mean[r], rs = rstd[r];
+    float xh[kPacks][kW], g[kPacks][kW];
+    float sg = 0.0f, sgx = 0.0f;
+    for (int p = 0; p < kPacks; ++p) {
+      const std::int64_t j = static_cast<std::int64_t>(p * 32 + lane) * kW;
+      const P xv = *reinterpret_cast<const P*>(x + o + j), dv = *reinterpret_cast<const P*>(dy + o + j),
+              gv = *reinterpret_cast<const P*>(gamma + j);
+      for (int k = 0; k < kW; ++k) {
+        xh[p][k] = (ld(xv.v, k) - mu) * rs;
+        g[p][k] = ld(dv.v, k) * ld(gv.v, k);
+        sg += g[p][k];
+        sgx += g[p][k] * xh[p][k];
+      }
+    }
+    for (int w = 16; w > 0; w >>= 1) {
+      sg += __shfl_xor_sync(0xffffffffu, sg, w);
+      sgx += __shfl_xor_sync(0xffffffffu, sgx, w);
+    }
+    const float mean_g = sg / static_cast<float>(D), mean_gx = sgx / static_cast<float>(D);
+    for (int p = 0; p < kPacks; ++p) {
+      const std::int64_t j = static_cast<std::int64_t>(p * 32 + lane) * kW;
+      P* out = reinterpret_cast<P*>(dx + o + j);
+      P d = *out;
+      for (int k = 0; k < kW; ++k) st(d.v, k, ld(d.v, k) + rs * (g[p][k] - mean_g - xh[p][k] * mean_gx));
+      *out = d;
+    }
+  }
+}
+
 // RMS norm of row r: rstd = 1 / sqrt(mean(x^2) + eps), y = x * rstd * gamma.
 template <class T>
 __global__ void rms_norm_forward_kernel(T* y, float* rstd, const T* x, const T* gamma, std::int64_t rows, std::int64_t D,
@@ -119,9 +160,24 @@ void layer_norm_backward(void* dx, void* dgamma, void* dbeta, VT g_t, const void
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
     if (dx) {
-      layer_norm_backward_dx_kernel<<<row_grid(rows), kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(dy),
-                                                                        static_cast<const T*>(x), mean, rstd,
-                                                                        static_cast<const T*>(gamma), rows, D);
+      auto* dxt = static_cast<T*>(dx);
+      const auto *dyt = static_cast<const T*>(dy), *xt = static_cast<const T*>(x), *gt = static_cast<const T*>(gamma);
+      // The warp-per-row kernel where a row is 1 to 4 packs per lane and every row starts aligned.
+      constexpr std::int64_t kRowPack = 32 * (16 / sizeof(T));
+      const std::int64_t packs = D % kRowPack == 0 ? D / kRowPack : 0;
+      const unsigned warp_grid = static_cast<unsigned>(std::min(ceil_div(rows, kThreads / 32), kMaxRowGrid));
+      const auto warp = [&](auto kp) {
+        layer_norm_backward_dx_warp_kernel<T, decltype(kp)::value>
+            <<<warp_grid, kThreads, 0, s>>>(dxt, dyt, xt, mean, rstd, gt, rows, D);
+      };
+      if (packs >= 1 && packs <= 4 && aligned_to(16, dxt, dyt, xt, gt)) {
+        if (packs == 1) warp(std::integral_constant<int, 1>{});
+        if (packs == 2) warp(std::integral_constant<int, 2>{});
+        if (packs == 3) warp(std::integral_constant<int, 3>{});
+        if (packs == 4) warp(std::integral_constant<int, 4>{});
+      } else {
+        layer_norm_backward_dx_kernel<<<row_grid(rows), kThreads, 0, s>>>(dxt, dyt, xt, mean, rstd, gt, rows, D);
+      }
       check_launch("layer_norm_backward (dx)");
     }
     if ((dgamma || dbeta) && D > 0)

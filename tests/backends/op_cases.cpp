@@ -520,8 +520,10 @@ void add_attention(std::vector<OpCase>& out) {
 }
 
 // ---- layer norm / RMS norm over the last dim: x[N, D]
+// (D 256, 384, 1024: rows a backend may take in 16-byte packs, e.g. cudnn's warp-per-row kernels)
 void add_norms(std::vector<OpCase>& out) {
-  const std::vector<Shape> shapes = {Shape{1, 1}, Shape{3, 7}, Shape{7, 33}, Shape{2, 3, 65}, Shape{300, 130}};
+  const std::vector<Shape> shapes = {Shape{1, 1},     Shape{3, 7},    Shape{7, 33},  Shape{2, 3, 65},
+                                     Shape{300, 130}, Shape{40, 256}, Shape{5, 384}, Shape{17, 1024}};
   for (const Shape& s : shapes) {
     const std::int64_t D = s.last();
     {
@@ -896,20 +898,21 @@ void add_loss_optim(std::vector<OpCase>& out) {
   adamw.decoupled = true;
   adamw.beta2 = 0.98f;
   adamw.eps = 1e-6f;
+  // 7x33 and 8x36 (a multiple of 4 elements: what a backend may move in vector packs)
   for (const Ad& a :
-       std::vector<Ad>{{"adam_step1", adam, false}, {"adam_l2_step10", adam_l2, true}, {"adamw_step10", adamw, true}}) {
-    OpCase c;
-    c.op = "adam_update";
-    c.name = a.tag + "_x7x33";
-    c.bf16 = false;
-    const Shape s{7, 33};
-    c.inputs = {f32("w", s), f32("m", s, -0.1, 0.1), f32("v", s, 0.0, 0.01), f32("grad", s)};
-    if (a.low) c.outputs = {spec("w_low", s, Role::BF16)};
-    c.inplace = {"w", "m", "v"};
-    const AdamParams p = a.p;
-    c.forward = [p](OpRun& r) { r.backend.adam_update(r["w"], r["m"], r["v"], r.opt("w_low"), r["grad"], p); };
-    out.push_back(std::move(c));
-  }
+       std::vector<Ad>{{"adam_step1", adam, false}, {"adam_l2_step10", adam_l2, true}, {"adamw_step10", adamw, true}})
+    for (const Shape& s : {Shape{7, 33}, Shape{8, 36}}) {
+      OpCase c;
+      c.op = "adam_update";
+      c.name = a.tag + "_x" + dims(s);
+      c.bf16 = false;
+      c.inputs = {f32("w", s), f32("m", s, -0.1, 0.1), f32("v", s, 0.0, 0.01), f32("grad", s)};
+      if (a.low) c.outputs = {spec("w_low", s, Role::BF16)};
+      c.inplace = {"w", "m", "v"};
+      const AdamParams p = a.p;
+      c.forward = [p](OpRun& r) { r.backend.adam_update(r["w"], r["m"], r["v"], r.opt("w_low"), r["grad"], p); };
+      out.push_back(std::move(c));
+    }
   for (const Shape& s : {Shape{1}, Shape{3, 33}}) {
     OpCase c;
     c.op = "cast";
