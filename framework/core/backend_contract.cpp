@@ -1,5 +1,6 @@
 // The argument contract of every Backend op, checked once for every backend
-// (ablate/backend_contract.hpp). The rules are those ablate/backend.hpp documents, op by op.
+// (ablate/backend_contract.hpp), and Backend's public ops, which enforce it: each checks its
+// contract, then runs the backend's do_<op>. The rules are those ablate/backend.hpp documents.
 #include "ablate/backend_contract.hpp"
 
 #include <algorithm>
@@ -541,3 +542,28 @@ void pointwise_backward(const Backend& be, const Tensor& dx, const Tensor& dy, c
 }
 
 }  // namespace ablate::contract
+
+namespace ablate {
+
+// Backend::<op>(args): contract::<op>(contract args), then do_<op>(args) (ablate/backend_ops.hpp).
+#define ABLATE_BACKEND_PUBLIC_OP(name, params, args, checks) \
+  void Backend::name params {                                \
+    contract::name checks;                                   \
+    do_##name args;                                          \
+  }
+ABLATE_BACKEND_OPS(ABLATE_BACKEND_PUBLIC_OP)
+#undef ABLATE_BACKEND_PUBLIC_OP
+
+// The optional ops' defaults: never reached through the public op, whose contract refuses an op
+// supports() denies; a backend that announces one and forgets its do_<op> fails here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define ABLATE_BACKEND_OPTIONAL_DEFAULT(name, params, args, checks)                                                     \
+  void Backend::do_##name params {                                                                                      \
+    throw Error(std::string("backend announces ") + #name + " in supports() but does not implement it (do_" #name ")"); \
+  }
+ABLATE_BACKEND_OPTIONAL_OPS(ABLATE_BACKEND_OPTIONAL_DEFAULT)
+#undef ABLATE_BACKEND_OPTIONAL_DEFAULT
+#pragma GCC diagnostic pop
+
+}  // namespace ablate

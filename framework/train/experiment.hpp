@@ -19,7 +19,7 @@
 #include "plugin_host/plugin_registry.hpp"
 #include "spec/experiment_spec.hpp"
 #include "train/code_identity.hpp"
-#include "train/op_profile.hpp"
+#include "train/hosted_backend.hpp"
 
 namespace ablate::train {
 

@@ -1,22 +1,14 @@
-// The run's view of its backend plugin, HostedBackend: every op forwarded to the plugin, and what
-// the plugin throws turned into a PluginFault naming it (plugins/plugin_call.hpp). And `ablate run
-// --profile`: where a training step's time goes. With a profile, HostedBackend also times every
-// op call (per op kind, forward and backward apart) while a training
-// step is open; OpProfile adds them up and prints a table of milliseconds per step, share of
-// the step and, for the GEMM-shaped ops, GFLOP/s. Time in a step outside every backend op is
+// `ablate run --profile`: where a training step's time goes. The run's HostedBackend
+// (hosted_backend.hpp) times every op call (per op kind, forward and backward apart) while a
+// training step is open; OpProfile adds them up and prints a table of milliseconds per step, share
+// of the step and, for the GEMM-shaped ops, GFLOP/s. Time in a step outside every backend op is
 // the framework's own (autograd graph, batching, the host side of the loss) and is shown as such.
-// On a device backend (not host-addressable) each op is followed by synchronize(), so the
-// profile serialises the stream: the per-op times are right, the step time is pessimistic.
 #pragma once
 
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <string>
-
-#include "ablate/backend.hpp"
-#include "ablate/backend_ops.hpp"
 
 namespace ablate::train {
 
@@ -87,29 +79,7 @@ class OpProfile {
   bool in_step_ = false;
 };
 
-// A Backend that forwards every call to `inner` (a plugin's backend), turns what it throws into a
-// PluginFault, and with a `profile` (may be null) times the call into it.
-class HostedBackend final : public Backend {
- public:
-  HostedBackend(std::shared_ptr<Backend> inner, std::shared_ptr<OpProfile> profile);
-
-  BackendCaps caps() const override;
-  Tensor empty(const Shape& shape, DType dtype) override;
-  void synchronize() override;
-  bool supports(OptionalOp op) const override;  // as the plugin announces it
-  // Every other op, forwarded (ablate/backend_ops.hpp).
-#define ABLATE_HOSTED_OP(name, params, args) void name params override;
-  ABLATE_BACKEND_OPS(ABLATE_HOSTED_OP)
-#undef ABLATE_HOSTED_OP
-
- private:
-  // Runs `call` on the inner backend, timed into `op` with `flops` of work.
-  template <typename F>
-  void timed(ProfiledOp op, double flops, F&& call);
-
-  std::shared_ptr<Backend> inner_;
-  std::shared_ptr<OpProfile> profile_;
-  bool sync_each_op_;
-};
+// A row's name and pass, as the table prints them ("linear (fwd)").
+std::string profiled_op_label(ProfiledOp op);
 
 }  // namespace ablate::train

@@ -60,9 +60,8 @@ std::optional<SdpaConfig> CudnnBackend::fused_attention(const kernels::Attention
   return c;
 }
 
-void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const ablate::AttentionParams& params) {
-  ablate::contract::attention_forward(*this, out, lse, probs, q, k, v, params);
+void CudnnBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
+                                        const Tensor& v, const ablate::AttentionParams& params) {
   const char* op = "attention_forward";
   const kernels::AttentionShape a = attention_shape(q, k, params);
   const VT t = value_type(q);
@@ -87,10 +86,9 @@ void CudnnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, co
   gemm_->run(out.raw(), t, GemmOperand{pd, t, BG, GT, a.S, false}, operand(v, BG, a.S, Dh, false), 1.0f, 0.0f, {}, op);
 }
 
-void CudnnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
-                                      const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                                      const ablate::AttentionParams& params) {
-  ablate::contract::attention_backward(*this, dq, dk, dv, dout, out, lse, q, k, v, params);
+void CudnnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
+                                         const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                                         const ablate::AttentionParams& params) {
   const char* op = "attention_backward";
   const kernels::AttentionShape a = attention_shape(q, k, params);
   const VT t = value_type(q);
@@ -160,29 +158,25 @@ HeadDims head_dims(const Tensor& heads) {
 }  // namespace
 
 // ---------------------------------------------------------------------------- heads
-void CudnnBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
-  ablate::contract::split_heads_forward(y, x, parts, part);
+void CudnnBackend::do_split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
   const VT t = value_type(x);
   const HeadDims d = head_dims(y);
   kernels::split_heads_forward(y.raw(), x.raw(), t, d.B, d.T, d.H, d.Dh, parts, part, stream_);
 }
 
-void CudnnBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
-  ablate::contract::split_heads_backward(dx, dy, parts, part);
+void CudnnBackend::do_split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
   const VT t = value_type(dy);
   const HeadDims d = head_dims(dy);
   kernels::split_heads_backward(dx.raw(), dy.raw(), t, d.B, d.T, d.H, d.Dh, parts, part, stream_);
 }
 
-void CudnnBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
-  ablate::contract::merge_heads_forward(y, x);
+void CudnnBackend::do_merge_heads_forward(Tensor& y, const Tensor& x) {
   const VT t = value_type(x);
   const HeadDims d = head_dims(x);
   kernels::merge_heads_forward(y.raw(), x.raw(), t, d.B, d.T, d.H, d.Dh, stream_);
 }
 
-void CudnnBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
-  ablate::contract::merge_heads_backward(dx, dy);
+void CudnnBackend::do_merge_heads_backward(Tensor& dx, const Tensor& dy) {
   const VT t = value_type(dy);
   const HeadDims d = head_dims(dx);
   kernels::merge_heads_backward(dx.raw(), dy.raw(), t, d.B, d.T, d.H, d.Dh, stream_);
@@ -190,8 +184,7 @@ void CudnnBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
 
 // For every (b, h): rows offset .. offset+T-1 of dst [B, H, S, Dh] = src [B, H, T, Dh]: one
 // strided 2-D copy (B*H blocks of T*Dh elements, S*Dh apart in dst).
-void CudnnBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
-  ablate::contract::write_time_slice(dst, src, offset);
+void CudnnBackend::do_write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
   const char* op = "write_time_slice";
   const std::int64_t B = src.shape()[0], H = src.shape()[1], T = src.shape()[2], Dh = src.shape()[3], S = dst.shape()[2];
   if (B * H * T * Dh == 0) return;

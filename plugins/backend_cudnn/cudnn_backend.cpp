@@ -102,24 +102,20 @@ void* CudnnBackend::scratch(Slot slot, std::size_t bytes) {
   return s->data;
 }
 
-void CudnnBackend::fill(Tensor& y, float value) {
-  ablate::contract::fill(y);
+void CudnnBackend::do_fill(Tensor& y, float value) {
   kernels::fill(y.raw(), static_cast<int>(y.dtype()), y.numel(), value, stream_);
 }
 
-void CudnnBackend::copy_from_host(Tensor& dst, const void* src) {
-  ablate::contract::copy_from_host(dst);
+void CudnnBackend::do_copy_from_host(Tensor& dst, const void* src) {
   check_cuda(cudaMemcpyAsync(dst.raw(), src, dst.bytes(), cudaMemcpyHostToDevice, stream_), "copy_from_host");
 }
 
-void CudnnBackend::copy_to_host(void* dst, const Tensor& src) {
-  ablate::contract::copy_to_host(src);
+void CudnnBackend::do_copy_to_host(void* dst, const Tensor& src) {
   check_cuda(cudaMemcpyAsync(dst, src.raw(), src.bytes(), cudaMemcpyDeviceToHost, stream_), "copy_to_host");
   synchronize();
 }
 
-void CudnnBackend::copy(Tensor& dst, const Tensor& src) {
-  ablate::contract::copy(dst, src);
+void CudnnBackend::do_copy(Tensor& dst, const Tensor& src) {
   check_cuda(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToDevice, stream_), "copy");
 }
 

@@ -11,26 +11,22 @@ namespace backend_cudnn {
 using kernels::VT;
 
 // ---------------------------------------------------------------------------- elementwise
-void CudnnBackend::activation_forward(Tensor& y, const Tensor& x, ablate::Activation act) {
-  ablate::contract::activation_forward(y, x);
+void CudnnBackend::do_activation_forward(Tensor& y, const Tensor& x, ablate::Activation act) {
   const VT t = value_type(x);
   kernels::activation_forward(y.raw(), x.raw(), t, x.numel(), act_of(act), stream_);
 }
 
-void CudnnBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, ablate::Activation act) {
-  ablate::contract::activation_backward(dx, dy, x);
+void CudnnBackend::do_activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, ablate::Activation act) {
   const VT t = value_type(x);
   kernels::activation_backward(dx.raw(), dy.raw(), x.raw(), t, x.numel(), act_of(act), stream_);
 }
 
-void CudnnBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
-  ablate::contract::add_forward(y, a, b);
+void CudnnBackend::do_add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
   const VT t = value_type(a);
   kernels::add_forward(y.raw(), a.raw(), b.raw(), t, a.numel(), b.numel(), alpha, beta, stream_);
 }
 
-void CudnnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
-  ablate::contract::add_backward(da, db, dy);
+void CudnnBackend::do_add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
   const char* op = "add_backward";
   const VT t = value_type(dy);
   if (da) {
@@ -48,14 +44,12 @@ void CudnnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float 
   }
 }
 
-void CudnnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
-  ablate::contract::mul_forward(y, a, b);
+void CudnnBackend::do_mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
   const VT t = value_type(a);
   kernels::mul_forward(y.raw(), a.raw(), b.raw(), t, a.numel(), b.numel(), stream_);
 }
 
-void CudnnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
-  ablate::contract::mul_backward(da, db, dy, a, b);
+void CudnnBackend::do_mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
   const char* op = "mul_backward";
   const VT t = value_type(a);
   const std::int64_t n = a.numel(), nb = b.numel();
@@ -66,27 +60,23 @@ void CudnnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const 
                         stream_);
 }
 
-void CudnnBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
-  ablate::contract::axpy(y, x);
+void CudnnBackend::do_axpy(Tensor& y, const Tensor& x, float alpha) {
   const VT yt = value_type(y), xt = value_type(x);
   kernels::axpy(y.raw(), yt, x.raw(), xt, y.numel(), alpha, stream_);
 }
 
-void CudnnBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
-  ablate::contract::dropout_forward(y, x, p);
+void CudnnBackend::do_dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
   const VT t = value_type(x);
   kernels::dropout_forward(y.raw(), x.raw(), t, x.numel(), p, rng, stream_);
 }
 
-void CudnnBackend::dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
-  ablate::contract::dropout_backward(dx, dy, p);
+void CudnnBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
   const VT t = value_type(dy);
   kernels::dropout_backward(dx.raw(), dy.raw(), t, dy.numel(), p, rng, stream_);
 }
 
 // ---------------------------------------------------------------------------- embedding
-void CudnnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
-  ablate::contract::embedding_forward(y, ids, table);
+void CudnnBackend::do_embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
   const VT t = value_type(table);
   const std::int64_t V = table.shape()[0], D = table.shape()[1], N = ids.numel();
   kernels::embedding_forward(y.raw(), ids.data<std::int32_t>(), table.raw(), t, N, D, V, flags_device_, stream_);
@@ -95,8 +85,7 @@ void CudnnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor&
 // dtable[ids[n]] += dy[n]. Deterministic mode sorts the ids on the device and sums each id's
 // rows in row order; otherwise float atomics. An id outside [0, V) is reported as the forward's
 // is (check_flags, at the next synchronisation): the forward looked the same ids up.
-void CudnnBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
-  ablate::contract::embedding_backward(dtable, dy, ids);
+void CudnnBackend::do_embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
   const VT t = value_type(dy);
   const VT gt = value_type(dtable);
   const std::int64_t V = dtable.shape()[0], D = dtable.shape()[1], N = ids.numel();

@@ -21,18 +21,16 @@ LinearDims linear_dims(const Tensor& x, const Tensor& w) { return {value_type(x)
 // ------------------------------------------------------------------------------------------
 // linear and batched matmul on cuBLASLt
 
-void CudnnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
-                                  ablate::Activation act) {
-  ablate::contract::linear_forward(y, pre, x, w, b, act);
+void CudnnBackend::do_linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
+                                     ablate::Activation act) {
   const char* op = "linear_forward";
   const auto [t, N, I, O] = linear_dims(x, w);
   GemmEpilogue ep{b ? b->raw() : nullptr, act_of(act), pre ? pre->raw() : nullptr};
   gemm_->run(y.raw(), t, operand(x, 1, N, I, false), operand(w, 1, I, O, true), 1.0f, 0.0f, ep, op);
 }
 
-void CudnnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                                   const Tensor* pre, const Tensor& y, ablate::Activation act) {
-  ablate::contract::linear_backward(dx, dw, db, dy, x, w, pre, y, act);
+void CudnnBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                                      const Tensor* pre, const Tensor& y, ablate::Activation act) {
   const char* op = "linear_backward";
   const auto [t, N, I, O] = linear_dims(x, w);
   // g = dy ⊙ act'(pre), or dy itself without an activation
@@ -72,8 +70,7 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
 }  // namespace
 
-void CudnnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool ta, bool tb, float alpha) {
-  ablate::contract::matmul_forward(c, a, b, ta, tb);
+void CudnnBackend::do_matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool ta, bool tb, float alpha) {
   const char* op = "matmul_forward";
   const VT t = value_type(a);
   const auto [Bt, M, K, N] = matmul_dims(a, b, ta, tb);
@@ -82,9 +79,8 @@ void CudnnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, b
 
 // With C = alpha op(A)·op(B): d op(A) = alpha dC·op(B)^T and d op(B) = alpha op(A)^T·dC, written
 // into the stored layouts (a stored transposed gets the transposed product).
-void CudnnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool ta, bool tb,
-                                   float alpha) {
-  ablate::contract::matmul_backward(da, db, dc, a, b, ta, tb);
+void CudnnBackend::do_matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool ta,
+                                      bool tb, float alpha) {
   const char* op = "matmul_backward";
   const VT t = value_type(a);
   const auto [Bt, M, K, N] = matmul_dims(a, b, ta, tb);

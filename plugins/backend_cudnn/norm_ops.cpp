@@ -10,9 +10,8 @@ using kernels::VT;
 // ------------------------------------------------------------------------------------------
 // layer norm: cuDNN's norm graphs, or the kernels where cuDNN has no engine
 
-void CudnnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
-                                      const Tensor& beta, float eps) {
-  ablate::contract::layer_norm_forward(y, mean, rstd, x, gamma, beta);
+void CudnnBackend::do_layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
+                                         const Tensor& beta, float eps) {
   const auto [t, rows, D] = norm_dims(x);
   if (rows == 0) return;
   if (graphs_->layer_norm_forward(t == VT::BF16, rows, D, eps, y.raw(), mean.data<float>(), rstd.data<float>(), x.raw(),
@@ -22,9 +21,8 @@ void CudnnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, con
                               stream_);
 }
 
-void CudnnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                                       const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
-  ablate::contract::layer_norm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma);
+void CudnnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
+                                          const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
   const char* op = "layer_norm_backward";
   const auto [t, rows, D] = norm_dims(x);
   const VT gt = dgamma ? value_type(*dgamma) : VT::F32;
@@ -48,15 +46,13 @@ void CudnnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta
 }
 
 // ---------------------------------------------------------------------------- RMS norm
-void CudnnBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
-  ablate::contract::rms_norm_forward(y, rstd, x, gamma);
+void CudnnBackend::do_rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
   const auto [t, rows, D] = norm_dims(x);
   kernels::rms_norm_forward(y.raw(), rstd.data<float>(), x.raw(), gamma.raw(), t, rows, D, eps, stream_);
 }
 
-void CudnnBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
-                                     const Tensor& gamma) {
-  ablate::contract::rms_norm_backward(dx, dgamma, dy, x, rstd, gamma);
+void CudnnBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
+                                        const Tensor& gamma) {
   const auto [t, rows, D] = norm_dims(x);
   const VT gt = dgamma ? value_type(*dgamma) : VT::F32;
   kernels::rms_norm_backward(dx ? dx->raw() : nullptr, dgamma ? dgamma->raw() : nullptr, gt, dy.raw(), x.raw(),

@@ -6,16 +6,14 @@ namespace backend_cudnn {
 
 using kernels::VT;
 
-void CudnnBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
-  ablate::contract::rope_forward(*this, y, x, positions, rotary, base);
+void CudnnBackend::do_rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
   const VT t = value_type(x);
   const std::int64_t Dh = x.shape()[3];
   kernels::rope(y.raw(), x.raw(), positions.data<std::int32_t>(), t, x.numel() / Dh, x.shape()[2], Dh, rotary, base, false,
                 stream_);
 }
 
-void CudnnBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
-  ablate::contract::rope_backward(*this, dx, dy, positions, rotary, base);
+void CudnnBackend::do_rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
   const VT t = value_type(dy);
   const std::int64_t Dh = dy.shape()[3];
   kernels::rope(dx.raw(), dy.raw(), positions.data<std::int32_t>(), t, dy.numel() / Dh, dy.shape()[2], Dh, rotary, base, true,

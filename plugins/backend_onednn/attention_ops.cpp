@@ -69,9 +69,8 @@ inline std::int64_t visible_keys(const AttDims& d, const ablate::AttentionParams
 
 }  // namespace
 
-void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
-                                      const ablate::AttentionParams& prm) {
-  ablate::contract::attention_forward(*this, out, lse, probs, q, k, v, prm);
+void OnednnBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
+                                         const Tensor& v, const ablate::AttentionParams& prm) {
   const char* op = "attention_forward";
   const AttDims d = attention_dims(q, k);
   const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
@@ -130,10 +129,9 @@ void OnednnBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, c
        Activation::None, op);
 }
 
-void OnednnBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
-                                       const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                                       const ablate::AttentionParams& prm) {
-  ablate::contract::attention_backward(*this, dq, dk, dv, dout, out, lse, q, k, v, prm);
+void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
+                                          const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                                          const ablate::AttentionParams& prm) {
   const char* op = "attention_backward";
   const AttDims d = attention_dims(q, k);
   if (!dq && !dk && !dv && !prm.dbias) return;
@@ -265,8 +263,7 @@ void heads_copy(Dst* dst, const Src* src, std::int64_t B, std::int64_t T, std::i
 }
 }  // namespace
 
-void OnednnBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
-  ablate::contract::split_heads_forward(y, x, parts, part);
+void OnednnBackend::do_split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
   const char* op = "split_heads_forward";
   const std::int64_t B = y.shape()[0], H = y.shape()[1], T = y.shape()[2], Dh = y.shape()[3];
   set_threads();
@@ -275,8 +272,7 @@ void OnednnBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, i
   });
 }
 
-void OnednnBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
-  ablate::contract::split_heads_backward(dx, dy, parts, part);
+void OnednnBackend::do_split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
   const char* op = "split_heads_backward";
   const std::int64_t B = dy.shape()[0], H = dy.shape()[1], T = dy.shape()[2], Dh = dy.shape()[3];
   set_threads();
@@ -285,8 +281,7 @@ void OnednnBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts
   });
 }
 
-void OnednnBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
-  ablate::contract::merge_heads_forward(y, x);
+void OnednnBackend::do_merge_heads_forward(Tensor& y, const Tensor& x) {
   const char* op = "merge_heads_forward";
   const std::int64_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], Dh = x.shape()[3];
   set_threads();
@@ -295,8 +290,7 @@ void OnednnBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
   });
 }
 
-void OnednnBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
-  ablate::contract::merge_heads_backward(dx, dy);
+void OnednnBackend::do_merge_heads_backward(Tensor& dx, const Tensor& dy) {
   const char* op = "merge_heads_backward";
   const std::int64_t B = dx.shape()[0], H = dx.shape()[1], T = dx.shape()[2], Dh = dx.shape()[3];
   set_threads();
@@ -310,8 +304,7 @@ void OnednnBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
 // every (b, h) = src[B, H, T, Dh]. Per (b, h) the slice is one contiguous block of T*Dh elements
 // in both tensors: one memcpy each, over (b, h) in parallel above the grain. Other rows untouched.
 
-void OnednnBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
-  ablate::contract::write_time_slice(dst, src, offset);
+void OnednnBackend::do_write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
   const std::int64_t B = dst.shape()[0], H = dst.shape()[1], S = dst.shape()[2], Dh = dst.shape()[3];
   const std::int64_t T = src.shape()[2];
   const std::size_t es = ablate::dtype_size(dst.dtype());

@@ -59,8 +59,7 @@ void add_repeat_sums(const char* op, Tensor& db, float scale, std::int64_t reps,
 // ------------------------------------------------------------------------------------------
 // elementwise: activation, add (with repeat-broadcast), mul, axpy
 
-void OnednnBackend::activation_forward(Tensor& y, const Tensor& x, Activation act) {
-  ablate::contract::activation_forward(y, x);
+void OnednnBackend::do_activation_forward(Tensor& y, const Tensor& x, Activation act) {
   const char* op = "activation_forward";
   const std::int64_t n = x.numel();
   set_threads();
@@ -75,8 +74,7 @@ void OnednnBackend::activation_forward(Tensor& y, const Tensor& x, Activation ac
   });
 }
 
-void OnednnBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) {
-  ablate::contract::activation_backward(dx, dy, x);
+void OnednnBackend::do_activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) {
   const char* op = "activation_backward";
   const std::int64_t n = x.numel();
   set_threads();
@@ -93,8 +91,7 @@ void OnednnBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tens
   });
 }
 
-void OnednnBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
-  ablate::contract::add_forward(y, a, b);
+void OnednnBackend::do_add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
   const char* op = "add_forward";
   const std::int64_t n = a.numel(), nb = b.numel();
   if (n == 0) return;
@@ -111,8 +108,7 @@ void OnednnBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, flo
 }
 
 // da += alpha * dy; db += beta * (dy summed over the repeats).
-void OnednnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
-  ablate::contract::add_backward(da, db, dy);
+void OnednnBackend::do_add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
   const char* op = "add_backward";
   const std::int64_t n = dy.numel();
   set_threads();
@@ -140,8 +136,7 @@ void OnednnBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float
 }
 
 // y = a * b, b repeating over a's leading elements (reps of nb): a gate per channel or scalar.
-void OnednnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
-  ablate::contract::mul_forward(y, a, b);
+void OnednnBackend::do_mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
   const char* op = "mul_forward";
   const std::int64_t n = a.numel(), nb = b.numel();
   if (n == 0) return;
@@ -157,8 +152,7 @@ void OnednnBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
 }
 
 // da += dy * b (repeated); db += (dy * a) summed over the repeats.
-void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
-  ablate::contract::mul_backward(da, db, dy, a, b);
+void OnednnBackend::do_mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
   const char* op = "mul_backward";
   const std::int64_t n = dy.numel(), nb = b.numel();
   if (n == 0) return;
@@ -200,8 +194,7 @@ void OnednnBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const
   });
 }
 
-void OnednnBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
-  ablate::contract::axpy(y, x);
+void OnednnBackend::do_axpy(Tensor& y, const Tensor& x, float alpha) {
   const char* op = "axpy";
   const std::int64_t n = x.numel();
   set_threads();
@@ -216,8 +209,7 @@ void OnednnBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
 // ------------------------------------------------------------------------------------------
 // dropout: y = x * keep / (1 - p), keep = dropout_keep(rng, i, p) — forward and backward (dx +=)
 
-void OnednnBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
-  ablate::contract::dropout_forward(y, x, p);
+void OnednnBackend::do_dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
   const char* op = "dropout_forward";
   const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   set_threads();
@@ -231,8 +223,7 @@ void OnednnBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const a
   });
 }
 
-void OnednnBackend::dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
-  ablate::contract::dropout_backward(dx, dy, p);
+void OnednnBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
   const char* op = "dropout_backward";
   const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   set_threads();
@@ -257,8 +248,7 @@ void check_ids(const char* op, const std::int32_t* ids, std::int64_t n, std::int
 }
 }  // namespace
 
-void OnednnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
-  ablate::contract::embedding_forward(y, ids, table);
+void OnednnBackend::do_embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
   const char* op = "embedding_forward";
   const std::int64_t N = ids.numel(), V = table.shape()[0], D = table.shape()[1];
   const std::int32_t* id = ids.data<std::int32_t>();
@@ -278,8 +268,7 @@ void OnednnBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor
 }
 
 // Deterministic scatter-add: threads own disjoint column slices and walk the rows in order.
-void OnednnBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
-  ablate::contract::embedding_backward(dtable, dy, ids);
+void OnednnBackend::do_embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
   const char* op = "embedding_backward";
   const std::int64_t N = ids.numel(), V = dtable.shape()[0], D = dtable.shape()[1];
   const std::int32_t* id = ids.data<std::int32_t>();

@@ -54,8 +54,7 @@ void activation_grad_rows(G* gs, float* dbs, float* partial, const D* d, const S
 // ------------------------------------------------------------------------------------------
 // linear: y[N, O] = act(x[N, I] · w[O, I]^T + b[O]) — forward and backward
 
-void OnednnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation act) {
-  ablate::contract::linear_forward(y, pre, x, w, b, act);
+void OnednnBackend::do_linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation act) {
   const char* op = "linear_forward";
   const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
   const MatView xv = view_of(x, 1, N, I, false), wv = view_of(w, 1, I, O, true);  // w^T: [I, O] stored [O, I]
@@ -71,9 +70,8 @@ void OnednnBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, cons
   activation_forward(y, *pre, act);
 }
 
-void OnednnBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                                    const Tensor* pre, const Tensor& y, Activation act) {
-  ablate::contract::linear_backward(dx, dw, db, dy, x, w, pre, y, act);
+void OnednnBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                                       const Tensor* pre, const Tensor& y, Activation act) {
   const char* op = "linear_backward";
   const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
   if (!dx && !dw && !db) return;
@@ -156,17 +154,15 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 }
 }  // namespace
 
-void OnednnBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) {
-  ablate::contract::matmul_forward(c, a, b, trans_a, trans_b);
+void OnednnBackend::do_matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) {
   const char* op = "matmul_forward";
   const MatmulDims d = matmul_dims(a, b, trans_a, trans_b);
   gemm(c.raw(), c.dtype(), view_of(a, d.Bt, d.M, d.K, trans_a), view_of(b, d.Bt, d.K, d.N, trans_b), alpha, false, nullptr,
        Activation::None, op);
 }
 
-void OnednnBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
-                                    bool trans_b, float alpha) {
-  ablate::contract::matmul_backward(da, db, dc, a, b, trans_a, trans_b);
+void OnednnBackend::do_matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
+                                       bool trans_b, float alpha) {
   const char* op = "matmul_backward";
   const MatmulDims d = matmul_dims(a, b, trans_a, trans_b);
   const std::int64_t Bt = d.Bt, M = d.M, K = d.K, N = d.N;

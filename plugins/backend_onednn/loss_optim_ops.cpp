@@ -14,9 +14,8 @@ namespace backend_onednn {
 // cross entropy, fused: loss = mean over counted rows of lse - sum_c q_c x_c, q = (1-ls) onehot + ls/V;
 // dlogits = (softmax - q) / count (0 on ignored rows); stats = {count, correct}.
 
-void OnednnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
-                                          const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
-  ablate::contract::cross_entropy_forward(loss, dlogits, stats, logits, targets, label_smoothing);
+void OnednnBackend::do_cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
+                                             const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
   const char* op = "cross_entropy_forward";
   const std::int64_t N = logits.shape().rows(), V = logits.shape().last();
   const std::int32_t* tg = targets.data<std::int32_t>();
@@ -80,8 +79,7 @@ void OnednnBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor&
 // ------------------------------------------------------------------------------------------
 // optimizer and gradient utilities
 
-void OnednnBackend::sum_squares(Tensor& total, const Tensor& x) {
-  ablate::contract::sum_squares(total, x);
+void OnednnBackend::do_sum_squares(Tensor& total, const Tensor& x) {
   const char* op = "sum_squares";
   const std::int64_t n = x.numel();
   constexpr std::int64_t kChunk = 16384;  // fixed chunks: the order does not depend on threads
@@ -103,9 +101,8 @@ void OnednnBackend::sum_squares(Tensor& total, const Tensor& x) {
   total.data<float>()[0] += static_cast<float>(s);
 }
 
-void OnednnBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
-                                const ablate::AdamParams& prm) {
-  ablate::contract::adam_update(w, m, v, w_low, grad, prm);
+void OnednnBackend::do_adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
+                                   const ablate::AdamParams& prm) {
   const std::int64_t n = w.numel();
   set_threads();
   const float b1 = prm.beta1, b2 = prm.beta2, lr = prm.lr, eps = prm.eps, wd = prm.weight_decay, gs = prm.grad_scale;
@@ -135,8 +132,7 @@ void OnednnBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, 
   }
 }
 
-void OnednnBackend::cast(Tensor& y, const Tensor& x) {
-  ablate::contract::cast(y, x);
+void OnednnBackend::do_cast(Tensor& y, const Tensor& x) {
   const char* op = "cast";
   if (x.dtype() == y.dtype()) {
     copy(y, x);

@@ -11,9 +11,8 @@ namespace backend_onednn {
 // ------------------------------------------------------------------------------------------
 // layer norm: y[N, D] = (x - mean) * rstd * gamma[D] + beta[D]; mean[N], rstd[N] saved (F32)
 
-void OnednnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
-                                       const Tensor& beta, float eps) {
-  ablate::contract::layer_norm_forward(y, mean, rstd, x, gamma, beta);
+void OnednnBackend::do_layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
+                                          const Tensor& beta, float eps) {
   const char* op = "layer_norm_forward";
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   set_threads();
@@ -49,9 +48,8 @@ void OnednnBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, co
 
 // dx += rstd * (dxh - mean(dxh) - xh * mean(dxh * xh)), dxh = dy * gamma, xh = (x - mean) * rstd;
 // dgamma += sum_rows(dy * xh); dbeta += sum_rows(dy).
-void OnednnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                                        const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
-  ablate::contract::layer_norm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma);
+void OnednnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
+                                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
   const char* op = "layer_norm_backward";
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   set_threads();
@@ -116,8 +114,7 @@ void OnednnBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbet
 // ------------------------------------------------------------------------------------------
 // RMS norm: y[N, D] = x * rstd * gamma[D], rstd[N] = 1/sqrt(mean(x^2) + eps)
 
-void OnednnBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
-  ablate::contract::rms_norm_forward(y, rstd, x, gamma);
+void OnednnBackend::do_rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
   const char* op = "rms_norm_forward";
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   set_threads();
@@ -142,9 +139,8 @@ void OnednnBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, c
 }
 
 // dx += rstd * (dxh - xh * mean(dxh * xh)), dxh = dy * gamma, xh = x * rstd; dgamma += sum_rows(dy * xh).
-void OnednnBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
-                                      const Tensor& gamma) {
-  ablate::contract::rms_norm_backward(dx, dgamma, dy, x, rstd, gamma);
+void OnednnBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
+                                         const Tensor& gamma) {
   const char* op = "rms_norm_backward";
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   set_threads();

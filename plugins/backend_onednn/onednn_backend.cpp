@@ -119,8 +119,7 @@ Tensor OnednnBackend::empty(const Shape& shape, DType dtype) {
   return Tensor(alloc_->allocate(static_cast<std::size_t>(shape.numel()) * ablate::dtype_size(dtype), self), shape, dtype);
 }
 
-void OnednnBackend::fill(Tensor& y, float value) {
-  ablate::contract::fill(y);
+void OnednnBackend::do_fill(Tensor& y, float value) {
   const std::int64_t n = y.numel();
   if (y.dtype() == DType::I32) {
     auto* p = y.data<std::int32_t>();
@@ -135,18 +134,15 @@ void OnednnBackend::fill(Tensor& y, float value) {
   });
 }
 
-void OnednnBackend::copy_from_host(Tensor& dst, const void* src) {
-  ablate::contract::copy_from_host(dst);
+void OnednnBackend::do_copy_from_host(Tensor& dst, const void* src) {
   if (dst.bytes()) std::memcpy(dst.raw(), src, dst.bytes());
 }
 
-void OnednnBackend::copy_to_host(void* dst, const Tensor& src) {
-  ablate::contract::copy_to_host(src);
+void OnednnBackend::do_copy_to_host(void* dst, const Tensor& src) {
   if (src.bytes()) std::memcpy(dst, src.raw(), src.bytes());
 }
 
-void OnednnBackend::copy(Tensor& dst, const Tensor& src) {
-  ablate::contract::copy(dst, src);
+void OnednnBackend::do_copy(Tensor& dst, const Tensor& src) {
   if (dst.raw() != src.raw() && dst.bytes()) std::memcpy(dst.raw(), src.raw(), dst.bytes());
 }
 

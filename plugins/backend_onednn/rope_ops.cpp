@@ -35,8 +35,7 @@ const float* OnednnBackend::rope_table(const Tensor& positions, std::int64_t T, 
 }
 
 // y = R(angle) x on the first `rotary` dims of each row, the rest copied.
-void OnednnBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
-  ablate::contract::rope_forward(*this, y, x, positions, rotary, base);
+void OnednnBackend::do_rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
   const char* op = "rope_forward";
   check_positions(op, positions);
   const std::int64_t T = x.shape()[2], Dh = x.shape()[3], rows = x.numel() / Dh, half = rotary / 2;
@@ -65,8 +64,7 @@ void OnednnBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& posit
 }
 
 // dx += R(-angle) dy: the transpose of the forward's rotation.
-void OnednnBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
-  ablate::contract::rope_backward(*this, dx, dy, positions, rotary, base);
+void OnednnBackend::do_rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
   const char* op = "rope_backward";
   check_positions(op, positions);
   const std::int64_t T = dy.shape()[2], Dh = dy.shape()[3], rows = dy.numel() / Dh, half = rotary / 2;

@@ -8,8 +8,7 @@
 #include "onednn_backend.hpp"
 
 namespace backend_onednn {
-void OnednnBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
-  ablate::contract::softmax_last_forward(*this, y, x);
+void OnednnBackend::do_softmax_last_forward(Tensor& y, const Tensor& x) {
   const char* op = "softmax_last_forward";
   const std::int64_t C = x.shape().last(), N = x.shape().rows();
   set_threads();
@@ -30,8 +29,7 @@ void OnednnBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
   });
 }
 
-void OnednnBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
-  ablate::contract::softmax_last_backward(*this, dx, dy, y);
+void OnednnBackend::do_softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
   const char* op = "softmax_last_backward";
   const std::int64_t C = y.shape().last(), N = y.shape().rows();
   set_threads();
@@ -52,8 +50,7 @@ void OnednnBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const Te
   });
 }
 
-void OnednnBackend::sum_last_forward(Tensor& y, const Tensor& x) {
-  ablate::contract::sum_last_forward(*this, y, x);
+void OnednnBackend::do_sum_last_forward(Tensor& y, const Tensor& x) {
   const char* op = "sum_last_forward";
   const std::int64_t C = x.shape().last(), N = x.shape().rows();
   set_threads();
@@ -70,8 +67,7 @@ void OnednnBackend::sum_last_forward(Tensor& y, const Tensor& x) {
   });
 }
 
-void OnednnBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
-  ablate::contract::sum_last_backward(*this, dx, dy);
+void OnednnBackend::do_sum_last_backward(Tensor& dx, const Tensor& dy) {
   const char* op = "sum_last_backward";
   const std::int64_t C = dx.shape().last(), N = dx.shape().rows();
   set_threads();
@@ -87,8 +83,7 @@ void OnednnBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
   });
 }
 
-void OnednnBackend::pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointwise f) {
-  ablate::contract::pointwise_forward(*this, y, x);
+void OnednnBackend::do_pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointwise f) {
   const char* op = "pointwise_forward";
   const std::int64_t n = x.numel();
   const bool sigmoid = f == ablate::Pointwise::sigmoid;
@@ -104,8 +99,7 @@ void OnednnBackend::pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointw
   });
 }
 
-void OnednnBackend::pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) {
-  ablate::contract::pointwise_backward(*this, dx, dy, y);
+void OnednnBackend::do_pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) {
   const char* op = "pointwise_backward";
   const std::int64_t n = y.numel();
   const bool sigmoid = f == ablate::Pointwise::sigmoid;

@@ -6,8 +6,7 @@
 #include "onednn_backend.hpp"
 
 namespace backend_onednn {
-void OnednnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
-  ablate::contract::slice_last_forward(*this, y, x, offset);
+void OnednnBackend::do_slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
   const char* op = "slice_last_forward";
   const std::int64_t C = x.shape().last(), W = y.shape().last(), N = x.shape().rows();
   set_threads();
@@ -24,8 +23,7 @@ void OnednnBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t 
   });
 }
 
-void OnednnBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
-  ablate::contract::slice_last_backward(*this, dx, dy, offset);
+void OnednnBackend::do_slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
   const char* op = "slice_last_backward";
   const std::int64_t C = dx.shape().last(), W = dy.shape().last(), N = dx.shape().rows();
   set_threads();

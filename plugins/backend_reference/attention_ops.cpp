@@ -78,9 +78,8 @@ double dropout_factor(const ablate::AttentionParams& p, const AttentionDims& d, 
 
 // out: [B, H, T, Dh] = dropout(softmax(mask(scale q·k^T)))·v; lse: [B, H, T] F32;
 // probs: [B, H, T, S] F32 before dropout (optional). A row with no visible key: out 0, lse -inf.
-void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
-                                         const Tensor& v, const ablate::AttentionParams& params) {
-  ablate::contract::attention_forward(*this, out, lse, probs, q, k, v, params);
+void ReferenceBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
+                                            const Tensor& v, const ablate::AttentionParams& params) {
   const AttentionDims d = attention_dims("attention_forward", q, k, params);
   const std::vector<double> qv = load(q), kv = load(k), vv = load(v);
   const std::vector<std::int32_t> lengths = params.key_lengths ? load_i32(*params.key_lengths) : std::vector<std::int32_t>{};
@@ -131,10 +130,9 @@ void ReferenceBackend::attention_forward(Tensor& out, Tensor& lse, Tensor* probs
 // dq += scale dlogits·k; dk += scale dlogits^T·q (k/v heads
 // shared by a group sum over it); dbias += dlogits summed over B (and H for a [1, T, S] bias).
 // Rows with lse = -inf (no visible key) contribute nothing. `out` is not needed here.
-void ReferenceBackend::attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
-                                          const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                                          const ablate::AttentionParams& params) {
-  ablate::contract::attention_backward(*this, dq, dk, dv, dout, out, lse, q, k, v, params);
+void ReferenceBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
+                                             const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const ablate::AttentionParams& params) {
   const AttentionDims d = attention_dims("attention_backward", q, k, params);
   const std::vector<double> qv = load(q), kv = load(k), vv = load(v), gv = load(dout), lv = load(lse);
   const std::vector<std::int32_t> lengths = params.key_lengths ? load_i32(*params.key_lengths) : std::vector<std::int32_t>{};
@@ -201,8 +199,7 @@ HeadDims head_dims(const Tensor& y) { return HeadDims{y.shape()[0], y.shape()[1]
 
 }  // namespace
 
-void ReferenceBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
-  ablate::contract::split_heads_forward(y, x, parts, part);
+void ReferenceBackend::do_split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
   const HeadDims d = head_dims(y);
   const std::vector<double> xv = load(x);
   std::vector<double> yv(static_cast<std::size_t>(y.numel()));
@@ -217,8 +214,7 @@ void ReferenceBackend::split_heads_forward(Tensor& y, const Tensor& x, int parts
 }
 
 // dx: [B, T, P*H*Dh] += dy: [B, H, T, Dh] placed into part `part` (other parts untouched).
-void ReferenceBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
-  ablate::contract::split_heads_backward(dx, dy, parts, part);
+void ReferenceBackend::do_split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
   const HeadDims d = head_dims(dy);
   const std::vector<double> gv = load(dy);
   std::vector<double> delta(static_cast<std::size_t>(dx.numel()), 0.0);
@@ -233,8 +229,7 @@ void ReferenceBackend::split_heads_backward(Tensor& dx, const Tensor& dy, int pa
 }
 
 // merge: x: [B, H, T, Dh] -> y: [B, T, H*Dh] (the inverse of split with one part).
-void ReferenceBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
-  ablate::contract::merge_heads_forward(y, x);
+void ReferenceBackend::do_merge_heads_forward(Tensor& y, const Tensor& x) {
   const HeadDims d = head_dims(x);
   const std::vector<double> xv = load(x);
   std::vector<double> yv(xv.size());
@@ -248,8 +243,7 @@ void ReferenceBackend::merge_heads_forward(Tensor& y, const Tensor& x) {
 }
 
 // dx: [B, H, T, Dh] += dy: [B, T, H*Dh] transposed back.
-void ReferenceBackend::merge_heads_backward(Tensor& dx, const Tensor& dy) {
-  ablate::contract::merge_heads_backward(dx, dy);
+void ReferenceBackend::do_merge_heads_backward(Tensor& dx, const Tensor& dy) {
   const HeadDims d = head_dims(dx);
   const std::vector<double> gv = load(dy);
   std::vector<double> delta(gv.size());
@@ -279,8 +273,7 @@ void write_rows(E* dst, const E* src, std::int64_t B, std::int64_t H, std::int64
 
 }  // namespace
 
-void ReferenceBackend::write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
-  ablate::contract::write_time_slice(dst, src, offset);
+void ReferenceBackend::do_write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) {
   const std::int64_t B = dst.shape()[0], H = dst.shape()[1], S = dst.shape()[2], Dh = dst.shape()[3];
   const std::int64_t T = src.shape()[2];
   if (dst.dtype() == DType::F32)

@@ -8,16 +8,14 @@ namespace backend_reference {
 
 // ---------------------------------------------------------------------------- activation
 // y = act(x), any shape.
-void ReferenceBackend::activation_forward(Tensor& y, const Tensor& x, Activation act) {
-  ablate::contract::activation_forward(y, x);
+void ReferenceBackend::do_activation_forward(Tensor& y, const Tensor& x, Activation act) {
   std::vector<double> v = load(x);
   for (double& e : v) e = activate(act, e);
   store(y, v);
 }
 
 // dx += dy * act'(x).
-void ReferenceBackend::activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) {
-  ablate::contract::activation_backward(dx, dy, x);
+void ReferenceBackend::do_activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) {
   const std::vector<double> xv = load(x);
   std::vector<double> g = load(dy);
   for (std::size_t i = 0; i < g.size(); ++i) g[i] *= activate_grad(act, xv[i]);
@@ -26,8 +24,7 @@ void ReferenceBackend::activation_backward(Tensor& dx, const Tensor& dy, const T
 
 // ---------------------------------------------------------------------------- add
 // y = alpha * a + beta * b; b repeats over a's leading elements (b.numel() divides a.numel()).
-void ReferenceBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
-  ablate::contract::add_forward(y, a, b);
+void ReferenceBackend::do_add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) {
   const std::vector<double> av = load(a), bv = load(b);
   std::vector<double> yv(av.size());
   for (std::size_t i = 0; i < av.size(); ++i) yv[i] = alpha * av[i] + beta * bv[i % bv.size()];
@@ -35,8 +32,7 @@ void ReferenceBackend::add_forward(Tensor& y, const Tensor& a, const Tensor& b, 
 }
 
 // da += alpha * dy; db += beta * (dy summed over the repeats). da/db may be F32 for bf16 dy.
-void ReferenceBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
-  ablate::contract::add_backward(da, db, dy);
+void ReferenceBackend::do_add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) {
   const std::vector<double> g = load(dy);
   if (da) {
     std::vector<double> d(g.size());
@@ -52,8 +48,7 @@ void ReferenceBackend::add_backward(Tensor* da, Tensor* db, const Tensor& dy, fl
 
 // ---------------------------------------------------------------------------- mul
 // y = a * b[i % nb]: b of a's shape or repeating over a's leading elements.
-void ReferenceBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
-  ablate::contract::mul_forward(y, a, b);
+void ReferenceBackend::do_mul_forward(Tensor& y, const Tensor& a, const Tensor& b) {
   const std::vector<double> av = load(a), bv = load(b);
   std::vector<double> yv(av.size());
   for (std::size_t i = 0; i < av.size(); ++i) yv[i] = av[i] * bv[i % bv.size()];
@@ -61,8 +56,7 @@ void ReferenceBackend::mul_forward(Tensor& y, const Tensor& a, const Tensor& b) 
 }
 
 // da += dy * b (repeated); db += (dy * a) summed over the repeats.
-void ReferenceBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
-  ablate::contract::mul_backward(da, db, dy, a, b);
+void ReferenceBackend::do_mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) {
   const std::vector<double> av = load(a), bv = load(b), g = load(dy);
   if (da) {
     std::vector<double> d(g.size());
@@ -78,8 +72,7 @@ void ReferenceBackend::mul_backward(Tensor* da, Tensor* db, const Tensor& dy, co
 
 // ---------------------------------------------------------------------------- axpy
 // y += alpha * x (same numel; dtypes may differ).
-void ReferenceBackend::axpy(Tensor& y, const Tensor& x, float alpha) {
-  ablate::contract::axpy(y, x);
+void ReferenceBackend::do_axpy(Tensor& y, const Tensor& x, float alpha) {
   std::vector<double> d = load(x);
   for (double& e : d) e *= alpha;
   accumulate(&y, d);
@@ -99,14 +92,12 @@ std::vector<double> dropped(const std::vector<double>& v, float p, const ablate:
 
 }  // namespace
 
-void ReferenceBackend::dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
-  ablate::contract::dropout_forward(y, x, p);
+void ReferenceBackend::do_dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
   store(y, dropped(load(x), p, rng));
 }
 
 // dx += dy * keep / (1 - p), the same mask as forward.
-void ReferenceBackend::dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
-  ablate::contract::dropout_backward(dx, dy, p);
+void ReferenceBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
   accumulate(&dx, dropped(load(dy), p, rng));
 }
 
@@ -125,8 +116,7 @@ std::vector<std::int32_t> checked_ids(const char* op, const Tensor& ids, std::in
 
 }  // namespace
 
-void ReferenceBackend::embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
-  ablate::contract::embedding_forward(y, ids, table);
+void ReferenceBackend::do_embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
   const std::int64_t V = table.shape()[0], D = table.shape()[1];
   const std::vector<std::int32_t> idv = checked_ids("embedding_forward", ids, V);
   const auto N = static_cast<std::int64_t>(idv.size());
@@ -139,8 +129,7 @@ void ReferenceBackend::embedding_forward(Tensor& y, const Tensor& ids, const Ten
 }
 
 // dtable[ids[n], :] += dy[n, :] (repeated ids add up). dtable may be F32 for bf16 dy.
-void ReferenceBackend::embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
-  ablate::contract::embedding_backward(dtable, dy, ids);
+void ReferenceBackend::do_embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) {
   const std::int64_t V = dtable.shape()[0], D = dtable.shape()[1];
   const std::vector<std::int32_t> idv = checked_ids("embedding_backward", ids, V);
   const auto N = static_cast<std::int64_t>(idv.size());

@@ -8,8 +8,8 @@ namespace backend_reference {
 
 // ---------------------------------------------------------------------------- linear
 // y: [N, O] (any leading dims), pre: [N, O] or null, x: [N, I], w: [O, I], b: [O] or null.
-void ReferenceBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation act) {
-  ablate::contract::linear_forward(y, pre, x, w, b, act);
+void ReferenceBackend::do_linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
+                                         Activation act) {
   const std::int64_t N = x.shape().rows(), I = x.shape().last(), O = w.shape()[0];
   const std::vector<double> xv = load(x), wv = load(w);
   const std::vector<double> bv = b ? load(*b) : std::vector<double>(static_cast<std::size_t>(O), 0.0);
@@ -26,9 +26,8 @@ void ReferenceBackend::linear_forward(Tensor& y, Tensor* pre, const Tensor& x, c
 }
 
 // g = dy ⊙ act'(pre) (ReLU: from y); dx[N, I] += g·w, dw[O, I] += g^T·x, db[O] += sum_rows(g).
-void ReferenceBackend::linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                                       const Tensor* pre, const Tensor& y, Activation act) {
-  ablate::contract::linear_backward(dx, dw, db, dy, x, w, pre, y, act);
+void ReferenceBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                                          const Tensor* pre, const Tensor& y, Activation act) {
   const std::int64_t N = x.shape().rows(), I = x.shape().last(), O = w.shape()[0];
   std::vector<double> g = load(dy);
   if (ablate::activation_needs_pre(act)) {
@@ -90,8 +89,7 @@ MatmulDims matmul_dims(const Tensor& c, const Tensor& a, bool trans_a) {
 
 }  // namespace
 
-void ReferenceBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) {
-  ablate::contract::matmul_forward(c, a, b, trans_a, trans_b);
+void ReferenceBackend::do_matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) {
   const MatmulDims d = matmul_dims(c, a, trans_a);
   const std::vector<double> av = load(a), bv = load(b);
   std::vector<double> cv(static_cast<std::size_t>(c.numel()));
@@ -111,9 +109,8 @@ void ReferenceBackend::matmul_forward(Tensor& c, const Tensor& a, const Tensor& 
 
 // With C = alpha A·B (A = op(a), B = op(b)): dA = alpha dC·B^T, dB = alpha A^T·dC, written back
 // through the transposes: da += dA (or dA^T), db += dB (or dB^T).
-void ReferenceBackend::matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
-                                       bool trans_b, float alpha) {
-  ablate::contract::matmul_backward(da, db, dc, a, b, trans_a, trans_b);
+void ReferenceBackend::do_matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b,
+                                          bool trans_a, bool trans_b, float alpha) {
   const MatmulDims d = matmul_dims(dc, a, trans_a);
   const std::vector<double> av = load(a), bv = load(b), gv = load(dc);
   auto ia = [&](std::int64_t t, std::int64_t m, std::int64_t k) {

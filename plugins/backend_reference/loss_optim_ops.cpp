@@ -14,10 +14,9 @@ namespace backend_reference {
 //   loss_row = -sum_c q_c log softmax_c = lse - sum_c q_c z_c;  d loss_row / dz = softmax - q.
 // loss = mean over counted rows; dlogits = (softmax - q) / count; ignored rows get 0.
 // With no counted row, loss = 0 and dlogits = 0.
-void ReferenceBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
-                                             const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
+void ReferenceBackend::do_cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
+                                                const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
   const char* op = "cross_entropy_forward";
-  ablate::contract::cross_entropy_forward(loss, dlogits, stats, logits, targets, label_smoothing);
   const std::int64_t N = logits.shape().rows(), V = logits.shape().last();
   const std::vector<double> z = load(logits);
   const std::vector<std::int32_t> tv = load_i32(targets);
@@ -59,8 +58,7 @@ void ReferenceBackend::cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tens
 
 // ---------------------------------------------------------------------------- optimizer utilities
 // total: F32 [1] += sum(x^2); x: any F32/BF16.
-void ReferenceBackend::sum_squares(Tensor& total, const Tensor& x) {
-  ablate::contract::sum_squares(total, x);
+void ReferenceBackend::do_sum_squares(Tensor& total, const Tensor& x) {
   double s = 0;
   for (const double e : load(x)) s += e * e;
   accumulate(&total, {s});
@@ -70,9 +68,8 @@ void ReferenceBackend::sum_squares(Tensor& total, const Tensor& x) {
 //   g = grad * grad_scale (+ wd * w for Adam's L2); m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 //   w -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)  (+ lr * wd * w for AdamW, old w).
 // w, m, v, grad: F32, same shape; w_low (optional): BF16 copy of the updated w.
-void ReferenceBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
-                                   const ablate::AdamParams& p) {
-  ablate::contract::adam_update(w, m, v, w_low, grad, p);
+void ReferenceBackend::do_adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad,
+                                      const ablate::AdamParams& p) {
   std::vector<double> wv = load(w), mv = load(m), vv = load(v);
   const std::vector<double> gv = load(grad);
   const double b1 = p.beta1, b2 = p.beta2, lr = p.lr, wd = p.weight_decay, eps = p.eps;
@@ -93,9 +90,6 @@ void ReferenceBackend::adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_lo
 }
 
 // y = x converted to y's dtype (F32 <-> BF16, round to nearest even; same dtype: a copy).
-void ReferenceBackend::cast(Tensor& y, const Tensor& x) {
-  ablate::contract::cast(y, x);
-  store(y, load(x));
-}
+void ReferenceBackend::do_cast(Tensor& y, const Tensor& x) { store(y, load(x)); }
 
 }  // namespace backend_reference

@@ -8,9 +8,8 @@ namespace backend_reference {
 
 // ---------------------------------------------------------------------------- layer norm
 // y: [N, D] = (x - mean) * rstd * gamma + beta; mean, rstd: [N] F32 (biased variance).
-void ReferenceBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
-                                          const Tensor& beta, float eps) {
-  ablate::contract::layer_norm_forward(y, mean, rstd, x, gamma, beta);
+void ReferenceBackend::do_layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma,
+                                             const Tensor& beta, float eps) {
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   const std::vector<double> xv = load(x), gv = load(gamma), bv = load(beta);
   std::vector<double> yv(xv.size()), mv(static_cast<std::size_t>(N)), rv(static_cast<std::size_t>(N));
@@ -36,9 +35,8 @@ void ReferenceBackend::layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd,
 // xhat = (x - mean) * rstd, g = dy * gamma:
 // dx += rstd * (g - mean_row(g) - xhat * mean_row(g * xhat)); dgamma += sum_rows(dy * xhat);
 // dbeta += sum_rows(dy).
-void ReferenceBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
-  ablate::contract::layer_norm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma);
+void ReferenceBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
+                                              const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   const std::vector<double> xv = load(x), gy = load(dy), mv = load(mean), rv = load(rstd), gm = load(gamma);
   std::vector<double> gx(xv.size(), 0.0), gg(static_cast<std::size_t>(D), 0.0), gb(static_cast<std::size_t>(D), 0.0);
@@ -70,8 +68,7 @@ void ReferenceBackend::layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* d
 
 // ---------------------------------------------------------------------------- RMS norm
 // y: [N, D] = x * rstd * gamma, rstd: [N] F32 = 1 / sqrt(mean(x^2) + eps).
-void ReferenceBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
-  ablate::contract::rms_norm_forward(y, rstd, x, gamma);
+void ReferenceBackend::do_rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) {
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   const std::vector<double> xv = load(x), gv = load(gamma);
   std::vector<double> yv(xv.size()), rv(static_cast<std::size_t>(N));
@@ -89,9 +86,8 @@ void ReferenceBackend::rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x
 
 // xhat = x * rstd, g = dy * gamma: dx += rstd * (g - xhat * mean_row(g * xhat));
 // dgamma += sum_rows(dy * xhat).
-void ReferenceBackend::rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
-                                         const Tensor& gamma) {
-  ablate::contract::rms_norm_backward(dx, dgamma, dy, x, rstd, gamma);
+void ReferenceBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
+                                            const Tensor& gamma) {
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   const std::vector<double> xv = load(x), gy = load(dy), rv = load(rstd), gm = load(gamma);
   std::vector<double> gx(xv.size(), 0.0), gg(static_cast<std::size_t>(D), 0.0);

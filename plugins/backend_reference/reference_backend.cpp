@@ -131,23 +131,19 @@ Tensor ReferenceBackend::empty(const Shape& shape, DType dtype) {
   return t;
 }
 
-void ReferenceBackend::fill(Tensor& y, float value) {
-  ablate::contract::fill(y);
+void ReferenceBackend::do_fill(Tensor& y, float value) {
   store(y, std::vector<double>(static_cast<std::size_t>(y.numel()), static_cast<double>(value)));
 }
 
-void ReferenceBackend::copy_from_host(Tensor& dst, const void* src) {
-  ablate::contract::copy_from_host(dst);
+void ReferenceBackend::do_copy_from_host(Tensor& dst, const void* src) {
   if (dst.bytes() > 0) std::memcpy(dst.raw(), src, dst.bytes());
 }
 
-void ReferenceBackend::copy_to_host(void* dst, const Tensor& src) {
-  ablate::contract::copy_to_host(src);
+void ReferenceBackend::do_copy_to_host(void* dst, const Tensor& src) {
   if (src.bytes() > 0) std::memcpy(dst, src.raw(), src.bytes());
 }
 
-void ReferenceBackend::copy(Tensor& dst, const Tensor& src) {
-  ablate::contract::copy(dst, src);
+void ReferenceBackend::do_copy(Tensor& dst, const Tensor& src) {
   if (dst.raw() != src.raw() && src.bytes() > 0) std::memmove(dst.raw(), src.raw(), src.bytes());
 }
 

@@ -34,14 +34,12 @@ std::vector<double> rotate(const std::vector<double>& in, const Shape& s, const 
 
 }  // namespace
 
-void ReferenceBackend::rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
-  ablate::contract::rope_forward(*this, y, x, positions, rotary, base);
+void ReferenceBackend::do_rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
   const std::vector<std::int32_t> pos = checked_positions("rope_forward", positions);
   store(y, rotate(load(x), x.shape(), pos, rotary, base, 1.0));
 }
 
-void ReferenceBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
-  ablate::contract::rope_backward(*this, dx, dy, positions, rotary, base);
+void ReferenceBackend::do_rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
   const std::vector<std::int32_t> pos = checked_positions("rope_backward", positions);
   accumulate(&dx, rotate(load(dy), dy.shape(), pos, rotary, base, -1.0));
 }

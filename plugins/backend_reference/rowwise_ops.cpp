@@ -8,8 +8,7 @@
 
 namespace backend_reference {
 // y[N, C] = softmax(x[N, C]) per row.
-void ReferenceBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
-  ablate::contract::softmax_last_forward(*this, y, x);
+void ReferenceBackend::do_softmax_last_forward(Tensor& y, const Tensor& x) {
   const std::int64_t C = x.shape().last(), N = x.shape().rows();
   std::vector<double> v = load(x);
   for (std::int64_t n = 0; n < N; ++n) {
@@ -23,8 +22,7 @@ void ReferenceBackend::softmax_last_forward(Tensor& y, const Tensor& x) {
 }
 
 // dx[N, C] += y ⊙ (dy - sum_c dy ⊙ y) per row.
-void ReferenceBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
-  ablate::contract::softmax_last_backward(*this, dx, dy, y);
+void ReferenceBackend::do_softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
   const std::int64_t C = y.shape().last(), N = y.shape().rows();
   const std::vector<double> yv = load(y), g = load(dy);
   std::vector<double> d(yv.size());
@@ -40,8 +38,7 @@ void ReferenceBackend::softmax_last_backward(Tensor& dx, const Tensor& dy, const
 }
 
 // y[N, 1] = sum_c x[N, c].
-void ReferenceBackend::sum_last_forward(Tensor& y, const Tensor& x) {
-  ablate::contract::sum_last_forward(*this, y, x);
+void ReferenceBackend::do_sum_last_forward(Tensor& y, const Tensor& x) {
   const std::int64_t C = x.shape().last(), N = x.shape().rows();
   const std::vector<double> v = load(x);
   std::vector<double> s(static_cast<std::size_t>(N), 0.0);
@@ -51,8 +48,7 @@ void ReferenceBackend::sum_last_forward(Tensor& y, const Tensor& x) {
 }
 
 // dx[N, c] += dy[N, 1].
-void ReferenceBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
-  ablate::contract::sum_last_backward(*this, dx, dy);
+void ReferenceBackend::do_sum_last_backward(Tensor& dx, const Tensor& dy) {
   const std::int64_t C = dx.shape().last(), N = dx.shape().rows();
   const std::vector<double> g = load(dy);
   std::vector<double> d(static_cast<std::size_t>(dx.numel()));
@@ -62,16 +58,14 @@ void ReferenceBackend::sum_last_backward(Tensor& dx, const Tensor& dy) {
 }
 
 // y = exp(x) or sigmoid(x) = 1 / (1 + exp(-x)).
-void ReferenceBackend::pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointwise f) {
-  ablate::contract::pointwise_forward(*this, y, x);
+void ReferenceBackend::do_pointwise_forward(Tensor& y, const Tensor& x, ablate::Pointwise f) {
   std::vector<double> v = load(x);
   for (double& e : v) e = f == ablate::Pointwise::exp ? std::exp(e) : 1.0 / (1.0 + std::exp(-e));
   store(y, v);
 }
 
 // dx += dy ⊙ f'(x), from y: exp' = y, sigmoid' = y (1 - y).
-void ReferenceBackend::pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) {
-  ablate::contract::pointwise_backward(*this, dx, dy, y);
+void ReferenceBackend::do_pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, ablate::Pointwise f) {
   const std::vector<double> yv = load(y), g = load(dy);
   std::vector<double> d(yv.size());
   for (std::size_t i = 0; i < d.size(); ++i) d[i] = g[i] * (f == ablate::Pointwise::exp ? yv[i] : yv[i] * (1.0 - yv[i]));

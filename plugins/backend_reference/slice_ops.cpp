@@ -3,8 +3,7 @@
 #include "reference_backend.hpp"
 
 namespace backend_reference {
-void ReferenceBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
-  ablate::contract::slice_last_forward(*this, y, x, offset);
+void ReferenceBackend::do_slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
   const std::int64_t C = x.shape().last(), W = y.shape().last(), N = x.shape().rows();
   const std::vector<double> xv = load(x);
   std::vector<double> yv(static_cast<std::size_t>(y.numel()));
@@ -14,8 +13,7 @@ void ReferenceBackend::slice_last_forward(Tensor& y, const Tensor& x, std::int64
   store(y, yv);
 }
 
-void ReferenceBackend::slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
-  ablate::contract::slice_last_backward(*this, dx, dy, offset);
+void ReferenceBackend::do_slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
   const std::int64_t C = dx.shape().last(), W = dy.shape().last(), N = dx.shape().rows();
   const std::vector<double> g = load(dy);
   std::vector<double> d(static_cast<std::size_t>(dx.numel()), 0.0);

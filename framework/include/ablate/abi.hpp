@@ -12,20 +12,23 @@ namespace ablate {
 // meaning; not for a field appended to a capabilities struct (docs/writing-plugins.md, "Keeping
 // the API stable", says what does and does not bump it). PluginInfo keeps `api_version` and
 // `abi_tag` as its first two fields forever, so the host can read them from a plugin of any version.
-inline constexpr std::uint32_t kPluginApiVersion = 9;  // 2: Task::score_names, Task::text, Split::Test
-                                                       // 3: TaskType::Classification, TaskInfo::num_classes
-                                                       // 4: PositionalEncoding::max_positions
-                                                       // 5: Backend::supports, rope; kind "attention",
-                                                       //    Block by role (Sublayers), PositionalEncoding::rotates
-                                                       // 6: NormKind::ScaleNorm (NormLayer layout), Init::constant,
-                                                       //    FeedForwardLayers::hidden/output, GatedFeedForwardLayers
-                                                       // 7: ModelDims::layers/causal, PositionalEncoding::bias_per_layer,
-                                                       //    logit_bias(..., layer); attention softcap, qk norms;
-                                                       //    Task::size_at_length/example_at_length
-                                                       // 8: Task::encode (text to token ids), Task::read_examples
-                                                       // 9: PositionalEncoding::capabilities (PositionCapabilities);
-                                                       //    API 8's max_positions, rotates, in_cross_attention,
-                                                       //    biases_logits, bias_per_layer deprecated (gone in 10)
+inline constexpr std::uint32_t kPluginApiVersion = 10;  // 2: Task::score_names, Task::text, Split::Test
+                                                        // 3: TaskType::Classification, TaskInfo::num_classes
+                                                        // 4: PositionalEncoding::max_positions
+                                                        // 5: Backend::supports, rope; kind "attention",
+                                                        //    Block by role (Sublayers), PositionalEncoding::rotates
+                                                        // 6: NormKind::ScaleNorm (NormLayer layout), Init::constant,
+                                                        //    FeedForwardLayers::hidden/output, GatedFeedForwardLayers
+                                                        // 7: ModelDims::layers/causal, PositionalEncoding::bias_per_layer,
+                                                        //    logit_bias(..., layer); attention softcap, qk norms;
+                                                        //    Task::size_at_length/example_at_length
+                                                        // 8: Task::encode (text to token ids), Task::read_examples
+                                                        // 9: PositionalEncoding::capabilities (PositionCapabilities);
+                                                        //    API 8's max_positions, rotates, in_cross_attention,
+                                                        //    biases_logits, bias_per_layer deprecated (gone in 10)
+                                                        // 10: Backend's ops public non-virtual (contract, then the
+                                                        //    protected do_<op>; ablate/backend_ops.hpp); API 8's
+                                                        //    position hooks removed
 
 }  // namespace ablate
 

@@ -4,8 +4,9 @@
 // so a CPU backend (reference, onednn) and a GPU backend (cudnn, with device memory and a
 // stream) are interchangeable.
 //
-// Every op's arguments are checked by one contract, ablate/backend_contract.hpp, which each backend
-// calls first (so every backend gives the same message for the same mistake).
+// Every op's arguments are checked by one contract, ablate/backend_contract.hpp, which each op's
+// public function calls before the backend's implementation (so every backend gives the same
+// message for the same mistake, and no backend can forget it).
 //
 // Conventions for every op:
 //  - Signature order: outputs, then inputs, then sizes/parameters, then state.
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "ablate/backend_ops.hpp"
 #include "ablate/error.hpp"
 #include "ablate/philox.hpp"
 #include "ablate/plugin.hpp"
@@ -211,166 +213,115 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // The contents of a new tensor are unspecified (the reference backend fills NaN, to expose
   // an op that forgets to write its output).
   virtual Tensor empty(const Shape& shape, DType dtype) = 0;
-  virtual void fill(Tensor& y, float value) = 0;                  // y: any F32/BF16; I32 gets (int)value
-  virtual void copy_from_host(Tensor& dst, const void* src) = 0;  // src: dst.bytes() bytes
-  virtual void copy_to_host(void* dst, const Tensor& src) = 0;    // synchronises
-  virtual void copy(Tensor& dst, const Tensor& src) = 0;          // same shape numel and dtype
   virtual void synchronize() = 0;
-
-  // --- linear: y[N, O] = act(x[N, I] · w[O, I]^T + b[O]); pre[N, O] keeps x·w^T + b when
-  // act needs it for backward (GeluErf/GeluTanh/SiLU). pre may be null for None/ReLU, and
-  // always when no backward will run (evaluation); backward then requires it for those acts.
-  virtual void linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation act) = 0;
-  // dx[N, I] += g·w, dw[O, I] += g^T·x, db[O] += sum_rows(g), with g = dy ⊙ act'(pre or y).
-  virtual void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                               const Tensor* pre, const Tensor& y, Activation act) = 0;
-
-  // --- batched matmul: c[Bt, M, N] = alpha * op(a) · op(b); op(a) = a[Bt, M, K] or a[Bt, K, M]^T.
-  // a, b and c have the same batch Bt (no broadcasting).
-  virtual void matmul_forward(Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha) = 0;
-  virtual void matmul_backward(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Tensor& b, bool trans_a,
-                               bool trans_b, float alpha) = 0;
-
-  // --- scaled dot-product attention, per (b, h): out[T, Dh] = dropout(softmax(mask(logits))) · v with
-  // the logits of AttentionParams (scale q·k^T, plus bias and ALiBi slopes when given).
-  // q[B, H, T, Dh], k/v[B, Hkv, S, Dh], out[B, H, T, Dh]; lse[B, H, T] (F32) = logsumexp of the
-  // masked, scaled logits per query (saved for backward: probabilities are recomputed from it).
-  // A query with no visible key gets out = 0 and lse = -inf. probs[B, H, T, S] (F32, optional):
-  // the probabilities before dropout, for logging. query_offset only matters with causal;
-  // dropout must be in [0, 1).
-  virtual void attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
-                                 const AttentionParams& params) = 0;
-  // dq += ..., dk += ..., dv += ... (same shapes as q, k, v); params.dbias += the bias's gradient.
-  virtual void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
-                                  const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& params) = 0;
-
-  // --- layer norm over the last dim: y[N, D] = (x - mean) * rstd * gamma[D] + beta[D];
-  // mean[N], rstd[N] (F32) saved for backward.
-  virtual void layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                  float eps) = 0;
-  virtual void layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                                   const Tensor& mean, const Tensor& rstd, const Tensor& gamma) = 0;
-
-  // --- RMS norm over the last dim: y[N, D] = x * rstd * gamma[D], rstd = 1/sqrt(mean(x^2) + eps).
-  virtual void rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x, const Tensor& gamma, float eps) = 0;
-  virtual void rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
-                                 const Tensor& gamma) = 0;
-
-  // --- elementwise (any shape)
-  virtual void activation_forward(Tensor& y, const Tensor& x, Activation act) = 0;
-  virtual void activation_backward(Tensor& dx, const Tensor& dy, const Tensor& x, Activation act) = 0;  // dx +=
-  // y = alpha * a + beta * b, where b is either a's shape or repeats over a's leading elements
-  // (b.numel() divides a.numel(): a positional table [T, D] added to every batch item [B, T, D]).
-  virtual void add_forward(Tensor& y, const Tensor& a, const Tensor& b, float alpha, float beta) = 0;
-  // da += alpha * dy; db += beta * (dy summed over the repeats).
-  virtual void add_backward(Tensor* da, Tensor* db, const Tensor& dy, float alpha, float beta) = 0;
-  // y = a * b, b of a's shape or repeating over a's leading elements as in add (a gate: [D] per
-  // channel or [1] scalar over [B, T, D]).
-  virtual void mul_forward(Tensor& y, const Tensor& a, const Tensor& b) = 0;
-  // da += dy * b (b repeated); db += (dy * a) summed over the repeats.
-  virtual void mul_backward(Tensor* da, Tensor* db, const Tensor& dy, const Tensor& a, const Tensor& b) = 0;
-  // y += alpha * x (scale, gradient accumulation). y and x may differ in dtype (F32 += BF16).
-  virtual void axpy(Tensor& y, const Tensor& x, float alpha) = 0;
-  // y = x * keep / (1 - p), keep drawn by dropout_keep(rng, element index, p).
-  virtual void dropout_forward(Tensor& y, const Tensor& x, float p, const RngKey& rng) = 0;
-  virtual void dropout_backward(Tensor& dx, const Tensor& dy, float p, const RngKey& rng) = 0;  // dx +=
-
-  // --- embedding: y[N, D] = table[ids[N], :]; ids I32 in [0, V). Backward scatter-adds.
-  virtual void embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) = 0;
-  virtual void embedding_backward(Tensor& dtable, const Tensor& dy, const Tensor& ids) = 0;  // dtable +=
-
-  // --- heads: x[B, T, P*H*Dh] holds P parts (q, k, v of a fused projection) side by side;
-  // split takes part `part` as y[B, H, T, Dh]. merge: x[B, H, T, Dh] -> y[B, T, H*Dh].
-  virtual void split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) = 0;
-  virtual void split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) = 0;  // dx +=
-  virtual void merge_heads_forward(Tensor& y, const Tensor& x) = 0;
-  virtual void merge_heads_backward(Tensor& dx, const Tensor& dy) = 0;  // dx +=
-
-  // --- KV cache (incremental decoding; no backward): for every (b, h), rows offset .. offset+T-1
-  // of dst[B, H, S, Dh] = src[B, H, T, Dh]; the other rows of dst are left untouched. Same dtype
-  // (F32 or BF16); offset >= 0, offset + T <= S.
-  virtual void write_time_slice(Tensor& dst, const Tensor& src, std::int64_t offset) = 0;
-
-  // --- cross entropy, fused: logits[N, V], targets[N] I32. loss[1] (F32) = mean over rows
-  // whose target != ignore_index of -sum_c q_c log softmax(logits)_c with q = (1 - ls) onehot
-  // + ls / V. dlogits[N, V] (logits' dtype) = d(loss)/d(logits), computed in the same pass.
-  // stats[2] (F32) = {number of counted rows, number whose argmax equals the target}.
-  // dlogits is overwritten (not accumulated: it is this op's saved state) with the gradient of
-  // the mean loss itself; with no counted row, loss and dlogits are 0.
-  virtual void cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits, const Tensor& targets,
-                                     std::int32_t ignore_index, float label_smoothing) = 0;
-
-  // --- optimizer and gradient utilities (F32 master weights and moments)
-  // total[1] (F32) += sum(x^2): the global grad norm is sqrt of the sum over all gradients.
-  virtual void sum_squares(Tensor& total, const Tensor& x) = 0;
-  // Adam/AdamW step on w (F32) with m, v (F32); grad F32 (times params.grad_scale):
-  //   m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; w -= lr * m̂ / (sqrt(v̂) + eps)
-  // with m̂, v̂ bias-corrected by step; Adam adds weight_decay * w to g, AdamW subtracts
-  // lr * weight_decay * w (the old w) from w (PyTorch's conventions). If w_low is given (BF16,
-  // same shape) it receives the updated weight rounded to bf16 (the compute copy).
-  virtual void adam_update(Tensor& w, Tensor& m, Tensor& v, Tensor* w_low, const Tensor& grad, const AdamParams& params) = 0;
-  // y = x converted to y's dtype (F32 <-> BF16, round to nearest even).
-  virtual void cast(Tensor& y, const Tensor& x) = 0;
-
   // --- optional ops (see OptionalOp): true if this backend runs `op`.
   virtual bool supports(OptionalOp op) const {
     (void)op;
     return false;
   }
-  // Rotary positions (RoPE), "rotate half" pairing (GPT-NeoX, LLaMA): for every (b, h, t) of
-  // x[B, H, T, Dh], the first `rotary` dims (even, 0 < rotary <= Dh) turn as pairs (i, i + rotary/2)
-  // by rope_angle(positions[t], i, rotary, base): y_i = x_i cos - x_{i+R/2} sin,
-  // y_{i+R/2} = x_{i+R/2} cos + x_i sin; dims from `rotary` on are copied. positions: I32 [T], >= 0,
-  // absolute (a cached decoding step passes offset, offset+1, ...). y has x's shape and dtype.
-  virtual void rope_forward(Tensor& y, const Tensor& x, const Tensor& positions, int rotary, float base) {
-    (void)y, (void)x, (void)positions, (void)rotary, (void)base;
-    throw Error("backend has no rope_forward; check supports(OptionalOp::rope) first");
-  }
-  // dx += dy turned back (by the negative angle): the transpose of the forward's rotation.
-  virtual void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& positions, int rotary, float base) {
-    (void)dx, (void)dy, (void)positions, (void)rotary, (void)base;
-    throw Error("backend has no rope_backward; check supports(OptionalOp::rope) first");
-  }
-  // Slices along the last dim: y[N, W] = x[N, offset : offset + W] (any leading dims as N; same
-  // dtype; 0 <= offset, offset + W <= x's last dim). Backward: dx[N, offset : offset + W] += dy,
-  // which also assembles a concatenation (ops::concat_last).
-  virtual void slice_last_forward(Tensor& y, const Tensor& x, std::int64_t offset) {
-    (void)y, (void)x, (void)offset;
-    throw Error("backend has no slice_last_forward; check supports(OptionalOp::slice_last) first");
-  }
-  virtual void slice_last_backward(Tensor& dx, const Tensor& dy, std::int64_t offset) {
-    (void)dx, (void)dy, (void)offset;
-    throw Error("backend has no slice_last_backward; check supports(OptionalOp::slice_last) first");
-  }
-  // Softmax over the last dim: y[N, C] = exp(x - max) / sum(exp(x - max)) per row (rowwise_problem).
-  // Backward: dx += y ⊙ (dy - sum_c dy ⊙ y), per row.
-  virtual void softmax_last_forward(Tensor& y, const Tensor& x) {
-    (void)y, (void)x;
-    throw Error("backend has no softmax_last_forward; check supports(OptionalOp::softmax_last) first");
-  }
-  virtual void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) {
-    (void)dx, (void)dy, (void)y;
-    throw Error("backend has no softmax_last_backward; check supports(OptionalOp::softmax_last) first");
-  }
-  // Sum over the last dim: y[N, 1] = sum_c x[N, c] (accumulated in f32). Backward: dx[N, c] += dy[N, 1].
-  virtual void sum_last_forward(Tensor& y, const Tensor& x) {
-    (void)y, (void)x;
-    throw Error("backend has no sum_last_forward; check supports(OptionalOp::sum_last) first");
-  }
-  virtual void sum_last_backward(Tensor& dx, const Tensor& dy) {
-    (void)dx, (void)dy;
-    throw Error("backend has no sum_last_backward; check supports(OptionalOp::sum_last) first");
-  }
-  // Elementwise y = f(x) for f in Pointwise (exp, sigmoid); any shape, y of x's shape and dtype.
-  // Backward from the output: dx += dy ⊙ f'(x), with exp' = y and sigmoid' = y (1 - y).
-  virtual void pointwise_forward(Tensor& y, const Tensor& x, Pointwise f) {
-    (void)y, (void)x, (void)f;
-    throw Error("backend has no pointwise_forward; check supports(OptionalOp::pointwise) first");
-  }
-  virtual void pointwise_backward(Tensor& dx, const Tensor& dy, const Tensor& y, Pointwise f) {
-    (void)dx, (void)dy, (void)y, (void)f;
-    throw Error("backend has no pointwise_backward; check supports(OptionalOp::pointwise) first");
-  }
+
+  // === The ops. Each is declared once, in ablate/backend_ops.hpp's list: here as a public
+  // function that checks the op's contract (ablate/backend_contract.hpp) and then calls the
+  // protected virtual do_<op>, which a backend overrides. What each op computes:
+  //
+  // fill(y, value): y any F32/BF16; I32 gets (int)value. copy_from_host(dst, src): src holds
+  // dst.bytes() bytes. copy_to_host(dst, src): synchronises. copy(dst, src): same numel and dtype.
+  //
+  // linear_forward(y, pre, x, w, b, act): y[N, O] = act(x[N, I] · w[O, I]^T + b[O]); pre[N, O]
+  // keeps x·w^T + b when act needs it for backward (GeluErf/GeluTanh/SiLU). pre may be null for
+  // None/ReLU, and always when no backward will run (evaluation); backward then requires it for
+  // those acts. linear_backward(dx, dw, db, dy, x, w, pre, y, act): dx[N, I] += g·w,
+  // dw[O, I] += g^T·x, db[O] += sum_rows(g), with g = dy ⊙ act'(pre or y).
+  //
+  // matmul_forward(c, a, b, trans_a, trans_b, alpha), batched: c[Bt, M, N] = alpha * op(a) ·
+  // op(b); op(a) = a[Bt, M, K] or a[Bt, K, M]^T. a, b and c have the same batch Bt (no
+  // broadcasting). matmul_backward: da, db += their gradients.
+  //
+  // attention_forward(out, lse, probs, q, k, v, params), scaled dot-product, per (b, h):
+  // out[T, Dh] = dropout(softmax(mask(logits))) · v with the logits of AttentionParams (scale
+  // q·k^T, plus bias and ALiBi slopes when given). q[B, H, T, Dh], k/v[B, Hkv, S, Dh],
+  // out[B, H, T, Dh]; lse[B, H, T] (F32) = logsumexp of the masked, scaled logits per query
+  // (saved for backward: probabilities are recomputed from it). A query with no visible key gets
+  // out = 0 and lse = -inf. probs[B, H, T, S] (F32, optional): the probabilities before dropout,
+  // for logging. query_offset only matters with causal; dropout must be in [0, 1).
+  // attention_backward(dq, dk, dv, dout, out, lse, q, k, v, params): dq, dk, dv += (shapes of
+  // q, k, v); params.dbias += the bias's gradient.
+  //
+  // layer_norm_forward(y, mean, rstd, x, gamma, beta, eps), over the last dim: y[N, D] =
+  // (x - mean) * rstd * gamma[D] + beta[D]; mean[N], rstd[N] (F32) saved for backward.
+  // rms_norm_forward(y, rstd, x, gamma, eps): y[N, D] = x * rstd * gamma[D], rstd =
+  // 1/sqrt(mean(x^2) + eps). Their backwards: dx, dgamma (, dbeta) +=.
+  //
+  // Elementwise (any shape): activation_forward(y, x, act); activation_backward: dx +=.
+  // add_forward(y, a, b, alpha, beta): y = alpha * a + beta * b, where b is either a's shape or
+  // repeats over a's leading elements (b.numel() divides a.numel(): a positional table [T, D]
+  // added to every batch item [B, T, D]). add_backward: da += alpha * dy; db += beta * (dy summed
+  // over the repeats). mul_forward(y, a, b): y = a * b, b of a's shape or repeating as in add (a
+  // gate: [D] per channel or [1] scalar over [B, T, D]); mul_backward: da += dy * b (b
+  // repeated), db += (dy * a) summed over the repeats. axpy(y, x, alpha): y += alpha * x (scale,
+  // gradient accumulation); y and x may differ in dtype (F32 += BF16).
+  // dropout_forward(y, x, p, rng): y = x * keep / (1 - p), keep drawn by dropout_keep(rng,
+  // element index, p); dropout_backward: dx +=.
+  //
+  // embedding_forward(y, ids, table): y[N, D] = table[ids[N], :]; ids I32 in [0, V).
+  // embedding_backward(dtable, dy, ids) scatter-adds: dtable +=.
+  //
+  // Heads: x[B, T, P*H*Dh] holds P parts (q, k, v of a fused projection) side by side;
+  // split_heads_forward(y, x, parts, part) takes part `part` as y[B, H, T, Dh].
+  // merge_heads_forward(y, x): x[B, H, T, Dh] -> y[B, T, H*Dh]. Their backwards: dx +=.
+  //
+  // write_time_slice(dst, src, offset), the KV cache of incremental decoding (no backward): for
+  // every (b, h), rows offset .. offset+T-1 of dst[B, H, S, Dh] = src[B, H, T, Dh]; the other rows
+  // of dst are left untouched. Same dtype (F32 or BF16); offset >= 0, offset + T <= S.
+  //
+  // cross_entropy_forward(loss, dlogits, stats, logits, targets, ignore_index, label_smoothing),
+  // fused: logits[N, V], targets[N] I32. loss[1] (F32) = mean over rows whose target !=
+  // ignore_index of -sum_c q_c log softmax(logits)_c with q = (1 - ls) onehot + ls / V.
+  // dlogits[N, V] (logits' dtype) = d(loss)/d(logits), computed in the same pass. stats[2] (F32)
+  // = {number of counted rows, number whose argmax equals the target}. dlogits is overwritten
+  // (not accumulated: it is this op's saved state) with the gradient of the mean loss itself;
+  // with no counted row, loss and dlogits are 0.
+  //
+  // Optimizer and gradient utilities (F32 master weights and moments): sum_squares(total, x):
+  // total[1] (F32) += sum(x^2) (the global grad norm is sqrt of the sum over all gradients).
+  // adam_update(w, m, v, w_low, grad, params): Adam/AdamW step on w (F32) with m, v (F32); grad
+  // F32 (times params.grad_scale): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+  // w -= lr * m̂ / (sqrt(v̂) + eps) with m̂, v̂ bias-corrected by step; Adam adds weight_decay * w
+  // to g, AdamW subtracts lr * weight_decay * w (the old w) from w (PyTorch's conventions). If
+  // w_low is given (BF16, same shape) it receives the updated weight rounded to bf16 (the compute
+  // copy). cast(y, x): y = x converted to y's dtype (F32 <-> BF16, round to nearest even).
+  //
+  // The optional ops, each refused by its contract where supports() says no:
+  // rope_forward(y, x, positions, rotary, base): rotary positions (RoPE), "rotate half" pairing
+  // (GPT-NeoX, LLaMA): for every (b, h, t) of x[B, H, T, Dh], the first `rotary` dims (even,
+  // 0 < rotary <= Dh) turn as pairs (i, i + rotary/2) by rope_angle(positions[t], i, rotary,
+  // base): y_i = x_i cos - x_{i+R/2} sin, y_{i+R/2} = x_{i+R/2} cos + x_i sin; dims from
+  // `rotary` on are copied. positions: I32 [T], >= 0, absolute (a cached decoding step passes
+  // offset, offset+1, ...). y has x's shape and dtype. rope_backward: dx += dy turned back (by
+  // the negative angle): the transpose of the forward's rotation.
+  // slice_last_forward(y, x, offset): y[N, W] = x[N, offset : offset + W] (any leading dims as
+  // N; same dtype; 0 <= offset, offset + W <= x's last dim). slice_last_backward:
+  // dx[N, offset : offset + W] += dy, which also assembles a concatenation (ops::concat_last).
+  // softmax_last_forward(y, x): y[N, C] = exp(x - max) / sum(exp(x - max)) per row
+  // (rowwise_problem); softmax_last_backward(dx, dy, y): dx += y ⊙ (dy - sum_c dy ⊙ y), per row.
+  // sum_last_forward(y, x): y[N, 1] = sum_c x[N, c] (accumulated in f32); sum_last_backward:
+  // dx[N, c] += dy[N, 1].
+  // pointwise_forward(y, x, f): y = f(x) for f in Pointwise (exp, sigmoid); any shape, y of x's
+  // shape and dtype. pointwise_backward(dx, dy, y, f), from the output: dx += dy ⊙ f'(x), with
+  // exp' = y and sigmoid' = y (1 - y).
+#define ABLATE_BACKEND_PUBLIC_OP(name, params, args, checks) void name params;
+  ABLATE_BACKEND_OPS(ABLATE_BACKEND_PUBLIC_OP)
+#undef ABLATE_BACKEND_PUBLIC_OP
+
+ protected:
+  // What a backend implements: every core op, and the optional ops it announces (the others'
+  // defaults throw; the contract refuses them before).
+#define ABLATE_BACKEND_CORE_VIRTUAL(name, params, args, checks) virtual void do_##name params = 0;
+  ABLATE_BACKEND_CORE_OPS(ABLATE_BACKEND_CORE_VIRTUAL)
+#undef ABLATE_BACKEND_CORE_VIRTUAL
+#define ABLATE_BACKEND_OPTIONAL_VIRTUAL(name, params, args, checks) virtual void do_##name params;
+  ABLATE_BACKEND_OPTIONAL_OPS(ABLATE_BACKEND_OPTIONAL_VIRTUAL)
+#undef ABLATE_BACKEND_OPTIONAL_VIRTUAL
 };
 
 // t's values on the host as floats: F32 copied, BF16 widened (exactly) on the host. For

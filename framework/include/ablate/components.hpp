@@ -141,22 +141,8 @@ class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
   virtual Var forward(Graph& g, const Var& x, std::int64_t offset) const = 0;
   // Sets the fields of `caps` (default-initialised by the host) that this encoding needs; a
   // function of the options only (validation asks before build(), the model after). The default
-  // reads the deprecated hooks below (plugin API 8's), so a plugin written for API 8 compiles
-  // unchanged for one more version.
-  virtual void capabilities(PositionCapabilities& caps) const {
-    caps.max_positions = max_positions();
-    caps.rotates = rotates();
-    caps.biases_logits = biases_logits();
-    caps.bias_per_layer = bias_per_layer();
-    caps.in_cross_attention = in_cross_attention();
-  }
-  // Deprecated in plugin API 9, removed in 10: override capabilities() instead. Read only by
-  // capabilities()'s default.
-  virtual std::int64_t max_positions() const { return 0; }
-  virtual bool rotates() const { return false; }
-  virtual bool in_cross_attention() const { return false; }
-  virtual bool biases_logits() const { return false; }
-  virtual bool bias_per_layer() const { return false; }
+  // sets none: an encoding that adds to the embeddings with no position limit.
+  virtual void capabilities(PositionCapabilities& caps) const { (void)caps; }
 
   // x: [B, H, T, Dh] (q, or k with H = Hkv) at the absolute positions `positions` (I32 [T], on the
   // graph's backend) -> [B, H, T, Dh]. Called only when capabilities say `rotates`.

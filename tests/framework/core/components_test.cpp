@@ -1,6 +1,5 @@
 // The component interfaces' own rules (ablate/components.hpp), apart from any plugin: what a
-// positional encoding's capabilities are when it says nothing, and that plugin API 8's hooks
-// still serve for the one version they are kept.
+// positional encoding's capabilities are when it says nothing, and that one sets only what it needs.
 #include "ablate/components.hpp"
 
 #include <gtest/gtest.h>
@@ -12,16 +11,6 @@ class SaysNothing : public PositionalEncoding {
  public:
   void build(const ParamScope&, const ModelDims&) override {}
   Var forward(Graph&, const Var& x, std::int64_t) const override { return x; }
-};
-
-// Written for plugin API 8: the five hooks capabilities() replaced.
-class WrittenForApi8 final : public SaysNothing {
- public:
-  std::int64_t max_positions() const override { return 7; }
-  bool rotates() const override { return true; }
-  bool in_cross_attention() const override { return true; }
-  bool biases_logits() const override { return true; }
-  bool bias_per_layer() const override { return true; }
 };
 
 class WrittenForApi9 final : public SaysNothing {
@@ -39,15 +28,6 @@ TEST(PositionCapabilities, AnEncodingThatSaysNothingHasTheDefaults) {
   EXPECT_FALSE(caps.biases_logits);
   EXPECT_FALSE(caps.bias_per_layer);
   EXPECT_FALSE(caps.in_cross_attention);
-}
-
-TEST(PositionCapabilities, TheApi8HooksServeForOneMoreVersion) {
-  const PositionCapabilities caps = capabilities_of(WrittenForApi8{});
-  EXPECT_EQ(caps.max_positions, 7);
-  EXPECT_TRUE(caps.rotates);
-  EXPECT_TRUE(caps.biases_logits);
-  EXPECT_TRUE(caps.bias_per_layer);
-  EXPECT_TRUE(caps.in_cross_attention);
 }
 
 TEST(PositionCapabilities, AnEncodingSetsOnlyWhatItNeedsAndTheRestKeepTheirDefaults) {

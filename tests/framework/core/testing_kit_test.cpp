@@ -102,7 +102,7 @@ class RotaryFromZero final : public PositionalEncoding {
  public:
   void build(const ParamScope&, const ModelDims&) override {}
   Var forward(Graph&, const Var& x, std::int64_t) const override { return x; }
-  bool rotates() const override { return true; }  // API 8's hook: read by capabilities()'s default (kept for API 9)
+  void capabilities(PositionCapabilities& caps) const override { caps.rotates = true; }
   // x: [B, H, T, Dh] -> rotated at 0 .. T-1 whatever `positions` says
   Var rotate(Graph& g, const Var& x, const Tensor& positions) const override {
     return ops::rope(g, x, ignore_absolute_ ? EncodingPositions::range(g.backend(), 0, x.shape()[2]) : positions);

@@ -9,7 +9,7 @@
 #include "framework/plugin_host/plugin_test_util.hpp"
 #include "plugin_host/plugin_call.hpp"
 #include "plugin_host/plugin_registry.hpp"
-#include "train/op_profile.hpp"
+#include "train/hosted_backend.hpp"
 
 namespace ablate {
 namespace {
@@ -73,13 +73,34 @@ TEST(HostedBackend, ABackendErrorNamesTheBackendPluginAndTheOp) {
   PluginRegistry registry;
   registry.scan({builtin_plugin_dir()});
   train::HostedBackend be(registry.create<Backend>("reference"), nullptr);
+  // Arguments the contract accepts, which the plugin refuses itself: an id outside the table.
+  Tensor y = be.empty({2, 3}, DType::F32), ids = be.empty({2}, DType::I32), table = be.empty({5, 3}, DType::F32);
+  const std::int32_t bad[2] = {1, 99};
+  be.copy_from_host(ids, bad);
+  be.fill(table, 0.5f);
+  try {
+    be.embedding_forward(y, ids, table);
+    FAIL() << "an id outside the table was accepted";
+  } catch (const PluginFault& e) {
+    EXPECT_TRUE(contains(e.what(), "plugin backend/reference ")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "failed in embedding (fwd): ")) << e.what();
+  }
+}
+
+// The contract is checked by the hosted backend's own public op, before the plugin runs: a
+// mismatched call is the caller's mistake, not the backend plugin's.
+TEST(HostedBackend, AContractViolationIsTheCallersErrorNotTheBackendPlugins) {
+  PluginRegistry registry;
+  registry.scan({builtin_plugin_dir()});
+  train::HostedBackend be(registry.create<Backend>("reference"), nullptr);
   Tensor y = be.empty({2, 3}, DType::F32), x = be.empty({2, 4}, DType::F32), w = be.empty({3, 5}, DType::F32);
   try {
     be.linear_forward(y, nullptr, x, w, nullptr, Activation::None);
     FAIL() << "a mismatched linear was accepted";
   } catch (const PluginFault& e) {
-    EXPECT_TRUE(contains(e.what(), "plugin backend/reference ")) << e.what();
-    EXPECT_TRUE(contains(e.what(), "failed in linear (fwd): ")) << e.what();
+    FAIL() << "attributed to the backend plugin: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "Backend::linear_forward: ")) << e.what();
   }
 }
 

@@ -66,12 +66,14 @@ class ForwardingBackend : public Backend {
   BackendCaps caps() const override { return in_->caps(); }
   Tensor empty(const Shape& s, DType t) override { return in_->empty(s, t); }
   void synchronize() override { in_->synchronize(); }
-#define ABLATE_FORWARD_OP(name, params, args) \
-  void name params override { in_->name args; }
+  bool supports(OptionalOp op) const override { return in_->supports(op); }
+
+ protected:
+#define ABLATE_FORWARD_OP(name, params, args, checks) \
+  void do_##name params override { in_->name args; }
   ABLATE_BACKEND_OPS(ABLATE_FORWARD_OP)
 #undef ABLATE_FORWARD_OP
 
- protected:
   std::shared_ptr<Backend> in_;
 };
 
@@ -79,8 +81,8 @@ class ForwardingBackend : public Backend {
 class DwScaledBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor* pre,
-                       const Tensor& y, Activation a) override {
+  void do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                          const Tensor* pre, const Tensor& y, Activation a) override {
     std::vector<float> before = dw ? host(*in_, *dw) : std::vector<float>{};
     in_->linear_backward(dx, dw, db, dy, x, w, pre, y, a);
     if (!dw) return;
@@ -95,8 +97,8 @@ class DwScaledBackend final : public ForwardingBackend {
 class LayerNormMissingTermBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void layer_norm_backward(Tensor* dx, Tensor* dg, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& m,
-                           const Tensor& r, const Tensor& g) override {
+  void do_layer_norm_backward(Tensor* dx, Tensor* dg, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& m,
+                              const Tensor& r, const Tensor& g) override {
     in_->layer_norm_backward(nullptr, dg, db, dy, x, m, r, g);
     if (!dx) return;
     const std::vector<float> gy = host(*in_, dy), rv = host(*in_, r), gm = host(*in_, g);
@@ -119,8 +121,8 @@ class LayerNormMissingTermBackend final : public ForwardingBackend {
 class AttentionNoDropoutBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
-                          const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
+  void do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
+                             const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
     AttentionParams p = ps;
     p.dropout = 0.0f;
     in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, p);
@@ -131,8 +133,8 @@ class AttentionNoDropoutBackend final : public ForwardingBackend {
 class AttentionNoSlopesBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
-                          const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
+  void do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
+                             const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
     AttentionParams p = ps;
     p.slopes = nullptr;
     in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, p);
@@ -143,8 +145,8 @@ class AttentionNoSlopesBackend final : public ForwardingBackend {
 class AttentionNoBiasGradBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
-                          const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
+  void do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
+                             const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
     AttentionParams p = ps;
     p.dbias = nullptr;
     in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, p);
@@ -155,7 +157,7 @@ class AttentionNoBiasGradBackend final : public ForwardingBackend {
 class SoftmaxMissingTermBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override {
+  void do_softmax_last_backward(Tensor& dx, const Tensor& dy, const Tensor& y) override {
     in_->mul_backward(&dx, nullptr, dy, dy, y);
   }
 };
