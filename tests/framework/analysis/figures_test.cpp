@@ -4,7 +4,6 @@
 #include "analysis/figures.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include "analysis/attention_heads.hpp"
 #include "framework/results/run_file_test_util.hpp"
 #include "results/run_file.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::analysis {
 namespace {
@@ -70,12 +70,7 @@ fs::path write_run(const fs::path& dir, const std::string& block, int seed, cons
 
 class FiguresTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ablate_figures_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = ablate::testing::fresh_dir("figures_test"); }
   void TearDown() override { fs::remove_all(dir_); }
   // post_norm: diagonal heads; pre_norm: previous-token heads; seeds 1 and 2 each.
   std::vector<fs::path> two_arms(bool repeat) {

@@ -5,7 +5,6 @@
 
 #include <cairo.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "ablate/error.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::analysis {
 namespace {
@@ -29,12 +29,7 @@ namespace fs = std::filesystem;
 
 class PlotTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ablate_plot_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = ablate::testing::fresh_dir("plot_test"); }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };

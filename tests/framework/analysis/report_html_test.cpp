@@ -3,7 +3,6 @@
 // fail), the browser's DOM holds the arms and effects tables, and its screenshot shows the figure.
 #include <cairo.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "analysis/compare.hpp"
 #include "analysis/plot.hpp"
 #include "analysis/report.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::analysis {
 namespace {
@@ -68,9 +68,7 @@ Comparison grid_comparison() {
 
 TEST(ReportHtml, OpensInHeadlessChromiumWithTablesAndAFigure) {
   if (!fs::exists(kChromium)) GTEST_SKIP() << kChromium << " is not installed (scripts/setup.sh installs it)";
-  const fs::path dir = fs::temp_directory_path() / ("ablate_report_html_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = ablate::testing::fresh_dir("report_html", false);
 
   // A figure whose only series is drawn in palette colour 0, thick enough to find in a screenshot.
   LinePlot plot;

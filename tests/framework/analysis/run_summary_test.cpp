@@ -14,6 +14,7 @@
 #include "framework/cli/cli_test_util.hpp"
 #include "results/run_file.hpp"
 #include "framework/results/run_file_test_util.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::analysis {
 namespace {
@@ -54,12 +55,7 @@ TEST(RunSummary, RejectsTextThatIsNotAMapping) {
 
 class RunSummaryFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ablate_run_summary_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = ablate::testing::fresh_dir("run_summary_test"); }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };

@@ -12,6 +12,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "framework/cli/cli_test_util.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::cli {
 namespace {
@@ -42,8 +43,7 @@ std::string slurp(const fs::path& file) {
 class ComparePlotCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("ablate_compare_plot_test_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
+    dir_ = ablate::testing::fresh_dir("compare_plot_test", false);
     fs::create_directories(dir_ / "sweep");
     std::ofstream(dir_ / "spec.yaml") << kTinyCopy;
     for (const std::string block : {"pre_norm", "post_norm"})

@@ -25,6 +25,7 @@
 #include "sweep/slurm_executor.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "train/runner.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::sweep {
 namespace {
@@ -91,12 +92,7 @@ TEST(SweepExpansion, NamesAreFileSafeAndShortKeysStayUnambiguous) {
 
 class SweepPlanTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ablate_sweep_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = ablate::testing::fresh_dir("sweep_test"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   // Plans the sweep of `yaml` (written to spec.yaml) with plain spec loading (no plugin checks).

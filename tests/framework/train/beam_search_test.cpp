@@ -4,8 +4,6 @@
 // refuses bad input with the reason.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,6 +15,7 @@
 #include "framework/cli/cli_test_util.hpp"
 #include "train/beam_search.hpp"
 #include "train/run_eval.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::train {
 namespace {
@@ -48,9 +47,7 @@ class BeamSearchTest : public ::testing::Test {
     ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   }
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("ablate_beam_search_test_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ablate::testing::fresh_dir("beam_search_test", false);
     train("early", 40);
     train("trained", 800);
   }

@@ -5,7 +5,6 @@
 #include "train/reference_dump.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -19,6 +18,7 @@
 #include "results/run_file.hpp"
 #include "train/data_order.hpp"
 #include "train/experiment.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::train {
 namespace {
@@ -40,10 +40,7 @@ const std::vector<std::string> kLanguageModel = {"--set", "task={plugin: languag
 class ReferenceDumpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ablate_dump_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ablate::testing::fresh_dir("dump_test");
     std::ofstream(dir_ / "spec.yaml") << kSpec;
   }
   void TearDown() override { fs::remove_all(dir_); }

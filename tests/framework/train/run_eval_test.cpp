@@ -6,8 +6,6 @@
 // bad arguments are refused.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +16,7 @@
 #include "cli/exit_codes.hpp"
 #include "framework/cli/cli_test_util.hpp"
 #include "results/run_file.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::train {
 namespace {
@@ -59,9 +58,7 @@ std::vector<std::string> fields(const std::string& line) {
 class RunEvalTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("ablate_run_eval_test_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ablate::testing::fresh_dir("run_eval_test", false);
     std::ofstream(dir_ / "spec.yaml") << kSpec;
     const auto r = run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "run").string(), "--progress", "quiet"});
     ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;

@@ -4,8 +4,6 @@
 // metadata carries the spec; an existing file is never written over.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +16,7 @@
 #include "cli/spec_loading.hpp"
 #include "framework/cli/cli_test_util.hpp"
 #include "train/run_export.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::train {
 namespace {
@@ -43,10 +42,7 @@ std::string slurp(const fs::path& p) {
 class RunExportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ablate_run_export_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ablate::testing::fresh_dir("run_export_test");
     std::ofstream(dir_ / "spec.yaml") << kSpec;
     const auto r = run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "run").string(), "--progress", "quiet"});
     ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;

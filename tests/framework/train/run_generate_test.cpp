@@ -4,8 +4,6 @@
 // is a function of the seed; one line per prompt; bad inputs are refused with the reason.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -14,6 +12,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "framework/cli/cli_test_util.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::train {
 namespace {
@@ -30,9 +29,7 @@ std::vector<std::string> lines(const std::string& text) {
 class RunGenerateTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("ablate_run_generate_test_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ablate::testing::fresh_dir("run_generate_test", false);
     const fs::path fable = fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "plugins" /
                            "task_language_model" / "tests" / "data" / "language_model_fable.txt";
     std::ofstream(dir_ / "spec.yaml")

@@ -17,6 +17,7 @@
 #include "framework/cli/cli_test_util.hpp"
 #include "analysis/attention_heads.hpp"
 #include "results/run_file.hpp"
+#include "framework/test_dirs.hpp"
 
 namespace ablate::train {
 namespace {
@@ -36,10 +37,7 @@ eval: {every: 100, batches: 2, metrics: [loss, token_accuracy, exact_match]}
 class RunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ablate_runner_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ablate::testing::fresh_dir("runner_test");
     std::ofstream(dir_ / "spec.yaml") << kTinyCopy;
   }
   void TearDown() override { fs::remove_all(dir_); }

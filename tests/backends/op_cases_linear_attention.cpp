@@ -1,0 +1,229 @@
+// Op cases (op_cases.hpp) of the GEMM-shaped ops: linear with every fused activation, batched
+// matmul, and attention with every mask kind, dropout, grouped k/v heads, a logit bias, ALiBi
+// slopes and a softcap.
+#include <cmath>
+#include <vector>
+
+#include "ablate/bf16.hpp"
+#include "backends/op_cases_catalogue.hpp"
+
+namespace ablate::testing::catalogue {
+
+// ---- linear: y[N, O] = act(x[N, I] w[O, I]^T + b[O])
+void add_linear(std::vector<OpCase>& out) {
+  struct L {
+    Shape x;
+    std::int64_t O;
+    Activation act;
+    bool bias, pre, dx;
+    bool dw = true;  // false: only dx (and db) requested
+  };
+  const Activation acts[] = {Activation::None, Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU};
+  std::vector<L> ls;
+  for (const Activation a : acts) ls.push_back({Shape{3, 7}, 5, a, true, true, true});
+  ls.push_back({Shape{1, 1}, 1, Activation::None, true, false, true});
+  ls.push_back({Shape{2, 3, 33}, 4, Activation::None, false, false, true});
+  ls.push_back({Shape{2, 3, 33}, 4, Activation::GeluErf, false, true, true});
+  ls.push_back({Shape{65, 16}, 9, Activation::ReLU, true, false, true});
+  ls.push_back({Shape{7, 5}, 3, Activation::SiLU, true, true, false});             // null dx: skipped
+  ls.push_back({Shape{7, 5}, 3, Activation::GeluTanh, true, true, true, false});   // null dw: skipped
+  ls.push_back({Shape{3, 100, 130}, 129, Activation::GeluErf, true, true, true});  // above the threading grain
+  // Shapes whose dw (and dx) GEMMs run on operands copied to padded rows in backend/onednn
+  // (aliasing_shape: 4 KiB rows against a short side).
+  ls.push_back({Shape{2, 12, 256}, 1024, Activation::None, true, false, true});
+  ls.push_back({Shape{24, 1024}, 256, Activation::None, true, false, true});
+  for (const L& l : ls) {
+    OpCase c;
+    c.op = "linear";
+    const std::int64_t N = l.x.rows(), I = l.x.last();
+    c.name = "x" + dims(l.x) + "_O" + num(l.O) + "_" + act_tag(l.act) + (l.bias ? "" : "_nobias") + (l.pre ? "" : "_nopre") +
+             (l.dx ? "" : "_nodx") + (l.dw ? "" : "_nodw");
+    c.reduction = static_cast<double>(std::max(I, std::max(N, l.O)));
+    c.inputs = {value("x", l.x), param("w", Shape{l.O, I})};
+    if (l.act == Activation::ReLU) c.inputs[0].min_abs = 0.05;
+    if (l.bias) c.inputs.push_back(param("b", Shape{l.O}));
+    Shape ys = l.x.rank() == 3 ? Shape{l.x[0], l.x[1], l.O} : Shape{N, l.O};
+    c.outputs = {value("y", ys)};
+    if (l.pre) c.outputs.push_back(value("pre", ys));
+    if (l.dw) c.grad_inputs.push_back("w");
+    if (l.dx) c.grad_inputs.push_back("x");
+    if (l.bias) c.grad_inputs.push_back("b");
+    c.grad_outputs = {"y"};
+    const Activation act = l.act;
+    c.forward = [act](OpRun& r) { r.backend.linear_forward(r["y"], r.opt("pre"), r["x"], r["w"], r.opt("b"), act); };
+    c.backward = [act](OpRun& r) {
+      r.backend.linear_backward(r.opt("dx"), r.opt("dw"), r.opt("db"), r["dy"], r["x"], r["w"], r.opt("pre"), r["y"], act);
+    };
+    out.push_back(std::move(c));
+  }
+}
+
+// ---- matmul: c[Bt, M, N] = alpha op(a) op(b)
+void add_matmul(std::vector<OpCase>& out) {
+  struct M {
+    std::int64_t Bt, M, K, N;
+    bool ta, tb;
+    float alpha;
+    bool rank4;
+  };
+  std::vector<M> ms = {{1, 1, 1, 1, false, false, 1.0f, false},  {2, 3, 7, 5, false, false, 1.0f, false},
+                       {2, 3, 7, 5, true, false, 0.5f, false},   {2, 3, 7, 5, false, true, 1.0f, false},
+                       {2, 3, 7, 5, true, true, -2.0f, false},   {4, 7, 33, 3, false, true, 0.25f, true},
+                       {1, 9, 4, 65, false, false, 1.0f, false}, {4, 64, 48, 70, true, true, 1.0f, false}};
+  for (const M& m : ms) {
+    OpCase c;
+    c.op = "matmul";
+    c.name = cat("B", m.Bt, "_M", m.M, "_K", m.K, "_N", m.N, m.ta ? "_ta" : "", m.tb ? "_tb" : "", m.rank4 ? "_rank4" : "");
+    c.reduction = static_cast<double>(std::max({m.M, m.K, m.N}));
+    auto shape = [&](std::int64_t r, std::int64_t cc) { return m.rank4 ? Shape{2, m.Bt / 2, r, cc} : Shape{m.Bt, r, cc}; };
+    c.inputs = {value("a", m.ta ? shape(m.K, m.M) : shape(m.M, m.K)), value("b", m.tb ? shape(m.N, m.K) : shape(m.K, m.N))};
+    c.outputs = {value("c", shape(m.M, m.N))};
+    c.grad_inputs = {"a", "b"};
+    c.grad_outputs = {"c"};
+    const bool ta = m.ta, tb = m.tb;
+    const float alpha = m.alpha;
+    c.forward = [=](OpRun& r) { r.backend.matmul_forward(r["c"], r["a"], r["b"], ta, tb, alpha); };
+    c.backward = [=](OpRun& r) { r.backend.matmul_backward(r.opt("da"), r.opt("db"), r["dc"], r["a"], r["b"], ta, tb, alpha); };
+    out.push_back(std::move(c));
+  }
+}
+
+// ---- attention: q[B, H, T, Dh], k/v[B, Hkv, S, Dh] -> out[B, H, T, Dh], lse[B, H, T], probs[B, H, T, S]
+void add_attention(std::vector<OpCase>& out) {
+  struct A {
+    std::string tag;
+    std::int64_t B, H, T, S, Dh;
+    bool causal;
+    std::vector<double> lengths;  // empty: no key padding
+    std::int64_t offset;
+    float dropout;
+    bool probs;
+  };
+  std::vector<A> as = {
+      {"none", 2, 2, 5, 7, 4, false, {}, 0, 0.0f, true},
+      {"tiny", 1, 1, 1, 1, 1, false, {}, 0, 0.0f, true},
+      {"causal", 2, 2, 7, 7, 4, true, {}, 0, 0.0f, true},
+      {"causal_offset", 1, 2, 3, 7, 4, true, {}, 4, 0.0f, true},
+      {"padding", 3, 2, 5, 7, 4, false, {7, 3, 0}, 0, 0.0f, true},
+      {"causal_padding", 3, 1, 7, 7, 3, true, {7, 4, 0}, 0, 0.0f, true},
+      {"causal_offset_padding", 2, 2, 3, 9, 4, true, {9, 5}, 6, 0.0f, true},
+      {"causal_more_queries", 1, 2, 9, 5, 4, true, {}, 0, 0.0f, true},
+      {"dropout", 2, 2, 5, 7, 4, false, {}, 0, 0.2f, true},
+      {"causal_padding_dropout", 3, 2, 7, 7, 4, true, {5, 7, 0}, 0, 0.3f, false},
+      {"long", 1, 3, 33, 65, 5, false, {}, 0, 0.0f, false},
+      {"long_padding_dropout", 2, 1, 33, 65, 5, false, {65, 17}, 0, 0.1f, true},
+      {"large_causal_offset_padding_dropout", 2, 4, 64, 72, 8, true, {72, 40}, 8, 0.1f, true},  // above the grain
+      // Shapes a GPU backend runs as one fused kernel (cudnn: bf16, Dh a multiple of 8, no probs, no
+      // offset; tests/plugins/backend_cudnn checks that it did): masks, dropout, an item without keys.
+      {"sdpa_causal_dropout", 2, 4, 128, 128, 64, true, {}, 0, 0.1f, false},
+      {"sdpa_padding_dropout", 2, 2, 96, 160, 64, false, {160, 77}, 0, 0.2f, false},
+      {"sdpa_causal_padding_Dh128", 3, 2, 64, 64, 128, true, {64, 0, 33}, 0, 0.0f, false},
+  };
+  for (const A& a : as) {
+    OpCase c;
+    c.op = "attention";
+    c.name = a.tag + "_B" + num(a.B) + "_H" + num(a.H) + "_T" + num(a.T) + "_S" + num(a.S) + "_Dh" + num(a.Dh);
+    c.reduction = static_cast<double>(std::max(a.S, a.Dh));
+    c.finite_differences = a.B * a.H * a.T * a.Dh <= 4096;  // the sdpa_ shapes: parity only
+    c.inputs = {value("q", Shape{a.B, a.H, a.T, a.Dh}, -1.5, 1.5), value("k", Shape{a.B, a.H, a.S, a.Dh}, -1.5, 1.5),
+                value("v", Shape{a.B, a.H, a.S, a.Dh})};
+    if (!a.lengths.empty()) c.inputs.push_back(fixed_i32("key_lengths", Shape{a.B}, a.lengths));
+    c.outputs = {value("out", Shape{a.B, a.H, a.T, a.Dh}), f32("lse", Shape{a.B, a.H, a.T})};
+    if (a.probs) c.outputs.push_back(f32("probs", Shape{a.B, a.H, a.T, a.S}));
+    c.grad_inputs = {"q", "k", "v"};
+    c.grad_outputs = {"out"};
+    AttentionParams base;
+    base.causal = a.causal;
+    base.query_offset = a.offset;
+    base.scale = 1.0f / std::sqrt(static_cast<float>(a.Dh));
+    base.dropout = a.dropout;
+    base.rng = RngKey{12345, 7, 3};
+    c.forward = [base](OpRun& r) {
+      AttentionParams p = base;
+      p.key_lengths = r.opt("key_lengths");
+      r.backend.attention_forward(r["out"], r["lse"], r.opt("probs"), r["q"], r["k"], r["v"], p);
+    };
+    c.backward = [base](OpRun& r) {
+      AttentionParams p = base;
+      p.key_lengths = r.opt("key_lengths");
+      r.backend.attention_backward(r.opt("dq"), r.opt("dk"), r.opt("dv"), r["dout"], r["out"], r["lse"], r["q"], r["k"], r["v"],
+                                   p);
+    };
+    out.push_back(std::move(c));
+  }
+
+  // Grouped k/v heads (k/v [B, Hkv, S, Dh]), a logit bias [1 or H, T, S] with its gradient, and
+  // ALiBi slopes [H], alone and with the masks, offset and dropout.
+  struct X {
+    std::string tag;
+    std::int64_t B, H, Hkv, T, S, Dh;
+    bool causal;
+    std::vector<double> lengths;  // empty: no key padding
+    std::int64_t offset;
+    std::int64_t bias_heads;  // 0: no bias
+    bool slopes;
+    float dropout;
+    float softcap = 0.0f;  // 0: none
+  };
+  const std::vector<X> xs = {
+      {"gqa", 2, 4, 2, 5, 7, 4, false, {}, 0, 0, false, 0.0f},
+      {"mqa_causal_padding", 2, 3, 1, 6, 6, 4, true, {6, 3}, 0, 0, false, 0.0f},
+      {"bias_shared", 2, 2, 2, 5, 7, 4, false, {}, 0, 1, false, 0.0f},
+      {"bias_per_head_causal_padding", 2, 2, 2, 6, 6, 3, true, {6, 4}, 0, 2, false, 0.0f},
+      {"alibi_causal_offset", 1, 4, 4, 3, 7, 4, true, {}, 4, 0, true, 0.0f},
+      {"alibi_bidirectional_padding", 2, 2, 2, 5, 7, 4, false, {7, 3}, 0, 0, true, 0.0f},
+      {"gqa_bias_alibi_dropout", 2, 4, 2, 7, 7, 4, true, {7, 5}, 0, 4, true, 0.2f},
+      {"large_gqa_bias_alibi", 2, 8, 2, 40, 48, 8, true, {48, 30}, 8, 1, true, 0.0f},  // above the grain
+      {"softcap", 2, 2, 2, 5, 7, 4, false, {7, 4}, 0, 0, false, 0.0f, 0.8f},  // q·k up to ~4.5 scaled: well into tanh's bend
+      {"softcap_gqa_bias_alibi_causal_dropout", 2, 4, 2, 6, 6, 4, true, {6, 5}, 0, 4, true, 0.2f, 1.5f},
+  };
+  for (const X& a : xs) {
+    OpCase c;
+    c.op = "attention";
+    c.name = a.tag + "_B" + num(a.B) + "_H" + num(a.H) + "_Hkv" + num(a.Hkv) + "_T" + num(a.T) + "_S" + num(a.S);
+    if (a.Hkv != a.H) c.needs.push_back(OptionalOp::grouped_attention);
+    if (a.bias_heads > 0 || a.slopes) c.needs.push_back(OptionalOp::attention_bias);
+    if (a.softcap > 0.0f) c.needs.push_back(OptionalOp::attention_softcap);
+    c.reduction = static_cast<double>(std::max(a.S, a.Dh));
+    c.finite_differences = a.B * a.H * a.T * a.Dh <= 4096;  // the sdpa_ shapes: parity only
+    c.inputs = {value("q", Shape{a.B, a.H, a.T, a.Dh}, -1.5, 1.5), value("k", Shape{a.B, a.Hkv, a.S, a.Dh}, -1.5, 1.5),
+                value("v", Shape{a.B, a.Hkv, a.S, a.Dh})};
+    c.grad_inputs = {"q", "k", "v"};
+    if (!a.lengths.empty()) c.inputs.push_back(fixed_i32("key_lengths", Shape{a.B}, a.lengths));
+    if (a.bias_heads > 0) {
+      c.inputs.push_back(f32("bias", Shape{a.bias_heads, a.T, a.S}, -1.0, 1.0));
+      c.grad_inputs.push_back("bias");
+    }
+    if (a.slopes) c.inputs.push_back(f32("slopes", Shape{a.H}, 0.05, 0.6));
+    c.outputs = {value("out", Shape{a.B, a.H, a.T, a.Dh}), f32("lse", Shape{a.B, a.H, a.T}),
+                 f32("probs", Shape{a.B, a.H, a.T, a.S})};
+    c.grad_outputs = {"out"};
+    AttentionParams base;
+    base.causal = a.causal;
+    base.query_offset = a.offset;
+    base.scale = 1.0f / std::sqrt(static_cast<float>(a.Dh));
+    base.dropout = a.dropout;
+    base.softcap = a.softcap;
+    base.rng = RngKey{12345, 7, 3};
+    const auto params = [base](OpRun& r) {
+      AttentionParams p = base;
+      p.key_lengths = r.opt("key_lengths");
+      p.bias = r.opt("bias");
+      p.slopes = r.opt("slopes");
+      return p;
+    };
+    c.forward = [params](OpRun& r) {
+      const AttentionParams p = params(r);
+      r.backend.attention_forward(r["out"], r["lse"], r.opt("probs"), r["q"], r["k"], r["v"], p);
+    };
+    c.backward = [params](OpRun& r) {
+      AttentionParams p = params(r);
+      p.dbias = r.opt("dbias");
+      r.backend.attention_backward(r.opt("dq"), r.opt("dk"), r.opt("dv"), r["dout"], r["out"], r["lse"], r["q"], r["k"], r["v"],
+                                   p);
+    };
+    out.push_back(std::move(c));
+  }
+}
+
+}  // namespace ablate::testing::catalogue
