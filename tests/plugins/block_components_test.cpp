@@ -6,7 +6,7 @@
 namespace ablate {
 namespace {
 using namespace component_test;  // NOLINT(google-build-using-namespace): the shared helpers
-using component_test::Options;  // over ablate::Options
+using component_test::Options;   // over ablate::Options
 
 TEST_F(Components, BlocksMakeOneNormPerSublayerUnderTheScope) {
   auto post = registry.create<Block>("post_norm");

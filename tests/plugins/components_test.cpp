@@ -7,7 +7,7 @@
 namespace ablate {
 namespace {
 using namespace component_test;  // NOLINT(google-build-using-namespace): the shared helpers
-using component_test::Options;  // over ablate::Options
+using component_test::Options;   // over ablate::Options
 
 // The helper itself must catch a wrong parameter gradient: y = 2 w with a backward claiming 3.
 TEST_F(Components, ParameterGradcheckRejectsAWrongGradient) {

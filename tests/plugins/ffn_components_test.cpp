@@ -5,7 +5,7 @@
 namespace ablate {
 namespace {
 using namespace component_test;  // NOLINT(google-build-using-namespace): the shared helpers
-using component_test::Options;  // over ablate::Options
+using component_test::Options;   // over ablate::Options
 
 // --- ffn/relu and ffn/gelu
 

@@ -5,7 +5,7 @@
 namespace ablate {
 namespace {
 using namespace component_test;  // NOLINT(google-build-using-namespace): the shared helpers
-using component_test::Options;  // over ablate::Options
+using component_test::Options;   // over ablate::Options
 
 std::vector<float> encode(PositionalEncoding& pe, const Tensor& x, std::int64_t offset) {
   Graph g(reference_backend(), 1, 0, /*training=*/false, /*grad=*/false);
