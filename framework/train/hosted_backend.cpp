@@ -141,11 +141,11 @@ bool HostedBackend::supports(OptionalOp op) const {
 }
 
 // Every op of ablate/backend_ops.hpp: timed into its row with its work, forwarded to the
-// plugin's public op (which checks the contract again: the plugin's backend is a Backend like any).
-#define ABLATE_HOSTED_OP(name, params, args, checks)   \
-  void HostedBackend::do_##name params {               \
-    constexpr ProfiledOp row = row_of(#name);          \
-    timed(row, work args, [&] { inner_->name args; }); \
+// plugin's implementation (this backend's own public op has checked the contract).
+#define ABLATE_HOSTED_OP(name, params, args, checks)                                      \
+  void HostedBackend::do_##name params {                                                  \
+    constexpr ProfiledOp row = row_of(#name);                                             \
+    timed(row, work args, [&] { forward_##name(*inner_, ABLATE_BACKEND_UNPAREN args); }); \
   }
 ABLATE_BACKEND_OPS(ABLATE_HOSTED_OP)
 #undef ABLATE_HOSTED_OP

@@ -322,6 +322,14 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
 #define ABLATE_BACKEND_OPTIONAL_VIRTUAL(name, params, args, checks) virtual void do_##name params;
   ABLATE_BACKEND_OPTIONAL_OPS(ABLATE_BACKEND_OPTIONAL_VIRTUAL)
 #undef ABLATE_BACKEND_OPTIONAL_VIRTUAL
+
+  // For a backend that wraps another (the run's HostedBackend, a test's forwarder): runs `inner`'s
+  // implementation of the op directly, its contract having been checked once, by the wrapper's
+  // own public op: forward_<op>(inner, args).
+#define ABLATE_BACKEND_FORWARD(name, params, args, checks) \
+  static void forward_##name(Backend& inner, ABLATE_BACKEND_UNPAREN params) { inner.do_##name args; }
+  ABLATE_BACKEND_OPS(ABLATE_BACKEND_FORWARD)
+#undef ABLATE_BACKEND_FORWARD
 };
 
 // t's values on the host as floats: F32 copied, BF16 widened (exactly) on the host. For

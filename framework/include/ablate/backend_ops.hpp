@@ -3,7 +3,7 @@
 // contract, ablate/backend_contract.hpp, then calls the protected virtual do_<name>), those
 // virtuals, every backend's override block (ABLATE_BACKEND_OVERRIDE) and every forwarder's (the
 // run's HostedBackend with its profile, a test's ForwardingBackend, a tracing backend of one's
-// own). Adding an op is its line here, its contract and one do_<name> per backend. The types are
+// own, which call Backend::forward_<op> so that the contract is checked once, by their own op). Adding an op is its line here, its contract and one do_<name> per backend. The types are
 // ablate's: expand the lists inside namespace ablate (or after using-declarations).
 #pragma once
 
@@ -67,3 +67,7 @@
 //   ABLATE_BACKEND_CORE_OPS(ABLATE_BACKEND_OVERRIDE)
 //   ABLATE_BACKEND_OPTIONAL_OPS(ABLATE_BACKEND_OVERRIDE)  // if it has every optional op
 #define ABLATE_BACKEND_OVERRIDE(name, params, args, checks) void do_##name params override;
+
+// A list without its parentheses: ABLATE_BACKEND_UNPAREN (y, value) is `y, value`, so that a
+// forwarder can put the wrapped backend first: forward_fill(*inner, ABLATE_BACKEND_UNPAREN args).
+#define ABLATE_BACKEND_UNPAREN(...) __VA_ARGS__

@@ -70,7 +70,7 @@ class ForwardingBackend : public Backend {
 
  protected:
 #define ABLATE_FORWARD_OP(name, params, args, checks) \
-  void do_##name params override { in_->name args; }
+  void do_##name params override { forward_##name(*in_, ABLATE_BACKEND_UNPAREN args); }
   ABLATE_BACKEND_OPS(ABLATE_FORWARD_OP)
 #undef ABLATE_FORWARD_OP
 
