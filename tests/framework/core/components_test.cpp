@@ -13,7 +13,7 @@ class SaysNothing : public PositionalEncoding {
   Var forward(Graph&, const Var& x, std::int64_t) const override { return x; }
 };
 
-class WrittenForApi9 final : public SaysNothing {
+class SetsALimitAndABias final : public SaysNothing {
  public:
   void capabilities(PositionCapabilities& caps) const override {
     caps.max_positions = 5;
@@ -31,7 +31,7 @@ TEST(PositionCapabilities, AnEncodingThatSaysNothingHasTheDefaults) {
 }
 
 TEST(PositionCapabilities, AnEncodingSetsOnlyWhatItNeedsAndTheRestKeepTheirDefaults) {
-  const PositionCapabilities caps = capabilities_of(WrittenForApi9{});
+  const PositionCapabilities caps = capabilities_of(SetsALimitAndABias{});
   EXPECT_EQ(caps.max_positions, 5);
   EXPECT_TRUE(caps.biases_logits);
   EXPECT_FALSE(caps.rotates);
