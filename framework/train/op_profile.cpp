@@ -51,8 +51,6 @@ constexpr OpName kNames[] = {
 };
 static_assert(std::size(kNames) == static_cast<std::size_t>(ProfiledOp::Count), "one name per profiled op");
 
-double d(std::int64_t v) { return static_cast<double>(v); }
-
 }  // namespace
 
 void OpProfile::begin_step() {
@@ -102,7 +100,8 @@ std::string OpProfile::report() const {
                   step_seconds_ > 0.0 ? 100.0 * seconds / step_seconds_ : 0.0, calls / steps, gflops);
     out += line;
   };
-  for (std::size_t i : order) row(kNames[i].op, kNames[i].direction, rows_[i].seconds, d(rows_[i].calls), rows_[i].flops);
+  for (std::size_t i : order)
+    row(kNames[i].op, kNames[i].direction, rows_[i].seconds, static_cast<double>(rows_[i].calls), rows_[i].flops);
   row("outside the backend (graph, batch)", "-", std::max(0.0, step_seconds_ - backend_seconds), 0.0, 0.0);
   double flops = 0.0;
   for (const Row& r : rows_) flops += r.flops;

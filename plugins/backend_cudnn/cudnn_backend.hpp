@@ -30,11 +30,6 @@ namespace backend_cudnn {
 using ablate::DType;
 using ablate::Shape;
 using ablate::Tensor;
-using ablate::Activation;
-using ablate::AdamParams;
-using ablate::AttentionParams;
-using ablate::Pointwise;
-using ablate::RngKey;
 
 // Throws ablate::Error("backend/cudnn: <op>: <message>").
 [[noreturn]] void fail(const char* op, const std::string& message);

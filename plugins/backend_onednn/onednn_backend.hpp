@@ -20,12 +20,6 @@ namespace backend_onednn {
 
 using ablate::DType;
 using ablate::Tensor;
-using ablate::Activation;
-using ablate::AdamParams;
-using ablate::AttentionParams;
-using ablate::Pointwise;
-using ablate::RngKey;
-using ablate::Shape;
 
 // Primitive-cache counters, for tests: a warm op sequence must create no new primitive.
 struct CacheStats {

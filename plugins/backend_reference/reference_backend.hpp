@@ -20,10 +20,6 @@ using ablate::Activation;
 using ablate::DType;
 using ablate::Shape;
 using ablate::Tensor;
-using ablate::AdamParams;
-using ablate::AttentionParams;
-using ablate::Pointwise;
-using ablate::RngKey;
 
 class ReferenceBackend final : public ablate::Backend {
  public:
