@@ -1,0 +1,140 @@
+# Fault corpus cases (tests/faults/): faulty plugins throwing from every call, command lines that
+# make no sense, and commands on a trained run (eval, export, generate, translate) refused with why.
+import os
+import shutil
+
+from corpus import EXIT_OK, EXIT_PLUGIN, EXIT_USAGE, expect, run_file_state
+
+
+# ---- plugins that throw, from every call, each way
+def plugin_fault_cases(c):
+    ffn_dir = os.path.join(c.fixtures, "fixture_faulty_ffn")
+    sched_dir = os.path.join(c.fixtures, "fixture_faulty_schedule")
+    calls = [("ffn", "create", None), ("ffn", "build", None), ("ffn", "forward", 1), ("ffn", "backward", 1),
+             ("schedule", "learning_rate", 3)]
+    for kind, at, step in calls:
+        for throws in ("ablate", "std", "int"):
+            def fn(kind=kind, at=at, step=step, throws=throws):
+                name = f"{kind}_{at}_{throws}"
+                if kind == "ffn":
+                    sets = ["model.ffn=faulty", f"model.ffn.at={at}", f"model.ffn.throws={throws}"]
+                    plugin_dir, plugin = ffn_dir, "ffn/faulty 1.0.0 ("
+                else:
+                    sets = ["train.schedule=faulty", f"train.schedule.at={at}", f"train.schedule.throws={throws}"]
+                    plugin_dir, plugin = sched_dir, "schedule/faulty 1.0.0 ("
+                out_dir = os.path.join(c.work, name)
+                args = ["run", c.spec(name), "--out", out_dir, "--progress", "quiet", "-p", plugin_dir]
+                for s in sets:
+                    args += ["--set", s]
+                code, out = c.run(args)
+                what = {"ablate": "fixture fault in", "std": "plugin-defined exception",
+                        "int": "non-standard exception of type int"}[throws]
+                needles = [plugin, f"failed in {at}", what]
+                if step is not None:
+                    needles.append(f"at step {step} (training)")
+                if at == "create" and throws == "ablate":  # the documented refusal: a spec error at the key
+                    needles = ["model.ffn: ffn plugin 'faulty' refuses its options: " + what]
+                expect(code, out, EXIT_USAGE if at == "create" and throws == "ablate" else EXIT_PLUGIN, *needles)
+                state = run_file_state(out_dir)
+                if step is None:  # failed before training: no run directory is left behind
+                    assert state is None, f"a run file was written for a run that never started: {state}"
+                else:
+                    assert state is not None, "no run.h5 after a failure in a run"
+                    assert state[0] == "failed", f"run.h5 says {state[0]}, expected failed"
+                    assert plugin in state[1] and what in state[1], f"run.h5 reason lacks the fault: {state[1]!r}"
+                return None
+            c.case("plugin_fault", f"{kind}.{at}.{throws}", fn)
+
+
+# ---- command lines and plugin directories that make no sense
+def cli_cases(c):
+    def case(name, args, want, *needles, setup=None):
+        def fn():
+            if setup:
+                setup()
+            code, out = c.run(args)
+            expect(code, out, want, *needles)
+            return None
+        c.case("cli", name, fn)
+
+    spec = c.spec("cli_tiny")
+    for value in ("-1", "1e300", "nan"):
+        case("inspect_interval_" + value, ["inspect", spec, "--follow", "--interval", value], EXIT_USAGE,
+             "--interval", "out of range")
+    case("sweep_dry_run_and_status", ["sweep", spec, "--dry-run", "--status"], EXIT_USAGE, "--dry-run and --status")
+    case("run_empty_path", ["run", ""], EXIT_USAGE, "the spec file path is empty")
+    bad_dir = os.path.join(c.work, "bad_plugins")
+
+    def make_bad_plugins():
+        os.makedirs(bad_dir, exist_ok=True)
+        for name, target in (("loop.so", "loop.so"), ("zero.so", "/dev/zero")):
+            if not os.path.lexists(os.path.join(bad_dir, name)):
+                os.symlink(target, os.path.join(bad_dir, name))
+    case("plugins_symlink_loop_and_device", ["plugins", "-p", bad_dir], EXIT_PLUGIN,
+         "loop.so: cannot be followed", "zero.so: is not a regular file", setup=make_bad_plugins)
+    sweep_dir = os.path.join(c.work, "damaged_manifest")
+
+    def make_damaged_manifest():  # one finished run, and a sweep.yaml that is not a manifest
+        code, out = c.run(["run", spec, "--out", os.path.join(sweep_dir, "run"), "--progress", "quiet"])
+        assert code == 0, out[-600:]
+        with open(os.path.join(sweep_dir, "sweep.yaml"), "w") as f:
+            f.write("format: [not, a, manifest\n")
+    case("compare_damaged_manifest", ["compare", sweep_dir, "--out", os.path.join(c.work, "damaged_manifest_cmp")], EXIT_OK,
+         "warning:", "sweep.yaml", "the first arm is the baseline", setup=make_damaged_manifest)
+    case("compare_bad_summary", ["compare", sweep_dir, "--summary", "steps_to:soon"], EXIT_USAGE,
+         "--summary 'steps_to:soon'", "steps_to:TARGET needs a number")
+    ffn_dir = os.path.join(c.fixtures, "fixture_faulty_ffn")
+    case("plugin_reads_undeclared_option", ["validate", spec, "-p", ffn_dir, "--set", "model.ffn=faulty",
+                                            "--set", "model.ffn.at=undeclared"], EXIT_PLUGIN,
+         "plugin ffn/faulty 1.0.0 (", "failed in create", "reads option 'never_declared', which it never declared")
+
+
+# ---- using a trained run (ablate eval / export / generate / translate): refused with the reason,
+# nothing written
+def trained_run_cases(c):
+    run_dir = os.path.join(c.work, "trained_copy")
+
+    def train():
+        if not os.path.exists(os.path.join(run_dir, "checkpoint.bin")):
+            code, out = c.run(["run", c.spec("trained_copy"), "--out", run_dir, "--progress", "quiet"])
+            assert code == 0, out[-600:]
+
+    def case(name, args, *needles, absent=None, setup=None):
+        def fn():
+            train()
+            if setup:
+                setup()
+            code, out = c.run(args)
+            expect(code, out, EXIT_USAGE, *needles)
+            assert absent is None or not os.path.exists(absent), f"{absent} was written"
+            return None
+        c.case("trained_run", name, fn)
+
+    empty = os.path.join(c.work, "not_a_run")
+    os.makedirs(empty, exist_ok=True)
+    case("eval_no_checkpoint", ["eval", empty], "no checkpoint in", "not_a_run")
+    case("eval_beam_zero", ["eval", run_dir, "--split", "eval", "--beam", "0"], "--beam must be >= 1",
+         absent=os.path.join(run_dir, "evals"))
+    case("eval_sets_a_model_key", ["eval", run_dir, "--set", "model.d_model=64"], "only execution keys",
+         absent=os.path.join(run_dir, "evals"))
+    case("eval_missing_split", ["eval", run_dir, "--split", "test"], "no examples in its test split",
+         absent=os.path.join(run_dir, "evals"))
+    case("eval_data_missing_file", ["eval", run_dir, "--data", os.path.join(c.work, "absent.tsv")], "--data",
+         "no such file", absent=os.path.join(run_dir, "evals"))
+    case("eval_data_task_reads_no_files", ["eval", run_dir, "--data", c.spec("any_file")], "reads no data files",
+         absent=os.path.join(run_dir, "evals"))
+    weights_only = os.path.join(c.work, "weights_only")
+
+    def copy_checkpoint():
+        os.makedirs(weights_only, exist_ok=True)
+        shutil.copy(os.path.join(run_dir, "checkpoint.bin"), weights_only)
+    case("eval_without_run_file", ["eval", weights_only, "--split", "eval"], "run.h5 is missing",
+         absent=os.path.join(weights_only, "evals"), setup=copy_checkpoint)
+    taken = os.path.join(c.work, "taken.safetensors")
+    with open(taken, "w") as f:
+        f.write("mine")
+    case("export_over_a_file", ["export", run_dir, "--out", taken], "already exists")
+    case("generate_with_a_seq2seq_model", ["generate", run_dir, "--prompt", "3 4"], "decoder-only language model")
+    case("translate_a_task_without_text", ["translate", run_dir], "has no text")
+    case("translate_beam_zero", ["translate", run_dir, "--beam", "0"], "--beam must be >= 1")
+    case("translate_max_len_negative", ["translate", run_dir, "--max-len", "-3"], "--max-len must be >= 0")

@@ -1,0 +1,134 @@
+# Fault corpus cases (tests/faults/): bad inputs refused before any work: data files a task cannot
+# use, plugin files that are not plugins, specs that cannot train, spec files that are not specs.
+import os
+
+from corpus import EXIT_PLUGIN, EXIT_USAGE, TINY, expect
+
+
+# ---- data files a task cannot use: a spec error at `task` naming the file (and line), never a crash
+def data_file_cases(c):
+    def refused(name, content, plugin, *needles, extra=""):
+        def fn():
+            path = os.path.join(c.work, name + ".data")
+            with open(path, "wb") as f:
+                f.write(content)
+            task = {"classification": f"{{plugin: classification, file: {path}{extra}}}",
+                    "translation": f"{{plugin: translation, file: {path}{extra}}}",
+                    "language_model": f"{{plugin: language_model, file: {path}{extra}}}"}[plugin]
+            arch = "encoder" if plugin == "classification" else "decoder" if plugin == "language_model" else "encoder_decoder"
+            text = TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+                                "task: " + task).replace("arch: encoder_decoder", "arch: " + arch)
+            code, out = c.run(["validate", c.spec(name, text)])
+            expect(code, out, EXIT_USAGE, f"task: task plugin '{plugin}' refuses its options", path, *needles)
+            return None
+        c.case("data_file", name, fn)
+
+    good = "".join(f"text number {i}\t{'pos' if i % 2 else 'neg'}\n" for i in range(30)).encode()
+    refused("classification_empty", b"", "classification")
+    refused("classification_missing_column", b"just text without a label\n" * 5, "classification", ":1:")
+    refused("classification_invalid_utf8", good + b"bad \xff\xfe text\tpos\n", "classification", ":31:", "UTF-8")
+    refused("classification_nul_byte", good + b"nul \x00 here\tneg\n", "classification", ":31: a NUL byte")
+    refused("classification_one_class", "".join(f"text {i}\tpos\n" for i in range(30)).encode(), "classification")
+    refused("translation_1mb_line", b"a\tb\n" * 10 + b"x" * (1 << 20) + b"\ty\n", "translation", ":11: a line of 1048578 bytes")
+    refused("language_model_empty", b"", "language_model")
+
+
+# ---- plugin files that are not plugins: reported naming the file (exit 3), never a crash
+def plugin_file_cases(c):
+    def refused(name, content, *needles):
+        def fn():
+            d = os.path.join(c.work, "plugin_files_" + name)
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, name + ".so"), "wb") as f:
+                f.write(content)
+            code, out = c.run(["plugins", "-p", d])
+            expect(code, out, EXIT_PLUGIN, os.path.join(d, name + ".so"), *needles)
+            return None
+        c.case("plugin_file", name, fn)
+
+    refused("empty", b"")
+    refused("garbage", bytes(range(256)) * 40)
+    with open(os.path.join(c.fixtures, "fixture_good", "fixture_good.so"), "rb") as f:
+        good = f.read()
+    refused("truncated", good[: len(good) // 2])
+
+
+# ---- what can be known before training is a spec error (exit 2) of `validate` and of `run`,
+# naming the keys, with no run directory left behind
+def spec_cases(c):
+    def refused(name, sets, *needles, text=TINY, run=True):
+        def fn():
+            spec = c.spec(name, text)
+            args = []
+            for s in sets:
+                args += ["--set", s]
+            code, out = c.run(["validate", spec] + args)
+            expect(code, out, EXIT_USAGE, *needles)
+            if not run:  # `ablate run` trains the base configuration only
+                return None
+            out_dir = os.path.join(c.work, name)
+            code, out = c.run(["run", spec, "--out", out_dir, "--progress", "quiet"] + args)
+            expect(code, out, EXIT_USAGE, *needles)
+            assert not os.path.exists(out_dir), "`ablate run` left a run directory for a spec error"
+            return None
+        c.case("spec", name, fn)
+
+    refused("learned_positions_shorter_than_task", ["model.positional_encoding=learned",
+                                                   "model.positional_encoding.max_len=4"],
+            "model.positional_encoding: positional_encoding plugin 'learned' represents 4 positions",
+            "(task: copy) has sequences of 5", "expected a limit of at least 5")
+    refused("kv_heads_not_dividing_heads", ["model.attention.kv_heads=3"],
+            "model.attention: attention plugin 'mha' refuses the model's sizes", "kv_heads 3 must divide model.heads 2")
+    refused("vocab_size_0", ["task.vocab_size=0"], "task: task plugin 'copy' refuses its options", "vocab_size must be > 3")
+    for name, value in (("d_model_2p31", "2147483648"), ("d_model_2p63", "9223372036854775807")):
+        refused(name, ["model.heads=1", "model.d_model=" + value], "model: training this model needs about",
+                "of memory; expected a smaller model.d_model")
+    refused("vocab_size_2p63", ["task.vocab_size=9223372036854775807"], "model: training this model needs about")
+    refused("eval_metrics_empty", ["eval.metrics=[]"], "eval.metrics: [] is empty; expected at least one of")
+    for bad in (".", ".."):
+        refused("name_" + {".": "dot", "..": "dotdot"}[bad], ["name=" + bad], "name: '" + bad + "' is not a valid name")
+    refused("early_stopping_on_unevaluated_metric", ["train.early_stopping.metric=bleu"],
+            "train.early_stopping.metric: 'bleu' is not evaluated for this task")
+    refused("plugin_paths_missing", ["plugin_paths=[no_such_dir]"], "plugin_paths[0]: '", "does not exist")
+    refused("grid_typo_in_plugin_name", [], "unknown ffn plugin 'GELU'", "did you mean 'gelu'",
+            text=TINY + "sweep:\n  grid: {model.ffn: [relu, GELU]}\n  seeds: [1]\n", run=False)
+    tsv = os.path.join(c.work, "tiny.tsv")
+    with open(tsv, "w") as f:
+        for i in range(40):
+            f.write(f"word{i} other{i} a\tpalabra{i} otra{i} b\n")
+    refused("translation_vocabulary_all_unk", [], "task: task plugin 'translation' refuses its options", "min_freq 2 leaves",
+            "lower min_freq",
+            text=TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+                              "task: {plugin: translation, file: " + tsv + ", min_freq: 2}"))
+    refused("eval_lengths_of_a_text_task", ["eval.lengths=[8, 16]"],
+            "eval.lengths: task plugin 'translation' makes no eval examples of length 8",
+            text=TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+                              "task: {plugin: translation, file: " + tsv + "}"))
+    refused("eval_lengths_zero", ["eval.lengths=[0]"], "eval.lengths[0]: '0' is not a length; expected an integer >= 1")
+    refused("warmup_not_below_steps", ["train.schedule=cosine", "train.schedule.warmup=6"],
+            "train.schedule: schedule plugin 'cosine' refuses its options", "warmup 6",
+            "total_steps 6 is train.steps")
+
+
+# ---- spec files that are not specs: refused before (or instead of) reading them whole
+def spec_file_cases(c):
+    def refused(name, content, *needles, path=None):
+        def fn():
+            p = path if path is not None else os.path.join(c.work, name + ".yaml")
+            if content is not None:
+                with open(p, "wb") as f:
+                    f.write(content)
+            code, out = c.run(["validate", p])
+            expect(code, out, EXIT_USAGE, *needles)
+            return None
+        c.case("spec_file", name, fn)
+
+    refused("two_documents", TINY.encode() + b"---\nname: other\n", "holds 2 YAML documents")
+    refused("invalid_utf8", TINY.encode().replace(b"name: fault_tiny", b"name: fault\xff"), ":1:12: invalid UTF-8")
+    os.makedirs(os.path.join(c.work, "a_dir"), exist_ok=True)
+    refused("extends_directory", b"extends: a_dir\n" + TINY.encode(), "extends: '", "is a directory")
+    refused("extends_urandom", b"extends: /dev/urandom\n" + TINY.encode(), "'/dev/urandom' is not a regular file")
+    refused("spec_is_dev_zero", None, "'/dev/zero' is not a regular file", path="/dev/zero")
+    refused("too_large", TINY.encode() + b"# " + b"x" * (1 << 20) + b"\n", "bytes; expected at most 1048576")
+    refused("empty_path", None, "the spec file path is empty", path="")
+    refused("missing", None, "it does not exist", path=os.path.join(c.work, "no_such.yaml"))
