@@ -49,12 +49,6 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
   return best;
 }
 
-std::uint64_t fnv1a64(const void* bytes, std::size_t n, std::uint64_t hash) {
-  const auto* p = static_cast<const unsigned char*>(bytes);
-  for (std::size_t i = 0; i < n; ++i) hash = (hash ^ p[i]) * 0x100000001b3ull;
-  return hash;
-}
-
 std::string hex16(std::uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
