@@ -34,7 +34,7 @@ name: local_sweep
 task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 512, eval_examples: 64}
 model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.1}
 backend: reference
-train: {steps: 160, batch_size: 16}
+train: {steps: 80, batch_size: 16}
 log: {every: 10, attention: {every: 40, probe_examples: 2}}
 eval: {every: 20, batches: 1}
 sweep:
@@ -51,8 +51,8 @@ grep -q "4 runs: 4 done" "$tmp/ref.log" || { cat "$tmp/ref.log"; fail "reference
 # 2. SIGKILL midway, then the same command again
 setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/kill" --jobs 2 --progress lines --no-compare > "$tmp/kill1.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 6000); do [ "$(max_step "$tmp/kill")" -ge 60 ] && break; sleep 0.02; done
-[ "$(max_step "$tmp/kill")" -ge 60 ] || { kill -KILL -- -"$pid"; cat "$tmp/kill1.log"; fail "the sweep never got going"; }
+for _ in $(seq 1 6000); do [ "$(max_step "$tmp/kill")" -ge 30 ] && break; sleep 0.02; done
+[ "$(max_step "$tmp/kill")" -ge 30 ] || { kill -KILL -- -"$pid"; cat "$tmp/kill1.log"; fail "the sweep never got going"; }
 kill -KILL -- -"$pid"
 wait "$pid" 2>/dev/null || true
 sleep 0.5
@@ -67,7 +67,7 @@ grep -q "4 runs: 4 done" "$tmp/kill2.log" || { cat "$tmp/kill2.log"; fail "after
 # 3. Ctrl-C: SIGINT to the whole foreground group, as a terminal sends it
 setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/int" --jobs 2 --progress lines --no-compare > "$tmp/int1.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 6000); do [ "$(max_step "$tmp/int")" -ge 30 ] && break; sleep 0.02; done
+for _ in $(seq 1 6000); do [ "$(max_step "$tmp/int")" -ge 15 ] && break; sleep 0.02; done
 kill -INT -- -"$pid"
 set +e; wait "$pid"; code=$?; set -e
 [ "$code" -eq 130 ] || { cat "$tmp/int1.log"; fail "Ctrl-C: exit $code, expected 130"; }
@@ -79,7 +79,7 @@ sweep --out "$tmp/int" --jobs 2 > "$tmp/int2.log" 2>&1 || { cat "$tmp/int2.log";
 # 4. a crashing run
 setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/crash" --jobs 2 --progress lines --no-compare > "$tmp/crash1.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 6000); do [ "$(max_step "$tmp/crash")" -ge 30 ] && break; sleep 0.02; done
+for _ in $(seq 1 6000); do [ "$(max_step "$tmp/crash")" -ge 15 ] && break; sleep 0.02; done
 victim=$(pgrep -f -- "--out $tmp/crash/block=pre_norm,seed=1-" | head -1)
 [ -n "$victim" ] || { cat "$tmp/crash1.log"; fail "no run process to crash"; }
 kill -SEGV "$victim"
