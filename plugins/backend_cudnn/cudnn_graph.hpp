@@ -1,6 +1,7 @@
 // Internal header of backend/cudnn: operation graphs built with cuDNN 9's graph API (the
 // backend C API of cudnn_graph.h; cudnn-frontend is not used), built once per shape and cached
-// with their execution plans (cudnn_graph.cpp).
+// with their execution plans (cudnn_plans.cpp; the graphs themselves: cudnn_sdpa_graphs.cpp,
+// cudnn_norm_graphs.cpp).
 //
 // Every entry point returns false, and does nothing, when cuDNN has no engine for that
 // configuration (remembered per shape, so the check costs nothing the second time); the

@@ -5,9 +5,10 @@
 // engine's kernels onto a device (which the CUDA driver stub refuses). A graph cuDNN does not
 // recognise as fused attention or layer norm gets no engine and fails here.
 //
-// This test links cudnn_graph.cpp itself (not the runtime library, whose symbols are hidden)
-// and no CUDA runtime: the few runtime calls the graph builder makes for its I32 constants are
-// served from host memory below. Nothing is executed.
+// This test links the graph sources themselves (ABLATE_CUDNN_GRAPH_SOURCES in
+// plugins/backend_cudnn/CMakeLists.txt; not the runtime library, whose symbols are hidden) and no
+// CUDA runtime: the few runtime calls the graph builder makes for its I32 constants are served
+// from host memory below. Nothing is executed.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
