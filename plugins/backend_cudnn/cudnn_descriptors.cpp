@@ -59,46 +59,46 @@ Plan::~Plan() {
 // ------------------------------------------------------------------------------------------
 // Builder
 
-Tensor Builder::arg(Arg a, cudnnDataType_t type, const Dims& dims, const Dims& strides) {
-  Tensor t = tensor(type, dims, strides, Kind::Data);
+GraphTensor Builder::arg(Arg a, cudnnDataType_t type, const Dims& dims, const Dims& strides) {
+  GraphTensor t = tensor(type, dims, strides, Kind::Data);
   plan_.bindings.push_back({Binding::From::Device, t.uid, a});
   return t;
 }
 
-Tensor Builder::host_scalar(Arg a) {
-  Tensor t = tensor(CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, Kind::ByValue);
+GraphTensor Builder::host_scalar(Arg a) {
+  GraphTensor t = tensor(CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, Kind::ByValue);
   plan_.bindings.push_back({Binding::From::Host, t.uid, a});
   return t;
 }
 
-Tensor Builder::constant(float value) {
-  Tensor t = tensor(CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, Kind::ByValue);
+GraphTensor Builder::constant(float value) {
+  GraphTensor t = tensor(CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, Kind::ByValue);
   plan_.constants.push_back(value);
   plan_.bindings.push_back({Binding::From::Fixed, t.uid, kArgCount, &plan_.constants.back()});
   return t;
 }
 
-Tensor Builder::device_i32(const std::vector<std::int32_t>& values, const Dims& dims, const Dims& strides) {
+GraphTensor Builder::device_i32(const std::vector<std::int32_t>& values, const Dims& dims, const Dims& strides) {
   void* data = nullptr;
   const std::size_t bytes = values.size() * sizeof(std::int32_t);
   check_cuda(cudaMalloc(&data, bytes), "cudaMalloc (graph constants)");
   plan_.device_data.push_back(data);
   check_cuda(cudaMemcpyAsync(data, values.data(), bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (graph constants)");
-  Tensor t = tensor(CUDNN_DATA_INT32, dims, strides, Kind::Data);
+  GraphTensor t = tensor(CUDNN_DATA_INT32, dims, strides, Kind::Data);
   plan_.bindings.push_back({Binding::From::Fixed, t.uid, kArgCount, data});
   return t;
 }
 
-Tensor Builder::scratch(const Dims& dims) {
-  Tensor t = tensor(CUDNN_DATA_FLOAT, dims, dense(dims), Kind::Data);
+GraphTensor Builder::scratch(const Dims& dims) {
+  GraphTensor t = tensor(CUDNN_DATA_FLOAT, dims, dense(dims), Kind::Data);
   plan_.bindings.push_back({Binding::From::Workspace, t.uid, kArgCount, nullptr, plan_.scratch_bytes});
   const auto elements = static_cast<std::size_t>(dims[0] * dims[1] * dims[2] * dims[3]);
   plan_.scratch_bytes += round_up(elements * sizeof(float), kScratchAlignment);
   return t;
 }
 
-void Builder::pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t prec, const Tensor& x, const Tensor* b, const Tensor* t,
-                        const Tensor& y, std::int64_t axis) {
+void Builder::pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t prec, const GraphTensor& x, const GraphTensor* b,
+                        const GraphTensor* t, const GraphTensor& y, std::int64_t axis) {
   Desc pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
   set_attr(pw.get(), CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode);
   set_attr(pw.get(), CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, prec);
@@ -117,37 +117,37 @@ void Builder::pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t prec, const T
   add_op(std::move(op));
 }
 
-Tensor Builder::binary(cudnnPointwiseMode_t mode, const Tensor& x, const Tensor& b, cudnnDataType_t out) {
-  const Tensor y = virt(out, x.dims, x.strides);
+GraphTensor Builder::binary(cudnnPointwiseMode_t mode, const GraphTensor& x, const GraphTensor& b, cudnnDataType_t out) {
+  const GraphTensor y = virt(out, x.dims, x.strides);
   pointwise(mode, CUDNN_DATA_FLOAT, x, &b, nullptr, y);
   return y;
 }
 
-Tensor Builder::unary(cudnnPointwiseMode_t mode, const Tensor& x) {
-  const Tensor y = virt(CUDNN_DATA_FLOAT, x.dims, x.strides);
+GraphTensor Builder::unary(cudnnPointwiseMode_t mode, const GraphTensor& x) {
+  const GraphTensor y = virt(CUDNN_DATA_FLOAT, x.dims, x.strides);
   pointwise(mode, CUDNN_DATA_FLOAT, x, nullptr, nullptr, y);
   return y;
 }
 
-Tensor Builder::gen_index(const Tensor& x, std::int64_t axis, cudnnDataType_t prec) {
-  const Tensor y = virt(CUDNN_DATA_INT32, x.dims, x.strides);
+GraphTensor Builder::gen_index(const GraphTensor& x, std::int64_t axis, cudnnDataType_t prec) {
+  const GraphTensor y = virt(CUDNN_DATA_INT32, x.dims, x.strides);
   pointwise(CUDNN_POINTWISE_GEN_INDEX, prec, x, nullptr, nullptr, y, axis);
   return y;
 }
 
-Tensor Builder::boolean(cudnnPointwiseMode_t mode, const Tensor& x, const Tensor& b) {
-  const Tensor y = virt(CUDNN_DATA_BOOLEAN, x.dims, x.strides);
+GraphTensor Builder::boolean(cudnnPointwiseMode_t mode, const GraphTensor& x, const GraphTensor& b) {
+  const GraphTensor y = virt(CUDNN_DATA_BOOLEAN, x.dims, x.strides);
   pointwise(mode, CUDNN_DATA_BOOLEAN, x, &b, nullptr, y);
   return y;
 }
 
-Tensor Builder::select(const Tensor& x, const Tensor& b, const Tensor& keep) {
-  const Tensor y = virt(CUDNN_DATA_FLOAT, x.dims, x.strides);
+GraphTensor Builder::select(const GraphTensor& x, const GraphTensor& b, const GraphTensor& keep) {
+  const GraphTensor y = virt(CUDNN_DATA_FLOAT, x.dims, x.strides);
   pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, x, &b, &keep, y);
   return y;
 }
 
-void Builder::matmul(const Tensor& a, const Tensor& b, const Tensor& c, Overrides ov) {
+void Builder::matmul(const GraphTensor& a, const GraphTensor& b, const GraphTensor& c, Overrides ov) {
   Desc mm(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
   set_attr(mm.get(), CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
   finalize(mm.get(), "building a graph: matmul descriptor");
@@ -156,7 +156,7 @@ void Builder::matmul(const Tensor& a, const Tensor& b, const Tensor& c, Override
   set_attr(op.get(), CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, b.desc);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, c.desc);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, mm.get());
-  const auto override_desc = [&](cudnnBackendAttributeName_t name, const Tensor* t) {
+  const auto override_desc = [&](cudnnBackendAttributeName_t name, const GraphTensor* t) {
     if (t) set_attr(op.get(), name, CUDNN_TYPE_BACKEND_DESCRIPTOR, t->desc);
   };
   override_desc(CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, ov.m);
@@ -167,9 +167,9 @@ void Builder::matmul(const Tensor& a, const Tensor& b, const Tensor& c, Override
   add_op(std::move(op));
 }
 
-Tensor Builder::reduction(cudnnReduceTensorOp_t reduce, const Tensor& x) {
+GraphTensor Builder::reduction(cudnnReduceTensorOp_t reduce, const GraphTensor& x) {
   const Dims dims{x.dims[0], x.dims[1], x.dims[2], 1};
-  const Tensor y = virt(CUDNN_DATA_FLOAT, dims, {dims[1] * dims[2], dims[2], 1, 1});
+  const GraphTensor y = virt(CUDNN_DATA_FLOAT, dims, {dims[1] * dims[2], dims[2], 1, 1});
   Desc red(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
   set_attr(red.get(), CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
   set_attr(red.get(), CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, reduce);
@@ -185,8 +185,8 @@ Tensor Builder::reduction(cudnnReduceTensorOp_t reduce, const Tensor& x) {
   return y;
 }
 
-Tensor Builder::reshape(const Tensor& x, cudnnDataType_t type, const Dims& dims, const Dims& strides) {
-  const Tensor y = virt(type, dims, strides);
+GraphTensor Builder::reshape(const GraphTensor& x, cudnnDataType_t type, const Dims& dims, const Dims& strides) {
+  const GraphTensor y = virt(type, dims, strides);
   Desc op(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.desc);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.desc);
@@ -195,8 +195,8 @@ Tensor Builder::reshape(const Tensor& x, cudnnDataType_t type, const Dims& dims,
   return y;
 }
 
-void Builder::norm_forward(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& eps, const Tensor& y,
-                           const Tensor& mean, const Tensor& inv_std) {
+void Builder::norm_forward(const GraphTensor& x, const GraphTensor& scale, const GraphTensor& bias, const GraphTensor& eps,
+                           const GraphTensor& y, const GraphTensor& mean, const GraphTensor& inv_std) {
   Desc op(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, CUDNN_LAYER_NORM);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_PHASE, CUDNN_TYPE_NORM_FWD_PHASE, CUDNN_NORM_FWD_TRAINING);
@@ -211,8 +211,9 @@ void Builder::norm_forward(const Tensor& x, const Tensor& scale, const Tensor& b
   add_op(std::move(op));
 }
 
-void Builder::norm_backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean, const Tensor& inv_std,
-                            const Tensor& dx, const Tensor& dscale, const Tensor& dbias) {
+void Builder::norm_backward(const GraphTensor& x, const GraphTensor& dy, const GraphTensor& scale, const GraphTensor& mean,
+                            const GraphTensor& inv_std, const GraphTensor& dx, const GraphTensor& dscale,
+                            const GraphTensor& dbias) {
   Desc op(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, CUDNN_LAYER_NORM);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.desc);
@@ -227,9 +228,9 @@ void Builder::norm_backward(const Tensor& x, const Tensor& dy, const Tensor& sca
   add_op(std::move(op));
 }
 
-Tensor Builder::tensor(cudnnDataType_t type, const Dims& dims, const Dims& strides, Kind kind) {
+GraphTensor Builder::tensor(cudnnDataType_t type, const Dims& dims, const Dims& strides, Kind kind) {
   Desc d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  const Tensor t{d.get(), next_uid_++, dims, strides};
+  const GraphTensor t{d.get(), next_uid_++, dims, strides};
   set_attr(d.get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, type);
   set_attrs(d.get(), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
   set_attrs(d.get(), CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());

@@ -2,9 +2,6 @@
 // cudnn_norm_graphs.cpp): the building blocks of their operation graphs (backend descriptors,
 // tensors, operations) and the plans they become (cudnn_descriptors.cpp), behind cudnn_graph.hpp.
 //
-// Not for the op files: its Tensor (a cuDNN tensor descriptor) is not the ablate::Tensor that
-// cudnn_backend.hpp brings into this namespace, so the two headers do not go together.
-//
 // Every entry point describes its graph as backend descriptors: tensors (each with a unique id;
 // "virtual" ones live only inside the fused kernel), then operations that read and write them.
 // cuDNN's heuristics rank the engine configurations for the finalized operation graph, and the
@@ -152,7 +149,7 @@ struct Plan {
   ~Plan();
 };
 
-struct Tensor {
+struct GraphTensor {
   cudnnBackendDescriptor_t desc = nullptr;
   std::int64_t uid = 0;
   Dims dims{}, strides{};
@@ -160,9 +157,9 @@ struct Tensor {
 
 // Optional M/N/K overrides of a batched matmul (the sequence lengths of a padded batch).
 struct Overrides {
-  const Tensor* m = nullptr;
-  const Tensor* n = nullptr;
-  const Tensor* k = nullptr;
+  const GraphTensor* m = nullptr;
+  const GraphTensor* n = nullptr;
+  const GraphTensor* k = nullptr;
 };
 
 // Builds a graph into a Plan: one helper per descriptor kind. Every tensor gets a fresh unique id;
@@ -176,54 +173,57 @@ class Builder {
   // --- tensors
 
   // A tensor whose device data the caller passes as args[a].
-  Tensor arg(Arg a, cudnnDataType_t type, const Dims& dims, const Dims& strides);
+  GraphTensor arg(Arg a, cudnnDataType_t type, const Dims& dims, const Dims& strides);
   // An F32 scalar passed by value, read from the host float at args[a] at each execution.
-  Tensor host_scalar(Arg a);
+  GraphTensor host_scalar(Arg a);
   // An F32 scalar passed by value, fixed when the graph is built.
-  Tensor constant(float value);
+  GraphTensor constant(float value);
   // An I32 tensor with fixed contents, in device memory the plan owns (copied on the build's stream).
-  Tensor device_i32(const std::vector<std::int32_t>& values, const Dims& dims, const Dims& strides);
+  GraphTensor device_i32(const std::vector<std::int32_t>& values, const Dims& dims, const Dims& strides);
   // A dense F32 intermediate that the engine needs in memory, placed in the workspace.
-  Tensor scratch(const Dims& dims);
+  GraphTensor scratch(const Dims& dims);
   // A tensor that exists only inside the fused kernel.
-  Tensor virt(cudnnDataType_t type, const Dims& dims, const Dims& strides) { return tensor(type, dims, strides, Kind::Virtual); }
+  GraphTensor virt(cudnnDataType_t type, const Dims& dims, const Dims& strides) {
+    return tensor(type, dims, strides, Kind::Virtual);
+  }
 
   // --- operations
 
   // y = mode(x[, b[, t]]), computed in `prec`; `axis` is GEN_INDEX's.
-  void pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t prec, const Tensor& x, const Tensor* b, const Tensor* t,
-                 const Tensor& y, std::int64_t axis = 0);
+  void pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t prec, const GraphTensor& x, const GraphTensor* b,
+                 const GraphTensor* t, const GraphTensor& y, std::int64_t axis = 0);
   // A virtual x-shaped result of mode(x, b), F32 math.
-  Tensor binary(cudnnPointwiseMode_t mode, const Tensor& x, const Tensor& b, cudnnDataType_t out = CUDNN_DATA_FLOAT);
-  Tensor unary(cudnnPointwiseMode_t mode, const Tensor& x);
+  GraphTensor binary(cudnnPointwiseMode_t mode, const GraphTensor& x, const GraphTensor& b,
+                     cudnnDataType_t out = CUDNN_DATA_FLOAT);
+  GraphTensor unary(cudnnPointwiseMode_t mode, const GraphTensor& x);
   // The I32 index along `axis` of each element of x.
-  Tensor gen_index(const Tensor& x, std::int64_t axis, cudnnDataType_t prec);
+  GraphTensor gen_index(const GraphTensor& x, std::int64_t axis, cudnnDataType_t prec);
   // A boolean mode(x, b): a comparison or a logical op.
-  Tensor boolean(cudnnPointwiseMode_t mode, const Tensor& x, const Tensor& b);
+  GraphTensor boolean(cudnnPointwiseMode_t mode, const GraphTensor& x, const GraphTensor& b);
   // keep ? x : b
-  Tensor select(const Tensor& x, const Tensor& b, const Tensor& keep);
+  GraphTensor select(const GraphTensor& x, const GraphTensor& b, const GraphTensor& keep);
 
   // c = a·b over the last two dims, batched over the first two; F32 accumulation.
-  void matmul(const Tensor& a, const Tensor& b, const Tensor& c, Overrides ov = {});
+  void matmul(const GraphTensor& a, const GraphTensor& b, const GraphTensor& c, Overrides ov = {});
 
   // A virtual F32 [d0, d1, d2, 1]: x [d0, d1, d2, d3] reduced over its last dim.
-  Tensor reduction(cudnnReduceTensorOp_t reduce, const Tensor& x);
+  GraphTensor reduction(cudnnReduceTensorOp_t reduce, const GraphTensor& x);
 
   // A virtual view of x's data with other dims/strides (here: transposes of the last two dims).
-  Tensor reshape(const Tensor& x, cudnnDataType_t type, const Dims& dims, const Dims& strides);
+  GraphTensor reshape(const GraphTensor& x, cudnnDataType_t type, const Dims& dims, const Dims& strides);
 
   // Layer norm, training phase: y, and the saved mean and inverse standard deviation.
-  void norm_forward(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& eps, const Tensor& y,
-                    const Tensor& mean, const Tensor& inv_std);
+  void norm_forward(const GraphTensor& x, const GraphTensor& scale, const GraphTensor& bias, const GraphTensor& eps,
+                    const GraphTensor& y, const GraphTensor& mean, const GraphTensor& inv_std);
 
   // Layer norm backward: dx, dscale, dbias from dy, x, scale and the saved statistics.
-  void norm_backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean, const Tensor& inv_std,
-                     const Tensor& dx, const Tensor& dscale, const Tensor& dbias);
+  void norm_backward(const GraphTensor& x, const GraphTensor& dy, const GraphTensor& scale, const GraphTensor& mean,
+                     const GraphTensor& inv_std, const GraphTensor& dx, const GraphTensor& dscale, const GraphTensor& dbias);
 
  private:
   enum class Kind { Data, ByValue, Virtual };
 
-  Tensor tensor(cudnnDataType_t type, const Dims& dims, const Dims& strides, Kind kind);
+  GraphTensor tensor(cudnnDataType_t type, const Dims& dims, const Dims& strides, Kind kind);
   void keep(Desc d) { plan_.descs.push_back(std::move(d)); }
   void add_op(Desc op) {
     ops_.push_back(op.get());

@@ -25,26 +25,26 @@ struct NormShape {
 
 void layer_norm_forward_graph(Builder& g, cudnnDataType_t type, std::int64_t rows, std::int64_t D) {
   const NormShape sh(rows, D);
-  const Tensor x = g.arg(kX, type, sh.x, sh.x_strides);
-  const Tensor gamma = g.arg(kGamma, type, sh.w, sh.w_strides);
-  const Tensor beta = g.arg(kBeta, type, sh.w, sh.w_strides);
-  const Tensor eps = g.host_scalar(kEps);
-  const Tensor y = g.arg(kY, type, sh.x, sh.x_strides);
-  const Tensor mean = g.arg(kMean, kF32, sh.stat, sh.stat_strides);
-  const Tensor rstd = g.arg(kRstd, kF32, sh.stat, sh.stat_strides);
+  const GraphTensor x = g.arg(kX, type, sh.x, sh.x_strides);
+  const GraphTensor gamma = g.arg(kGamma, type, sh.w, sh.w_strides);
+  const GraphTensor beta = g.arg(kBeta, type, sh.w, sh.w_strides);
+  const GraphTensor eps = g.host_scalar(kEps);
+  const GraphTensor y = g.arg(kY, type, sh.x, sh.x_strides);
+  const GraphTensor mean = g.arg(kMean, kF32, sh.stat, sh.stat_strides);
+  const GraphTensor rstd = g.arg(kRstd, kF32, sh.stat, sh.stat_strides);
   g.norm_forward(x, gamma, beta, eps, y, mean, rstd);
 }
 
 void layer_norm_backward_graph(Builder& g, cudnnDataType_t type, std::int64_t rows, std::int64_t D) {
   const NormShape sh(rows, D);
-  const Tensor x = g.arg(kX, type, sh.x, sh.x_strides);
-  const Tensor dy = g.arg(kDY, type, sh.x, sh.x_strides);
-  const Tensor gamma = g.arg(kGamma, type, sh.w, sh.w_strides);
-  const Tensor mean = g.arg(kMean, kF32, sh.stat, sh.stat_strides);
-  const Tensor rstd = g.arg(kRstd, kF32, sh.stat, sh.stat_strides);
-  const Tensor dx = g.arg(kDX, type, sh.x, sh.x_strides);
-  const Tensor dgamma = g.arg(kDGamma, kF32, sh.w, sh.w_strides);
-  const Tensor dbeta = g.arg(kDBeta, kF32, sh.w, sh.w_strides);
+  const GraphTensor x = g.arg(kX, type, sh.x, sh.x_strides);
+  const GraphTensor dy = g.arg(kDY, type, sh.x, sh.x_strides);
+  const GraphTensor gamma = g.arg(kGamma, type, sh.w, sh.w_strides);
+  const GraphTensor mean = g.arg(kMean, kF32, sh.stat, sh.stat_strides);
+  const GraphTensor rstd = g.arg(kRstd, kF32, sh.stat, sh.stat_strides);
+  const GraphTensor dx = g.arg(kDX, type, sh.x, sh.x_strides);
+  const GraphTensor dgamma = g.arg(kDGamma, kF32, sh.w, sh.w_strides);
+  const GraphTensor dbeta = g.arg(kDBeta, kF32, sh.w, sh.w_strides);
   g.norm_backward(x, dy, gamma, mean, rstd, dx, dgamma, dbeta);
 }
 

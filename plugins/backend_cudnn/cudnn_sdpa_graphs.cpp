@@ -37,7 +37,7 @@ struct SdpaShape {
 // The per-item sequence lengths of a key-padded batch, I32 [B, 1, 1, 1]: the queries' (all T, in
 // device memory the plan owns) and the caller's kv_lengths.
 struct SeqLens {
-  Tensor q, kv;
+  GraphTensor q, kv;
 };
 SeqLens seq_lens(Builder& g, const SdpaConfig& c) {
   const Dims dims{c.B, 1, 1, 1}, strides{1, 1, 1, 1};
@@ -48,21 +48,21 @@ SeqLens seq_lens(Builder& g, const SdpaConfig& c) {
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
 // Key padding: logits outside (query i < q_len[b]) and (key j < kv_len[b]) become -inf.
-Tensor padding_mask(Builder& g, const Tensor& s, const SeqLens& lens) {
-  const Tensor row = g.gen_index(s, 2, CUDNN_DATA_INT32);
-  const Tensor col = g.gen_index(s, 3, CUDNN_DATA_INT32);
-  const Tensor row_ok = g.boolean(CUDNN_POINTWISE_CMP_LT, row, lens.q);
-  const Tensor col_ok = g.boolean(CUDNN_POINTWISE_CMP_LT, col, lens.kv);
-  const Tensor keep = g.boolean(CUDNN_POINTWISE_LOGICAL_AND, row_ok, col_ok);
+GraphTensor padding_mask(Builder& g, const GraphTensor& s, const SeqLens& lens) {
+  const GraphTensor row = g.gen_index(s, 2, CUDNN_DATA_INT32);
+  const GraphTensor col = g.gen_index(s, 3, CUDNN_DATA_INT32);
+  const GraphTensor row_ok = g.boolean(CUDNN_POINTWISE_CMP_LT, row, lens.q);
+  const GraphTensor col_ok = g.boolean(CUDNN_POINTWISE_CMP_LT, col, lens.kv);
+  const GraphTensor keep = g.boolean(CUDNN_POINTWISE_LOGICAL_AND, row_ok, col_ok);
   return g.select(s, g.constant(kMinusInf), keep);
 }
 
 // Causal, top-left aligned: logits of keys j > query i become -inf. (The index generation runs in
 // F32 math here, as in the pattern the fused engines take; the padding mask's runs in I32.)
-Tensor causal_mask(Builder& g, const Tensor& s) {
-  const Tensor row = g.gen_index(s, 2, kF32);
-  const Tensor col = g.gen_index(s, 3, kF32);
-  const Tensor keep = g.boolean(CUDNN_POINTWISE_CMP_GE, row, col);
+GraphTensor causal_mask(Builder& g, const GraphTensor& s) {
+  const GraphTensor row = g.gen_index(s, 2, kF32);
+  const GraphTensor col = g.gen_index(s, 3, kF32);
+  const GraphTensor keep = g.boolean(CUDNN_POINTWISE_CMP_GE, row, col);
   return g.select(s, g.constant(kMinusInf), keep);
 }
 
@@ -72,30 +72,30 @@ Tensor causal_mask(Builder& g, const Tensor& s) {
 // times the dropout factors; o = p·v.
 void sdpa_forward_graph(Builder& g, const SdpaConfig& c) {
   const SdpaShape sh(c);
-  const Tensor q = g.arg(kQ, kBF16, sh.q, dense(sh.q));
-  const Tensor k_t = g.arg(kK, kBF16, sh.kv_t, sh.kv_t_strides);
-  const Tensor v = g.arg(kV, kBF16, sh.kv, dense(sh.kv));
-  const Tensor o = g.arg(kO, kBF16, sh.q, dense(sh.q));
-  const Tensor stats = g.arg(kStats, kF32, sh.stats, sh.stats_strides);
-  const Tensor scale = g.host_scalar(kScale);
+  const GraphTensor q = g.arg(kQ, kBF16, sh.q, dense(sh.q));
+  const GraphTensor k_t = g.arg(kK, kBF16, sh.kv_t, sh.kv_t_strides);
+  const GraphTensor v = g.arg(kV, kBF16, sh.kv, dense(sh.kv));
+  const GraphTensor o = g.arg(kO, kBF16, sh.q, dense(sh.q));
+  const GraphTensor stats = g.arg(kStats, kF32, sh.stats, sh.stats_strides);
+  const GraphTensor scale = g.host_scalar(kScale);
   SeqLens lens;
   if (c.key_padding) lens = seq_lens(g, c);
-  const Tensor* q_len = c.key_padding ? &lens.q : nullptr;
-  const Tensor* kv_len = c.key_padding ? &lens.kv : nullptr;
+  const GraphTensor* q_len = c.key_padding ? &lens.q : nullptr;
+  const GraphTensor* kv_len = c.key_padding ? &lens.kv : nullptr;
 
-  Tensor s = g.virt(kF32, sh.scores, dense(sh.scores));
+  GraphTensor s = g.virt(kF32, sh.scores, dense(sh.scores));
   g.matmul(q, k_t, s, {.m = q_len, .n = kv_len});
   s = g.binary(CUDNN_POINTWISE_MUL, s, scale);
   if (c.key_padding) s = padding_mask(g, s, lens);
   if (c.causal) s = causal_mask(g, s);
 
-  const Tensor max = g.reduction(CUDNN_REDUCE_TENSOR_MAX, s);
-  const Tensor e = g.unary(CUDNN_POINTWISE_EXP, g.binary(CUDNN_POINTWISE_SUB, s, max));
-  const Tensor sum = g.reduction(CUDNN_REDUCE_TENSOR_ADD, e);
-  const Tensor log_sum = g.unary(CUDNN_POINTWISE_LOG, sum);
+  const GraphTensor max = g.reduction(CUDNN_REDUCE_TENSOR_MAX, s);
+  const GraphTensor e = g.unary(CUDNN_POINTWISE_EXP, g.binary(CUDNN_POINTWISE_SUB, s, max));
+  const GraphTensor sum = g.reduction(CUDNN_REDUCE_TENSOR_ADD, e);
+  const GraphTensor log_sum = g.unary(CUDNN_POINTWISE_LOG, sum);
   g.pointwise(CUDNN_POINTWISE_ADD, kF32, max, &log_sum, nullptr, stats);
   // the probabilities that enter the second matmul are BF16, like v
-  Tensor p = g.binary(CUDNN_POINTWISE_DIV, e, sum, c.dropout ? kF32 : kBF16);
+  GraphTensor p = g.binary(CUDNN_POINTWISE_DIV, e, sum, c.dropout ? kF32 : kBF16);
   if (c.dropout) {
     // The pattern's dropout scale, then the mask; the mask already holds the scaled factors.
     p = g.binary(CUDNN_POINTWISE_MUL, p, g.constant(1.0f));
@@ -110,39 +110,39 @@ void sdpa_forward_graph(Builder& g, const SdpaConfig& c) {
 // engine accumulates it in an F32 buffer (in the workspace) and converts.
 void sdpa_backward_graph(Builder& g, const SdpaConfig& c, bool deterministic) {
   const SdpaShape sh(c);
-  const Tensor q = g.arg(kQ, kBF16, sh.q, dense(sh.q));
-  const Tensor k_t = g.arg(kK, kBF16, sh.kv_t, sh.kv_t_strides);
-  const Tensor v_t = g.arg(kV, kBF16, sh.kv_t, sh.kv_t_strides);
-  const Tensor o = g.arg(kO, kBF16, sh.q, dense(sh.q));
-  const Tensor d_o = g.arg(kDO, kBF16, sh.q, dense(sh.q));
-  const Tensor stats = g.arg(kStats, kF32, sh.stats, sh.stats_strides);
-  const Tensor dq = g.arg(kDQ, kBF16, sh.q, dense(sh.q));
-  const Tensor dk = g.arg(kDK, kBF16, sh.kv, dense(sh.kv));
-  const Tensor dv = g.arg(kDV, kBF16, sh.kv, dense(sh.kv));
-  const Tensor scale = g.host_scalar(kScale);
+  const GraphTensor q = g.arg(kQ, kBF16, sh.q, dense(sh.q));
+  const GraphTensor k_t = g.arg(kK, kBF16, sh.kv_t, sh.kv_t_strides);
+  const GraphTensor v_t = g.arg(kV, kBF16, sh.kv_t, sh.kv_t_strides);
+  const GraphTensor o = g.arg(kO, kBF16, sh.q, dense(sh.q));
+  const GraphTensor d_o = g.arg(kDO, kBF16, sh.q, dense(sh.q));
+  const GraphTensor stats = g.arg(kStats, kF32, sh.stats, sh.stats_strides);
+  const GraphTensor dq = g.arg(kDQ, kBF16, sh.q, dense(sh.q));
+  const GraphTensor dk = g.arg(kDK, kBF16, sh.kv, dense(sh.kv));
+  const GraphTensor dv = g.arg(kDV, kBF16, sh.kv, dense(sh.kv));
+  const GraphTensor scale = g.host_scalar(kScale);
   SeqLens lens;
   if (c.key_padding) lens = seq_lens(g, c);
-  const Tensor* q_len = c.key_padding ? &lens.q : nullptr;
-  const Tensor* kv_len = c.key_padding ? &lens.kv : nullptr;
+  const GraphTensor* q_len = c.key_padding ? &lens.q : nullptr;
+  const GraphTensor* kv_len = c.key_padding ? &lens.kv : nullptr;
 
   // softmax_sum = rowsum(do ∘ o) · 1 (the pattern's inverse dropout scale; 1 as the mask is scaled),
   // kept in the workspace. The product's strides are the pattern's (a virtual tensor).
-  const Tensor do_o = g.virt(kF32, sh.q, {c.H * c.T * c.Dh, c.T * c.Dh, c.H * c.Dh, 1});
+  const GraphTensor do_o = g.virt(kF32, sh.q, {c.H * c.T * c.Dh, c.T * c.Dh, c.H * c.Dh, 1});
   g.pointwise(CUDNN_POINTWISE_MUL, kF32, d_o, &o, nullptr, do_o);
-  const Tensor row_sum = g.reduction(CUDNN_REDUCE_TENSOR_ADD, do_o);
-  const Tensor softmax_sum = g.scratch(sh.stats);
-  const Tensor one = g.constant(1.0f);
+  const GraphTensor row_sum = g.reduction(CUDNN_REDUCE_TENSOR_ADD, do_o);
+  const GraphTensor softmax_sum = g.scratch(sh.stats);
+  const GraphTensor one = g.constant(1.0f);
   g.pointwise(CUDNN_POINTWISE_MUL, kF32, row_sum, &one, nullptr, softmax_sum);
 
   // p, recomputed from the forward's statistics
-  Tensor s = g.virt(kF32, sh.scores, dense(sh.scores));
+  GraphTensor s = g.virt(kF32, sh.scores, dense(sh.scores));
   g.matmul(q, k_t, s, {.m = q_len, .n = kv_len});
   s = g.binary(CUDNN_POINTWISE_MUL, s, scale);
   if (c.key_padding) s = padding_mask(g, s, lens);
   s = g.binary(CUDNN_POINTWISE_SUB, s, stats);
   if (c.causal) s = causal_mask(g, s);
-  const Tensor p = g.unary(CUDNN_POINTWISE_EXP, s);
-  Tensor mask, dropout_scale, pd = p;
+  const GraphTensor p = g.unary(CUDNN_POINTWISE_EXP, s);
+  GraphTensor mask, dropout_scale, pd = p;
   if (c.dropout) {
     mask = g.arg(kDropoutMask, kBF16, sh.scores, dense(sh.scores));
     dropout_scale = g.constant(1.0f);  // the pattern's dropout scale; the mask holds the scaled factors
@@ -154,10 +154,10 @@ void sdpa_backward_graph(Builder& g, const SdpaConfig& c, bool deterministic) {
   g.matmul(g.reshape(pd, kBF16, scores_t, scores_t_strides), d_o, dv, {.m = kv_len, .k = q_len});
 
   // ds
-  Tensor dp = g.virt(kF32, sh.scores, dense(sh.scores));
+  GraphTensor dp = g.virt(kF32, sh.scores, dense(sh.scores));
   g.matmul(d_o, v_t, dp, {.m = q_len, .n = kv_len});
   if (c.dropout) dp = g.binary(CUDNN_POINTWISE_MUL, dp, mask);
-  Tensor ds = g.binary(CUDNN_POINTWISE_MUL, g.binary(CUDNN_POINTWISE_SUB, dp, softmax_sum), p);
+  GraphTensor ds = g.binary(CUDNN_POINTWISE_MUL, g.binary(CUDNN_POINTWISE_SUB, dp, softmax_sum), p);
   if (c.dropout) ds = g.binary(CUDNN_POINTWISE_MUL, ds, dropout_scale);
   ds = g.binary(CUDNN_POINTWISE_MUL, ds, scale);
 
@@ -165,11 +165,11 @@ void sdpa_backward_graph(Builder& g, const SdpaConfig& c, bool deterministic) {
   g.matmul(g.reshape(ds, kBF16, scores_t, scores_t_strides), q, dk, {.m = kv_len, .k = q_len});
 
   // dq = ds·k, k [B, H, S, Dh] as a view of kᵀ (an F32 virtual tensor in the pattern)
-  const Tensor k = g.reshape(k_t, kF32, sh.kv, dense(sh.kv));
+  const GraphTensor k = g.reshape(k_t, kF32, sh.kv, dense(sh.kv));
   if (deterministic) {
     g.matmul(ds, k, dq, {.m = q_len, .k = kv_len});
   } else {
-    const Tensor dq_accum = g.scratch(sh.q);
+    const GraphTensor dq_accum = g.scratch(sh.q);
     g.matmul(ds, k, dq_accum, {.m = q_len, .k = kv_len});
     g.pointwise(CUDNN_POINTWISE_IDENTITY, kF32, dq_accum, nullptr, nullptr, dq);
   }
