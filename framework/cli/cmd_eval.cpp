@@ -113,7 +113,7 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
           out << "skipped " << run.string() << ": evaluated already (evals/" << name << ")\n";
           continue;
         }
-        LoadedSpec loaded = load_run_spec(run, spec_options(vm), err);
+        LoadedSpec loaded = validation::load_run_spec(run, spec_options(vm), err);
         const train::RunEvalResult r = train::evaluate_run(run, loaded.spec, *loaded.registry, eval, out);
         out << " ";
         for (const auto& [name, value] : r.metrics) out << " " << name << " " << number_text(value);
@@ -131,7 +131,7 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return kExitRunFailed;
   }
   // The model is the one the checkpoint holds: its own spec, execution keys aside.
-  LoadedSpec loaded = load_run_spec(dir, spec_options(vm), err);
+  LoadedSpec loaded = validation::load_run_spec(dir, spec_options(vm), err);
   const train::RunEvalResult r = train::evaluate_run(dir, loaded.spec, *loaded.registry, eval, out);
   for (const auto& [name, value] : r.metrics) out << "  " << name << " " << number_text(value) << "\n";
   if (!r.predictions.empty()) out << "predictions: " << r.predictions.string() << "\n";

@@ -58,7 +58,7 @@ int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::o
     return kExitOk;
   }
   const std::filesystem::path dir = run_argument(vm, "generate", "usage: ablate generate RUN_DIR --prompt TEXT");
-  LoadedSpec loaded = load_run_spec(dir, spec_options(vm), err);
+  LoadedSpec loaded = validation::load_run_spec(dir, spec_options(vm), err);
   const spec::GenerateSpec& g = loaded.spec.eval.generate;
   train::GenerateRequest request;
   request.max_tokens = vm.count("max-tokens") ? vm["max-tokens"].as<std::int64_t>() : g.max_tokens;

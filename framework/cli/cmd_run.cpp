@@ -52,7 +52,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   if (!vm.count("spec")) throw UsageError("ablate run: no spec file given", "usage: ablate run SPEC.yaml [--set k=v ...]");
   const std::string file = vm["spec"].as<std::string>();
-  LoadedSpec loaded = load_validated_spec(file, spec_options(vm), err);
+  LoadedSpec loaded = validation::load_validated_spec(file, spec_options(vm), err);
   if (!loaded.spec.sweep.empty()) out << "note: " << file << " has a sweep; `ablate run` trains its base configuration only\n";
 
   train::RunOptions run;

@@ -20,7 +20,7 @@
 #include "sweep/local_executor.hpp"
 #include "sweep/manifest.hpp"
 #include "sweep/run_state.hpp"
-#include "sweep/slurm_executor.hpp"
+#include "sweep/sweep_execution.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "sweep/sweep_status.hpp"
 #include "train/runner.hpp"
@@ -148,9 +148,10 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     threads = std::max(1, cores / jobs);
   }
 
-  const LoadedSpec base = load_validated_spec(file, spec_options(vm), err);
+  const SpecOptions spec_opts = spec_options(vm);
+  const LoadedSpec base = validation::load_validated_spec(file, spec_opts, err);
   const fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("results") / base.spec.name;
-  const sweep::SweepPlan plan = plan_validated_sweep(file, spec_options(vm), base, dir);
+  const sweep::SweepPlan plan = sweep::plan_sweep(file, spec_opts.overrides, spec_opts.plugin_paths, base, dir);
   for (const std::string& note : plan.notes) out << "note: " << note << "\n";
   if (!compare_options.baseline_is_default) {  // an arm of these runs, or the comparison after them would fail
     std::vector<std::string> specs;
@@ -183,100 +184,42 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return kExitOk;
   }
 
-  // --- run: take the directory, record the runs, decide what each needs
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw UsageError("cannot create the sweep directory " + dir.string() + ": " + ec.message(), "choose another with --out");
-  const sweep::SweepLock lock(dir);
-  manifest = sweep::read_manifest(dir);  // again, now that no other sweep can change it
-  const std::size_t added = manifest.merge(plan);
-  manifest.baseline = base_arm(base.spec);
-  sweep::write_manifest(dir, manifest);
-
-  sweep::ScheduleOptions schedule_options;
-  schedule_options.rerun_failed = vm.count("rerun-failed") > 0;
-  schedule_options.keep_stale = vm.count("keep-stale") > 0;
-  schedule_options.slurm = slurm;
-  schedule_options.threads = threads;
-  const sweep::Schedule schedule =
-      sweep::schedule_runs(plan, manifest, *base.registry, sweep::read_phases(plan), schedule_options, out);
-  const std::vector<sweep::Task>& tasks = schedule.tasks;
-  const std::vector<std::size_t>& task_run = schedule.task_run;
-  out << "sweep " << plan.experiment << ": " << plan.runs.size() << " runs in " << dir.string() << " (" << added
-      << " new to the manifest): " << tasks.size() << " to run (" << schedule.resumed << " resumed), " << schedule.done
-      << " already done or diverged, " << schedule.busy << " running or queued elsewhere";
-  if (schedule.failed) out << ", " << schedule.failed << " failed (not rerun: add --rerun-failed)";
-  out << "\n";
-  for (const std::string& k : schedule.stale_kept) out << "warning: kept (--keep-stale) a run made by other code: " << k << "\n";
-
-  const fs::path exe = executable_path();
-  bool interrupted = false;
-  std::vector<sweep::TaskOutcome> outcomes;
-  if (slurm) {
-    if (tasks.empty()) {
-      out << "nothing to submit\n";
-    } else {
-      sweep::SlurmOptions so;
-      so.job_name = "ablate-" + plan.experiment;
-      so.cpus_per_task = threads > 0 ? threads : 1;
-      if (threads == 0 && sweep::backend_has_threads(base.spec))
-        so.cpus_per_task = std::stoi(base.spec.backend.options.at("threads"));
-      if (vm.count("partition")) so.partition = vm["partition"].as<std::string>();
-      if (vm.count("time")) so.time = vm["time"].as<std::string>();
-      if (vm.count("mem")) so.mem = vm["mem"].as<std::string>();
-      so.extra_lines = repeated(vm, "sbatch-line");
-      const sweep::SlurmSubmission sub = sweep::submit_array(exe, tasks, dir, so);
-      for (std::size_t k = 0; k < tasks.size(); ++k)
-        manifest.find(plan.runs[task_run[k]].id)->slurm_job = sub.job_id + "_" + std::to_string(k);
-      sweep::write_manifest(dir, manifest);
-      out << "submitted slurm job " << sub.job_id << ": " << tasks.size() << " array task(s), script " << sub.script.string()
-          << "\n";
-    }
-    if (!vm.count("wait")) {
-      out << "follow it with: ablate sweep " << file << " --status" << (vm.count("out") ? " --out " + dir.string() : "") << "\n";
-      return kExitOk;
-    }
-    if (!tasks.empty()) {
-      const StopSignals signals(on_sweep_signal);
-      const std::string job = manifest.find(plan.runs[task_run.front()].id)->slurm_job;
-      interrupted = !sweep::wait_for_job(job.substr(0, job.find('_')), tasks, progress, out);
-      if (interrupted) out << "stopped waiting; the slurm job keeps running (ablate sweep " << file << " --status)\n";
-    }
-  } else {
-    if (!tasks.empty()) {
-      out << "local: " << std::min<std::size_t>(static_cast<std::size_t>(jobs), tasks.size()) << " at a time, " << threads
-          << " thread(s) each, " << cores << " cores\n";
-      const StopSignals signals(on_sweep_signal);
-      sweep::LocalReport report = sweep::run_local(exe, tasks, {jobs, progress}, out);
-      interrupted = report.interrupted;
-      outcomes = std::move(report.outcomes);
-    }
+  sweep::ExecutionOptions run;
+  run.executable = executable_path();
+  run.rerun_failed = vm.count("rerun-failed") > 0;
+  run.keep_stale = vm.count("keep-stale") > 0;
+  run.slurm = slurm;
+  run.jobs = jobs;
+  run.threads = threads;
+  run.progress = progress;
+  if (vm.count("partition")) run.slurm_options.partition = vm["partition"].as<std::string>();
+  if (vm.count("time")) run.slurm_options.time = vm["time"].as<std::string>();
+  if (vm.count("mem")) run.slurm_options.mem = vm["mem"].as<std::string>();
+  run.slurm_options.extra_lines = repeated(vm, "sbatch-line");
+  run.wait = vm.count("wait") > 0;
+  run.baseline = base_arm(base.spec);
+  run.status_command = "ablate sweep " + file + " --status" + (vm.count("out") ? " --out " + dir.string() : "");
+  sweep::ExecutionReport report;
+  {
+    const StopSignals signals(on_sweep_signal);
+    report = sweep::execute_sweep(plan, base, run, out);
   }
-
-  // --- the end: every failure with its log, the state of all runs, the comparison
-  const auto after = sweep::read_phases(plan);
-  const std::vector<std::string> failures = sweep::failure_reports(plan, after, outcomes);
-  out << "\n" << sweep::counts_line(after) << "\n";
-  if (!failures.empty()) {
-    out << failures.size() << " failed run(s):\n";
-    for (const std::string& f : failures) out << "  " << f << "\n";
-    if (!vm.count("rerun-failed")) out << "fix the cause, then run again with --rerun-failed\n";
+  if (report.left_queued) {
+    out << "follow it with: " << run.status_command << "\n";
+    return kExitOk;
   }
-  if (interrupted) {
+  if (report.interrupted) {
     out << "stopped: interrupted runs resume from their checkpoints when you run the same command again\n";
     return kExitInterrupted;
   }
 
-  int code = failures.empty() ? kExitOk : kExitRunFailed;
-  std::vector<fs::path> files;
-  for (const sweep::SweepRun& run : plan.runs)
-    if (fs::exists(plan.run_dir(run) / "run.h5")) files.push_back(plan.run_dir(run) / "run.h5");
-  if (!vm.count("no-compare") && !files.empty()) {
+  int code = report.failures.empty() ? kExitOk : kExitRunFailed;
+  if (!vm.count("no-compare") && !report.run_files.empty()) {
     out << "\n";
     try {
-      if (compare_options.baseline_is_default) compare_options.baseline = manifest.baseline;
-      print_analysis(analysis::analyse(files, compare_options, dir, dir / "figures"), "text", "ablate sweep", out, err);
+      if (compare_options.baseline_is_default) compare_options.baseline = run.baseline;
+      print_analysis(analysis::analyse(report.run_files, compare_options, dir, dir / "figures"), "text", "ablate sweep", out,
+                     err);
     } catch (const std::exception& e) {
       err << "ablate sweep: the comparison failed: " << e.what() << "\n";
       if (const auto* ae = dynamic_cast<const Error*>(&e); ae && !ae->hint().empty()) err << "  hint: " << ae->hint() << "\n";

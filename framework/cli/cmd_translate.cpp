@@ -43,7 +43,7 @@ int cmd_translate(const std::vector<std::string>& args, std::ostream& out, std::
   beam.length_penalty = vm["length-penalty"].as<double>();
   beam.max_len = vm["max-len"].as<std::int64_t>();
   train::check_beam_options(beam);  // before the model is loaded: said at once
-  LoadedSpec loaded = load_run_spec(dir, spec_options(vm), err);
+  LoadedSpec loaded = validation::load_run_spec(dir, spec_options(vm), err);
   const std::vector<std::string> lines = input_lines(vm, "translate");
   train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
   std::int64_t unknown = 0;

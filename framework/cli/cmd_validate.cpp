@@ -7,6 +7,7 @@
 #include "cli/cli.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/spec_loading.hpp"
+#include "sweep/sweep_plan.hpp"
 
 namespace ablate::cli {
 namespace po = boost::program_options;
@@ -38,11 +39,12 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   const std::string file = vm["spec"].as<std::string>();
 
   try {
-    const LoadedSpec loaded = load_validated_spec(file, spec_options(vm), err);
+    const SpecOptions options = spec_options(vm);
+    const LoadedSpec loaded = validation::load_validated_spec(file, options, err);
     std::string runs;
     if (!loaded.spec.sweep.empty()) {  // every point, exactly as `ablate sweep --dry-run` checks them
-      const sweep::SweepPlan plan =
-          plan_validated_sweep(file, spec_options(vm), loaded, std::filesystem::path("results") / loaded.spec.name);
+      const sweep::SweepPlan plan = sweep::plan_sweep(file, options.overrides, options.plugin_paths, loaded,
+                                                      std::filesystem::path("results") / loaded.spec.name);
       runs = " (and the " + std::to_string(plan.runs.size()) + " runs of its sweep)";
     }
     out << file << ": valid" << runs << "\n";

@@ -10,8 +10,9 @@
 namespace ablate::sweep {
 
 SweepPlan plan_sweep(const std::filesystem::path& spec_file, const std::vector<std::string>& overrides,
-                     const std::vector<std::string>& plugin_paths, const spec::ExperimentSpec& base,
-                     const std::filesystem::path& dir, const SpecLoader& load) {
+                     const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& loaded,
+                     const std::filesystem::path& dir) {
+  const spec::ExperimentSpec& base = loaded.spec;
   SweepPlan plan;
   plan.spec_file = std::filesystem::absolute(spec_file);
   plan.overrides = overrides;
@@ -28,7 +29,7 @@ SweepPlan plan_sweep(const std::filesystem::path& spec_file, const std::vector<s
     for (const std::string& o : point.overrides()) all.push_back(o);
     SweepRun run;
     try {
-      run.spec = load(all);
+      run.spec = validation::load_spec_against(spec_file.string(), all, *loaded.registry);
     } catch (const UsageError& e) {
       problems.push_back("run " + point.name + " (from " + sweep_at + "):\n" + e.what());
       continue;

@@ -4,12 +4,12 @@
 #pragma once
 
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "spec/experiment_spec.hpp"
 #include "spec/sweep_expansion.hpp"
+#include "validation/validation.hpp"
 
 namespace ablate::sweep {
 
@@ -33,15 +33,13 @@ struct SweepPlan {
   std::filesystem::path run_dir(const SweepRun& run) const { return dir / run.folder; }
 };
 
-// Loads one point: the spec file with these overrides, validated (throws UsageError).
-using SpecLoader = std::function<spec::ExperimentSpec(const std::vector<std::string>& overrides)>;
-
-// Expands `base.sweep` (base: the spec file loaded with `overrides`) and loads every point with
-// `load(overrides + point settings)`. Every point's problems are reported together in one
-// UsageError, naming the point and the sweep section, before any run starts.
+// Expands `base.spec.sweep` (base: the spec file loaded and validated with `overrides` and
+// `plugin_paths`) and loads every point (overrides + the point's settings) with
+// validation::load_spec_against, against base's plugins. Every point's problems are reported
+// together in one UsageError, naming the point and the sweep section, before any run starts.
 SweepPlan plan_sweep(const std::filesystem::path& spec_file, const std::vector<std::string>& overrides,
-                     const std::vector<std::string>& plugin_paths, const spec::ExperimentSpec& base,
-                     const std::filesystem::path& dir, const SpecLoader& load);
+                     const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& base,
+                     const std::filesystem::path& dir);
 
 // The arguments after the executable that train `run` in its directory: `run SPEC --set ...
 // --out DIR [--resume] --progress lines`, plus `--set backend.threads=T` when threads > 0 and the

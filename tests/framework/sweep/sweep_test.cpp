@@ -95,12 +95,13 @@ class SweepPlanTest : public ::testing::Test {
   void SetUp() override { dir_ = ablate::testing::fresh_dir("sweep_test"); }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // Plans the sweep of `yaml` (written to spec.yaml) with plain spec loading (no plugin checks).
+  // Plans the sweep of `yaml` (written to spec.yaml) as `ablate sweep` does: every point
+  // validated against the plugins.
   SweepPlan plan(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
     const fs::path file = write_file(dir_ / "spec.yaml", yaml);
-    const spec::ExperimentSpec base = spec::load_spec(file, overrides);
-    return plan_sweep(file, overrides, {}, base, dir_ / "out",
-                      [&](const std::vector<std::string>& o) { return spec::load_spec(file, o); });
+    std::ostringstream warnings;
+    const validation::LoadedSpec base = validation::load_validated_spec(file.string(), {overrides, {}}, warnings);
+    return plan_sweep(file, overrides, {}, base, dir_ / "out");
   }
   fs::path dir_;
 };

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli/exit_codes.hpp"
-#include "cli/spec_loading.hpp"
+#include "validation/validation.hpp"
 #include "framework/cli/cli_test_util.hpp"
 #include "train/beam_search.hpp"
 #include "train/run_eval.hpp"
@@ -57,7 +57,7 @@ class BeamSearchTest : public ::testing::Test {
 
 TEST_F(BeamSearchTest, BeamOneIsGreedyDecodingExactly) {
   std::ostringstream err;
-  const cli::LoadedSpec loaded = cli::load_run_spec(dir_ / "early", {}, err);
+  const validation::LoadedSpec loaded = validation::load_run_spec(dir_ / "early", {}, err);
   TrainedRun run = open_trained_run(dir_ / "early", loaded.spec, *loaded.registry);
   Experiment& ex = *run.experiment;
   std::vector<std::int64_t> indices(64);

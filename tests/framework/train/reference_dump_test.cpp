@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "cli/exit_codes.hpp"
-#include "cli/spec_loading.hpp"
+#include "validation/validation.hpp"
 #include "framework/cli/cli_test_util.hpp"
 #include "results/run_file.hpp"
 #include "train/data_order.hpp"
@@ -58,7 +58,7 @@ class ReferenceDumpTest : public ::testing::Test {
     std::vector<std::string> overrides;
     for (std::size_t i = 1; i < sets.size(); i += 2) overrides.push_back(sets[i]);
     std::ostringstream err;
-    const cli::LoadedSpec loaded = cli::load_validated_spec((dir_ / "spec.yaml").string(), {overrides, {}}, err);
+    const validation::LoadedSpec loaded = validation::load_validated_spec((dir_ / "spec.yaml").string(), {overrides, {}}, err);
     Experiment ex(loaded.spec, *loaded.registry);
     EXPECT_NE(d.spec_yaml.find("name: dump_copy"), std::string::npos) << d.spec_yaml;
     EXPECT_EQ(d.ignore_index, HostBatch::kIgnore);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cli/exit_codes.hpp"
-#include "cli/spec_loading.hpp"
+#include "validation/validation.hpp"
 #include "framework/cli/cli_test_util.hpp"
 #include "train/run_export.hpp"
 #include "framework/test_dirs.hpp"
@@ -68,7 +68,7 @@ TEST_F(RunExportTest, FileFollowsTheSafetensorsLayoutAndHoldsTheCheckpointWeight
 
   // The weights the checkpoint holds, loaded as `ablate eval` loads them.
   std::ostringstream err;
-  cli::LoadedSpec loaded = cli::load_run_spec(dir_ / "run", {}, err);
+  validation::LoadedSpec loaded = validation::load_run_spec(dir_ / "run", {}, err);
   TrainedRun run = open_trained_run(dir_ / "run", loaded.spec, *loaded.registry);
   std::uint64_t expected_offset = 0;
   int tensors = 0;
