@@ -69,7 +69,9 @@ std::string base_arm(const spec::ExperimentSpec& base) {
   return join(parts, ",");
 }
 
-int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+namespace {
+
+po::options_description sweep_options() {
   po::options_description options(
       "ablate sweep SPEC.yaml [options]\n\n"
       "Runs every run of the spec's sweep (sweep.grid x sweep.zip, explicit sweep.runs, each per\n"
@@ -108,6 +110,116 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ("wait", "slurm: wait until the job has left the queue, then compare");
   // clang-format on
   add_spec_options(options, kOverridesHelp);
+  return options;
+}
+
+// The command line read and checked before anything is loaded: the comparison's options too, so
+// a mistake there fails now, not after the runs.
+struct SweepArgs {
+  std::string file;
+  bool slurm = false;
+  int jobs = 1, threads = 0;  // threads: 0 = the spec's own
+  analysis::CompareOptions compare;
+  train::ProgressMode progress = train::ProgressMode::Lines;
+};
+
+SweepArgs read_args(const po::variables_map& vm) {
+  if (!vm.count("spec"))
+    throw UsageError("ablate sweep: no spec file given", "usage: ablate sweep SPEC.yaml [--status | --dry-run] [options]");
+  if (vm.count("dry-run") && vm.count("status"))
+    throw UsageError("ablate sweep: --dry-run and --status are two different questions; give one",
+                     "--dry-run lists the runs the spec defines; --status the state of those in the directory");
+  SweepArgs a;
+  a.file = vm["spec"].as<std::string>();
+  const std::string executor = vm["executor"].as<std::string>();
+  if (executor != "local" && executor != "slurm")
+    throw UsageError("ablate sweep: --executor '" + executor + "' is not one of local, slurm");
+  a.slurm = executor == "slurm";
+  for (const char* o : {"partition", "time", "mem", "sbatch-line", "wait"})
+    if (!a.slurm && vm.count(o)) throw UsageError(std::string("ablate sweep: --") + o + " is an option of --executor slurm");
+  if (a.slurm && vm.count("jobs"))
+    throw UsageError("ablate sweep: --jobs is an option of --executor local; Slurm decides how many run at once");
+  a.compare.baseline_is_default = !vm.count("baseline");
+  if (vm.count("baseline")) a.compare.baseline = vm["baseline"].as<std::string>();
+  if (vm.count("metric")) a.compare.metric = vm["metric"].as<std::string>();
+  if (vm.count("summary")) a.compare.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
+  a.progress = progress_mode("sweep", vm["progress"].as<std::string>());
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  a.jobs = vm.count("jobs") ? vm["jobs"].as<int>() : 1;
+  if (a.jobs < 1) throw UsageError("ablate sweep: --jobs must be at least 1");
+  if (vm.count("threads-per-run")) {
+    a.threads = vm["threads-per-run"].as<int>();
+    if (a.threads < 1) throw UsageError("ablate sweep: --threads-per-run must be at least 1");
+  } else if (!a.slurm) {
+    a.threads = std::max(1, cores / a.jobs);
+  }
+  return a;
+}
+
+// --dry-run: the runs the spec defines, their ids, folders and settings.
+void print_dry_run(const sweep::SweepPlan& plan, std::ostream& out) {
+  out << "sweep " << plan.experiment << ": " << plan.runs.size() << " run" << (plan.runs.size() == 1 ? "" : "s") << " in "
+      << plan.dir.string() << "\n";
+  for (const sweep::SweepRun& run : plan.runs)
+    out << "  " << run.id << "  " << run.folder << "\n      " << settings_text(run.point) << "\n";
+}
+
+// --status: the state of every run in the directory, and how many runs of earlier versions of the
+// spec the manifest also holds.
+void print_status(const sweep::SweepPlan& plan, std::ostream& out) {
+  sweep::Manifest manifest = sweep::read_manifest(plan.dir);
+  const auto phases = sweep::read_phases(plan);
+  out << "sweep " << plan.experiment << " in " << plan.dir.string() << "\n";
+  sweep::print_runs(plan, phases, manifest, out);
+  out << sweep::counts_line(phases) << "\n";
+  std::size_t others = 0;
+  for (const sweep::ManifestRun& m : manifest.runs)
+    others += std::none_of(plan.runs.begin(), plan.runs.end(), [&](const auto& r) { return r.id == m.id; });
+  if (others)
+    out << others << " more run(s) in " << (plan.dir / sweep::kManifestFile).string()
+        << " belong to earlier versions of the spec\n";
+}
+
+sweep::ExecutionOptions execution_options(const po::variables_map& vm, const SweepArgs& a, const LoadedSpec& base,
+                                          const fs::path& dir) {
+  sweep::ExecutionOptions run;
+  run.executable = executable_path();
+  run.rerun_failed = vm.count("rerun-failed") > 0;
+  run.keep_stale = vm.count("keep-stale") > 0;
+  run.slurm = a.slurm;
+  run.jobs = a.jobs;
+  run.threads = a.threads;
+  run.progress = a.progress;
+  if (vm.count("partition")) run.slurm_options.partition = vm["partition"].as<std::string>();
+  if (vm.count("time")) run.slurm_options.time = vm["time"].as<std::string>();
+  if (vm.count("mem")) run.slurm_options.mem = vm["mem"].as<std::string>();
+  run.slurm_options.extra_lines = repeated(vm, "sbatch-line");
+  run.wait = vm.count("wait") > 0;
+  run.baseline = base_arm(base.spec);
+  run.status_command = "ablate sweep " + a.file + " --status" + (vm.count("out") ? " --out " + dir.string() : "");
+  return run;
+}
+
+// The comparison and figures at the end; a failure there is reported, and the exit code says so
+// unless a run failed already.
+int compare_runs(const sweep::ExecutionReport& report, analysis::CompareOptions compare, const std::string& baseline,
+                 const fs::path& dir, int code, std::ostream& out, std::ostream& err) {
+  out << "\n";
+  try {
+    if (compare.baseline_is_default) compare.baseline = baseline;
+    print_analysis(analysis::analyse(report.run_files, compare, dir, dir / "figures"), "text", "ablate sweep", out, err);
+  } catch (const std::exception& e) {
+    err << "ablate sweep: the comparison failed: " << e.what() << "\n";
+    if (const auto* ae = dynamic_cast<const Error*>(&e); ae && !ae->hint().empty()) err << "  hint: " << ae->hint() << "\n";
+    if (code == kExitOk) code = dynamic_cast<const UsageError*>(&e) ? kExitUsage : kExitRunFailed;
+  }
+  return code;
+}
+
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const po::options_description options = sweep_options();
   po::positional_options_description positional;
   positional.add("spec", 1);
   const po::variables_map vm = parse_command("sweep", options, args, positional);
@@ -115,90 +227,32 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << options << "\n";
     return kExitOk;
   }
-  if (!vm.count("spec"))
-    throw UsageError("ablate sweep: no spec file given", "usage: ablate sweep SPEC.yaml [--status | --dry-run] [options]");
-  if (vm.count("dry-run") && vm.count("status"))
-    throw UsageError("ablate sweep: --dry-run and --status are two different questions; give one",
-                     "--dry-run lists the runs the spec defines; --status the state of those in the directory");
-  const std::string file = vm["spec"].as<std::string>();
-  const std::string executor = vm["executor"].as<std::string>();
-  if (executor != "local" && executor != "slurm")
-    throw UsageError("ablate sweep: --executor '" + executor + "' is not one of local, slurm");
-  const bool slurm = executor == "slurm";
-  for (const char* o : {"partition", "time", "mem", "sbatch-line", "wait"})
-    if (!slurm && vm.count(o)) throw UsageError(std::string("ablate sweep: --") + o + " is an option of --executor slurm");
-  if (slurm && vm.count("jobs"))
-    throw UsageError("ablate sweep: --jobs is an option of --executor local; Slurm decides how many run at once");
-  // The comparison's options are checked now, not after the runs.
-  analysis::CompareOptions compare_options;
-  compare_options.baseline_is_default = !vm.count("baseline");
-  if (vm.count("baseline")) compare_options.baseline = vm["baseline"].as<std::string>();
-  if (vm.count("metric")) compare_options.metric = vm["metric"].as<std::string>();
-  if (vm.count("summary")) compare_options.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
-  const train::ProgressMode progress = progress_mode("sweep", vm["progress"].as<std::string>());
-
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int jobs = vm.count("jobs") ? vm["jobs"].as<int>() : 1;
-  if (jobs < 1) throw UsageError("ablate sweep: --jobs must be at least 1");
-  int threads = 0;  // 0: the spec's own
-  if (vm.count("threads-per-run")) {
-    threads = vm["threads-per-run"].as<int>();
-    if (threads < 1) throw UsageError("ablate sweep: --threads-per-run must be at least 1");
-  } else if (!slurm) {
-    threads = std::max(1, cores / jobs);
-  }
+  SweepArgs a = read_args(vm);
 
   const SpecOptions spec_opts = spec_options(vm);
-  const LoadedSpec base = validation::load_validated_spec(file, spec_opts, err);
+  const LoadedSpec base = validation::load_validated_spec(a.file, spec_opts, err);
   const fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("results") / base.spec.name;
-  const sweep::SweepPlan plan = sweep::plan_sweep(file, spec_opts.overrides, spec_opts.plugin_paths, base, dir);
+  const sweep::SweepPlan plan = sweep::plan_sweep(a.file, spec_opts.overrides, spec_opts.plugin_paths, base, dir);
   for (const std::string& note : plan.notes) out << "note: " << note << "\n";
-  if (!compare_options.baseline_is_default) {  // an arm of these runs, or the comparison after them would fail
+  if (!a.compare.baseline_is_default) {  // an arm of these runs, or the comparison after them would fail
     std::vector<std::string> specs;
     for (const sweep::SweepRun& run : plan.runs) specs.push_back(train::resolved_run_yaml(run.spec));
     try {
-      analysis::check_baseline(specs, compare_options);
+      analysis::check_baseline(specs, a.compare);
     } catch (const UsageError& e) {
       throw UsageError(std::string("ablate sweep: --") + e.what(), e.hint());
     }
   }
-
   if (vm.count("dry-run")) {
-    out << "sweep " << plan.experiment << ": " << plan.runs.size() << " run" << (plan.runs.size() == 1 ? "" : "s") << " in "
-        << dir.string() << "\n";
-    for (const sweep::SweepRun& run : plan.runs)
-      out << "  " << run.id << "  " << run.folder << "\n      " << settings_text(run.point) << "\n";
+    print_dry_run(plan, out);
     return kExitOk;
   }
-  sweep::Manifest manifest = sweep::read_manifest(dir);
   if (vm.count("status")) {
-    const auto phases = sweep::read_phases(plan);
-    out << "sweep " << plan.experiment << " in " << dir.string() << "\n";
-    sweep::print_runs(plan, phases, manifest, out);
-    out << sweep::counts_line(phases) << "\n";
-    std::size_t others = 0;
-    for (const sweep::ManifestRun& m : manifest.runs)
-      others += std::none_of(plan.runs.begin(), plan.runs.end(), [&](const auto& r) { return r.id == m.id; });
-    if (others)
-      out << others << " more run(s) in " << (dir / sweep::kManifestFile).string() << " belong to earlier versions of the spec\n";
+    print_status(plan, out);
     return kExitOk;
   }
 
-  sweep::ExecutionOptions run;
-  run.executable = executable_path();
-  run.rerun_failed = vm.count("rerun-failed") > 0;
-  run.keep_stale = vm.count("keep-stale") > 0;
-  run.slurm = slurm;
-  run.jobs = jobs;
-  run.threads = threads;
-  run.progress = progress;
-  if (vm.count("partition")) run.slurm_options.partition = vm["partition"].as<std::string>();
-  if (vm.count("time")) run.slurm_options.time = vm["time"].as<std::string>();
-  if (vm.count("mem")) run.slurm_options.mem = vm["mem"].as<std::string>();
-  run.slurm_options.extra_lines = repeated(vm, "sbatch-line");
-  run.wait = vm.count("wait") > 0;
-  run.baseline = base_arm(base.spec);
-  run.status_command = "ablate sweep " + file + " --status" + (vm.count("out") ? " --out " + dir.string() : "");
+  const sweep::ExecutionOptions run = execution_options(vm, a, base, dir);
   sweep::ExecutionReport report;
   {
     const StopSignals signals(on_sweep_signal);
@@ -212,21 +266,9 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << "stopped: interrupted runs resume from their checkpoints when you run the same command again\n";
     return kExitInterrupted;
   }
-
-  int code = report.failures.empty() ? kExitOk : kExitRunFailed;
-  if (!vm.count("no-compare") && !report.run_files.empty()) {
-    out << "\n";
-    try {
-      if (compare_options.baseline_is_default) compare_options.baseline = run.baseline;
-      print_analysis(analysis::analyse(report.run_files, compare_options, dir, dir / "figures"), "text", "ablate sweep", out,
-                     err);
-    } catch (const std::exception& e) {
-      err << "ablate sweep: the comparison failed: " << e.what() << "\n";
-      if (const auto* ae = dynamic_cast<const Error*>(&e); ae && !ae->hint().empty()) err << "  hint: " << ae->hint() << "\n";
-      if (code == kExitOk) code = dynamic_cast<const UsageError*>(&e) ? kExitUsage : kExitRunFailed;
-    }
-  }
-  return code;
+  const int code = report.failures.empty() ? kExitOk : kExitRunFailed;
+  if (vm.count("no-compare") || report.run_files.empty()) return code;
+  return compare_runs(report, a.compare, run.baseline, dir, code, out, err);
 }
 
 }  // namespace ablate::cli
