@@ -18,7 +18,10 @@
 namespace ablate::cli {
 namespace po = boost::program_options;
 
-int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+namespace {
+namespace fs = std::filesystem;
+
+po::options_description eval_options() {
   po::options_description options(
       "ablate eval RUN_DIR|DIR [options]\n\n"
       "Scores the weights of a run's checkpoint (RUN_DIR/checkpoint.bin: a finished or interrupted run) on\n"
@@ -44,15 +47,10 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ("out,o", po::value<std::string>(), "output directory (default RUN_DIR/evals/SPLIT)");
   // clang-format on
   add_spec_options(options, kExecutionKeysHelp);
-  po::positional_options_description positional;
-  add_run_argument(options, positional);
-  const po::variables_map vm = parse_command("eval", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
-  const std::filesystem::path dir = run_argument(vm, "eval", "usage: ablate eval RUN_DIR [--split test]");
+  return options;
+}
 
+train::RunEvalOptions read_eval_options(const po::variables_map& vm) {
   train::RunEvalOptions eval;
   const std::string split = vm["split"].as<std::string>();
   if (split == "test")
@@ -77,59 +75,76 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
     throw UsageError("ablate eval: --data and --split " + split + " name two things to score",
                      "--data scores the file's examples, --split one of the task's splits: give one of them");
   train::check_eval_options(eval);  // before any run is looked at (a directory of runs may skip them all)
+  return eval;
+}
 
-  // A directory of runs (a sweep, an experiment folder): every completed run, each into its own
-  // RUN/evals/SPLIT; runs evaluated there already, and runs not completed, are skipped with a note.
-  if (!std::filesystem::exists(dir / "checkpoint.bin") && !std::filesystem::exists(dir / "run.h5") &&
-      std::filesystem::is_directory(dir)) {
-    if (!eval.out_dir.empty())
-      throw UsageError("ablate eval: --out names one run's output; a directory of runs writes each run's own evals/",
-                       "drop --out, or evaluate one run");
-    const std::vector<std::filesystem::path> runs = analysis::find_runs({dir});
-    if (runs.empty())
-      throw UsageError("no checkpoint in " + dir.string() + " (checkpoint.bin is missing), and no runs below it",
-                       "give the directory `ablate run` trained into, or a directory of runs (a sweep's)");
-    int evaluated = 0;
-    std::vector<std::string> failed;  // "RUN: why", each run that could not be evaluated
-    for (const std::filesystem::path& file : runs) {
-      const std::filesystem::path run = file.parent_path();
-      const std::string name = train::eval_name(eval);
-      try {
-        bool evaluated_already = false;
-        results::RunStatus status;
-        {
-          const results::RunReader reader(file);  // closed before evaluate_run records into the file
-          status = reader.state().status;
-          // scores.json is the record only in files older than /evals; else one without a record is
-          // an interrupted evaluation's leftover, which evaluate_run replaces
-          evaluated_already = !reader.records_evaluations() && std::filesystem::exists(run / "evals" / name / "scores.json");
-          for (const results::EvalRecord& r : reader.evaluations()) evaluated_already = evaluated_already || r.name == name;
-        }
-        if (status != results::RunStatus::Completed) {
-          out << "skipped " << run.string() << ": " << results::to_string(status) << "\n";
-          continue;
-        }
-        if (evaluated_already) {
-          out << "skipped " << run.string() << ": evaluated already (evals/" << name << ")\n";
-          continue;
-        }
-        LoadedSpec loaded = validation::load_run_spec(run, spec_options(vm), err);
-        const train::RunEvalResult r = train::evaluate_run(run, loaded.spec, *loaded.registry, eval, out);
-        out << " ";
-        for (const auto& [name, value] : r.metrics) out << " " << name << " " << number_text(value);
-        out << "\n";
-        ++evaluated;
-      } catch (const Error& e) {  // one run's problem: the others are still evaluated
-        failed.push_back(run.string() + ": " + e.what());
-        err << "ablate eval: not evaluated: " << failed.back() << "\n";
+// Why one run of a directory is not evaluated ("" = evaluate it): not completed, or evaluated
+// under this name already.
+std::string skip_reason(const fs::path& file, const std::string& name) {
+  const fs::path run = file.parent_path();
+  const results::RunReader reader(file);  // closed before evaluate_run records into the file
+  const results::RunStatus status = reader.state().status;
+  if (status != results::RunStatus::Completed) return results::to_string(status);
+  // scores.json is the record only in files older than /evals; else one without a record is an
+  // interrupted evaluation's leftover, which evaluate_run replaces
+  bool evaluated_already = !reader.records_evaluations() && fs::exists(run / "evals" / name / "scores.json");
+  for (const results::EvalRecord& r : reader.evaluations()) evaluated_already = evaluated_already || r.name == name;
+  return evaluated_already ? "evaluated already (evals/" + name + ")" : "";
+}
+
+// A directory of runs (a sweep, an experiment folder): every completed run, each into its own
+// RUN/evals/SPLIT; runs evaluated there already, and runs not completed, are skipped with a note.
+int evaluate_directory(const fs::path& dir, const train::RunEvalOptions& eval, const SpecOptions& spec_opts, std::ostream& out,
+                       std::ostream& err) {
+  if (!eval.out_dir.empty())
+    throw UsageError("ablate eval: --out names one run's output; a directory of runs writes each run's own evals/",
+                     "drop --out, or evaluate one run");
+  const std::vector<fs::path> runs = analysis::find_runs({dir});
+  if (runs.empty())
+    throw UsageError("no checkpoint in " + dir.string() + " (checkpoint.bin is missing), and no runs below it",
+                     "give the directory `ablate run` trained into, or a directory of runs (a sweep's)");
+  int evaluated = 0;
+  std::vector<std::string> failed;  // "RUN: why", each run that could not be evaluated
+  for (const fs::path& file : runs) {
+    const fs::path run = file.parent_path();
+    try {
+      if (const std::string why = skip_reason(file, train::eval_name(eval)); !why.empty()) {
+        out << "skipped " << run.string() << ": " << why << "\n";
+        continue;
       }
+      LoadedSpec loaded = validation::load_run_spec(run, spec_opts, err);
+      const train::RunEvalResult r = train::evaluate_run(run, loaded.spec, *loaded.registry, eval, out);
+      out << " ";
+      for (const auto& [name, value] : r.metrics) out << " " << name << " " << number_text(value);
+      out << "\n";
+      ++evaluated;
+    } catch (const Error& e) {  // one run's problem: the others are still evaluated
+      failed.push_back(run.string() + ": " + e.what());
+      err << "ablate eval: not evaluated: " << failed.back() << "\n";
     }
-    out << evaluated << " run(s) evaluated\n";
-    if (failed.empty()) return kExitOk;
-    err << "ablate eval: " << failed.size() << " run(s) could not be evaluated:\n";
-    for (const std::string& f : failed) err << "  " << f << "\n";
-    return kExitRunFailed;
   }
+  out << evaluated << " run(s) evaluated\n";
+  if (failed.empty()) return kExitOk;
+  err << "ablate eval: " << failed.size() << " run(s) could not be evaluated:\n";
+  for (const std::string& f : failed) err << "  " << f << "\n";
+  return kExitRunFailed;
+}
+
+}  // namespace
+
+int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description options = eval_options();
+  po::positional_options_description positional;
+  add_run_argument(options, positional);
+  const po::variables_map vm = parse_command("eval", options, args, positional);
+  if (vm.count("help")) {
+    out << options << "\n";
+    return kExitOk;
+  }
+  const fs::path dir = run_argument(vm, "eval", "usage: ablate eval RUN_DIR [--split test]");
+  const train::RunEvalOptions eval = read_eval_options(vm);
+  if (!fs::exists(dir / "checkpoint.bin") && !fs::exists(dir / "run.h5") && fs::is_directory(dir))
+    return evaluate_directory(dir, eval, spec_options(vm), out, err);
   // The model is the one the checkpoint holds: its own spec, execution keys aside.
   LoadedSpec loaded = validation::load_run_spec(dir, spec_options(vm), err);
   const train::RunEvalResult r = train::evaluate_run(dir, loaded.spec, *loaded.registry, eval, out);

@@ -117,137 +117,131 @@ void check_eval_options(const RunEvalOptions& options) {
       throw UsageError("--data " + options.data.string() + ": " + problem, "give a file in the task's own format");
 }
 
-RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
-                           const RunEvalOptions& options, std::ostream& out) {
-  run_checkpoint(run_dir);  // the first thing to say when there is none
-  check_eval_options(options);
-  // What is scored: a split of the task, or the examples of a new file (--data), named by its stem.
-  const bool data = !options.data.empty();
-  const std::string what = eval_name(options);
-  const fs::path dir = options.out_dir.empty() ? run_dir / "evals" / what : options.out_dir;
-  const std::string ext = options.format == PredictionFormat::Tsv ? "tsv" : "jsonl";
-  // The record in run.h5 (/evals) is named by the directory; checked before the work, written last.
-  const fs::path run_file = run_dir / "run.h5";
-  const std::string record_name = (dir / "").parent_path().filename().string();
+namespace {
+
+// Where an evaluation goes: its directory, and its record in run.h5 (/evals), named by the
+// directory; `record` is false for a run file older than /evals (scores.json is the record then).
+struct EvalPlace {
+  fs::path dir, run_file;
+  std::string record_name;
   bool record = false;
-  if (!fs::is_regular_file(run_file))
+  bool own_dir = false;  // the run's own evals/<name>/, not --out
+};
+
+// The place checked before any work: run.h5 is there, not being written, and has no evaluation of
+// this name yet.
+EvalPlace eval_place(const fs::path& run_dir, const RunEvalOptions& options) {
+  EvalPlace p;
+  p.own_dir = options.out_dir.empty();
+  p.dir = p.own_dir ? run_dir / "evals" / eval_name(options) : options.out_dir;
+  p.run_file = run_dir / "run.h5";
+  p.record_name = (p.dir / "").parent_path().filename().string();
+  if (!fs::is_regular_file(p.run_file))
     throw UsageError("no run file in " + run_dir.string() + ": run.h5 is missing",
                      "give the directory `ablate run` trained into");
-  check_one_run(run_dir, spec);  // before anything in the folder is touched
-  // One `ablate eval` of a run at a time, so that files without a record below are never those of
-  // an evaluation still under way.
-  const FileLock lock(run_dir / ".eval.lock", run_dir.string() + " is being evaluated now by another `ablate eval`",
-                      "wait for it to finish, then evaluate again");
-  {
-    const results::RunReader reader(run_file);  // closed before the record is written (run_file.hpp)
-    if (reader.writer_alive())
-      throw UsageError(run_dir.string() + " is being written now (training, or another `ablate eval` recording into run.h5)",
-                       "evaluate it when that process stops; its checkpoint changes while it trains");
-    record = reader.records_evaluations();
-    if (record && (record_name.empty() || record_name.size() > results::kEvalNameBytes))
-      throw UsageError("the evaluation's name '" + record_name + "' (its directory's) must be 1 to " +
-                           std::to_string(results::kEvalNameBytes) + " bytes to be recorded in run.h5",
-                       "name a shorter directory with --out");
-    for (const results::EvalRecord& r : reader.evaluations())
-      if (r.name == record_name)
-        throw UsageError(run_file.string() + " records an evaluation named '" + record_name + "' already (at step " +
-                             std::to_string(r.checkpoint_step) + ")",
-                         "evaluations are never written over: name this one another directory with --out");
-  }
-  // An evaluation is on disk with its record or not at all: in the run's own evals/, files that
-  // run.h5 does not record are what an `ablate eval` of this run left when it stopped before its
-  // record, and this one replaces them. Elsewhere (--out), or where run.h5 records no evaluations
-  // (an older file: scores.json is the record), an evaluation's files are never written over.
-  const bool own_dir = options.out_dir.empty();
+  return p;
+}
+
+void check_run_file(const fs::path& run_dir, EvalPlace& p) {
+  const results::RunReader reader(p.run_file);  // closed before the record is written (run_file.hpp)
+  if (reader.writer_alive())
+    throw UsageError(run_dir.string() + " is being written now (training, or another `ablate eval` recording into run.h5)",
+                     "evaluate it when that process stops; its checkpoint changes while it trains");
+  p.record = reader.records_evaluations();
+  if (p.record && (p.record_name.empty() || p.record_name.size() > results::kEvalNameBytes))
+    throw UsageError("the evaluation's name '" + p.record_name + "' (its directory's) must be 1 to " +
+                         std::to_string(results::kEvalNameBytes) + " bytes to be recorded in run.h5",
+                     "name a shorter directory with --out");
+  for (const results::EvalRecord& r : reader.evaluations())
+    if (r.name == p.record_name)
+      throw UsageError(p.run_file.string() + " records an evaluation named '" + p.record_name + "' already (at step " +
+                           std::to_string(r.checkpoint_step) + ")",
+                       "evaluations are never written over: name this one another directory with --out");
+}
+
+// An evaluation is on disk with its record or not at all: in the run's own evals/, files that
+// run.h5 does not record are what an `ablate eval` of this run left when it stopped before its
+// record, and this one replaces them. Elsewhere (--out), or where run.h5 records no evaluations
+// (an older file: scores.json is the record), an evaluation's files are never written over.
+void clear_leftovers(const EvalPlace& p, const spec::ExperimentSpec& spec, std::ostream& out) {
   const std::string own_id = "\"run_id\": " + json_quote(run_id(spec));
   for (const char* name : {"scores.json", "predictions.tsv", "predictions.jsonl"}) {
-    if (!fs::exists(dir / name)) continue;
-    const bool leftover = record && own_dir &&
-                          (name != std::string("scores.json") || read_small_file(dir / name).find(own_id) != std::string::npos);
+    if (!fs::exists(p.dir / name)) continue;
+    const bool leftover = p.record && p.own_dir &&
+                          (name != std::string("scores.json") || read_small_file(p.dir / name).find(own_id) != std::string::npos);
     if (!leftover)
-      throw UsageError(dir.string() + " already holds an evaluation (" + name + ")",
+      throw UsageError(p.dir.string() + " already holds an evaluation (" + name + ")",
                        "evaluations are never written over: name another directory with --out, or remove that one");
     std::error_code ec;
-    fs::remove(dir / name, ec);
-    if (ec) throw UsageError("cannot remove " + (dir / name).string() + ", left by an interrupted evaluation: " + ec.message());
-    out << "note: removed " << (dir / name).string() << ": run.h5 does not record it (an interrupted `ablate eval`)\n";
+    fs::remove(p.dir / name, ec);
+    if (ec) throw UsageError("cannot remove " + (p.dir / name).string() + ", left by an interrupted evaluation: " + ec.message());
+    out << "note: removed " << (p.dir / name).string() << ": run.h5 does not record it (an interrupted `ablate eval`)\n";
   }
+}
 
-  TrainedRun run = load_trained_run(run_dir, spec, registry);  // checked above (check_one_run)
-  Experiment& ex = *run.experiment;
-  std::vector<Example> examples;  // --data: the file's, encoded with the run's vocabularies
-  std::int64_t unknown = 0;
+// What is scored: the first n of `size` examples of a split, or of a new file (--data), whose
+// examples are encoded with the run's vocabularies (`unknown`: tokens outside them).
+struct EvalInput {
+  std::vector<Example> examples;  // --data only
+  std::int64_t unknown = 0, size = 0, n = 0;
+};
+
+EvalInput eval_input(Experiment& ex, const RunEvalOptions& options, std::ostream& out) {
+  EvalInput in;
+  const bool data = !options.data.empty();
   if (data) {
     try {
-      examples = ex.task->read_examples(options.data.string(), &unknown);
+      in.examples = ex.task->read_examples(options.data.string(), &in.unknown);
     } catch (const Error& e) {
       throw UsageError("--data " + options.data.string() + ": " + e.what(), e.hint());
     }
-    if (examples.empty()) throw UsageError("--data " + options.data.string() + ": no examples in the file");
+    if (in.examples.empty()) throw UsageError("--data " + options.data.string() + ": no examples in the file");
   }
-  const std::int64_t size = data ? static_cast<std::int64_t>(examples.size()) : ex.size(options.split);
-  if (size == 0)
+  in.size = data ? static_cast<std::int64_t>(in.examples.size()) : ex.size(options.split);
+  if (in.size == 0)
     throw UsageError(std::string("the task has no examples in its ") + split_name(options.split) + " split",
                      "choose another split with --split (eval or test)");
-  const std::int64_t n = options.limit > 0 ? std::min(options.limit, size) : size;
+  in.n = options.limit > 0 ? std::min(options.limit, in.size) : in.size;
   if (data) {
-    examples.resize(static_cast<std::size_t>(n));
-    if (unknown > 0)
-      out << "note: " << unknown << " token(s) of " << options.data.string() << " are not in the run's vocabulary (<unk>)\n";
+    in.examples.resize(static_cast<std::size_t>(in.n));
+    if (in.unknown > 0)
+      out << "note: " << in.unknown << " token(s) of " << options.data.string() << " are not in the run's vocabulary (<unk>)\n";
   }
+  return in;
+}
 
-  std::vector<std::string> skipped;
-  const std::vector<spec::Metric> metrics = applicable_metrics(ex.spec, ex.task_info, &skipped);
-  for (const std::string& s : skipped) out << "note: metric skipped: " << s << "\n";
-  const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
-  out << "evaluating " << run_dir.string() << " (step " << run.step << ") on " << n << " of " << size << " "
-      << (data ? options.data.string() : std::string(split_name(options.split))) << " examples\n";
-  if (options.beam > 1 && ex.model->config().arch != model::Arch::EncoderDecoder)
-    throw UsageError("--beam " + std::to_string(options.beam) + ": beam search decodes encoder-decoder models; this run is " +
-                         spec::to_string(ex.spec.model.arch),
-                     "drop --beam");
-  const BeamOptions beam{options.beam, options.length_penalty, 0};
-  const std::string decoding =
-      options.beam > 1 ? "beam " + std::to_string(options.beam) + ", length penalty " + number_text(options.length_penalty)
-                       : std::string("greedy");
-  if (decodes) out << "decoding: " << decoding << "\n";
-  const std::size_t samples = decodes ? static_cast<std::size_t>(n) : 0;
-  const Evaluation e = data ? evaluate_examples(ex, metrics, examples, samples, options.beam > 1 ? &beam : nullptr)
-                            : evaluate(ex, metrics, options.split, samples, 0, n, options.beam > 1 ? &beam : nullptr);
-
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw UsageError("cannot create " + dir.string() + ": " + ec.message());
-  RunEvalResult result;
-  result.metrics = e.metrics;
-  result.examples = n;
-  result.step = run.step;
-  if (!e.samples.empty()) {
-    std::ostringstream p;
-    if (options.format == PredictionFormat::Tsv) p << "index\tsource\treference\tprediction\n";
-    for (std::size_t i = 0; i < e.samples.size(); ++i) {
-      const DecodedSample& d = e.samples[i];
-      const std::string src = shown(d.src, d.src_ids), ref = shown(d.reference, d.reference_ids),
-                        pred = shown(d.prediction, d.prediction_ids);
-      if (options.format == PredictionFormat::Tsv)
-        p << i << "\t" << tsv_field(src) << "\t" << tsv_field(ref) << "\t" << tsv_field(pred) << "\n";
-      else
-        p << "{\"index\": " << i << ", \"source\": " << json_quote(src) << ", \"reference\": " << json_quote(ref)
-          << ", \"prediction\": " << json_quote(pred) << "}\n";
-    }
-    result.predictions = dir / ("predictions." + ext);
-    write_file_atomically(result.predictions, p.str());
+// The decoded examples, one per line (TSV with a header, or JSON lines).
+std::string predictions_text(const std::vector<DecodedSample>& samples, PredictionFormat format) {
+  std::ostringstream p;
+  if (format == PredictionFormat::Tsv) p << "index\tsource\treference\tprediction\n";
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const DecodedSample& d = samples[i];
+    const std::string src = shown(d.src, d.src_ids), ref = shown(d.reference, d.reference_ids),
+                      pred = shown(d.prediction, d.prediction_ids);
+    if (format == PredictionFormat::Tsv)
+      p << i << "\t" << tsv_field(src) << "\t" << tsv_field(ref) << "\t" << tsv_field(pred) << "\n";
+    else
+      p << "{\"index\": " << i << ", \"source\": " << json_quote(src) << ", \"reference\": " << json_quote(ref)
+        << ", \"prediction\": " << json_quote(pred) << "}\n";
   }
+  return p.str();
+}
+
+// scores.json: what was scored, how, by which code, and the metrics (null where not finite).
+std::string scores_json(const fs::path& run_dir, const Experiment& ex, std::int64_t step, const RunEvalOptions& options,
+                        const EvalInput& in, const std::string& decoding, const RunEvalResult& result) {
+  const bool data = !options.data.empty();
   std::ostringstream s;
   s << "{\n  \"run\": " << json_quote(run_dir.string()) << ",\n  \"run_id\": " << json_quote(run_id(ex.spec))
-    << ",\n  \"checkpoint_step\": " << run.step
+    << ",\n  \"checkpoint_step\": " << step
     << ",\n  \"split\": " << (data ? std::string("null") : json_quote(split_name(options.split)))
     << ",\n  \"data\": " << (data ? json_quote(options.data.string()) : std::string("null"))
-    << ",\n  \"unknown_tokens\": " << (data ? std::to_string(unknown) : std::string("null")) << ",\n  \"examples\": " << n
-    << ",\n  \"split_size\": " << size << ",\n  \"decoding\": " << (decodes ? json_quote(decoding) : std::string("null"))
+    << ",\n  \"unknown_tokens\": " << (data ? std::to_string(in.unknown) : std::string("null")) << ",\n  \"examples\": " << in.n
+    << ",\n  \"split_size\": " << in.size
+    << ",\n  \"decoding\": " << (decoding.empty() ? std::string("null") : json_quote(decoding))
     << ",\n  \"code_id\": " << json_quote(ex.code.id) << ",\n  \"metrics\": {";
   bool first = true;
-  for (const auto& [name, value] : e.metrics) {
+  for (const auto& [name, value] : result.metrics) {
     s << (first ? "\n" : ",\n") << "    " << json_quote(name) << ": "
       << (std::isfinite(value) ? number_text(value) : std::string("null"));
     first = false;
@@ -255,20 +249,80 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   s << "\n  }";
   if (!result.predictions.empty()) s << ",\n  \"predictions\": " << json_quote(result.predictions.filename().string());
   s << "\n}\n";
-  result.scores = dir / "scores.json";
-  write_file_atomically(result.scores, s.str());
-  if (!record) {
-    out << "note: " << run_file.string() << " was written before run files recorded evaluations: scores.json is the record\n";
-    return result;
-  }
+  return s.str();
+}
+
+// The record in run.h5, all or nothing: if it cannot be written, the evaluation's files go too.
+void record_evaluation(const EvalPlace& p, std::int64_t step, const std::string& scores, RunEvalResult& result) {
   try {
-    results::RunWriter::record_evaluation(run_file, {record_name, run.step, s.str(), ""});
-  } catch (const Error& e) {  // all or nothing: the files go too
+    results::RunWriter::record_evaluation(p.run_file, {p.record_name, step, scores, ""});
+  } catch (const Error& e) {
+    std::error_code ec;
     for (const fs::path& f : {result.predictions, result.scores})
       if (!f.empty()) fs::remove(f, ec);
     throw Error(std::string(e.what()) + " (the evaluation's files were removed: nothing was recorded)", e.hint());
   }
-  result.record = record_name;
+  result.record = p.record_name;
+}
+
+}  // namespace
+
+RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
+                           const RunEvalOptions& options, std::ostream& out) {
+  run_checkpoint(run_dir);  // the first thing to say when there is none
+  check_eval_options(options);
+  EvalPlace place = eval_place(run_dir, options);
+  check_one_run(run_dir, spec);  // before anything in the folder is touched
+  // One `ablate eval` of a run at a time, so that files without a record are never those of an
+  // evaluation still under way.
+  const FileLock lock(run_dir / ".eval.lock", run_dir.string() + " is being evaluated now by another `ablate eval`",
+                      "wait for it to finish, then evaluate again");
+  check_run_file(run_dir, place);
+  clear_leftovers(place, spec, out);
+
+  TrainedRun run = load_trained_run(run_dir, spec, registry);  // checked above (check_one_run)
+  Experiment& ex = *run.experiment;
+  const EvalInput in = eval_input(ex, options, out);
+  std::vector<std::string> skipped;
+  const std::vector<spec::Metric> metrics = applicable_metrics(ex.spec, ex.task_info, &skipped);
+  for (const std::string& s : skipped) out << "note: metric skipped: " << s << "\n";
+  const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
+  out << "evaluating " << run_dir.string() << " (step " << run.step << ") on " << in.n << " of " << in.size << " "
+      << (options.data.empty() ? std::string(split_name(options.split)) : options.data.string()) << " examples\n";
+  if (options.beam > 1 && ex.model->config().arch != model::Arch::EncoderDecoder)
+    throw UsageError("--beam " + std::to_string(options.beam) + ": beam search decodes encoder-decoder models; this run is " +
+                         spec::to_string(ex.spec.model.arch),
+                     "drop --beam");
+  const BeamOptions beam{options.beam, options.length_penalty, 0};
+  const std::string decoding =
+      !decodes           ? std::string()
+      : options.beam > 1 ? "beam " + std::to_string(options.beam) + ", length penalty " + number_text(options.length_penalty)
+                         : std::string("greedy");
+  if (decodes) out << "decoding: " << decoding << "\n";
+  const std::size_t samples = decodes ? static_cast<std::size_t>(in.n) : 0;
+  const BeamOptions* beam_or_greedy = options.beam > 1 ? &beam : nullptr;
+  const Evaluation e = options.data.empty() ? evaluate(ex, metrics, options.split, samples, 0, in.n, beam_or_greedy)
+                                            : evaluate_examples(ex, metrics, in.examples, samples, beam_or_greedy);
+
+  std::error_code ec;
+  fs::create_directories(place.dir, ec);
+  if (ec) throw UsageError("cannot create " + place.dir.string() + ": " + ec.message());
+  RunEvalResult result;
+  result.metrics = e.metrics;
+  result.examples = in.n;
+  result.step = run.step;
+  if (!e.samples.empty()) {
+    result.predictions = place.dir / (options.format == PredictionFormat::Tsv ? "predictions.tsv" : "predictions.jsonl");
+    write_file_atomically(result.predictions, predictions_text(e.samples, options.format));
+  }
+  const std::string scores = scores_json(run_dir, ex, run.step, options, in, decoding, result);
+  result.scores = place.dir / "scores.json";
+  write_file_atomically(result.scores, scores);
+  if (place.record)
+    record_evaluation(place, run.step, scores, result);
+  else
+    out << "note: " << place.run_file.string()
+        << " was written before run files recorded evaluations: scores.json is the record\n";
   return result;
 }
 
