@@ -181,25 +181,11 @@ void check_design(const FactorialDesign& d) {
   }
 }
 
-}  // namespace
-
-FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confidence, double alpha, double power) {
-  check_design(design);
-  FactorialAnalysis out;
-  out.factors = design.factors;
-  out.confidence = confidence;
-  out.observations = design.observations.size();
-  std::set<std::vector<std::size_t>> cells;
-  for (const auto& obs : design.observations) cells.insert(obs.levels);
-  out.cells = cells.size();
-  const bool blocked = design.blocks.size() > 1;
-  std::vector<double> y;
-  for (const auto& obs : design.observations) y.push_back(obs.y);
-
-  // The largest model the data support: with two-way interactions if they leave a residual degree
-  // of freedom and can be estimated, else main effects only.
-  std::optional<Model> model;
-  std::optional<Fit> fit;
+// The largest model the data support: with two-way interactions if they leave a residual degree
+// of freedom and can be estimated, else main effects only; none (and out.note says why) when not
+// even the main effects can be estimated.
+std::optional<std::pair<Model, Fit>> choose_model(const FactorialDesign& design, const std::vector<double>& y, bool blocked,
+                                                  FactorialAnalysis& out) {
   for (const bool interactions : {true, false}) {
     if (interactions && design.factors.size() < 2) continue;
     Model m = build_model(design, interactions, blocked);
@@ -215,7 +201,7 @@ FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confi
                  " runs leave no residual degree "
                  "of freedom for " +
                  std::to_string(m.columns) + " parameters; add seeds";
-      return out;
+      return std::nullopt;
     }
     auto f = least_squares(m.x, y, all_columns(m.columns));
     if (!f) {
@@ -224,24 +210,19 @@ FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confi
         continue;
       }
       out.note = "the runs do not form a factorial design whose main effects can be estimated (cells are missing)";
-      return out;
+      return std::nullopt;
     }
     out.interactions = interactions;
-    model = std::move(m);
-    fit = std::move(f);
-    break;
+    return std::pair{std::move(m), std::move(*f)};
   }
-  if (!model) return out;
-  out.defined = true;
-  out.blocked = blocked;
-  out.df_resid = static_cast<double>(y.size() - model->columns);
-  const double sigma2 = fit->rss / out.df_resid;
-  out.residual_sd = std::sqrt(sigma2);
-  const double q = student_t_quantile(0.5 + 0.5 * confidence, out.df_resid);
+  return std::nullopt;
+}
 
-  // Main effects: level L minus the reference, as least-squares marginal means α_l (α_l = β_l for
-  // l < k - 1, α_{k-1} = -Σ β).
-  for (const Term& t : model->terms) {
+// Main effects: level L minus the reference, as least-squares marginal means α_l (α_l = β_l for
+// l < k - 1, α_{k-1} = -Σ β); q: the t quantile of the intervals.
+void main_effects(const FactorialDesign& design, const Model& model, const Fit& fit, double sigma2, double q, double alpha,
+                  double power, FactorialAnalysis& out) {
+  for (const Term& t : model.terms) {
     if (t.factors.size() != 1) continue;
     const std::size_t f = t.factors[0], k = design.levels[f].size();
     const auto add_mean = [&](std::vector<double>& c, std::size_t level, double sign) {
@@ -251,14 +232,14 @@ FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confi
         for (std::size_t j = 0; j + 1 < k; ++j) c[t.first + j] -= sign;
     };
     for (std::size_t level = 1; level < k; ++level) {
-      std::vector<double> c(model->columns, 0.0);
+      std::vector<double> c(model.columns, 0.0);
       add_mean(c, level, 1.0);
       add_mean(c, 0, -1.0);
       MainEffect e;
       e.factor = design.factors[f];
       e.level = design.levels[f][level];
       e.reference = design.levels[f][0];
-      std::tie(e.estimate, e.se) = contrast(*fit, c, sigma2);
+      std::tie(e.estimate, e.se) = contrast(fit, c, sigma2);
       e.df = out.df_resid;
       if (e.se > 0.0) {
         e.t = e.estimate / e.se;
@@ -267,37 +248,69 @@ FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confi
       e.ci_low = e.estimate - q * e.se;
       e.ci_high = e.estimate + q * e.se;
       e.seeds_per_cell_needed =
-          seeds_per_cell(e, out, model->columns - (blocked ? design.blocks.size() - 1 : 0), blocked, alpha, power);
+          seeds_per_cell(e, out, model.columns - (out.blocked ? design.blocks.size() - 1 : 0), out.blocked, alpha, power);
       out.main_effects.push_back(std::move(e));
     }
   }
+}
 
-  // Type III tests: refit without each term's columns.
-  for (const Term& t : model->terms) {
+// Type III tests: refit without each term's columns; a 2 × 2 interaction also gets its estimate
+// (the difference of differences is 4 β) with its interval.
+void type3_tests(const Model& model, const Fit& fit, const std::vector<double>& y, double sigma2, double q,
+                 FactorialAnalysis& out) {
+  for (const Term& t : model.terms) {
     std::vector<std::size_t> keep;
-    for (std::size_t col = 0; col < model->columns; ++col)
+    for (std::size_t col = 0; col < model.columns; ++col)
       if (col < t.first || col >= t.first + t.count) keep.push_back(col);
-    const auto reduced = least_squares(model->x, y, keep);
+    const auto reduced = least_squares(model.x, y, keep);
     AnovaTerm a;
     a.name = t.name;
     a.df = static_cast<double>(t.count);
     if (reduced) {
-      a.sum_sq = std::max(0.0, reduced->rss - fit->rss);
+      a.sum_sq = std::max(0.0, reduced->rss - fit.rss);
       if (sigma2 > 0.0) {
         a.f = (a.sum_sq / a.df) / sigma2;
         a.p = f_upper_tail(a.f, a.df, out.df_resid);
       }
     }
-    if (t.factors.size() == 2 && t.count == 1) {  // 2 × 2: the difference of differences is 4 β
-      std::vector<double> c(model->columns, 0.0);
+    if (t.factors.size() == 2 && t.count == 1) {
+      std::vector<double> c(model.columns, 0.0);
       c[t.first] = 4.0;
-      const auto [est, se] = contrast(*fit, c, sigma2);
+      const auto [est, se] = contrast(fit, c, sigma2);
       a.estimate = est;
       a.ci_low = est - q * se;
       a.ci_high = est + q * se;
     }
     out.terms.push_back(std::move(a));
   }
+}
+
+}  // namespace
+
+FactorialAnalysis factorial_analysis(const FactorialDesign& design, double confidence, double alpha, double power) {
+  check_design(design);
+  FactorialAnalysis out;
+  out.factors = design.factors;
+  out.confidence = confidence;
+  out.observations = design.observations.size();
+  std::set<std::vector<std::size_t>> cells;
+  for (const auto& obs : design.observations) cells.insert(obs.levels);
+  out.cells = cells.size();
+  const bool blocked = design.blocks.size() > 1;
+  std::vector<double> y;
+  for (const auto& obs : design.observations) y.push_back(obs.y);
+
+  const auto chosen = choose_model(design, y, blocked, out);
+  if (!chosen) return out;
+  const auto& [model, fit] = *chosen;
+  out.defined = true;
+  out.blocked = blocked;
+  out.df_resid = static_cast<double>(y.size() - model.columns);
+  const double sigma2 = fit.rss / out.df_resid;
+  out.residual_sd = std::sqrt(sigma2);
+  const double q = student_t_quantile(0.5 + 0.5 * confidence, out.df_resid);
+  main_effects(design, model, fit, sigma2, q, alpha, power, out);
+  type3_tests(model, fit, y, sigma2, q, out);
   if (sigma2 == 0.0)
     out.note += std::string(out.note.empty() ? "" : "; ") + "the model fits the runs exactly (zero residual): no test applies";
   return out;
