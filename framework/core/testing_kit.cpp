@@ -81,6 +81,52 @@ std::shared_ptr<Backend> make_backend(const std::string& name, const OptionOverr
   return make_component<Backend>(name, options);
 }
 
+namespace {
+
+// The cached pass against the full one, position by position: the result and its report (after
+// `header`). full, cached: [B, T, D].
+CacheCheckResult compare_cached(const std::vector<float>& full, const std::vector<float>& cached, const Shape& btd,
+                                std::int64_t P, const CacheCheckOptions& o, const std::string& header) {
+  const std::int64_t B = btd[0], T = btd[1], D = btd[2];
+  CacheCheckResult r;
+  std::ostringstream report;
+  report << header;
+  std::int64_t bad = 0;
+  std::string first_bad;
+  for (std::int64_t t = 0; t < T; ++t) {
+    double worst = 0.0;
+    std::int64_t bad_here = 0;
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t d = 0; d < D; ++d) {
+        const auto i = static_cast<std::size_t>((b * T + t) * D + d);
+        const double want = full[i], got = cached[i], err = std::abs(want - got);
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+        if (!(err <= o.atol + o.rtol * std::abs(want))) {
+          ++bad_here;
+          if (first_bad.empty())
+            first_bad = "first at [b " + std::to_string(b) + ", t " + std::to_string(t) + ", d " + std::to_string(d) +
+                        "]: full " + to_text(want) + ", cached " + to_text(got);
+        }
+      }
+    bad += bad_here;
+    r.max_abs_error = std::max(r.max_abs_error, worst);
+    report << "  position " << t << (t < P ? " (prompt)" : " (step " + std::to_string(t - P + 1) + ")")
+           << ": max |full - cached| " << to_text(worst) << (bad_here ? "  MISMATCH" : "") << "\n";
+  }
+  r.checked = B * T * D;
+  r.ok = bad == 0;
+  report << (r.ok ? "ok: " : "FAILED: " + std::to_string(bad) + " of ") << r.checked << " elements"
+         << (r.ok ? " agree" : " differ beyond atol " + to_text(o.atol) + " + rtol " + to_text(o.rtol) + " |full|; " + first_bad)
+         << "; max abs error " << to_text(r.max_abs_error) << "\n";
+  if (!r.ok)
+    report << "  (positions that act inside attention must use the absolute positions offset .. offset+T-1, and a "
+              "logit bias the query offset and S keys of the cache)\n";
+  r.report = report.str();
+  return r;
+}
+
+}  // namespace
+
 CacheCheckResult cache_equivalence(Backend& be, Attention& attention, PositionalEncoding* positions, const ModelDims& dims,
                                    const CacheCheckOptions& o) {
   const std::int64_t B = o.batch, T = o.length, D = dims.d_model, P = o.prompt;
@@ -147,44 +193,12 @@ CacheCheckResult cache_equivalence(Backend& be, Attention& attention, Positional
     first += n;
   }
 
-  CacheCheckResult r;
-  std::ostringstream report;
-  report << "cache_equivalence: " << plugin_of(attention) << " with positions "
+  std::ostringstream header;
+  header << "cache_equivalence: " << plugin_of(attention) << " with positions "
          << (positions ? plugin_of(*positions) : std::string("(none)")) << (rotates ? " [rotates q, k]" : "")
          << (biases ? " [biases logits]" : "") << "; B " << B << ", T " << T << ", D " << D << ", H " << dims.heads
          << "; full causal pass vs cached: " << P << " prompt positions, then 1 per step, cache capacity " << capacity << "\n";
-  std::int64_t bad = 0;
-  std::string first_bad;
-  for (std::int64_t t = 0; t < T; ++t) {
-    double worst = 0.0;
-    std::int64_t bad_here = 0;
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t d = 0; d < D; ++d) {
-        const auto i = static_cast<std::size_t>((b * T + t) * D + d);
-        const double want = full[i], got = cached[i], err = std::abs(want - got);
-        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-        if (!(err <= o.atol + o.rtol * std::abs(want))) {
-          ++bad_here;
-          if (first_bad.empty())
-            first_bad = "first at [b " + std::to_string(b) + ", t " + std::to_string(t) + ", d " + std::to_string(d) +
-                        "]: full " + to_text(want) + ", cached " + to_text(got);
-        }
-      }
-    bad += bad_here;
-    r.max_abs_error = std::max(r.max_abs_error, worst);
-    report << "  position " << t << (t < P ? " (prompt)" : " (step " + std::to_string(t - P + 1) + ")")
-           << ": max |full - cached| " << to_text(worst) << (bad_here ? "  MISMATCH" : "") << "\n";
-  }
-  r.checked = B * T * D;
-  r.ok = bad == 0;
-  report << (r.ok ? "ok: " : "FAILED: " + std::to_string(bad) + " of ") << r.checked << " elements"
-         << (r.ok ? " agree" : " differ beyond atol " + to_text(o.atol) + " + rtol " + to_text(o.rtol) + " |full|; " + first_bad)
-         << "; max abs error " << to_text(r.max_abs_error) << "\n";
-  if (!r.ok)
-    report << "  (positions that act inside attention must use the absolute positions offset .. offset+T-1, and a "
-              "logit bias the query offset and S keys of the cache)\n";
-  r.report = report.str();
-  return r;
+  return compare_cached(full, cached, {B, T, D}, P, o, header.str());
 }
 
 }  // namespace ablate::testing
