@@ -67,6 +67,29 @@ inline std::int64_t visible_keys(const AttDims& d, const ablate::AttentionParams
   return n;
 }
 
+// The keys backward row r (of BH * T) attends to: 0 for a row the forward pass masked entirely
+// (its lse is -inf).
+inline std::int64_t backward_keys(const AttDims& d, const ablate::AttentionParams& prm, const std::int32_t* lens,
+                                  const float* lse, std::int64_t r) {
+  const std::int64_t b = r / (d.H * d.T), i = r % d.T;
+  return lse[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
+}
+
+// dbias[1 or H, T, S] += dS[BH, T, S] summed over B (and H): serial, since the rows of one bias row
+// come from several threads.
+void accumulate_bias_grad(Tensor& dbias, const float* dS, const AttDims& d) {
+  float* db = dbias.data<float>();
+  const bool shared = dbias.shape()[0] == 1;
+  const std::int64_t T = d.T, S = d.S;
+  for (std::int64_t r = 0; r < d.B * d.H * T; ++r) {
+    const std::int64_t h = (r / T) % d.H, i = r % T;
+    float* out_row = db + ((shared ? 0 : h) * T + i) * S;
+    const float* g = dS + r * S;
+#pragma omp simd
+    for (std::int64_t j = 0; j < S; ++j) out_row[j] += g[j];
+  }
+}
+
 }  // namespace
 
 void OnednnBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
@@ -129,9 +152,9 @@ void OnednnBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs
        Activation::None, op);
 }
 
-void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out,
-                                          const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                                          const ablate::AttentionParams& prm) {
+void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout,
+                                          const Tensor& /*out: unused, P comes from lse*/, const Tensor& lse, const Tensor& q,
+                                          const Tensor& k, const Tensor& v, const ablate::AttentionParams& prm) {
   const char* op = "attention_backward";
   const AttDims d = attention_dims(q, k);
   if (!dq && !dk && !dv && !prm.dbias) return;
@@ -154,8 +177,7 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
   float* cap_slope = prm.softcap > 0.0f ? scratch_f32(kAttC, BH * T * S) : nullptr;  // d(capped)/d(scaled logit)
 #pragma omp parallel for num_threads(team_size({BH, T, S}, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
-    const std::int64_t b = r / (d.H * T), i = r % T;
-    const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
+    const std::int64_t n = backward_keys(d, prm, lens, lse_p, r);
     float* row = P + r * S;
     if (cap_slope) cap_logits(row, cap_slope + r * S, n, prm.softcap);
     add_logit_bias(row, d, prm, r, n);
@@ -186,8 +208,7 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
     float* g = dP + r * S;
     const float* pr = P + r * S;
     if (drop) {
-      const std::int64_t b = r / (d.H * T), i = r % T;
-      const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
+      const std::int64_t n = backward_keys(d, prm, lens, lse_p, r);
       float* m = tbuf + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread;
       keep_scales(m, m + S, static_cast<std::uint64_t>(r * S), n, p, inv, prm.rng);
       std::fill(m + n, m + S, 0.0f);
@@ -200,18 +221,7 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
 #pragma omp simd
     for (std::int64_t j = 0; j < S; ++j) g[j] = pr[j] * (g[j] - dot);
   }
-  // dbias[1 or H, T, S] += dS summed over B (and H): serial, rows of one bias row come from several threads
-  if (prm.dbias) {
-    float* db = prm.dbias->data<float>();
-    const bool shared = prm.dbias->shape()[0] == 1;
-    for (std::int64_t r = 0; r < BH * T; ++r) {
-      const std::int64_t h = (r / T) % d.H, i = r % T;
-      float* out_row = db + ((shared ? 0 : h) * T + i) * S;
-      const float* g = dP + r * S;
-#pragma omp simd
-      for (std::int64_t j = 0; j < S; ++j) out_row[j] += g[j];
-    }
-  }
+  if (prm.dbias) accumulate_bias_grad(*prm.dbias, dP, d);
   // Through the softcap: dS ⊙ (1 - tanh^2) for q and k (the bias was added after the cap). Rows past
   // n have dS = 0 (P = 0 there), so their slope values do not matter.
   if (cap_slope && (dq || dk)) {
@@ -219,8 +229,7 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
     for (std::int64_t r = 0; r < BH * T; ++r) {
       float* g = dP + r * S;
       const float* c = cap_slope + r * S;
-      const std::int64_t b = r / (d.H * T), i = r % T;
-      const std::int64_t n = lse_p[r] == -std::numeric_limits<float>::infinity() ? 0 : visible_keys(d, prm, lens, b, i);
+      const std::int64_t n = backward_keys(d, prm, lens, lse_p, r);
 #pragma omp simd
       for (std::int64_t j = 0; j < n; ++j) g[j] *= c[j];
     }
