@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -112,113 +113,80 @@ Tensor random_tensor(Backend& be, ablate::Shape shape, DType dt, unsigned seed, 
   return t;
 }
 
-}  // namespace
+// The attention shapes: B 16, H 8, T = S = 128, Dh 64.
+struct Sizes {
+  std::int64_t B, H, T, S, Dh;
+};
 
-int main(int argc, char** argv) {
-  int threads = 2, reps = 7;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--threads"))
-      threads = std::stoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--reps"))
-      reps = std::stoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--reps R]\n", argv[0]);
-      return 2;
-    }
-  }
-  omp_set_num_threads(threads);
-  const std::int64_t N = 4096, D = 512, F = 2048, B = 16, H = 8, T = 128, S = 128, Dh = 64;
+// linear fwd+bwd: x[n, in] -> y[n, out], as the model runs it (dx, dw, db accumulated).
+void add_linear(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, std::int64_t n, std::int64_t in, std::int64_t out,
+                Activation act, DType dt) {
+  Tensor x = random_tensor(*be, {n, in}, dt, 1), w = random_tensor(*be, {out, in}, dt, 2, 0.05f),
+         b = random_tensor(*be, {out}, dt, 3), y = be->empty({n, out}, dt), dy = random_tensor(*be, {n, out}, dt, 4),
+         dx = be->empty({n, in}, dt), dw = be->empty({out, in}, DType::F32), db = be->empty({out}, DType::F32);
+  be->fill(dx, 0);
+  be->fill(dw, 0);
+  be->fill(db, 0);
+  const std::string shape = std::to_string(n) + "x" + std::to_string(in) + "->" + std::to_string(out) +
+                            (act == Activation::ReLU ? " relu " : " ") + ablate::dtype_name(dt);
+  rows.push_back({"linear fwd " + shape, [=]() mutable { be->linear_forward(y, nullptr, x, w, &b, act); }, 2.0 * n * in * out});
+  rows.push_back({"linear fwd+bwd " + shape,
+                  [=]() mutable {
+                    be->linear_forward(y, nullptr, x, w, &b, act);
+                    be->linear_backward(&dx, &dw, &db, dy, x, w, nullptr, y, act);
+                  },
+                  3 * 2.0 * n * in * out});
+}
 
-  std::vector<Row> rows;
-  auto plain1 = std::make_shared<PlainMatmul>(N, D, F), plain2 = std::make_shared<PlainMatmul>(N, F, D);
-  rows.push_back({"plain oneDNN matmul f32 4096x512 . 512x2048", [plain1] { (*plain1)(); }, 2.0 * N * D * F});
-  rows.push_back({"plain oneDNN matmul f32 4096x2048 . 2048x512", [plain2] { (*plain2)(); }, 2.0 * N * D * F});
-  // bf16 operands (f32 result) only where oneDNN has bf16 instructions: elsewhere it would time
-  // a reference kernel for minutes.
-  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-  const bool bf16_isa = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
-  if (bf16_isa) {
-    using dt = dnnl::memory::data_type;
-    auto low1 = std::make_shared<PlainMatmul>(N, D, F, dt::bf16), low2 = std::make_shared<PlainMatmul>(N, F, D, dt::bf16);
-    rows.push_back({"plain oneDNN matmul bf16 4096x512 . 512x2048", [low1] { (*low1)(); }, 2.0 * N * D * F});
-    rows.push_back({"plain oneDNN matmul bf16 4096x2048 . 2048x512", [low2] { (*low2)(); }, 2.0 * N * D * F});
-  }
+// batched matmul: scores[BH, T, S] = q[BH, T, Dh] · k[BH, S, Dh]^T
+void add_batched_matmul(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, const Sizes& z, DType dt) {
+  const std::int64_t B = z.B, H = z.H, T = z.T, S = z.S, Dh = z.Dh;
+  const std::string tag = ablate::dtype_name(dt);
+  Tensor q = random_tensor(*be, {B * H, T, Dh}, dt, 5), k = random_tensor(*be, {B * H, S, Dh}, dt, 6),
+         c = be->empty({B * H, T, S}, dt), dc = random_tensor(*be, {B * H, T, S}, dt, 7), dq = be->empty(q.shape(), dt),
+         dk = be->empty(k.shape(), dt);
+  be->fill(dq, 0);
+  be->fill(dk, 0);
+  rows.push_back({"matmul fwd [128,128,64].[128,64,128]^T " + tag,
+                  [=]() mutable { be->matmul_forward(c, q, k, false, true, 0.125f); }, 2.0 * B * H * T * S * Dh});
+  rows.push_back({"matmul fwd+bwd [128,128,64].[128,64,128]^T " + tag,
+                  [=]() mutable {
+                    be->matmul_forward(c, q, k, false, true, 0.125f);
+                    be->matmul_backward(&dq, &dk, dc, q, k, false, true, 0.125f);
+                  },
+                  3 * 2.0 * B * H * T * S * Dh});
+}
 
-  ablate::PluginRegistry registry;
-  registry.scan({ablate::builtin_plugin_dir()});
-  auto be = registry.create<Backend>("onednn", {{"threads", std::to_string(threads)}});
+// attention B16 H8 T=S=128 Dh64, causal, dropout 0.1
+void add_attention(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, const Sizes& z, DType dt) {
+  const std::int64_t B = z.B, H = z.H, T = z.T, S = z.S, Dh = z.Dh;
+  const std::string tag = ablate::dtype_name(dt);
+  Tensor q = random_tensor(*be, {B, H, T, Dh}, dt, 8), k = random_tensor(*be, {B, H, S, Dh}, dt, 9),
+         v = random_tensor(*be, {B, H, S, Dh}, dt, 10), out = be->empty({B, H, T, Dh}, dt),
+         lse = be->empty({B, H, T}, DType::F32), dout = random_tensor(*be, {B, H, T, Dh}, dt, 11), dq = be->empty(q.shape(), dt),
+         dk = be->empty(k.shape(), dt), dv = be->empty(v.shape(), dt);
+  for (Tensor* t : {&dq, &dk, &dv}) be->fill(*t, 0);
+  ablate::AttentionParams p;
+  p.causal = true;
+  p.scale = 0.125f;
+  p.dropout = 0.1f;
+  p.rng = {1, 1, 1};
+  // FLOPs counted as 2 GEMMs forward and 4 backward, over the full T x S square (the causal
+  // half is still computed by the GEMMs; the recomputed QK^T is not counted).
+  const double g = 2.0 * B * H * T * S * Dh;
+  rows.push_back({"attention fwd B16 H8 T=S=128 Dh64 causal drop0.1 " + tag,
+                  [=]() mutable { be->attention_forward(out, lse, nullptr, q, k, v, p); }, 2 * g});
+  rows.push_back({"attention fwd+bwd B16 H8 T=S=128 Dh64 causal drop0.1 " + tag,
+                  [=]() mutable {
+                    be->attention_forward(out, lse, nullptr, q, k, v, p);
+                    be->attention_backward(&dq, &dk, &dv, dout, out, lse, q, k, v, p);
+                  },
+                  6 * g});
+}
 
-  // linear fwd+bwd: x[n, in] -> y[n, out], as the model runs it (dx, dw, db accumulated).
-  const auto add_linear = [&](std::int64_t n, std::int64_t in, std::int64_t out, Activation act, DType dt) {
-    Tensor x = random_tensor(*be, {n, in}, dt, 1), w = random_tensor(*be, {out, in}, dt, 2, 0.05f),
-           b = random_tensor(*be, {out}, dt, 3), y = be->empty({n, out}, dt), dy = random_tensor(*be, {n, out}, dt, 4),
-           dx = be->empty({n, in}, dt), dw = be->empty({out, in}, DType::F32), db = be->empty({out}, DType::F32);
-    be->fill(dx, 0);
-    be->fill(dw, 0);
-    be->fill(db, 0);
-    const std::string shape = std::to_string(n) + "x" + std::to_string(in) + "->" + std::to_string(out) +
-                              (act == Activation::ReLU ? " relu " : " ") + ablate::dtype_name(dt);
-    rows.push_back({"linear fwd " + shape, [=]() mutable { be->linear_forward(y, nullptr, x, w, &b, act); }, 2.0 * n * in * out});
-    rows.push_back({"linear fwd+bwd " + shape,
-                    [=]() mutable {
-                      be->linear_forward(y, nullptr, x, w, &b, act);
-                      be->linear_backward(&dx, &dw, &db, dy, x, w, nullptr, y, act);
-                    },
-                    3 * 2.0 * n * in * out});
-  };
-  // Benchmark config A's layers (bench/configs/A_enc_dec.yaml: 2048 target tokens, d 256, d_ff
-  // 1024, vocabulary 1000): fused q/k/v, FFN in and out, the output projection.
-  add_linear(2048, 256, 768, Activation::None, DType::F32);
-  add_linear(2048, 256, 1024, Activation::ReLU, DType::F32);
-  add_linear(2048, 1024, 256, Activation::None, DType::F32);
-  add_linear(2048, 256, 1000, Activation::None, DType::F32);
-  for (DType dt : {DType::F32, DType::BF16}) {
-    const std::string tag = ablate::dtype_name(dt);
-    // both FFN layers of a d 512 model: x[N, D] -> h[N, F] (relu) -> y[N, D]
-    add_linear(N, D, F, Activation::ReLU, dt);
-    add_linear(N, F, D, Activation::None, dt);
-    // batched matmul: scores[BH, T, S] = q[BH, T, Dh] · k[BH, S, Dh]^T
-    {
-      Tensor q = random_tensor(*be, {B * H, T, Dh}, dt, 5), k = random_tensor(*be, {B * H, S, Dh}, dt, 6),
-             c = be->empty({B * H, T, S}, dt), dc = random_tensor(*be, {B * H, T, S}, dt, 7), dq = be->empty(q.shape(), dt),
-             dk = be->empty(k.shape(), dt);
-      be->fill(dq, 0);
-      be->fill(dk, 0);
-      rows.push_back({"matmul fwd [128,128,64].[128,64,128]^T " + tag,
-                      [=]() mutable { be->matmul_forward(c, q, k, false, true, 0.125f); }, 2.0 * B * H * T * S * Dh});
-      rows.push_back({"matmul fwd+bwd [128,128,64].[128,64,128]^T " + tag,
-                      [=]() mutable {
-                        be->matmul_forward(c, q, k, false, true, 0.125f);
-                        be->matmul_backward(&dq, &dk, dc, q, k, false, true, 0.125f);
-                      },
-                      3 * 2.0 * B * H * T * S * Dh});
-    }
-    // attention B16 H8 T=S=128 Dh64, causal, dropout 0.1
-    {
-      Tensor q = random_tensor(*be, {B, H, T, Dh}, dt, 8), k = random_tensor(*be, {B, H, S, Dh}, dt, 9),
-             v = random_tensor(*be, {B, H, S, Dh}, dt, 10), out = be->empty({B, H, T, Dh}, dt),
-             lse = be->empty({B, H, T}, DType::F32), dout = random_tensor(*be, {B, H, T, Dh}, dt, 11),
-             dq = be->empty(q.shape(), dt), dk = be->empty(k.shape(), dt), dv = be->empty(v.shape(), dt);
-      for (Tensor* t : {&dq, &dk, &dv}) be->fill(*t, 0);
-      ablate::AttentionParams p;
-      p.causal = true;
-      p.scale = 0.125f;
-      p.dropout = 0.1f;
-      p.rng = {1, 1, 1};
-      // FLOPs counted as 2 GEMMs forward and 4 backward, over the full T x S square (the causal
-      // half is still computed by the GEMMs; the recomputed QK^T is not counted).
-      const double g = 2.0 * B * H * T * S * Dh;
-      rows.push_back({"attention fwd B16 H8 T=S=128 Dh64 causal drop0.1 " + tag,
-                      [=]() mutable { be->attention_forward(out, lse, nullptr, q, k, v, p); }, 2 * g});
-      rows.push_back({"attention fwd+bwd B16 H8 T=S=128 Dh64 causal drop0.1 " + tag,
-                      [=]() mutable {
-                        be->attention_forward(out, lse, nullptr, q, k, v, p);
-                        be->attention_backward(&dq, &dk, &dv, dout, out, lse, q, k, v, p);
-                      },
-                      6 * g});
-    }
-  }
-  measure(rows, reps);
+// The table: each row's median time, spread and GFLOP/s against the plain matmuls' peak (f32, and
+// bf16 where measured: rows 2 and 3).
+void print_table(const std::vector<Row>& rows, int threads, int reps, bool bf16_isa) {
   const double peak = std::max(rows[0].flops / rows[0].t.median_s, rows[1].flops / rows[1].t.median_s);
   const double best_peak = std::max(rows[0].flops / rows[0].t.min_s, rows[1].flops / rows[1].t.min_s);
   const double low_peak = bf16_isa ? std::max(rows[2].flops / rows[2].t.median_s, rows[3].flops / rows[3].t.median_s) : peak;
@@ -241,5 +209,59 @@ int main(int argc, char** argv) {
     std::printf("%-58s %9.3f %6.0f%% %9.1f %6.1f%% | %9.1f %6.1f%%\n", r.name.c_str(), r.t.median_s * 1e3,
                 100.0 * (r.t.max_s - r.t.min_s) / r.t.median_s, gf, 100.0 * gf * 1e9 / pk, best / 1e9, 100.0 * best / bpk);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, reps = 7;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--threads"))
+      threads = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--reps"))
+      reps = std::stoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: %s [--threads N] [--reps R]\n", argv[0]);
+      return 2;
+    }
+  }
+  omp_set_num_threads(threads);
+  const std::int64_t N = 4096, D = 512, F = 2048;
+  const Sizes sizes{16, 8, 128, 128, 64};
+
+  std::vector<Row> rows;
+  auto plain1 = std::make_shared<PlainMatmul>(N, D, F), plain2 = std::make_shared<PlainMatmul>(N, F, D);
+  rows.push_back({"plain oneDNN matmul f32 4096x512 . 512x2048", [plain1] { (*plain1)(); }, 2.0 * N * D * F});
+  rows.push_back({"plain oneDNN matmul f32 4096x2048 . 2048x512", [plain2] { (*plain2)(); }, 2.0 * N * D * F});
+  // bf16 operands (f32 result) only where oneDNN has bf16 instructions: elsewhere it would time
+  // a reference kernel for minutes.
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  const bool bf16_isa = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+  if (bf16_isa) {
+    using dt = dnnl::memory::data_type;
+    auto low1 = std::make_shared<PlainMatmul>(N, D, F, dt::bf16), low2 = std::make_shared<PlainMatmul>(N, F, D, dt::bf16);
+    rows.push_back({"plain oneDNN matmul bf16 4096x512 . 512x2048", [low1] { (*low1)(); }, 2.0 * N * D * F});
+    rows.push_back({"plain oneDNN matmul bf16 4096x2048 . 2048x512", [low2] { (*low2)(); }, 2.0 * N * D * F});
+  }
+
+  ablate::PluginRegistry registry;
+  registry.scan({ablate::builtin_plugin_dir()});
+  auto be = registry.create<Backend>("onednn", {{"threads", std::to_string(threads)}});
+
+  // Benchmark config A's layers (bench/configs/A_enc_dec.yaml: 2048 target tokens, d 256, d_ff
+  // 1024, vocabulary 1000): fused q/k/v, FFN in and out, the output projection.
+  add_linear(rows, be, 2048, 256, 768, Activation::None, DType::F32);
+  add_linear(rows, be, 2048, 256, 1024, Activation::ReLU, DType::F32);
+  add_linear(rows, be, 2048, 1024, 256, Activation::None, DType::F32);
+  add_linear(rows, be, 2048, 256, 1000, Activation::None, DType::F32);
+  for (DType dt : {DType::F32, DType::BF16}) {
+    // both FFN layers of a d 512 model: x[N, D] -> h[N, F] (relu) -> y[N, D]
+    add_linear(rows, be, N, D, F, Activation::ReLU, dt);
+    add_linear(rows, be, N, F, D, Activation::None, dt);
+    add_batched_matmul(rows, be, sizes, dt);
+    add_attention(rows, be, sizes, dt);
+  }
+  measure(rows, reps);
+  print_table(rows, threads, reps, bf16_isa);
   return 0;
 }
