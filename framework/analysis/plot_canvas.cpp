@@ -1,4 +1,4 @@
-// The drawing kit of plot_canvas.hpp, first part: the figure surface (PNG or SVG, written all or
+// The canvas of plot_canvas.hpp, first part: the figure surface (PNG or SVG, written all or
 // nothing), text measured and cleaned for cairo, the colours; and plot.hpp's colour and format helpers.
 #include "analysis/plot_canvas.hpp"
 

@@ -1,4 +1,4 @@
-// The drawing kit behind the figure kinds of plot.hpp (plot_lines, plot_heatmap, plot_points): a
+// The canvas behind the figure kinds of plot.hpp (plot_lines, plot_heatmap, plot_points): a
 // figure surface written all or nothing, cleaned and measured text, colours, axes and ticks,
 // legends and titles. Internal to framework/analysis; all coordinates in px (user space).
 #pragma once

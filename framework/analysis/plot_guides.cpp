@@ -1,4 +1,4 @@
-// The drawing kit of plot_canvas.hpp, second part: axes and ticks (1-2-5 steps, log decades,
+// The canvas of plot_canvas.hpp, second part: axes and ticks (1-2-5 steps, log decades,
 // labels that agree along an axis), legends (boxed or flowed into rows), titles and axis titles.
 #include <algorithm>
 #include <cmath>

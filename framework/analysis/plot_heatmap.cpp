@@ -1,6 +1,6 @@
 // heatmap_grid (plot.hpp): panels of matrices on one colour scale (attention maps, head scores),
 // with tick labels where they are needed, hatched masked cells and a colorbar. Validated, laid out
-// (cells, gutters, columns as wide as their panel titles), then drawn on plot_canvas.hpp's kit.
+// (cells, gutters, columns as wide as their panel titles), then drawn on plot_canvas.hpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

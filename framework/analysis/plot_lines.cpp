@@ -1,6 +1,6 @@
 // line_plot (plot.hpp): curves with min–max bands and an optional reference line. Measured, then
 // laid out (axes, ticks that do not touch, the legend in an empty inside corner or in rows below),
-// then drawn, on the drawing kit of plot_canvas.hpp.
+// then drawn, on the canvas of plot_canvas.hpp.
 #include <algorithm>
 #include <array>
 #include <cmath>

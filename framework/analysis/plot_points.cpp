@@ -1,6 +1,6 @@
 // grouped_points (plot.hpp): one point per arm and category with its error bar (final metrics,
 // attention entropy per head), categories shaded alternately, the legend flowed under the title.
-// Validated, laid out, then drawn on plot_canvas.hpp's kit.
+// Validated, laid out, then drawn on plot_canvas.hpp.
 #include <algorithm>
 #include <cmath>
 #include <limits>
