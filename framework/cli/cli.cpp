@@ -48,9 +48,10 @@ std::string version_line() {
          std::to_string(kPluginApiVersion) + ", ABI " + ABLATE_ABI_TAG + ")";
 }
 
-po::variables_map parse_command(const char* command, const po::options_description& options, const std::vector<std::string>& args,
-                                const po::positional_options_description& positional) {
-  po::variables_map vm;
+bool parse_command(const char* command, const po::options_description& options, const std::vector<std::string>& args,
+                   Positional positional_arg, po::variables_map& vm, std::ostream& out) {
+  po::positional_options_description positional;
+  if (positional_arg.name) positional.add(positional_arg.name, positional_arg.count);
   try {
     po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
     po::notify(vm);
@@ -71,7 +72,11 @@ po::variables_map parse_command(const char* command, const po::options_descripti
       throw UsageError(std::string("ablate ") + command + ": --" + name + " is given an empty value",
                        std::string("give it a value, or leave the option out; see `ablate ") + command + " --help`");
   }
-  return vm;
+  if (vm.count("help")) {
+    out << options << "\n";
+    return false;
+  }
+  return true;
 }
 
 train::ProgressMode progress_mode(const char* command, const std::string& name) {

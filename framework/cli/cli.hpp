@@ -33,11 +33,18 @@ struct Command {
 // Every command that works; only these are listed by `ablate --help`.
 const std::vector<Command>& commands();
 
-// Parses a command's arguments against `options` (positional arguments per `positional`);
-// boost's parse errors become UsageErrors that name the command. Returns the parsed values.
-boost::program_options::variables_map parse_command(
-    const char* command, const boost::program_options::options_description& options, const std::vector<std::string>& args,
-    const boost::program_options::positional_options_description& positional = {});
+// A command's positional argument: the option that takes it, and how many (-1: any number).
+struct Positional {
+  const char* name = nullptr;  // none
+  int count = 0;
+};
+
+// Parses a command's arguments against `options` (which declare --help) into `vm`; boost's parse
+// errors become UsageErrors that name the command. False when --help was given: the options were
+// printed on `out`, and the command returns kExitOk.
+bool parse_command(const char* command, const boost::program_options::options_description& options,
+                   const std::vector<std::string>& args, Positional positional, boost::program_options::variables_map& vm,
+                   std::ostream& out);
 
 // The values of a repeatable string option (`--set`, `--plugin-path`), empty if it was not given.
 std::vector<std::string> repeated(const boost::program_options::variables_map& vm, const char* key);

@@ -72,13 +72,8 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
       ("format,f", po::value<std::string>()->default_value("text"), "what to print: text | latex")
       ("out,o", po::value<std::string>(), "where to write the reports (default: the first DIR)");
   // clang-format on
-  po::positional_options_description positional;
-  positional.add("dirs", -1);
-  const po::variables_map vm = parse_command("compare", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  po::variables_map vm;
+  if (!parse_command("compare", options, args, {"dirs", -1}, vm, out)) return kExitOk;  // --help
   if (!vm.count("dirs"))
     throw UsageError("ablate compare: no run directory given",
                      "usage: ablate compare DIR... [--baseline key=value] [--metric M]");

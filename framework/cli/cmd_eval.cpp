@@ -134,13 +134,9 @@ int evaluate_directory(const fs::path& dir, const train::RunEvalOptions& eval, c
 
 int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description options = eval_options();
-  po::positional_options_description positional;
-  add_run_argument(options, positional);
-  const po::variables_map vm = parse_command("eval", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  add_run_argument(options);
+  po::variables_map vm;
+  if (!parse_command("eval", options, args, kRunArgument, vm, out)) return kExitOk;  // --help
   const fs::path dir = run_argument(vm, "eval", "usage: ablate eval RUN_DIR [--split test]");
   const train::RunEvalOptions eval = read_eval_options(vm);
   if (!fs::exists(dir / "checkpoint.bin") && !fs::exists(dir / "run.h5") && fs::is_directory(dir))

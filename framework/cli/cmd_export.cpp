@@ -27,13 +27,9 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out, std::ost
       ("out,o", po::value<std::string>(), "the file to write (default RUN_DIR/model.safetensors)");
   // clang-format on
   add_spec_options(options, nullptr);
-  po::positional_options_description positional;
-  add_run_argument(options, positional);
-  const po::variables_map vm = parse_command("export", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  add_run_argument(options);
+  po::variables_map vm;
+  if (!parse_command("export", options, args, kRunArgument, vm, out)) return kExitOk;  // --help
   const std::filesystem::path dir = run_argument(vm, "export", "usage: ablate export RUN_DIR [--out FILE]");
   if (vm["format"].as<std::string>() != "safetensors")
     throw UsageError("ablate export: --format " + vm["format"].as<std::string>() + ": expected safetensors");

@@ -50,13 +50,9 @@ int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::o
       ("seed", po::value<std::int64_t>(), "the sampling seed, >= 0 (default: the run's train.seed)");
   // clang-format on
   add_spec_options(options, kExecutionKeysHelp);
-  po::positional_options_description positional;
-  add_run_argument(options, positional);
-  const po::variables_map vm = parse_command("generate", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  add_run_argument(options);
+  po::variables_map vm;
+  if (!parse_command("generate", options, args, kRunArgument, vm, out)) return kExitOk;  // --help
   const std::filesystem::path dir = run_argument(vm, "generate", "usage: ablate generate RUN_DIR --prompt TEXT");
   LoadedSpec loaded = validation::load_run_spec(dir, spec_options(vm), err);
   const spec::GenerateSpec& g = loaded.spec.eval.generate;

@@ -136,13 +136,8 @@ int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::os
       ("follow,f", "keep printing new metric rows while the run is live (until it stops)")
       ("interval", po::value<double>()->default_value(2.0), "seconds between reads with --follow");
   // clang-format on
-  po::positional_options_description positional;
-  positional.add("run", 1);
-  const po::variables_map vm = parse_command("inspect", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  po::variables_map vm;
+  if (!parse_command("inspect", options, args, {"run", 1}, vm, out)) return kExitOk;  // --help
   if (!vm.count("run")) throw UsageError("ablate inspect: no run file given", "usage: ablate inspect RUN.h5 [--follow]");
   std::filesystem::path file = vm["run"].as<std::string>();
   if (std::filesystem::is_directory(file) && file.filename() != "run.h5") file /= "run.h5";

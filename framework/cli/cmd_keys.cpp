@@ -38,13 +38,8 @@ int cmd_keys(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ("prefix", po::value<std::string>(), "only keys whose path starts with it (positional)")
       ("markdown", "print the key tables of docs/spec-reference.md instead");
   // clang-format on
-  po::positional_options_description positional;
-  positional.add("prefix", 1);
-  const po::variables_map vm = parse_command("keys", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  po::variables_map vm;
+  if (!parse_command("keys", options, args, {"prefix", 1}, vm, out)) return kExitOk;  // --help
   if (vm.count("markdown")) {
     if (vm.count("prefix")) throw UsageError("ablate keys: --markdown prints every table; expected no PREFIX with it");
     out << spec::key_tables_markdown();

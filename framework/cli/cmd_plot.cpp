@@ -39,13 +39,8 @@ int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ("baseline,b", po::value<std::string>(), "the baseline arm of head_differences, KEY=VALUE[,KEY=VALUE] (default: the first arm)")
       ("format,f", po::value<std::string>()->default_value("png"), "figure format: png | svg");
   // clang-format on
-  po::positional_options_description positional;
-  positional.add("dirs", -1);
-  const po::variables_map vm = parse_command("plot", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  po::variables_map vm;
+  if (!parse_command("plot", options, args, {"dirs", -1}, vm, out)) return kExitOk;  // --help
   if (!vm.count("dirs"))
     throw UsageError("ablate plot: no run directory given", "usage: ablate plot DIR... [--out DIR] [--run RUN]");
   const std::vector<std::string> dirs = vm["dirs"].as<std::vector<std::string>>();

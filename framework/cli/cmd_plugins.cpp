@@ -86,11 +86,8 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
       ("json", "machine-readable JSON output on stdout (problems included)");
   // clang-format on
   add_spec_options(options, nullptr);
-  const po::variables_map vm = parse_command("plugins", options, args);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  po::variables_map vm;
+  if (!parse_command("plugins", options, args, {}, vm, out)) return kExitOk;  // --help
 
   std::vector<std::filesystem::path> extra;
   for (const auto& p : spec_options(vm).plugin_paths) extra.emplace_back(p);

@@ -43,13 +43,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
        "write FILE.h5 (new): initial parameters, every step's batch and loss, for checking another implementation (bench/)");
   // clang-format on
   add_spec_options(options, kOverridesHelp);
-  po::positional_options_description positional;
-  positional.add("spec", 1);
-  const po::variables_map vm = parse_command("run", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  po::variables_map vm;
+  if (!parse_command("run", options, args, {"spec", 1}, vm, out)) return kExitOk;  // --help
   if (!vm.count("spec")) throw UsageError("ablate run: no spec file given", "usage: ablate run SPEC.yaml [--set k=v ...]");
   const std::string file = vm["spec"].as<std::string>();
   LoadedSpec loaded = validation::load_validated_spec(file, spec_options(vm), err);

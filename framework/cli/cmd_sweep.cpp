@@ -220,13 +220,8 @@ int compare_runs(const sweep::ExecutionReport& report, analysis::CompareOptions 
 
 int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const po::options_description options = sweep_options();
-  po::positional_options_description positional;
-  positional.add("spec", 1);
-  const po::variables_map vm = parse_command("sweep", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  po::variables_map vm;
+  if (!parse_command("sweep", options, args, {"spec", 1}, vm, out)) return kExitOk;  // --help
   SweepArgs a = read_args(vm);
 
   const SpecOptions spec_opts = spec_options(vm);

@@ -30,13 +30,9 @@ int cmd_translate(const std::vector<std::string>& args, std::ostream& out, std::
       ("max-len", po::value<std::int64_t>()->default_value(0), "target tokens at most (0: the task's longest target)");
   // clang-format on
   add_spec_options(options, kExecutionKeysHelp);
-  po::positional_options_description positional;
-  add_run_argument(options, positional);
-  const po::variables_map vm = parse_command("translate", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  add_run_argument(options);
+  po::variables_map vm;
+  if (!parse_command("translate", options, args, kRunArgument, vm, out)) return kExitOk;  // --help
   const std::filesystem::path dir = run_argument(vm, "translate", "usage: ablate translate RUN_DIR --input FILE");
   train::BeamOptions beam;
   beam.beam = vm["beam"].as<std::int64_t>();

@@ -27,13 +27,8 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
       ("print", "print the resolved spec (every value, defaults included) on stdout");
   // clang-format on
   add_spec_options(options, kOverridesHelp);
-  po::positional_options_description positional;
-  positional.add("spec", 1);
-  const po::variables_map vm = parse_command("validate", options, args, positional);
-  if (vm.count("help")) {
-    out << options << "\n";
-    return kExitOk;
-  }
+  po::variables_map vm;
+  if (!parse_command("validate", options, args, {"spec", 1}, vm, out)) return kExitOk;  // --help
   if (!vm.count("spec"))
     throw UsageError("ablate validate: no spec file given", "usage: ablate validate SPEC.yaml [--set k=v ...]");
   const std::string file = vm["spec"].as<std::string>();

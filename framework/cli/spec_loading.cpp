@@ -16,10 +16,8 @@ SpecOptions spec_options(const boost::program_options::variables_map& vm) {
   return {repeated(vm, "set"), repeated(vm, "plugin-path")};
 }
 
-void add_run_argument(boost::program_options::options_description& options,
-                      boost::program_options::positional_options_description& positional) {
+void add_run_argument(boost::program_options::options_description& options) {
   options.add_options()("run", boost::program_options::value<std::string>(), "the run directory (positional)");
-  positional.add("run", 1);
 }
 
 std::filesystem::path run_argument(const boost::program_options::variables_map& vm, const char* command, const char* usage) {

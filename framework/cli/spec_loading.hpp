@@ -9,6 +9,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "cli/cli.hpp"
 #include "validation/validation.hpp"
 
 namespace ablate::cli {
@@ -30,8 +31,8 @@ inline constexpr const char* kExecutionKeysHelp = "an execution key of the run's
 // A command on a trained run (eval, export, generate, translate) takes RUN_DIR as its positional
 // argument: add_run_argument declares it, run_argument reads it (UsageError "ablate COMMAND: no
 // run directory given", with `usage` as the hint, without one).
-void add_run_argument(boost::program_options::options_description& options,
-                      boost::program_options::positional_options_description& positional);
+void add_run_argument(boost::program_options::options_description& options);
+inline constexpr Positional kRunArgument{"run", 1};
 std::filesystem::path run_argument(const boost::program_options::variables_map& vm, const char* command, const char* usage);
 
 }  // namespace ablate::cli
