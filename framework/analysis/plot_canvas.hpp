@@ -177,6 +177,15 @@ std::vector<LegendEntry> series_legend(const SeriesList& series, bool marker) {
 }
 std::vector<std::string> legend_labels(const std::vector<LegendEntry>& entries);
 
+// A line plot's or grouped points' texts, cleaned.
+struct Titles {
+  std::string title, subtitle, x_title, y_title;
+};
+template <class Plot>
+Titles cleaned_titles(const Plot& plot) {
+  return {clean_text(plot.title), clean_text(plot.subtitle), clean_text(plot.x_label), clean_text(plot.y_label)};
+}
+
 // The figure title (bold) and its subtitle (a caption line under it), neither ever shortened:
 // title_block_width says how wide the figure must be for them.
 double title_block_height(cairo_t* cr, const std::string& title, const std::string& subtitle, double gap);

@@ -94,8 +94,7 @@ Ranges data_ranges(const LinePlot& plot, Drawable y_ok) {
 }
 
 // The figure as laid out before anything is drawn.
-struct Layout {
-  std::string title, subtitle, x_title, y_title;
+struct Layout : Titles {
   std::vector<LegendEntry> legend;
   double W = 0, H = 0;  // H: the plot's own height; a legend below the plot adds to it
   Axis x, y;
@@ -110,10 +109,7 @@ Layout lay_out(const LinePlot& plot, const Ranges& r, bool log) {
   Scratch scratch;
   cairo_t* m = scratch.cr();
   Layout l;
-  l.title = clean_text(plot.title);
-  l.subtitle = clean_text(plot.subtitle);
-  l.x_title = clean_text(plot.x_label);
-  l.y_title = clean_text(plot.y_label);
+  static_cast<Titles&>(l) = cleaned_titles(plot);
   // Legend entries: whole labels. The figure widens for a title or legend entry wider than it.
   l.legend = series_legend(plot.series, false);
   if (plot.reference && !plot.reference_label.empty()) l.legend.push_back({clean_text(plot.reference_label), {}, 0, false, true});

@@ -50,8 +50,7 @@ std::pair<double, double> value_range(const GroupedPoints& plot) {
   return {ylo, yhi};
 }
 
-struct Layout {
-  std::string title, subtitle, x_title, y_title;
+struct Layout : Titles {
   std::vector<std::string> cats;  // category labels, cleaned and shortened to 20 characters
   std::vector<LegendEntry> legend;
   LegendFlow flow;
@@ -68,10 +67,7 @@ Layout lay_out(const GroupedPoints& plot, double ylo, double yhi) {
   Scratch scratch;
   cairo_t* m = scratch.cr();
   Layout l;
-  l.title = clean_text(plot.title);
-  l.subtitle = clean_text(plot.subtitle);
-  l.x_title = clean_text(plot.x_label);
-  l.y_title = clean_text(plot.y_label);
+  static_cast<Titles&>(l) = cleaned_titles(plot);
   for (const auto& c : plot.categories) l.cats.push_back(clean_text(c, 20));
   l.legend = series_legend(plot.series, true);
 

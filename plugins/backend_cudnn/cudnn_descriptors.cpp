@@ -46,6 +46,11 @@ void set_attrs(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cud
   cudnn_fail(st, "building a graph: cudnnBackendSetAttribute(attribute " + std::to_string(static_cast<int>(name)) + ")");
 }
 
+void set_tensors(cudnnBackendDescriptor_t op,
+                 std::initializer_list<std::pair<cudnnBackendAttributeName_t, cudnnBackendDescriptor_t>> tensors) {
+  for (const auto& [name, desc] : tensors) set_attr(op, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, desc);
+}
+
 void finalize(cudnnBackendDescriptor_t d, const char* what) { build_check(cudnnBackendFinalize(d), what); }
 
 // ------------------------------------------------------------------------------------------
@@ -105,8 +110,8 @@ void Builder::pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t prec, const G
   if (mode == CUDNN_POINTWISE_GEN_INDEX) set_attr(pw.get(), CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, axis);
   finalize(pw.get(), "building a graph: pointwise descriptor");
   Desc op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, pw.get());
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.desc);
+  set_tensors(op.get(),
+              {{CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw.get()}, {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x.desc}});
   if (b) set_attr(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, b->desc);
   if (t) set_attr(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, t->desc);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.desc);
@@ -152,10 +157,10 @@ void Builder::matmul(const GraphTensor& a, const GraphTensor& b, const GraphTens
   set_attr(mm.get(), CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
   finalize(mm.get(), "building a graph: matmul descriptor");
   Desc op(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, a.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, b.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, c.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, mm.get());
+  set_tensors(op.get(), {{CUDNN_ATTR_OPERATION_MATMUL_ADESC, a.desc},
+                         {CUDNN_ATTR_OPERATION_MATMUL_BDESC, b.desc},
+                         {CUDNN_ATTR_OPERATION_MATMUL_CDESC, c.desc},
+                         {CUDNN_ATTR_OPERATION_MATMUL_DESC, mm.get()}});
   const auto override_desc = [&](cudnnBackendAttributeName_t name, const GraphTensor* t) {
     if (t) set_attr(op.get(), name, CUDNN_TYPE_BACKEND_DESCRIPTOR, t->desc);
   };
@@ -176,9 +181,9 @@ GraphTensor Builder::reduction(cudnnReduceTensorOp_t reduce, const GraphTensor& 
   set_attr(red.get(), CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, false);
   finalize(red.get(), "building a graph: reduction descriptor");
   Desc op(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, red.get());
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.desc);
+  set_tensors(op.get(), {{CUDNN_ATTR_OPERATION_REDUCTION_DESC, red.get()},
+                         {CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x.desc},
+                         {CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y.desc}});
   finalize(op.get(), "building a graph: reduction operation");
   keep(std::move(red));
   add_op(std::move(op));
@@ -188,8 +193,7 @@ GraphTensor Builder::reduction(cudnnReduceTensorOp_t reduce, const GraphTensor& 
 GraphTensor Builder::reshape(const GraphTensor& x, cudnnDataType_t type, const Dims& dims, const Dims& strides) {
   const GraphTensor y = virt(type, dims, strides);
   Desc op(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.desc);
+  set_tensors(op.get(), {{CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x.desc}, {CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y.desc}});
   finalize(op.get(), "building a graph: reshape operation");
   add_op(std::move(op));
   return y;
@@ -200,13 +204,13 @@ void Builder::norm_forward(const GraphTensor& x, const GraphTensor& scale, const
   Desc op(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, CUDNN_LAYER_NORM);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_PHASE, CUDNN_TYPE_NORM_FWD_PHASE, CUDNN_NORM_FWD_TRAINING);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_SCALE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, scale.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_BIAS_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, bias.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, eps.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, mean.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, inv_std.desc);
+  set_tensors(op.get(), {{CUDNN_ATTR_OPERATION_NORM_FWD_XDESC, x.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_FWD_SCALE_DESC, scale.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_FWD_BIAS_DESC, bias.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC, eps.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_FWD_YDESC, y.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC, mean.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC, inv_std.desc}});
   finalize(op.get(), "building a graph: norm forward operation");
   add_op(std::move(op));
 }
@@ -216,14 +220,14 @@ void Builder::norm_backward(const GraphTensor& x, const GraphTensor& dy, const G
                             const GraphTensor& dbias) {
   Desc op(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR);
   set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, CUDNN_LAYER_NORM);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, dy.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, scale.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_MEAN_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, mean.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, inv_std.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, dx.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, dscale.desc);
-  set_attr(op.get(), CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, dbias.desc);
+  set_tensors(op.get(), {{CUDNN_ATTR_OPERATION_NORM_BWD_XDESC, x.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC, dy.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC, scale.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_BWD_MEAN_DESC, mean.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC, inv_std.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC, dx.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC, dscale.desc},
+                         {CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC, dbias.desc}});
   finalize(op.get(), "building a graph: norm backward operation");
   add_op(std::move(op));
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -83,6 +84,9 @@ template <class T>
 void set_attr(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const T& value) {
   set_attrs(d, name, type, 1, &value);
 }
+// Points each of an operation's tensor attributes at its tensor: set_tensors(op, {{..._XDESC, x.desc}, ...}).
+void set_tensors(cudnnBackendDescriptor_t op,
+                 std::initializer_list<std::pair<cudnnBackendAttributeName_t, cudnnBackendDescriptor_t>> tensors);
 
 void finalize(cudnnBackendDescriptor_t d, const char* what);
 
@@ -117,6 +121,12 @@ enum Arg : int {
   kArgCount
 };
 using Args = std::array<const void*, kArgCount>;
+// The arguments of one execution, by name: bind({{kQ, q}, {kK, k}, ...}); the others stay null.
+inline Args bind(std::initializer_list<std::pair<Arg, const void*>> given) {
+  Args args{};
+  for (const auto& [arg, pointer] : given) args[arg] = pointer;
+  return args;
+}
 
 // Where the variant pack finds the data of one non-virtual tensor at execution time.
 struct Binding {

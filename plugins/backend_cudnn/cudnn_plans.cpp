@@ -239,15 +239,10 @@ bool CudnnGraphs::sdpa_forward(const SdpaConfig& cfg, void* o, float* stats, con
                                const std::int32_t* kv_lengths, const void* dropout_mask, cudaStream_t stream) {
   Plan* plan = impl_->sdpa_plan(GraphKind::SdpaForward, cfg, stream);
   if (!plan) return false;
-  Args args{};
-  args[kQ] = q;
-  args[kK] = k;
-  args[kV] = v;
-  args[kO] = o;
-  args[kStats] = stats;
-  args[kKvLengths] = kv_lengths;
-  args[kDropoutMask] = dropout_mask;
-  args[kScale] = &cfg.scale;
+  // clang-format off
+  const Args args = bind({{kQ, q}, {kK, k}, {kV, v}, {kO, o}, {kStats, stats}, {kKvLengths, kv_lengths},
+                          {kDropoutMask, dropout_mask}, {kScale, &cfg.scale}});
+  // clang-format on
   return impl_->execute(*plan, args, stream, "sdpa_forward");
 }
 
@@ -256,19 +251,10 @@ bool CudnnGraphs::sdpa_backward(const SdpaConfig& cfg, void* dq, void* dk, void*
                                 const void* dropout_mask, cudaStream_t stream) {
   Plan* plan = impl_->sdpa_plan(GraphKind::SdpaBackward, cfg, stream);
   if (!plan) return false;
-  Args args{};
-  args[kQ] = q;
-  args[kK] = k;
-  args[kV] = v;
-  args[kO] = o;
-  args[kDO] = d_o;
-  args[kStats] = stats;
-  args[kDQ] = dq;
-  args[kDK] = dk;
-  args[kDV] = dv;
-  args[kKvLengths] = kv_lengths;
-  args[kDropoutMask] = dropout_mask;
-  args[kScale] = &cfg.scale;
+  // clang-format off
+  const Args args = bind({{kQ, q}, {kK, k}, {kV, v}, {kO, o}, {kDO, d_o}, {kStats, stats}, {kDQ, dq}, {kDK, dk},
+                          {kDV, dv}, {kKvLengths, kv_lengths}, {kDropoutMask, dropout_mask}, {kScale, &cfg.scale}});
+  // clang-format on
   return impl_->execute(*plan, args, stream, "sdpa_backward");
 }
 
@@ -278,14 +264,10 @@ bool CudnnGraphs::layer_norm_forward(bool bf16, std::int64_t rows, std::int64_t 
   Plan* plan = impl_->plan(norm_key(GraphKind::LayerNormForward, bf16, rows, D), GraphKind::LayerNormForward,
                            norm_config(rows, D), bf16, stream);
   if (!plan) return false;
-  Args args{};
-  args[kX] = x;
-  args[kGamma] = gamma;
-  args[kBeta] = beta;
-  args[kEps] = &eps;
-  args[kY] = y;
-  args[kMean] = mean;
-  args[kRstd] = rstd;
+  // clang-format off
+  const Args args = bind({{kX, x}, {kGamma, gamma}, {kBeta, beta}, {kEps, &eps}, {kY, y}, {kMean, mean},
+                          {kRstd, rstd}});
+  // clang-format on
   return impl_->execute(*plan, args, stream, "layer_norm_forward");
 }
 
@@ -296,15 +278,10 @@ bool CudnnGraphs::layer_norm_backward(bool bf16, std::int64_t rows, std::int64_t
   Plan* plan = impl_->plan(norm_key(GraphKind::LayerNormBackward, bf16, rows, D), GraphKind::LayerNormBackward,
                            norm_config(rows, D), bf16, stream);
   if (!plan) return false;
-  Args args{};
-  args[kX] = x;
-  args[kDY] = dy;
-  args[kGamma] = gamma;
-  args[kMean] = mean;
-  args[kRstd] = rstd;
-  args[kDX] = dx;
-  args[kDGamma] = dgamma;
-  args[kDBeta] = dbeta;
+  // clang-format off
+  const Args args = bind({{kX, x}, {kDY, dy}, {kGamma, gamma}, {kMean, mean}, {kRstd, rstd}, {kDX, dx},
+                          {kDGamma, dgamma}, {kDBeta, dbeta}});
+  // clang-format on
   return impl_->execute(*plan, args, stream, "layer_norm_backward");
 }
 

@@ -66,7 +66,8 @@ struct NamedShape {
   Shape shape;
 };
 void PrintTo(const NamedShape& s, std::ostream* os) { *os << s.name; }  // test names, not bytes
-constexpr NamedShape kShapes[] = {{"ConfigB", {16, 8, 128, 128, 64}}, {"ConfigC", {8, 16, 1024, 1024, 64}}, {"Odd", {3, 2, 37, 53, 32}}};
+constexpr NamedShape kShapes[] = {
+    {"ConfigB", {16, 8, 128, 128, 64}}, {"ConfigC", {8, 16, 1024, 1024, 64}}, {"Odd", {3, 2, 37, 53, 32}}};
 
 class AttentionGraphs : public ::testing::TestWithParam<NamedShape> {};
 
@@ -75,16 +76,7 @@ TEST_P(AttentionGraphs, EveryVariantHasAnEngineOnAnH100) {
   ASSERT_FALSE(device.empty()) << "missing " ABLATE_CUDNN_TEST_DATA "/h100_device.json";
   const Shape& s = GetParam().shape;
   for (int flags = 0; flags < 8; ++flags) {
-    SdpaConfig c;
-    c.B = s.B;
-    c.H = s.H;
-    c.T = s.T;
-    c.S = s.S;
-    c.Dh = s.Dh;
-    c.scale = 0.125f;
-    c.causal = flags & 1;
-    c.key_padding = flags & 2;
-    c.dropout = flags & 4;
+    const SdpaConfig c{s.B, s.H, s.T, s.S, s.Dh, 0.125f, (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0};
     if (c.causal && c.T != c.S) continue;  // the backend's causal attention is self-attention
     const std::string what = "T " + std::to_string(s.T) + " S " + std::to_string(s.S) + " Dh " + std::to_string(s.Dh) +
                              (c.causal ? " causal" : "") + (c.key_padding ? " padding" : "") + (c.dropout ? " dropout" : "");
