@@ -383,14 +383,19 @@ void set_fixed_attr(const Obj& obj, std::string_view name, std::string_view valu
   check(H5Awrite(a.get(), type.get(), buf.data()), obj, path, "write attribute");
 }
 
-std::string string_attr(const Obj& obj, std::string_view name) {
-  std::vector<std::string> v = strings_attr(obj, name);
-  if (v.size() != 1)
-    throw Error(
-        "attribute " + obj.path + "@" + str(name) + " in " + obj.file + " holds " + std::to_string(v.size()) + " texts, not one",
-        "the file does not follow docs/results-format.md");
-  return v.front();
+namespace {
+// The one value of an attribute read as a list (`what`: "texts", "numbers").
+template <class T>
+T the_one(std::vector<T> values, const Obj& obj, std::string_view name, const char* what) {
+  if (values.size() != 1)
+    throw Error("attribute " + obj.path + "@" + str(name) + " in " + obj.file + " holds " + std::to_string(values.size()) + " " +
+                    what + ", not one",
+                "the file does not follow docs/results-format.md");
+  return std::move(values.front());
 }
+}  // namespace
+
+std::string string_attr(const Obj& obj, std::string_view name) { return the_one(strings_attr(obj, name), obj, name, "texts"); }
 
 std::vector<std::string> strings_attr(const Obj& obj, std::string_view name) {
   const std::string path = obj.path + "@" + str(name);
@@ -401,14 +406,7 @@ std::vector<std::string> strings_attr(const Obj& obj, std::string_view name) {
                       [&](hid_t mem, void* buf) { check(H5Aread(a.get(), mem, buf), obj, path, "read attribute"); });
 }
 
-std::int64_t int_attr(const Obj& obj, std::string_view name) {
-  std::vector<std::int64_t> v = ints_attr(obj, name);
-  if (v.size() != 1)
-    throw Error("attribute " + obj.path + "@" + str(name) + " in " + obj.file + " holds " + std::to_string(v.size()) +
-                    " numbers, not one",
-                "the file does not follow docs/results-format.md");
-  return v.front();
-}
+std::int64_t int_attr(const Obj& obj, std::string_view name) { return the_one(ints_attr(obj, name), obj, name, "numbers"); }
 
 std::vector<std::int64_t> ints_attr(const Obj& obj, std::string_view name) {
   const std::string path = obj.path + "@" + str(name);

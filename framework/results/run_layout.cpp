@@ -1,6 +1,7 @@
 // The run file's vocabulary (run_file.hpp): statuses and masks as text, slot paths, the time
 // stamp format, and the validation of a RunLayout before anything is written.
 #include <ctime>
+#include <initializer_list>
 #include <set>
 #include <tuple>
 
@@ -60,6 +61,17 @@ void check_probe_side(const std::string& side, const ProbeTokens& t, std::int64_
 
 }  // namespace
 
+// The value of `all` that to_string names `text`; else an Error naming `what` and listing them.
+template <class E>
+E parse_named(std::string_view text, std::initializer_list<E> all, const char* what) {
+  std::string names;
+  for (E e : all) {
+    if (text == to_string(e)) return e;
+    names += std::string(names.empty() ? "" : ", ") + to_string(e);
+  }
+  throw Error("unknown " + std::string(what) + " '" + std::string(text) + "'", "it is one of " + names);
+}
+
 const char* to_string(RunStatus s) {
   switch (s) {
     case RunStatus::Running: return "running";
@@ -72,10 +84,9 @@ const char* to_string(RunStatus s) {
 }
 
 RunStatus parse_run_status(std::string_view text) {
-  for (RunStatus s : {RunStatus::Running, RunStatus::Completed, RunStatus::Failed, RunStatus::Diverged, RunStatus::Interrupted})
-    if (text == to_string(s)) return s;
-  throw Error("unknown run status '" + std::string(text) + "'",
-              "a run status is one of running, completed, failed, diverged, interrupted");
+  return parse_named(text,
+                     {RunStatus::Running, RunStatus::Completed, RunStatus::Failed, RunStatus::Diverged, RunStatus::Interrupted},
+                     "run status");
 }
 
 const char* to_string(AttentionMask m) {
@@ -89,10 +100,9 @@ const char* to_string(AttentionMask m) {
 }
 
 AttentionMask parse_attention_mask(std::string_view text) {
-  for (AttentionMask m : {AttentionMask::None, AttentionMask::Causal, AttentionMask::KeyPadding, AttentionMask::CausalKeyPadding})
-    if (text == to_string(m)) return m;
-  throw Error("unknown attention mask '" + std::string(text) + "'",
-              "a mask is one of none, causal, key_padding, causal+key_padding");
+  return parse_named(text,
+                     {AttentionMask::None, AttentionMask::Causal, AttentionMask::KeyPadding, AttentionMask::CausalKeyPadding},
+                     "attention mask");
 }
 
 std::string utc_now_iso8601() {
