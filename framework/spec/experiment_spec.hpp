@@ -1,6 +1,6 @@
 // The typed experiment spec: what a YAML spec file says, after `extends:` and `--set`, read once
 // into structs with every default filled in. Each key is described once, in the schema table of
-// experiment_spec.cpp (type, range, default, meaning): the structs below carry no defaults of their
+// spec_schema.cpp (type, range, default, meaning): the structs below carry no defaults of their
 // own (default_spec() is the table's). Plugin references keep their option text;
 // validate_plugins() (plugin_validation.hpp) checks them.
 #pragma once

@@ -1,0 +1,239 @@
+// The spec keys that read and write themselves (the schema's `custom` keys, spec_schema.cpp): the
+// checked name, plugin_paths, Adam's betas, eval.metrics and eval.lengths, and the sweep's grid,
+// zip, seeds and runs: lists and pairs whose items are checked one by one.
+#include "spec/spec_schema.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/text.hpp"
+
+namespace ablate::spec {
+using namespace detail;
+
+namespace {
+
+bool valid_name(const std::string& s) {
+  return !s.empty() && s != "." && s != ".." && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+// A sweep axis key must name a spec value that a run can vary.
+void check_axis_path(Reader& r, const SourceMark& mark, const std::string& where, const std::string& key) {
+  const bool fixed = key == "name" || key == "sweep" || key.starts_with("sweep.");
+  if (is_spec_path(key) && !fixed) return;
+  if (fixed)
+    return r.error(mark, where, "'" + key + "' cannot vary between the runs of one experiment; expected another key path");
+  std::string what = "'" + key + "' is not a spec key path; expected a path such as model.block or train.optimizer.lr";
+  if (auto near = closest_match(key, spec_paths())) what += " (did you mean '" + *near + "'?)";
+  r.error(mark, where, what);
+}
+
+void read_axes(Reader& r, const SpecTree* parent, const SpecKey& key, Axes& out) {
+  const SpecTree* axes = parent ? parent->find(key.leaf()) : nullptr;
+  if (!axes || axes->kind == SpecTree::Kind::Null) return;
+  r.marks().at[key.path] = axes->mark;
+  if (!axes->is_map()) return r.error(axes->mark, key.path, describe(*axes) + " is not a map; expected {KEY.PATH: [values]}");
+  for (std::size_t i = 0; i < axes->entries.size(); ++i) {
+    const auto& [axis, values] = axes->entries[i];
+    const std::string where = key.path + "." + axis;
+    check_axis_path(r, axes->key_marks[i], where, axis);
+    if (values.kind != SpecTree::Kind::Sequence || values.items.empty()) {
+      r.error(values.mark, where, describe(values) + " is not a list of values; expected a non-empty list, e.g. [a, b]");
+      continue;
+    }
+    std::vector<std::string> texts;
+    for (const auto& v : values.items) texts.push_back(v.flow());
+    out.emplace_back(axis, std::move(texts));
+  }
+}
+
+// A list of integers >= `min` at key.path into `out`, each item checked (`item` names one in errors).
+void read_int_list(Reader& r, const SpecTree* parent, const SpecKey& key, std::vector<std::int64_t>& out, std::int64_t min,
+                   const std::string& item) {
+  const SpecTree* list = parent ? parent->find(key.leaf()) : nullptr;
+  if (!list || list->kind == SpecTree::Kind::Null) return;
+  r.marks().at[key.path] = list->mark;
+  const std::string expected = "integers >= " + std::to_string(min);
+  if (list->kind != SpecTree::Kind::Sequence)
+    return r.error(list->mark, key.path, describe(*list) + " is not a list; expected a list of " + expected);
+  for (std::size_t i = 0; i < list->items.size(); ++i) {
+    const SpecTree& v = list->items[i];
+    const auto value = v.is_scalar() ? parse_int(v.text) : std::nullopt;
+    if (!value || *value < min)
+      r.error(v.mark, key.path + "[" + std::to_string(i) + "]",
+              describe(v) + " is not a " + item + "; expected an integer >= " + std::to_string(min));
+    else
+      out.push_back(*value);
+  }
+}
+
+YAML::Node int_list_node(const std::vector<std::int64_t>& values) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (auto v : values) list.push_back(std::to_string(v));
+  return flow_node(list);
+}
+
+}  // namespace
+
+namespace detail {
+
+void read_name(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  r.read_string(parent, key.leaf(), key.path, s.name, true);
+  if (const SpecTree* n = parent ? parent->find(key.leaf()) : nullptr; n && n->is_scalar() && !valid_name(s.name))
+    r.error(
+        n->mark, key.path,
+        "'" + s.name +
+            "' is not a valid name; expected letters, digits, '_', '.' or '-', and not '.' or '..' (it names the results folder)");
+}
+
+void read_plugin_paths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  const SpecTree* p = parent ? parent->find(key.leaf()) : nullptr;
+  if (!p || p->kind == SpecTree::Kind::Null) return;
+  r.marks().at[key.path] = p->mark;
+  if (p->kind != SpecTree::Kind::Sequence)
+    return r.error(p->mark, key.path, describe(*p) + " is not a list; expected a list of directories");
+  s.plugin_paths.clear();
+  for (std::size_t i = 0; i < p->items.size(); ++i) {
+    const SpecTree& item = p->items[i];
+    const std::string where = key.path + "[" + std::to_string(i) + "]";
+    if (!item.is_scalar() || item.text.empty()) {
+      r.error(item.mark, where, describe(item) + " is not a path; expected a directory");
+    } else if (std::error_code ec; !std::filesystem::exists(item.text, ec)) {
+      r.error(
+          item.mark, where,
+          "'" + item.text +
+              "' does not exist; expected a directory of plugins or a plugin file (relative paths are relative to the spec file)");
+    } else {
+      s.plugin_paths.push_back(item.text);
+    }
+  }
+}
+
+YAML::Node write_plugin_paths(const ExperimentSpec& s) {
+  YAML::Node paths(YAML::NodeType::Sequence);
+  for (const auto& p : s.plugin_paths) paths.push_back(p);
+  return flow_node(paths);
+}
+
+void read_betas(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  const SpecTree* b = parent ? parent->find(key.leaf()) : nullptr;
+  if (!b) return;
+  r.marks().at[key.path] = b->mark;
+  if (b->kind != SpecTree::Kind::Sequence || b->items.size() != 2)
+    return r.error(b->mark, key.path, describe(*b) + " is not a pair; expected [beta1, beta2], each in [0, 1)");
+  for (std::size_t i = 0; i < 2; ++i)
+    if (auto v = r.float_value(b->items[i], key.path + "[" + std::to_string(i) + "]", kUnit)) s.train.optimizer.betas[i] = *v;
+}
+
+YAML::Node write_betas(const ExperimentSpec& s) {
+  YAML::Node betas(YAML::NodeType::Sequence);
+  for (double b : s.train.optimizer.betas) betas.push_back(text_of(b));
+  return flow_node(betas);
+}
+
+void read_metrics(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  const SpecTree* m = parent ? parent->find(key.leaf()) : nullptr;
+  if (!m) return;
+  r.marks().at[key.path] = m->mark;
+  std::vector<std::string> names;
+  for (const auto& [n, v] : kMetric) names.emplace_back(n);
+  if (m->kind != SpecTree::Kind::Sequence)
+    return r.error(m->mark, key.path, describe(*m) + " is not a list; expected a list of " + join(names, ", "));
+  std::vector<Metric>& metrics = s.eval.metrics;
+  metrics.clear();
+  for (std::size_t i = 0; i < m->items.size(); ++i) {
+    const std::string path = key.path + "[" + std::to_string(i) + "]";
+    if (auto v = r.enum_value(m->items[i], path, kMetric)) {
+      if (std::find(metrics.begin(), metrics.end(), *v) != metrics.end())
+        r.error(m->items[i].mark, path, "'" + m->items[i].text + "' is listed twice; expected each metric once");
+      else
+        metrics.push_back(*v);
+    }
+  }
+  if (m->items.empty()) r.error(m->mark, key.path, "[] is empty; expected at least one of " + join(names, ", "));
+}
+
+YAML::Node write_metrics(const ExperimentSpec& s) {
+  YAML::Node metrics(YAML::NodeType::Sequence);
+  for (Metric x : s.eval.metrics) metrics.push_back(to_string(x));
+  return flow_node(metrics);
+}
+
+void read_grid(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_axes(r, parent, key, s.sweep.grid);
+}
+
+// After the grid (schema order): a zipped key must not also be a grid axis.
+void read_zip(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_axes(r, parent, key, s.sweep.zip);
+  const SweepSpec& sweep = s.sweep;
+  if (sweep.zip.empty()) return;
+  bool equal = true;
+  std::vector<std::string> lengths;
+  for (const auto& [axis, values] : sweep.zip) {
+    equal = equal && values.size() == sweep.zip.front().second.size();
+    lengths.push_back(axis + ": " + std::to_string(values.size()));
+  }
+  if (!equal)
+    r.error(r.marks().of(key.path), key.path,
+            "the lists have different lengths (" + join(lengths, ", ") + "); expected lists of equal length, zipped in lockstep");
+  for (const auto& [axis, values] : sweep.zip)
+    for (const auto& [g, gv] : sweep.grid)
+      if (g == axis)
+        r.error(r.marks().of(key.path), key.path + "." + axis, "also in sweep.grid; expected each key in one of grid or zip");
+}
+
+void read_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_int_list(r, parent, key, s.sweep.seeds, 0, "seed");
+}
+YAML::Node write_seeds(const ExperimentSpec& s) { return int_list_node(s.sweep.seeds); }
+
+void read_lengths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_int_list(r, parent, key, s.eval.lengths, 1, "length");
+  std::vector<std::int64_t> sorted = s.eval.lengths;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    r.error(r.marks().of(key.path), key.path, "lists a length twice; expected distinct lengths");
+}
+YAML::Node write_lengths(const ExperimentSpec& s) { return int_list_node(s.eval.lengths); }
+
+void read_runs(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  const SpecTree* runs = parent ? parent->find(key.leaf()) : nullptr;
+  if (!runs || runs->kind == SpecTree::Kind::Null) return;
+  r.marks().at[key.path] = runs->mark;
+  if (runs->kind != SpecTree::Kind::Sequence)
+    return r.error(runs->mark, key.path, describe(*runs) + " is not a list; expected a list of {KEY.PATH: value}");
+  for (std::size_t i = 0; i < runs->items.size(); ++i) {
+    const SpecTree& run = runs->items[i];
+    const std::string where = key.path + "[" + std::to_string(i) + "]";
+    if (!run.is_map() || run.entries.empty()) {
+      r.error(run.mark, where, describe(run) + " is not a run; expected a map {KEY.PATH: value, ...}");
+      continue;
+    }
+    std::vector<std::pair<std::string, std::string>> settings;
+    for (std::size_t j = 0; j < run.entries.size(); ++j) {
+      check_axis_path(r, run.key_marks[j], where + "." + run.entries[j].first, run.entries[j].first);
+      settings.emplace_back(run.entries[j].first, run.entries[j].second.flow());
+    }
+    s.sweep.runs.push_back(std::move(settings));
+  }
+}
+
+YAML::Node write_runs(const ExperimentSpec& s) {
+  YAML::Node runs(YAML::NodeType::Sequence);
+  for (const auto& run : s.sweep.runs) {
+    YAML::Node r(YAML::NodeType::Map);
+    for (const auto& [k, v] : run) r[k] = YAML::Load(v);
+    runs.push_back(flow_node(r));
+  }
+  return runs.size() ? runs : flow_node(runs);
+}
+
+}  // namespace detail
+
+}  // namespace ablate::spec

@@ -1,0 +1,67 @@
+// The resolved YAML of a spec: every key, defaults included, written back through the schema's
+// bindings (spec_schema.cpp) in schema order, so that it loads back into an equal spec; and a
+// run's identity (the same without the sweep and the execution keys).
+#include "spec/spec_schema.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/text.hpp"
+
+namespace ablate::spec {
+using namespace detail;
+
+namespace detail {
+
+std::string text_of(double v) {
+  std::string t = number_text(v);
+  if (t.find_first_of(".e") == std::string::npos) t += ".0";
+  return t;
+}
+
+YAML::Node flow_node(YAML::Node n) {
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
+}
+
+}  // namespace detail
+
+namespace {
+
+// The keys below `path` as a YAML map, in schema order.
+YAML::Node write_section(const ExperimentSpec& s, const std::string& path) {
+  YAML::Node map(YAML::NodeType::Map);
+  for (const SpecKey& key : schema()) {
+    if (!is_child(key.path, path)) continue;
+    switch (key.kind) {
+      case KeyKind::directive: break;
+      case KeyKind::section: map[key.leaf()] = write_section(s, key.path); break;
+      case KeyKind::optional_section:
+        map[key.leaf()] = key.present(s) ? write_section(s, key.path) : YAML::Node(YAML::NodeType::Null);
+        break;
+      case KeyKind::value: map[key.leaf()] = key.write(s); break;
+    }
+  }
+  return map;
+}
+
+}  // namespace
+
+std::string resolved_yaml(const ExperimentSpec& s) {
+  YAML::Emitter out;
+  out << write_section(s, "");
+  return std::string(out.c_str()) + "\n";
+}
+
+const std::vector<std::string>& execution_keys() {
+  static const std::vector<std::string> keys = {"backend.threads"};
+  return keys;
+}
+
+std::string identity_yaml(ExperimentSpec spec) {
+  spec.sweep = {};  // a run is one point: its identity excludes the sweep around it
+  for (const std::string& key : execution_keys())
+    if (key.starts_with("backend.")) spec.backend.options.erase(key.substr(std::string("backend.").size()));
+  return resolved_yaml(spec);
+}
+
+}  // namespace ablate::spec
