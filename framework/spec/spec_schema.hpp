@@ -26,7 +26,7 @@ std::optional<std::int64_t> parse_int(const std::string& s);
 std::optional<double> parse_float(const std::string& s);
 std::optional<bool> parse_bool(const std::string& s);
 
-// A range for numbers: lo (inclusive or not), hi (exclusive), described as the brief has them.
+// A range for numbers: lo (inclusive or not), hi (exclusive); `ablate keys` prints it as the schema says it.
 struct Range {
   std::optional<double> lo;
   bool lo_inclusive = true;

@@ -101,7 +101,10 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& sweep) {
   std::vector<SweepPoint> out;
   for (Settings& s : points) {
     std::string name;
-    for (const auto& [key, value] : s) name += (name.empty() ? "" : ",") + short_key(key, keys) + "=" + name_value(value);
+    for (const auto& [key, value] : s) {
+      if (!name.empty()) name += ',';
+      name += short_key(key, keys) + "=" + name_value(value);
+    }
     if (name.empty()) name = "base";
     if (name.size() > kMaxNameBytes) name.resize(kMaxNameBytes);
     out.push_back({std::move(s), std::move(name)});
