@@ -276,36 +276,32 @@ void OnednnBackend::do_split_heads_forward(Tensor& y, const Tensor& x, int parts
   const char* op = "split_heads_forward";
   const std::int64_t B = y.shape()[0], H = y.shape()[1], T = y.shape()[2], Dh = y.shape()[3];
   set_threads();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, y, [&](auto* yp) { heads_copy(yp, xp, B, T, H, Dh, parts, part, true, false, threads_); });
-  });
+  with_floats(op, std::tie(x, y),
+              [&](const auto* xp, auto* yp) { heads_copy(yp, xp, B, T, H, Dh, parts, part, true, false, threads_); });
 }
 
 void OnednnBackend::do_split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
   const char* op = "split_heads_backward";
   const std::int64_t B = dy.shape()[0], H = dy.shape()[1], T = dy.shape()[2], Dh = dy.shape()[3];
   set_threads();
-  with_float(op, dy, [&](const auto* dyp) {
-    with_float(op, dx, [&](auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, parts, part, false, true, threads_); });
-  });
+  with_floats(op, std::tie(dy, dx),
+              [&](const auto* dyp, auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, parts, part, false, true, threads_); });
 }
 
 void OnednnBackend::do_merge_heads_forward(Tensor& y, const Tensor& x) {
   const char* op = "merge_heads_forward";
   const std::int64_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], Dh = x.shape()[3];
   set_threads();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, y, [&](auto* yp) { heads_copy(yp, xp, B, T, H, Dh, 1, 0, false, false, threads_); });
-  });
+  with_floats(op, std::tie(x, y),
+              [&](const auto* xp, auto* yp) { heads_copy(yp, xp, B, T, H, Dh, 1, 0, false, false, threads_); });
 }
 
 void OnednnBackend::do_merge_heads_backward(Tensor& dx, const Tensor& dy) {
   const char* op = "merge_heads_backward";
   const std::int64_t B = dx.shape()[0], H = dx.shape()[1], T = dx.shape()[2], Dh = dx.shape()[3];
   set_threads();
-  with_float(op, dy, [&](const auto* dyp) {
-    with_float(op, dx, [&](auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, 1, 0, true, true, threads_); });
-  });
+  with_floats(op, std::tie(dy, dx),
+              [&](const auto* dyp, auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, 1, 0, true, true, threads_); });
 }
 
 // ------------------------------------------------------------------------------------------

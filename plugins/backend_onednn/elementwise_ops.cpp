@@ -63,13 +63,11 @@ void OnednnBackend::do_activation_forward(Tensor& y, const Tensor& x, Activation
   const char* op = "activation_forward";
   const std::int64_t n = x.numel();
   set_threads();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, y, [&](auto* yp) {
-      with_act(act, [&](auto tag) {
-        constexpr Activation A = decltype(tag)::value;
+  with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
+    with_act(act, [&](auto tag) {
+      constexpr Activation A = decltype(tag)::value;
 #pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
-        for (std::int64_t i = 0; i < n; ++i) st(yp, i, act_fwd<A>(ld(xp, i)));
-      });
+      for (std::int64_t i = 0; i < n; ++i) st(yp, i, act_fwd<A>(ld(xp, i)));
     });
   });
 }
@@ -78,15 +76,11 @@ void OnednnBackend::do_activation_backward(Tensor& dx, const Tensor& dy, const T
   const char* op = "activation_backward";
   const std::int64_t n = x.numel();
   set_threads();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, dy, [&](const auto* dyp) {
-      with_float(op, dx, [&](auto* dxp) {
-        with_act(act, [&](auto tag) {
-          constexpr Activation A = decltype(tag)::value;
+  with_floats(op, std::tie(x, dy, dx), [&](const auto* xp, const auto* dyp, auto* dxp) {
+    with_act(act, [&](auto tag) {
+      constexpr Activation A = decltype(tag)::value;
 #pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
-          for (std::int64_t i = 0; i < n; ++i) st(dxp, i, ld(dxp, i) + ld(dyp, i) * act_bwd<A>(ld(xp, i)));
-        });
-      });
+      for (std::int64_t i = 0; i < n; ++i) st(dxp, i, ld(dxp, i) + ld(dyp, i) * act_bwd<A>(ld(xp, i)));
     });
   });
 }
@@ -97,13 +91,8 @@ void OnednnBackend::do_add_forward(Tensor& y, const Tensor& a, const Tensor& b, 
   if (n == 0) return;
   const std::int64_t reps = n / nb;
   set_threads();
-  with_float(op, a, [&](const auto* ap) {
-    with_float(op, b, [&](const auto* bp) {
-      with_float(op, y, [&](auto* yp) {
-        for_each_repeat(reps, nb, threads_,
-                        [&](std::int64_t i, std::int64_t j) { st(yp, i, alpha * ld(ap, i) + beta * ld(bp, j)); });
-      });
-    });
+  with_floats(op, std::tie(a, b, y), [&](const auto* ap, const auto* bp, auto* yp) {
+    for_each_repeat(reps, nb, threads_, [&](std::int64_t i, std::int64_t j) { st(yp, i, alpha * ld(ap, i) + beta * ld(bp, j)); });
   });
 }
 
@@ -142,12 +131,8 @@ void OnednnBackend::do_mul_forward(Tensor& y, const Tensor& a, const Tensor& b) 
   if (n == 0) return;
   const std::int64_t reps = n / nb;
   set_threads();
-  with_float(op, a, [&](const auto* ap) {
-    with_float(op, b, [&](const auto* bp) {
-      with_float(op, y, [&](auto* yp) {
-        for_each_repeat(reps, nb, threads_, [&](std::int64_t i, std::int64_t j) { st(yp, i, ld(ap, i) * ld(bp, j)); });
-      });
-    });
+  with_floats(op, std::tie(a, b, y), [&](const auto* ap, const auto* bp, auto* yp) {
+    for_each_repeat(reps, nb, threads_, [&](std::int64_t i, std::int64_t j) { st(yp, i, ld(ap, i) * ld(bp, j)); });
   });
 }
 
@@ -159,37 +144,26 @@ void OnednnBackend::do_mul_backward(Tensor* da, Tensor* db, const Tensor& dy, co
   const std::int64_t reps = n / nb;
   set_threads();
   if (da) {
-    with_float(op, dy, [&](const auto* dyp) {
-      with_float(op, b, [&](const auto* bp) {
-        with_float(op, *da, [&](auto* dp) {
-          for_each_repeat(reps, nb, threads_,
-                          [&](std::int64_t i, std::int64_t j) { st(dp, i, ld(dp, i) + ld(dyp, i) * ld(bp, j)); });
-        });
-      });
+    with_floats(op, std::tie(dy, b, *da), [&](const auto* dyp, const auto* bp, auto* dp) {
+      for_each_repeat(reps, nb, threads_, [&](std::int64_t i, std::int64_t j) { st(dp, i, ld(dp, i) + ld(dyp, i) * ld(bp, j)); });
     });
   }
   if (!db) return;
   if (reps == 1) {  // same shapes: elementwise
-    with_float(op, dy, [&](const auto* dyp) {
-      with_float(op, a, [&](const auto* ap) {
-        with_float(op, *db, [&](auto* dp) {
+    with_floats(op, std::tie(dy, a, *db), [&](const auto* dyp, const auto* ap, auto* dp) {
 #pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
-          for (std::int64_t i = 0; i < n; ++i) st(dp, i, ld(dp, i) + ld(dyp, i) * ld(ap, i));
-        });
-      });
+      for (std::int64_t i = 0; i < n; ++i) st(dp, i, ld(dp, i) + ld(dyp, i) * ld(ap, i));
     });
     return;
   }
   float* sums = scratch_f32(kSums, nb);
   float* partial = scratch_f32(kPartial, std::min<std::int64_t>(reps, 64) * nb);
-  with_float(op, dy, [&](const auto* dyp) {
-    with_float(op, a, [&](const auto* ap) {
-      add_repeat_sums(op, *db, 1.0f, reps, sums, partial, threads_, [&](std::int64_t r, float* acc) {
-        const auto* g = dyp + r * nb;
-        const auto* x = ap + r * nb;
+  with_floats(op, std::tie(dy, a), [&](const auto* dyp, const auto* ap) {
+    add_repeat_sums(op, *db, 1.0f, reps, sums, partial, threads_, [&](std::int64_t r, float* acc) {
+      const auto* g = dyp + r * nb;
+      const auto* x = ap + r * nb;
 #pragma omp simd
-        for (std::int64_t j = 0; j < nb; ++j) acc[j] += ld(g, j) * ld(x, j);
-      });
+      for (std::int64_t j = 0; j < nb; ++j) acc[j] += ld(g, j) * ld(x, j);
     });
   });
 }
@@ -198,11 +172,9 @@ void OnednnBackend::do_axpy(Tensor& y, const Tensor& x, float alpha) {
   const char* op = "axpy";
   const std::int64_t n = x.numel();
   set_threads();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, y, [&](auto* yp) {
+  with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
 #pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) st(yp, i, ld(yp, i) + alpha * ld(xp, i));
-    });
+    for (std::int64_t i = 0; i < n; ++i) st(yp, i, ld(yp, i) + alpha * ld(xp, i));
   });
 }
 
@@ -213,12 +185,10 @@ void OnednnBackend::do_dropout_forward(Tensor& y, const Tensor& x, float p, cons
   const char* op = "dropout_forward";
   const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   set_threads();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, y, [&](auto* yp) {
-      for_each_keep(x.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
+  with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
+    for_each_keep(x.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
 #pragma omp simd
-        for (std::int64_t j = 0; j < len; ++j) st(yp, i0 + j, ld(xp, i0 + j) * m[j]);
-      });
+      for (std::int64_t j = 0; j < len; ++j) st(yp, i0 + j, ld(xp, i0 + j) * m[j]);
     });
   });
 }
@@ -227,12 +197,10 @@ void OnednnBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, c
   const char* op = "dropout_backward";
   const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   set_threads();
-  with_float(op, dy, [&](const auto* dyp) {
-    with_float(op, dx, [&](auto* dxp) {
-      for_each_keep(dy.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
+  with_floats(op, std::tie(dy, dx), [&](const auto* dyp, auto* dxp) {
+    for_each_keep(dy.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
 #pragma omp simd
-        for (std::int64_t j = 0; j < len; ++j) st(dxp, i0 + j, ld(dxp, i0 + j) + ld(dyp, i0 + j) * m[j]);
-      });
+      for (std::int64_t j = 0; j < len; ++j) st(dxp, i0 + j, ld(dxp, i0 + j) + ld(dyp, i0 + j) * m[j]);
     });
   });
 }
@@ -254,16 +222,14 @@ void OnednnBackend::do_embedding_forward(Tensor& y, const Tensor& ids, const Ten
   const std::int32_t* id = ids.data<std::int32_t>();
   check_ids(op, id, N, V);
   set_threads();
-  with_float(op, table, [&](const auto* tp) {
-    with_float(op, y, [&](auto* yp) {
+  with_floats(op, std::tie(table, y), [&](const auto* tp, auto* yp) {
 #pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
-      for (std::int64_t r = 0; r < N; ++r) {
-        const auto* src = tp + static_cast<std::int64_t>(id[r]) * D;
-        auto* dst = yp + r * D;
+    for (std::int64_t r = 0; r < N; ++r) {
+      const auto* src = tp + static_cast<std::int64_t>(id[r]) * D;
+      auto* dst = yp + r * D;
 #pragma omp simd
-        for (std::int64_t j = 0; j < D; ++j) st(dst, j, ld(src, j));
-      }
-    });
+      for (std::int64_t j = 0; j < D; ++j) st(dst, j, ld(src, j));
+    }
   });
 }
 
@@ -275,19 +241,17 @@ void OnednnBackend::do_embedding_backward(Tensor& dtable, const Tensor& dy, cons
   check_ids(op, id, N, V);
   set_threads();
   const std::int64_t slices = std::min<std::int64_t>(threads_, std::max<std::int64_t>(D / 16, 1));
-  with_float(op, dy, [&](const auto* dyp) {
-    with_float(op, dtable, [&](auto* tp) {
+  with_floats(op, std::tie(dy, dtable), [&](const auto* dyp, auto* tp) {
 #pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
-      for (std::int64_t s = 0; s < slices; ++s) {
-        const std::int64_t c0 = D * s / slices, c1 = D * (s + 1) / slices;
-        for (std::int64_t r = 0; r < N; ++r) {
-          const auto* src = dyp + r * D;
-          auto* dst = tp + static_cast<std::int64_t>(id[r]) * D;
+    for (std::int64_t s = 0; s < slices; ++s) {
+      const std::int64_t c0 = D * s / slices, c1 = D * (s + 1) / slices;
+      for (std::int64_t r = 0; r < N; ++r) {
+        const auto* src = dyp + r * D;
+        auto* dst = tp + static_cast<std::int64_t>(id[r]) * D;
 #pragma omp simd
-          for (std::int64_t j = c0; j < c1; ++j) st(dst, j, ld(dst, j) + ld(src, j));
-        }
+        for (std::int64_t j = c0; j < c1; ++j) st(dst, j, ld(dst, j) + ld(src, j));
       }
-    });
+    }
   });
 }
 

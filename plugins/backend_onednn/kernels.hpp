@@ -9,6 +9,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <tuple>
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -69,6 +70,16 @@ inline void with_float(const char* op, const ablate::Tensor& t, F&& f) {
   if (t.dtype() == ablate::DType::F32) return f(t.data<float>());
   if (t.dtype() == ablate::DType::BF16) return f(t.data<bf16_t>());
   throw ablate::Error(std::string("onednn ") + op + ": " + t.str() + " must be f32 or bf16");
+}
+
+// with_float over several tensors at once: f(T0*, T1*, ...) with each one's data typed by its
+// dtype; with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) { ... }).
+template <std::size_t I = 0, class Tensors, class F, class... P>
+inline void with_floats(const char* op, const Tensors& tensors, F&& f, P*... typed) {
+  if constexpr (I == std::tuple_size_v<Tensors>)
+    f(typed...);
+  else
+    with_float(op, std::get<I>(tensors), [&](auto* p) { with_floats<I + 1>(op, tensors, f, typed..., p); });
 }
 
 // exp(x) for f32, branch-free (Cody-Waite reduction + degree-6 polynomial, ~1 ulp), so that

@@ -32,39 +32,37 @@ void OnednnBackend::do_cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tens
   const float inv_count = count ? 1.0f / static_cast<float>(count) : 0.0f;
   const float on = 1.0f - ls, off = ls / static_cast<float>(V);
   float* row_loss = scratch_f32(kSums, 2 * std::max<std::int64_t>(N, 1));  // [loss | correct]
-  with_float(op, logits, [&](const auto* xp) {
-    with_float(op, dlogits, [&](auto* gp) {
+  with_floats(op, std::tie(logits, dlogits), [&](const auto* xp, auto* gp) {
 #pragma omp parallel for num_threads(team_size({N, V}, threads_)) schedule(static)
-      for (std::int64_t r = 0; r < N; ++r) {
-        const auto* x = xp + r * V;
-        auto* g = gp + r * V;
-        const std::int32_t t = tg[r];
-        if (t == ignore_index) {
+    for (std::int64_t r = 0; r < N; ++r) {
+      const auto* x = xp + r * V;
+      auto* g = gp + r * V;
+      const std::int32_t t = tg[r];
+      if (t == ignore_index) {
 #pragma omp simd
-          for (std::int64_t c = 0; c < V; ++c) st(g, c, 0.0f);
-          row_loss[r] = 0.0f;
-          row_loss[N + r] = 0.0f;
-          continue;
-        }
-        const float mx = row_max(x, V);
-        std::int64_t arg = 0;  // the first index of the maximum
-        while (arg < V - 1 && !(ld(x, arg) >= mx)) ++arg;
-        float sum = 0.0f, sx = 0.0f;
-#pragma omp simd reduction(+ : sum, sx)
-        for (std::int64_t c = 0; c < V; ++c) {
-          const float v = ld(x, c);
-          sum += fast_exp(v - mx);
-          sx += v;
-        }
-        const float lse = mx + std::log(sum);
-        row_loss[r] = lse - on * ld(x, t) - off * sx;
-        row_loss[N + r] = arg == t ? 1.0f : 0.0f;
-        const float rs = 1.0f / sum;
-#pragma omp simd
-        for (std::int64_t c = 0; c < V; ++c) st(g, c, (fast_exp(ld(x, c) - mx) * rs - off) * inv_count);
-        st(g, t, ld(g, t) - on * inv_count);
+        for (std::int64_t c = 0; c < V; ++c) st(g, c, 0.0f);
+        row_loss[r] = 0.0f;
+        row_loss[N + r] = 0.0f;
+        continue;
       }
-    });
+      const float mx = row_max(x, V);
+      std::int64_t arg = 0;  // the first index of the maximum
+      while (arg < V - 1 && !(ld(x, arg) >= mx)) ++arg;
+      float sum = 0.0f, sx = 0.0f;
+#pragma omp simd reduction(+ : sum, sx)
+      for (std::int64_t c = 0; c < V; ++c) {
+        const float v = ld(x, c);
+        sum += fast_exp(v - mx);
+        sx += v;
+      }
+      const float lse = mx + std::log(sum);
+      row_loss[r] = lse - on * ld(x, t) - off * sx;
+      row_loss[N + r] = arg == t ? 1.0f : 0.0f;
+      const float rs = 1.0f / sum;
+#pragma omp simd
+      for (std::int64_t c = 0; c < V; ++c) st(g, c, (fast_exp(ld(x, c) - mx) * rs - off) * inv_count);
+      st(g, t, ld(g, t) - on * inv_count);
+    }
   });
   double total = 0.0, correct = 0.0;
   for (std::int64_t r = 0; r < N; ++r) {
@@ -140,11 +138,9 @@ void OnednnBackend::do_cast(Tensor& y, const Tensor& x) {
   }
   const std::int64_t n = x.numel();
   set_threads();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, y, [&](auto* yp) {
+  with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
 #pragma omp parallel for simd num_threads(team_size(n, threads_)) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) st(yp, i, ld(xp, i));
-    });
+    for (std::int64_t i = 0; i < n; ++i) st(yp, i, ld(xp, i));
   });
 }
 

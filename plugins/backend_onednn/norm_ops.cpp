@@ -20,29 +20,27 @@ void OnednnBackend::do_layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd,
   const float* bt = as_f32(beta.raw(), beta.dtype(), D, kVecB);
   float* mp = mean.data<float>();
   float* rp = rstd.data<float>();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, y, [&](auto* yp) {
+  with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
 #pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
-      for (std::int64_t r = 0; r < N; ++r) {
-        const auto* xr = xp + r * D;
-        auto* yr = yp + r * D;
-        float s = 0.0f;
+    for (std::int64_t r = 0; r < N; ++r) {
+      const auto* xr = xp + r * D;
+      auto* yr = yp + r * D;
+      float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-        for (std::int64_t j = 0; j < D; ++j) s += ld(xr, j);
-        const float mu = s / static_cast<float>(D);
-        float v = 0.0f;
+      for (std::int64_t j = 0; j < D; ++j) s += ld(xr, j);
+      const float mu = s / static_cast<float>(D);
+      float v = 0.0f;
 #pragma omp simd reduction(+ : v)
-        for (std::int64_t j = 0; j < D; ++j) {
-          const float c = ld(xr, j) - mu;
-          v += c * c;
-        }
-        const float rs = 1.0f / std::sqrt(v / static_cast<float>(D) + eps);
-        mp[r] = mu;
-        rp[r] = rs;
-#pragma omp simd
-        for (std::int64_t j = 0; j < D; ++j) st(yr, j, (ld(xr, j) - mu) * rs * g[j] + bt[j]);
+      for (std::int64_t j = 0; j < D; ++j) {
+        const float c = ld(xr, j) - mu;
+        v += c * c;
       }
-    });
+      const float rs = 1.0f / std::sqrt(v / static_cast<float>(D) + eps);
+      mp[r] = mu;
+      rp[r] = rs;
+#pragma omp simd
+      for (std::int64_t j = 0; j < D; ++j) st(yr, j, (ld(xr, j) - mu) * rs * g[j] + bt[j]);
+    }
   });
 }
 
@@ -56,58 +54,56 @@ void OnednnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* d
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   const float* mp = mean.data<float>();
   const float* rp = rstd.data<float>();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, dy, [&](const auto* dyp) {
-      if (dx) {
-        with_float(op, *dx, [&](auto* dxp) {
+  with_floats(op, std::tie(x, dy), [&](const auto* xp, const auto* dyp) {
+    if (dx) {
+      with_float(op, *dx, [&](auto* dxp) {
 #pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
-          for (std::int64_t r = 0; r < N; ++r) {
-            const auto* xr = xp + r * D;
-            const auto* dr = dyp + r * D;
-            auto* o = dxp + r * D;
-            const float mu = mp[r], rs = rp[r];
-            float s1 = 0.0f, s2 = 0.0f;
-#pragma omp simd reduction(+ : s1, s2)
-            for (std::int64_t j = 0; j < D; ++j) {
-              const float dxh = ld(dr, j) * g[j];
-              s1 += dxh;
-              s2 += dxh * (ld(xr, j) - mu) * rs;
-            }
-            const float m1 = s1 / static_cast<float>(D), m2 = s2 / static_cast<float>(D);
-#pragma omp simd
-            for (std::int64_t j = 0; j < D; ++j) {
-              const float xh = (ld(xr, j) - mu) * rs;
-              st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - m1 - xh * m2));
-            }
-          }
-        });
-      }
-      if (dgamma || dbeta) {
-        float* sums = scratch_f32(kSums, 2 * D);  // [dgamma | dbeta]
-        float* partial = scratch_f32(kPartial, 64 * 2 * D);
-        chunked_column_sum(sums, partial, N, 2 * D, threads_, [&](std::int64_t r, float* acc) {
+        for (std::int64_t r = 0; r < N; ++r) {
           const auto* xr = xp + r * D;
           const auto* dr = dyp + r * D;
+          auto* o = dxp + r * D;
           const float mu = mp[r], rs = rp[r];
+          float s1 = 0.0f, s2 = 0.0f;
+#pragma omp simd reduction(+ : s1, s2)
+          for (std::int64_t j = 0; j < D; ++j) {
+            const float dxh = ld(dr, j) * g[j];
+            s1 += dxh;
+            s2 += dxh * (ld(xr, j) - mu) * rs;
+          }
+          const float m1 = s1 / static_cast<float>(D), m2 = s2 / static_cast<float>(D);
 #pragma omp simd
           for (std::int64_t j = 0; j < D; ++j) {
-            const float d = ld(dr, j);
-            acc[j] += d * (ld(xr, j) - mu) * rs;
-            acc[D + j] += d;
+            const float xh = (ld(xr, j) - mu) * rs;
+            st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - m1 - xh * m2));
           }
+        }
+      });
+    }
+    if (dgamma || dbeta) {
+      float* sums = scratch_f32(kSums, 2 * D);  // [dgamma | dbeta]
+      float* partial = scratch_f32(kPartial, 64 * 2 * D);
+      chunked_column_sum(sums, partial, N, 2 * D, threads_, [&](std::int64_t r, float* acc) {
+        const auto* xr = xp + r * D;
+        const auto* dr = dyp + r * D;
+        const float mu = mp[r], rs = rp[r];
+#pragma omp simd
+        for (std::int64_t j = 0; j < D; ++j) {
+          const float d = ld(dr, j);
+          acc[j] += d * (ld(xr, j) - mu) * rs;
+          acc[D + j] += d;
+        }
+      });
+      if (dgamma)
+        with_float(op, *dgamma, [&](auto* p) {
+#pragma omp simd
+          for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[j]);
         });
-        if (dgamma)
-          with_float(op, *dgamma, [&](auto* p) {
+      if (dbeta)
+        with_float(op, *dbeta, [&](auto* p) {
 #pragma omp simd
-            for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[j]);
-          });
-        if (dbeta)
-          with_float(op, *dbeta, [&](auto* p) {
-#pragma omp simd
-            for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[D + j]);
-          });
-      }
-    });
+          for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[D + j]);
+        });
+    }
   });
 }
 
@@ -120,21 +116,19 @@ void OnednnBackend::do_rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   float* rp = rstd.data<float>();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, y, [&](auto* yp) {
+  with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
 #pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
-      for (std::int64_t r = 0; r < N; ++r) {
-        const auto* xr = xp + r * D;
-        auto* yr = yp + r * D;
-        float s = 0.0f;
+    for (std::int64_t r = 0; r < N; ++r) {
+      const auto* xr = xp + r * D;
+      auto* yr = yp + r * D;
+      float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-        for (std::int64_t j = 0; j < D; ++j) s += ld(xr, j) * ld(xr, j);
-        const float rs = 1.0f / std::sqrt(s / static_cast<float>(D) + eps);
-        rp[r] = rs;
+      for (std::int64_t j = 0; j < D; ++j) s += ld(xr, j) * ld(xr, j);
+      const float rs = 1.0f / std::sqrt(s / static_cast<float>(D) + eps);
+      rp[r] = rs;
 #pragma omp simd
-        for (std::int64_t j = 0; j < D; ++j) st(yr, j, ld(xr, j) * rs * g[j]);
-      }
-    });
+      for (std::int64_t j = 0; j < D; ++j) st(yr, j, ld(xr, j) * rs * g[j]);
+    }
   });
 }
 
@@ -146,41 +140,39 @@ void OnednnBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tenso
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   const float* rp = rstd.data<float>();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, dy, [&](const auto* dyp) {
-      if (dx) {
-        with_float(op, *dx, [&](auto* dxp) {
+  with_floats(op, std::tie(x, dy), [&](const auto* xp, const auto* dyp) {
+    if (dx) {
+      with_float(op, *dx, [&](auto* dxp) {
 #pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
-          for (std::int64_t r = 0; r < N; ++r) {
-            const auto* xr = xp + r * D;
-            const auto* dr = dyp + r * D;
-            auto* o = dxp + r * D;
-            const float rs = rp[r];
-            float s2 = 0.0f;
-#pragma omp simd reduction(+ : s2)
-            for (std::int64_t j = 0; j < D; ++j) s2 += ld(dr, j) * g[j] * ld(xr, j) * rs;
-            const float m2 = s2 / static_cast<float>(D);
-#pragma omp simd
-            for (std::int64_t j = 0; j < D; ++j) st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - ld(xr, j) * rs * m2));
-          }
-        });
-      }
-      if (dgamma) {
-        float* sums = scratch_f32(kSums, D);
-        float* partial = scratch_f32(kPartial, 64 * D);
-        chunked_column_sum(sums, partial, N, D, threads_, [&](std::int64_t r, float* acc) {
+        for (std::int64_t r = 0; r < N; ++r) {
           const auto* xr = xp + r * D;
           const auto* dr = dyp + r * D;
+          auto* o = dxp + r * D;
           const float rs = rp[r];
+          float s2 = 0.0f;
+#pragma omp simd reduction(+ : s2)
+          for (std::int64_t j = 0; j < D; ++j) s2 += ld(dr, j) * g[j] * ld(xr, j) * rs;
+          const float m2 = s2 / static_cast<float>(D);
 #pragma omp simd
-          for (std::int64_t j = 0; j < D; ++j) acc[j] += ld(dr, j) * ld(xr, j) * rs;
-        });
-        with_float(op, *dgamma, [&](auto* p) {
+          for (std::int64_t j = 0; j < D; ++j) st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - ld(xr, j) * rs * m2));
+        }
+      });
+    }
+    if (dgamma) {
+      float* sums = scratch_f32(kSums, D);
+      float* partial = scratch_f32(kPartial, 64 * D);
+      chunked_column_sum(sums, partial, N, D, threads_, [&](std::int64_t r, float* acc) {
+        const auto* xr = xp + r * D;
+        const auto* dr = dyp + r * D;
+        const float rs = rp[r];
 #pragma omp simd
-          for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[j]);
-        });
-      }
-    });
+        for (std::int64_t j = 0; j < D; ++j) acc[j] += ld(dr, j) * ld(xr, j) * rs;
+      });
+      with_float(op, *dgamma, [&](auto* p) {
+#pragma omp simd
+        for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[j]);
+      });
+    }
   });
 }
 

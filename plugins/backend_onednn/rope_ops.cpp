@@ -43,23 +43,21 @@ void OnednnBackend::do_rope_forward(Tensor& y, const Tensor& x, const Tensor& po
   const float* cs = rope_table(positions, T, rotary, base);
   const float* sn = cs + T * half;
   set_threads();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, y, [&](auto* yp) {
+  with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
 #pragma omp parallel for num_threads(team_size(x.numel(), threads_)) schedule(static)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const auto* xr = xp + r * Dh;
-        auto* yr = yp + r * Dh;
-        const float* c = cs + (r % T) * half;
-        const float* s = sn + (r % T) * half;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const auto* xr = xp + r * Dh;
+      auto* yr = yp + r * Dh;
+      const float* c = cs + (r % T) * half;
+      const float* s = sn + (r % T) * half;
 #pragma omp simd
-        for (std::int64_t i = 0; i < half; ++i) {
-          const float a = ld(xr, i), b = ld(xr, i + half);
-          st(yr, i, a * c[i] - b * s[i]);
-          st(yr, i + half, b * c[i] + a * s[i]);
-        }
-        for (std::int64_t i = rotary; i < Dh; ++i) st(yr, i, ld(xr, i));
+      for (std::int64_t i = 0; i < half; ++i) {
+        const float a = ld(xr, i), b = ld(xr, i + half);
+        st(yr, i, a * c[i] - b * s[i]);
+        st(yr, i + half, b * c[i] + a * s[i]);
       }
-    });
+      for (std::int64_t i = rotary; i < Dh; ++i) st(yr, i, ld(xr, i));
+    }
   });
 }
 
@@ -72,23 +70,21 @@ void OnednnBackend::do_rope_backward(Tensor& dx, const Tensor& dy, const Tensor&
   const float* cs = rope_table(positions, T, rotary, base);
   const float* sn = cs + T * half;
   set_threads();
-  with_float(op, dy, [&](const auto* gp) {
-    with_float(op, dx, [&](auto* dp) {
+  with_floats(op, std::tie(dy, dx), [&](const auto* gp, auto* dp) {
 #pragma omp parallel for num_threads(team_size(dy.numel(), threads_)) schedule(static)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const auto* gr = gp + r * Dh;
-        auto* dr = dp + r * Dh;
-        const float* c = cs + (r % T) * half;
-        const float* s = sn + (r % T) * half;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const auto* gr = gp + r * Dh;
+      auto* dr = dp + r * Dh;
+      const float* c = cs + (r % T) * half;
+      const float* s = sn + (r % T) * half;
 #pragma omp simd
-        for (std::int64_t i = 0; i < half; ++i) {
-          const float a = ld(gr, i), b = ld(gr, i + half);
-          st(dr, i, ld(dr, i) + a * c[i] + b * s[i]);
-          st(dr, i + half, ld(dr, i + half) + b * c[i] - a * s[i]);
-        }
-        for (std::int64_t i = rotary; i < Dh; ++i) st(dr, i, ld(dr, i) + ld(gr, i));
+      for (std::int64_t i = 0; i < half; ++i) {
+        const float a = ld(gr, i), b = ld(gr, i + half);
+        st(dr, i, ld(dr, i) + a * c[i] + b * s[i]);
+        st(dr, i + half, ld(dr, i + half) + b * c[i] - a * s[i]);
       }
-    });
+      for (std::int64_t i = rotary; i < Dh; ++i) st(dr, i, ld(dr, i) + ld(gr, i));
+    }
   });
 }
 

@@ -10,16 +10,14 @@ void OnednnBackend::do_slice_last_forward(Tensor& y, const Tensor& x, std::int64
   const char* op = "slice_last_forward";
   const std::int64_t C = x.shape().last(), W = y.shape().last(), N = x.shape().rows();
   set_threads();
-  with_float(op, x, [&](const auto* xp) {
-    with_float(op, y, [&](auto* yp) {
+  with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
 #pragma omp parallel for num_threads(team_size(y.numel(), threads_)) schedule(static)
-      for (std::int64_t n = 0; n < N; ++n) {
-        const auto* xr = xp + n * C + offset;
-        auto* yr = yp + n * W;
+    for (std::int64_t n = 0; n < N; ++n) {
+      const auto* xr = xp + n * C + offset;
+      auto* yr = yp + n * W;
 #pragma omp simd
-        for (std::int64_t j = 0; j < W; ++j) st(yr, j, ld(xr, j));
-      }
-    });
+      for (std::int64_t j = 0; j < W; ++j) st(yr, j, ld(xr, j));
+    }
   });
 }
 
@@ -27,16 +25,14 @@ void OnednnBackend::do_slice_last_backward(Tensor& dx, const Tensor& dy, std::in
   const char* op = "slice_last_backward";
   const std::int64_t C = dx.shape().last(), W = dy.shape().last(), N = dx.shape().rows();
   set_threads();
-  with_float(op, dy, [&](const auto* gp) {
-    with_float(op, dx, [&](auto* dp) {
+  with_floats(op, std::tie(dy, dx), [&](const auto* gp, auto* dp) {
 #pragma omp parallel for num_threads(team_size(dy.numel(), threads_)) schedule(static)
-      for (std::int64_t n = 0; n < N; ++n) {
-        const auto* gr = gp + n * W;
-        auto* dr = dp + n * C + offset;
+    for (std::int64_t n = 0; n < N; ++n) {
+      const auto* gr = gp + n * W;
+      auto* dr = dp + n * C + offset;
 #pragma omp simd
-        for (std::int64_t j = 0; j < W; ++j) st(dr, j, ld(dr, j) + ld(gr, j));
-      }
-    });
+      for (std::int64_t j = 0; j < W; ++j) st(dr, j, ld(dr, j) + ld(gr, j));
+    }
   });
 }
 
