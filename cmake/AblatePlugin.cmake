@@ -79,6 +79,9 @@ function(_ablate_add_plugin_tests target)
   if(TARGET ablate_warnings)  # in-tree only
     target_link_libraries(${target}_tests PRIVATE ablate_warnings)
   endif()
+  # In-tree under ABLATE_SANITIZE: the kit's registry loads every built-in plugin, backend_onednn
+  # too, so map libdnnl at start-up (plugins/backend_onednn/CMakeLists.txt says why); else nothing.
+  target_link_libraries(${target}_tests PRIVATE $<TARGET_NAME_IF_EXISTS:backend_onednn_sanitizer_preload>)
   add_dependencies(${target}_tests ${target})
   gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
     PROPERTIES ENVIRONMENT "ABLATE_PLUGIN_PATH=$<TARGET_FILE_DIR:${target}>"

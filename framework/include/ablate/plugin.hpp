@@ -56,7 +56,7 @@ struct PluginInfo {
   ::ablate::Component* plugin_create(const ::ablate::Options& plugin_options) { return factory(plugin_options); }
 
 // Declares what ABLATE_PLUGIN defines in namespace `ns`: for the export unit, and for tests that
-// link a plugin's `<target>_obj` library and register it with PluginRegistry::add_linked.
+// link a plugin's `<target>_obj` library (its plugin_info: the declared options).
 #define ABLATE_DECLARE_PLUGIN(ns)                                              \
   namespace ns {                                                               \
   extern const ::ablate::PluginInfo plugin_info;                               \

@@ -1,8 +1,6 @@
-// Tests for plugin task/classification (plugins/task_classification), linked in through its
-// OBJECT library: reading labelled TSV files (columns, header, filter/truncate, errors with
-// FILE:LINE), accuracy and macro-F1 against hand-computed values, labels, splits, vocabulary and
-// text(), the classifier head's size (model_config), and encoder-only classifiers trained through
-// `ablate run` on a fixture file and on the example spec experiments/classification/.
+// Tests for plugin task/classification's own code, on the public SDK and its test kit: labelled TSV
+// reading, accuracy and macro-F1, and the task as `ablate` loads it (the built plugin, made by name).
+// Trained end to end: tests/plugins/task_classification_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,20 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "ablate/plugin.hpp"
 #include "ablate/task.hpp"
-#include "cli/exit_codes.hpp"
-#include "framework/cli/cli_test_util.hpp"
-#include "framework/plugin_host/plugin_test_util.hpp"
-#include "plugin_host/plugin_registry.hpp"
+#include "ablate/testing/kit.hpp"
+#include "text/text_test_util.hpp"
 #include "text/tokenizer.hpp"
 #include "text/vocabulary.hpp"
 #include "class_scores.hpp"
 #include "classification_task.hpp"
 #include "labelled_text.hpp"
-#include "analysis/run_summary.hpp"
-#include "results/run_file.hpp"
-#include "spec/experiment_spec.hpp"
-#include "train/experiment.hpp"
 
 ABLATE_DECLARE_PLUGIN(task_classification)
 
@@ -38,6 +31,9 @@ namespace fs = std::filesystem;
 using Words = std::vector<std::string>;
 using Ids = std::vector<std::int32_t>;
 using ablate::Split;
+using ablate_text::testing::error_of;
+using ablate_text::testing::TempDir;
+namespace kit = ablate::testing;  // (plain `testing` is GoogleTest's)
 
 // The fixture TSVs beside this file.
 fs::path data(const std::string& name) { return fs::path(__FILE__).parent_path() / "data" / name; }
@@ -108,9 +104,7 @@ TEST(ClassificationReading, FilterTruncateAndMaxExamples) {
 }
 
 TEST(ClassificationReading, BadLinesAreErrorsNamingTheFileAndLine) {
-  const auto error = [](const std::string& text, ReadOptions o = {}) {
-    return ablate::testing::error_of([&] { read(text, o); });
-  };
+  const auto error = [](const std::string& text, ReadOptions o = {}) { return error_of([&] { read(text, o); }); };
   std::string e = error("good\tpos\nno tab here\n");
   EXPECT_NE(e.find("mem.tsv:2: no tab; expected 'text<TAB>label'"), std::string::npos) << e;
   e = error("good\tpos\n\t neg\n");
@@ -123,7 +117,7 @@ TEST(ClassificationReading, BadLinesAreErrorsNamingTheFileAndLine) {
   third.text_column = 3;
   e = error("a\tb\tc\nx\ty\n", third);
   EXPECT_NE(e.find("mem.tsv:2: 2 columns; expected the text in column 3 and the label in column 2"), std::string::npos) << e;
-  e = ablate::testing::error_of([] { read_labelled_tsv_file("no/such/file.tsv", {}); });
+  e = error_of([] { read_labelled_tsv_file("no/such/file.tsv", {}); });
   EXPECT_NE(e.find("cannot read 'no/such/file.tsv'"), std::string::npos) << e;
   EXPECT_NE(e.find("relative to the current directory"), std::string::npos) << e;
 }
@@ -162,9 +156,9 @@ TEST(ClassificationScores, AccuracyAndMacroF1MatchHandComputedValues) {
 
 class ClassificationTaskTest : public ::testing::Test {
  protected:
-  void SetUp() override { registry.add_linked(task_classification::plugin_info, task_classification::plugin_create); }
+  // The task made by the built plugin (ctest puts its directory on ABLATE_PLUGIN_PATH), as its class.
   std::shared_ptr<ClassificationTask> make(std::map<std::string, std::string> options) {
-    auto t = std::dynamic_pointer_cast<ClassificationTask>(registry.create<ablate::Task>("classification", options));
+    auto t = std::dynamic_pointer_cast<ClassificationTask>(kit::make_component<ablate::Task>("classification", options));
     EXPECT_NE(t, nullptr);
     return t;
   }
@@ -172,17 +166,16 @@ class ClassificationTaskTest : public ::testing::Test {
     extra["file"] = data(kSentiment).string();
     return make(extra);
   }
-  ablate::PluginRegistry registry;
 };
 
 TEST_F(ClassificationTaskTest, DeclaresItsOptionsAndScores) {
-  const auto& d = registry.find("task", "classification");
+  const ablate::OptionList& declared = task_classification::plugin_info.options;
   std::vector<std::string> names;
-  for (const auto& o : d.options) names.push_back(o.name);
+  for (std::uint32_t i = 0; i < declared.size; ++i) names.push_back(declared.data[i].name);
   EXPECT_EQ(names, (std::vector<std::string>{"file", "text_column", "label_column", "header", "tokens", "lowercase",
                                              "split_punctuation", "min_freq", "max_len", "long_examples", "max_examples",
                                              "valid_fraction", "test_fraction", "split_seed"}));
-  EXPECT_THROW(registry.create<ablate::Task>("classification"), ablate::Error) << "file is required";
+  EXPECT_THROW(kit::make_component<ablate::Task>("classification"), ablate::Error) << "file is required";
   EXPECT_EQ(sentiment()->score_names(), (std::vector<std::string>{"exact_match", "accuracy", "macro_f1"}));
 }
 
@@ -279,7 +272,7 @@ TEST_F(ClassificationTaskTest, ScoreGivesAccuracyAsExactMatchAndMacroF1) {
 TEST_F(ClassificationTaskTest, ReadExamplesEncodesAnotherFileWithTheTasksVocabularyAndClasses) {
   const auto t = sentiment();
   const auto lines = lines_of(kSentiment);
-  ablate::testing::TempDir dir;
+  TempDir dir;
   const fs::path file = dir.path() / "again.tsv";
   {
     std::ofstream out(file);
@@ -301,23 +294,22 @@ TEST_F(ClassificationTaskTest, ReadExamplesEncodesAnotherFileWithTheTasksVocabul
   EXPECT_GE(unknown, 1);
 
   std::ofstream(dir.path() / "new_label.tsv") << "a fine day\tpositive\nan odd day\tsurprised\n";
-  const std::string e = ablate::testing::error_of([&] { t->read_examples((dir.path() / "new_label.tsv").string(), nullptr); });
+  const std::string e = error_of([&] { t->read_examples((dir.path() / "new_label.tsv").string(), nullptr); });
   EXPECT_NE(e.find("new_label.tsv:2: label 'surprised' is not one of the run's 3 classes [negative, neutral, positive]"),
             std::string::npos)
       << e;
   std::ofstream(dir.path() / "no_tab.tsv") << "no label here\n";
-  EXPECT_NE(
-      ablate::testing::error_of([&] { t->read_examples((dir.path() / "no_tab.tsv").string(), nullptr); }).find("no_tab.tsv:1"),
-      std::string::npos);
+  EXPECT_NE(error_of([&] { t->read_examples((dir.path() / "no_tab.tsv").string(), nullptr); }).find("no_tab.tsv:1"),
+            std::string::npos);
 }
 
 TEST_F(ClassificationTaskTest, BadOptionsAndFilesAreErrorsNamingThePlugin) {
-  ablate::testing::TempDir dir;
+  TempDir dir;
   const auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir.path() / name, std::ios::binary) << text;
     return (dir.path() / name).string();
   };
-  const auto error = [&](std::map<std::string, std::string> o) { return ablate::testing::error_of([&] { make(o); }); };
+  const auto error = [&](std::map<std::string, std::string> o) { return error_of([&] { make(o); }); };
   const std::string file = data(kSentiment).string();
   EXPECT_NE(error({{"file", file}, {"max_len", "0"}}).find("task/classification: max_len must be >= 1"), std::string::npos);
   EXPECT_NE(error({{"file", file}, {"min_freq", "0"}}).find("min_freq must be >= 1"), std::string::npos);
@@ -334,168 +326,6 @@ TEST_F(ClassificationTaskTest, BadOptionsAndFilesAreErrorsNamingThePlugin) {
   e = error({{"file", tabless}});
   EXPECT_NE(e.find("task/classification: " + tabless + ":3: no tab; expected 'text<TAB>label'"), std::string::npos) << e;
   EXPECT_NE(error({{"file", "/no/such.tsv"}}).find("task/classification: cannot read '/no/such.tsv'"), std::string::npos);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The framework's side: the classifier head is sized by the task's classes
-
-TEST(ClassificationModelConfig, TheClassifierHeadHasOneOutputPerClassAndOnlyForAClassificationTask) {
-  const auto spec = ablate::spec::parse_spec("name: x\ntask: copy\nmodel: {arch: encoder}\ntrain: {steps: 1}\n");
-  ablate::TaskInfo info{ablate::TaskType::Classification, 50, 16, 1};
-  info.num_classes = 3;
-  EXPECT_EQ(ablate::train::model_config(spec, info).num_classes, 3);
-  info.type = ablate::TaskType::Seq2Seq;
-  EXPECT_EQ(ablate::train::model_config(spec, info).num_classes, 0) << "a tagging encoder has no classifier head";
-  EXPECT_EQ(ablate::TaskInfo({ablate::TaskType::Seq2Seq, 50, 16, 16}).num_classes, 0) << "the default of the other task types";
-}
-
-// ---------------------------------------------------------------------------------------------
-// End to end: `ablate run` on the fixture file (the built plugin, loaded from the build tree).
-
-std::string tiny_spec(const std::string& arch, const std::string& file) {
-  return "name: tiny_classification\n"
-         "task: {plugin: classification, file: \"" +
-         file +
-         "\", valid_fraction: 0.25, test_fraction: 0.1}\n"
-         "model: {arch: " +
-         arch +
-         ", d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}\n"
-         "backend: reference\n"
-         "train: {steps: 150, batch_size: 8, optimizer: {lr: 3.0e-3}, seed: 1}\n"
-         "log: {every: 50, attention: {every: 150, probe_examples: 2}}\n"
-         "eval: {every: 75, batches: 2, metrics: [loss, token_accuracy, exact_match]}\n";
-}
-
-ablate::testing::CliResult run(const ablate::testing::TempDir& dir, const std::string& spec) {
-  std::ofstream(dir.path() / "spec.yaml") << spec;
-  return ablate::testing::run_cli(
-      {"run", (dir.path() / "spec.yaml").string(), "--out", (dir.path() / "run").string(), "--progress", "quiet"});
-}
-
-TEST(ClassificationEndToEnd, TinyEncoderClassifierBeatsTheMajorityClassAndRecordsAccuracyAndLabels) {
-  ablate::testing::TempDir dir;
-  const auto r = run(dir, tiny_spec("encoder", data(kSentiment).string()));
-  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
-
-  // The majority-class rate of the eval split the run scores (all of it: 15 <= 2 batches of 8).
-  ablate::PluginRegistry registry;
-  registry.add_linked(task_classification::plugin_info, task_classification::plugin_create);
-  const auto task = registry.create<ablate::Task>(
-      "classification", {{"file", data(kSentiment).string()}, {"valid_fraction", "0.25"}, {"test_fraction", "0.1"}});
-  std::map<std::int32_t, int> per_class;
-  for (std::int64_t i = 0; i < task->size(Split::Eval); ++i) ++per_class[task->example(Split::Eval, i).tgt[0]];
-  int majority = 0;
-  for (const auto& [c, n] : per_class) majority = std::max(majority, n);
-  const double majority_rate = static_cast<double>(majority) / static_cast<double>(task->size(Split::Eval));
-
-  const ablate::results::RunReader reader(dir.path() / "run" / "run.h5");
-  EXPECT_EQ(reader.state().status, ablate::results::RunStatus::Completed);
-  const ablate::results::MetricTable eval = reader.metrics(ablate::results::MetricSplit::Eval);
-  ASSERT_FALSE(eval.steps.empty());
-  EXPECT_EQ(eval.steps.back(), 150);
-  std::string names;
-  for (const auto& n : eval.names) names += n + " ";
-  const auto column = [&](const std::string& name) -> const std::vector<double>& {
-    for (std::size_t i = 0; i < eval.names.size(); ++i)
-      if (eval.names[i] == name) return eval.columns[i];
-    ADD_FAILURE() << "no eval column " << name << "; the table has: " << names;
-    static const std::vector<double> none(1, -1.0);
-    return none;
-  };
-  const double accuracy = column("accuracy").back();
-  EXPECT_GE(accuracy, majority_rate + 0.3) << "majority-class rate " << majority_rate << "\n" << r.out;
-  EXPECT_EQ(column("exact_match").back(), accuracy);
-  EXPECT_EQ(column("token_accuracy").back(), accuracy) << "teacher-forced accuracy over the one class token is the same";
-  EXPECT_GT(column("macro_f1").back(), 0.0);
-  EXPECT_LE(column("macro_f1").back(), 1.0);
-  EXPECT_GE(column("test_accuracy").back(), 0.0) << "the test split is scored at the end";
-  EXPECT_LT(column("loss").back(), column("loss").front());
-
-  // Decoded samples: the text, and labels as reference and prediction.
-  ASSERT_FALSE(reader.sample_steps().empty());
-  const ablate::results::SamplesRecord samples = reader.samples(reader.sample_steps().size() - 1);
-  ASSERT_FALSE(samples.reference.empty());
-  const std::set<std::string> labels = {"negative", "neutral", "positive"};
-  for (std::size_t i = 0; i < samples.reference.size(); ++i) {
-    EXPECT_FALSE(samples.src[i].empty());
-    EXPECT_EQ(labels.count(samples.reference[i]), 1u) << samples.reference[i];
-    EXPECT_EQ(labels.count(samples.prediction[i]), 1u) << samples.prediction[i];
-  }
-  EXPECT_FALSE(reader.attention_steps().empty()) << "the encoder's attention probe is recorded";
-  const ablate::results::ProbeTokens& probe_classes = reader.layout().probe.tgt;
-  EXPECT_EQ(probe_classes.length, 0) << "a classifier's probe has no target tokens";
-  ASSERT_EQ(probe_classes.texts.size(), 2u);
-  for (const std::string& t : probe_classes.texts) EXPECT_EQ(labels.count(t), 1u) << "the probe example's label: " << t;
-}
-
-// `ablate eval --data` on a trained classifier: the eval split's lines as a new file score as the split does.
-TEST(ClassificationEndToEnd, EvalOfTheEvalSplitsLinesAsANewFileScoresAsTheSplit) {
-  ablate::testing::TempDir dir;
-  const auto r = run(dir, tiny_spec("encoder", data(kSentiment).string()));
-  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
-  ablate::PluginRegistry registry;
-  registry.add_linked(task_classification::plugin_info, task_classification::plugin_create);
-  const auto task = std::dynamic_pointer_cast<ClassificationTask>(registry.create<ablate::Task>(
-      "classification", {{"file", data(kSentiment).string()}, {"valid_fraction", "0.25"}, {"test_fraction", "0.1"}}));
-  ASSERT_NE(task, nullptr);
-  {
-    const auto lines = lines_of(kSentiment);
-    std::ofstream out(dir.path() / "again.tsv");
-    for (std::int64_t i = 0; i < task->size(Split::Eval); ++i) {
-      const Words& line = lines[static_cast<std::size_t>(task->line_of(Split::Eval, i))];
-      out << line[0] << "\t" << line[1] << "\n";
-    }
-  }
-  const fs::path run_dir = dir.path() / "run";
-  auto e = ablate::testing::run_cli({"eval", run_dir.string(), "--split", "eval"});
-  ASSERT_EQ(e.code, ablate::cli::kExitOk) << e.out << e.err;
-  e = ablate::testing::run_cli({"eval", run_dir.string(), "--data", (dir.path() / "again.tsv").string()});
-  ASSERT_EQ(e.code, ablate::cli::kExitOk) << e.out << e.err;
-  const ablate::results::RunReader reader(run_dir / "run.h5");
-  std::map<std::string, std::map<std::string, double>> scores;
-  for (const auto& s : ablate::analysis::evaluation_scores(reader)) scores[s.name] = s.metrics;
-  ASSERT_TRUE(scores["eval"].count("accuracy") && scores["eval"].count("macro_f1")) << e.out;
-  EXPECT_EQ(scores["again"], scores["eval"]);
-  const ablate::results::MetricTable t = reader.metrics(ablate::results::MetricSplit::Eval);
-  const auto at = std::find(t.names.begin(), t.names.end(), "accuracy") - t.names.begin();
-  EXPECT_EQ(scores["eval"].at("accuracy"), t.columns[static_cast<std::size_t>(at)].back())
-      << "the run's last evaluation scored the same examples with the same weights";
-}
-
-TEST(ClassificationEndToEnd, TheExampleSpecTrainsItsDataFile) {
-  // experiments/classification/keyword_sentiment.yaml names its data relative to the repository
-  // root; the test points it there absolutely and halves the steps (3 classes of 60 lines).
-  ablate::testing::TempDir dir;
-  const fs::path experiments = ABLATE_SPEC_EXPERIMENTS_DIR;
-  const auto r = ablate::testing::run_cli({"run", (experiments / "classification" / "keyword_sentiment.yaml").string(), "--set",
-                                           "task.file=" + (experiments / "data" / "keyword_sentiment.tsv").string(), "--set",
-                                           "train.steps=200", "--out", (dir.path() / "run").string(), "--progress", "quiet"});
-  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
-  const ablate::results::MetricTable eval =
-      ablate::results::RunReader(dir.path() / "run" / "run.h5").metrics(ablate::results::MetricSplit::Eval);
-  const auto at = std::find(eval.names.begin(), eval.names.end(), "accuracy");
-  ASSERT_NE(at, eval.names.end());
-  EXPECT_GE(eval.columns[static_cast<std::size_t>(at - eval.names.begin())].back(), 0.8) << r.out;
-}
-
-TEST(ClassificationEndToEnd, AnotherArchitectureOrABadFileIsAnErrorNotACrash) {
-  {
-    ablate::testing::TempDir dir;
-    const auto r = run(dir, tiny_spec("encoder_decoder", data(kSentiment).string()));
-    EXPECT_EQ(r.code, ablate::cli::kExitUsage) << r.out << r.err;
-    EXPECT_NE(r.err.find("spec.yaml:3:"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("model.arch: 'encoder_decoder' does not fit task 'classification'"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("expected encoder"), std::string::npos) << r.err;
-  }
-  {
-    ablate::testing::TempDir dir;
-    const std::string bad = (dir.path() / "bad.tsv").string();
-    std::ofstream(bad, std::ios::binary) << "good film\tpos\nbad film\tneg\n\xFF\xFE broken\tpos\n";
-    const auto r = run(dir, tiny_spec("encoder", bad));
-    EXPECT_EQ(r.code, ablate::cli::kExitUsage) << r.out << r.err;  // the task refuses its file: a spec error at `task`
-    EXPECT_NE(r.err.find("task: task plugin 'classification' refuses its options"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find(bad + ":3: invalid UTF-8 at byte 1 of the line; expected UTF-8 text"), std::string::npos) << r.err;
-  }
 }
 
 }  // namespace

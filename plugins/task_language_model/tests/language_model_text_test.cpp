@@ -1,12 +1,9 @@
-// Tests for task/language_model's text mode (plugins/task_language_model), linked in through its
-// OBJECT library: the token stream (char/word level, line breaks, CRLF, BOM, max_examples), errors
-// with FILE:LINE, windows, deterministic disjoint splits, the train-only vocabulary, refusal of
-// the other mode's options, and `ablate run` end to end over a fixture text: eval perplexity well
-// under the unigram baseline, continuations recorded in run.h5, the same after a resume.
+// Tests for task/language_model's text mode, on the public SDK and its test kit: the token stream
+// (levels, line breaks, errors with FILE:LINE) and the task as `ablate` loads it (windows, splits,
+// vocabulary, the other mode's options). Trained end to end: tests/plugins/task_language_model_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,12 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "ablate/plugin.hpp"
 #include "ablate/task.hpp"
-#include "cli/exit_codes.hpp"
-#include "framework/cli/cli_test_util.hpp"
-#include "framework/plugin_host/plugin_test_util.hpp"
-#include "plugin_host/plugin_registry.hpp"
-#include "results/run_file.hpp"
+#include "ablate/testing/kit.hpp"
+#include "text/text_test_util.hpp"
 #include "text_corpus.hpp"
 #include "text_task.hpp"
 
@@ -33,6 +28,9 @@ namespace fs = std::filesystem;
 using ablate::Split;
 using Words = std::vector<std::string>;
 using ablate_text::Vocabulary;
+using ablate_text::testing::error_of;
+using ablate_text::testing::TempDir;
+namespace kit = ablate::testing;  // (plain `testing` is GoogleTest's)
 
 fs::path data(const std::string& name) { return fs::path(__FILE__).parent_path() / "data" / name; }
 const fs::path kFable = data("language_model_fable.txt");
@@ -108,7 +106,6 @@ TEST(LanguageModelStream, MaxExamplesKeepsTheFirstWindowsOfTheFile) {
 }
 
 TEST(LanguageModelStream, ErrorsNameTheFileAndLine) {
-  using ablate::testing::error_of;
   const std::string latin1 = error_of([] { read("ok\nfine\nCaf\xE9 au lait\n", chars(2)); });
   EXPECT_NE(latin1.find("t.txt:3: invalid UTF-8 at byte 4 of the line; expected UTF-8 text"), std::string::npos) << latin1;
   EXPECT_NE(latin1.find("iconv"), std::string::npos) << "the hint says how to convert: " << latin1;
@@ -129,9 +126,9 @@ TEST(LanguageModelStream, ErrorsNameTheFileAndLine) {
 
 class LanguageModelTextTask : public ::testing::Test {
  protected:
-  void SetUp() override { registry.add_linked(task_language_model::plugin_info, task_language_model::plugin_create); }
+  // The task made by the built plugin (ctest puts its directory on ABLATE_PLUGIN_PATH), as its class.
   std::shared_ptr<TextLanguageModel> make(std::map<std::string, std::string> options) {
-    auto t = std::dynamic_pointer_cast<TextLanguageModel>(registry.create<ablate::Task>("language_model", options));
+    auto t = std::dynamic_pointer_cast<TextLanguageModel>(kit::make_component<ablate::Task>("language_model", options));
     EXPECT_NE(t, nullptr) << "a file selects the text mode";
     return t;
   }
@@ -141,7 +138,7 @@ class LanguageModelTextTask : public ::testing::Test {
     return make(extra);
   }
   std::string error(std::map<std::string, std::string> options) {
-    return ablate::testing::error_of([&] { registry.create<ablate::Task>("language_model", options); });
+    return error_of([&] { kit::make_component<ablate::Task>("language_model", options); });
   }
   // A file in the test's temporary directory.
   std::string write(const std::string& name, const std::string& text) {
@@ -149,17 +146,17 @@ class LanguageModelTextTask : public ::testing::Test {
     std::ofstream(p, std::ios::binary) << text;
     return p.string();
   }
-  ablate::PluginRegistry registry;
-  ablate::testing::TempDir dir;
+  TempDir dir;
 };
 
 TEST_F(LanguageModelTextTask, DeclaresTheOptionsOfBothModesAndDefaultsToTheMarkovChain) {
+  const ablate::OptionList& declared = task_language_model::plugin_info.options;
   std::vector<std::string> names;
-  for (const auto& o : registry.find("task", "language_model").options) names.push_back(o.name);
+  for (std::uint32_t i = 0; i < declared.size; ++i) names.push_back(declared.data[i].name);
   EXPECT_EQ(names, (std::vector<std::string>{"vocab_size", "min_len", "max_len", "train_examples", "eval_examples", "seed",
                                              "file", "tokens", "lowercase", "split_punctuation", "min_freq", "context",
                                              "max_examples", "valid_fraction", "test_fraction", "split_seed"}));
-  const auto synthetic = registry.create<ablate::Task>("language_model");
+  const auto synthetic = kit::make_component<ablate::Task>("language_model");
   EXPECT_EQ(std::dynamic_pointer_cast<TextLanguageModel>(synthetic), nullptr);
   EXPECT_EQ(synthetic->info().vocab_size, 32);
   EXPECT_EQ(synthetic->text(synthetic->example(Split::Eval, 0).tgt, true), "") << "the synthetic mode has no text";
@@ -305,7 +302,7 @@ TEST_F(LanguageModelTextTask, OptionsOfTheOtherModeAreRefused) {
   const std::string punctuation = error({{"file", file}, {"split_punctuation", "false"}});
   EXPECT_NE(punctuation.find("split_punctuation applies to tokens: word"), std::string::npos) << punctuation;
   EXPECT_NO_THROW(make({{"file", file}, {"vocab_size", "32"}, {"context", "32"}})) << "an option at its default says nothing";
-  EXPECT_NO_THROW(registry.create<ablate::Task>("language_model", {{"context", "64"}, {"vocab_size", "40"}}));
+  EXPECT_NO_THROW(kit::make_component<ablate::Task>("language_model", {{"context", "64"}, {"vocab_size", "40"}}));
 }
 
 TEST_F(LanguageModelTextTask, BadFilesAndSettingsAreErrorsNamingThePluginAndTheFile) {
@@ -324,129 +321,6 @@ TEST_F(LanguageModelTextTask, BadFilesAndSettingsAreErrorsNamingThePluginAndTheF
   EXPECT_NE(error({{"file", kFable.string()}, {"context", "0"}}).find("context must be >= 1"), std::string::npos);
   EXPECT_NE(error({{"file", kFable.string()}, {"min_freq", "0"}}).find("min_freq must be >= 1"), std::string::npos);
   EXPECT_NE(error({{"file", kFable.string()}, {"valid_fraction", "1"}}).find("must be in [0, 1)"), std::string::npos);
-}
-
-// ---------------------------------------------------------------------------------------------
-// End to end: `ablate run` over the fixture text (the built plugin, loaded from the build tree).
-
-class LanguageModelTextRun : public ::testing::Test {
- protected:
-  // Trains the fixture's char-level LM into dir/<name> with `extra` command-line arguments.
-  ablate::testing::CliResult run(const std::string& name, std::vector<std::string> extra = {}) {
-    std::ofstream(dir.path() / "spec.yaml") << kSpec;
-    std::vector<std::string> args = {
-        "run",   (dir.path() / "spec.yaml").string(), "--out", (dir.path() / name).string(), "--progress", "quiet",
-        "--set", "task.file=" + kFable.string()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return ablate::testing::run_cli(args);
-  }
-  static constexpr const char* kSpec = R"(name: tiny_lm_text
-task: {plugin: language_model, context: 32, valid_fraction: 0.1, test_fraction: 0.05}
-model: {arch: decoder, d_model: 32, heads: 2, layers: 2, d_ff: 64, dropout: 0.0, block: pre_norm}
-backend: {plugin: onednn, threads: 1}
-train: {steps: 160, batch_size: 16, optimizer: {lr: 5.0e-3}, seed: 1}
-log: {every: 40}
-eval: {every: 80, batches: 1, metrics: [loss, perplexity, token_accuracy],
-       generate: {prompt_tokens: 8, max_tokens: 16, temperature: 0.5}}
-)";
-  ablate::testing::TempDir dir;
-};
-
-// The perplexity of the eval windows under the train windows' unigram distribution (<unk> a token
-// like any other): what a model that ignores the context would reach at best.
-double unigram_perplexity(const ablate::Task& t) {
-  std::map<std::int32_t, double> counts;
-  double total = 0.0, nll = 0.0, n = 0.0;
-  for (std::int64_t i = 0; i < t.size(Split::Train); ++i)
-    for (std::int32_t id : t.example(Split::Train, i).tgt) counts[id] += 1.0, total += 1.0;
-  for (std::int64_t i = 0; i < t.size(Split::Eval); ++i)
-    for (std::int32_t id : t.example(Split::Eval, i).tgt) nll -= std::log(std::max(counts[id], 0.5) / total), n += 1.0;
-  return std::exp(nll / n);
-}
-
-TEST_F(LanguageModelTextRun, TinyCharModelBeatsTheUnigramBaselineAndRecordsContinuations) {
-  const auto r = run("run");
-  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
-  const ablate::results::RunReader reader(dir.path() / "run" / "run.h5");
-  EXPECT_EQ(reader.state().status, ablate::results::RunStatus::Completed);
-  const ablate::results::MetricTable eval = reader.metrics(ablate::results::MetricSplit::Eval);
-  ASSERT_EQ(eval.steps, (std::vector<std::int64_t>{80, 160}));
-  const auto column = [&](const std::string& name) -> const std::vector<double>& {
-    for (std::size_t i = 0; i < eval.names.size(); ++i)
-      if (eval.names[i] == name) return eval.columns[i];
-    static const std::vector<double> none;
-    ADD_FAILURE() << "no eval column " << name;
-    return none;
-  };
-  ablate::PluginRegistry registry;
-  registry.add_linked(task_language_model::plugin_info, task_language_model::plugin_create);
-  const auto task = registry.create<ablate::Task>(
-      "language_model", {{"file", kFable.string()}, {"context", "32"}, {"valid_fraction", "0.1"}, {"test_fraction", "0.05"}});
-  const double unigram = unigram_perplexity(*task), vocab = static_cast<double>(task->info().vocab_size);
-  ASSERT_GT(unigram, 12.0) << "the fixture's characters are not nearly uniform, but far from predictable one by one";
-  const double ppl = column("perplexity").back();
-  EXPECT_LT(ppl, 0.5 * unigram) << "eval perplexity " << ppl << ", unigram baseline " << unigram << ", vocabulary " << vocab;
-  EXPECT_LT(ppl, vocab / 5) << "vocabulary " << vocab;
-  EXPECT_LT(column("perplexity").back(), column("perplexity").front());
-  EXPECT_FALSE(std::isnan(column("test_perplexity").back())) << "the test split is scored when the run completes";
-
-  // Continuations: 5 eval examples per evaluation, prompt = the first 8 characters, reference =
-  // the next 16; the prediction is the model's (at most 16 tokens).
-  ASSERT_EQ(reader.sample_steps(), eval.steps);
-  const ablate::results::SamplesRecord last = reader.samples(1);
-  ASSERT_EQ(last.src.size(), 5u);
-  int nonempty = 0;
-  for (std::size_t i = 0; i < 5; ++i) {
-    const std::vector<std::int32_t> window = task->example(Split::Eval, static_cast<std::int64_t>(i)).tgt;
-    EXPECT_EQ(last.src[i], task->text({window.begin(), window.begin() + 8}, true)) << i;
-    EXPECT_EQ(last.reference[i], task->text({window.begin() + 8, window.begin() + 24}, true)) << i;
-    EXPECT_LE(last.prediction[i].size(), 16u * 5) << "16 tokens, each a character or <unk>";
-    nonempty += last.prediction[i].empty() ? 0 : 1;
-  }
-  EXPECT_GE(nonempty, 3) << "a trained model continues rather than ending at once";
-}
-
-TEST_F(LanguageModelTextRun, AResumedRunRecordsTheSameContinuations) {
-  const std::vector<std::string> short_run = {"--set", "train.steps=80", "--set", "eval.every=40"};
-  const auto whole = run("whole", short_run);
-  ASSERT_EQ(whole.code, ablate::cli::kExitOk) << whole.out << whole.err;
-  std::vector<std::string> first = short_run;
-  first.insert(first.end(), {"--stop-after", "40"});  // stops at the first evaluation's checkpoint
-  ASSERT_EQ(run("split", first).code, ablate::cli::kExitOk);
-  std::vector<std::string> second = short_run;
-  second.push_back("--resume");
-  const auto resumed = run("split", second);
-  ASSERT_EQ(resumed.code, ablate::cli::kExitOk) << resumed.out << resumed.err;
-  const ablate::results::RunReader a(dir.path() / "whole" / "run.h5"), b(dir.path() / "split" / "run.h5");
-  ASSERT_EQ(a.sample_steps(), (std::vector<std::int64_t>{40, 80}));
-  ASSERT_EQ(b.sample_steps(), a.sample_steps());
-  for (std::size_t row = 0; row < 2; ++row) {
-    EXPECT_EQ(b.samples(row).src, a.samples(row).src) << row;
-    EXPECT_EQ(b.samples(row).prediction, a.samples(row).prediction)
-        << "row " << row << ": sampled with (seed, step), not a live RNG";
-  }
-}
-
-TEST_F(LanguageModelTextRun, GenerateSettingsAreCheckedAgainstTheTaskAndTheModel) {
-  const auto whole_window = run("long", {"--set", "eval.generate.prompt_tokens=32"});
-  EXPECT_EQ(whole_window.code, ablate::cli::kExitUsage) << whole_window.out << whole_window.err;
-  EXPECT_NE(whole_window.err.find("--set eval.generate.prompt_tokens=32: eval.generate.prompt_tokens: 32 leaves nothing to "
-                                  "continue: the task's examples have at most 32 tokens; expected fewer than 32"),
-            std::string::npos)
-      << whole_window.err;
-  EXPECT_FALSE(fs::exists(dir.path() / "long")) << "a spec problem leaves no run directory";
-
-  const std::vector<std::string> two_steps = {"--set", "train.steps=2", "--set", "eval.every=2"};
-  std::vector<std::string> leaky = two_steps;
-  leaky.insert(leaky.end(), {"--set", "model.causal=false"});
-  const auto r = run("leaky", leaky);
-  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
-  EXPECT_NE(r.out.find("note: skipped: eval.generate (model.causal is false"), std::string::npos) << r.out;
-  EXPECT_EQ(ablate::results::RunReader(dir.path() / "leaky" / "run.h5").layout().samples.count, 0);
-  std::vector<std::string> off = two_steps;
-  off.insert(off.end(), {"--set", "eval.generate.max_tokens=0"});
-  ASSERT_EQ(run("off", off).code, ablate::cli::kExitOk);
-  EXPECT_EQ(ablate::results::RunReader(dir.path() / "off" / "run.h5").layout().samples.count, 0) << "max_tokens 0: none recorded";
 }
 
 }  // namespace

@@ -1,31 +1,28 @@
-// Tests for plugin task/translation (plugins/task_translation), linked in through its OBJECT
-// library: the tokenizer (word/char, lower-casing, punctuation, UTF-8), the vocabularies, both
-// BLEUs against hand-computed values, the deterministic splits, reading TSV files (filter,
-// truncate, errors with FILE:LINE, Tatoeba's third column), text(), scoring, and a tiny
-// encoder-decoder trained through `ablate run` on a fixture file.
+// Tests for plugin task/translation's own code, on the public SDK and its test kit: tokenizer,
+// vocabularies, BLEU against hand-computed values, splits, TSV reading, and the task as `ablate`
+// loads it (the built plugin, made by name). Trained end to end: tests/plugins/task_translation_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "ablate/plugin.hpp"
 #include "ablate/task.hpp"
-#include "cli/exit_codes.hpp"
-#include "framework/cli/cli_test_util.hpp"
-#include "framework/plugin_host/plugin_test_util.hpp"
-#include "plugin_host/plugin_registry.hpp"
+#include "ablate/testing/kit.hpp"
 #include "bleu.hpp"
 #include "parallel_corpus.hpp"
 #include "text/splits.hpp"
+#include "text/text_test_util.hpp"
 #include "text/tokenizer.hpp"
 #include "translation_task.hpp"
 #include "text/vocabulary.hpp"
-#include "results/run_file.hpp"
 
 ABLATE_DECLARE_PLUGIN(task_translation)
 
@@ -37,6 +34,8 @@ using Words = std::vector<std::string>;
 using Ids = std::vector<std::int32_t>;
 using ablate::Split;
 using namespace ablate_text;  // the shared text handling (plugins/common/text) it is built on
+using ablate_text::testing::error_of;
+namespace kit = ablate::testing;  // (plain `testing` is GoogleTest's)
 
 // The fixture TSVs beside this file.
 fs::path data(const std::string& name) { return fs::path(__FILE__).parent_path() / "data" / name; }
@@ -300,14 +299,14 @@ TEST(TranslationCorpus, FilterDropsAndTruncateCutsLongPairs) {
 }
 
 TEST(TranslationCorpus, ErrorsNameTheFileAndLine) {
-  const std::string missing_tab = ablate::testing::error_of([] { read("Go.\tVe.\nno tab here\n"); });
+  const std::string missing_tab = error_of([] { read("Go.\tVe.\nno tab here\n"); });
   EXPECT_NE(missing_tab.find("mem.tsv:2: no tab; expected 'source<TAB>target'"), std::string::npos) << missing_tab;
-  const std::string latin1 = ablate::testing::error_of([] { read("Go.\tVe.\n\nCaf\xE9.\tCaf\xE9.\n"); });
+  const std::string latin1 = error_of([] { read("Go.\tVe.\n\nCaf\xE9.\tCaf\xE9.\n"); });
   EXPECT_NE(latin1.find("mem.tsv:3: invalid UTF-8 at byte 4"), std::string::npos) << latin1;
   const std::string file = data("translation_missing_tab.tsv").string();
-  const std::string fixture = ablate::testing::error_of([&] { read_parallel_tsv_file(file, {}); });
+  const std::string fixture = error_of([&] { read_parallel_tsv_file(file, {}); });
   EXPECT_NE(fixture.find(file + ":3: no tab"), std::string::npos) << fixture;
-  const std::string absent = ablate::testing::error_of([] { read_parallel_tsv_file("no/such/file.tsv", {}); });
+  const std::string absent = error_of([] { read_parallel_tsv_file("no/such/file.tsv", {}); });
   EXPECT_NE(absent.find("cannot read 'no/such/file.tsv'"), std::string::npos) << absent;
   EXPECT_NE(absent.find("relative to the current directory"), std::string::npos) << absent;
 }
@@ -317,9 +316,9 @@ TEST(TranslationCorpus, ErrorsNameTheFileAndLine) {
 
 class TranslationTaskTest : public ::testing::Test {
  protected:
-  void SetUp() override { registry.add_linked(task_translation::plugin_info, task_translation::plugin_create); }
+  // The task made by the built plugin (ctest puts its directory on ABLATE_PLUGIN_PATH), as its class.
   std::shared_ptr<TranslationTask> make(std::map<std::string, std::string> options) {
-    auto t = std::dynamic_pointer_cast<TranslationTask>(registry.create<ablate::Task>("translation", options));
+    auto t = std::dynamic_pointer_cast<TranslationTask>(kit::make_component<ablate::Task>("translation", options));
     EXPECT_NE(t, nullptr);
     return t;
   }
@@ -340,14 +339,13 @@ class TranslationTaskTest : public ::testing::Test {
     for (std::string c; std::getline(ss, c, '\t');) cols.push_back(c);
     return cols.at(static_cast<std::size_t>(i));
   }
-  ablate::PluginRegistry registry;
 };
 
 TEST_F(TranslationTaskTest, ThePluginsHintReachesTheCaller) {
   try {
     spanish({{"valid_fraction", "0.6"}, {"test_fraction", "0.5"}});
     FAIL() << "fractions leaving no train pairs must be refused";
-  } catch (const ablate::PluginError& e) {  // the registry's wrapper keeps the plugin's hint
+  } catch (const ablate::PluginError& e) {  // make_component keeps the plugin's hint
     EXPECT_NE(std::string(e.what()).find("leave no training data"), std::string::npos) << e.what();
     EXPECT_NE(e.hint().find("lower valid_fraction"), std::string::npos) << "hint: " << e.hint();
   }
@@ -378,13 +376,13 @@ TEST_F(TranslationTaskTest, EncodeReadsBackEachSideOfEveryExample) {
 }
 
 TEST_F(TranslationTaskTest, DeclaresItsOptionsAndScores) {
-  const auto& d = registry.find("task", "translation");
+  const ablate::OptionList& declared = task_translation::plugin_info.options;
   std::vector<std::string> names;
-  for (const auto& o : d.options) names.push_back(o.name);
+  for (std::uint32_t i = 0; i < declared.size; ++i) names.push_back(declared.data[i].name);
   EXPECT_EQ(names, (std::vector<std::string>{"file", "source_tokens", "target_tokens", "lowercase", "split_punctuation",
                                              "min_freq", "max_len", "long_examples", "max_examples", "valid_fraction",
                                              "test_fraction", "split_seed", "bleu_k"}));
-  EXPECT_THROW(registry.create<ablate::Task>("translation"), ablate::Error) << "file is required";
+  EXPECT_THROW(kit::make_component<ablate::Task>("translation"), ablate::Error) << "file is required";
   EXPECT_EQ(spanish()->score_names(), (std::vector<std::string>{"exact_match", "token_accuracy", "bleu", "sentence_bleu",
                                                                 "n_bleu_gt_0", "n_bleu_gt_0_8", "n_sentences"}));
 }
@@ -459,7 +457,7 @@ TEST_F(TranslationTaskTest, VocabulariesComeFromTheTrainSplitOnly) {
   const auto frequent = spanish({{"min_freq", "2"}});
   EXPECT_LT(frequent->target_vocabulary().size(), spanish({})->target_vocabulary().size());
   // On the small train split above, min_freq 2 leaves most tokens <unk>: refused, saying how many.
-  const std::string refused = ablate::testing::error_of([&] {
+  const std::string refused = error_of([&] {
     spanish({{"valid_fraction", "0.3"}, {"test_fraction", "0.3"}, {"min_freq", "2"}});
   });
   EXPECT_NE(refused.find("% of the train split's source tokens <unk>; expected most tokens known"), std::string::npos) << refused;
@@ -551,7 +549,7 @@ TEST_F(TranslationTaskTest, CharacterLevelChineseTargets) {
 
 TEST_F(TranslationTaskTest, BadOptionsAndFilesAreErrorsNamingThePlugin) {
   const std::string file = data("translation_eng_spa.tsv").string();
-  const auto error = [&](std::map<std::string, std::string> o) { return ablate::testing::error_of([&] { make(o); }); };
+  const auto error = [&](std::map<std::string, std::string> o) { return error_of([&] { make(o); }); };
   EXPECT_NE(error({{"file", file}, {"max_len", "0"}}).find("task/translation: max_len must be >= 1"), std::string::npos);
   EXPECT_NE(error({{"file", file}, {"min_freq", "0"}}).find("min_freq must be >= 1"), std::string::npos);
   EXPECT_NE(error({{"file", file}, {"bleu_k", "0"}}).find("bleu_k must be >= 1"), std::string::npos);
@@ -604,47 +602,6 @@ TEST_F(TranslationTaskTest, ScoreAddsCorpusAndSentenceBleu) {
     EXPECT_EQ(s.at("bleu"), 0.0) << "the only 4-gram contains <unk>";
   }
   EXPECT_THROW(t->score(refs, {{4}}), ablate::Error) << "one prediction per reference";
-}
-
-// ---------------------------------------------------------------------------------------------
-// End to end: `ablate run` on a fixture file (the built plugin, loaded from the build tree).
-
-TEST(TranslationEndToEnd, TinyEncoderDecoderTrainsAndRecordsBleu) {
-  ablate::testing::TempDir dir;
-  const std::string spec = std::string(R"(name: tiny_translation
-task: {plugin: translation, file: ")") +
-                           data("translation_eng_spa.tsv").string() +
-                           R"(", valid_fraction: 0.25, test_fraction: 0.1, max_len: 8}
-model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}
-backend: reference
-train: {steps: 40, batch_size: 4, optimizer: {lr: 3.0e-3}, seed: 1}
-log: {every: 10}
-eval: {every: 20, batches: 1, metrics: [loss, token_accuracy, exact_match]}
-)";
-  std::ofstream(dir.path() / "spec.yaml") << spec;
-  const auto r = ablate::testing::run_cli(
-      {"run", (dir.path() / "spec.yaml").string(), "--out", (dir.path() / "run").string(), "--progress", "quiet"});
-  ASSERT_EQ(r.code, ablate::cli::kExitOk) << r.out << r.err;
-  const ablate::results::RunReader reader(dir.path() / "run" / "run.h5");
-  EXPECT_EQ(reader.state().status, ablate::results::RunStatus::Completed);
-  const ablate::results::MetricTable eval = reader.metrics(ablate::results::MetricSplit::Eval);
-  ASSERT_FALSE(eval.steps.empty());
-  EXPECT_EQ(eval.steps.back(), 40);
-  const auto column = [&](const std::string& name) -> const std::vector<double>* {
-    for (std::size_t i = 0; i < eval.names.size(); ++i)
-      if (eval.names[i] == name) return &eval.columns[i];
-    return nullptr;
-  };
-  std::string names;
-  for (const auto& n : eval.names) names += n + " ";
-  ASSERT_NE(column("loss"), nullptr) << names;
-  EXPECT_LT(column("loss")->back(), column("loss")->front() + 1e-9) << "training lowers the eval loss";
-  const auto* bleu = column("bleu");
-  ASSERT_NE(bleu, nullptr) << "the eval table should have the task's bleu column; it has: " << names;
-  for (double b : *bleu) {
-    EXPECT_GE(b, 0.0);
-    EXPECT_LE(b, 100.0);
-  }
 }
 
 }  // namespace

@@ -107,8 +107,7 @@ TEST_F(BeamSearchTest, TranslateRefusesRunsAndInputsItCannotTranslate) {
 
 // task/translation end to end on the fixture corpus: one line out per line in, greedy and beam 3.
 TEST_F(BeamSearchTest, TranslateWritesOneLinePerInputLine) {
-  const fs::path corpus = fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "plugins" /
-                          "task_translation" / "tests" / "data" / "translation_eng_spa.tsv";
+  const fs::path corpus = fs::path(ABLATE_PLUGINS_SOURCE_DIR) / "task_translation" / "tests" / "data" / "translation_eng_spa.tsv";
   std::ofstream(dir_ / "tr.yaml") << "name: beam_translation\n"
                                      "task: {plugin: translation, file: "
                                   << corpus.string()
