@@ -134,27 +134,38 @@ HostMap case_inputs(const OpCase& c, DType dtype) {
   return m;
 }
 
-HostMap case_grad_prefill(const OpCase& c, DType dtype) {
-  Rng rng{seed_of(c.id() + "/prefill")};
+namespace {
+
+// "d<name>" for each of `names`, drawn in turn under the seed "<case id>/<tag>" from its spec in
+// `specs` once `redraw` has changed it (its range, say), in the dtype `redraw` returns.
+template <class Redraw>
+HostMap gradients(const OpCase& c, const std::string& tag, const std::vector<std::string>& names,
+                  const std::vector<TensorSpec>& specs, Redraw redraw) {
+  Rng rng{seed_of(c.id() + "/" + tag)};
   HostMap m;
-  for (const std::string& name : c.grad_inputs) {
-    TensorSpec s = find_spec(c.inputs, name, c);
-    s.fixed.clear();
-    s.lo = -0.5, s.hi = 0.5, s.min_abs = 0;
-    m["d" + name] = generate(s, rng, grad_dtype_of(s.role, dtype));
+  for (const std::string& name : names) {
+    TensorSpec s = find_spec(specs, name, c);
+    const DType gradient_dtype = redraw(s);
+    m["d" + name] = generate(s, rng, gradient_dtype);
   }
   return m;
 }
 
+}  // namespace
+
+HostMap case_grad_prefill(const OpCase& c, DType dtype) {
+  return gradients(c, "prefill", c.grad_inputs, c.inputs, [dtype](TensorSpec& s) {
+    s.fixed.clear();
+    s.lo = -0.5, s.hi = 0.5, s.min_abs = 0;
+    return grad_dtype_of(s.role, dtype);
+  });
+}
+
 HostMap case_upstream(const OpCase& c, DType dtype) {
-  Rng rng{seed_of(c.id() + "/upstream")};
-  HostMap m;
-  for (const std::string& name : c.grad_outputs) {
-    TensorSpec s = find_spec(c.outputs, name, c);
+  return gradients(c, "upstream", c.grad_outputs, c.outputs, [dtype](TensorSpec& s) {
     s.lo = -1, s.hi = 1, s.min_abs = 0;
-    m["d" + name] = generate(s, rng, dtype_of(s.role, dtype));
-  }
-  return m;
+    return dtype_of(s.role, dtype);
+  });
 }
 
 std::string missing_optional_op(const Backend& backend, const OpCase& c) {

@@ -89,6 +89,18 @@ void add_matmul(std::vector<OpCase>& out) {
 }
 
 // ---- attention: q[B, H, T, Dh], k/v[B, Hkv, S, Dh] -> out[B, H, T, Dh], lse[B, H, T], probs[B, H, T, S]
+// What every attention case's parameters start from: its mask and offset, the 1/sqrt(Dh) scale,
+// its dropout and one fixed RNG key.
+AttentionParams base_params(bool causal, std::int64_t offset, std::int64_t Dh, float dropout) {
+  AttentionParams p;
+  p.causal = causal;
+  p.query_offset = offset;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+  p.dropout = dropout;
+  p.rng = RngKey{12345, 7, 3};
+  return p;
+}
+
 void add_attention(std::vector<OpCase>& out) {
   struct A {
     std::string tag;
@@ -132,12 +144,7 @@ void add_attention(std::vector<OpCase>& out) {
     if (a.probs) c.outputs.push_back(f32("probs", Shape{a.B, a.H, a.T, a.S}));
     c.grad_inputs = {"q", "k", "v"};
     c.grad_outputs = {"out"};
-    AttentionParams base;
-    base.causal = a.causal;
-    base.query_offset = a.offset;
-    base.scale = 1.0f / std::sqrt(static_cast<float>(a.Dh));
-    base.dropout = a.dropout;
-    base.rng = RngKey{12345, 7, 3};
+    const AttentionParams base = base_params(a.causal, a.offset, a.Dh, a.dropout);
     c.forward = [base](OpRun& r) {
       AttentionParams p = base;
       p.key_lengths = r.opt("key_lengths");
@@ -198,13 +205,8 @@ void add_attention(std::vector<OpCase>& out) {
     c.outputs = {value("out", Shape{a.B, a.H, a.T, a.Dh}), f32("lse", Shape{a.B, a.H, a.T}),
                  f32("probs", Shape{a.B, a.H, a.T, a.S})};
     c.grad_outputs = {"out"};
-    AttentionParams base;
-    base.causal = a.causal;
-    base.query_offset = a.offset;
-    base.scale = 1.0f / std::sqrt(static_cast<float>(a.Dh));
-    base.dropout = a.dropout;
+    AttentionParams base = base_params(a.causal, a.offset, a.Dh, a.dropout);
     base.softcap = a.softcap;
-    base.rng = RngKey{12345, 7, 3};
     const auto params = [base](OpRun& r) {
       AttentionParams p = base;
       p.key_lengths = r.opt("key_lengths");

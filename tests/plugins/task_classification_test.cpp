@@ -19,6 +19,7 @@
 #include "results/run_file.hpp"
 #include "spec/experiment_spec.hpp"
 #include "train/experiment.hpp"
+#include "framework/tiny_run.hpp"
 
 namespace ablate {
 namespace {
@@ -61,17 +62,23 @@ TEST(ClassificationModelConfig, TheClassifierHeadHasOneOutputPerClassAndOnlyForA
 // End to end: `ablate run` on the fixture file (the built plugin, loaded from the build tree).
 
 std::string tiny_spec(const std::string& arch, const std::string& file) {
-  return "name: tiny_classification\n"
-         "task: {plugin: classification, file: \"" +
-         file +
-         "\", valid_fraction: 0.25, test_fraction: 0.1}\n"
-         "model: {arch: " +
-         arch +
-         ", d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}\n"
-         "backend: reference\n"
-         "train: {steps: 150, batch_size: 8, optimizer: {lr: 3.0e-3}, seed: 1}\n"
-         "log: {every: 50, attention: {every: 150, probe_examples: 2}}\n"
-         "eval: {every: 75, batches: 2, metrics: [loss, token_accuracy, exact_match]}\n";
+  return testing::TinyRun{.name = "tiny_classification",
+                          .task = "{plugin: classification, file: \"" + file + "\", valid_fraction: 0.25, test_fraction: 0.1}",
+                          .arch = arch,
+                          .backend = "reference",
+                          .steps = 150,
+                          .batch_size = 8,
+                          .clip_grad_norm = false,
+                          .log_every = 50,
+                          .attention_every = 150,
+                          .eval_every = 75}
+      .yaml();
+}
+
+// The task of tiny_spec("encoder", data(kSentiment)): its examples, as the run split them.
+std::shared_ptr<Task> sentiment_task() {
+  return testing::builtin_registry().create<Task>(
+      "classification", {{"file", data(kSentiment).string()}, {"valid_fraction", "0.25"}, {"test_fraction", "0.1"}});
 }
 
 testing::CliResult run(const testing::TempDir& dir, const std::string& spec) {
@@ -86,8 +93,7 @@ TEST(ClassificationEndToEnd, TinyEncoderClassifierBeatsTheMajorityClassAndRecord
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
 
   // The majority-class rate of the eval split the run scores (all of it: 15 <= 2 batches of 8).
-  const auto task = testing::builtin_registry().create<Task>(
-      "classification", {{"file", data(kSentiment).string()}, {"valid_fraction", "0.25"}, {"test_fraction", "0.1"}});
+  const auto task = sentiment_task();
   std::map<std::int32_t, int> per_class;
   for (std::int64_t i = 0; i < task->size(Split::Eval); ++i) ++per_class[task->example(Split::Eval, i).tgt[0]];
   int majority = 0;
@@ -139,8 +145,7 @@ TEST(ClassificationEndToEnd, EvalOfTheEvalSplitsLinesAsANewFileScoresAsTheSplit)
   testing::TempDir dir;
   const auto r = run(dir, tiny_spec("encoder", data(kSentiment).string()));
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
-  const auto task = testing::builtin_registry().create<Task>(
-      "classification", {{"file", data(kSentiment).string()}, {"valid_fraction", "0.25"}, {"test_fraction", "0.1"}});
+  const auto task = sentiment_task();
   {
     // Each eval example's line of the file: its text encodes to the example's source, its label
     // is the example's class (the Task interface; a line equal to another in both reads the same).

@@ -15,6 +15,7 @@
 #include "framework/cli/cli_test_util.hpp"
 #include "framework/plugin_host/plugin_test_util.hpp"
 #include "results/run_file.hpp"
+#include "framework/tiny_run.hpp"
 
 namespace ablate {
 namespace {
@@ -29,22 +30,31 @@ class LanguageModelTextRun : public ::testing::Test {
  protected:
   // Trains the fixture's char-level LM into dir/<name> with `extra` command-line arguments.
   testing::CliResult run(const std::string& name, std::vector<std::string> extra = {}) {
-    std::ofstream(dir.path() / "spec.yaml") << kSpec;
+    std::ofstream(dir.path() / "spec.yaml") << spec();
     std::vector<std::string> args = {
         "run",   (dir.path() / "spec.yaml").string(), "--out", (dir.path() / name).string(), "--progress", "quiet",
         "--set", "task.file=" + kFable.string()};
     args.insert(args.end(), extra.begin(), extra.end());
     return testing::run_cli(args);
   }
-  static constexpr const char* kSpec = R"(name: tiny_lm_text
-task: {plugin: language_model, context: 32, valid_fraction: 0.1, test_fraction: 0.05}
-model: {arch: decoder, d_model: 32, heads: 2, layers: 2, d_ff: 64, dropout: 0.0, block: pre_norm}
-backend: {plugin: onednn, threads: 1}
-train: {steps: 160, batch_size: 16, optimizer: {lr: 5.0e-3}, seed: 1}
-log: {every: 40}
-eval: {every: 80, batches: 1, metrics: [loss, perplexity, token_accuracy],
-       generate: {prompt_tokens: 8, max_tokens: 16, temperature: 0.5}}
-)";
+  // A char-level decoder of 2 layers; task.file is set on the command line.
+  static std::string spec() {
+    return testing::TinyRun{.name = "tiny_lm_text",
+                            .task = "{plugin: language_model, context: 32, valid_fraction: 0.1, test_fraction: 0.05}",
+                            .arch = "decoder",
+                            .layers = 2,
+                            .backend = "{plugin: onednn, threads: 1}",
+                            .steps = 160,
+                            .batch_size = 16,
+                            .lr = "5.0e-3",
+                            .clip_grad_norm = false,
+                            .log_every = 40,
+                            .eval_every = 80,
+                            .eval_batches = 1,
+                            .metrics = "loss, perplexity, token_accuracy",
+                            .generate = "{prompt_tokens: 8, max_tokens: 16, temperature: 0.5}"}
+        .yaml();
+  }
   testing::TempDir dir;
 };
 

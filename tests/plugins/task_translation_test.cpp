@@ -10,6 +10,7 @@
 #include "framework/cli/cli_test_util.hpp"
 #include "framework/plugin_host/plugin_test_util.hpp"
 #include "results/run_file.hpp"
+#include "framework/tiny_run.hpp"
 
 namespace ablate {
 namespace {
@@ -23,16 +24,17 @@ fs::path data(const std::string& name) {
 
 TEST(TranslationEndToEnd, TinyEncoderDecoderTrainsAndRecordsBleu) {
   testing::TempDir dir;
-  const std::string spec = std::string(R"(name: tiny_translation
-task: {plugin: translation, file: ")") +
-                           data("translation_eng_spa.tsv").string() +
-                           R"(", valid_fraction: 0.25, test_fraction: 0.1, max_len: 8}
-model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}
-backend: reference
-train: {steps: 40, batch_size: 4, optimizer: {lr: 3.0e-3}, seed: 1}
-log: {every: 10}
-eval: {every: 20, batches: 1, metrics: [loss, token_accuracy, exact_match]}
-)";
+  const std::string spec = testing::TinyRun{.name = "tiny_translation",
+                                            .task = "{plugin: translation, file: \"" + data("translation_eng_spa.tsv").string() +
+                                                    "\", valid_fraction: 0.25, test_fraction: 0.1, max_len: 8}",
+                                            .backend = "reference",
+                                            .steps = 40,
+                                            .batch_size = 4,
+                                            .clip_grad_norm = false,
+                                            .log_every = 10,
+                                            .eval_every = 20,
+                                            .eval_batches = 1}
+                               .yaml();
   std::ofstream(dir.path() / "spec.yaml") << spec;
   const auto r = testing::run_cli(
       {"run", (dir.path() / "spec.yaml").string(), "--out", (dir.path() / "run").string(), "--progress", "quiet"});

@@ -58,6 +58,13 @@ PngSize png_size(const fs::path& p) {
   return {be32(16), be32(20)};
 }
 
+// The pixel size of the PNG `file`.
+void expect_png_size(const fs::path& file, std::int64_t width, std::int64_t height) {
+  const PngSize png = png_size(file);
+  EXPECT_EQ(png.width, std::uint32_t(width)) << file;
+  EXPECT_EQ(png.height, std::uint32_t(height)) << file;
+}
+
 bool svg_parses(const fs::path& p) {
   const std::string cmd =
       "/usr/bin/python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' '" + p.string() + "'";
@@ -165,18 +172,14 @@ TEST_F(PlotTest, PlotLinePngHasRequestedSize) {
   const FigureSize size = line_plot(dir_ / "loss.png", p).size;
   EXPECT_EQ(size.width, 900);
   EXPECT_EQ(size.height, 560);
-  const PngSize png = png_size(dir_ / "loss.png");
-  EXPECT_EQ(png.width, 1800u);  // default png_scale 2
-  EXPECT_EQ(png.height, 1120u);
+  expect_png_size(dir_ / "loss.png", 1800, 1120);  // default png_scale 2
 
   LinePlot small = p;
   small.width = 400;
   small.height = 300;
   small.png_scale = 1;
   line_plot(dir_ / "small.png", small);
-  const PngSize s = png_size(dir_ / "small.png");
-  EXPECT_EQ(s.width, 400u);
-  EXPECT_EQ(s.height, 300u);
+  expect_png_size(dir_ / "small.png", 400, 300);
   // The figure is not blank: the first series' colour appears somewhere.
   PngImage img(dir_ / "small.png");
   ASSERT_TRUE(img.ok());
@@ -297,9 +300,7 @@ TEST_F(PlotTest, PlotHeatmapCellHasColormapColour) {
   EXPECT_EQ(layout.matrices[0].width, 80);
   EXPECT_EQ(layout.matrices[0].height, 60);
 
-  const PngSize png = png_size(file);
-  EXPECT_EQ(png.width, std::uint32_t(layout.size.width * 2));
-  EXPECT_EQ(png.height, std::uint32_t(layout.size.height * 2));
+  expect_png_size(file, layout.size.width * 2, layout.size.height * 2);
   PngImage img(file);
   ASSERT_TRUE(img.ok());
   const double scale = 2;
@@ -425,9 +426,7 @@ TEST_F(PlotTest, PlotGroupedPointsPngAndSvg) {
   const FigureSize size = grouped_points(dir_ / "entropy.png", g).size;
   EXPECT_GE(size.width, 400);
   EXPECT_EQ(size.height, 480);
-  const PngSize png = png_size(dir_ / "entropy.png");
-  EXPECT_EQ(png.width, std::uint32_t(size.width * 2));
-  EXPECT_EQ(png.height, 960u);
+  expect_png_size(dir_ / "entropy.png", size.width * 2, 960);
 
   GroupedPoints fixed = g;
   fixed.width = 700;

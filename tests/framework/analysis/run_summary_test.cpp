@@ -15,6 +15,7 @@
 #include "results/run_file.hpp"
 #include "framework/results/run_file_test_util.hpp"
 #include "framework/test_dirs.hpp"
+#include "framework/tiny_run.hpp"
 
 namespace ablate::analysis {
 namespace {
@@ -76,14 +77,17 @@ TEST_F(RunSummaryFiles, FindsRunFilesRecursivelySorted) {
 }
 
 TEST_F(RunSummaryFiles, SummarizesARealRun) {
-  std::ofstream(dir_ / "spec.yaml") << R"(name: tiny_copy
-task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 400, eval_examples: 32}
-model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 1, d_ff: 32, dropout: 0.0, block: pre_norm}
-backend: onednn
-train: {steps: 12, batch_size: 16, optimizer: {lr: 3.0e-3}, seed: 3}
-log: {every: 2}
-eval: {every: 6, batches: 1, metrics: [loss, exact_match]}
-)";
+  std::ofstream(dir_ / "spec.yaml") << testing::TinyRun{.task = testing::sequence_task(400, 32),
+                                                        .d_model = 16,
+                                                        .steps = 12,
+                                                        .batch_size = 16,
+                                                        .clip_grad_norm = false,
+                                                        .seed = 3,
+                                                        .log_every = 2,
+                                                        .eval_every = 6,
+                                                        .eval_batches = 1,
+                                                        .metrics = "loss, exact_match"}
+                                           .yaml();
   const auto r =
       testing::run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "run").string(), "--progress", "quiet"});
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;

@@ -13,20 +13,12 @@
 #include "cli/exit_codes.hpp"
 #include "framework/cli/cli_test_util.hpp"
 #include "framework/test_dirs.hpp"
+#include "framework/tiny_run.hpp"
 
 namespace ablate::cli {
 namespace {
 namespace fs = std::filesystem;
 using testing::run_cli;
-
-constexpr const char* kTinyCopy = R"(name: tiny_copy
-task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 400, eval_examples: 32}
-model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 2, d_ff: 32, dropout: 0.0, block: pre_norm}
-backend: onednn
-train: {steps: 12, batch_size: 16, optimizer: {lr: 3.0e-3}, seed: 1}
-log: {every: 2, attention: {every: 6, probe_examples: 2}}
-eval: {every: 6, batches: 1, metrics: [loss, token_accuracy, exact_match]}
-)";
 
 bool is_png(const fs::path& file) {
   std::ifstream f(file, std::ios::binary);
@@ -45,7 +37,18 @@ class ComparePlotCli : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = ablate::testing::fresh_dir("compare_plot_test", false);
     fs::create_directories(dir_ / "sweep");
-    std::ofstream(dir_ / "spec.yaml") << kTinyCopy;
+    // 2 layers, 12 steps, attention logged at steps 6 and 12.
+    std::ofstream(dir_ / "spec.yaml") << testing::TinyRun{.task = testing::sequence_task(400, 32),
+                                                          .d_model = 16,
+                                                          .layers = 2,
+                                                          .steps = 12,
+                                                          .batch_size = 16,
+                                                          .clip_grad_norm = false,
+                                                          .log_every = 2,
+                                                          .attention_every = 6,
+                                                          .eval_every = 6,
+                                                          .eval_batches = 1}
+                                             .yaml();
     for (const std::string block : {"pre_norm", "post_norm"})
       for (const std::string seed : {"1", "2"}) {
         const auto r = run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "sweep" / (block + "_s" + seed)).string(),

@@ -21,22 +21,21 @@ class SetsALimitAndABias final : public SaysNothing {
   }
 };
 
-TEST(PositionCapabilities, AnEncodingThatSaysNothingHasTheDefaults) {
-  const PositionCapabilities caps = capabilities_of(SaysNothing{});
-  EXPECT_EQ(caps.max_positions, 0);
+// Every field of `caps`: max_positions and biases_logits as given, the others false.
+void expect_capabilities(const PositionCapabilities& caps, std::int64_t max_positions, bool biases_logits) {
+  EXPECT_EQ(caps.max_positions, max_positions);
+  EXPECT_EQ(caps.biases_logits, biases_logits);
   EXPECT_FALSE(caps.rotates);
-  EXPECT_FALSE(caps.biases_logits);
   EXPECT_FALSE(caps.bias_per_layer);
   EXPECT_FALSE(caps.in_cross_attention);
 }
 
+TEST(PositionCapabilities, AnEncodingThatSaysNothingHasTheDefaults) {
+  expect_capabilities(capabilities_of(SaysNothing{}), 0, false);
+}
+
 TEST(PositionCapabilities, AnEncodingSetsOnlyWhatItNeedsAndTheRestKeepTheirDefaults) {
-  const PositionCapabilities caps = capabilities_of(SetsALimitAndABias{});
-  EXPECT_EQ(caps.max_positions, 5);
-  EXPECT_TRUE(caps.biases_logits);
-  EXPECT_FALSE(caps.rotates);
-  EXPECT_FALSE(caps.bias_per_layer);
-  EXPECT_FALSE(caps.in_cross_attention);
+  expect_capabilities(capabilities_of(SetsALimitAndABias{}), 5, true);
 }
 
 }  // namespace

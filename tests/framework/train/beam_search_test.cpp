@@ -16,6 +16,7 @@
 #include "train/beam_search.hpp"
 #include "train/run_eval.hpp"
 #include "framework/test_dirs.hpp"
+#include "framework/tiny_run.hpp"
 
 namespace ablate::train {
 namespace {
@@ -35,14 +36,12 @@ class BeamSearchTest : public ::testing::Test {
  protected:
   // A copy model at `steps`: 800 makes exact copies of every eval example, 40 does not yet.
   static void train(const std::string& name, int steps) {
-    std::ofstream(dir_ / (name + ".yaml"))
-        << "name: beam_" << name << "\n"
-        << "task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 4000, eval_examples: 64}\n"
-        << "model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}\n"
-        << "backend: onednn\n"
-        << "train: {steps: " << steps << ", batch_size: 32, optimizer: {lr: 3.0e-3}, clip_grad_norm: 1.0, seed: 1}\n"
-        << "log: {every: 20}\n"
-        << "eval: {every: " << steps << ", batches: 2, metrics: [loss, exact_match]}\n";
+    std::ofstream(dir_ / (name + ".yaml")) << testing::TinyRun{.name = "beam_" + name,
+                                                               .steps = steps,
+                                                               .log_every = 20,
+                                                               .eval_every = steps,
+                                                               .metrics = "loss, exact_match"}
+                                                  .yaml();
     const auto r = run_cli({"run", (dir_ / (name + ".yaml")).string(), "--out", (dir_ / name).string(), "--progress", "quiet"});
     ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   }
@@ -108,15 +107,19 @@ TEST_F(BeamSearchTest, TranslateRefusesRunsAndInputsItCannotTranslate) {
 // task/translation end to end on the fixture corpus: one line out per line in, greedy and beam 3.
 TEST_F(BeamSearchTest, TranslateWritesOneLinePerInputLine) {
   const fs::path corpus = fs::path(ABLATE_PLUGINS_SOURCE_DIR) / "task_translation" / "tests" / "data" / "translation_eng_spa.tsv";
-  std::ofstream(dir_ / "tr.yaml") << "name: beam_translation\n"
-                                     "task: {plugin: translation, file: "
-                                  << corpus.string()
-                                  << "}\n"
-                                     "model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0}\n"
-                                     "backend: onednn\n"
-                                     "train: {steps: 20, batch_size: 8, seed: 2}\n"
-                                     "log: {every: 10}\n"
-                                     "eval: {every: 20, batches: 1, metrics: [loss, exact_match]}\n";
+  std::ofstream(dir_ / "tr.yaml") << testing::TinyRun{.name = "beam_translation",
+                                                      .task = "{plugin: translation, file: " + corpus.string() + "}",
+                                                      .block = "",
+                                                      .steps = 20,
+                                                      .batch_size = 8,
+                                                      .lr = "",
+                                                      .clip_grad_norm = false,
+                                                      .seed = 2,
+                                                      .log_every = 10,
+                                                      .eval_every = 20,
+                                                      .eval_batches = 1,
+                                                      .metrics = "loss, exact_match"}
+                                         .yaml();
   auto r = run_cli({"run", (dir_ / "tr.yaml").string(), "--out", (dir_ / "tr").string(), "--progress", "quiet"});
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   std::ofstream(dir_ / "sentences.txt") << "i am here .\nwhere is the zzzqqq ?\nhello\n";

@@ -85,18 +85,16 @@ void expect_bit_equal(const Snapshot& a, const Snapshot& b) {
 }
 
 TrainState sample_state() {
-  TrainState s;
-  s.step = 1234;
-  s.optimizer_steps = 1230;
-  s.tokens_seen = 9876543210;
-  s.elapsed_seconds = 3601.25;
-  s.has_best = true;
-  s.best_metric = 0.1 + 0.2;  // not exactly representable: must survive bit for bit
-  s.best_step = 1000;
-  s.evals_since_best = 3;
-  s.log_loss_sum = 12.5;
-  s.log_steps = 4;
-  return s;
+  return {.step = 1234,
+          .optimizer_steps = 1230,
+          .tokens_seen = 9876543210,
+          .elapsed_seconds = 3601.25,
+          .has_best = true,
+          .best_metric = 0.1 + 0.2,  // not exactly representable: must survive bit for bit
+          .best_step = 1000,
+          .evals_since_best = 3,
+          .log_loss_sum = 12.5,
+          .log_steps = 4};
 }
 
 Bytes read_file(const std::filesystem::path& f) {
@@ -212,20 +210,8 @@ TEST(Checkpoint, FileMatchesTheDocumentedLayout) {
   Parameter& w = store.add("w", {2}, Init::zeros(), 1);
   const float values[2] = {1.5f, -2.0f};
   be.copy_from_host(w.value, values);
-  TrainState state;
-  state.step = 3;
-  state.optimizer_steps = 2;
-  state.tokens_seen = 40;
-  state.elapsed_seconds = 0.5;
-  state.has_best = true;
-  state.best_metric = -1.0;
-  state.best_step = 2;
-  state.evals_since_best = 1;
-  state.log_loss_sum = 2.25;
-  state.log_rows = 7.0;
-  state.log_correct = 3.0;
-  state.log_grad_norm_sum = 0.75;
-  state.log_steps = 2;
+  // Every field away from its default, in the order the layout writes them (the put()s below).
+  const TrainState state{3, 2, 40, 0.5, true, -1.0, 2, 1, 2.25, 7.0, 3.0, 0.75, 2};
   save_checkpoint(file, store, state, "a: 1\n");
 
   Bytes payload;

@@ -41,21 +41,23 @@ TEST(SpecDefaults, ModelDimsAndModelConfigStartAtTheSpecsDefaults) {
   EXPECT_EQ(c.pooling, from_spec.pooling);
 }
 
+// beta1, beta2, eps, weight_decay and decoupled of `adam` (an AdamConfig, or the backend op's
+// AdamParams) against those `from_spec` has.
+template <class Adam>
+void expect_adam_of_spec(const Adam& adam, const AdamConfig& from_spec) {
+  EXPECT_EQ(adam.beta1, from_spec.beta1);
+  EXPECT_EQ(adam.beta2, from_spec.beta2);
+  EXPECT_EQ(adam.eps, from_spec.eps);
+  EXPECT_EQ(adam.weight_decay, from_spec.weight_decay);
+  EXPECT_EQ(adam.decoupled, from_spec.decoupled);
+}
+
 TEST(SpecDefaults, AdamConfigAndTheAdamOpStartAtTheSpecsDefaults) {
   const AdamConfig from_spec = adam_config(defaults());
-  const AdamConfig c;
-  EXPECT_EQ(c.beta1, from_spec.beta1);
-  EXPECT_EQ(c.beta2, from_spec.beta2);
-  EXPECT_EQ(c.eps, from_spec.eps);
-  EXPECT_EQ(c.weight_decay, from_spec.weight_decay);
-  EXPECT_EQ(c.decoupled, from_spec.decoupled);
+  expect_adam_of_spec(AdamConfig{}, from_spec);
   const AdamParams op;  // the backend op's parameters
   EXPECT_EQ(op.lr, static_cast<float>(defaults().train.optimizer.lr));
-  EXPECT_EQ(op.beta1, from_spec.beta1);
-  EXPECT_EQ(op.beta2, from_spec.beta2);
-  EXPECT_EQ(op.eps, from_spec.eps);
-  EXPECT_EQ(op.weight_decay, from_spec.weight_decay);
-  EXPECT_EQ(op.decoupled, from_spec.decoupled);
+  expect_adam_of_spec(op, from_spec);
 }
 
 TEST(SpecDefaults, EveryConfigFieldFollowsTheSpec) {

@@ -45,6 +45,14 @@ struct FakeClock {
   }
 };
 
+// Updates `p` with steps 1 .. last, the clock moving `seconds` after each.
+void update_steps(Progress& p, FakeClock& clock, std::int64_t last, double seconds) {
+  for (std::int64_t step = 1; step <= last; ++step) {
+    p.update(sample(step));
+    clock.t += seconds;
+  }
+}
+
 // Sets (or unsets, with nullptr) an environment variable for one scope and restores it after.
 class ScopedEnv {
  public:
@@ -137,10 +145,7 @@ TEST(ProgressBar, ThrottlesRedrawsButAlwaysDrawsTheLastStateAtFinish) {
   FakeClock clock;
   std::ostringstream out;
   Progress p(out, ProgressMode::Bar, 1000, 0, 100, clock.fn());
-  for (std::int64_t step = 1; step <= 100; ++step) {
-    p.update(sample(step));
-    clock.t += 0.0005;  // 100 updates in 0.05 s
-  }
+  update_steps(p, clock, 100, 0.0005);  // 100 updates in 0.05 s
   EXPECT_LE(count(out.str(), "\rstep "), 2u);
   EXPECT_EQ(out.str().find("step  100/1000"), std::string::npos);
   p.finish();
@@ -156,10 +161,7 @@ TEST(ProgressBar, RedrawsWhenTheIntervalPassesAndAlwaysAtTheLastStep) {
   FakeClock clock;
   std::ostringstream out;
   Progress p(out, ProgressMode::Bar, 10, 0, 1, clock.fn());
-  for (std::int64_t step = 1; step <= 5; ++step) {
-    p.update(sample(step));
-    clock.t += 0.25;  // past the redraw interval
-  }
+  update_steps(p, clock, 5, 0.25);  // each past the redraw interval
   EXPECT_EQ(count(out.str(), "\rstep "), 5u);
   p.update(sample(6));  // the interval passed since step 5 was drawn
   EXPECT_EQ(count(out.str(), "\rstep "), 6u);

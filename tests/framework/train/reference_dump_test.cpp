@@ -19,6 +19,7 @@
 #include "train/data_order.hpp"
 #include "train/experiment.hpp"
 #include "framework/test_dirs.hpp"
+#include "framework/tiny_run.hpp"
 
 namespace ablate::train {
 namespace {
@@ -26,14 +27,24 @@ namespace fs = std::filesystem;
 using testing::run_cli;
 
 // Variable lengths (2..5 tokens): batches are padded, and narrower than the dump's rows.
-constexpr const char* kSpec = R"(name: dump_copy
-task: {plugin: copy, vocab_size: 9, min_len: 2, max_len: 5, train_examples: 500, eval_examples: 8}
-model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 1, d_ff: 32, dropout: 0.0, embedding_dropout: 0.0}
-backend: onednn
-train: {steps: 5, batch_size: 6, optimizer: {lr: 1.0e-3}, schedule: {plugin: noam, warmup: 4}, seed: 3}
-log: {every: 1}
-eval: {every: 5, batches: 1, metrics: [loss]}
-)";
+std::string tiny_spec() {
+  return testing::TinyRun{.name = "dump_copy",
+                          .task = testing::sequence_task(500, 8, /*vocab_size=*/9, /*max_len=*/5),
+                          .d_model = 16,
+                          .embedding_dropout = true,
+                          .block = "",
+                          .steps = 5,
+                          .batch_size = 6,
+                          .lr = "1.0e-3",
+                          .schedule = "{plugin: noam, warmup: 4}",
+                          .clip_grad_norm = false,
+                          .seed = 3,
+                          .log_every = 1,
+                          .eval_every = 5,
+                          .eval_batches = 1,
+                          .metrics = "loss"}
+      .yaml();
+}
 const std::vector<std::string> kLanguageModel = {"--set", "task={plugin: language_model, vocab_size: 12, min_len: 3, max_len: 6}",
                                                  "--set", "model.arch=decoder"};
 
@@ -41,7 +52,7 @@ class ReferenceDumpTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = ablate::testing::fresh_dir("dump_test");
-    std::ofstream(dir_ / "spec.yaml") << kSpec;
+    std::ofstream(dir_ / "spec.yaml") << tiny_spec();
   }
   void TearDown() override { fs::remove_all(dir_); }
 

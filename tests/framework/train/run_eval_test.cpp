@@ -17,6 +17,7 @@
 #include "framework/cli/cli_test_util.hpp"
 #include "results/run_file.hpp"
 #include "framework/test_dirs.hpp"
+#include "framework/tiny_run.hpp"
 
 namespace ablate::train {
 namespace {
@@ -25,14 +26,17 @@ using testing::run_cli;
 
 // 64 eval examples, all of them in each evaluation (eval.batches 2 x batch 32); the last
 // evaluation is at the last step, so it saw the checkpoint's weights.
-constexpr const char* kSpec = R"(name: eval_copy
-task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 2000, eval_examples: 64}
-model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}
-backend: onednn
-train: {steps: 60, batch_size: 32, optimizer: {lr: 3.0e-3}, seed: 3}
-log: {every: 20}
-eval: {every: 30, batches: 2, metrics: [loss, perplexity, token_accuracy, exact_match]}
-)";
+std::string tiny_spec() {
+  return testing::TinyRun{.name = "eval_copy",
+                          .task = testing::sequence_task(2000, 64),
+                          .steps = 60,
+                          .clip_grad_norm = false,
+                          .seed = 3,
+                          .log_every = 20,
+                          .eval_every = 30,
+                          .metrics = "loss, perplexity, token_accuracy, exact_match"}
+      .yaml();
+}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -59,7 +63,7 @@ class RunEvalTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = ablate::testing::fresh_dir("run_eval_test", false);
-    std::ofstream(dir_ / "spec.yaml") << kSpec;
+    std::ofstream(dir_ / "spec.yaml") << tiny_spec();
     const auto r = run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "run").string(), "--progress", "quiet"});
     ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   }

@@ -17,20 +17,29 @@
 #include "framework/cli/cli_test_util.hpp"
 #include "train/run_export.hpp"
 #include "framework/test_dirs.hpp"
+#include "framework/tiny_run.hpp"
 
 namespace ablate::train {
 namespace {
 namespace fs = std::filesystem;
 using testing::run_cli;
 
-constexpr const char* kSpec = R"(name: export_reverse
-task: {plugin: reverse, vocab_size: 10, min_len: 2, max_len: 5, train_examples: 500, eval_examples: 32}
-model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 1, d_ff: 32, dropout: 0.0}
-backend: onednn
-train: {steps: 10, batch_size: 16, seed: 5}
-log: {every: 5}
-eval: {every: 10, batches: 1, metrics: [loss]}
-)";
+std::string tiny_spec() {
+  return testing::TinyRun{.name = "export_reverse",
+                          .task = testing::sequence_task(500, 32, /*vocab_size=*/10, /*max_len=*/5, "reverse"),
+                          .d_model = 16,
+                          .block = "",
+                          .steps = 10,
+                          .batch_size = 16,
+                          .lr = "",
+                          .clip_grad_norm = false,
+                          .seed = 5,
+                          .log_every = 5,
+                          .eval_every = 10,
+                          .eval_batches = 1,
+                          .metrics = "loss"}
+      .yaml();
+}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -43,7 +52,7 @@ class RunExportTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = ablate::testing::fresh_dir("run_export_test");
-    std::ofstream(dir_ / "spec.yaml") << kSpec;
+    std::ofstream(dir_ / "spec.yaml") << tiny_spec();
     const auto r = run_cli({"run", (dir_ / "spec.yaml").string(), "--out", (dir_ / "run").string(), "--progress", "quiet"});
     ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   }

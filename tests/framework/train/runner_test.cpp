@@ -18,27 +18,18 @@
 #include "analysis/attention_heads.hpp"
 #include "results/run_file.hpp"
 #include "framework/test_dirs.hpp"
+#include "framework/tiny_run.hpp"
 
 namespace ablate::train {
 namespace {
 namespace fs = std::filesystem;
 using testing::run_cli;
 
-// A tiny copy task and model: trains to exact copies in a few hundred steps on 2 cores.
-constexpr const char* kTinyCopy = R"(name: tiny_copy
-task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 4000, eval_examples: 64}
-model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm}
-backend: onednn
-train: {steps: 400, batch_size: 32, optimizer: {lr: 3.0e-3}, clip_grad_norm: 1.0, seed: 1}
-log: {every: 10}
-eval: {every: 100, batches: 2, metrics: [loss, token_accuracy, exact_match]}
-)";
-
 class RunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = ablate::testing::fresh_dir("runner_test");
-    std::ofstream(dir_ / "spec.yaml") << kTinyCopy;
+    std::ofstream(dir_ / "spec.yaml") << testing::TinyRun{}.yaml();  // learns exact copies in 400 steps
   }
   void TearDown() override { fs::remove_all(dir_); }
 

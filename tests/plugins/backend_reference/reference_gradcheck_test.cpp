@@ -117,41 +117,28 @@ class LayerNormMissingTermBackend final : public ForwardingBackend {
   }
 };
 
-// attention_backward that forgets the dropout mask (uses p = 0 in backward).
-class AttentionNoDropoutBackend final : public ForwardingBackend {
+// attention_backward run with its parameters broken by `breaks` (the forward is left intact).
+template <void (*breaks)(AttentionParams&)>
+class AttentionBackwardBrokenBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
   void do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
                              const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
     AttentionParams p = ps;
-    p.dropout = 0.0f;
+    breaks(p);
     in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, p);
   }
 };
 
-// attention_backward that drops the ALiBi slopes (recomputes the probabilities without them).
-class AttentionNoSlopesBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  void do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
-                             const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
-    AttentionParams p = ps;
-    p.slopes = nullptr;
-    in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, p);
-  }
-};
-
-// attention_backward that never writes the bias's gradient.
-class AttentionNoBiasGradBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  void do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& out, const Tensor& lse,
-                             const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ps) override {
-    AttentionParams p = ps;
-    p.dbias = nullptr;
-    in_->attention_backward(dq, dk, dv, dout, out, lse, q, k, v, p);
-  }
-};
+// Forgets the dropout mask (uses p = 0 in backward).
+void forget_dropout(AttentionParams& p) { p.dropout = 0.0f; }
+using AttentionNoDropoutBackend = AttentionBackwardBrokenBackend<forget_dropout>;
+// Drops the ALiBi slopes (recomputes the probabilities without them).
+void drop_slopes(AttentionParams& p) { p.slopes = nullptr; }
+using AttentionNoSlopesBackend = AttentionBackwardBrokenBackend<drop_slopes>;
+// Never writes the bias's gradient.
+void drop_bias_gradient(AttentionParams& p) { p.dbias = nullptr; }
+using AttentionNoBiasGradBackend = AttentionBackwardBrokenBackend<drop_bias_gradient>;
 
 // softmax_last_backward missing the row term: dx += y ⊙ dy.
 class SoftmaxMissingTermBackend final : public ForwardingBackend {
