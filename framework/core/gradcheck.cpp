@@ -39,6 +39,7 @@ std::vector<float> output_weights(std::int64_t n, std::uint64_t seed) {
 // Records one element: its analytic gradient against the central difference of the objective at
 // +eps and -eps (the report keeps the first 10 mismatches).
 struct Tally {
+  explicit Tally(const GradcheckOptions& o) : options(o) {}
   const GradcheckOptions& options;
   GradcheckResult result;
   std::ostringstream report;
@@ -97,7 +98,7 @@ GradcheckResult gradcheck(Backend& backend, const GradcheckFn& f, const std::vec
     return sum;
   };
 
-  Tally tally{options, {}, {}, 0};
+  Tally tally{options};
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto n = static_cast<std::int64_t>(host_inputs[i].size());
     const std::int64_t stride = std::max<std::int64_t>(1, n / options.max_elements_per_input);
@@ -133,7 +134,7 @@ GradcheckResult parameter_gradcheck(Backend& backend, ParameterStore& store, con
     for (std::size_t j = 0; j < y.size(); ++j) sum += static_cast<double>(r[j]) * y[j];
     return sum;
   };
-  Tally tally{options, {}, {}, 0};
+  Tally tally{options};
   for (Parameter* p : store.all()) {
     const std::vector<float> analytic = download(backend, p->grad);
     std::vector<float> v = download(backend, p->value);

@@ -622,22 +622,18 @@ void RunWriter::append_stats(std::int64_t step, const StatsLog& log) {
                  std::to_string(l.entropy.size()) + " entropy slots",
              "pass one row per declared table and slot, in the declared order");
   std::vector<const void*> rows;
-  for (std::size_t i = 0; i < l.stats.size(); ++i) {
-    if (log.tables[i].size() != l.stats[i].columns.size())
-      m.refuse(t, step,
-               "stats table /stats/" + l.stats[i].name + " got " + std::to_string(log.tables[i].size()) + " values for " +
-                   std::to_string(l.stats[i].columns.size()) + " declared columns",
-               "pass one value per declared column");
-    rows.push_back(log.tables[i].data());
-  }
-  for (std::size_t i = 0; i < l.entropy.size(); ++i) {
-    if (static_cast<std::int64_t>(log.entropy[i].size()) != l.entropy[i].heads)
-      m.refuse(t, step,
-               "entropy slot " + l.entropy[i].path() + " got " + std::to_string(log.entropy[i].size()) +
-                   " values for H=" + std::to_string(l.entropy[i].heads),
-               "pass one value per head");
-    rows.push_back(log.entropy[i].data());
-  }
+  // One row of `expected` values, or the append is refused naming `what` and `declared`.
+  const auto add_row = [&](std::span<const float> row, std::size_t expected, const std::string& what, const std::string& declared,
+                           const char* hint) {
+    if (row.size() != expected) m.refuse(t, step, what + " got " + std::to_string(row.size()) + " values for " + declared, hint);
+    rows.push_back(row.data());
+  };
+  for (std::size_t i = 0; i < l.stats.size(); ++i)
+    add_row(log.tables[i], l.stats[i].columns.size(), "stats table /stats/" + l.stats[i].name,
+            std::to_string(l.stats[i].columns.size()) + " declared columns", "pass one value per declared column");
+  for (std::size_t i = 0; i < l.entropy.size(); ++i)
+    add_row(log.entropy[i], static_cast<std::size_t>(l.entropy[i].heads), "entropy slot " + l.entropy[i].path(),
+            "H=" + std::to_string(l.entropy[i].heads), "pass one value per head");
   m.append(schema::kStatsTable, step, rows);
 }
 
