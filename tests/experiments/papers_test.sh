@@ -4,12 +4,8 @@
 # en-es corpus comes from data/bible_en_es, or is prepared into the work dir
 # (scripts/prepare_bible_en_es.sh, Debian's sword packages). Usage: papers_test.sh ABLATE_BINARY
 set -euo pipefail
-ablate=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-out=$(mktemp -d /tmp/ablate-papers.XXXXXX)
-trap 'rm -rf "$out"' EXIT
-cd "$root"  # the specs name their data files relative to the repository root
+. "$here/work_dir.sh" papers "$1"
 
 bible=data/bible_en_es/bible_en_es.tsv
 if [ ! -f "$bible" ]; then

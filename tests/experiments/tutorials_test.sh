@@ -3,12 +3,8 @@
 # line gives (a spec with a sweep runs as `ablate sweep`), then check_tutorials.py asserts what
 # each one is meant to show. Usage: tutorials_test.sh ABLATE_BINARY
 set -euo pipefail
-ablate=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-out=$(mktemp -d /tmp/ablate-tutorials.XXXXXX)
-trap 'rm -rf "$out"' EXIT
-cd "$root"  # the specs name their data files relative to the repository root
+. "$here/work_dir.sh" tutorials "$1"
 
 for spec in experiments/tutorials/*.yaml; do
   name=$(basename "$spec" .yaml)
