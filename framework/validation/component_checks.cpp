@@ -14,7 +14,6 @@
 #include "spec/plugin_validation.hpp"
 #include "spec/spec_tree.hpp"
 #include "train/experiment.hpp"
-#include "train/run_eval.hpp"
 #include "validation/validation.hpp"
 
 namespace ablate::validation {
