@@ -88,6 +88,17 @@ h5::Obj create_steps(const h5::Obj& root, const std::string& path, hsize_t chunk
                                H5T_NATIVE_INT64, &kNoStep);
 }
 
+// An attention or entropy slot's dataset, labelled with its axes and where it sits (stack, kind, layer).
+template <class Slot>
+h5::Obj open_slot(const h5::Obj& root, const Slot& s, const char* axes) {
+  h5::Obj ds = schema::open_path(root, s.path());
+  h5::set_attr(ds, "axes", axes);
+  h5::set_attr(ds, "stack", s.stack);
+  h5::set_attr(ds, "kind", s.kind);
+  h5::set_attr(ds, "layer", s.layer);
+  return ds;
+}
+
 void write_probe_side(const h5::Obj& probe, const std::string& side, const ProbeTokens& t, std::int64_t examples) {
   const hsize_t e = static_cast<hsize_t>(examples);
   const h5::Obj ids =
@@ -138,11 +149,7 @@ void build(const h5::Obj& file, const RunInfo& info, const RunLayout& l) {
   std::vector<std::string> slots;
   for (const AttentionSlot& s : l.attention) {
     slots.push_back(relative_to(schema::kAttention, s.path()));
-    const h5::Obj ds = schema::open_path(root, s.path());
-    h5::set_attr(ds, "axes", "step,example,head,query,key");
-    h5::set_attr(ds, "stack", s.stack);
-    h5::set_attr(ds, "kind", s.kind);
-    h5::set_attr(ds, "layer", s.layer);
+    const h5::Obj ds = open_slot(root, s, "step,example,head,query,key");
     h5::set_attr(ds, "mask", to_string(s.mask));
     h5::set_attr(ds, "query_tokens", s.query_tokens);
     h5::set_attr(ds, "key_tokens", s.key_tokens);
@@ -169,12 +176,7 @@ void build(const h5::Obj& file, const RunInfo& info, const RunLayout& l) {
   std::vector<std::string> entropy;
   for (const EntropySlot& s : l.entropy) {
     entropy.push_back(relative_to(schema::kEntropy, s.path()));
-    const h5::Obj ds = schema::open_path(root, s.path());
-    h5::set_attr(ds, "axes", "step,head");
-    h5::set_attr(ds, "stack", s.stack);
-    h5::set_attr(ds, "kind", s.kind);
-    h5::set_attr(ds, "layer", s.layer);
-    h5::set_attr(ds, "units", "nats");
+    h5::set_attr(open_slot(root, s, "step,head"), "units", "nats");
   }
   h5::set_attr(group_at(root, schema::kEntropy), "slots", entropy);
 
@@ -410,6 +412,12 @@ RunWriter::Impl& live(const std::unique_ptr<RunWriter::Impl>& impl) {
   if (!impl) throw Error("this RunWriter was moved from", "use the RunWriter it was moved to");
   return *impl;
 }
+// The writer's state, refused once the writer is closed: what every append and update starts from.
+RunWriter::Impl& writable(const std::unique_ptr<RunWriter::Impl>& impl) {
+  RunWriter::Impl& m = live(impl);
+  m.check_open();
+  return m;
+}
 }  // namespace
 
 RunWriter::RunWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -547,8 +555,7 @@ void RunWriter::append_eval(std::int64_t step, const std::map<std::string, doubl
 
 void RunWriter::append_attention(std::int64_t step, const AttentionLog& log) {
   h5::Quiet quiet;
-  Impl& m = live(impl_);
-  m.check_open();
+  Impl& m = writable(impl_);
   const Table& t = m.tables[schema::kAttentionTable];
   const RunLayout& l = m.layout;
   const std::int64_t e = l.probe.examples;
@@ -611,8 +618,7 @@ void RunWriter::append_attention(std::int64_t step, const AttentionLog& log) {
 
 void RunWriter::append_stats(std::int64_t step, const StatsLog& log) {
   h5::Quiet quiet;
-  Impl& m = live(impl_);
-  m.check_open();
+  Impl& m = writable(impl_);
   const Table& t = m.tables[schema::kStatsTable];
   const RunLayout& l = m.layout;
   if (log.tables.size() != l.stats.size() || log.entropy.size() != l.entropy.size())
@@ -639,8 +645,7 @@ void RunWriter::append_stats(std::int64_t step, const StatsLog& log) {
 
 void RunWriter::append_samples(std::int64_t step, const SamplesLog& log) {
   h5::Quiet quiet;
-  Impl& m = live(impl_);
-  m.check_open();
+  Impl& m = writable(impl_);
   const Table& t = m.tables[schema::kSamplesTable];
   const SamplesLayout& s = m.layout.samples;
   if (s.count == 0)
@@ -668,15 +673,13 @@ void RunWriter::append_samples(std::int64_t step, const SamplesLog& log) {
 
 void RunWriter::set_state(const RunState& state) {
   h5::Quiet quiet;
-  Impl& m = live(impl_);
-  m.check_open();
+  Impl& m = writable(impl_);
   schema::write_state(m.root, state);
 }
 
 void RunWriter::flush() {
   h5::Quiet quiet;
-  Impl& m = live(impl_);
-  m.check_open();
+  Impl& m = writable(impl_);
   if (H5Fflush(m.file.id(), H5F_SCOPE_GLOBAL) < 0) h5::fail(m.path.string(), "/", "flush");
   if (::fsync(m.lock->fd()) != 0)
     throw Error("cannot write " + m.path.string() + " to disk: " + std::strerror(errno), "is the disk full?");

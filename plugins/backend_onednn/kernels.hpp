@@ -82,6 +82,17 @@ inline void with_floats(const char* op, const Tensors& tensors, F&& f, P*... typ
     with_float(op, std::get<I>(tensors), [&](auto* p) { with_floats<I + 1>(op, tensors, f, typed..., p); });
 }
 
+// with_floats over `tensors`, then row(i, p...) for each i in [0, count) with their typed data
+// pointers p, on a team of threads when `work` elements make one worth it: the loop of every
+// rowwise and elementwise kernel.
+template <class Tensors, class Row>
+inline void each_row(const char* op, const Tensors& tensors, std::int64_t count, std::int64_t work, int threads, Row&& row) {
+  with_floats(op, tensors, [&](auto*... p) {
+#pragma omp parallel for num_threads(team_size(work, threads)) schedule(static)
+    for (std::int64_t i = 0; i < count; ++i) row(i, p...);
+  });
+}
+
 // exp(x) for f32, branch-free (Cody-Waite reduction + degree-6 polynomial, ~1 ulp), so that
 // softmax rows vectorise. exp(-inf) = 0; results flush to 0 below x ~ -87.5 (no denormals) and
 // become +inf above x ~ 88.03 (slightly before FLT_MAX; never reached by softmax, where x <= 0).

@@ -25,6 +25,20 @@ void ReferenceBackend::do_linear_forward(Tensor& y, Tensor* pre, const Tensor& x
   store(y, yv);
 }
 
+namespace {
+// out[o(r, c)] = alpha * (sum over k < K of a(r, k) * b(k, c)) for r < R, c < C: every product
+// of the backward passes below, with a, b and o reading and writing through their layouts.
+template <class A, class B, class O>
+void product(std::vector<double>& out, std::int64_t R, std::int64_t C, std::int64_t K, A a, B b, O o, double alpha = 1.0) {
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t c = 0; c < C; ++c) {
+      double s = 0;
+      for (std::int64_t k = 0; k < K; ++k) s += a(r, k) * b(k, c);
+      out[o(r, c)] = alpha * s;
+    }
+}
+}  // namespace
+
 // g = dy ⊙ act'(pre) (ReLU: from y); dx[N, I] += g·w, dw[O, I] += g^T·x, db[O] += sum_rows(g).
 void ReferenceBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
                                           const Tensor* pre, const Tensor& y, Activation act) {
@@ -39,24 +53,18 @@ void ReferenceBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, co
   }
   const std::vector<double> xv = load(x), wv = load(w);
   auto at = [](std::int64_t r, std::int64_t c, std::int64_t cols) { return static_cast<std::size_t>(r * cols + c); };
-  if (dx) {
-    std::vector<double> d(static_cast<std::size_t>(N * I), 0.0);
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t i = 0; i < I; ++i) {
-        double s = 0;
-        for (std::int64_t o = 0; o < O; ++o) s += g[at(n, o, O)] * wv[at(o, i, I)];
-        d[at(n, i, I)] = s;
-      }
+  auto G = [&](std::int64_t n, std::int64_t o) { return g[at(n, o, O)]; };
+  auto W = [&](std::int64_t o, std::int64_t i) { return wv[at(o, i, I)]; };
+  auto X = [&](std::int64_t n, std::int64_t i) { return xv[at(n, i, I)]; };
+  if (dx) {  // dx[n, i] += sum_o g[n, o] w[o, i]
+    std::vector<double> d(xv.size(), 0.0);
+    product(d, N, I, O, G, W, [&](std::int64_t n, std::int64_t i) { return at(n, i, I); });
     accumulate(dx, d);
   }
-  if (dw) {
-    std::vector<double> d(static_cast<std::size_t>(O * I), 0.0);
-    for (std::int64_t o = 0; o < O; ++o)
-      for (std::int64_t i = 0; i < I; ++i) {
-        double s = 0;
-        for (std::int64_t n = 0; n < N; ++n) s += g[at(n, o, O)] * xv[at(n, i, I)];
-        d[at(o, i, I)] = s;
-      }
+  if (dw) {  // dw[o, i] += sum_n g[n, o] x[n, i]
+    std::vector<double> d(wv.size(), 0.0);
+    const auto GT = [&](std::int64_t o, std::int64_t n) { return G(n, o); };
+    product(d, O, I, N, GT, X, [&](std::int64_t o, std::int64_t i) { return at(o, i, I); });
     accumulate(dw, d);
   }
   if (db) {
@@ -120,26 +128,24 @@ void ReferenceBackend::do_matmul_backward(Tensor* da, Tensor* db, const Tensor& 
     return static_cast<std::size_t>(t * d.K * d.N + (trans_b ? n * d.K + k : k * d.N + n));
   };
   auto ic = [&](std::int64_t t, std::int64_t m, std::int64_t n) { return static_cast<std::size_t>((t * d.M + m) * d.N + n); };
-  if (da) {
+  if (da) {  // dA[m, k] = alpha sum_n dC[m, n] B[k, n], per batch t
     std::vector<double> g(av.size(), 0.0);
-    for (std::int64_t t = 0; t < d.batch; ++t)
-      for (std::int64_t m = 0; m < d.M; ++m)
-        for (std::int64_t k = 0; k < d.K; ++k) {
-          double s = 0;
-          for (std::int64_t n = 0; n < d.N; ++n) s += gv[ic(t, m, n)] * bv[ib(t, k, n)];
-          g[ia(t, m, k)] = alpha * s;
-        }
+    for (std::int64_t t = 0; t < d.batch; ++t) {
+      const auto dC = [&](std::int64_t m, std::int64_t n) { return gv[ic(t, m, n)]; };
+      const auto BT = [&](std::int64_t n, std::int64_t k) { return bv[ib(t, k, n)]; };
+      const auto at_a = [&](std::int64_t m, std::int64_t k) { return ia(t, m, k); };
+      product(g, d.M, d.K, d.N, dC, BT, at_a, alpha);
+    }
     accumulate(da, g);
   }
-  if (db) {
+  if (db) {  // dB[k, n] = alpha sum_m A[m, k] dC[m, n], per batch t
     std::vector<double> g(bv.size(), 0.0);
-    for (std::int64_t t = 0; t < d.batch; ++t)
-      for (std::int64_t k = 0; k < d.K; ++k)
-        for (std::int64_t n = 0; n < d.N; ++n) {
-          double s = 0;
-          for (std::int64_t m = 0; m < d.M; ++m) s += av[ia(t, m, k)] * gv[ic(t, m, n)];
-          g[ib(t, k, n)] = alpha * s;
-        }
+    for (std::int64_t t = 0; t < d.batch; ++t) {
+      const auto AT = [&](std::int64_t k, std::int64_t m) { return av[ia(t, m, k)]; };
+      const auto dC = [&](std::int64_t m, std::int64_t n) { return gv[ic(t, m, n)]; };
+      const auto at_b = [&](std::int64_t k, std::int64_t n) { return ib(t, k, n); };
+      product(g, d.K, d.N, d.M, AT, dC, at_b, alpha);
+    }
     accumulate(db, g);
   }
 }

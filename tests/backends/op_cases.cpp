@@ -97,9 +97,7 @@ Tensor upload(Backend& be, const Shape& shape, DType dtype, const std::vector<fl
   if (dtype == DType::F32) {
     be.copy_from_host(t, v.data());
   } else if (dtype == DType::BF16) {
-    std::vector<std::uint16_t> b(n);
-    for (std::size_t i = 0; i < n; ++i) b[i] = float_to_bf16(v[i]);
-    be.copy_from_host(t, b.data());
+    be.copy_from_host(t, to_bf16(v).data());
   } else {
     std::vector<std::int32_t> b(n);
     for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::int32_t>(v[i]);

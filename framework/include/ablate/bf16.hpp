@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace ablate {
 
@@ -24,5 +25,12 @@ inline float bf16_to_float(std::uint16_t b) {
 
 // f rounded to the nearest bf16 value, as a float.
 inline float round_to_bf16(float f) { return bf16_to_float(float_to_bf16(f)); }
+
+// Every value as bf16 bits: the host data of a bf16 tensor holding v (for copy_from_host).
+inline std::vector<std::uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<std::uint16_t> b(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) b[i] = float_to_bf16(v[i]);
+  return b;
+}
 
 }  // namespace ablate

@@ -57,9 +57,7 @@ Tensor make(Backend& be, Shape s, const std::vector<float>& v, DType dt = DType:
   if (dt == DType::F32) {
     be.copy_from_host(t, v.data());
   } else {
-    std::vector<std::uint16_t> b(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) b[i] = ablate::float_to_bf16(v[i]);
-    be.copy_from_host(t, b.data());
+    be.copy_from_host(t, ablate::to_bf16(v).data());
   }
   return t;
 }
