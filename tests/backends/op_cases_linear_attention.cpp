@@ -101,7 +101,9 @@ AttentionParams base_params(bool causal, std::int64_t offset, std::int64_t Dh, f
   return p;
 }
 
-void add_attention(std::vector<OpCase>& out) {
+namespace {
+// Attention with as many k/v heads as q heads: the masks, offsets, dropout and probabilities.
+void add_plain_attention(std::vector<OpCase>& out) {
   struct A {
     std::string tag;
     std::int64_t B, H, T, S, Dh;
@@ -158,9 +160,11 @@ void add_attention(std::vector<OpCase>& out) {
     };
     out.push_back(std::move(c));
   }
+}
 
-  // Grouped k/v heads (k/v [B, Hkv, S, Dh]), a logit bias [1 or H, T, S] with its gradient, and
-  // ALiBi slopes [H], alone and with the masks, offset and dropout.
+// Grouped k/v heads (k/v [B, Hkv, S, Dh]), a logit bias [1 or H, T, S] with its gradient, ALiBi
+// slopes [H] and a logit softcap, alone and with the masks, offset and dropout.
+void add_extended_attention(std::vector<OpCase>& out) {
   struct X {
     std::string tag;
     std::int64_t B, H, Hkv, T, S, Dh;
@@ -226,6 +230,12 @@ void add_attention(std::vector<OpCase>& out) {
     };
     out.push_back(std::move(c));
   }
+}
+}  // namespace
+
+void add_attention(std::vector<OpCase>& out) {
+  add_plain_attention(out);
+  add_extended_attention(out);
 }
 
 }  // namespace ablate::testing::catalogue

@@ -122,7 +122,9 @@ void add_rowwise(std::vector<OpCase>& out) {
   }
 }
 
-void add_loss_optim(std::vector<OpCase>& out) {
+namespace {
+// The loss ops: cross-entropy (label smoothing, ignored rows) and the sum of squares.
+void add_loss(std::vector<OpCase>& out) {
   struct X {
     std::int64_t N, V;
     float ls;
@@ -165,6 +167,10 @@ void add_loss_optim(std::vector<OpCase>& out) {
     c.forward = [](OpRun& r) { r.backend.sum_squares(r["total"], r["x"]); };
     out.push_back(std::move(c));
   }
+}
+
+// The optimizer's and the runtime's ops: Adam/AdamW updates, casts, copy and fill.
+void add_optim_memory(std::vector<OpCase>& out) {
   struct Ad {
     std::string tag;
     AdamParams p;
@@ -224,6 +230,12 @@ void add_loss_optim(std::vector<OpCase>& out) {
     };
     out.push_back(std::move(c));
   }
+}
+}  // namespace
+
+void add_loss_optim(std::vector<OpCase>& out) {
+  add_loss(out);
+  add_optim_memory(out);
 }
 
 }  // namespace ablate::testing::catalogue
