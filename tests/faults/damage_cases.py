@@ -198,8 +198,9 @@ def environment_cases(c, trials):
     c.case("environment", "full_disk", full_disk)
 
     # Kills: SIGKILL (a lost machine) or SIGTERM (Ctrl-C) at a random moment, then resume until
-    # done: the results must equal the uninterrupted run's, nothing lost, nothing repeated.
-    long_run = ["--set", "train.steps=600", "--set", "log.every=10", "--set", "eval.every=100"]
+    # done: the results must equal the uninterrupted run's, nothing lost, nothing repeated. On the
+    # oneDNN backend, what researchers train on (and 3x faster than the reference under ASan).
+    long_run = ["--set", "train.steps=600", "--set", "log.every=10", "--set", "eval.every=100", "--set", "backend=onednn"]
     ref = os.path.join(c.work, "kill_ref")
     start = time.monotonic()
     code, out = c.run(["run", c.spec("kill"), "--out", ref, "--progress", "quiet"] + long_run)

@@ -33,7 +33,7 @@ cat > "$tmp/spec.yaml" <<'YAML'
 name: local_sweep
 task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 512, eval_examples: 64}
 model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.1}
-backend: reference
+backend: onednn
 train: {steps: 80, batch_size: 16}
 log: {every: 10, attention: {every: 40, probe_examples: 2}}
 eval: {every: 20, batches: 1}
@@ -138,7 +138,7 @@ cat > "$tmp/grid.yaml" <<'YAML'
 name: grid_sweep
 task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 256, eval_examples: 32}
 model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 1, d_ff: 32, dropout: 0.0, block: pre_norm, ffn: relu}
-backend: reference
+backend: onednn
 train: {steps: 40, batch_size: 16}
 log: {every: 10, attention: {every: 20, probe_examples: 2}}
 eval: {every: 20, batches: 1}
