@@ -92,8 +92,8 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
       if (plugin_call(*task, "size_at_length", [&] { return task->size_at_length(Split::Eval, length); }) <= 0) {
         errors.add(spec.marks.of("eval.lengths"), "eval.lengths",
                    "task plugin '" + spec.task.name + "' makes no eval examples of length " + std::to_string(length) +
-                       "; expected a task that makes examples of other lengths (copy, reverse, sort, language_model "
-                       "without `file`), or no eval.lengths");
+                       "; expected a task that makes examples of other lengths (copy, reverse, sort, language_model: "
+                       "synthetic, or over a `file` with split: contiguous), or no eval.lengths");
         break;
       }
     if (attention) {  // the model's sizes the attention cannot be built with

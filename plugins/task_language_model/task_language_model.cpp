@@ -40,7 +40,13 @@ constexpr ablate::OptionInfo kOptions[] = {
      "text: fraction of the windows in the eval split (rounded up; 0 = evaluate on the train windows)"},
     {"test_fraction", ablate::OptionType::Float, "0.05", nullptr,
      "text: fraction of the windows in the held-out test split (rounded up; 0 = none)"},
-    {"split_seed", ablate::OptionType::Int, "1", nullptr, "text: seed of the shuffle that assigns windows to train/eval/test"},
+    {"split", ablate::OptionType::String, "contiguous", "contiguous|random",
+     "text: contiguous (train is the text's start, then the eval stretch, then the test stretch at its end: no held-out "
+     "window has a training neighbour, and eval.lengths cuts the held-out stretch into windows of each length) or random "
+     "(windows shuffled into the splits by split_seed, before 1.2.0 the only split: held-out windows sit between training "
+     "windows of the same passage)"},
+    {"split_seed", ablate::OptionType::Int, "1", nullptr,
+     "text, split: random: seed of the shuffle that assigns windows to train/eval/test"},
 };
 constexpr std::size_t kSyntheticOptions = 6;  // kOptions[0 .. 6) belong to the synthetic mode, the rest to the text mode
 
@@ -98,6 +104,11 @@ void refuse_other_mode(const ablate::Options& o, bool text) {
                             " of the text mode, but `file` is empty (synthetic mode: a random Markov chain); expected only " +
                             joined(expected),
                         "set file: PATH to train on a text file, or remove them");
+  if (text && o.get_string("split") == "contiguous" && o.get_int("split_seed") != 1)
+    throw ablate::Error(plugin +
+                            ": split_seed shuffles the windows of split: random; with split: contiguous (the default) "
+                            "nothing is shuffled",
+                        "remove split_seed, or set split: random");
   if (text && o.get_string("tokens") == "char" && !o.get_bool("split_punctuation"))
     throw ablate::Error(plugin + ": split_punctuation applies to tokens: word; with tokens: char every character is a token",
                         "remove split_punctuation, or set tokens: word");
@@ -110,6 +121,7 @@ TextSettings text_settings(const ablate::Options& o) {
   s.stream.context = o.get_int("context");
   s.corpus = ablate_text::corpus_settings(o, TextLanguageModel::kName, "window of the file");
   s.stream.max_examples = s.corpus.max_examples;
+  s.corpus.contiguous = o.get_string("split") == "contiguous";
   return s;
 }
 
@@ -122,8 +134,9 @@ ablate::Component* create(const ablate::Options& o) {
   return new MarkovLanguageModel(o);
 }
 
-ABLATE_PLUGIN("task", "language_model", "1.1.0",
-              "Language model: a synthetic Markov chain, or windows of a text file (char/word tokens, train-split vocabulary)",
+ABLATE_PLUGIN("task", "language_model", "1.2.0",
+              "Language model: a synthetic Markov chain, or windows of a text file (char/word tokens, train-split vocabulary, "
+              "held-out stretches at its end)",
               ablate::options_of(kOptions), create)
 
 }  // namespace task_language_model

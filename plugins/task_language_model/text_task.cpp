@@ -84,6 +84,28 @@ ablate::Example TextLanguageModel::example(ablate::Split split, std::int64_t ind
   return e;
 }
 
+std::int64_t TextLanguageModel::size_at_length(ablate::Split split, std::int64_t length) const {
+  const std::int64_t context = settings_.stream.context;
+  if (length < 1) return 0;
+  if (!settings_.corpus.contiguous) return length == context ? size(split) : 0;
+  return size(split) * context / length;
+}
+
+ablate::Example TextLanguageModel::example_at_length(ablate::Split split, std::int64_t index, std::int64_t length) const {
+  const std::int64_t n = size_at_length(split, length);
+  if (index < 0 || index >= n)
+    fail("example index " + std::to_string(index) + " at length " + std::to_string(length) + " is outside the " +
+             ablate_text::split_name(split) + " split's " + std::to_string(n) + " windows of that length",
+         settings_.corpus.contiguous ? "index with 0 .. size_at_length(split, length) - 1"
+                                     : "split: random makes windows of `context` tokens only; set split: contiguous");
+  if (!settings_.corpus.contiguous) return example(split, index);
+  // The split's windows are consecutive: its stretch starts at its first window.
+  const std::int64_t first = window_of(split, 0) * settings_.stream.context + index * length;
+  ablate::Example e;
+  e.tgt.assign(ids_.begin() + first, ids_.begin() + first + length);
+  return e;
+}
+
 std::int64_t TextLanguageModel::window_of(ablate::Split split, std::int64_t index) const {
   return windows_.at(split, index, kName);
 }

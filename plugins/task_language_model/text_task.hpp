@@ -1,7 +1,8 @@
 // task/language_model over a text file (the plugin's text mode, option `file`): the file as one
 // token stream (text_corpus.hpp) cut into non-overlapping windows of `context` tokens, the
-// windows split deterministically into train / eval / test (ablate_text::split_indices), and one
-// vocabulary built from the train windows only (<unk> for the rest).
+// windows split into train / eval / test (option `split`: contiguous stretches, train first and
+// test last, or shuffled windows; ablate_text::split), and one vocabulary built from the train
+// windows only (<unk> for the rest).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,11 @@ class TextLanguageModel final : public ablate::Task {
   // Characters concatenated (the text as written, lower-cased if asked); words joined by single
   // spaces, with no space around a line break. pad/bos/eos are dropped, an unknown id is "<unk>".
   std::string text(const std::vector<std::int32_t>& tokens, bool target) const override;
+  // Windows of `length` tokens for eval.lengths. split: contiguous: the split's stretch of text cut
+  // into floor(stretch / length) non-overlapping windows, in file order. split: random: the split's
+  // windows when length is `context` (its windows are not adjacent), else none.
+  std::int64_t size_at_length(ablate::Split split, std::int64_t length) const override;
+  ablate::Example example_at_length(ablate::Split split, std::int64_t index, std::int64_t length) const override;
   // Another text file cut into windows of `context` tokens as the task's file is (every window).
   std::vector<ablate::Example> read_examples(const std::string& file, std::int64_t* unknown) const override;
   // The text tokenized as the file was (one vocabulary: `target` does not matter).

@@ -104,6 +104,17 @@ def spec_cases(c):
             "eval.lengths: task plugin 'translation' makes no eval examples of length 8",
             text=TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
                               "task: {plugin: translation, file: " + tsv + "}"))
+    lm_txt = os.path.join(c.work, "tiny_lm.txt")
+    with open(lm_txt, "w") as f:
+        f.write("the quick brown fox jumps over the lazy dog\n" * 40)
+    lm = TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+                      "task: {plugin: language_model, file: " + lm_txt + ", context: 16}").replace("encoder_decoder", "decoder")
+    refused("lm_split_seed_of_a_contiguous_split", ["task.split_seed=3"], "task: task plugin 'language_model' refuses its options",
+            "split_seed shuffles the windows of split: random", "set split: random", text=lm)
+    refused("lm_split_unknown", ["task.split=shuffled"], "task.split: 'shuffled' is not a valid value", "contiguous, random",
+            text=lm)
+    refused("lm_eval_lengths_of_a_random_split", ["task.split=random", "eval.lengths=[32]"],
+            "eval.lengths: task plugin 'language_model' makes no eval examples of length 32", "split: contiguous", text=lm)
     refused("eval_lengths_zero", ["eval.lengths=[0]"], "eval.lengths[0]: '0' is not a length; expected an integer >= 1")
     refused("warmup_not_below_steps", ["train.schedule=cosine", "train.schedule.warmup=6"],
             "train.schedule: schedule plugin 'cosine' refuses its options", "warmup 6",

@@ -1,6 +1,6 @@
 // Tests for task/language_model's text mode end to end (the built plugin): `ablate run` over the
-// plugin's fixture text beats the unigram baseline, records continuations (the same after a resume)
-// and checks its generate settings. Its own code's tests: plugins/task_language_model/tests/.
+// plugin's fixture text beats the unigram baseline, records continuations (the same after a resume),
+// checks its generate settings and scores eval.lengths on the held-out stretch. Its own code's tests: plugins/task_language_model/tests/.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -151,6 +151,30 @@ TEST_F(LanguageModelTextRun, GenerateSettingsAreCheckedAgainstTheTaskAndTheModel
   off.insert(off.end(), {"--set", "eval.generate.max_tokens=0"});
   ASSERT_EQ(run("off", off).code, cli::kExitOk);
   EXPECT_EQ(results::RunReader(dir.path() / "off" / "run.h5").layout().samples.count, 0) << "max_tokens 0: none recorded";
+}
+
+// eval.lengths on text (split: contiguous, the default): the held-out stretch scored in windows
+// of 16 and 64 tokens besides the trained 32, each a column of finite losses; split: random,
+// whose eval windows are not adjacent, is refused before anything is written.
+TEST_F(LanguageModelTextRun, EvalLengthsScoreTheHeldOutStretchAtEachLength) {
+  const std::vector<std::string> lengths = {"--set", "train.steps=20",        "--set", "eval.every=20",
+                                            "--set", "eval.lengths=[16, 64]", "--set", "eval.generate.max_tokens=0"};
+  const auto r = run("lengths", lengths);
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  const results::MetricTable eval = results::RunReader(dir.path() / "lengths" / "run.h5").metrics(results::MetricSplit::Eval);
+  for (const char* name : {"loss", "loss_at_16", "loss_at_64"}) {
+    const auto it = std::find(eval.names.begin(), eval.names.end(), name);
+    ASSERT_NE(it, eval.names.end()) << "no eval column " << name;
+    const double loss = eval.columns[static_cast<std::size_t>(it - eval.names.begin())].back();
+    EXPECT_TRUE(std::isfinite(loss) && loss > 0.0) << name << " " << loss;
+  }
+  std::vector<std::string> random = lengths;
+  random.insert(random.end(), {"--set", "task.split=random"});
+  const auto refused = run("random", random);
+  EXPECT_EQ(refused.code, cli::kExitUsage) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("eval.lengths: task plugin 'language_model' makes no eval examples of length 16"), std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "random"));
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ CorpusSettings corpus_settings(const ablate::Options& o, std::string_view plugin
 }
 
 SplitIndices split(const CorpusSettings& s, std::int64_t n) {
-  return split_indices(n, s.valid_fraction, s.test_fraction, s.split_seed);
+  return s.contiguous ? contiguous_split_indices(n, s.valid_fraction, s.test_fraction)
+                      : split_indices(n, s.valid_fraction, s.test_fraction, s.split_seed);
 }
 
 }  // namespace ablate_text

@@ -18,6 +18,7 @@ struct CorpusSettings {
   double valid_fraction = 0.05;   // the eval split's share of the examples (splits.hpp)
   double test_fraction = 0.05;    // the held-out test split's share
   std::uint64_t split_seed = 1;   // the shuffle that assigns examples to the splits
+  bool contiguous = false;        // train | eval | test in file order, no shuffle (a language model's `split`)
 };
 
 // Reads max_examples, min_freq, valid_fraction, test_fraction and split_seed from `o`. Throws
@@ -25,7 +26,7 @@ struct CorpusSettings {
 // 0 keeps every `unit`). The fractions are checked by split().
 CorpusSettings corpus_settings(const ablate::Options& o, std::string_view plugin, std::string_view unit);
 
-// The split of n examples under `s` (split_indices).
+// The split of n examples under `s` (split_indices, or contiguous_split_indices).
 SplitIndices split(const CorpusSettings& s, std::int64_t n);
 
 }  // namespace ablate_text

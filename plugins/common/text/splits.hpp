@@ -1,9 +1,12 @@
 // The train / eval / test split of the text tasks (translation, language_model over a file,
-// classification): a deterministic shuffle of the example indices (Fisher-Yates driven by
-// splitmix64, the same on every machine and standard library), then test = the first
-// ceil(test_fraction * n), eval = the next ceil(valid_fraction * n), train = the rest. Each part
-// keeps the shuffled order. valid_fraction 0 holds nothing out for eval: the eval part is the
-// train part itself (toy experiments that memorise a handful of pairs, as the tutorials do).
+// classification), in one of two orders. Random: a deterministic shuffle of the example indices
+// (Fisher-Yates driven by splitmix64, the same on every machine and standard library), then
+// test = the first ceil(test_fraction * n), eval = the next ceil(valid_fraction * n), train = the
+// rest, each part in the shuffled order. Contiguous (a language model's windows of one text):
+// train = the first indices, eval = the stretch after them, test = the last ceil(test_fraction * n),
+// in file order, so no held-out window has a training neighbour. In both, valid_fraction 0 holds
+// nothing out for eval: the eval part is the train part itself (toy experiments that memorise a
+// handful of pairs, as the tutorials do).
 #pragma once
 
 #include <cstdint>
@@ -20,5 +23,7 @@ struct SplitIndices {
 
 // Throws ablate::Error unless both fractions are in [0, 1) and the train part is non-empty.
 SplitIndices split_indices(std::int64_t n, double valid_fraction, double test_fraction, std::uint64_t seed);
+// The contiguous split of 0 .. n-1: train | eval | test in that order. Throws as split_indices.
+SplitIndices contiguous_split_indices(std::int64_t n, double valid_fraction, double test_fraction);
 
 }  // namespace ablate_text

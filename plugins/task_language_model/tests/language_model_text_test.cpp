@@ -155,7 +155,7 @@ TEST_F(LanguageModelTextTask, DeclaresTheOptionsOfBothModesAndDefaultsToTheMarko
   for (std::uint32_t i = 0; i < declared.size; ++i) names.push_back(declared.data[i].name);
   EXPECT_EQ(names, (std::vector<std::string>{"vocab_size", "min_len", "max_len", "train_examples", "eval_examples", "seed",
                                              "file", "tokens", "lowercase", "split_punctuation", "min_freq", "context",
-                                             "max_examples", "valid_fraction", "test_fraction", "split_seed"}));
+                                             "max_examples", "valid_fraction", "test_fraction", "split", "split_seed"}));
   const auto synthetic = kit::make_component<ablate::Task>("language_model");
   EXPECT_EQ(std::dynamic_pointer_cast<TextLanguageModel>(synthetic), nullptr);
   EXPECT_EQ(synthetic->info().vocab_size, 32);
@@ -189,9 +189,31 @@ TEST_F(LanguageModelTextTask, WindowsAreTheFileCutInOrder) {
   EXPECT_THROW(t->example(Split::Eval, t->size(Split::Eval)), ablate::Error);
 }
 
-TEST_F(LanguageModelTextTask, SplitsAreDeterministicDisjointAndCoverEveryWindow) {
-  const auto a = fable(), b = fable();
+// The default split: train is the text's first 107 windows, eval the next 7, test the last 7, each
+// in file order, so a held-out window never sits between training windows.
+TEST_F(LanguageModelTextTask, ContiguousSplitHoldsOutTheEndOfTheTextInOrder) {
+  const auto t = fable();
   // 121 windows: test ceil(0.05 * 121) = 7, eval 7, train 107.
+  ASSERT_EQ(t->size(Split::Train), 107);
+  ASSERT_EQ(t->size(Split::Eval), 7);
+  ASSERT_EQ(t->size(Split::Test), 7);
+  for (std::int64_t i = 0; i < 107; ++i) EXPECT_EQ(t->window_of(Split::Train, i), i);
+  for (std::int64_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(t->window_of(Split::Eval, i), 107 + i);
+    EXPECT_EQ(t->window_of(Split::Test, i), 114 + i);
+  }
+  const auto none = fable({{"valid_fraction", "0"}, {"test_fraction", "0.1"}});
+  EXPECT_EQ(none->size(Split::Test), 13);
+  ASSERT_EQ(none->size(Split::Eval), 108) << "valid_fraction 0: eval is the train part itself";
+  EXPECT_EQ(none->window_of(Split::Eval, 107), 107);
+  const std::string seed = error({{"file", kFable.string()}, {"split_seed", "2"}});
+  EXPECT_NE(seed.find("task/language_model: split_seed shuffles the windows of split: random; with split: contiguous"),
+            std::string::npos)
+      << seed;
+}
+
+TEST_F(LanguageModelTextTask, RandomSplitIsDeterministicDisjointAndCoversEveryWindow) {
+  const auto a = fable({{"split", "random"}}), b = fable({{"split", "random"}});
   EXPECT_EQ(a->size(Split::Test), 7);
   EXPECT_EQ(a->size(Split::Eval), 7);
   EXPECT_EQ(a->size(Split::Train), 107);
@@ -204,13 +226,45 @@ TEST_F(LanguageModelTextTask, SplitsAreDeterministicDisjointAndCoverEveryWindow)
     }
   EXPECT_EQ(seen.size(), 121u);
   EXPECT_EQ(*seen.rbegin(), 120);
-  const auto other = fable({{"split_seed", "2"}});
+  const auto other = fable({{"split", "random"}, {"split_seed", "2"}});
   std::vector<std::int64_t> eval_a, eval_other;
   for (std::int64_t i = 0; i < a->size(Split::Eval); ++i) {
     eval_a.push_back(a->window_of(Split::Eval, i));
     eval_other.push_back(other->window_of(Split::Eval, i));
   }
   EXPECT_NE(eval_a, eval_other) << "split_seed reshuffles the windows";
+  EXPECT_NE(eval_a, (std::vector<std::int64_t>{107, 108, 109, 110, 111, 112, 113})) << "shuffled, not the text's end";
+}
+
+// eval.lengths on text: the held-out stretch (7 windows of 32 = 224 tokens) cut into windows of
+// another length, in file order; split: random has windows of `context` only.
+TEST_F(LanguageModelTextTask, OtherLengthsCutTheHeldOutStretch) {
+  const auto t = fable();
+  std::vector<std::int32_t> stretch;
+  for (std::int64_t i = 0; i < t->size(Split::Eval); ++i) {
+    const std::vector<std::int32_t> w = t->example(Split::Eval, i).tgt;
+    stretch.insert(stretch.end(), w.begin(), w.end());
+  }
+  ASSERT_EQ(stretch.size(), 224u);
+  for (std::int64_t length : {1, 16, 32, 64, 100, 224}) {
+    const std::int64_t n = t->size_at_length(Split::Eval, length);
+    EXPECT_EQ(n, 224 / length) << length;
+    for (std::int64_t i = 0; i < n; ++i)
+      EXPECT_EQ(t->example_at_length(Split::Eval, i, length).tgt,
+                std::vector<std::int32_t>(stretch.begin() + i * length, stretch.begin() + (i + 1) * length))
+          << "length " << length << ", window " << i;
+    EXPECT_THROW(t->example_at_length(Split::Eval, n, length), ablate::Error);
+  }
+  EXPECT_EQ(t->size_at_length(Split::Eval, 225), 0);
+  EXPECT_EQ(t->size_at_length(Split::Test, 64), 3);
+  EXPECT_EQ(t->example_at_length(Split::Test, 0, 32), t->example(Split::Test, 0));
+
+  const auto shuffled = fable({{"split", "random"}});
+  EXPECT_EQ(shuffled->size_at_length(Split::Eval, 32), 7);
+  EXPECT_EQ(shuffled->example_at_length(Split::Eval, 3, 32), shuffled->example(Split::Eval, 3));
+  EXPECT_EQ(shuffled->size_at_length(Split::Eval, 64), 0);
+  const std::string random_long = error_of([&] { shuffled->example_at_length(Split::Eval, 0, 64); });
+  EXPECT_NE(random_long.find("split: random makes windows of `context` tokens only"), std::string::npos) << random_long;
 }
 
 TEST_F(LanguageModelTextTask, VocabularyComesFromTheTrainWindowsOnly) {
@@ -225,6 +279,7 @@ TEST_F(LanguageModelTextTask, VocabularyComesFromTheTrainWindowsOnly) {
                          {"context", "4"},
                          {"valid_fraction", "0.2"},
                          {"test_fraction", "0.1"},
+                         {"split", "random"},
                          {"split_seed", std::to_string(seed)}});
     Split where = Split::Train;
     std::int64_t index = -1;
@@ -239,6 +294,13 @@ TEST_F(LanguageModelTextTask, VocabularyComesFromTheTrainWindowsOnly) {
     EXPECT_EQ(t->text(t->example(where, index).tgt, true), in_train ? "aZ\nb" : "a<unk>\nb");
   }
   EXPECT_TRUE(seen_train && seen_held_out) << "some split seed puts window 17 in train, another outside it";
+  // Contiguous: 28 train windows, 8 eval (28 .. 35), 4 test (36 .. 39); a 'Z' in window 37 is <unk>.
+  text.clear();
+  for (int i = 0; i < 40; ++i) text += i == 37 ? "aZ\nb" : "ab\nb";
+  const auto tail =
+      make({{"file", write("z_tail.txt", text)}, {"context", "4"}, {"valid_fraction", "0.2"}, {"test_fraction", "0.1"}});
+  EXPECT_EQ(tail->vocabulary().id("Z"), Vocabulary::kUnk);
+  EXPECT_EQ(tail->text(tail->example(Split::Test, 1).tgt, true), "a<unk>\nb");
 }
 
 TEST_F(LanguageModelTextTask, MinFreqSendsRareTokensToUnkAndWordTextKeepsLineBreaks) {
