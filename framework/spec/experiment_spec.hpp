@@ -90,6 +90,7 @@ struct EarlyStoppingSpec {
 struct TrainSpec {
   std::int64_t steps{};  // required
   std::int64_t batch_size{};
+  std::int64_t accumulate{};  // micro-batches of batch_size per optimizer step (gradient accumulation)
   OptimizerSpec optimizer;
   PluginRef schedule{};
   double clip_grad_norm{};  // 0: off

@@ -258,7 +258,12 @@ const std::vector<SpecKey>& schema() {
         "compute precision; `bf16` needs a backend with bf16 (what ran is recorded in run.h5)"));
     k.push_back(section("train").doc("optimisation: steps, batch, optimizer, schedule, stopping"));
     k.push_back(integer(KEY(train.steps), 1).required().doc("optimizer steps"));
-    k.push_back(integer(KEY(train.batch_size), 1).def("64").doc("examples per step"));
+    k.push_back(integer(KEY(train.batch_size), 1).def("64").doc(
+        "examples per step (per micro-batch with `accumulate`: the batch one forward pass holds)"));
+    k.push_back(integer(KEY(train.accumulate), 1).def("1").doc(
+        "gradient accumulation: micro-batches of `batch_size` whose gradients make one optimizer step, weighted by "
+        "their target tokens, so a step sees `accumulate x batch_size` examples (the same update as that batch "
+        "in one pass, up to float rounding) while memory holds one micro-batch"));
     k.push_back(section("train.optimizer").doc("Adam's settings"));
     k.push_back(choice(KEY(train.optimizer.name), kOptimizer).def("adam").doc("`adamw`: decoupled weight decay"));
     k.push_back(number(KEY(train.optimizer.lr), kPositive).def("1e-3").doc("base learning rate"));

@@ -75,7 +75,8 @@ class Trainer {
         out_(out),
         profile_(options.profile ? std::make_shared<OpProfile>() : nullptr),
         ex_(spec, registry, profile_),  // first: a spec problem leaves no directory behind
-        order_(ex_.size(Split::Train), spec.train.batch_size, static_cast<std::uint64_t>(spec.train.seed)) {}
+        order_(ex_.size(Split::Train), spec.train.batch_size * spec.train.accumulate,
+               static_cast<std::uint64_t>(spec.train.seed)) {}
 
   void open();
   RunResult run();
@@ -84,6 +85,15 @@ class Trainer {
   // Step `step`: one optimizer step on its batch (its lr and the interval's throughput kept for
   // log()). A non-finite loss or gradient ends the run.
   std::optional<RunResult> step(std::int64_t step);
+  // The step's forward and backward passes: its accumulate x batch_size examples as micro-batches
+  // of batch_size, each loss weighted by its share of the step's target tokens, the gradients
+  // summed into the parameters'. The step's loss (the token-weighted mean) and counts.
+  struct Pass {
+    float loss = 0.0f;
+    double rows = 0, correct = 0;
+    std::int64_t target_tokens = 0;
+  };
+  Pass forward_backward(std::int64_t step, const std::vector<std::int64_t>& indices);
   // The train row at log steps (and the probe); a stop reason when the loss threshold is crossed.
   std::optional<std::string> log(std::int64_t step);
   // The eval split scored (and eval.lengths, a language model's samples), with early stopping.
@@ -126,7 +136,7 @@ void Trainer::open() {
   const std::string spec_yaml = resolved_run_yaml(spec);  // recorded in the dump and the run file
   if (!options_.dump_reference.empty())
     dump_.emplace(options_.dump_reference, spec_yaml, *ex_.store, ex_.model->config().arch != model::Arch::Decoder,
-                  spec.train.batch_size, ex_.task_info.max_src_len, ex_.task_info.max_tgt_len + 1);
+                  spec.train.batch_size * spec.train.accumulate, ex_.task_info.max_src_len, ex_.task_info.max_tgt_len + 1);
   std::string generate_note;
   generate_ = generates(ex_, &generate_note);
   dir_.prepare();
@@ -199,34 +209,66 @@ void Trainer::open() {
   elapsed_before_ = state_.elapsed_seconds;
 }
 
+Trainer::Pass Trainer::forward_backward(std::int64_t step, const std::vector<std::int64_t>& indices) {
+  const std::int64_t B = spec_.train.batch_size, K = spec_.train.accumulate;
+  std::vector<model::DeviceBatch> micro;  // [K]: token ids only; the activations live one pass at a time
+  micro.reserve(static_cast<std::size_t>(K));
+  Pass pass;
+  for (std::int64_t k = 0; k < K; ++k) {
+    const std::vector<std::int64_t> part(indices.begin() + k * B, indices.begin() + (k + 1) * B);
+    const HostBatch host = make_batch(ex_.examples(Split::Train, part));
+    micro.push_back(ex_.batch(host));
+    pass.target_tokens += micro.back().target_tokens;
+  }
+  ex_.store->zero_grad();
+  double weighted = 0.0;
+  for (std::int64_t k = 0; k < K; ++k) {
+    const model::DeviceBatch& batch = micro[static_cast<std::size_t>(k)];
+    // Micro-batch k > 0 draws its dropout masks from its own stream of the step (k = 0: the step's).
+    const std::uint64_t stream = static_cast<std::uint64_t>(step) + (static_cast<std::uint64_t>(k) << 40);
+    Graph g(*ex_.backend, static_cast<std::uint64_t>(spec_.train.seed), stream, /*training=*/true);
+    const ops::CrossEntropyResult ce = ops::cross_entropy(g, ex_.model->logits(g, batch), batch.targets, HostBatch::kIgnore,
+                                                          static_cast<float>(spec_.train.label_smoothing));
+    float loss = 0.0f;
+    ex_.backend->copy_to_host(&loss, ce.loss.value());
+    if (!std::isfinite(loss)) return {loss, 0, 0, pass.target_tokens};
+    pass.rows += ce.rows;
+    pass.correct += ce.correct;
+    if (K == 1) {  // the whole batch: no weighting (bit-identical to a run without accumulation)
+      g.backward(ce.loss);
+      weighted = loss;
+    } else {
+      const double share = static_cast<double>(batch.target_tokens) / static_cast<double>(pass.target_tokens);
+      g.backward(ops::scale(g, ce.loss, static_cast<float>(share)));
+      weighted += share * loss;
+    }
+  }
+  pass.loss = static_cast<float>(weighted);
+  return pass;
+}
+
 std::optional<RunResult> Trainer::step(std::int64_t step) {
   if (profile_) profile_->begin_step();
-  const HostBatch host_batch = make_batch(ex_.examples(Split::Train, order_.batch(step)));
-  const model::DeviceBatch batch = ex_.batch(host_batch);
-  ex_.store->zero_grad();
-  Graph g(*ex_.backend, static_cast<std::uint64_t>(spec_.train.seed), static_cast<std::uint64_t>(step), /*training=*/true);
-  const ops::CrossEntropyResult ce = ops::cross_entropy(g, ex_.model->logits(g, batch), batch.targets, HostBatch::kIgnore,
-                                                        static_cast<float>(spec_.train.label_smoothing));
-  float loss = 0.0f;
-  ex_.backend->copy_to_host(&loss, ce.loss.value());
+  const std::vector<std::int64_t> indices = order_.batch(step);
+  const Pass pass = forward_backward(step, indices);
+  const float loss = pass.loss;
   if (!std::isfinite(loss))
     return finish(RunStatus::Diverged, "loss is " + number_text(loss) + " at step " + std::to_string(step));
-  g.backward(ce.loss);
   lr_ = ex_.learning_rate(step);
   const double grad_norm = ex_.optimizer->step(*ex_.store, lr_, spec_.train.clip_grad_norm);
   if (!std::isfinite(grad_norm))
     return finish(RunStatus::Diverged, "gradient norm is " + number_text(grad_norm) + " at step " + std::to_string(step));
   if (profile_) profile_->end_step();
-  if (dump_) dump_->record(host_batch, loss, lr_);
+  if (dump_) dump_->record(make_batch(ex_.examples(Split::Train, indices)), loss, lr_);
   state_.step = step;
-  state_.tokens_seen += batch.target_tokens;
+  state_.tokens_seen += pass.target_tokens;
   ++steps_this_call_;
   state_.log_loss_sum += loss;
-  state_.log_rows += ce.rows;
-  state_.log_correct += ce.correct;
+  state_.log_rows += pass.rows;
+  state_.log_correct += pass.correct;
   state_.log_grad_norm_sum += grad_norm;
   ++state_.log_steps;
-  interval_tokens_ += batch.target_tokens;
+  interval_tokens_ += pass.target_tokens;
   const double interval_s = std::chrono::duration<double>(Clock::now() - interval_start_).count();
   tokens_per_s_ = interval_s > 0 ? static_cast<double>(interval_tokens_) / interval_s : 0.0;
   progress_->update({step, loss, lr_, tokens_per_s_, elapsed()});
