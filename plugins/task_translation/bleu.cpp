@@ -47,7 +47,25 @@ void BleuStats::add(const std::vector<T>& hypothesis, const std::vector<T>& refe
   }
 }
 
-double BleuStats::score() const {
+double BleuStats::score(Smoothing smoothing) const {
+  if (smoothing == Smoothing::Exp) {  // sacrebleu's compute_bleu with smooth_method "exp", step by step
+    if (std::all_of(matches.begin(), matches.end(), [](std::int64_t m) { return m == 0; })) return 0.0;
+    const double c = static_cast<double>(hypothesis_length), r = static_cast<double>(reference_length);
+    const double brevity = c < r ? (c > 0 ? std::exp(1.0 - r / c) : 0.0) : 1.0;
+    std::array<double, kMaxOrder> precision{};  // percent; an order after one without hypothesis n-grams stays 0
+    double halving = 1.0;
+    for (std::size_t n = 0; n < static_cast<std::size_t>(kMaxOrder) && totals[n] > 0; ++n) {
+      if (matches[n] == 0) {
+        halving *= 2.0;
+        precision[n] = 100.0 / (halving * static_cast<double>(totals[n]));
+      } else {
+        precision[n] = 100.0 * static_cast<double>(matches[n]) / static_cast<double>(totals[n]);
+      }
+    }
+    double log_sum = 0.0;
+    for (double p : precision) log_sum += p > 0.0 ? std::log(p) : -9999999999.0;  // sacrebleu's my_log floor
+    return brevity * std::exp(log_sum / kMaxOrder);
+  }
   double log_mean = 0.0;
   for (int n = 0; n < kMaxOrder; ++n) {
     if (matches[static_cast<std::size_t>(n)] == 0) return 0.0;  // also when totals is 0

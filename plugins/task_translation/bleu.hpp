@@ -30,8 +30,12 @@ struct BleuStats {
   // Adds one sentence pair. T: std::string or std::int32_t.
   template <class T>
   void add(const std::vector<T>& hypothesis, const std::vector<T>& reference);
+  // None: 0 when an order has no match (sacrebleu's smooth_method="none"). Exp: an order without
+  // a match counts as precision 1 / (2^k * total) for its k-th such order (sacrebleu's default,
+  // "exp", mteval-v13a's smoothing), so one missing 4-gram match does not zero the score.
+  enum class Smoothing { None, Exp };
   // Corpus BLEU in [0, 100] of everything added.
-  double score() const;
+  double score(Smoothing smoothing = Smoothing::None) const;
 };
 
 // Corpus BLEU in [0, 100] of hypotheses[i] against references[i] (the same number of each).

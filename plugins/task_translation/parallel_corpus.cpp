@@ -31,7 +31,7 @@ Corpus read_parallel_tsv(std::istream& in, const std::string& name, const Corpus
     const std::string_view source = line.substr(0, tab);
     std::string_view target = line.substr(tab + 1);
     target = target.substr(0, target.find('\t'));
-    TokenizedPair p{src_tok.tokenize(source), tgt_tok.tokenize(target), number};
+    TokenizedPair p{src_tok.tokenize(source), tgt_tok.tokenize(target), number, std::string(target)};
     if (p.src.empty() || p.tgt.empty()) {
       ++c.dropped_empty;
       continue;

@@ -24,6 +24,7 @@ struct CorpusOptions {
 struct TokenizedPair {
   std::vector<std::string> src, tgt;
   std::int64_t line = 0;  // 1-based line of the file
+  std::string target;     // the target column as written (what sacreBLEU and chrF score against; never truncated)
   bool operator==(const TokenizedPair&) const = default;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "bleu.hpp"
+#include "sacrebleu.hpp"
 #include "text/corpus_settings.hpp"
 #include "text/text_file.hpp"
 
@@ -98,7 +99,7 @@ TranslationTask::TranslationTask(const ablate::Options& o)
     lines.reserve(indices.size());
     for (std::int64_t i : indices) {
       const TokenizedPair& p = corpus.pairs[static_cast<std::size_t>(i)];
-      out.push_back({src_vocab_.encode(p.src), tgt_vocab_.encode(p.tgt)});
+      out.push_back({src_vocab_.encode(p.src), tgt_vocab_.encode(p.tgt), p.target});
       lines.push_back(p.line);
     }
   };
@@ -138,6 +139,7 @@ std::vector<ablate::Example> TranslationTask::read_examples(const std::string& f
     unk += n;
     e.tgt = tgt_vocab_.encode(p.tgt, &n);
     unk += n;
+    e.reference = p.target;
     out.push_back(std::move(e));
   }
   if (unknown) *unknown = unk;
@@ -159,7 +161,8 @@ ablate::Example TranslationTask::example(ablate::Split split, std::int64_t index
 std::int64_t TranslationTask::line_of(ablate::Split split, std::int64_t index) const { return lines_.at(split, index, kName); }
 
 std::vector<std::string> TranslationTask::score_names() const {
-  return {"exact_match", "token_accuracy", "bleu", "sentence_bleu", "n_bleu_gt_0", "n_bleu_gt_0_8", "n_sentences"};
+  return {"exact_match",   "token_accuracy", "bleu",          "sacrebleu",  "chrf",
+          "sentence_bleu", "n_bleu_gt_0",    "n_bleu_gt_0_8", "n_sentences"};
 }
 
 std::map<std::string, double> TranslationTask::score(const std::vector<ablate::Example>& references,
@@ -170,6 +173,8 @@ std::map<std::string, double> TranslationTask::score(const std::vector<ablate::E
   // matches, not even a reference's <unk>.
   constexpr std::int32_t kNoMatch = -1;
   BleuStats corpus;
+  SacreBleu sacrebleu;  // and chrF: the detokenized hypothesis against the target as written
+  Chrf chrf;
   double sentence_sum = 0.0;
   std::int64_t above_0 = 0, above_08 = 0;
   std::vector<std::int32_t> hypothesis;
@@ -181,6 +186,11 @@ std::map<std::string, double> TranslationTask::score(const std::vector<ablate::E
     }
     const std::vector<std::int32_t>& reference = references[i].tgt;
     corpus.add(hypothesis, reference);
+    const std::string hypothesis_text = text(predictions[i], true);
+    // A reference without its text (an Example built by hand) reads as its tokens detokenized.
+    const std::string reference_text = references[i].reference.empty() ? text(reference, true) : references[i].reference;
+    sacrebleu.add(hypothesis_text, reference_text);
+    chrf.add(hypothesis_text, reference_text);
     const double b = d2l_sentence_bleu(hypothesis, reference, static_cast<int>(bleu_k_));
     sentence_sum += b;
     above_0 += b > 0.0 ? 1 : 0;
@@ -188,6 +198,8 @@ std::map<std::string, double> TranslationTask::score(const std::vector<ablate::E
   }
   const auto n = static_cast<double>(references.size());
   out["bleu"] = corpus.score();
+  out["sacrebleu"] = sacrebleu.score();
+  out["chrf"] = chrf.score();
   out["sentence_bleu"] = sentence_sum / n;
   out["n_bleu_gt_0"] = static_cast<double>(above_0);
   out["n_bleu_gt_0_8"] = static_cast<double>(above_08);
@@ -201,8 +213,8 @@ std::string TranslationTask::text(const std::vector<std::int32_t>& tokens, bool 
 
 ablate::Component* create(const ablate::Options& o) { return new TranslationTask(o); }
 
-ABLATE_PLUGIN("task", "translation", "1.0.0",
-              "Translation of parallel text from a TSV file (word/char tokens, train-split vocabularies, BLEU)",
+ABLATE_PLUGIN("task", "translation", "1.1.0",
+              "Translation of parallel text from a TSV file (word/char tokens, train-split vocabularies, BLEU, sacreBLEU, chrF)",
               ablate::options_of(kOptions), create)
 
 }  // namespace task_translation

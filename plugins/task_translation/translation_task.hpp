@@ -1,8 +1,9 @@
 // Plugin task/translation: sequence-to-sequence translation of real parallel text read from a
 // TSV file (parallel_corpus.hpp), tokenized per side (tokenizer.hpp), split deterministically
 // into train / eval / test (splits.hpp), with a source and a target vocabulary built from the
-// train split (vocabulary.hpp); scored with exact match, token accuracy, corpus BLEU and the
-// D2L sentence BLEU (bleu.hpp).
+// train split (vocabulary.hpp); scored with exact match, token accuracy, corpus BLEU on tokens
+// and the D2L sentence BLEU (bleu.hpp), and sacreBLEU and chrF on the detokenized text against the
+// target as written (sacrebleu.hpp).
 #pragma once
 
 #include <map>

@@ -30,6 +30,10 @@ struct TaskInfo {
 // Content tokens only (no bos/eos); src is empty for a LanguageModel task.
 struct Example {
   std::vector<std::int32_t> src, tgt;
+  // The target as written in the task's data (a translation's target sentence, before
+  // tokenization), for scores that read text as papers do (sacreBLEU, chrF); empty where the task
+  // has none.
+  std::string reference;
   bool operator==(const Example&) const = default;
 };
 

@@ -18,6 +18,7 @@
 #include "ablate/testing/kit.hpp"
 #include "bleu.hpp"
 #include "parallel_corpus.hpp"
+#include "sacrebleu.hpp"
 #include "text/splits.hpp"
 #include "text/text_test_util.hpp"
 #include "text/tokenizer.hpp"
@@ -221,6 +222,39 @@ TEST(TranslationBleu, CorpusBleuWithPartialMatchesAndBrevityPenalty) {
   EXPECT_EQ(corpus_bleu<std::string>({{"the", "the", "the", "the"}}, {{"the", "cat"}}), 0.0);
 }
 
+// The sacreBLEU tokenizer and scores: the expected values are what sacrebleu 2.6.0 (Python) gives
+// for the same text (its Tokenizer13a, corpus_bleu and corpus_chrf with their defaults);
+// tests/plugins/translation_sacrebleu_test.sh compares trained models' scores with the package live.
+TEST(TranslationSacreBleu, Tokenizer13aSplitsAsSacrebleuDoes) {
+  EXPECT_EQ(tokenize_13a("Hello, world!"), (Words{"Hello", ",", "world", "!"}));
+  EXPECT_EQ(tokenize_13a("¡Hola, mundo!"), (Words{"¡Hola", ",", "mundo", "!"})) << "only ASCII symbols split off";
+  EXPECT_EQ(tokenize_13a("It costs $3.50, or 1,000 yen."), (Words{"It", "costs", "$", "3.50", ",", "or", "1,000", "yen", "."}))
+      << "a period or comma inside a number stays";
+  EXPECT_EQ(tokenize_13a("a-b 3-4 x.y 2."), (Words{"a-b", "3", "-", "4", "x", ".", "y", "2", "."}));
+  EXPECT_EQ(tokenize_13a("&quot;Quoted&quot; &amp; <tag>"), (Words{"\"", "Quoted", "\"", "&", "<", "tag", ">"}));
+  EXPECT_EQ(tokenize_13a("café.  Über,naïve"), (Words{"café", ".", "Über", ",", "naïve"}));
+  EXPECT_EQ(tokenize_13a("e.g. U.S.A..."), (Words{"e", ".", "g", ".", "U", ".", "S", ".", "A", ".", ".", "."}));
+  EXPECT_EQ(tokenize_13a("tab\there\u00a0nbsp\u3000ideo"), (Words{"tab", "here", "nbsp", "ideo"})) << "Unicode spaces split";
+  EXPECT_TRUE(tokenize_13a("").empty());
+}
+
+TEST(TranslationSacreBleu, CorpusScoresEqualSacrebleusDefaults) {
+  const std::vector<std::string> hyp = {"El gato duerme.", "¿Dónde está la estación?", "Tengo hambre"},
+                                 ref = {"El gato duerme.", "¿Dónde está el tren?", "Tengo mucha hambre."};
+  SacreBleu bleu;
+  Chrf chrf;
+  for (std::size_t i = 0; i < hyp.size(); ++i) bleu.add(hyp[i], ref[i]), chrf.add(hyp[i], ref[i]);
+  EXPECT_NEAR(bleu.score(), 40.29275918693655, 1e-9);
+  EXPECT_NEAR(chrf.score(), 62.278610353264284, 1e-9);
+  // Exponential smoothing: no 4-gram matches, p4 = 100 / (2 * 1); sacrebleu's "none" gives 0.
+  SacreBleu one;
+  one.add("a b c d", "a b c e");
+  EXPECT_NEAR(one.score(), 59.460355750136046, 1e-9);
+  EXPECT_EQ(corpus_bleu<std::string>({{"a", "b", "c", "d"}}, {{"a", "b", "c", "e"}}), 0.0);
+  EXPECT_EQ(SacreBleu().score(), 0.0);
+  EXPECT_EQ(Chrf().score(), 0.0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Splits
 
@@ -265,8 +299,9 @@ Corpus read(const std::string& text, CorpusOptions o = {}) {
 TEST(TranslationCorpus, ReadsTatoebaLinesCrlfBomAndBlankLines) {
   const Corpus c = read("\xEF\xBB\xBFGo.\tVe.\tCC-BY 2.0 (France) Attribution: x\r\n\r\nHi.\t\xC2\xA1Hola!\r\n");
   ASSERT_EQ(c.pairs.size(), 2u);
-  EXPECT_EQ(c.pairs[0], (TokenizedPair{{"go", "."}, {"ve", "."}, 1})) << "BOM and the third column ignored";
-  EXPECT_EQ(c.pairs[1], (TokenizedPair{{"hi", "."}, {"¡", "hola", "!"}, 3})) << "CR stripped, blank line skipped";
+  EXPECT_EQ(c.pairs[0], (TokenizedPair{{"go", "."}, {"ve", "."}, 1, "Ve."})) << "BOM and the third column ignored";
+  EXPECT_EQ(c.pairs[1], (TokenizedPair{{"hi", "."}, {"¡", "hola", "!"}, 3, "¡Hola!"}))
+      << "CR stripped, blank line skipped; the target as written kept";
   EXPECT_EQ(c.lines_read, 3);
   const Corpus empty_side = read("Go.\t\nOk.\t...\n \tAlgo.\n\t\nYes.\tS\xC3\xAD.\n");
   ASSERT_EQ(empty_side.pairs.size(), 2u) << "pairs with an empty side are dropped, whitespace-only lines skipped";
@@ -287,8 +322,8 @@ TEST(TranslationCorpus, FilterDropsAndTruncateCutsLongPairs) {
   const Corpus cut = read(text, o);
   ASSERT_EQ(cut.pairs.size(), 4u);
   EXPECT_EQ(cut.truncated, 2);
-  EXPECT_EQ(cut.pairs[1], (TokenizedPair{{"a", "b", "c"}, {"x"}, 2}));
-  EXPECT_EQ(cut.pairs[2], (TokenizedPair{{"a"}, {"v", "w", "x"}, 3}));
+  EXPECT_EQ(cut.pairs[1], (TokenizedPair{{"a", "b", "c"}, {"x"}, 2, "x"}));
+  EXPECT_EQ(cut.pairs[2], (TokenizedPair{{"a"}, {"v", "w", "x"}, 3, "v w x y z"})) << "the reference text is never cut";
   o.long_examples = LongExamples::Filter;
   o.max_examples = 1;
   const Corpus first = read(text, o);
@@ -383,8 +418,8 @@ TEST_F(TranslationTaskTest, DeclaresItsOptionsAndScores) {
                                              "min_freq", "max_len", "long_examples", "max_examples", "valid_fraction",
                                              "test_fraction", "split_seed", "bleu_k"}));
   EXPECT_THROW(kit::make_component<ablate::Task>("translation"), ablate::Error) << "file is required";
-  EXPECT_EQ(spanish()->score_names(), (std::vector<std::string>{"exact_match", "token_accuracy", "bleu", "sentence_bleu",
-                                                                "n_bleu_gt_0", "n_bleu_gt_0_8", "n_sentences"}));
+  EXPECT_EQ(spanish()->score_names(), (std::vector<std::string>{"exact_match", "token_accuracy", "bleu", "sacrebleu", "chrf",
+                                                                "sentence_bleu", "n_bleu_gt_0", "n_bleu_gt_0_8", "n_sentences"}));
 }
 
 TEST_F(TranslationTaskTest, ReadsATatoebaFileIntoSplitsThatAreStableAndDisjoint) {
@@ -602,6 +637,44 @@ TEST_F(TranslationTaskTest, ScoreAddsCorpusAndSentenceBleu) {
     EXPECT_EQ(s.at("bleu"), 0.0) << "the only 4-gram contains <unk>";
   }
   EXPECT_THROW(t->score(refs, {{4}}), ablate::Error) << "one prediction per reference";
+}
+
+// sacrebleu and chrf read text: each example carries its target as written in the file, and the
+// scores are those of the detokenized predictions against it (not against the reference's tokens
+// detokenized, which lose case and hold <unk>). A lower-cased model pays for the lost case.
+TEST_F(TranslationTaskTest, TextScoresReadTheTargetAsWritten) {
+  const auto lines = lines_of("translation_eng_spa.tsv");
+  std::map<bool, double> perfect_sacrebleu;
+  for (const bool lowercase : {false, true}) {
+    const auto t = spanish({{"lowercase", lowercase ? "true" : "false"}, {"valid_fraction", "0"}, {"test_fraction", "0"}});
+    std::vector<ablate::Example> refs;
+    std::vector<std::vector<std::int32_t>> perfect;
+    SacreBleu as_written, as_tokens;
+    Chrf chrf_as_written;
+    for (std::int64_t i = 0; i < t->size(Split::Eval); ++i) {
+      const ablate::Example e = t->example(Split::Eval, i);
+      const std::string& line = lines[static_cast<std::size_t>(t->line_of(Split::Eval, i))];
+      const std::size_t tab = line.find('\t');
+      EXPECT_EQ(e.reference, line.substr(tab + 1, line.find('\t', tab + 1) - tab - 1)) << "eval example " << i;
+      refs.push_back(e);
+      perfect.push_back(e.tgt);
+      as_written.add(t->text(e.tgt, true), e.reference);
+      as_tokens.add(t->text(e.tgt, true), t->text(e.tgt, true));
+      chrf_as_written.add(t->text(e.tgt, true), e.reference);
+    }
+    ASSERT_EQ(refs.size(), 14u);
+    const auto s = t->score(refs, perfect);
+    EXPECT_NEAR(s.at("bleu"), 100.0, 1e-9) << "valid_fraction 0: every eval token is known";
+    EXPECT_NEAR(s.at("sacrebleu"), as_written.score(), 1e-12);
+    EXPECT_NEAR(s.at("chrf"), chrf_as_written.score(), 1e-12);
+    EXPECT_NEAR(as_tokens.score(), 100.0, 1e-9);
+    EXPECT_LT(s.at("sacrebleu"), 99.0) << "word tokens joined by spaces are not the text as written (¿Dónde, ¡Hola)";
+    perfect_sacrebleu[lowercase] = s.at("sacrebleu");
+  }
+  EXPECT_LT(perfect_sacrebleu[true], perfect_sacrebleu[false] - 10.0) << "lower-cased hypotheses against cased references";
+  const std::vector<ablate::Example> no_text = {{{4}, {4, 5, 6, 7}}};
+  EXPECT_NEAR(spanish()->score(no_text, {{4, 5, 6, 7}}).at("sacrebleu"), 100.0, 1e-9)
+      << "an example without its text is scored on its tokens detokenized";
 }
 
 }  // namespace

@@ -1,0 +1,157 @@
+// sacreBLEU's corpus BLEU and chrF on text (sacrebleu.hpp). The 13a tokenizer's four regular
+// expressions are applied as byte passes that give the same bytes as Python's re.sub on the
+// decoded text: every character they test is ASCII, and a multi-byte character is copied whole.
+#include "sacrebleu.hpp"
+
+#include <map>
+
+namespace task_translation {
+namespace {
+
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+// The characters 13a pads with spaces: [{-~[-` -&(-+:-@/].
+bool padded_symbol(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return (u >= 0x7B && u <= 0x7E) || (u >= 0x5B && u <= 0x60) || (u >= 0x20 && u <= 0x26) || (u >= 0x28 && u <= 0x2B) ||
+         (u >= 0x3A && u <= 0x40) || c == '/';
+}
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+}
+
+// The code point starting at s[i] and its length in bytes (s is valid UTF-8: the task's data and
+// its vocabulary's tokens are checked when read).
+char32_t code_point(std::string_view s, std::size_t i, std::size_t& bytes) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  bytes = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+  if (i + bytes > s.size()) bytes = 1;
+  char32_t c = bytes == 1 ? b : b & (0xFF >> (bytes + 1));
+  for (std::size_t k = 1; k < bytes; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return c;
+}
+
+// Python's str.isspace(): what str.split() splits at.
+bool python_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// The code points of s without whitespace (chrF's view of a sentence).
+std::u32string without_space(std::string_view s) {
+  std::u32string out;
+  for (std::size_t i = 0, n = 0; i < s.size(); i += n) {
+    const char32_t c = code_point(s, i, n);
+    if (!python_space(c)) out.push_back(c);
+  }
+  return out;
+}
+
+std::map<std::u32string, std::int64_t> char_ngrams(const std::u32string& s, std::size_t n) {
+  std::map<std::u32string, std::int64_t> counts;
+  for (std::size_t i = 0; i + n <= s.size(); ++i) ++counts[s.substr(i, n)];
+  return counts;
+}
+
+}  // namespace
+
+std::vector<std::string> tokenize_13a(std::string_view line) {
+  std::string s(line);
+  replace_all(s, "<skipped>", "");
+  if (s.find('&') != std::string::npos) {
+    replace_all(s, "&quot;", "\"");
+    replace_all(s, "&amp;", "&");
+    replace_all(s, "&lt;", "<");
+    replace_all(s, "&gt;", ">");
+  }
+  s = " " + s + " ";
+  std::string a;  // ([{-~[-` -&(-+:-@/]) -> " \1 "
+  for (char c : s) {
+    if (padded_symbol(c)) {
+      a += ' ';
+      a += c;
+      a += ' ';
+    } else {
+      a += c;
+    }
+  }
+  std::string b;  // ([^0-9])([.,]) -> "\1 \2 "
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    b += a[i];
+    if (i + 1 < a.size() && !digit(a[i]) && (a[i + 1] == '.' || a[i + 1] == ',')) {
+      b += ' ';
+      b += a[++i];
+      b += ' ';
+    }
+  }
+  std::string c;  // ([.,])([^0-9]) -> " \1 \2"
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if ((b[i] == '.' || b[i] == ',') && i + 1 < b.size() && !digit(b[i + 1])) {
+      c += ' ';
+      c += b[i];
+      c += ' ';
+      c += b[++i];
+    } else {
+      c += b[i];
+    }
+  }
+  std::string d;  // ([0-9])(-) -> "\1 \2 "
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    d += c[i];
+    if (i + 1 < c.size() && digit(c[i]) && c[i + 1] == '-') {
+      d += " - ";
+      ++i;
+    }
+  }
+  std::vector<std::string> tokens;
+  std::string current;
+  for (std::size_t i = 0, n = 0; i < d.size(); i += n) {
+    if (python_space(code_point(d, i, n))) {
+      if (!current.empty()) tokens.push_back(std::move(current));
+      current.clear();
+    } else {
+      current.append(d, i, n);
+    }
+  }
+  if (!current.empty()) tokens.push_back(std::move(current));
+  return tokens;
+}
+
+void SacreBleu::add(std::string_view hypothesis, std::string_view reference) {
+  stats_.add(tokenize_13a(hypothesis), tokenize_13a(reference));
+}
+
+void Chrf::add(std::string_view hypothesis, std::string_view reference) {
+  const std::u32string h = without_space(hypothesis), r = without_space(reference);
+  for (std::size_t n = 1; n <= static_cast<std::size_t>(kOrder); ++n) {
+    const auto hyp = char_ngrams(h, n), ref = char_ngrams(r, n);
+    Counts& c = counts_[n - 1];
+    std::int64_t hyp_total = 0;
+    for (const auto& [gram, count] : hyp) {
+      hyp_total += count;
+      if (const auto it = ref.find(gram); it != ref.end()) c.matches += std::min(count, it->second);
+    }
+    if (!ref.empty()) c.hypothesis += hyp_total;  // sacrebleu counts no hypothesis n-grams where the reference has none
+    for (const auto& [gram, count] : ref) c.reference += count;
+  }
+}
+
+double Chrf::score() const {
+  double precision = 0.0, recall = 0.0;
+  int orders = 0;  // the orders both sides have n-grams of
+  for (const Counts& c : counts_) {
+    if (c.hypothesis == 0 || c.reference == 0) continue;
+    precision += static_cast<double>(c.matches) / static_cast<double>(c.hypothesis);
+    recall += static_cast<double>(c.matches) / static_cast<double>(c.reference);
+    ++orders;
+  }
+  if (orders == 0) return 0.0;
+  precision /= orders;
+  recall /= orders;
+  if (precision + recall == 0.0) return 0.0;
+  const double b2 = kBeta * kBeta;
+  return 100.0 * (1.0 + b2) * precision * recall / (b2 * precision + recall);
+}
+
+}  // namespace task_translation
