@@ -4,6 +4,7 @@
 #include "sacrebleu.hpp"
 
 #include <map>
+#include <utility>
 
 namespace task_translation {
 namespace {
@@ -54,18 +55,24 @@ std::map<std::u32string, std::int64_t> char_ngrams(const std::u32string& s, std:
   return counts;
 }
 
-}  // namespace
+// sacrebleu's _UCODE_RANGES of the zh tokenizer, as Python compares one character with them: two
+// of its bounds are written as five-digit \u escapes, which Python reads as a character and a
+// digit, so those ranges hold (U+2000, U+2A6D] and (U+2F80, U+2FA1] (kept as they are: the same
+// scores as the package).
+bool chinese(char32_t c) {
+  static constexpr std::pair<char32_t, char32_t> kRanges[] = {
+      {0x3400, 0x4DB5}, {0x4E00, 0x9FA5}, {0x9FA6, 0x9FBB}, {0xF900, 0xFA2D}, {0xFA30, 0xFA6A}, {0xFA70, 0xFAD9},
+      {0x2001, 0x2A6D}, {0x2F81, 0x2FA1}, {0xFF00, 0xFFEF}, {0x2E80, 0x2EFF}, {0x3000, 0x303F}, {0x31C0, 0x31EF},
+      {0x2F00, 0x2FDF}, {0x2FF0, 0x2FFF}, {0x3100, 0x312F}, {0x31A0, 0x31BF}, {0xFE10, 0xFE1F}, {0xFE30, 0xFE4F},
+      {0x2600, 0x26FF}, {0x2700, 0x27BF}, {0x3200, 0x32FF}, {0x3300, 0x33FF}};
+  for (const auto& [first, last] : kRanges)
+    if (c >= first && c <= last) return true;
+  return false;
+}
 
-std::vector<std::string> tokenize_13a(std::string_view line) {
-  std::string s(line);
-  replace_all(s, "<skipped>", "");
-  if (s.find('&') != std::string::npos) {
-    replace_all(s, "&quot;", "\"");
-    replace_all(s, "&amp;", "&");
-    replace_all(s, "&lt;", "<");
-    replace_all(s, "&gt;", ">");
-  }
-  s = " " + s + " ";
+// sacrebleu's TokenizerRegexp (the part 13a and zh share): its four substitutions, then a split
+// at whitespace.
+std::vector<std::string> regexp_tokens(const std::string& s) {
   std::string a;  // ([{-~[-` -&(-+:-@/]) -> " \1 "
   for (char c : s) {
     if (padded_symbol(c)) {
@@ -118,8 +125,36 @@ std::vector<std::string> tokenize_13a(std::string_view line) {
   return tokens;
 }
 
+}  // namespace
+
+std::vector<std::string> tokenize_13a(std::string_view line) {
+  std::string s(line);
+  replace_all(s, "<skipped>", "");
+  if (s.find('&') != std::string::npos) {
+    replace_all(s, "&quot;", "\"");
+    replace_all(s, "&amp;", "&");
+    replace_all(s, "&lt;", "<");
+    replace_all(s, "&gt;", ">");
+  }
+  return regexp_tokens(" " + s + " ");
+}
+
+std::vector<std::string> tokenize_zh(std::string_view line) {
+  std::string s;
+  for (std::size_t i = 0, n = 0; i < line.size(); i += n) {
+    const bool pad = chinese(code_point(line, i, n));
+    if (pad) s += ' ';
+    s.append(line, i, n);
+    if (pad) s += ' ';
+  }
+  return regexp_tokens(s);
+}
+
 void SacreBleu::add(std::string_view hypothesis, std::string_view reference) {
-  stats_.add(tokenize_13a(hypothesis), tokenize_13a(reference));
+  if (tokenizer_ == BleuTokenizer::Zh)
+    stats_.add(tokenize_zh(hypothesis), tokenize_zh(reference));
+  else
+    stats_.add(tokenize_13a(hypothesis), tokenize_13a(reference));
 }
 
 void Chrf::add(std::string_view hypothesis, std::string_view reference) {

@@ -15,7 +15,7 @@
 namespace task_translation {
 
 // What the two scores are, in sacrebleu's signature notation (recorded in docs/training.md and
-// fixed per version of this plugin, which every run records).
+// fixed per version of this plugin, which every run records); BLEU's tok: is 13a or zh.
 inline constexpr const char* kSacreBleuSignature = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0";
 inline constexpr const char* kChrfSignature = "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0";
 
@@ -23,15 +23,23 @@ inline constexpr const char* kChrfSignature = "nrefs:1|case:mixed|eff:yes|nc:6|n
 // symbols and punctuation split off (a period or comma only where it is not inside a number, a
 // dash only after a digit), then split at whitespace (Unicode's, as Python's str.split).
 std::vector<std::string> tokenize_13a(std::string_view line);
+// A line as sacreBLEU's zh tokenizer splits it (what papers use for Chinese targets): every
+// character of its CJK ranges a token of its own, the rest as 13a's punctuation rules split it
+// (without 13a's HTML entities).
+std::vector<std::string> tokenize_zh(std::string_view line);
 
-// Corpus BLEU as sacrebleu.corpus_bleu(hypotheses, [references]) with its defaults: 13a tokens,
-// exponential smoothing of n-gram orders without a match (NIST), in [0, 100].
+enum class BleuTokenizer { T13a, Zh };
+
+// Corpus BLEU as sacrebleu.corpus_bleu(hypotheses, [references], tokenize=13a|zh) with its other
+// defaults: exponential smoothing of n-gram orders without a match (NIST), in [0, 100].
 class SacreBleu {
  public:
+  explicit SacreBleu(BleuTokenizer tokenizer = BleuTokenizer::T13a) : tokenizer_(tokenizer) {}
   void add(std::string_view hypothesis, std::string_view reference);
   double score() const { return stats_.score(BleuStats::Smoothing::Exp); }
 
  private:
+  BleuTokenizer tokenizer_;
   BleuStats stats_;
 };
 

@@ -36,6 +36,9 @@ constexpr ablate::OptionInfo kOptions[] = {
      "fraction of the pairs in the held-out test split (rounded up; 0 = none)"},
     {"split_seed", ablate::OptionType::Int, "1", nullptr, "seed of the shuffle that assigns pairs to the train/eval/test splits"},
     {"bleu_k", ablate::OptionType::Int, "2", nullptr, "largest n-gram order of the D2L sentence BLEU (sentence_bleu)"},
+    {"sacrebleu_tokenize", ablate::OptionType::String, "13a", "13a|zh",
+     "tokenizer of the sacrebleu score: 13a (sacreBLEU's default) or zh (each Chinese character a token, as papers "
+     "score Chinese targets)"},
 };
 
 [[noreturn]] void bad_option(const std::string& what, const std::string& hint = {}) {
@@ -58,7 +61,8 @@ TranslationTask::TranslationTask(const ablate::Options& o)
     : corpus_options_(corpus_options(o)),
       src_tok_(corpus_options_.source),
       tgt_tok_(corpus_options_.target),
-      bleu_k_(o.get_int("bleu_k")) {
+      bleu_k_(o.get_int("bleu_k")),
+      sacrebleu_tokenizer_(o.get_string("sacrebleu_tokenize") == "zh" ? BleuTokenizer::Zh : BleuTokenizer::T13a) {
   const ablate_text::CorpusSettings settings = ablate_text::corpus_settings(o, kName, "pair");
   corpus_options_.max_examples = settings.max_examples;
   const std::int64_t min_freq = settings.min_freq;
@@ -173,7 +177,7 @@ std::map<std::string, double> TranslationTask::score(const std::vector<ablate::E
   // matches, not even a reference's <unk>.
   constexpr std::int32_t kNoMatch = -1;
   BleuStats corpus;
-  SacreBleu sacrebleu;  // and chrF: the detokenized hypothesis against the target as written
+  SacreBleu sacrebleu(sacrebleu_tokenizer_);  // and chrF: the detokenized hypothesis against the target as written
   Chrf chrf;
   double sentence_sum = 0.0;
   std::int64_t above_0 = 0, above_08 = 0;

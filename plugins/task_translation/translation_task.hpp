@@ -12,6 +12,7 @@
 
 #include "ablate/task.hpp"
 #include "parallel_corpus.hpp"
+#include "sacrebleu.hpp"
 #include "text/tokenizer.hpp"
 #include "text/per_split.hpp"
 #include "text/vocabulary.hpp"
@@ -49,6 +50,7 @@ class TranslationTask final : public ablate::Task {
   CorpusOptions corpus_options_;
   ablate_text::Tokenizer src_tok_, tgt_tok_;
   std::int64_t bleu_k_;
+  BleuTokenizer sacrebleu_tokenizer_;
   ablate_text::Vocabulary src_vocab_, tgt_vocab_;
   Corpus stats_;  // counts only
   ablate_text::PerSplit<ablate::Example> examples_;

@@ -7,8 +7,9 @@
 #    char), a hypothesis <unk> never matching (Ablate's rule).
 # 2. sacreBLEU and chrF on text (`sacrebleu`, `chrf`): a word-level en->es model of the plugin's
 #    fixture (14 pairs with punctuation, accents and inverted marks) and the d2l model (Chinese
-#    characters) score the fixture file with `ablate eval --data`, and sacrebleu.corpus_bleu and
-#    corpus_chrf with their defaults score the predictions against the file's targets as written.
+#    characters, its spec's sacrebleu_tokenize: zh) score the fixture files with `ablate eval --data`,
+#    and sacrebleu.corpus_bleu (tokenize 13a, the default, and zh) and corpus_chrf score the
+#    predictions against the files' targets as written.
 # sacrebleu is not a Debian package: scripts/setup.sh installs it from PyPI into tests/.venv; the
 # test runs with the first Python that has it (tests/.venv, bench/.venv), else skips (exit 77).
 #   translation_sacrebleu_test.sh ABLATE_BIN
@@ -64,15 +65,15 @@ YAML
 import json, sys
 import sacrebleu
 ok = True
-for d, data in [(sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])]:
+for d, data, tokenize in [(sys.argv[1], sys.argv[2], "13a"), (sys.argv[3], sys.argv[4], "zh")]:
     refs = [line.rstrip("\n").split("\t")[1] for line in open(data, encoding="utf-8") if line.strip()]
     rows = [line.rstrip("\n").split("\t") for line in open(d + "/predictions.tsv", encoding="utf-8")][1:]
     assert len(rows) == len(refs), f"{data}: {len(rows)} predictions for {len(refs)} lines (a pair was dropped)"
     hyps = [r[3] if len(r) > 3 else "" for r in rows]
     metrics = json.load(open(d + "/scores.json"))["metrics"]
-    bleu = sacrebleu.corpus_bleu(hyps, [refs]).score
+    bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize=tokenize).score
     chrf = sacrebleu.corpus_chrf(hyps, [refs]).score
-    print(f"{data}: ablate sacrebleu {metrics['sacrebleu']:.6f} chrf {metrics['chrf']:.6f}; "
+    print(f"{data} ({tokenize}): ablate sacrebleu {metrics['sacrebleu']:.6f} chrf {metrics['chrf']:.6f}; "
           f"sacrebleu {sacrebleu.__version__} {bleu:.6f} chrf {chrf:.6f} on {len(refs)} sentences")
     ok = ok and abs(metrics["sacrebleu"] - bleu) <= 0.01 and abs(metrics["chrf"] - chrf) <= 0.01
     assert 1.0 < chrf < 99.0, f"chrF {chrf}: the check needs a model between nothing and perfect"

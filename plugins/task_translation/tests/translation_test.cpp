@@ -238,6 +238,21 @@ TEST(TranslationSacreBleu, Tokenizer13aSplitsAsSacrebleuDoes) {
   EXPECT_TRUE(tokenize_13a("").empty());
 }
 
+TEST(TranslationSacreBleu, TokenizerZhSplitsEveryChineseCharacterAsSacrebleuDoes) {
+  EXPECT_EQ(tokenize_zh("我是学生。"), (Words{"我", "是", "学", "生", "。"}));
+  EXPECT_EQ(tokenize_zh("他说：“你好！”"), (Words{"他", "说", "：", "“", "你", "好", "！", "”"}));
+  EXPECT_EQ(tokenize_zh("I have 3.5 apples, 我有苹果."), (Words{"I", "have", "3.5", "apples", ",", "我", "有", "苹", "果", "."}));
+  EXPECT_EQ(tokenize_zh("Hello—world… ok"), (Words{"Hello", "—", "world", "…", "ok"}))
+      << "sacrebleu's range (U+2000, U+2A6D], read from its five-digit escape, holds the dash and the ellipsis";
+  EXPECT_EQ(tokenize_zh("ＡＢＣ１２３ test"), (Words{"Ａ", "Ｂ", "Ｃ", "１", "２", "３", "test"}));
+  SacreBleu zh(BleuTokenizer::Zh), t13a;
+  const std::vector<std::string> hyp = {"我是学生。", "他是老师。", "我们喜欢茶"},
+                                 ref = {"我是学生。", "她是医生。", "我们喜欢喝茶。"};
+  for (std::size_t i = 0; i < hyp.size(); ++i) zh.add(hyp[i], ref[i]), t13a.add(hyp[i], ref[i]);
+  EXPECT_NEAR(zh.score(), 52.51340016554336, 1e-9);
+  EXPECT_LT(t13a.score(), 20.0) << "13a keeps an unsegmented sentence whole";
+}
+
 TEST(TranslationSacreBleu, CorpusScoresEqualSacrebleusDefaults) {
   const std::vector<std::string> hyp = {"El gato duerme.", "¿Dónde está la estación?", "Tengo hambre"},
                                  ref = {"El gato duerme.", "¿Dónde está el tren?", "Tengo mucha hambre."};
@@ -416,7 +431,7 @@ TEST_F(TranslationTaskTest, DeclaresItsOptionsAndScores) {
   for (std::uint32_t i = 0; i < declared.size; ++i) names.push_back(declared.data[i].name);
   EXPECT_EQ(names, (std::vector<std::string>{"file", "source_tokens", "target_tokens", "lowercase", "split_punctuation",
                                              "min_freq", "max_len", "long_examples", "max_examples", "valid_fraction",
-                                             "test_fraction", "split_seed", "bleu_k"}));
+                                             "test_fraction", "split_seed", "bleu_k", "sacrebleu_tokenize"}));
   EXPECT_THROW(kit::make_component<ablate::Task>("translation"), ablate::Error) << "file is required";
   EXPECT_EQ(spanish()->score_names(), (std::vector<std::string>{"exact_match", "token_accuracy", "bleu", "sacrebleu", "chrf",
                                                                 "sentence_bleu", "n_bleu_gt_0", "n_bleu_gt_0_8", "n_sentences"}));
