@@ -90,7 +90,8 @@ struct EarlyStoppingSpec {
 struct TrainSpec {
   std::int64_t steps{};  // required
   std::int64_t batch_size{};
-  std::int64_t accumulate{};  // micro-batches of batch_size per optimizer step (gradient accumulation)
+  std::int64_t accumulate{};    // micro-batches of batch_size per optimizer step (gradient accumulation)
+  std::int64_t batch_tokens{};  // 0: batches of batch_size examples; else length-bucketed batches of about this many tokens
   OptimizerSpec optimizer;
   PluginRef schedule{};
   double clip_grad_norm{};  // 0: off

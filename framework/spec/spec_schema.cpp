@@ -264,6 +264,10 @@ const std::vector<SpecKey>& schema() {
         "gradient accumulation: micro-batches of `batch_size` whose gradients make one optimizer step, weighted by "
         "their target tokens, so a step sees `accumulate x batch_size` examples (the same update as that batch "
         "in one pass, up to float rounding) while memory holds one micro-batch"));
+    k.push_back(integer(KEY(train.batch_tokens), 0).def("0").doc(
+        "0: batches of `batch_size` examples; else batches of examples of similar length holding at most this many "
+        "tokens (rows x the longest example's longer side with bos/eos, fairseq's `--max-tokens`), a micro-batch each "
+        "with `accumulate`; `batch_size` then sizes the evaluation batches only"));
     k.push_back(section("train.optimizer").doc("Adam's settings"));
     k.push_back(choice(KEY(train.optimizer.name), kOptimizer).def("adam").doc("`adamw`: decoupled weight decay"));
     k.push_back(number(KEY(train.optimizer.lr), kPositive).def("1e-3").doc("base learning rate"));

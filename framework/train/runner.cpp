@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <unistd.h>
 
@@ -58,6 +59,20 @@ bool reached(const spec::EarlyStoppingSpec& es, double value) {
   return es.target && (es.mode == spec::MetricMode::max ? value >= *es.target : value <= *es.target);
 }
 
+// The training split's order: batches of batch_size examples, or of about train.batch_tokens
+// tokens (each example's size its longer side with bos/eos, as a batch row pads it).
+DataOrder data_order(const spec::ExperimentSpec& spec, const Experiment& ex) {
+  const auto seed = static_cast<std::uint64_t>(spec.train.seed);
+  const std::int64_t n = ex.size(Split::Train);
+  if (spec.train.batch_tokens == 0) return DataOrder(n, spec.train.batch_size, seed);
+  std::vector<std::int64_t> all(static_cast<std::size_t>(n)), sizes;
+  std::iota(all.begin(), all.end(), std::int64_t{0});
+  sizes.reserve(all.size());
+  for (const Example& e : ex.examples(Split::Train, all))
+    sizes.push_back(std::max<std::int64_t>(static_cast<std::int64_t>(e.src.size()), static_cast<std::int64_t>(e.tgt.size()) + 1));
+  return DataOrder::by_tokens(std::move(sizes), spec.train.batch_tokens, seed);
+}
+
 // One run from its first (or checkpointed) step to a stopping rule. open() builds the model,
 // restores a checkpoint and starts the run file; run() loops step -> log -> evaluate; finish()
 // records how it ended. A failure anywhere in the loop is recorded as the run's, then rethrown.
@@ -75,8 +90,7 @@ class Trainer {
         out_(out),
         profile_(options.profile ? std::make_shared<OpProfile>() : nullptr),
         ex_(spec, registry, profile_),  // first: a spec problem leaves no directory behind
-        order_(ex_.size(Split::Train), spec.train.batch_size * spec.train.accumulate,
-               static_cast<std::uint64_t>(spec.train.seed)) {}
+        order_(data_order(spec, ex_)) {}
 
   void open();
   RunResult run();
@@ -93,7 +107,7 @@ class Trainer {
     double rows = 0, correct = 0;
     std::int64_t target_tokens = 0;
   };
-  Pass forward_backward(std::int64_t step, const std::vector<std::int64_t>& indices);
+  Pass forward_backward(std::int64_t step, const std::vector<std::vector<std::int64_t>>& micro_batches);
   // The train row at log steps (and the probe); a stop reason when the loss threshold is crossed.
   std::optional<std::string> log(std::int64_t step);
   // The eval split scored (and eval.lengths, a language model's samples), with early stopping.
@@ -209,15 +223,13 @@ void Trainer::open() {
   elapsed_before_ = state_.elapsed_seconds;
 }
 
-Trainer::Pass Trainer::forward_backward(std::int64_t step, const std::vector<std::int64_t>& indices) {
-  const std::int64_t B = spec_.train.batch_size, K = spec_.train.accumulate;
+Trainer::Pass Trainer::forward_backward(std::int64_t step, const std::vector<std::vector<std::int64_t>>& micro_batches) {
+  const auto K = static_cast<std::int64_t>(micro_batches.size());
   std::vector<model::DeviceBatch> micro;  // [K]: token ids only; the activations live one pass at a time
-  micro.reserve(static_cast<std::size_t>(K));
+  micro.reserve(micro_batches.size());
   Pass pass;
-  for (std::int64_t k = 0; k < K; ++k) {
-    const std::vector<std::int64_t> part(indices.begin() + k * B, indices.begin() + (k + 1) * B);
-    const HostBatch host = make_batch(ex_.examples(Split::Train, part));
-    micro.push_back(ex_.batch(host));
+  for (const std::vector<std::int64_t>& part : micro_batches) {
+    micro.push_back(ex_.batch(make_batch(ex_.examples(Split::Train, part))));
     pass.target_tokens += micro.back().target_tokens;
   }
   ex_.store->zero_grad();
@@ -249,8 +261,12 @@ Trainer::Pass Trainer::forward_backward(std::int64_t step, const std::vector<std
 
 std::optional<RunResult> Trainer::step(std::int64_t step) {
   if (profile_) profile_->begin_step();
-  const std::vector<std::int64_t> indices = order_.batch(step);
-  const Pass pass = forward_backward(step, indices);
+  // The step's micro-batches: batches (step - 1) K + 1 .. step K of the data order (with fixed
+  // batches, the same examples as one batch of K x batch_size).
+  const std::int64_t K = spec_.train.accumulate;
+  std::vector<std::vector<std::int64_t>> micro_batches;
+  for (std::int64_t k = 1; k <= K; ++k) micro_batches.push_back(order_.batch((step - 1) * K + k));
+  const Pass pass = forward_backward(step, micro_batches);
   const float loss = pass.loss;
   if (!std::isfinite(loss))
     return finish(RunStatus::Diverged, "loss is " + number_text(loss) + " at step " + std::to_string(step));
@@ -259,7 +275,11 @@ std::optional<RunResult> Trainer::step(std::int64_t step) {
   if (!std::isfinite(grad_norm))
     return finish(RunStatus::Diverged, "gradient norm is " + number_text(grad_norm) + " at step " + std::to_string(step));
   if (profile_) profile_->end_step();
-  if (dump_) dump_->record(make_batch(ex_.examples(Split::Train, indices)), loss, lr_);
+  if (dump_) {
+    std::vector<std::int64_t> indices;
+    for (const auto& part : micro_batches) indices.insert(indices.end(), part.begin(), part.end());
+    dump_->record(make_batch(ex_.examples(Split::Train, indices)), loss, lr_);
+  }
   state_.step = step;
   state_.tokens_seen += pass.target_tokens;
   ++steps_this_call_;
@@ -440,6 +460,11 @@ RunResult run_experiment(const spec::ExperimentSpec& spec, const PluginRegistry&
   if (dumping && options.resume)
     throw UsageError("--dump-reference records a run from its first step; it cannot continue one with --resume",
                      "dump a new run into another directory");
+  if (dumping && spec.train.batch_tokens > 0)
+    throw UsageError(
+        "--dump-reference records batches of train.batch_size rows; train.batch_tokens makes batches of "
+        "varying rows",
+        "dump a run without train.batch_tokens");
   if (dumping && std::filesystem::exists(options.dump_reference))
     throw UsageError("the reference dump " + options.dump_reference.string() + " already exists",
                      "--dump-reference never overwrites: remove it or name another file");

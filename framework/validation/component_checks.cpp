@@ -39,8 +39,12 @@ MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo&
   e.parameters = (enc ? m.encoder_layers * layer + V * D : 0) + (dec ? m.decoder_layers * (layer + cross) + V * D : 0) +
                  (m.tie_embeddings ? 0 : V * D);
   e.parameter_bytes = 16 * e.parameters;
-  const long double B = static_cast<long double>(spec.train.batch_size);
   const long double S = static_cast<long double>(task.max_src_len), T = static_cast<long double>(task.max_tgt_len + 1);
+  // Rows of a batch: batch_size, or as many as batch_tokens holds at the longest length (rows x
+  // length, what the activations scale with, is then at most batch_tokens at any length).
+  const long double B = spec.train.batch_tokens > 0
+                            ? std::max(1.0L, static_cast<long double>(spec.train.batch_tokens) / std::max(S, T))
+                            : static_cast<long double>(spec.train.batch_size);
   const long double per_layer = 4 * ((14 * D + 3 * F) + H * std::max(S, T));
   e.activation_bytes = B * ((enc ? S * m.encoder_layers * per_layer : 0) + (dec ? T * m.decoder_layers * per_layer : 0) +
                             (dec ? T : 1) * 8 * std::max(V, static_cast<long double>(task.num_classes)));
@@ -86,6 +90,12 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
   if (task) {
     const TaskInfo info = plugin_call(*task, "info", [&] { return task->info(); });
     const std::vector<std::string> scores = plugin_call(*task, "score_names", [&] { return task->score_names(); });
+    const std::int64_t longest = std::max(info.max_src_len, info.max_tgt_len + 1);  // a batch row, bos/eos included
+    if (spec.train.batch_tokens > 0 && spec.train.batch_tokens < longest)
+      errors.add(spec.marks.of("train.batch_tokens"), "train.batch_tokens",
+                 std::to_string(spec.train.batch_tokens) + " tokens cannot hold the task's longest example (" +
+                     std::to_string(longest) + " tokens: its longer side with bos/eos); expected at least " +
+                     std::to_string(longest) + ", or 0 for batches of batch_size examples");
     if (auto problem = train::early_stopping_problem(spec, info, scores))
       errors.add(spec.marks.of("train.early_stopping.metric"), "train.early_stopping.metric", *problem);
     for (std::int64_t length : spec.eval.lengths)

@@ -116,6 +116,8 @@ def spec_cases(c):
     refused("lm_eval_lengths_of_a_random_split", ["task.split=random", "eval.lengths=[32]"],
             "eval.lengths: task plugin 'language_model' makes no eval examples of length 32", "split: contiguous", text=lm)
     refused("accumulate_zero", ["train.accumulate=0"], "train.accumulate: 0 is out of range; expected an integer > 0")
+    refused("batch_tokens_below_the_longest_example", ["train.batch_tokens=4"],
+            "train.batch_tokens: 4 tokens cannot hold the task's longest example (5 tokens", "expected at least 5")
     refused("eval_lengths_zero", ["eval.lengths=[0]"], "eval.lengths[0]: '0' is not a length; expected an integer >= 1")
     refused("warmup_not_below_steps", ["train.schedule=cosine", "train.schedule.warmup=6"],
             "train.schedule: schedule plugin 'cosine' refuses its options", "warmup 6",
