@@ -6,6 +6,8 @@
 #include <map>
 #include <utility>
 
+#include "text/tokenizer.hpp"
+
 namespace task_translation {
 namespace {
 
@@ -22,17 +24,6 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
   for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
 }
 
-// The code point starting at s[i] and its length in bytes (s is valid UTF-8: the task's data and
-// its vocabulary's tokens are checked when read).
-char32_t code_point(std::string_view s, std::size_t i, std::size_t& bytes) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  bytes = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-  if (i + bytes > s.size()) bytes = 1;
-  char32_t c = bytes == 1 ? b : b & (0xFF >> (bytes + 1));
-  for (std::size_t k = 1; k < bytes; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-  return c;
-}
-
 // Python's str.isspace(): what str.split() splits at.
 bool python_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
@@ -42,8 +33,8 @@ bool python_space(char32_t c) {
 // The code points of s without whitespace (chrF's view of a sentence).
 std::u32string without_space(std::string_view s) {
   std::u32string out;
-  for (std::size_t i = 0, n = 0; i < s.size(); i += n) {
-    const char32_t c = code_point(s, i, n);
+  for (std::size_t i = 0; i < s.size();) {
+    const char32_t c = ablate_text::next_code_point(s, i);
     if (!python_space(c)) out.push_back(c);
   }
   return out;
@@ -113,12 +104,13 @@ std::vector<std::string> regexp_tokens(const std::string& s) {
   }
   std::vector<std::string> tokens;
   std::string current;
-  for (std::size_t i = 0, n = 0; i < d.size(); i += n) {
-    if (python_space(code_point(d, i, n))) {
+  for (std::size_t i = 0; i < d.size();) {
+    const std::size_t start = i;
+    if (python_space(ablate_text::next_code_point(d, i))) {
       if (!current.empty()) tokens.push_back(std::move(current));
       current.clear();
     } else {
-      current.append(d, i, n);
+      current.append(d, start, i - start);
     }
   }
   if (!current.empty()) tokens.push_back(std::move(current));
@@ -141,10 +133,11 @@ std::vector<std::string> tokenize_13a(std::string_view line) {
 
 std::vector<std::string> tokenize_zh(std::string_view line) {
   std::string s;
-  for (std::size_t i = 0, n = 0; i < line.size(); i += n) {
-    const bool pad = chinese(code_point(line, i, n));
+  for (std::size_t i = 0; i < line.size();) {
+    const std::size_t start = i;
+    const bool pad = chinese(ablate_text::next_code_point(line, i));
     if (pad) s += ' ';
-    s.append(line, i, n);
+    s.append(line, start, i - start);
     if (pad) s += ' ';
   }
   return regexp_tokens(s);
