@@ -45,7 +45,9 @@ DataOrder DataOrder::by_tokens(std::vector<std::int64_t> sizes, std::int64_t bud
                 "raise train.batch_tokens to at least " + std::to_string(largest));
   order.sizes_ = std::move(sizes);
   order.budget_ = budget;
-  order.batches_per_epoch_ = static_cast<std::int64_t>(order.token_batches(0).size());  // the same every epoch
+  order.cached_batches_ = order.token_batches(0);  // the first batches read; their count is every epoch's
+  order.cached_epoch_ = 0;
+  order.batches_per_epoch_ = static_cast<std::int64_t>(order.cached_batches_.size());
   return order;
 }
 

@@ -5,17 +5,23 @@
 // would have.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 namespace ablate::train {
+
+// What an example of `src_len` and `tgt_len` content tokens takes in a batch row: its longer side,
+// the target with bos/eos. The size token batches count (train.batch_tokens), and what the spec's
+// check bounds with the task's longest lengths.
+inline std::int64_t row_tokens(std::int64_t src_len, std::int64_t tgt_len) { return std::max(src_len, tgt_len + 1); }
 
 class DataOrder {
  public:
   // examples: size of the training split (> 0); batch_size > 0 examples a batch.
   DataOrder(std::int64_t examples, std::int64_t batch_size, std::uint64_t seed);
   // Batches of about `budget` tokens (fairseq's --max-tokens): sizes[i] is what example i takes
-  // in a batch row (its longer side with bos/eos), and a batch holds rows while rows x its largest
+  // in a batch row (row_tokens), and a batch holds rows while rows x its largest
   // size <= budget. Each epoch the permutation is sorted by size (ties in permutation order), cut
   // greedily into batches, and the batches shuffled by (seed, epoch): every example once an epoch,
   // batches of similar lengths (little padding), in random order. Throws ablate::Error when an

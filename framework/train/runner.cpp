@@ -60,7 +60,7 @@ bool reached(const spec::EarlyStoppingSpec& es, double value) {
 }
 
 // The training split's order: batches of batch_size examples, or of about train.batch_tokens
-// tokens (each example's size its longer side with bos/eos, as a batch row pads it).
+// tokens (each example's size its row_tokens, as a batch row pads it).
 DataOrder data_order(const spec::ExperimentSpec& spec, const Experiment& ex) {
   const auto seed = static_cast<std::uint64_t>(spec.train.seed);
   const std::int64_t n = ex.size(Split::Train);
@@ -69,7 +69,7 @@ DataOrder data_order(const spec::ExperimentSpec& spec, const Experiment& ex) {
   std::iota(all.begin(), all.end(), std::int64_t{0});
   sizes.reserve(all.size());
   for (const Example& e : ex.examples(Split::Train, all))
-    sizes.push_back(std::max<std::int64_t>(static_cast<std::int64_t>(e.src.size()), static_cast<std::int64_t>(e.tgt.size()) + 1));
+    sizes.push_back(row_tokens(static_cast<std::int64_t>(e.src.size()), static_cast<std::int64_t>(e.tgt.size())));
   return DataOrder::by_tokens(std::move(sizes), spec.train.batch_tokens, seed);
 }
 

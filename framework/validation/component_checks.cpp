@@ -13,6 +13,7 @@
 #include "plugin_host/plugin_call.hpp"
 #include "spec/plugin_validation.hpp"
 #include "spec/spec_tree.hpp"
+#include "train/data_order.hpp"
 #include "train/experiment.hpp"
 #include "validation/validation.hpp"
 
@@ -90,7 +91,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
   if (task) {
     const TaskInfo info = plugin_call(*task, "info", [&] { return task->info(); });
     const std::vector<std::string> scores = plugin_call(*task, "score_names", [&] { return task->score_names(); });
-    const std::int64_t longest = std::max(info.max_src_len, info.max_tgt_len + 1);  // a batch row, bos/eos included
+    const std::int64_t longest = train::row_tokens(info.max_src_len, info.max_tgt_len);
     if (spec.train.batch_tokens > 0 && spec.train.batch_tokens < longest)
       errors.add(spec.marks.of("train.batch_tokens"), "train.batch_tokens",
                  std::to_string(spec.train.batch_tokens) + " tokens cannot hold the task's longest example (" +
