@@ -2,6 +2,7 @@
 // synthetic (no file: a random Markov chain, markov_chain.hpp) or text (windows of a UTF-8 text
 // file, char or word tokens, text_task.hpp). An option of the other mode set to anything but its
 // default is refused, so a spec never carries a setting that silently does nothing.
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,7 +105,9 @@ void refuse_other_mode(const ablate::Options& o, bool text) {
                             " of the text mode, but `file` is empty (synthetic mode: a random Markov chain); expected only " +
                             joined(expected),
                         "set file: PATH to train on a text file, or remove them");
-  if (text && o.get_string("split") == "contiguous" && o.get_int("split_seed") != 1)
+  const auto split_seed = std::find_if(std::begin(kOptions), std::end(kOptions),
+                                       [](const ablate::OptionInfo& i) { return std::string_view(i.name) == "split_seed"; });
+  if (text && o.get_string("split") == "contiguous" && differs_from_default(o, *split_seed))
     throw ablate::Error(plugin +
                             ": split_seed shuffles the windows of split: random; with split: contiguous (the default) "
                             "nothing is shuffled",
