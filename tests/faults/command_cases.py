@@ -63,6 +63,10 @@ def cli_cases(c):
              "--interval", "out of range")
     case("sweep_dry_run_and_status", ["sweep", spec, "--dry-run", "--status"], EXIT_USAGE, "--dry-run and --status")
     case("run_empty_path", ["run", ""], EXIT_USAGE, "the spec file path is empty")
+    case("dump_reference_of_token_batches",
+         ["run", spec, "--out", os.path.join(c.work, "dump_tokens"), "--set", "train.batch_tokens=64",
+          "--dump-reference", os.path.join(c.work, "dump_tokens.h5")], EXIT_USAGE,
+         "--dump-reference records batches of train.batch_size rows", "without train.batch_tokens")
     bad_dir = os.path.join(c.work, "bad_plugins")
 
     def make_bad_plugins():
