@@ -16,6 +16,7 @@ PACKAGES=(
   libyaml-cpp-dev    # yaml-cpp 0.7: experiment specs (framework/spec/)
   libhdf5-dev hdf5-tools             # HDF5 1.10 C/C++ API: run files (framework/results/)
   libcairo2-dev                      # PNG/SVG figures rendered in-process (framework/analysis/)
+  libsentencepiece-dev               # SentencePiece 0.1.97: the subword tokenizer plugin (plugins/tokenizer_sentencepiece)
   python3-h5py python3-numpy         # tests read run files the way researchers do, with h5py
   python3-torch libopenblas0-openmp python3-yaml  # bench.peer_agreement: the PyTorch peer (bench/), on the OpenMP OpenBLAS
   slurmctld slurmd slurm-client munge  # Slurm 22.05: `ablate sweep --executor slurm` test on a loopback cluster
@@ -35,10 +36,10 @@ done
 # and safetensors (ctest docs.load_in_torch reads `ablate export`'s file with it), pinned, into a
 # virtual environment that also sees Debian's packages (torch, numpy, h5py, yaml). Without PyPI
 # those two tests skip, saying so.
-PYPI_PACKAGES=(sacrebleu==2.6.0 safetensors==0.8.0)
+PYPI_PACKAGES=(sacrebleu==2.6.0 safetensors==0.8.0 sentencepiece==0.2.0)
 VENV="$(cd "$(dirname "$0")/.." && pwd)/tests/.venv"
 python_packages() {
-  if "$VENV/bin/python" -c 'import sacrebleu, safetensors' 2>/dev/null; then
+  if "$VENV/bin/python" -c 'import sacrebleu, safetensors, sentencepiece' 2>/dev/null; then
     echo "setup: ${PYPI_PACKAGES[*]} are installed in tests/.venv"
     return
   fi

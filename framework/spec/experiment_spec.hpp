@@ -163,6 +163,7 @@ struct ExperimentSpec {
   std::string description;
   std::vector<std::string> plugin_paths;  // absolute (relative paths resolve against their file)
   PluginRef task;                         // required
+  PluginRef task_tokenizer;               // task.tokenizer; an empty name: none (the task's own tokens)
   ModelSpec model;
   PluginRef backend;
   Precision precision{};
@@ -176,8 +177,9 @@ struct ExperimentSpec {
 
 // The plugin references of a spec: (key path, plugin kind, reference), in schema order.
 struct PluginSlot {
-  std::string path;  // "model.block"
-  std::string kind;  // "block"
+  std::string path;       // "model.block"
+  std::string kind;       // "block"
+  bool optional = false;  // may name no plugin (an empty name): task.tokenizer
 };
 const std::vector<PluginSlot>& plugin_slots();
 PluginRef& plugin_at(ExperimentSpec& spec, const std::string& path);

@@ -38,6 +38,7 @@ void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog) {
   SpecErrors errors;
   for (const PluginSlot& slot : plugin_slots()) {
     PluginRef& ref = plugin_at(spec, slot.path);
+    if (slot.optional && ref.name.empty()) continue;
     const SourceMark at = spec.marks.of(slot.path);
     const auto declared = catalog.options(slot.kind, ref.name);
     if (!declared) {

@@ -220,8 +220,8 @@ void Reader::read_plugin(const SpecTree* parent, const std::string& key, const s
   }
   for (std::size_t i = 0; i < t->entries.size(); ++i) {
     const auto& [option, value] = t->entries[i];
-    if (option == "plugin") continue;
     const std::string option_path = path + "." + option;
+    if (option == "plugin" || is_plugin_path(option_path)) continue;  // a nested plugin (task.tokenizer): read on its own
     marks_.at[option_path] = value.mark;
     marks_.keys[option_path] = t->key_marks[i];
     if (!value.is_scalar()) {

@@ -27,6 +27,7 @@ const char* to_string(Metric v) {
 
 const std::vector<PluginSlot>& plugin_slots() {
   static const std::vector<PluginSlot> slots = {{"task", "task"},
+                                                {"task.tokenizer", "tokenizer", true},
                                                 {"model.block", "block"},
                                                 {"model.attention", "attention"},
                                                 {"model.positional_encoding", "positional_encoding"},
@@ -42,6 +43,7 @@ const PluginRef& plugin_at(const ExperimentSpec& spec, const std::string& path) 
 
 PluginRef& plugin_at(ExperimentSpec& spec, const std::string& path) {
   if (path == "task") return spec.task;
+  if (path == "task.tokenizer") return spec.task_tokenizer;
   if (path == "model.block") return spec.model.block;
   if (path == "model.attention") return spec.model.attention;
   if (path == "model.positional_encoding") return spec.model.positional_encoding;
@@ -180,13 +182,35 @@ SpecKey choice(std::string path, F field, const Choices<E>& choices) {
   return k;
 }
 
+// A plugin reference; one nested in its map (task.tokenizer, a slot whose path is a child of this
+// key's) is read and written with it, and written only when it names a plugin.
 template <class F>
 SpecKey plugin(std::string path, F field) {
   SpecKey k = new_key(std::move(path), "plugin");
   k.read = [field](Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
     r.read_plugin(parent, key.leaf(), key.path, field(s), key.is_required);
+    const SpecTree* own = parent ? parent->find(key.leaf()) : nullptr;
+    for (const PluginSlot& slot : plugin_slots())
+      if (is_child(slot.path, key.path))
+        r.read_plugin(own && own->is_map() ? own : nullptr, slot.path.substr(key.path.size() + 1), slot.path,
+                      plugin_at(s, slot.path), false);
   };
-  k.write = [field](const ExperimentSpec& s) { return plugin_node(value_of(field, s)); };
+  k.write = [field, at = k.path](const ExperimentSpec& s) {
+    YAML::Node n = plugin_node(value_of(field, s));
+    for (const PluginSlot& slot : plugin_slots())
+      if (is_child(slot.path, at) && !plugin_at(s, slot.path).name.empty())
+        n[slot.path.substr(at.size() + 1)] = plugin_node(plugin_at(s, slot.path));
+    return n;
+  };
+  return k;
+}
+
+// A plugin reference nested in another's map (task.tokenizer): documented here, read and written
+// by the enclosing plugin key.
+SpecKey nested_plugin(std::string path) {
+  SpecKey k = new_key(std::move(path), "plugin");
+  k.read = [](Reader&, const SpecTree*, const SpecKey&, ExperimentSpec&) {};
+  k.write = [](const ExperimentSpec&) { return YAML::Node(YAML::NodeType::Null); };
   return k;
 }
 
@@ -217,6 +241,10 @@ const std::vector<SpecKey>& schema() {
     k.push_back(custom("plugin_paths", "list of paths", read_plugin_paths, write_plugin_paths)
                     .def("[]").doc("extra plugin directories, relative to this file"));
     k.push_back(plugin(KEY(task)).required().doc("the task plugin and its options, e.g. `{plugin: copy, vocab_size: 32}`"));
+    k.push_back(nested_plugin("task.tokenizer").shown("absent").doc(
+        "how a text task (translation, language_model over a file, classification) splits text into tokens: "
+        "`char`, `word` or `sentencepiece` (BPE / unigram, trained on the train split; docs/data.md), e.g. "
+        "`{plugin: sentencepiece, vocab_size: 8000}`; absent: the task's own `tokens` options"));
     k.push_back(section("model").doc("the network: sizes, dropouts, components"));
     k.push_back(choice(KEY(model.arch), kArch).def("encoder_decoder").doc(
         "which stacks: `encoder_decoder` for seq2seq tasks, `decoder` for a language model, `encoder` tags each "

@@ -61,7 +61,7 @@ std::vector<std::vector<std::int32_t>> beam_search(Experiment& ex, const std::ve
     std::vector<std::pair<std::size_t, std::size_t>> who;  // (source, hypothesis) per row
     for (std::size_t n = 0; n < N; ++n)
       for (std::size_t k = 0; k < open[n].size(); ++k) {
-        batch.push_back({sources[n], open[n][k].tokens});
+        batch.push_back({sources[n], open[n][k].tokens, {}});
         who.emplace_back(n, k);
       }
     if (batch.empty()) break;

@@ -14,6 +14,7 @@ CodeIdentity code_identity(const spec::ExperimentSpec& spec, const PluginRegistr
   CodeIdentity c;
   c.parts.push_back("ablate compute " + std::to_string(kComputeVersion));
   for (const spec::PluginSlot& slot : spec::plugin_slots()) {
+    if (slot.optional && spec::plugin_at(spec, slot.path).name.empty()) continue;
     const PluginDescriptor& d = registry.find(slot.kind, spec::plugin_at(spec, slot.path).name);
     c.parts.push_back(d.id() + " " + d.version + " " + d.code_hash);
   }

@@ -83,15 +83,23 @@ std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, c
   return out;
 }
 
-Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& registry, std::shared_ptr<OpProfile> profile)
+Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& registry, std::shared_ptr<OpProfile> profile,
+                       const std::filesystem::path& run_dir)
     : spec(s) {
   backend = registry.create<Backend>(spec.backend.name, spec.backend.options);
   backend = std::make_shared<HostedBackend>(backend, std::move(profile));  // faults name the plugin
   task = registry.create<Task>(spec.task.name, spec.task.options);
+  TaskContext context;
+  if (!spec.task_tokenizer.name.empty()) {
+    tokenizers = std::make_unique<TokenizerStore>(spec, registry, run_dir);
+    context.tokenizer = [this](const std::string& role) { return tokenizers->tokenizer(role); };
+  }
+  plugin_call(*task, "prepare", [&] { task->prepare(context); });
   schedule = registry.create<Schedule>(spec.train.schedule.name, spec.train.schedule.options);
   task_info = plugin_call(*task, "info", [&] { return task->info(); });
   for (const spec::PluginSlot& slot : spec::plugin_slots()) {
     const spec::PluginRef& ref = spec::plugin_at(spec, slot.path);
+    if (slot.optional && ref.name.empty()) continue;
     plugin_versions.push_back(slot.kind + "/" + ref.name + " " + registry.find(slot.kind, ref.name).version);
   }
   code = code_identity(spec, registry);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "spec/experiment_spec.hpp"
 #include "train/code_identity.hpp"
 #include "train/hosted_backend.hpp"
+#include "train/tokenizer_store.hpp"
 
 namespace ablate::train {
 
@@ -49,11 +51,16 @@ struct Experiment {
   // model. Throws UsageError (with the spec position) when the architecture does not fit the task,
   // PluginError when a plugin cannot be created, PluginFault when one fails. The backend is wrapped
   // in a HostedBackend (faults name the plugin); with `profile` it also times every op into it.
-  Experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry, std::shared_ptr<OpProfile> profile = nullptr);
+  // `run_dir` (may be empty): the run folder whose stored tokenizers (task.tokenizer) the task
+  // reads text with, instead of training them (eval, export, a resumed run).
+  Experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry, std::shared_ptr<OpProfile> profile = nullptr,
+             const std::filesystem::path& run_dir = {});
 
   spec::ExperimentSpec spec;
   std::shared_ptr<Backend> backend;
   std::shared_ptr<Task> task;
+  // The task's tokenizers (spec task.tokenizer); null when the spec names none.
+  std::unique_ptr<TokenizerStore> tokenizers;
   TaskInfo task_info{};
   std::shared_ptr<Schedule> schedule;
   std::unique_ptr<ParameterStore> store;

@@ -96,7 +96,7 @@ namespace {
 // The model of `run_dir`'s checkpoint with its weights, the folder checked already (check_one_run).
 TrainedRun load_trained_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry) {
   TrainedRun run;
-  run.experiment = std::make_unique<Experiment>(spec, registry);
+  run.experiment = std::make_unique<Experiment>(spec, registry, nullptr, run_dir);
   run.step = load_checkpoint(run_checkpoint(run_dir), *run.experiment->store).state.step;
   return run;
 }

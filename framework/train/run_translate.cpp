@@ -42,7 +42,7 @@ std::vector<Translated> translate_text(TrainedRun& run, const std::vector<std::s
     std::vector<std::vector<std::int32_t>> decoded;
     if (o.beam == 1) {
       std::vector<Example> examples;
-      for (const auto& s : part) examples.push_back({s, {}});
+      for (const auto& s : part) examples.push_back({s, {}, {}});
       decoded = ex.model->greedy_decode(*ex.backend, ex.batch(examples), o.max_len);
     } else {
       decoded = beam_search(ex, part, o);

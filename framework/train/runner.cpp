@@ -89,7 +89,7 @@ class Trainer {
         id_(std::move(id)),
         out_(out),
         profile_(options.profile ? std::make_shared<OpProfile>() : nullptr),
-        ex_(spec, registry, profile_),  // first: a spec problem leaves no directory behind
+        ex_(spec, registry, profile_, dir.path()),  // first: a spec problem leaves no directory behind
         order_(data_order(spec, ex_)) {}
 
   void open();
@@ -154,6 +154,7 @@ void Trainer::open() {
   std::string generate_note;
   generate_ = generates(ex_, &generate_note);
   dir_.prepare();
+  if (ex_.tokenizers) ex_.tokenizers->save_to(dir_.path());  // the run reads text with these from now on
 
   if (options_.resume && dir_.has_checkpoint()) {
     LoadedCheckpoint loaded = load_checkpoint(dir_.checkpoint_file(), *ex_.store);  // its spec was checked by RunDirectory

@@ -66,6 +66,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
   std::shared_ptr<PositionalEncoding> positions;
   std::shared_ptr<Attention> attention;
   std::shared_ptr<Task> task;
+  std::unique_ptr<train::TokenizerStore> tokenizers;  // the task's, while it is checked
   for (const char* path :
        {"task", "model.block", "model.attention", "model.positional_encoding", "model.ffn", "train.schedule"}) {
     const spec::PluginSlot& slot = *std::find_if(spec::plugin_slots().begin(), spec::plugin_slots().end(),
@@ -75,7 +76,16 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
       std::shared_ptr<Component> c = registry.create(slot.kind, ref.name, ref.options);
       if (slot.kind == PositionalEncoding::kKind) positions = std::dynamic_pointer_cast<PositionalEncoding>(c);
       if (slot.kind == Attention::kKind) attention = std::dynamic_pointer_cast<Attention>(c);
-      if (slot.kind == Task::kKind) task = std::dynamic_pointer_cast<Task>(c);
+      if (slot.kind == Task::kKind) {
+        task = std::dynamic_pointer_cast<Task>(c);
+        if (!task) continue;
+        TaskContext context;
+        if (!spec.task_tokenizer.name.empty()) {
+          tokenizers = std::make_unique<train::TokenizerStore>(spec, registry, std::filesystem::path());
+          context.tokenizer = [&tokenizers](const std::string& role) { return tokenizers->tokenizer(role); };
+        }
+        plugin_call(*task, "prepare", [&] { task->prepare(context); });
+      }
     } catch (const PluginFault& f) {
       if (!f.reported()) throw;            // not a refusal of its options but a defect: a plugin error (exit 3)
       std::vector<std::string> inherited;  // options the message names that the spec took from other keys

@@ -9,6 +9,7 @@
 
 #include "markov_chain.hpp"
 #include "text_task.hpp"
+#include "text/deferred_task.hpp"
 #include "text/text_file.hpp"
 
 namespace task_language_model {
@@ -64,17 +65,7 @@ constexpr bool same_as_the_shared_synthetic_options() {
 static_assert(same_as_the_shared_synthetic_options(),
               "keep kOptions[0 .. kSyntheticOptions) equal to ablate_synthetic::kOptions");
 
-// Whether `info` holds a value other than its declared default (an explicit default is allowed).
-bool differs_from_default(const ablate::Options& o, const ablate::OptionInfo& info) {
-  const std::string d = info.default_value;
-  switch (info.type) {
-    case ablate::OptionType::Bool: return o.get_bool(info.name) != (d == "true");
-    case ablate::OptionType::Int: return o.get_int(info.name) != std::stoll(d);
-    case ablate::OptionType::Float: return o.get_float(info.name) != std::stod(d);
-    case ablate::OptionType::String: return o.get_string(info.name) != d;
-  }
-  return false;
-}
+using ablate_text::differs_from_default;
 
 std::string joined(const std::vector<std::string>& names) {
   std::string s;
@@ -130,16 +121,42 @@ TextSettings text_settings(const ablate::Options& o) {
 
 }  // namespace
 
+// With task.tokenizer the units and the vocabulary are the tokenizer's: the options that set them
+// here, and the window-level split and cut they need, are refused rather than ignored.
+void refuse_with_tokenizer(const ablate::Options& o) {
+  std::vector<std::string> stray;
+  for (const ablate::OptionInfo& info : kOptions) {
+    const std::string name = info.name;
+    if ((name == "tokens" || name == "lowercase" || name == "split_punctuation" || name == "min_freq" ||
+         name == "max_examples" || name == "split") &&
+        differs_from_default(o, info))
+      stray.push_back(name);
+  }
+  if (!stray.empty())
+    throw ablate::Error(std::string(MarkovLanguageModel::kName) + ": " + joined(stray) +
+                            (stray.size() > 1 ? " do" : " does") +
+                            " not apply with task.tokenizer (the tokenizer sets the units and vocabulary; the lines are "
+                            "split contiguously before tokenizing)",
+                        "remove them (set the tokenizer's own options, e.g. lowercase, min_freq, under task.tokenizer)");
+}
+
 ablate::Component* create(const ablate::Options& o) {
   const bool text = !o.get_string("file").empty();
   refuse_other_mode(o, text);
-  if (text) return new TextLanguageModel(text_settings(o));
-  return new MarkovLanguageModel(o);
+  if (!text) return new MarkovLanguageModel(o);  // Task::prepare refuses a tokenizer
+  return new ablate_text::DeferredTask([settings = text_settings(o), o](const ablate::TaskContext& context) {
+    TextSettings s = settings;
+    if (context.tokenizer) {
+      refuse_with_tokenizer(o);
+      s.tokenizer = context.tokenizer("text");
+    }
+    return std::make_shared<TextLanguageModel>(s);
+  });
 }
 
-ABLATE_PLUGIN("task", "language_model", "1.2.0",
-              "Language model: a synthetic Markov chain, or windows of a text file (char/word tokens, train-split vocabulary, "
-              "held-out stretches at its end)",
+ABLATE_PLUGIN("task", "language_model", "1.3.0",
+              "Language model: a synthetic Markov chain, or windows of a text file (char/word tokens or a tokenizer plugin, "
+              "train-split vocabulary, held-out stretches at its end)",
               ablate::options_of(kOptions), create)
 
 }  // namespace task_language_model

@@ -40,23 +40,6 @@ std::int64_t TokenStream::line_of_token(std::int64_t index) const {
   return static_cast<std::int64_t>(std::upper_bound(line_starts.begin(), line_starts.end(), index) - line_starts.begin());
 }
 
-std::vector<std::string> line_tokens(std::string_view line, bool line_break, const ablate_text::TokenizerOptions& o) {
-  std::vector<std::string> out;
-  if (o.level == ablate_text::Level::Char) {
-    for (std::size_t pos = 0; pos < line.size();) {
-      char32_t c = ablate_text::next_code_point(line, pos);
-      if (o.lowercase) c = ablate_text::to_lower(c);
-      out.emplace_back();
-      ablate_text::append_utf8(out.back(), c);
-    }
-    if (line_break) out.push_back(kLineBreak);
-    return out;
-  }
-  out = ablate_text::Tokenizer(o).tokenize(line);
-  if (line_break && !out.empty()) out.push_back(kLineBreak);
-  return out;
-}
-
 TokenStream read_token_stream(std::istream& in, const std::string& name, const StreamOptions& o) {
   ablate_text::TextLines lines(in);
   if (!has_text(lines.rest()))

@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "text/tokenizer.hpp"
+#include "text/vocabulary_tokenizer.hpp"
 
 namespace task_language_model {
 
-// The token a line break becomes at word level (and the character it is at char level).
-inline const std::string kLineBreak = "\n";
+using ablate_text::kLineBreak;
+using ablate_text::line_tokens;
 
 struct StreamOptions {
   // Char: every code point is a token, spaces and line breaks included, so the windows
@@ -40,12 +41,6 @@ struct TokenStream {
   // The 1-based line of the file where token `index` was read.
   std::int64_t line_of_token(std::int64_t index) const;
 };
-
-// The tokens of one line of text (no line break in it) as the stream has them: each code point
-// (lower-cased if asked) at char level, ablate_text::Tokenizer's words at word level; then
-// kLineBreak when `line_break` (at word level only after a non-blank line). The one tokenization
-// of the file reader and of TextLanguageModel::encode.
-std::vector<std::string> line_tokens(std::string_view line, bool line_break, const ablate_text::TokenizerOptions& options);
 
 // Reads `in`; `name` (the file's path) prefixes errors: "NAME:LINE: ...". CRLF line ends and a
 // leading UTF-8 byte order mark are ignored. Throws ablate::Error for invalid UTF-8 (with the

@@ -6,6 +6,8 @@
 
 #include "ablate/error.hpp"
 #include "text/splits.hpp"
+#include "text/text_file.hpp"
+#include "text/vocabulary_tokenizer.hpp"
 
 namespace task_language_model {
 
@@ -19,9 +21,13 @@ namespace {
 
 }  // namespace
 
-TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s) {
+TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s), tokenizer_(s.tokenizer) {
   const std::int64_t context = s.stream.context;
   if (context < 1) fail("context must be >= 1, got " + std::to_string(context), "it is the tokens per example (window)");
+  if (tokenizer_) {
+    load_with_tokenizer();
+    return;
+  }
 
   TokenStream stream;
   try {
@@ -51,6 +57,8 @@ TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s) {
     counts.add(window);
   }
   vocab_ = counts.build(s.corpus.min_freq);
+  tokenizer_ = std::make_shared<ablate_text::VocabularyTokenizer>(
+      ablate_text::VocabularyTokenizerOptions{s.stream.tokenizer, true, s.corpus.min_freq}, vocab_);
 
   ids_ = vocabulary_ids(stream);
   window_lines_.resize(static_cast<std::size_t>(n));
@@ -70,8 +78,77 @@ TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s) {
     }
 }
 
+void TextLanguageModel::load_with_tokenizer() {
+  const std::string& file = settings_.file;
+  const std::int64_t context = settings_.stream.context;
+  std::vector<std::string> lines;  // each with its line break: the tokenizer keeps lines apart
+  {
+    std::ifstream in = ablate_text::open_text_file(file, "a UTF-8 text file");
+    ablate_text::TextLines reader(in);
+    for (std::string_view line; reader.next(line);) {
+      try {
+        ablate_text::check_line(line, file, reader.number());
+      } catch (const ablate::Error& e) {
+        fail(e.what(), e.hint());
+      }
+      lines.emplace_back(line).push_back('\n');
+    }
+  }
+  const auto n = static_cast<std::int64_t>(lines.size());
+  stats_.lines_read = n;
+  ablate_text::SplitIndices split;
+  try {
+    split = ablate_text::contiguous_split_indices(n, settings_.corpus.valid_fraction, settings_.corpus.test_fraction);
+  } catch (const ablate::Error& e) {
+    fail(file + ": split by lines: " + e.what(), "lower valid_fraction / test_fraction, or use a longer file");
+  }
+  std::vector<std::string> train_text;
+  for (std::int64_t i : split.train) train_text.push_back(lines[static_cast<std::size_t>(i)]);
+  tokenizer_->train(train_text);  // the train lines only: eval and test text never shape the tokenizer
+
+  // Each stretch on its own: its lines' ids, cut into whole windows after the ones before it.
+  const auto add_stretch = [&](ablate::Split part, const std::vector<std::int64_t>& line_indices) {
+    std::vector<std::int32_t> ids;
+    std::vector<std::int64_t> line_starts;  // [lines]: the stretch's token index where each line starts
+    std::int64_t unknown = 0;
+    for (std::int64_t i : line_indices) {
+      line_starts.push_back(static_cast<std::int64_t>(ids.size()));
+      std::int64_t u = 0;
+      const std::vector<std::int32_t> e = tokenizer_->encode(lines[static_cast<std::size_t>(i)], &u);
+      ids.insert(ids.end(), e.begin(), e.end());
+      unknown += u;
+    }
+    const auto tokens = static_cast<std::int64_t>(ids.size());
+    const std::int64_t windows = tokens / context;
+    if (windows == 0)
+      fail(file + ": the " + ablate_text::split_name(part) + " stretch (" + std::to_string(line_indices.size()) + " lines) has " +
+               std::to_string(tokens) + " tokens, fewer than one window of context " + std::to_string(context),
+           "raise valid_fraction / test_fraction, lower context, or use a longer file");
+    const std::int64_t first = static_cast<std::int64_t>(ids_.size()) / context;
+    ids_.insert(ids_.end(), ids.begin(), ids.begin() + windows * context);
+    for (std::int64_t w = 0; w < windows; ++w) {
+      windows_[part].push_back(first + w);
+      const auto line = std::upper_bound(line_starts.begin(), line_starts.end(), w * context) - line_starts.begin() - 1;
+      window_lines_.push_back(line_indices[static_cast<std::size_t>(line)] + 1);
+    }
+    stats_.total_tokens += tokens;
+    stats_.dropped_tokens += tokens - windows * context;
+    stats_.windows += windows;
+    if (part == ablate::Split::Train) {
+      stats_.train_tokens = windows * context;
+      stats_.train_unk = unknown;
+    }
+  };
+  add_stretch(ablate::Split::Train, split.train);
+  if (split.eval == split.train)
+    windows_[ablate::Split::Eval] = windows_[ablate::Split::Train];  // valid_fraction 0: evaluate on the train windows
+  else
+    add_stretch(ablate::Split::Eval, split.eval);
+  if (!split.test.empty()) add_stretch(ablate::Split::Test, split.test);
+}
+
 ablate::TaskInfo TextLanguageModel::info() const {
-  return {ablate::TaskType::LanguageModel, vocab_.size(), 0, settings_.stream.context};
+  return {ablate::TaskType::LanguageModel, tokenizer_->vocab_size(), 0, settings_.stream.context};
 }
 
 std::int64_t TextLanguageModel::size(ablate::Split split) const { return windows_.size(split); }
@@ -115,6 +192,25 @@ std::int64_t TextLanguageModel::line_of(ablate::Split split, std::int64_t index)
 }
 
 std::vector<ablate::Example> TextLanguageModel::read_examples(const std::string& file, std::int64_t* unknown) const {
+  if (settings_.tokenizer) {  // every line encoded as the task's lines are, the stream cut into windows
+    std::ifstream in = ablate_text::open_text_file(file, "a UTF-8 text file");
+    ablate_text::TextLines reader(in);
+    std::vector<std::int32_t> ids;
+    std::int64_t unk = 0;
+    for (std::string_view line; reader.next(line);) {
+      ablate_text::check_line(line, file, reader.number());
+      std::int64_t u = 0;
+      const std::vector<std::int32_t> e = tokenizer_->encode(std::string(line) + "\n", &u);
+      ids.insert(ids.end(), e.begin(), e.end());
+      unk += u;
+    }
+    const std::int64_t context = settings_.stream.context, windows = static_cast<std::int64_t>(ids.size()) / context;
+    std::vector<ablate::Example> out(static_cast<std::size_t>(windows));
+    for (std::int64_t w = 0; w < windows; ++w)
+      out[static_cast<std::size_t>(w)].tgt.assign(ids.begin() + w * context, ids.begin() + (w + 1) * context);
+    if (unknown) *unknown = unk;
+    return out;
+  }
   StreamOptions o = settings_.stream;
   o.max_examples = 0;
   const std::vector<std::int32_t> ids = vocabulary_ids(read_token_stream_file(file, o));
@@ -136,29 +232,11 @@ std::vector<std::int32_t> TextLanguageModel::vocabulary_ids(const TokenStream& s
 
 std::vector<std::int32_t> TextLanguageModel::encode(const std::string& text, bool /*target: one vocabulary*/,
                                                     std::int64_t* unknown) const {
-  std::vector<std::string> tokens;
-  for (std::size_t start = 0; start <= text.size();) {  // line by line, a line break token where one was
-    const std::size_t end = std::min(text.find('\n', start), text.size());
-    std::string_view line(text.data() + start, end - start);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const std::vector<std::string> t = line_tokens(line, end < text.size(), settings_.stream.tokenizer);
-    tokens.insert(tokens.end(), t.begin(), t.end());
-    start = end + 1;
-  }
-  return vocab_.encode(tokens, unknown);
+  return tokenizer_->encode(text, unknown);
 }
 
 std::string TextLanguageModel::text(const std::vector<std::int32_t>& tokens, bool /*target: one vocabulary*/) const {
-  const bool words = settings_.stream.tokenizer.level == ablate_text::Level::Word;
-  std::string out;
-  bool after_break = true;  // no space at the start, nor after a line break
-  for (const std::string& t : vocab_.decode(tokens)) {
-    const bool line_break = t == kLineBreak;
-    if (words && !after_break && !line_break) out += ' ';
-    out += t;
-    after_break = line_break;
-  }
-  return out;
+  return tokenizer_->decode(tokens);
 }
 
 }  // namespace task_language_model

@@ -2,10 +2,12 @@
 // token stream (text_corpus.hpp) cut into non-overlapping windows of `context` tokens, the
 // windows split into train / eval / test (option `split`: contiguous stretches, train first and
 // test last, or shuffled windows; ablate_text::split), and one vocabulary built from the train
-// windows only (<unk> for the rest).
+// windows only (<unk> for the rest). With a tokenizer plugin (task.tokenizer) the file's lines are
+// split first and the tokenizer learns from the train lines (TextSettings::tokenizer).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,11 @@ struct TextSettings {
   std::string file;
   StreamOptions stream;                // stream.max_examples is corpus.max_examples
   ablate_text::CorpusSettings corpus;  // min_freq and the splits
+  // The spec's task.tokenizer (role "text"), or null: the file's own char / word units (`tokens`).
+  // With one, the split is made on lines first (train = the first lines, then eval, then test, by
+  // valid_fraction / test_fraction of the lines), the tokenizer learns from the train lines only,
+  // and each stretch is encoded and cut into windows on its own.
+  std::shared_ptr<ablate::Tokenizer> tokenizer;
 };
 
 // What reading the file kept and dropped (the text itself is not kept).
@@ -63,9 +70,12 @@ class TextLanguageModel final : public ablate::Task {
  private:
   // The stream's tokens as ids of vocab_ (<unk> for a token it lacks).
   std::vector<std::int32_t> vocabulary_ids(const TokenStream& stream) const;
+  // The file read, split and encoded with settings_.tokenizer (see TextSettings::tokenizer).
+  void load_with_tokenizer();
 
   TextSettings settings_;
-  ablate_text::Vocabulary vocab_;
+  ablate_text::Vocabulary vocab_;  // without a tokenizer: the train windows' vocabulary
+  std::shared_ptr<ablate::Tokenizer> tokenizer_;  // settings_.tokenizer, or the char / word units over vocab_
   std::vector<std::int32_t> ids_;                // [windows * context]: the kept stream as vocabulary ids
   std::vector<std::int64_t> window_lines_;       // [windows]: the line each window starts on
   ablate_text::PerSplit<std::int64_t> windows_;  // window indices per split (shuffled order)

@@ -31,7 +31,15 @@ Corpus read_parallel_tsv(std::istream& in, const std::string& name, const Corpus
     const std::string_view source = line.substr(0, tab);
     std::string_view target = line.substr(tab + 1);
     target = target.substr(0, target.find('\t'));
-    TokenizedPair p{src_tok.tokenize(source), tgt_tok.tokenize(target), number, std::string(target)};
+    if (!o.tokenize) {
+      if (blank(source) || blank(target)) {
+        ++c.dropped_empty;
+        continue;
+      }
+      c.pairs.push_back(TokenizedPair{{}, {}, number, std::string(target), std::string(source)});
+      continue;
+    }
+    TokenizedPair p{src_tok.tokenize(source), tgt_tok.tokenize(target), number, std::string(target), std::string(source)};
     if (p.src.empty() || p.tgt.empty()) {
       ++c.dropped_empty;
       continue;

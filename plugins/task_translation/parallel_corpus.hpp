@@ -19,12 +19,16 @@ struct CorpusOptions {
   std::int64_t max_len = 20;                          // content tokens per side
   LongExamples long_examples = LongExamples::Filter;  // Filter: drop a pair with a side longer than max_len; Truncate: cut it
   std::int64_t max_examples = 0;                      // keep the first N pairs that survive filtering (file order); 0 = all
+  // false: the sides are kept as text only (a tokenizer plugin encodes them later): no token lists,
+  // no length rule; only pairs with a blank side are dropped.
+  bool tokenize = true;
 };
 
 struct TokenizedPair {
   std::vector<std::string> src, tgt;
   std::int64_t line = 0;  // 1-based line of the file
   std::string target;     // the target column as written (what sacreBLEU and chrF score against; never truncated)
+  std::string source;     // the source column as written
   bool operator==(const TokenizedPair&) const = default;
 };
 

@@ -6,6 +6,7 @@
 #include "bleu.hpp"
 #include "sacrebleu.hpp"
 #include "text/corpus_settings.hpp"
+#include "text/deferred_task.hpp"
 #include "text/text_file.hpp"
 
 namespace task_translation {
@@ -36,6 +37,8 @@ constexpr ablate::OptionInfo kOptions[] = {
      "fraction of the pairs in the held-out test split (rounded up; 0 = none)"},
     {"split_seed", ablate::OptionType::Int, "1", nullptr, "seed of the shuffle that assigns pairs to the train/eval/test splits"},
     {"bleu_k", ablate::OptionType::Int, "2", nullptr, "largest n-gram order of the D2L sentence BLEU (sentence_bleu)"},
+    {"joint_vocabulary", ablate::OptionType::Bool, "false", nullptr,
+     "one vocabulary (one tokenizer) learnt from both sides' train text, as Vaswani's shared BPE; false: one per side"},
     {"sacrebleu_tokenize", ablate::OptionType::String, "13a", "13a|zh",
      "tokenizer of the sacrebleu score: 13a (sacreBLEU's default) or zh (each Chinese character a token, as papers "
      "score Chinese targets)"},
@@ -43,6 +46,22 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 [[noreturn]] void bad_option(const std::string& what, const std::string& hint = {}) {
   throw ablate::Error(std::string(TranslationTask::kName) + ": " + what, hint);
+}
+
+// With task.tokenizer the units and vocabularies are the tokenizer's: the options that set them here
+// are refused rather than ignored.
+void refuse_unit_options(const ablate::Options& o) {
+  std::string stray;
+  for (const ablate::OptionInfo& info : kOptions) {
+    const std::string name = info.name;
+    if (name != "source_tokens" && name != "target_tokens" && name != "lowercase" && name != "split_punctuation" &&
+        name != "min_freq")
+      continue;
+    if (ablate_text::differs_from_default(o, info)) stray += (stray.empty() ? "" : ", ") + name;
+  }
+  if (!stray.empty())
+    bad_option(stray + ": not with task.tokenizer (the tokenizer sets the units and the vocabulary)",
+               "remove them, and set the tokenizer's own options under task.tokenizer");
 }
 
 CorpusOptions corpus_options(const ablate::Options& o) {
@@ -57,16 +76,18 @@ CorpusOptions corpus_options(const ablate::Options& o) {
 
 }  // namespace
 
-TranslationTask::TranslationTask(const ablate::Options& o)
+TranslationTask::TranslationTask(const ablate::Options& o, const ablate::TaskContext& context)
     : corpus_options_(corpus_options(o)),
-      src_tok_(corpus_options_.source),
-      tgt_tok_(corpus_options_.target),
       bleu_k_(o.get_int("bleu_k")),
       sacrebleu_tokenizer_(o.get_string("sacrebleu_tokenize") == "zh" ? BleuTokenizer::Zh : BleuTokenizer::T13a) {
   const ablate_text::CorpusSettings settings = ablate_text::corpus_settings(o, kName, "pair");
   corpus_options_.max_examples = settings.max_examples;
   const std::int64_t min_freq = settings.min_freq;
+  const bool joint = o.get_bool("joint_vocabulary");
+  const bool plugin = static_cast<bool>(context.tokenizer);
   if (bleu_k_ < 1) bad_option("bleu_k must be >= 1, got " + std::to_string(bleu_k_), "D2L uses k = 2 for short sentences");
+  if (plugin) refuse_unit_options(o);
+  corpus_options_.tokenize = !plugin;
 
   const std::string& file = o.get_string("file");
   Corpus corpus;
@@ -88,28 +109,59 @@ TranslationTask::TranslationTask(const ablate::Options& o)
     bad_option(file + ": " + e.what(), e.hint());
   }
 
-  ablate_text::Vocabulary::Builder src_counts, tgt_counts;
-  for (std::int64_t i : split.train) {
-    src_counts.add(corpus.pairs[static_cast<std::size_t>(i)].src);
-    tgt_counts.add(corpus.pairs[static_cast<std::size_t>(i)].tgt);
+  // The tokenizers learn from the train pairs only: eval and test text never shapes them.
+  const auto pair_at = [&](std::int64_t i) -> const TokenizedPair& { return corpus.pairs[static_cast<std::size_t>(i)]; };
+  if (plugin) {
+    src_ = context.tokenizer(joint ? "joint" : "source");
+    tgt_ = joint ? src_ : context.tokenizer("target");
+    std::vector<std::string> src_text, tgt_text;
+    for (std::int64_t i : split.train) {
+      src_text.push_back(pair_at(i).source);
+      (joint ? src_text : tgt_text).push_back(pair_at(i).target);
+    }
+    src_->train(src_text);
+    if (!joint) tgt_->train(tgt_text);
+  } else {
+    ablate_text::Vocabulary::Builder src_counts, tgt_counts;
+    for (std::int64_t i : split.train) {
+      src_counts.add(pair_at(i).src);
+      (joint ? src_counts : tgt_counts).add(pair_at(i).tgt);
+    }
+    const ablate_text::Vocabulary src_vocab = src_counts.build(min_freq);
+    src_units_ = std::make_shared<ablate_text::VocabularyTokenizer>(
+        ablate_text::VocabularyTokenizerOptions{corpus_options_.source, false, min_freq}, src_vocab);
+    tgt_units_ = std::make_shared<ablate_text::VocabularyTokenizer>(
+        ablate_text::VocabularyTokenizerOptions{corpus_options_.target, false, min_freq},
+        joint ? src_vocab : tgt_counts.build(min_freq));
+    src_ = src_units_;
+    tgt_ = tgt_units_;
   }
-  src_vocab_ = src_counts.build(min_freq);
-  tgt_vocab_ = tgt_counts.build(min_freq);
 
   const auto encode = [&](ablate::Split part, const std::vector<std::int64_t>& indices) {
     std::vector<ablate::Example>& out = examples_[part];
     std::vector<std::int64_t>& lines = lines_[part];
     out.reserve(indices.size());
     lines.reserve(indices.size());
-    for (std::int64_t i : indices) {
-      const TokenizedPair& p = corpus.pairs[static_cast<std::size_t>(i)];
-      out.push_back({src_vocab_.encode(p.src), tgt_vocab_.encode(p.tgt), p.target});
-      lines.push_back(p.line);
-    }
+    for (std::int64_t i : indices)
+      if (std::optional<ablate::Example> e = example_of(pair_at(i), corpus, nullptr)) {
+        out.push_back(std::move(*e));
+        lines.push_back(pair_at(i).line);
+      }
   };
   encode(ablate::Split::Train, split.train);
-  encode(ablate::Split::Eval, split.eval);
+  if (split.eval == split.train) {  // valid_fraction 0: evaluate on the train pairs
+    examples_[ablate::Split::Eval] = examples_[ablate::Split::Train];
+    lines_[ablate::Split::Eval] = lines_[ablate::Split::Train];
+  } else {
+    encode(ablate::Split::Eval, split.eval);
+  }
   encode(ablate::Split::Test, split.test);
+  if (plugin)
+    for (const ablate::Split part : {ablate::Split::Train, ablate::Split::Eval})
+      if (examples_.size(part) == 0)
+        bad_option(file + ": every pair of the " + ablate_text::split_name(part) + " split has a side longer than max_len " +
+                       std::to_string(corpus_options_.max_len) + " tokens of the tokenizer",
+                   "raise max_len, or use long_examples: truncate");
   // A vocabulary that knows (almost) nothing trains a model of <unk>: refuse it rather than
   // let a run "complete" on it. Measured on the train split, per side.
   for (const bool target : {false, true}) {
@@ -117,13 +169,14 @@ TranslationTask::TranslationTask(const ablate::Options& o)
     for (const ablate::Example& e : examples_[ablate::Split::Train])
       for (std::int32_t id : target ? e.tgt : e.src) {
         ++tokens;
-        unknown += id == ablate_text::Vocabulary::kUnk;
+        unknown += id == Vocabulary::kUnk;
       }
-    const std::int64_t known = (target ? tgt_vocab_ : src_vocab_).size() - ablate_text::Vocabulary::kFirstContent;
+    const std::int64_t known = side(target).vocab_size() - Vocabulary::kFirstContent;
     if (tokens > 0 && (known == 0 || 2 * unknown > tokens))
-      bad_option(file + ": min_freq " + std::to_string(min_freq) + " leaves " + std::to_string(known) + " " +
-                     (target ? "target" : "source") + " tokens in the vocabulary and " + std::to_string(100 * unknown / tokens) +
-                     "% of the train split's " + (target ? "target" : "source") + " tokens <unk>; expected most tokens known",
+      bad_option(file + ": " + (plugin ? std::string("the tokenizer") : "min_freq " + std::to_string(min_freq)) + " leaves " +
+                     std::to_string(known) + " " + (target ? "target" : "source") + " tokens in the vocabulary and " +
+                     std::to_string(100 * unknown / tokens) + "% of the train split's " + (target ? "target" : "source") +
+                     " tokens <unk>; expected most tokens known",
                  "lower min_freq (1 keeps every train token), or train on a larger corpus");
   }
   corpus.pairs.clear();
@@ -131,28 +184,60 @@ TranslationTask::TranslationTask(const ablate::Options& o)
   stats_ = std::move(corpus);
 }
 
+std::optional<ablate::Example> TranslationTask::example_of(const TokenizedPair& p, Corpus& stats, std::int64_t* unknown) const {
+  ablate::Example e;
+  std::int64_t src_unk = 0, tgt_unk = 0;
+  if (src_units_) {  // the reader tokenized the pair and applied max_len already
+    e.src = src_units_->vocabulary().encode(p.src, &src_unk);
+    e.tgt = tgt_units_->vocabulary().encode(p.tgt, &tgt_unk);
+  } else {
+    e.src = src_->encode(p.source, &src_unk);
+    e.tgt = tgt_->encode(p.target, &tgt_unk);
+    if (e.src.empty() || e.tgt.empty()) {
+      ++stats.dropped_empty;
+      return std::nullopt;
+    }
+    const auto max_len = static_cast<std::size_t>(corpus_options_.max_len);
+    if (e.src.size() > max_len || e.tgt.size() > max_len) {
+      if (corpus_options_.long_examples == LongExamples::Filter) {
+        ++stats.dropped_long;
+        return std::nullopt;
+      }
+      ++stats.truncated;
+      if (e.src.size() > max_len) e.src.resize(max_len);
+      if (e.tgt.size() > max_len) e.tgt.resize(max_len);
+    }
+  }
+  if (unknown) *unknown += src_unk + tgt_unk;
+  e.reference = p.target;
+  return e;
+}
+
+const ablate_text::Vocabulary& TranslationTask::source_vocabulary() const {
+  if (!src_units_) throw ablate::Error("task/translation: the source side is read by task.tokenizer, not a vocabulary of its own");
+  return src_units_->vocabulary();
+}
+
+const ablate_text::Vocabulary& TranslationTask::target_vocabulary() const {
+  if (!tgt_units_) throw ablate::Error("task/translation: the target side is read by task.tokenizer, not a vocabulary of its own");
+  return tgt_units_->vocabulary();
+}
+
 std::vector<ablate::Example> TranslationTask::read_examples(const std::string& file, std::int64_t* unknown) const {
   CorpusOptions o = corpus_options_;
   o.max_examples = 0;
-  const Corpus corpus = read_parallel_tsv_file(file, o);
+  Corpus corpus = read_parallel_tsv_file(file, o);
   std::vector<ablate::Example> out;
-  std::int64_t unk = 0, n = 0;
-  for (const TokenizedPair& p : corpus.pairs) {
-    ablate::Example e;
-    e.src = src_vocab_.encode(p.src, &n);
-    unk += n;
-    e.tgt = tgt_vocab_.encode(p.tgt, &n);
-    unk += n;
-    e.reference = p.target;
-    out.push_back(std::move(e));
-  }
+  std::int64_t unk = 0;
+  for (const TokenizedPair& p : corpus.pairs)
+    if (std::optional<ablate::Example> e = example_of(p, corpus, &unk)) out.push_back(std::move(*e));
   if (unknown) *unknown = unk;
   return out;
 }
 
 ablate::TaskInfo TranslationTask::info() const {
   // As the synthetic tasks: the length bound is the max_len option (every kept side is within it).
-  return {ablate::TaskType::Seq2Seq, std::max(src_vocab_.size(), tgt_vocab_.size()), corpus_options_.max_len,
+  return {ablate::TaskType::Seq2Seq, std::max(src_->vocab_size(), tgt_->vocab_size()), corpus_options_.max_len,
           corpus_options_.max_len};
 }
 
@@ -186,7 +271,7 @@ std::map<std::string, double> TranslationTask::score(const std::vector<ablate::E
     hypothesis.clear();
     for (std::int32_t id : predictions[i]) {
       if (id == Vocabulary::kPad || id == Vocabulary::kBos || id == Vocabulary::kEos) continue;
-      hypothesis.push_back(id == Vocabulary::kUnk || id < 0 || id >= tgt_vocab_.size() ? kNoMatch : id);
+      hypothesis.push_back(id == Vocabulary::kUnk || id < 0 || id >= tgt_->vocab_size() ? kNoMatch : id);
     }
     const std::vector<std::int32_t>& reference = references[i].tgt;
     corpus.add(hypothesis, reference);
@@ -212,13 +297,17 @@ std::map<std::string, double> TranslationTask::score(const std::vector<ablate::E
 }
 
 std::string TranslationTask::text(const std::vector<std::int32_t>& tokens, bool target) const {
-  return target ? tgt_tok_.detokenize(tgt_vocab_.decode(tokens)) : src_tok_.detokenize(src_vocab_.decode(tokens));
+  return side(target).decode(tokens);
 }
 
-ablate::Component* create(const ablate::Options& o) { return new TranslationTask(o); }
+ablate::Component* create(const ablate::Options& o) {
+  return new ablate_text::DeferredTask(
+      [o](const ablate::TaskContext& context) { return std::make_shared<TranslationTask>(o, context); });
+}
 
-ABLATE_PLUGIN("task", "translation", "1.1.0",
-              "Translation of parallel text from a TSV file (word/char tokens, train-split vocabularies, BLEU, sacreBLEU, chrF)",
+ABLATE_PLUGIN("task", "translation", "1.2.0",
+              "Translation of parallel text from a TSV file (word/char tokens or a tokenizer plugin, train-split "
+              "vocabularies, joint or per side, BLEU, sacreBLEU, chrF)",
               ablate::options_of(kOptions), create)
 
 }  // namespace task_translation

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "text/tokenizer.hpp"
 #include "text/per_split.hpp"
 #include "text/vocabulary.hpp"
+#include "text/vocabulary_tokenizer.hpp"
 
 namespace task_translation {
 
@@ -23,8 +26,10 @@ class TranslationTask final : public ablate::Task {
  public:
   static constexpr const char* kName = "task/translation";
   // Reads, tokenizes, splits and encodes the whole file (once). Throws ablate::Error naming the
-  // plugin for bad options and FILE:LINE for a bad line.
-  explicit TranslationTask(const ablate::Options& o);
+  // plugin for bad options and FILE:LINE for a bad line. With `context.tokenizer` (task.tokenizer)
+  // the pairs are split first, the tokenizers ("source" and "target", or one "joint" for both
+  // sides with joint_vocabulary) learn from the train pairs, and max_len applies to their tokens.
+  TranslationTask(const ablate::Options& o, const ablate::TaskContext& context);
 
   ablate::TaskInfo info() const override;
   std::int64_t size(ablate::Split split) const override;
@@ -36,22 +41,31 @@ class TranslationTask final : public ablate::Task {
   // Pairs of another TSV file read as the task's file is (tokenizers, max_len rule; every pair kept).
   std::vector<ablate::Example> read_examples(const std::string& file, std::int64_t* unknown) const override;
   std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const override {
-    return (target ? tgt_vocab_ : src_vocab_).encode((target ? tgt_tok_ : src_tok_).tokenize(text), unknown);
+    return side(target).encode(text, unknown);
   }
 
-  const ablate_text::Vocabulary& source_vocabulary() const { return src_vocab_; }
-  const ablate_text::Vocabulary& target_vocabulary() const { return tgt_vocab_; }
+  // The vocabularies of the task's own word / char units (no task.tokenizer); throws otherwise.
+  const ablate_text::Vocabulary& source_vocabulary() const;
+  const ablate_text::Vocabulary& target_vocabulary() const;
   // What reading the file kept and dropped (the pairs themselves are not kept).
   const Corpus& corpus_stats() const { return stats_; }
   // The 1-based file line of an example (for people tracing an example back to the file).
   std::int64_t line_of(ablate::Split split, std::int64_t index) const;
 
  private:
+  const ablate::Tokenizer& side(bool target) const { return target ? *tgt_ : *src_; }
+  // A pair as an example: its sides' ids (the reader's token lists looked up, or the text encoded
+  // by the tokenizer plugins, which then applies max_len, counting into `stats`); nullopt when the
+  // pair is dropped. `unknown` (when not null) adds the <unk> ids.
+  std::optional<ablate::Example> example_of(const TokenizedPair& p, Corpus& stats, std::int64_t* unknown) const;
+
   CorpusOptions corpus_options_;
-  ablate_text::Tokenizer src_tok_, tgt_tok_;
   std::int64_t bleu_k_;
   BleuTokenizer sacrebleu_tokenizer_;
-  ablate_text::Vocabulary src_vocab_, tgt_vocab_;
+  // Each side's tokenizer (one for both with joint_vocabulary); with the task's own units, also as
+  // the vocabulary tokenizers they are (null with a tokenizer plugin).
+  std::shared_ptr<ablate::Tokenizer> src_, tgt_;
+  std::shared_ptr<ablate_text::VocabularyTokenizer> src_units_, tgt_units_;
   Corpus stats_;  // counts only
   ablate_text::PerSplit<ablate::Example> examples_;
   ablate_text::PerSplit<std::int64_t> lines_;  // the 1-based file line of each example

@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ablate/plugin.hpp"
+#include "ablate/tokenizer.hpp"
 
 namespace ablate {
 
@@ -47,9 +50,23 @@ struct HostBatch {
   static constexpr std::int32_t kIgnore = -100;
 };
 
+// What the host hands a task before anything else (Task::prepare).
+struct TaskContext {
+  // The spec's task.tokenizer, one per `role` the task asks for ("text"; a translation's
+  // "source" and "target", or "joint" for one vocabulary of both sides): a new tokenizer to
+  // train() on that role's training text, or one the run already trained (restored from the run
+  // folder, so eval and export read text as training did), in which case train() returns at once.
+  // Empty (no target) when the spec names no tokenizer: the task tokenizes as its own options say.
+  std::function<std::shared_ptr<Tokenizer>(const std::string& role)> tokenizer;
+};
+
 class BOOST_SYMBOL_VISIBLE Task : public Component {
  public:
   static constexpr const char* kKind = "task";
+  // Called by the host once, right after the plugin made the task and before any other call. The
+  // default refuses a tokenizer (the task reads no text) and does nothing else; a text task reads
+  // and encodes its data here.
+  virtual void prepare(const TaskContext& context);
   virtual TaskInfo info() const = 0;
   virtual std::int64_t size(Split split) const = 0;
   // Deterministic in (the plugin's seed option, split, index): the same example every call, on

@@ -28,4 +28,15 @@ SplitIndices split(const CorpusSettings& s, std::int64_t n) {
                       : split_indices(n, s.valid_fraction, s.test_fraction, s.split_seed);
 }
 
+bool differs_from_default(const ablate::Options& o, const ablate::OptionInfo& info) {
+  const std::string d = info.default_value;
+  switch (info.type) {
+    case ablate::OptionType::Bool: return o.get_bool(info.name) != (d == "true");
+    case ablate::OptionType::Int: return o.get_int(info.name) != std::stoll(d);
+    case ablate::OptionType::Float: return o.get_float(info.name) != std::stod(d);
+    case ablate::OptionType::String: return o.get_string(info.name) != d;
+  }
+  return false;
+}
+
 }  // namespace ablate_text

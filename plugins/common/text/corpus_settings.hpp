@@ -26,6 +26,10 @@ struct CorpusSettings {
 // 0 keeps every `unit`). The fractions are checked by split().
 CorpusSettings corpus_settings(const ablate::Options& o, std::string_view plugin, std::string_view unit);
 
+// Whether option `info` holds a value other than its declared default (an explicit default is not
+// a setting): how a task finds options that do not apply in the mode it runs in.
+bool differs_from_default(const ablate::Options& o, const ablate::OptionInfo& info);
+
 // The split of n examples under `s` (split_indices, or contiguous_split_indices).
 SplitIndices split(const CorpusSettings& s, std::int64_t n);
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "ablate/error.hpp"
+
 namespace ablate_text {
 namespace {
 const std::string kReserved[] = {"<pad>", "<bos>", "<eos>", "<unk>"};
@@ -36,6 +38,17 @@ Vocabulary::Vocabulary() {
     ids_.emplace(t, static_cast<std::int32_t>(tokens_.size()));
     tokens_.push_back(t);
   }
+}
+
+Vocabulary Vocabulary::from_tokens(const std::vector<std::string>& content) {
+  Vocabulary v;
+  for (const std::string& t : content) {
+    if (!v.ids_.emplace(t, static_cast<std::int32_t>(v.tokens_.size())).second)
+      throw ablate::Error("a vocabulary lists the token '" + t + "' twice (or a reserved one)",
+                          "the saved vocabulary is damaged; train the tokenizer again");
+    v.tokens_.push_back(t);
+  }
+  return v;
 }
 
 std::int32_t Vocabulary::id(const std::string& token) const {

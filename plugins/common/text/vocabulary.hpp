@@ -28,6 +28,11 @@ class Vocabulary {
   };
 
   Vocabulary();  // the reserved ids only
+  // The reserved ids, then `content` in order (ids 4, 5, ...): a table saved as its tokens, restored.
+  // Throws ablate::Error for a content token that repeats one before it or spells a reserved one.
+  static Vocabulary from_tokens(const std::vector<std::string>& content);
+  // Every token by id, the 4 reserved ones first.
+  const std::vector<std::string>& tokens() const { return tokens_; }
   // Ids including the 4 reserved ones.
   std::int64_t size() const { return static_cast<std::int64_t>(tokens_.size()); }
   // kUnk for a token not in the table (and for text spelled "<pad>", "<bos>", "<eos>").

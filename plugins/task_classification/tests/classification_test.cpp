@@ -15,6 +15,7 @@
 #include "ablate/plugin.hpp"
 #include "ablate/task.hpp"
 #include "ablate/testing/kit.hpp"
+#include "text/deferred_task.hpp"
 #include "text/text_test_util.hpp"
 #include "text/tokenizer.hpp"
 #include "text/vocabulary.hpp"
@@ -158,7 +159,7 @@ class ClassificationTaskTest : public ::testing::Test {
  protected:
   // The task made by the built plugin (ctest puts its directory on ABLATE_PLUGIN_PATH), as its class.
   std::shared_ptr<ClassificationTask> make(std::map<std::string, std::string> options) {
-    auto t = std::dynamic_pointer_cast<ClassificationTask>(kit::make_component<ablate::Task>("classification", options));
+    auto t = ablate_text::built_as<ClassificationTask>(kit::make_component<ablate::Task>("classification", options));
     EXPECT_NE(t, nullptr);
     return t;
   }

@@ -15,6 +15,7 @@
 #include "ablate/plugin.hpp"
 #include "ablate/task.hpp"
 #include "ablate/testing/kit.hpp"
+#include "text/deferred_task.hpp"
 #include "text/text_test_util.hpp"
 #include "text_corpus.hpp"
 #include "text_task.hpp"
@@ -128,7 +129,7 @@ class LanguageModelTextTask : public ::testing::Test {
  protected:
   // The task made by the built plugin (ctest puts its directory on ABLATE_PLUGIN_PATH), as its class.
   std::shared_ptr<TextLanguageModel> make(std::map<std::string, std::string> options) {
-    auto t = std::dynamic_pointer_cast<TextLanguageModel>(kit::make_component<ablate::Task>("language_model", options));
+    auto t = ablate_text::built_as<TextLanguageModel>(kit::make_component<ablate::Task>("language_model", options));
     EXPECT_NE(t, nullptr) << "a file selects the text mode";
     return t;
   }
@@ -157,7 +158,7 @@ TEST_F(LanguageModelTextTask, DeclaresTheOptionsOfBothModesAndDefaultsToTheMarko
                                              "file", "tokens", "lowercase", "split_punctuation", "min_freq", "context",
                                              "max_examples", "valid_fraction", "test_fraction", "split", "split_seed"}));
   const auto synthetic = kit::make_component<ablate::Task>("language_model");
-  EXPECT_EQ(std::dynamic_pointer_cast<TextLanguageModel>(synthetic), nullptr);
+  EXPECT_EQ(ablate_text::built_as<TextLanguageModel>(synthetic), nullptr);
   EXPECT_EQ(synthetic->info().vocab_size, 32);
   EXPECT_EQ(synthetic->text(synthetic->example(Split::Eval, 0).tgt, true), "") << "the synthetic mode has no text";
 }

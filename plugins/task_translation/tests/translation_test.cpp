@@ -19,6 +19,7 @@
 #include "bleu.hpp"
 #include "parallel_corpus.hpp"
 #include "sacrebleu.hpp"
+#include "text/deferred_task.hpp"
 #include "text/splits.hpp"
 #include "text/text_test_util.hpp"
 #include "text/tokenizer.hpp"
@@ -314,8 +315,8 @@ Corpus read(const std::string& text, CorpusOptions o = {}) {
 TEST(TranslationCorpus, ReadsTatoebaLinesCrlfBomAndBlankLines) {
   const Corpus c = read("\xEF\xBB\xBFGo.\tVe.\tCC-BY 2.0 (France) Attribution: x\r\n\r\nHi.\t\xC2\xA1Hola!\r\n");
   ASSERT_EQ(c.pairs.size(), 2u);
-  EXPECT_EQ(c.pairs[0], (TokenizedPair{{"go", "."}, {"ve", "."}, 1, "Ve."})) << "BOM and the third column ignored";
-  EXPECT_EQ(c.pairs[1], (TokenizedPair{{"hi", "."}, {"¡", "hola", "!"}, 3, "¡Hola!"}))
+  EXPECT_EQ(c.pairs[0], (TokenizedPair{{"go", "."}, {"ve", "."}, 1, "Ve.", "Go."})) << "BOM and the third column ignored";
+  EXPECT_EQ(c.pairs[1], (TokenizedPair{{"hi", "."}, {"¡", "hola", "!"}, 3, "¡Hola!", "Hi."}))
       << "CR stripped, blank line skipped; the target as written kept";
   EXPECT_EQ(c.lines_read, 3);
   const Corpus empty_side = read("Go.\t\nOk.\t...\n \tAlgo.\n\t\nYes.\tS\xC3\xAD.\n");
@@ -337,8 +338,8 @@ TEST(TranslationCorpus, FilterDropsAndTruncateCutsLongPairs) {
   const Corpus cut = read(text, o);
   ASSERT_EQ(cut.pairs.size(), 4u);
   EXPECT_EQ(cut.truncated, 2);
-  EXPECT_EQ(cut.pairs[1], (TokenizedPair{{"a", "b", "c"}, {"x"}, 2, "x"}));
-  EXPECT_EQ(cut.pairs[2], (TokenizedPair{{"a"}, {"v", "w", "x"}, 3, "v w x y z"})) << "the reference text is never cut";
+  EXPECT_EQ(cut.pairs[1], (TokenizedPair{{"a", "b", "c"}, {"x"}, 2, "x", "a b c d e"}));
+  EXPECT_EQ(cut.pairs[2], (TokenizedPair{{"a"}, {"v", "w", "x"}, 3, "v w x y z", "a"})) << "the reference text is never cut";
   o.long_examples = LongExamples::Filter;
   o.max_examples = 1;
   const Corpus first = read(text, o);
@@ -368,7 +369,7 @@ class TranslationTaskTest : public ::testing::Test {
  protected:
   // The task made by the built plugin (ctest puts its directory on ABLATE_PLUGIN_PATH), as its class.
   std::shared_ptr<TranslationTask> make(std::map<std::string, std::string> options) {
-    auto t = std::dynamic_pointer_cast<TranslationTask>(kit::make_component<ablate::Task>("translation", options));
+    auto t = ablate_text::built_as<TranslationTask>(kit::make_component<ablate::Task>("translation", options));
     EXPECT_NE(t, nullptr);
     return t;
   }

@@ -1,0 +1,173 @@
+// TokenizerStore (tokenizer_store.hpp): the spec's tokenizer plugin behind a wrapper that restores
+// it from the run folder or the cache, or trains it once and caches what it learned.
+#include "train/tokenizer_store.hpp"
+
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <system_error>
+
+#include "ablate/error.hpp"
+#include "core/atomic_file.hpp"
+#include "core/file_lock.hpp"
+#include "core/text.hpp"
+#include "plugin_host/plugin_call.hpp"
+
+namespace ablate::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kMagic = "ablate-tokenizer 1 ";
+
+fs::path run_file_of(const fs::path& run_dir, const std::string& role) { return run_dir / ("tokenizer-" + role + ".bin"); }
+
+std::string stored_text(const StoredTokenizer& t) {
+  return kMagic + t.plugin + " " + t.version + " " + t.key + "\n" + t.bytes;
+}
+
+}  // namespace
+
+fs::path tokenizer_cache_dir() {
+  if (const char* d = std::getenv("ABLATE_CACHE_DIR"); d && *d) return fs::path(d) / "tokenizers";
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return fs::path(d) / "ablate" / "tokenizers";
+  if (const char* d = std::getenv("HOME"); d && *d) return fs::path(d) / ".cache" / "ablate" / "tokenizers";
+  return {};
+}
+
+StoredTokenizer read_stored_tokenizer(const fs::path& file) {
+  const std::string text = read_small_file(file);
+  const std::size_t end = text.find('\n');
+  std::vector<std::string> head;
+  std::istringstream words(end == std::string::npos ? std::string() : text.substr(0, end));
+  for (std::string w; words >> w;) head.push_back(w);
+  if (!text.starts_with(kMagic) || head.size() != 5)
+    throw Error(file.string() + " is not a tokenizer file of Ablate (its first line is not '" + kMagic +
+                    "tokenizer/NAME VERSION KEY')",
+                "it is written by `ablate run` beside run.h5; remove it to train the tokenizer again");
+  return StoredTokenizer{head[2], head[3], head[4], text.substr(end + 1)};
+}
+
+// What the task sees: the plugin's tokenizer, every call guarded (a throw names the plugin), with
+// train() answered by the run folder, the cache, or the plugin itself (then cached).
+class TokenizerStore::Managed final : public Tokenizer {
+ public:
+  Managed(std::shared_ptr<Tokenizer> inner, std::string plugin, std::string version, std::string options, std::string role,
+          std::optional<StoredTokenizer> pinned, fs::path pinned_file)
+      : inner_(std::move(inner)),
+        plugin_(std::move(plugin)),
+        version_(std::move(version)),
+        options_(std::move(options)),
+        role_(std::move(role)),
+        pinned_(std::move(pinned)),
+        pinned_file_(std::move(pinned_file)) {
+    if (pinned_) {
+      if (pinned_->plugin != plugin_)
+        throw UsageError(pinned_file_.string() + " holds a " + pinned_->plugin + " tokenizer, but the spec's task.tokenizer is " +
+                             plugin_,
+                         "the run folder belongs to another spec; evaluate it with its own spec (run.h5 has it)");
+      plugin_call(*inner_, "load", [&] { inner_->load(pinned_->bytes); });
+      key_ = pinned_->key;
+      trained_ = true;
+    }
+  }
+
+  void train(const std::vector<std::string>& texts) override {
+    const std::string key = key_of(texts);
+    if (pinned_) {
+      if (key != pinned_->key)
+        std::cerr << "warning: the " << role_ << " tokenizer's training text differs from the one the run was trained on; "
+                  << "using the run's own tokenizer (" << pinned_file_.string() << ")\n";
+      return;
+    }
+    if (trained_) throw Error("tokenizer " + role_ + " trained twice", "a task trains each tokenizer once");
+    key_ = key;
+    trained_ = true;
+    const fs::path dir = tokenizer_cache_dir();
+    std::error_code ec;
+    if (dir.empty() || (fs::create_directories(dir, ec), ec)) {
+      plugin_call(*inner_, "train", [&] { inner_->train(texts); });
+      return;
+    }
+    const fs::path file = dir / (plugin_.substr(plugin_.find('/') + 1) + "-" + key + ".bin");
+    FileLock lock(fs::path(file.string() + ".lock"));  // the runs of a sweep wait for one training
+    if (fs::exists(file, ec)) {
+      try {
+        const StoredTokenizer cached = read_stored_tokenizer(file);
+        if (cached.key == key && cached.plugin == plugin_ && cached.version == version_) {
+          plugin_call(*inner_, "load", [&] { inner_->load(cached.bytes); });
+          return;
+        }
+      } catch (const Error&) {
+        // a damaged cache entry is trained again and replaced
+      }
+    }
+    plugin_call(*inner_, "train", [&] { inner_->train(texts); });
+    write_file_atomically(file, stored_text(stored()));
+  }
+  std::string save() const override { return plugin_call(*inner_, "save", [&] { return inner_->save(); }); }
+  void load(const std::string& bytes) override { plugin_call(*inner_, "load", [&] { inner_->load(bytes); }); }
+  std::int64_t vocab_size() const override { return plugin_call(*inner_, "vocab_size", [&] { return inner_->vocab_size(); }); }
+  std::vector<std::int32_t> encode(std::string_view text, std::int64_t* unknown) const override {
+    return plugin_call(*inner_, "encode", [&] { return inner_->encode(text, unknown); });
+  }
+  std::string decode(const std::vector<std::int32_t>& ids) const override {
+    return plugin_call(*inner_, "decode", [&] { return inner_->decode(ids); });
+  }
+
+  bool trained() const { return trained_; }
+  const std::string& key() const { return key_; }
+  StoredTokenizer stored() const { return StoredTokenizer{plugin_, version_, key_, save()}; }
+
+ private:
+  // FNV-1a over the plugin, its version and options, and each text (with its terminator: texts stay apart).
+  std::string key_of(const std::vector<std::string>& texts) const {
+    const std::string head = plugin_ + " " + version_ + " " + options_;
+    std::uint64_t h = fnv1a64(head.data(), head.size() + 1);
+    for (const std::string& t : texts) h = fnv1a64(t.data(), t.size() + 1, h);
+    return hex16(h);
+  }
+
+  std::shared_ptr<Tokenizer> inner_;
+  std::string plugin_, version_, options_, role_, key_;
+  std::optional<StoredTokenizer> pinned_;
+  fs::path pinned_file_;
+  bool trained_ = false;
+};
+
+TokenizerStore::TokenizerStore(const spec::ExperimentSpec& spec, const PluginRegistry& registry, fs::path run_dir)
+    : spec_(spec), registry_(registry), run_dir_(std::move(run_dir)) {}
+
+std::shared_ptr<Tokenizer> TokenizerStore::tokenizer(const std::string& role) {
+  if (auto it = made_.find(role); it != made_.end()) return it->second;
+  const spec::PluginRef& ref = spec_.task_tokenizer;
+  const PluginDescriptor& d = registry_.find(Tokenizer::kKind, ref.name);
+  std::string options;
+  for (const auto& [k, v] : ref.options) options += k + "=" + v + ";";
+  std::optional<StoredTokenizer> pinned;
+  const fs::path file = run_dir_.empty() ? fs::path() : run_file_of(run_dir_, role);
+  std::error_code ec;
+  if (!file.empty() && fs::exists(file, ec)) pinned = read_stored_tokenizer(file);
+  auto made = std::make_shared<Managed>(registry_.create<Tokenizer>(ref.name, ref.options), d.id(), d.version, options, role,
+                                        std::move(pinned), file);
+  made_[role] = made;
+  return made;
+}
+
+void TokenizerStore::save_to(const fs::path& run_dir) const {
+  for (const auto& [role, t] : made_) {
+    const fs::path file = run_file_of(run_dir, role);
+    std::error_code ec;
+    if (!t->trained() || fs::exists(file, ec)) continue;
+    write_file_atomically(file, stored_text(t->stored()));
+  }
+}
+
+std::map<std::string, std::string> TokenizerStore::keys() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [role, t] : made_) out[role] = t->key();
+  return out;
+}
+
+}  // namespace ablate::train

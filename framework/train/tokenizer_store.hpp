@@ -1,0 +1,54 @@
+// The trained tokenizers of a run (the spec's task.tokenizer, one per role a task asks for): what
+// the host gives a task as TaskContext::tokenizer. A tokenizer the run folder already holds
+// (tokenizer-ROLE.bin) is restored from it, so eval, export and a resume read text as training
+// did; otherwise it is trained once per (plugin, version, options, training text) and cached, so
+// the runs of a sweep share one training. docs/data.md describes the files.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "ablate/tokenizer.hpp"
+#include "plugin_host/plugin_registry.hpp"
+#include "spec/experiment_spec.hpp"
+
+namespace ablate::train {
+
+// The directory trained tokenizers are cached in: $ABLATE_CACHE_DIR/tokenizers, else
+// $XDG_CACHE_HOME/ablate/tokenizers, else $HOME/.cache/ablate/tokenizers; empty when none is set.
+std::filesystem::path tokenizer_cache_dir();
+
+// A tokenizer's file (in a run folder and in the cache): the line
+// "ablate-tokenizer 1 tokenizer/NAME VERSION KEY" and then the plugin's save() bytes. KEY is the
+// 16-hex-digit FNV-1a hash of the plugin, its version, its options and the training texts.
+struct StoredTokenizer {
+  std::string plugin, version, key, bytes;
+};
+// Throws ablate::Error naming `file` when it is not such a file.
+StoredTokenizer read_stored_tokenizer(const std::filesystem::path& file);
+
+class TokenizerStore {
+ public:
+  // `spec.task_tokenizer` must name a plugin. `run_dir` (may be empty): where a run's stored
+  // tokenizers are looked for.
+  TokenizerStore(const spec::ExperimentSpec& spec, const PluginRegistry& registry, std::filesystem::path run_dir);
+  // The tokenizer of `role` ([a-z]+), made on first ask: TaskContext::tokenizer.
+  std::shared_ptr<Tokenizer> tokenizer(const std::string& role);
+  // Writes each trained tokenizer the run folder lacks (tokenizer-ROLE.bin), atomically.
+  void save_to(const std::filesystem::path& run_dir) const;
+  // role -> the key of the text it was trained on, for the records.
+  std::map<std::string, std::string> keys() const;
+
+  class Managed;  // the wrapper the task sees (tokenizer_store.cpp)
+
+ private:
+  const spec::ExperimentSpec& spec_;
+  const PluginRegistry& registry_;
+  std::filesystem::path run_dir_;
+  std::map<std::string, std::shared_ptr<Managed>> made_;
+};
+
+}  // namespace ablate::train
