@@ -36,6 +36,7 @@ const std::vector<Command>& commands() {
       {"run", "train an experiment spec into its run directory (resumable with --resume)", cmd_run},
       {"sweep", "run a spec's sweep (variants x seeds) locally or on Slurm: resumable, skips finished runs; --status, --dry-run",
        cmd_sweep},
+      {"tokenize", "encode text files into token shards (llm.c's format) with a tokenizer trained on --train text", cmd_tokenize},
       {"translate", "translate sentences with a trained encoder-decoder model: greedy or beam search, one line each",
        cmd_translate},
       {"validate", "check an experiment spec (keys, values, extends, --set, plugins); --print the resolved spec", cmd_validate},

@@ -88,6 +88,7 @@ int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::os
 int cmd_keys(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cmd_tokenize(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_translate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -35,8 +35,7 @@ HostBatch make_batch(const std::vector<Example>& examples) {
 }
 
 void Task::prepare(const TaskContext& context) {
-  if (context.tokenizer)
-    throw Error("this task reads no text, so it takes no tokenizer", "remove task.tokenizer from the spec");
+  if (context.tokenizer) throw Error("this task reads no text, so it takes no tokenizer", "remove task.tokenizer from the spec");
 }
 
 std::int64_t Task::size_at_length(Split, std::int64_t) const { return 0; }

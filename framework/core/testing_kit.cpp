@@ -77,6 +77,16 @@ std::shared_ptr<Component> make_component(const std::string& kind, const std::st
   }
 }
 
+std::shared_ptr<Task> make_task(const std::string& name, const OptionOverrides& overrides, const TaskContext& context) {
+  std::shared_ptr<Task> task = make_component<Task>(name, overrides);
+  try {
+    plugin_call(*task, "prepare", [&] { task->prepare(context); });
+  } catch (...) {
+    rethrow_for_test("make_task(" + name + ")");
+  }
+  return task;
+}
+
 std::shared_ptr<Backend> make_backend(const std::string& name, const OptionOverrides& options) {
   return make_component<Backend>(name, options);
 }

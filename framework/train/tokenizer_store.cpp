@@ -3,7 +3,6 @@
 #include "train/tokenizer_store.hpp"
 
 #include <cstdlib>
-#include <iostream>
 #include <optional>
 #include <sstream>
 #include <system_error>
@@ -24,7 +23,14 @@ constexpr const char* kMagic = "ablate-tokenizer 1 ";
 fs::path run_file_of(const fs::path& run_dir, const std::string& role) { return run_dir / ("tokenizer-" + role + ".bin"); }
 
 std::string stored_text(const StoredTokenizer& t) {
-  return kMagic + t.plugin + " " + t.version + " " + t.key + "\n" + t.bytes;
+  return kMagic + t.plugin + " " + t.version + " " + t.key + "\n" + t.options + "\n" + t.bytes;
+}
+
+// "NAME=VALUE;..." of a plugin reference's options (a map: in name order).
+std::string options_text(const std::map<std::string, std::string>& options) {
+  std::string out;
+  for (const auto& [k, v] : options) out += k + "=" + v + ";";
+  return out;
 }
 
 }  // namespace
@@ -38,15 +44,28 @@ fs::path tokenizer_cache_dir() {
 
 StoredTokenizer read_stored_tokenizer(const fs::path& file) {
   const std::string text = read_small_file(file);
-  const std::size_t end = text.find('\n');
+  const std::size_t end = text.find('\n'), options_end = end == std::string::npos ? end : text.find('\n', end + 1);
   std::vector<std::string> head;
   std::istringstream words(end == std::string::npos ? std::string() : text.substr(0, end));
   for (std::string w; words >> w;) head.push_back(w);
-  if (!text.starts_with(kMagic) || head.size() != 5)
+  if (!text.starts_with(kMagic) || head.size() != 5 || options_end == std::string::npos)
     throw Error(file.string() + " is not a tokenizer file of Ablate (its first line is not '" + kMagic +
-                    "tokenizer/NAME VERSION KEY')",
-                "it is written by `ablate run` beside run.h5; remove it to train the tokenizer again");
-  return StoredTokenizer{head[2], head[3], head[4], text.substr(end + 1)};
+                    "tokenizer/NAME VERSION KEY', then a line of options)",
+                "it is written by `ablate run` beside run.h5 and by `ablate tokenize`; remove it to train the tokenizer again");
+  return StoredTokenizer{head[2], head[3], head[4], text.substr(end + 1, options_end - end - 1), text.substr(options_end + 1)};
+}
+
+std::shared_ptr<Tokenizer> restore_tokenizer(const PluginRegistry& registry, const fs::path& file) {
+  const StoredTokenizer t = read_stored_tokenizer(file);
+  std::map<std::string, std::string> options;
+  for (std::size_t pos = 0; pos < t.options.size();) {
+    const std::size_t end = std::min(t.options.find(';', pos), t.options.size()), eq = t.options.find('=', pos);
+    if (eq < end) options[t.options.substr(pos, eq - pos)] = t.options.substr(eq + 1, end - eq - 1);
+    pos = end + 1;
+  }
+  std::shared_ptr<Tokenizer> made = registry.create<Tokenizer>(t.plugin.substr(t.plugin.find('/') + 1), options);
+  plugin_call(*made, "load", [&] { made->load(t.bytes); });
+  return made;
 }
 
 // What the task sees: the plugin's tokenizer, every call guarded (a throw names the plugin), with
@@ -64,25 +83,21 @@ class TokenizerStore::Managed final : public Tokenizer {
         pinned_file_(std::move(pinned_file)) {
     if (pinned_) {
       if (pinned_->plugin != plugin_)
-        throw UsageError(pinned_file_.string() + " holds a " + pinned_->plugin + " tokenizer, but the spec's task.tokenizer is " +
-                             plugin_,
-                         "the run folder belongs to another spec; evaluate it with its own spec (run.h5 has it)");
+        throw UsageError(
+            pinned_file_.string() + " holds a " + pinned_->plugin + " tokenizer, but the spec's task.tokenizer is " + plugin_,
+            "the run folder belongs to another spec; evaluate it with its own spec (run.h5 has it)");
       plugin_call(*inner_, "load", [&] { inner_->load(pinned_->bytes); });
       key_ = pinned_->key;
       trained_ = true;
     }
   }
 
+  // A run's own tokenizer is not trained again (the run checked its data files are unchanged first).
   void train(const std::vector<std::string>& texts) override {
-    const std::string key = key_of(texts);
-    if (pinned_) {
-      if (key != pinned_->key)
-        std::cerr << "warning: the " << role_ << " tokenizer's training text differs from the one the run was trained on; "
-                  << "using the run's own tokenizer (" << pinned_file_.string() << ")\n";
-      return;
-    }
+    if (pinned_) return;
     if (trained_) throw Error("tokenizer " + role_ + " trained twice", "a task trains each tokenizer once");
-    key_ = key;
+    key_ = key_of(texts);
+    const std::string& key = key_;
     trained_ = true;
     const fs::path dir = tokenizer_cache_dir();
     std::error_code ec;
@@ -106,9 +121,15 @@ class TokenizerStore::Managed final : public Tokenizer {
     plugin_call(*inner_, "train", [&] { inner_->train(texts); });
     write_file_atomically(file, stored_text(stored()));
   }
-  std::string save() const override { return plugin_call(*inner_, "save", [&] { return inner_->save(); }); }
-  void load(const std::string& bytes) override { plugin_call(*inner_, "load", [&] { inner_->load(bytes); }); }
-  std::int64_t vocab_size() const override { return plugin_call(*inner_, "vocab_size", [&] { return inner_->vocab_size(); }); }
+  std::string save() const override {
+    return plugin_call(*inner_, "save", [&] { return inner_->save(); });
+  }
+  void load(const std::string& bytes) override {
+    plugin_call(*inner_, "load", [&] { inner_->load(bytes); });
+  }
+  std::int64_t vocab_size() const override {
+    return plugin_call(*inner_, "vocab_size", [&] { return inner_->vocab_size(); });
+  }
   std::vector<std::int32_t> encode(std::string_view text, std::int64_t* unknown) const override {
     return plugin_call(*inner_, "encode", [&] { return inner_->encode(text, unknown); });
   }
@@ -118,7 +139,7 @@ class TokenizerStore::Managed final : public Tokenizer {
 
   bool trained() const { return trained_; }
   const std::string& key() const { return key_; }
-  StoredTokenizer stored() const { return StoredTokenizer{plugin_, version_, key_, save()}; }
+  StoredTokenizer stored() const { return StoredTokenizer{plugin_, version_, key_, options_, save()}; }
 
  private:
   // FNV-1a over the plugin, its version and options, and each text (with its terminator: texts stay apart).
@@ -143,8 +164,7 @@ std::shared_ptr<Tokenizer> TokenizerStore::tokenizer(const std::string& role) {
   if (auto it = made_.find(role); it != made_.end()) return it->second;
   const spec::PluginRef& ref = spec_.task_tokenizer;
   const PluginDescriptor& d = registry_.find(Tokenizer::kKind, ref.name);
-  std::string options;
-  for (const auto& [k, v] : ref.options) options += k + "=" + v + ";";
+  const std::string options = options_text(ref.options);
   std::optional<StoredTokenizer> pinned;
   const fs::path file = run_dir_.empty() ? fs::path() : run_file_of(run_dir_, role);
   std::error_code ec;

@@ -21,14 +21,18 @@ namespace ablate::train {
 // $XDG_CACHE_HOME/ablate/tokenizers, else $HOME/.cache/ablate/tokenizers; empty when none is set.
 std::filesystem::path tokenizer_cache_dir();
 
-// A tokenizer's file (in a run folder and in the cache): the line
-// "ablate-tokenizer 1 tokenizer/NAME VERSION KEY" and then the plugin's save() bytes. KEY is the
-// 16-hex-digit FNV-1a hash of the plugin, its version, its options and the training texts.
+// A tokenizer's file (in a run folder, the cache, `ablate tokenize`'s output): the line
+// "ablate-tokenizer 1 tokenizer/NAME VERSION KEY", the line of its options "NAME=VALUE;..." and
+// then the plugin's save() bytes. KEY is the 16-hex-digit FNV-1a hash of the plugin, its version,
+// its options and the training texts.
 struct StoredTokenizer {
-  std::string plugin, version, key, bytes;
+  std::string plugin, version, key, options, bytes;
 };
 // Throws ablate::Error naming `file` when it is not such a file.
 StoredTokenizer read_stored_tokenizer(const std::filesystem::path& file);
+// The tokenizer a file holds, made by its plugin with its options and restored: ready to encode.
+// Throws PluginError when the plugin is not installed.
+std::shared_ptr<Tokenizer> restore_tokenizer(const PluginRegistry& registry, const std::filesystem::path& file);
 
 class TokenizerStore {
  public:

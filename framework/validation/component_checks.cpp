@@ -61,7 +61,7 @@ std::string gib(long double bytes) {
 
 }  // namespace
 
-void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry) {
+void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry, const std::filesystem::path& run_dir) {
   spec::SpecErrors errors;
   std::shared_ptr<PositionalEncoding> positions;
   std::shared_ptr<Attention> attention;
@@ -77,14 +77,15 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
       if (slot.kind == PositionalEncoding::kKind) positions = std::dynamic_pointer_cast<PositionalEncoding>(c);
       if (slot.kind == Attention::kKind) attention = std::dynamic_pointer_cast<Attention>(c);
       if (slot.kind == Task::kKind) {
-        task = std::dynamic_pointer_cast<Task>(c);
-        if (!task) continue;
+        auto made = std::dynamic_pointer_cast<Task>(c);
+        if (!made) continue;
         TaskContext context;
         if (!spec.task_tokenizer.name.empty()) {
-          tokenizers = std::make_unique<train::TokenizerStore>(spec, registry, std::filesystem::path());
+          tokenizers = std::make_unique<train::TokenizerStore>(spec, registry, run_dir);
           context.tokenizer = [&tokenizers](const std::string& role) { return tokenizers->tokenizer(role); };
         }
-        plugin_call(*task, "prepare", [&] { task->prepare(context); });
+        plugin_call(*made, "prepare", [&] { made->prepare(context); });
+        task = made;  // only a task that read its data is asked more
       }
     } catch (const PluginFault& f) {
       if (!f.reported()) throw;            // not a refusal of its options but a defect: a plugin error (exit 3)

@@ -38,7 +38,9 @@ class RegistryCatalog final : public spec::PluginCatalog {
   const PluginRegistry& registry_;
 };
 
-LoadedSpec validated(spec::ExperimentSpec spec, const std::vector<std::string>& plugin_paths, std::ostream& err) {
+// `run_dir`: a trained run's folder, whose stored tokenizers the task is checked with.
+LoadedSpec validated(spec::ExperimentSpec spec, const std::vector<std::string>& plugin_paths, std::ostream& err,
+                     const std::filesystem::path& run_dir = {}) {
   LoadedSpec loaded{std::move(spec), std::make_unique<PluginRegistry>()};
   std::vector<std::filesystem::path> extra(loaded.spec.plugin_paths.begin(), loaded.spec.plugin_paths.end());
   extra.insert(extra.end(), plugin_paths.begin(), plugin_paths.end());
@@ -48,7 +50,7 @@ LoadedSpec validated(spec::ExperimentSpec spec, const std::vector<std::string>& 
     if (!p.hint.empty()) err << "  hint: " << p.hint << "\n";
   }
   spec::validate_plugins(loaded.spec, RegistryCatalog(*loaded.registry));
-  check_components(loaded.spec, *loaded.registry);
+  check_components(loaded.spec, *loaded.registry, run_dir);
   return loaded;
 }
 
@@ -69,7 +71,7 @@ LoadedSpec load_run_spec(const std::filesystem::path& run_dir, const SpecOptions
   }
   const std::filesystem::path checkpoint = train::run_checkpoint(run_dir);
   return validated(spec::parse_spec(train::read_checkpoint(checkpoint).spec_yaml, checkpoint.string(), options.overrides),
-                   options.plugin_paths, err);
+                   options.plugin_paths, err, run_dir);
 }
 
 spec::ExperimentSpec load_spec_against(const std::string& file, const std::vector<std::string>& overrides,

@@ -45,6 +45,7 @@ spec::ExperimentSpec load_spec_against(const std::string& file, const std::vecto
 // spec error naming the keys; then what needs the task's sizes: positions beyond what a
 // positional encoding holds, attention sizes, eval lengths, the early-stopping metric, and a
 // model too large for this machine's memory. Throws one UsageError for every problem.
-void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry);
+// `run_dir` (may be empty): a trained run's folder, whose stored tokenizers the task reads text with.
+void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry, const std::filesystem::path& run_dir = {});
 
 }  // namespace ablate::validation

@@ -127,14 +127,13 @@ void refuse_with_tokenizer(const ablate::Options& o) {
   std::vector<std::string> stray;
   for (const ablate::OptionInfo& info : kOptions) {
     const std::string name = info.name;
-    if ((name == "tokens" || name == "lowercase" || name == "split_punctuation" || name == "min_freq" ||
-         name == "max_examples" || name == "split") &&
+    if ((name == "tokens" || name == "lowercase" || name == "split_punctuation" || name == "min_freq" || name == "max_examples" ||
+         name == "split") &&
         differs_from_default(o, info))
       stray.push_back(name);
   }
   if (!stray.empty())
-    throw ablate::Error(std::string(MarkovLanguageModel::kName) + ": " + joined(stray) +
-                            (stray.size() > 1 ? " do" : " does") +
+    throw ablate::Error(std::string(MarkovLanguageModel::kName) + ": " + joined(stray) + (stray.size() > 1 ? " do" : " does") +
                             " not apply with task.tokenizer (the tokenizer sets the units and vocabulary; the lines are "
                             "split contiguously before tokenizing)",
                         "remove them (set the tokenizer's own options, e.g. lowercase, min_freq, under task.tokenizer)");

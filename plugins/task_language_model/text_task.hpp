@@ -74,11 +74,11 @@ class TextLanguageModel final : public ablate::Task {
   void load_with_tokenizer();
 
   TextSettings settings_;
-  ablate_text::Vocabulary vocab_;  // without a tokenizer: the train windows' vocabulary
+  ablate_text::Vocabulary vocab_;                 // without a tokenizer: the train windows' vocabulary
   std::shared_ptr<ablate::Tokenizer> tokenizer_;  // settings_.tokenizer, or the char / word units over vocab_
-  std::vector<std::int32_t> ids_;                // [windows * context]: the kept stream as vocabulary ids
-  std::vector<std::int64_t> window_lines_;       // [windows]: the line each window starts on
-  ablate_text::PerSplit<std::int64_t> windows_;  // window indices per split (shuffled order)
+  std::vector<std::int32_t> ids_;                 // [windows * context]: the kept stream as vocabulary ids
+  std::vector<std::int64_t> window_lines_;        // [windows]: the line each window starts on
+  ablate_text::PerSplit<std::int64_t> windows_;   // window indices per split (shuffled order)
   TextStats stats_;
 };
 

@@ -214,12 +214,14 @@ std::optional<ablate::Example> TranslationTask::example_of(const TokenizedPair& 
 }
 
 const ablate_text::Vocabulary& TranslationTask::source_vocabulary() const {
-  if (!src_units_) throw ablate::Error("task/translation: the source side is read by task.tokenizer, not a vocabulary of its own");
+  if (!src_units_)
+    throw ablate::Error("task/translation: the source side is read by task.tokenizer, not a vocabulary of its own");
   return src_units_->vocabulary();
 }
 
 const ablate_text::Vocabulary& TranslationTask::target_vocabulary() const {
-  if (!tgt_units_) throw ablate::Error("task/translation: the target side is read by task.tokenizer, not a vocabulary of its own");
+  if (!tgt_units_)
+    throw ablate::Error("task/translation: the target side is read by task.tokenizer, not a vocabulary of its own");
   return tgt_units_->vocabulary();
 }
 

@@ -8,8 +8,7 @@ namespace tokenizer_char {
 namespace {
 
 constexpr ablate::OptionInfo kOptions[] = {
-    {"lowercase", ablate::OptionType::Bool, "false", nullptr,
-     "lower-case the text (ASCII, Latin-1/Extended-A, Greek, Cyrillic)"},
+    {"lowercase", ablate::OptionType::Bool, "false", nullptr, "lower-case the text (ASCII, Latin-1/Extended-A, Greek, Cyrillic)"},
     {"whitespace", ablate::OptionType::String, "keep", "keep|drop",
      "keep: spaces and line breaks are tokens (decoding gives the text back); drop: they only separate (Chinese, Japanese)"},
     {"min_freq", ablate::OptionType::Int, "1", nullptr,

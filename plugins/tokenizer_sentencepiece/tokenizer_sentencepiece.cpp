@@ -83,7 +83,8 @@ class SentencePieceTokenizer final : public ablate::Tokenizer {
       fail("vocab_size must be in [8, " + std::to_string(kMaxVocab) + "], got " + std::to_string(vocab_size_),
            "papers use 8000 to 37000 for MT and LM; the text must hold enough distinct pieces");
     if (!(coverage_ > 0.0 && coverage_ <= 1.0))
-      fail("character_coverage must be in (0, 1], got " + std::to_string(coverage_), "0.9995 suits most alphabets, 1.0 small ones");
+      fail("character_coverage must be in (0, 1], got " + std::to_string(coverage_),
+           "0.9995 suits most alphabets, 1.0 small ones");
     if (threads_ < 1) fail("threads must be >= 1, got " + std::to_string(threads_), "1 trains on one core");
   }
 

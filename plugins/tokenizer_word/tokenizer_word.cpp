@@ -8,8 +8,7 @@ namespace tokenizer_word {
 namespace {
 
 constexpr ablate::OptionInfo kOptions[] = {
-    {"lowercase", ablate::OptionType::Bool, "false", nullptr,
-     "lower-case the text (ASCII, Latin-1/Extended-A, Greek, Cyrillic)"},
+    {"lowercase", ablate::OptionType::Bool, "false", nullptr, "lower-case the text (ASCII, Latin-1/Extended-A, Greek, Cyrillic)"},
     {"split_punctuation", ablate::OptionType::Bool, "true", nullptr,
      "punctuation characters become their own tokens (don't, 3.5, twenty-one stay whole)"},
     {"min_freq", ablate::OptionType::Int, "1", nullptr,

@@ -129,7 +129,7 @@ class LanguageModelTextTask : public ::testing::Test {
  protected:
   // The task made by the built plugin (ctest puts its directory on ABLATE_PLUGIN_PATH), as its class.
   std::shared_ptr<TextLanguageModel> make(std::map<std::string, std::string> options) {
-    auto t = ablate_text::built_as<TextLanguageModel>(kit::make_component<ablate::Task>("language_model", options));
+    auto t = ablate_text::built_as<TextLanguageModel>(kit::make_task("language_model", options));
     EXPECT_NE(t, nullptr) << "a file selects the text mode";
     return t;
   }
@@ -139,7 +139,7 @@ class LanguageModelTextTask : public ::testing::Test {
     return make(extra);
   }
   std::string error(std::map<std::string, std::string> options) {
-    return error_of([&] { kit::make_component<ablate::Task>("language_model", options); });
+    return error_of([&] { kit::make_task("language_model", options); });
   }
   // A file in the test's temporary directory.
   std::string write(const std::string& name, const std::string& text) {
@@ -385,6 +385,64 @@ TEST_F(LanguageModelTextTask, BadFilesAndSettingsAreErrorsNamingThePluginAndTheF
   EXPECT_NE(error({{"file", kFable.string()}, {"min_freq", "0"}}).find("min_freq must be >= 1"), std::string::npos);
   EXPECT_NE(error({{"file", kFable.string()}, {"valid_fraction", "1"}}).find("must be in [0, 1)"), std::string::npos);
 }
+
+// ---------------------------------------------------------------------------------------------
+// With a tokenizer plugin (task.tokenizer)
+
+namespace with_tokenizer {
+
+// The task made by the plugin and prepared with tokenizer/NAME (the host's role: "text").
+std::shared_ptr<ablate::Task> prepared(std::map<std::string, std::string> options, const std::string& name,
+                                       std::vector<std::string>* roles = nullptr) {
+  ablate::TaskContext context;
+  context.tokenizer = [name, roles](const std::string& role) {
+    if (roles) roles->push_back(role);
+    return kit::make_component<ablate::Tokenizer>(name);
+  };
+  return kit::make_task("language_model", options, context);
+}
+
+TEST(LanguageModelWithATokenizer, SplitsByLinesAndTheTokenizerLearnsFromTheTrainLinesOnly) {
+  TempDir dir;
+  std::string text;  // 20 lines; the last two (the test stretch) hold a word no other line has
+  for (int i = 0; i < 20; ++i) text += (i >= 18 ? "zebra " : "") + std::string("the cat sat on the mat and the dog ran\n");
+  const fs::path file = dir.path() / "t.txt";
+  std::ofstream(file) << text;
+  std::vector<std::string> roles;
+  const auto task =
+      prepared({{"file", file.string()}, {"context", "8"}, {"valid_fraction", "0.1"}, {"test_fraction", "0.1"}}, "word", &roles);
+  EXPECT_EQ(roles, std::vector<std::string>{"text"});
+  const auto t = ablate_text::built_as<TextLanguageModel>(task);
+  ASSERT_NE(t, nullptr);
+  // 16 train lines of 11 tokens (10 words + the line break) = 176 tokens: 22 windows of 8.
+  EXPECT_EQ(t->size(Split::Train), 22);
+  EXPECT_EQ(t->size(Split::Eval), 2) << "2 lines, 22 tokens: 2 whole windows";
+  EXPECT_EQ(t->size(Split::Test), 3) << "2 lines with zebra, 24 tokens";
+  EXPECT_EQ(t->line_of(Split::Eval, 0), 17) << "the eval stretch starts at line 17";
+  EXPECT_EQ(t->line_of(Split::Test, 0), 19);
+  EXPECT_EQ(task->info().vocab_size, 4 + 9) << "the 8 words and the line break of the train lines";
+  EXPECT_EQ(task->text(task->example(Split::Test, 0).tgt, true), "<unk> the cat sat on the mat and")
+      << "zebra is held out: the tokenizer never saw it";
+  std::int64_t unknown = 0;
+  EXPECT_EQ(task->encode("zebra cat", true, &unknown).size(), 2u);
+  EXPECT_EQ(unknown, 1);
+  EXPECT_EQ(task->size_at_length(Split::Test, 4), 6) << "eval.lengths cuts the held-out stretch";
+}
+
+TEST(LanguageModelWithATokenizer, RefusesTheOptionsTheTokenizerOwns) {
+  TempDir dir;
+  const fs::path file = dir.path() / "t.txt";
+  std::ofstream(file) << "a b c\n";
+  for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{
+           {"tokens", "word"}, {"min_freq", "2"}, {"split", "random"}, {"max_examples", "3"}}) {
+    const std::string e = error_of([&] { prepared({{"file", file.string()}, {option, value}}, "char"); });
+    EXPECT_NE(e.find(option + " does not apply with task.tokenizer"), std::string::npos) << e;
+  }
+  const std::string synthetic = error_of([] { prepared({}, "char"); });
+  EXPECT_NE(synthetic.find("takes no tokenizer"), std::string::npos) << synthetic;
+}
+
+}  // namespace with_tokenizer
 
 }  // namespace
 }  // namespace task_language_model

@@ -369,7 +369,7 @@ class TranslationTaskTest : public ::testing::Test {
  protected:
   // The task made by the built plugin (ctest puts its directory on ABLATE_PLUGIN_PATH), as its class.
   std::shared_ptr<TranslationTask> make(std::map<std::string, std::string> options) {
-    auto t = ablate_text::built_as<TranslationTask>(kit::make_component<ablate::Task>("translation", options));
+    auto t = ablate_text::built_as<TranslationTask>(kit::make_task("translation", options));
     EXPECT_NE(t, nullptr);
     return t;
   }
@@ -432,7 +432,7 @@ TEST_F(TranslationTaskTest, DeclaresItsOptionsAndScores) {
   for (std::uint32_t i = 0; i < declared.size; ++i) names.push_back(declared.data[i].name);
   EXPECT_EQ(names, (std::vector<std::string>{"file", "source_tokens", "target_tokens", "lowercase", "split_punctuation",
                                              "min_freq", "max_len", "long_examples", "max_examples", "valid_fraction",
-                                             "test_fraction", "split_seed", "bleu_k", "sacrebleu_tokenize"}));
+                                             "test_fraction", "split_seed", "bleu_k", "joint_vocabulary", "sacrebleu_tokenize"}));
   EXPECT_THROW(kit::make_component<ablate::Task>("translation"), ablate::Error) << "file is required";
   EXPECT_EQ(spanish()->score_names(), (std::vector<std::string>{"exact_match", "token_accuracy", "bleu", "sacrebleu", "chrf",
                                                                 "sentence_bleu", "n_bleu_gt_0", "n_bleu_gt_0_8", "n_sentences"}));
@@ -691,6 +691,47 @@ TEST_F(TranslationTaskTest, TextScoresReadTheTargetAsWritten) {
   const std::vector<ablate::Example> no_text = {{{4}, {4, 5, 6, 7}}};
   EXPECT_NEAR(spanish()->score(no_text, {{4, 5, 6, 7}}).at("sacrebleu"), 100.0, 1e-9)
       << "an example without its text is scored on its tokens detokenized";
+}
+
+// ---------------------------------------------------------------------------------------------
+// With a tokenizer plugin (task.tokenizer)
+
+// The task made by the plugin over the fixture, prepared with tokenizer/char (whitespace kept);
+// `roles` receives the roles it asked for.
+std::shared_ptr<TranslationTask> with_chars(std::map<std::string, std::string> options, std::vector<std::string>& roles) {
+  options["file"] = data("translation_eng_spa.tsv").string();
+  ablate::TaskContext context;
+  context.tokenizer = [&roles](const std::string& role) {
+    roles.push_back(role);
+    return kit::make_component<ablate::Tokenizer>("char");
+  };
+  return ablate_text::built_as<TranslationTask>(kit::make_task("translation", options, context));
+}
+
+TEST(TranslationWithATokenizer, OneTokenizerPerSideOrOneJointAndTextAsWritten) {
+  std::vector<std::string> roles;
+  const auto sides = with_chars({{"max_len", "60"}}, roles);
+  EXPECT_EQ(roles, (Words{"source", "target"}));
+  const ablate::Example e = sides->example(Split::Train, 0);
+  EXPECT_EQ(sides->text(e.tgt, true), e.reference) << "char units with spaces: the target decodes as written";
+  roles.clear();
+  const auto joint = with_chars({{"max_len", "60"}, {"joint_vocabulary", "true"}}, roles);
+  EXPECT_EQ(roles, Words{"joint"});
+  EXPECT_EQ(joint->encode("gato cat", false, nullptr), joint->encode("gato cat", true, nullptr)) << "one vocabulary";
+  EXPECT_NE(sides->encode("¿", false, nullptr), sides->encode("¿", true, nullptr)) << "only Spanish has ¿";
+  EXPECT_THROW(joint->source_vocabulary(), ablate::Error);
+}
+
+TEST(TranslationWithATokenizer, MaxLenCountsTheTokenizersTokensAndItsUnitOptionsAreRefused) {
+  std::vector<std::string> roles;
+  const auto all = with_chars({{"max_len", "60"}, {"valid_fraction", "0"}, {"test_fraction", "0"}}, roles);
+  const auto some = with_chars({{"max_len", "14"}, {"valid_fraction", "0"}, {"test_fraction", "0"}}, roles);
+  EXPECT_EQ(all->size(Split::Train), 14);
+  EXPECT_LT(some->size(Split::Train), 14) << "sentences of more than 14 characters are filtered";
+  EXPECT_GT(some->corpus_stats().dropped_long, 0);
+  for (std::int64_t i = 0; i < some->size(Split::Train); ++i) EXPECT_LE(some->example(Split::Train, i).tgt.size(), 14u);
+  const std::string e = error_of([&] { with_chars({{"source_tokens", "char"}, {"min_freq", "2"}}, roles); });
+  EXPECT_NE(e.find("source_tokens, min_freq: not with task.tokenizer"), std::string::npos) << e;
 }
 
 }  // namespace

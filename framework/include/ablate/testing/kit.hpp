@@ -15,6 +15,7 @@
 #include "ablate/backend.hpp"
 #include "ablate/components.hpp"
 #include "ablate/error.hpp"
+#include "ablate/task.hpp"
 #include "ablate/testing/gradcheck.hpp"
 
 namespace ablate::testing {
@@ -49,6 +50,11 @@ std::shared_ptr<Kind> make_component(const std::string& name, const OptionOverri
       std::string(Kind::kKind) + "/" + name + " created an object that does not implement the '" + Kind::kKind + "' interface",
       "the plugin was probably built against a different interface header");
 }
+
+// Task plugin `name` made and prepared as the host does (Task::prepare with `context`: a
+// tokenizer for text tasks, or none), so a task that reads its data on prepare fails here with the
+// plugin's message and hint. Errors as make_backend.
+std::shared_ptr<Task> make_task(const std::string& name, const OptionOverrides& overrides = {}, const TaskContext& context = {});
 
 // The cache-equivalence check for attention and positional-encoding plugins: one causal
 // self-attention over x [B, T, D] (random, with the encoding's forward applied at its positions)

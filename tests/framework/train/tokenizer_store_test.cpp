@@ -1,0 +1,207 @@
+// Tests for a run's tokenizers (train/tokenizer_store.hpp) and `ablate tokenize`
+// (train/token_shards.hpp) end to end: a run trains its task.tokenizer once through the cache and
+// keeps it in its folder, eval reads text with that one; the spec key, the refusals, and the shard
+// files with their header checks.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ablate/error.hpp"
+#include "cli/exit_codes.hpp"
+#include "framework/cli/cli_test_util.hpp"
+#include "framework/plugin_host/plugin_test_util.hpp"
+#include "framework/tiny_run.hpp"
+#include "train/token_shards.hpp"
+#include "train/tokenizer_store.hpp"
+
+namespace ablate {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+const fs::path kFable =
+    fs::path(ABLATE_PLUGINS_SOURCE_DIR) / "task_language_model" / "tests" / "data" / "language_model_fable.txt";
+
+// The test's own tokenizer cache (ABLATE_CACHE_DIR), restored afterwards.
+class TokenizerRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const char* old = std::getenv("ABLATE_CACHE_DIR")) old_ = old;
+    ::setenv("ABLATE_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+    fs::copy_file(kFable, corpus());
+  }
+  void TearDown() override {
+    if (old_.empty())
+      ::unsetenv("ABLATE_CACHE_DIR");
+    else
+      ::setenv("ABLATE_CACHE_DIR", old_.c_str(), 1);
+  }
+  fs::path corpus() const { return dir.path() / "fable.txt"; }
+  fs::path cache() const { return dir.path() / "cache" / "tokenizers"; }
+  // A tiny LM of the fable with `tokenizer`; `extra` adds task options ("tokens: word, ").
+  std::string spec(const std::string& tokenizer = "{plugin: sentencepiece, vocab_size: 90}",
+                   const std::string& extra = "") const {
+    return testing::TinyRun{.name = "tokenized_lm",
+                            .task = "{plugin: language_model, file: " + corpus().string() + ", " + extra +
+                                    "context: 32, valid_fraction: 0.1, test_fraction: 0.1, tokenizer: " + tokenizer + "}",
+                            .arch = "decoder",
+                            .backend = "{plugin: onednn, threads: 1}",
+                            .steps = 6,
+                            .batch_size = 4,
+                            .log_every = 3,
+                            .eval_every = 6,
+                            .eval_batches = 1,
+                            .metrics = "loss, perplexity"}
+        .yaml();
+  }
+  testing::CliResult run(const std::string& name, const std::string& yaml) {
+    std::ofstream(dir.path() / (name + ".yaml")) << yaml;
+    return run_cli(
+        {"run", (dir.path() / (name + ".yaml")).string(), "--out", (dir.path() / name).string(), "--progress", "quiet"});
+  }
+  static std::string bytes(const fs::path& f) {
+    std::ifstream in(f, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  static int entries(const fs::path& d) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(d)) n += e.path().extension() == ".bin";
+    return n;
+  }
+  testing::TempDir dir;
+  std::string old_;
+};
+
+TEST_F(TokenizerRun, ARunTrainsItsTokenizerOnceAndKeepsItInItsFolder) {
+  const auto first = run("a", spec());
+  ASSERT_EQ(first.code, cli::kExitOk) << first.err;
+  const fs::path stored = dir.path() / "a" / "tokenizer-text.bin";
+  ASSERT_TRUE(fs::exists(stored));
+  EXPECT_EQ(entries(cache()), 1);
+  const train::StoredTokenizer t = train::read_stored_tokenizer(stored);
+  EXPECT_EQ(t.plugin, "tokenizer/sentencepiece");
+  EXPECT_NE(t.options.find("vocab_size=90;"), std::string::npos) << t.options;
+  const auto second = run("b", spec());  // another run of the same text: the cached tokenizer
+  ASSERT_EQ(second.code, cli::kExitOk) << second.err;
+  EXPECT_EQ(bytes(dir.path() / "b" / "tokenizer-text.bin"), bytes(stored));
+  EXPECT_EQ(entries(cache()), 1) << "trained once";
+  const auto other = run("c", spec("{plugin: sentencepiece, vocab_size: 80}"));
+  ASSERT_EQ(other.code, cli::kExitOk) << other.err;
+  EXPECT_EQ(entries(cache()), 2) << "other options, another tokenizer";
+  EXPECT_NE(train::read_stored_tokenizer(dir.path() / "c" / "tokenizer-text.bin").key, t.key);
+}
+
+TEST_F(TokenizerRun, EvalReadsTextWithTheRunsOwnTokenizer) {
+  ASSERT_EQ(run("a", spec()).code, cli::kExitOk);
+  const fs::path stored = dir.path() / "a" / "tokenizer-text.bin";
+  const std::string before = bytes(stored);
+  fs::remove_all(cache());
+  const auto eval = run_cli({"eval", (dir.path() / "a").string(), "--split", "test"});
+  ASSERT_EQ(eval.code, cli::kExitOk) << eval.err;
+  EXPECT_FALSE(fs::exists(cache()) && entries(cache()) > 0) << "nothing trained again";
+  EXPECT_EQ(bytes(stored), before) << "never written over";
+  // Another tokenizer in the run folder is what eval reads, and refuses.
+  ASSERT_EQ(run_cli({"tokenize", "--tokenizer", "char", "--train", corpus().string(), "--out", (dir.path() / "t").string(),
+                     corpus().string()})
+                .code,
+            cli::kExitOk);
+  fs::copy_file(dir.path() / "t" / "tokenizer-text.bin", stored, fs::copy_options::overwrite_existing);
+  const auto other = run_cli({"eval", (dir.path() / "a").string(), "--split", "test", "--out", (dir.path() / "e").string()});
+  EXPECT_EQ(other.code, cli::kExitUsage);
+  EXPECT_NE(other.err.find("holds a tokenizer/char tokenizer, but the spec's task.tokenizer is tokenizer/sentencepiece"),
+            std::string::npos)
+      << other.err;
+}
+
+TEST_F(TokenizerRun, TheSpecKeyPrintsReadsBackAndIsRefusedWhereItCannotApply) {
+  std::ofstream(dir.path() / "s.yaml") << spec("{plugin: word, min_freq: 2}");
+  const auto printed = run_cli({"validate", (dir.path() / "s.yaml").string(), "--print"});
+  ASSERT_EQ(printed.code, cli::kExitOk) << printed.err;
+  EXPECT_NE(printed.out.find("tokenizer: {plugin: word, lowercase: false, min_freq: 2, split_punctuation: true}"),
+            std::string::npos)
+      << printed.out;
+  std::ofstream(dir.path() / "s2.yaml") << printed.out.substr(printed.out.find('\n') + 1);
+  const auto again = run_cli({"validate", (dir.path() / "s2.yaml").string(), "--print"});
+  EXPECT_EQ(again.out.substr(again.out.find('\n') + 1), printed.out.substr(printed.out.find('\n') + 1));
+
+  std::ofstream(dir.path() / "bad.yaml") << spec("{plugin: bpe}");
+  const auto unknown = run_cli({"validate", (dir.path() / "bad.yaml").string()});
+  EXPECT_EQ(unknown.code, cli::kExitUsage);
+  EXPECT_NE(unknown.err.find("task.tokenizer: unknown tokenizer plugin 'bpe'; expected one of char, sentencepiece, word"),
+            std::string::npos)
+      << unknown.err;
+  const auto set = run_cli({"validate", (dir.path() / "s.yaml").string(), "--set", "task.tokenizer.vocab_size=100"});
+  EXPECT_NE(set.err.find("tokenizer plugin 'word' has no option 'vocab_size'"), std::string::npos) << set.err;
+
+  std::ofstream(dir.path() / "copy.yaml") << testing::TinyRun{.task = "{plugin: copy, tokenizer: char}", .steps = 2}.yaml();
+  const auto copy = run_cli({"validate", (dir.path() / "copy.yaml").string()});
+  EXPECT_EQ(copy.code, cli::kExitUsage);
+  EXPECT_NE(copy.err.find("this task reads no text, so it takes no tokenizer"), std::string::npos) << copy.err;
+
+  std::ofstream(dir.path() / "units.yaml") << spec("char", "tokens: word, ");
+  const auto units = run_cli({"validate", (dir.path() / "units.yaml").string()});
+  EXPECT_EQ(units.code, cli::kExitUsage);
+  EXPECT_NE(units.err.find("tokens does not apply with task.tokenizer"), std::string::npos) << units.err;
+}
+
+TEST_F(TokenizerRun, TokenizeWritesShardsAndTheTokenizerAndNeverWritesOver) {
+  const fs::path out = dir.path() / "shards";
+  const auto made = run_cli(
+      {"tokenize", "--tokenizer", "{plugin: char}", "--train", corpus().string(), "--out", out.string(), corpus().string()});
+  ASSERT_EQ(made.code, cli::kExitOk) << made.err;
+  const train::ShardHeader h = train::read_shard_header(out / "fable.bin");
+  EXPECT_EQ(h.version, 1);
+  std::size_t code_points = 0;
+  for (unsigned char c : bytes(corpus())) code_points += (c & 0xC0) != 0x80;
+  EXPECT_EQ(h.tokens, static_cast<std::int64_t>(code_points)) << "char: one id per code point, line breaks included";
+  EXPECT_TRUE(fs::exists(out / "tokenizer-text.bin"));
+
+  const auto again =
+      run_cli({"tokenize", "--tokenizer-file", (out / "tokenizer-text.bin").string(), "--out", out.string(), corpus().string()});
+  EXPECT_EQ(again.code, cli::kExitUsage);
+  EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
+  const auto restored = run_cli({"tokenize", "--tokenizer-file", (out / "tokenizer-text.bin").string(), "--out",
+                                 (dir.path() / "again").string(), corpus().string()});
+  ASSERT_EQ(restored.code, cli::kExitOk) << restored.err;
+  EXPECT_EQ(bytes(dir.path() / "again" / "fable.bin"), bytes(out / "fable.bin"));
+
+  std::ofstream(dir.path() / "latin1.txt") << "ok\ncaf\xE9\n";
+  const auto latin1 = run_cli({"tokenize", "--tokenizer", "char", "--train", corpus().string(), "--out",
+                               (dir.path() / "l").string(), (dir.path() / "latin1.txt").string()});
+  EXPECT_EQ(latin1.code, cli::kExitUsage);
+  EXPECT_NE(latin1.err.find("latin1.txt:2: invalid UTF-8 at byte 4"), std::string::npos) << latin1.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "l" / "latin1.bin")) << "no half-written shard";
+  const auto no_train = run_cli({"tokenize", "--tokenizer", "char", "--out", (dir.path() / "n").string(), corpus().string()});
+  EXPECT_NE(no_train.err.find("--tokenizer needs --train FILE"), std::string::npos) << no_train.err;
+}
+
+TEST_F(TokenizerRun, AShardHeaderIsCheckedAgainstTheFile) {
+  const fs::path f = dir.path() / "s.bin";
+  {
+    train::ShardWriter w(f, 100);
+    w.add({4, 5, 6, 99});
+    w.finish();
+  }
+  EXPECT_EQ(train::read_shard_header(f).tokens, 4);
+  EXPECT_THROW(train::ShardWriter(f, 100), UsageError) << "never written over";
+  const std::string whole = bytes(f);
+  std::ofstream(f, std::ios::binary | std::ios::trunc) << whole.substr(0, whole.size() - 1);
+  EXPECT_THROW(train::read_shard_header(f), UsageError) << "truncated";
+  std::string magic = whole;
+  magic[0] = 'x';
+  std::ofstream(f, std::ios::binary | std::ios::trunc) << magic;
+  EXPECT_THROW(train::read_shard_header(f), UsageError);
+  train::ShardWriter wide(dir.path() / "w.bin", 70000);
+  EXPECT_EQ(wide.version(), 2) << "uint32 tokens past 65,536 ids";
+  EXPECT_THROW(wide.add({70000}), Error) << "an id outside the vocabulary";
+}
+
+}  // namespace
+}  // namespace ablate
