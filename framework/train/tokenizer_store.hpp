@@ -28,7 +28,7 @@ std::filesystem::path tokenizer_cache_dir();
 struct StoredTokenizer {
   std::string plugin, version, key, options, bytes;
 };
-// Throws ablate::Error naming `file` when it is not such a file.
+// Throws UsageError naming `file` when it is not such a file.
 StoredTokenizer read_stored_tokenizer(const std::filesystem::path& file);
 // The tokenizer a file holds, made by its plugin with its options and restored: ready to encode.
 // Throws PluginError when the plugin is not installed.

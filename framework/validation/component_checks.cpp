@@ -67,11 +67,14 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
   std::shared_ptr<Attention> attention;
   std::shared_ptr<Task> task;
   std::unique_ptr<train::TokenizerStore> tokenizers;  // the task's, while it is checked
-  for (const char* path :
-       {"task", "model.block", "model.attention", "model.positional_encoding", "model.ffn", "train.schedule"}) {
+  bool tokenizer_refused = false;                      // then the task is not prepared with it
+  for (const char* path : {"task.tokenizer", "task", "model.block", "model.attention", "model.positional_encoding",
+                           "model.ffn", "train.schedule"}) {
     const spec::PluginSlot& slot = *std::find_if(spec::plugin_slots().begin(), spec::plugin_slots().end(),
                                                  [&](const spec::PluginSlot& s) { return s.path == path; });
     const spec::PluginRef& ref = spec::plugin_at(spec, slot.path);
+    if (slot.optional && ref.name.empty()) continue;
+    if (slot.kind == Task::kKind && tokenizer_refused) continue;
     try {
       std::shared_ptr<Component> c = registry.create(slot.kind, ref.name, ref.options);
       if (slot.kind == PositionalEncoding::kKind) positions = std::dynamic_pointer_cast<PositionalEncoding>(c);
@@ -89,6 +92,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
       }
     } catch (const PluginFault& f) {
       if (!f.reported()) throw;            // not a refusal of its options but a defect: a plugin error (exit 3)
+      tokenizer_refused = tokenizer_refused || slot.kind == Tokenizer::kKind;
       std::vector<std::string> inherited;  // options the message names that the spec took from other keys
       for (const auto& [option, value] : ref.options)
         if (auto key = spec::inherited_from(slot.path, option);

@@ -67,6 +67,26 @@ def cli_cases(c):
          ["run", spec, "--out", os.path.join(c.work, "dump_tokens"), "--set", "train.batch_tokens=64",
           "--dump-reference", os.path.join(c.work, "dump_tokens.h5")], EXIT_USAGE,
          "--dump-reference records batches of train.batch_size rows", "without train.batch_tokens")
+    text = os.path.join(c.work, "tokenize_text.txt")
+    not_a_tokenizer = os.path.join(c.work, "not_a_tokenizer.bin")
+
+    def make_text():
+        with open(text, "w") as f:
+            f.write("the quick brown fox\n" * 10)
+        with open(not_a_tokenizer, "w") as f:
+            f.write("ablate-vocabulary 1\n3:fox")
+    tok = os.path.join(c.work, "tokenize_out")
+    case("tokenize_no_input", ["tokenize", "--tokenizer", "char", "--train", text, "--out", tok], EXIT_USAGE,
+         "no INPUT file to encode", setup=make_text)
+    case("tokenize_both_tokenizers", ["tokenize", "--tokenizer", "char", "--tokenizer-file", not_a_tokenizer, "--out", tok,
+                                      text], EXIT_USAGE, "either --tokenizer (with --train) or --tokenizer-file",
+         setup=make_text)
+    case("tokenize_not_a_tokenizer_file", ["tokenize", "--tokenizer-file", not_a_tokenizer, "--out", tok, text], EXIT_USAGE,
+         "is not a tokenizer file of Ablate", setup=make_text)
+    case("tokenize_input_is_a_directory", ["tokenize", "--tokenizer", "char", "--train", text, "--out", tok, c.work],
+         EXIT_USAGE, "is a directory", setup=make_text)
+    case("tokenize_unknown_tokenizer_option", ["tokenize", "--tokenizer", "{plugin: char, alpha: 0.5}", "--train", text,
+                                               "--out", tok, text], EXIT_USAGE, "alpha", setup=make_text)
     bad_dir = os.path.join(c.work, "bad_plugins")
 
     def make_bad_plugins():

@@ -31,6 +31,8 @@ def data_file_cases(c):
     refused("classification_one_class", "".join(f"text {i}\tpos\n" for i in range(30)).encode(), "classification")
     refused("translation_1mb_line", b"a\tb\n" * 10 + b"x" * (1 << 20) + b"\ty\n", "translation", ":11: a line of 1048578 bytes")
     refused("language_model_empty", b"", "language_model")
+    refused("language_model_invalid_utf8_with_a_tokenizer", b"fine text here\nnot caf\xe9\n" * 20, "language_model",
+            ":2: invalid UTF-8 at byte 8", extra=", tokenizer: {plugin: sentencepiece, vocab_size: 40}")
 
 
 # ---- plugin files that are not plugins: reported naming the file (exit 3), never a crash
@@ -115,6 +117,25 @@ def spec_cases(c):
             text=lm)
     refused("lm_eval_lengths_of_a_random_split", ["task.split=random", "eval.lengths=[32]"],
             "eval.lengths: task plugin 'language_model' makes no eval examples of length 32", "split: contiguous", text=lm)
+    # task.tokenizer (docs/data.md): the tokenizer's own options, text that cannot hold a vocabulary
+    sp = lm.replace("context: 16}", "context: 16, tokenizer: {plugin: sentencepiece, vocab_size: 40}}")
+    for name, value in (("tokenizer_vocab_size_0", "0"), ("tokenizer_vocab_size_2p31", "2147483648")):
+        refused(name, ["task.tokenizer.vocab_size=" + value],
+                "task.tokenizer: tokenizer plugin 'sentencepiece' refuses its options",
+                "vocab_size must be in [8, 1048576], got " + value, text=sp)
+    refused("tokenizer_vocabulary_larger_than_the_text", ["task.tokenizer.vocab_size=5000"],
+            "task: task plugin 'language_model' refuses its options", "tokenizer/sentencepiece", "training failed",
+            "lower it to the value named", text=sp)
+    one_char = os.path.join(c.work, "one_char.txt")
+    with open(one_char, "w") as f:
+        f.write("a" * 60 + "\n" * 1 + ("a" * 60 + "\n") * 40)
+    refused("tokenizer_corpus_of_one_repeated_character", ["task.file=" + one_char], "training failed", text=sp)
+    refused("tokenizer_sampling_alpha", ["task.tokenizer.alpha=0.1"],
+            "task.tokenizer.alpha: tokenizer plugin 'sentencepiece' has no option 'alpha'", text=sp)
+    refused("tokenizer_unknown", ["task.tokenizer=bpe"], "task.tokenizer: unknown tokenizer plugin 'bpe'",
+            "expected one of char, sentencepiece, word", text=sp)
+    refused("tokenizer_with_the_tasks_own_tokens", ["task.tokens=word"], "tokens does not apply with task.tokenizer", text=sp)
+    refused("tokenizer_on_a_synthetic_task", ["task.tokenizer=char"], "this task reads no text, so it takes no tokenizer")
     refused("accumulate_zero", ["train.accumulate=0"], "train.accumulate: 0 is out of range; expected an integer > 0")
     refused("batch_tokens_below_the_longest_example", ["train.batch_tokens=4"],
             "train.batch_tokens: 4 tokens cannot hold the task's longest example (5 tokens", "expected at least 5")
