@@ -32,10 +32,11 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-# Not Debian packages: sacrebleu (ctest plugins.translation_sacrebleu: Ablate's BLEU against it)
-# and safetensors (ctest docs.load_in_torch reads `ablate export`'s file with it), pinned, into a
+# Not Debian packages: sacrebleu (ctest plugins.translation_sacrebleu: Ablate's BLEU against it),
+# safetensors (ctest docs.load_in_torch reads `ablate export`'s file with it) and sentencepiece
+# (ctest plugins.sentencepiece_agreement: the tokenizer plugin's ids against it), pinned, into a
 # virtual environment that also sees Debian's packages (torch, numpy, h5py, yaml). Without PyPI
-# those two tests skip, saying so.
+# those tests skip, saying so.
 PYPI_PACKAGES=(sacrebleu==2.6.0 safetensors==0.8.0 sentencepiece==0.2.0)
 VENV="$(cd "$(dirname "$0")/.." && pwd)/tests/.venv"
 python_packages() {
@@ -46,8 +47,8 @@ python_packages() {
   echo "setup: installing ${PYPI_PACKAGES[*]} from PyPI into tests/.venv"
   if ! { /usr/bin/python3 -m venv --system-site-packages "$VENV" &&
          "$VENV/bin/pip" install -q --disable-pip-version-check "${PYPI_PACKAGES[@]}"; }; then
-    echo "setup: warning: could not install ${PYPI_PACKAGES[*]} (no PyPI here?): the sacrebleu and" \
-         "safetensors checks will skip" >&2
+    echo "setup: warning: could not install ${PYPI_PACKAGES[*]} (no PyPI here?): the sacrebleu," \
+         "safetensors and sentencepiece checks will skip" >&2
   fi
 }
 
