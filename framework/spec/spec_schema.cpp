@@ -242,7 +242,7 @@ const std::vector<SpecKey>& schema() {
                     .def("[]").doc("extra plugin directories, relative to this file"));
     k.push_back(plugin(KEY(task)).required().doc("the task plugin and its options, e.g. `{plugin: copy, vocab_size: 32}`"));
     k.push_back(nested_plugin("task.tokenizer").shown("absent").doc(
-        "how a text task (translation, language_model over a file) splits text into tokens: "
+        "how a text task (translation, language_model over a file, classification) splits text into tokens: "
         "`char`, `word` or `sentencepiece` (BPE / unigram, trained on the train split; docs/data.md), e.g. "
         "`{plugin: sentencepiece, vocab_size: 8000}`; absent: the task's own `tokens` options"));
     k.push_back(section("model").doc("the network: sizes, dropouts, components"));

@@ -5,6 +5,7 @@
 
 #include "class_scores.hpp"
 #include "text/corpus_settings.hpp"
+#include "text/deferred_task.hpp"
 #include "text/text_file.hpp"
 
 namespace task_classification {
@@ -58,10 +59,15 @@ ReadOptions read_options(const ablate::Options& o) {
 
 }  // namespace
 
-ClassificationTask::ClassificationTask(const ablate::Options& o)
-    : read_options_(read_options(o)), tokenizer_(read_options_.tokens) {
+ClassificationTask::ClassificationTask(const ablate::Options& o, const ablate::TaskContext& context)
+    : read_options_(read_options(o)) {
   const ablate_text::CorpusSettings settings = ablate_text::corpus_settings(o, kName, "example");
   read_options_.max_examples = settings.max_examples;
+  const bool plugin = static_cast<bool>(context.tokenizer);
+  if (plugin)
+    ablate_text::refuse_with_tokenizer(o, ablate::options_of(kOptions), {"tokens", "lowercase", "split_punctuation", "min_freq"},
+                                       kName, "the tokenizer sets the units and the vocabulary");
+  read_options_.tokenize = !plugin;
 
   const std::string& file = o.get_string("file");
   LabelledCorpus corpus;
@@ -92,9 +98,19 @@ ClassificationTask::ClassificationTask(const ablate::Options& o)
     bad_option(file + ": " + e.what(), e.hint());
   }
 
-  ablate_text::Vocabulary::Builder counts;
-  for (std::int64_t i : split.train) counts.add(corpus.examples[static_cast<std::size_t>(i)].tokens);
-  vocab_ = counts.build(settings.min_freq);
+  // The tokenizer learns from the train texts only: eval and test text never shapes it.
+  if (plugin) {
+    tokenizer_ = context.tokenizer("text");
+    std::vector<std::string> texts;
+    for (std::int64_t i : split.train) texts.push_back(corpus.examples[static_cast<std::size_t>(i)].text);
+    tokenizer_->train(texts);
+  } else {
+    ablate_text::Vocabulary::Builder counts;
+    for (std::int64_t i : split.train) counts.add(corpus.examples[static_cast<std::size_t>(i)].tokens);
+    units_ = std::make_shared<ablate_text::VocabularyTokenizer>(
+        ablate_text::VocabularyTokenizerOptions{read_options_.tokens, false, settings.min_freq}, counts.build(settings.min_freq));
+    tokenizer_ = units_;
+  }
 
   const auto encode = [&](ablate::Split part, const std::vector<std::int64_t>& indices) {
     std::vector<ablate::Example>& out = examples_[part];
@@ -104,24 +120,59 @@ ClassificationTask::ClassificationTask(const ablate::Options& o)
     for (std::int64_t i : indices) {
       const LabelledText& e = corpus.examples[static_cast<std::size_t>(i)];
       const auto cls = std::lower_bound(labels_.begin(), labels_.end(), e.label) - labels_.begin();
-      out.push_back({vocab_.encode(e.tokens), {static_cast<std::int32_t>(cls)}});
-      lines.push_back(e.line);
+      if (std::optional<ablate::Example> x = example_of(e, static_cast<std::int32_t>(cls), corpus, nullptr)) {
+        out.push_back(std::move(*x));
+        lines.push_back(e.line);
+      }
     }
   };
   encode(ablate::Split::Train, split.train);
   encode(ablate::Split::Eval, split.eval);
   encode(ablate::Split::Test, split.test);
+  if (plugin && examples_.size(ablate::Split::Train) == 0)
+    bad_option(
+        file + ": every train text is longer than max_len " + std::to_string(read_options_.max_len) + " tokens of the tokenizer",
+        "raise max_len, or use long_examples: truncate");
   corpus.examples.clear();
   corpus.examples.shrink_to_fit();
   stats_ = std::move(corpus);
 }
 
+std::optional<ablate::Example> ClassificationTask::example_of(const LabelledText& e, std::int32_t cls, LabelledCorpus& stats,
+                                                              std::int64_t* unknown) const {
+  ablate::Example x;
+  std::int64_t unk = 0;
+  x.tgt = {cls};
+  if (units_) {  // the reader tokenized the text and applied max_len already
+    x.src = units_->vocabulary().encode(e.tokens, &unk);
+  } else {
+    x.src = tokenizer_->encode(e.text, &unk);
+    const auto max_len = static_cast<std::size_t>(read_options_.max_len);
+    if (x.src.empty()) return std::nullopt;
+    if (x.src.size() > max_len) {
+      if (read_options_.long_examples == LongExamples::Filter) {
+        ++stats.dropped_long;
+        return std::nullopt;
+      }
+      ++stats.truncated;
+      x.src.resize(max_len);
+    }
+  }
+  if (unknown) *unknown += unk;
+  return x;
+}
+
+const ablate_text::Vocabulary& ClassificationTask::vocabulary() const {
+  if (!units_) throw ablate::Error(std::string(kName) + ": the text is read by task.tokenizer, not a vocabulary of its own");
+  return units_->vocabulary();
+}
+
 std::vector<ablate::Example> ClassificationTask::read_examples(const std::string& file, std::int64_t* unknown) const {
   ReadOptions o = read_options_;
   o.max_examples = 0;
-  const LabelledCorpus corpus = read_labelled_tsv_file(file, o);
+  LabelledCorpus corpus = read_labelled_tsv_file(file, o);
   std::vector<ablate::Example> out;
-  std::int64_t unk = 0, n = 0;
+  std::int64_t unk = 0;
   for (const LabelledText& e : corpus.examples) {
     const auto cls = std::lower_bound(labels_.begin(), labels_.end(), e.label);
     if (cls == labels_.end() || *cls != e.label) {
@@ -131,15 +182,15 @@ std::vector<ablate::Example> ClassificationTask::read_examples(const std::string
                               std::to_string(labels_.size()) + " classes [" + known + "]",
                           "a classifier scores only the labels it was trained on; check label_column, or drop such lines");
     }
-    out.push_back({vocab_.encode(e.tokens, &n), {static_cast<std::int32_t>(cls - labels_.begin())}});
-    unk += n;
+    if (std::optional<ablate::Example> x = example_of(e, static_cast<std::int32_t>(cls - labels_.begin()), corpus, &unk))
+      out.push_back(std::move(*x));
   }
   if (unknown) *unknown = unk;
   return out;
 }
 
 ablate::TaskInfo ClassificationTask::info() const {
-  ablate::TaskInfo i{ablate::TaskType::Classification, vocab_.size(), read_options_.max_len, 1};
+  ablate::TaskInfo i{ablate::TaskType::Classification, tokenizer_->vocab_size(), read_options_.max_len, 1};
   i.num_classes = static_cast<std::int64_t>(labels_.size());
   return i;
 }
@@ -174,7 +225,7 @@ std::map<std::string, double> ClassificationTask::score(const std::vector<ablate
 }
 
 std::string ClassificationTask::text(const std::vector<std::int32_t>& tokens, bool target) const {
-  if (!target) return tokenizer_.detokenize(vocab_.decode(tokens));
+  if (!target) return tokenizer_->decode(tokens);
   std::string out;
   for (std::int32_t c : tokens) {
     if (!out.empty()) out += ' ';
@@ -183,11 +234,14 @@ std::string ClassificationTask::text(const std::vector<std::int32_t>& tokens, bo
   return out;
 }
 
-ablate::Component* create(const ablate::Options& o) { return new ClassificationTask(o); }
+ablate::Component* create(const ablate::Options& o) {
+  return new ablate_text::DeferredTask(
+      [o](const ablate::TaskContext& context) { return std::make_shared<ClassificationTask>(o, context); });
+}
 
-ABLATE_PLUGIN(
-    "task", "classification", "1.1.0",
-    "Text classification of 'text<TAB>label' lines from a TSV file (word/char tokens, train-split vocabulary, accuracy, macro-F1)",
-    ablate::options_of(kOptions), create)
+ABLATE_PLUGIN("task", "classification", "1.2.0",
+              "Text classification of 'text<TAB>label' lines from a TSV file (word/char tokens or a tokenizer plugin, "
+              "train-split vocabulary, accuracy, macro-F1)",
+              ablate::options_of(kOptions), create)
 
 }  // namespace task_classification

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "text/tokenizer.hpp"
 #include "text/per_split.hpp"
 #include "text/vocabulary.hpp"
+#include "text/vocabulary_tokenizer.hpp"
 
 namespace task_classification {
 
@@ -22,7 +25,9 @@ class ClassificationTask final : public ablate::Task {
   static constexpr const char* kName = "task/classification";
   // Reads, tokenizes, splits and encodes the whole file (once). Throws ablate::Error naming the
   // plugin for bad options, FILE:LINE for a bad line, and for a file with fewer than 2 labels.
-  explicit ClassificationTask(const ablate::Options& o);
+  // With `context.tokenizer` (task.tokenizer) the examples are split first, the tokenizer (role
+  // "text") learns from the train texts, and max_len applies to its tokens.
+  ClassificationTask(const ablate::Options& o, const ablate::TaskContext& context);
 
   // Classification, vocab_size = the vocabulary's size, max_src_len = max_len, max_tgt_len 1,
   // num_classes = labels().size().
@@ -40,7 +45,7 @@ class ClassificationTask final : public ablate::Task {
   // The text side (a label is not encoded: `target` must be false).
   std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const override {
     if (target) throw ablate::Error(std::string(kName) + ": the target is a class label, not text to encode");
-    return vocab_.encode(tokenizer_.tokenize(text), unknown);
+    return tokenizer_->encode(text, unknown);
   }
   // The examples of another labelled TSV file of the same columns (`ablate eval --data`): the
   // texts read, filtered and encoded as the task's own (<unk> counted), each label mapped to its
@@ -49,16 +54,23 @@ class ClassificationTask final : public ablate::Task {
 
   // Class id -> label: the distinct labels of the kept examples, sorted byte-wise.
   const std::vector<std::string>& labels() const { return labels_; }
-  const ablate_text::Vocabulary& vocabulary() const { return vocab_; }
+  // The vocabulary of the task's own word / char units (no task.tokenizer); throws otherwise.
+  const ablate_text::Vocabulary& vocabulary() const;
   // What reading the file kept and dropped (the examples themselves are not kept).
   const LabelledCorpus& corpus_stats() const { return stats_; }
   // The 1-based file line of an example (for people tracing an example back to the file).
   std::int64_t line_of(ablate::Split split, std::int64_t index) const;
 
  private:
+  // An example of `e` (its class `cls`): its text's ids (the reader's tokens looked up, or the
+  // text encoded by the tokenizer plugin, which then applies max_len, counting into `stats`);
+  // nullopt when it is dropped. `unknown` (when not null) adds its <unk> ids.
+  std::optional<ablate::Example> example_of(const LabelledText& e, std::int32_t cls, LabelledCorpus& stats,
+                                            std::int64_t* unknown) const;
+
   ReadOptions read_options_;
-  ablate_text::Tokenizer tokenizer_;
-  ablate_text::Vocabulary vocab_;
+  std::shared_ptr<ablate::Tokenizer> tokenizer_;             // the text's: the plugin's, or units_
+  std::shared_ptr<ablate_text::VocabularyTokenizer> units_;  // the task's own word / char units (null with a plugin)
   std::vector<std::string> labels_;
   LabelledCorpus stats_;  // counts only
   ablate_text::PerSplit<ablate::Example> examples_;

@@ -60,7 +60,14 @@ LabelledCorpus read_labelled_tsv(std::istream& in, const std::string& name, cons
     const std::string_view label = trim(cols[static_cast<std::size_t>(o.label_column - 1)]);
     if (label.empty())
       throw ablate::Error(where + ": empty label; expected " + layout(o), "give every line a label, or delete the line");
-    LabelledText e{tokenizer.tokenize(cols[static_cast<std::size_t>(o.text_column - 1)]), std::string(label), number};
+    const std::string_view text = cols[static_cast<std::size_t>(o.text_column - 1)];
+    if (!o.tokenize) {
+      if (blank(text))
+        throw ablate::Error(where + ": empty text; expected " + layout(o), "give every line a text, or delete the line");
+      c.examples.push_back(LabelledText{{}, std::string(label), number, std::string(text)});
+      continue;
+    }
+    LabelledText e{tokenizer.tokenize(text), std::string(label), number, {}};
     if (e.tokens.empty())
       throw ablate::Error(where + ": empty text; expected " + layout(o), "give every line a text, or delete the line");
     if (e.tokens.size() > max_len) {

@@ -21,12 +21,16 @@ struct ReadOptions {
   std::int64_t max_len = 64;                          // content tokens of a text
   LongExamples long_examples = LongExamples::Filter;  // Filter: drop a longer text; Truncate: cut it to max_len
   std::int64_t max_examples = 0;                      // keep the first N examples that survive filtering (file order); 0 = all
+  // false: texts are kept as written only (a tokenizer plugin encodes them later): no tokens, no
+  // length rule.
+  bool tokenize = true;
 };
 
 struct LabelledText {
   std::vector<std::string> tokens;
   std::string label;      // as written, without surrounding whitespace
   std::int64_t line = 0;  // 1-based line of the file
+  std::string text;       // the text column as written (ReadOptions::tokenize false only)
   bool operator==(const LabelledText&) const = default;
 };
 

@@ -9,6 +9,7 @@
 
 #include "markov_chain.hpp"
 #include "text_task.hpp"
+#include "text/corpus_settings.hpp"
 #include "text/deferred_task.hpp"
 #include "text/text_file.hpp"
 
@@ -121,24 +122,6 @@ TextSettings text_settings(const ablate::Options& o) {
 
 }  // namespace
 
-// With task.tokenizer the units and the vocabulary are the tokenizer's: the options that set them
-// here, and the window-level split and cut they need, are refused rather than ignored.
-void refuse_with_tokenizer(const ablate::Options& o) {
-  std::vector<std::string> stray;
-  for (const ablate::OptionInfo& info : kOptions) {
-    const std::string name = info.name;
-    if ((name == "tokens" || name == "lowercase" || name == "split_punctuation" || name == "min_freq" || name == "max_examples" ||
-         name == "split") &&
-        differs_from_default(o, info))
-      stray.push_back(name);
-  }
-  if (!stray.empty())
-    throw ablate::Error(std::string(MarkovLanguageModel::kName) + ": " + joined(stray) + (stray.size() > 1 ? " do" : " does") +
-                            " not apply with task.tokenizer (the tokenizer sets the units and vocabulary; the lines are "
-                            "split contiguously before tokenizing)",
-                        "remove them (set the tokenizer's own options, e.g. lowercase, min_freq, under task.tokenizer)");
-}
-
 ablate::Component* create(const ablate::Options& o) {
   const bool text = !o.get_string("file").empty();
   refuse_other_mode(o, text);
@@ -146,7 +129,10 @@ ablate::Component* create(const ablate::Options& o) {
   return new ablate_text::DeferredTask([settings = text_settings(o), o](const ablate::TaskContext& context) {
     TextSettings s = settings;
     if (context.tokenizer) {
-      refuse_with_tokenizer(o);
+      ablate_text::refuse_with_tokenizer(
+          o, ablate::options_of(kOptions), {"tokens", "lowercase", "split_punctuation", "min_freq", "max_examples", "split"},
+          TextLanguageModel::kName,
+          "the tokenizer sets the units and the vocabulary; the lines are split contiguously before tokenizing");
       s.tokenizer = context.tokenizer("text");
     }
     return std::make_shared<TextLanguageModel>(s);

@@ -48,22 +48,6 @@ constexpr ablate::OptionInfo kOptions[] = {
   throw ablate::Error(std::string(TranslationTask::kName) + ": " + what, hint);
 }
 
-// With task.tokenizer the units and vocabularies are the tokenizer's: the options that set them here
-// are refused rather than ignored.
-void refuse_unit_options(const ablate::Options& o) {
-  std::string stray;
-  for (const ablate::OptionInfo& info : kOptions) {
-    const std::string name = info.name;
-    if (name != "source_tokens" && name != "target_tokens" && name != "lowercase" && name != "split_punctuation" &&
-        name != "min_freq")
-      continue;
-    if (ablate_text::differs_from_default(o, info)) stray += (stray.empty() ? "" : ", ") + name;
-  }
-  if (!stray.empty())
-    bad_option(stray + ": not with task.tokenizer (the tokenizer sets the units and the vocabulary)",
-               "remove them, and set the tokenizer's own options under task.tokenizer");
-}
-
 CorpusOptions corpus_options(const ablate::Options& o) {
   CorpusOptions c;
   c.source = ablate_text::tokenizer_options(o, "source_tokens");
@@ -86,7 +70,10 @@ TranslationTask::TranslationTask(const ablate::Options& o, const ablate::TaskCon
   const bool joint = o.get_bool("joint_vocabulary");
   const bool plugin = static_cast<bool>(context.tokenizer);
   if (bleu_k_ < 1) bad_option("bleu_k must be >= 1, got " + std::to_string(bleu_k_), "D2L uses k = 2 for short sentences");
-  if (plugin) refuse_unit_options(o);
+  if (plugin)
+    ablate_text::refuse_with_tokenizer(o, ablate::options_of(kOptions),
+                                       {"source_tokens", "target_tokens", "lowercase", "split_punctuation", "min_freq"}, kName,
+                                       "the tokenizer sets the units and the vocabulary");
   corpus_options_.tokenize = !plugin;
 
   const std::string& file = o.get_string("file");

@@ -134,7 +134,7 @@ def spec_cases(c):
             "task.tokenizer.alpha: tokenizer plugin 'sentencepiece' has no option 'alpha'", text=sp)
     refused("tokenizer_unknown", ["task.tokenizer=bpe"], "task.tokenizer: unknown tokenizer plugin 'bpe'",
             "expected one of char, sentencepiece, word", text=sp)
-    refused("tokenizer_with_the_tasks_own_tokens", ["task.tokens=word"], "tokens does not apply with task.tokenizer", text=sp)
+    refused("tokenizer_with_the_tasks_own_tokens", ["task.tokens=word"], "tokens: not with task.tokenizer", text=sp)
     refused("tokenizer_on_a_synthetic_task", ["task.tokenizer=char"], "this task reads no text, so it takes no tokenizer")
     refused("accumulate_zero", ["train.accumulate=0"], "train.accumulate: 0 is out of range; expected an integer > 0")
     refused("batch_tokens_below_the_longest_example", ["train.batch_tokens=4"],

@@ -1,6 +1,7 @@
 // Reading and checking the options every text task shares (corpus_settings.hpp).
 #include "corpus_settings.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "ablate/error.hpp"
@@ -37,6 +38,19 @@ bool differs_from_default(const ablate::Options& o, const ablate::OptionInfo& in
     case ablate::OptionType::String: return o.get_string(info.name) != d;
   }
   return false;
+}
+
+void refuse_with_tokenizer(const ablate::Options& o, const ablate::OptionList& declared, const std::vector<std::string>& names,
+                           const std::string& plugin, const std::string& why) {
+  std::string stray;
+  for (std::uint32_t i = 0; i < declared.size; ++i) {
+    const ablate::OptionInfo& info = declared.data[i];
+    if (std::find(names.begin(), names.end(), info.name) == names.end() || !differs_from_default(o, info)) continue;
+    stray += (stray.empty() ? "" : ", ") + std::string(info.name);
+  }
+  if (!stray.empty())
+    throw ablate::Error(plugin + ": " + stray + ": not with task.tokenizer (" + why + ")",
+                        "remove them, and set the tokenizer's own options under task.tokenizer");
 }
 
 }  // namespace ablate_text

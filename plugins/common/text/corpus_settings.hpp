@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "ablate/options.hpp"
 #include "splits.hpp"
@@ -29,6 +31,12 @@ CorpusSettings corpus_settings(const ablate::Options& o, std::string_view plugin
 // Whether option `info` holds a value other than its declared default (an explicit default is not
 // a setting): how a task finds options that do not apply in the mode it runs in.
 bool differs_from_default(const ablate::Options& o, const ablate::OptionInfo& info);
+
+// With task.tokenizer a text task's own unit options do nothing: throws ablate::Error
+// "<plugin>: a, b: not with task.tokenizer (<why>)" naming each option of `names` (declared in
+// `declared`) that holds anything but its default.
+void refuse_with_tokenizer(const ablate::Options& o, const ablate::OptionList& declared, const std::vector<std::string>& names,
+                           const std::string& plugin, const std::string& why);
 
 // The split of n examples under `s` (split_indices, or contiguous_split_indices).
 SplitIndices split(const CorpusSettings& s, std::int64_t n);

@@ -159,7 +159,7 @@ class ClassificationTaskTest : public ::testing::Test {
  protected:
   // The task made by the built plugin (ctest puts its directory on ABLATE_PLUGIN_PATH), as its class.
   std::shared_ptr<ClassificationTask> make(std::map<std::string, std::string> options) {
-    auto t = ablate_text::built_as<ClassificationTask>(kit::make_component<ablate::Task>("classification", options));
+    auto t = ablate_text::built_as<ClassificationTask>(kit::make_task("classification", options));
     EXPECT_NE(t, nullptr);
     return t;
   }
@@ -327,6 +327,34 @@ TEST_F(ClassificationTaskTest, BadOptionsAndFilesAreErrorsNamingThePlugin) {
   e = error({{"file", tabless}});
   EXPECT_NE(e.find("task/classification: " + tabless + ":3: no tab; expected 'text<TAB>label'"), std::string::npos) << e;
   EXPECT_NE(error({{"file", "/no/such.tsv"}}).find("task/classification: cannot read '/no/such.tsv'"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// With a tokenizer plugin (task.tokenizer)
+
+TEST(ClassificationWithATokenizer, TheTokenizerLearnsFromTheTrainTextsAndMaxLenCountsItsTokens) {
+  std::vector<std::string> roles;
+  ablate::TaskContext context;
+  context.tokenizer = [&roles](const std::string& role) {
+    roles.push_back(role);
+    return kit::make_component<ablate::Tokenizer>("char");
+  };
+  const auto make = [&](std::map<std::string, std::string> options) {
+    options["file"] = data(kSentiment).string();
+    return ablate_text::built_as<ClassificationTask>(kit::make_task("classification", options, context));
+  };
+  const auto t = make({{"max_len", "200"}});
+  EXPECT_EQ(roles, std::vector<std::string>{"text"});
+  const ablate::Example e = t->example(ablate::Split::Train, 0);
+  const std::string text = t->text(e.src, false);
+  EXPECT_EQ(e.src.size(), text.size()) << "char units, spaces kept: one id per (ASCII) character of the text as written";
+  EXPECT_EQ(t->encode(text, false, nullptr), e.src);
+  EXPECT_THROW(t->vocabulary(), ablate::Error);
+  const auto short_texts = make({{"max_len", "36"}});
+  EXPECT_LT(short_texts->size(ablate::Split::Train), t->size(ablate::Split::Train));
+  EXPECT_GT(short_texts->corpus_stats().dropped_long, 0);
+  const std::string refused = error_of([&] { make({{"tokens", "char"}}); });
+  EXPECT_NE(refused.find("tokens: not with task.tokenizer"), std::string::npos) << refused;
 }
 
 }  // namespace

@@ -436,7 +436,7 @@ TEST(LanguageModelWithATokenizer, RefusesTheOptionsTheTokenizerOwns) {
   for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{
            {"tokens", "word"}, {"min_freq", "2"}, {"split", "random"}, {"max_examples", "3"}}) {
     const std::string e = error_of([&] { prepared({{"file", file.string()}, {option, value}}, "char"); });
-    EXPECT_NE(e.find(option + " does not apply with task.tokenizer"), std::string::npos) << e;
+    EXPECT_NE(e.find(option + ": not with task.tokenizer"), std::string::npos) << e;
   }
   const std::string synthetic = error_of([] { prepared({}, "char"); });
   EXPECT_NE(synthetic.find("takes no tokenizer"), std::string::npos) << synthetic;
