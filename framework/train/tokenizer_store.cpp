@@ -72,11 +72,13 @@ std::shared_ptr<Tokenizer> restore_tokenizer(const PluginRegistry& registry, con
 // train() answered by the run folder, the cache, or the plugin itself (then cached).
 class TokenizerStore::Managed final : public Tokenizer {
  public:
-  Managed(std::shared_ptr<Tokenizer> inner, std::string plugin, std::string version, std::string options, std::string role,
-          std::optional<StoredTokenizer> pinned, fs::path pinned_file)
+  // `code`: the plugin file's hash, part of the cache key (a rebuilt plugin trains again).
+  Managed(std::shared_ptr<Tokenizer> inner, std::string plugin, std::string version, std::string code, std::string options,
+          std::string role, std::optional<StoredTokenizer> pinned, fs::path pinned_file)
       : inner_(std::move(inner)),
         plugin_(std::move(plugin)),
         version_(std::move(version)),
+        code_(std::move(code)),
         options_(std::move(options)),
         role_(std::move(role)),
         pinned_(std::move(pinned)),
@@ -96,8 +98,7 @@ class TokenizerStore::Managed final : public Tokenizer {
   void train(const std::vector<std::string>& texts) override {
     if (pinned_) return;
     if (trained_) throw Error("tokenizer " + role_ + " trained twice", "a task trains each tokenizer once");
-    key_ = key_of(texts);
-    const std::string& key = key_;
+    const std::string key = key_ = key_of(texts);
     trained_ = true;
     const fs::path dir = tokenizer_cache_dir();
     std::error_code ec;
@@ -138,20 +139,20 @@ class TokenizerStore::Managed final : public Tokenizer {
   }
 
   bool trained() const { return trained_; }
-  const std::string& key() const { return key_; }
   StoredTokenizer stored() const { return StoredTokenizer{plugin_, version_, key_, options_, save()}; }
 
  private:
-  // FNV-1a over the plugin, its version and options, and each text (with its terminator: texts stay apart).
+  // FNV-1a over the plugin, its version, code and options, and each text (with its terminator:
+  // texts stay apart).
   std::string key_of(const std::vector<std::string>& texts) const {
-    const std::string head = plugin_ + " " + version_ + " " + options_;
+    const std::string head = plugin_ + " " + version_ + " " + code_ + " " + options_;
     std::uint64_t h = fnv1a64(head.data(), head.size() + 1);
     for (const std::string& t : texts) h = fnv1a64(t.data(), t.size() + 1, h);
     return hex16(h);
   }
 
   std::shared_ptr<Tokenizer> inner_;
-  std::string plugin_, version_, options_, role_, key_;
+  std::string plugin_, version_, code_, options_, role_, key_;
   std::optional<StoredTokenizer> pinned_;
   fs::path pinned_file_;
   bool trained_ = false;
@@ -169,8 +170,8 @@ std::shared_ptr<Tokenizer> TokenizerStore::tokenizer(const std::string& role) {
   const fs::path file = run_dir_.empty() ? fs::path() : run_file_of(run_dir_, role);
   std::error_code ec;
   if (!file.empty() && fs::exists(file, ec)) pinned = read_stored_tokenizer(file);
-  auto made = std::make_shared<Managed>(registry_.create<Tokenizer>(ref.name, ref.options), d.id(), d.version, options, role,
-                                        std::move(pinned), file);
+  auto made = std::make_shared<Managed>(registry_.create<Tokenizer>(ref.name, ref.options), d.id(), d.version, d.code_hash,
+                                        options, role, std::move(pinned), file);
   made_[role] = made;
   return made;
 }
@@ -182,12 +183,6 @@ void TokenizerStore::save_to(const fs::path& run_dir) const {
     if (!t->trained() || fs::exists(file, ec)) continue;
     write_file_atomically(file, stored_text(t->stored()));
   }
-}
-
-std::map<std::string, std::string> TokenizerStore::keys() const {
-  std::map<std::string, std::string> out;
-  for (const auto& [role, t] : made_) out[role] = t->key();
-  return out;
 }
 
 }  // namespace ablate::train

@@ -24,7 +24,7 @@ std::filesystem::path tokenizer_cache_dir();
 // A tokenizer's file (in a run folder, the cache, `ablate tokenize`'s output): the line
 // "ablate-tokenizer 1 tokenizer/NAME VERSION KEY", the line of its options "NAME=VALUE;..." and
 // then the plugin's save() bytes. KEY is the 16-hex-digit FNV-1a hash of the plugin, its version,
-// its options and the training texts.
+// its file's hash, its options and the training texts.
 struct StoredTokenizer {
   std::string plugin, version, key, options, bytes;
 };
@@ -43,8 +43,6 @@ class TokenizerStore {
   std::shared_ptr<Tokenizer> tokenizer(const std::string& role);
   // Writes each trained tokenizer the run folder lacks (tokenizer-ROLE.bin), atomically.
   void save_to(const std::filesystem::path& run_dir) const;
-  // role -> the key of the text it was trained on, for the records.
-  std::map<std::string, std::string> keys() const;
 
   class Managed;  // the wrapper the task sees (tokenizer_store.cpp)
 
