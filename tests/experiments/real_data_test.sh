@@ -33,6 +33,6 @@ run() {  # run SPEC FILE TOKENIZER_FILE TEST_PATTERN: the spec at its ci size on
   echo "$name: ran in $((SECONDS - start)) s: $(grep -E '^test @' "$out/$name.log")"
 }
 run experiments/translation/bible_en_es_bpe.yaml "$bible" tokenizer-joint.bin \
-  '^test @ [0-9]+: .*sacrebleu [0-9.]+ .*chrf [0-9.]+'
+  '^test @ [0-9]+: .*chrf [0-9.]+ .*sacrebleu [0-9.]+'
 run experiments/language_model/bible_web_bpe.yaml "$out/web_en.txt" tokenizer-text.bin '^test @ [0-9]+: .*perplexity [0-9.]+'
 echo "PASS: the subword specs run at CI size and record their test scores"
