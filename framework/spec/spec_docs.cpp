@@ -47,8 +47,8 @@ std::string key_tables_markdown() {
   // A top-level table lists the top-level keys and those nested in a top-level plugin's map (task.tokenizer).
   const auto in_top_table = [&](const std::string& path) {
     const std::string first = path.substr(0, path.find('.'));
-    return first == path || std::any_of(docs.begin(), docs.end(),
-                                        [&](const KeyDoc& d) { return d.path == first && d.type == "plugin"; });
+    return first == path ||
+           std::any_of(docs.begin(), docs.end(), [&](const KeyDoc& d) { return d.path == first && d.type == "plugin"; });
   };
   auto table = [&](const std::string& section) {
     md << "| key | type | default | meaning |\n|---|---|---|---|\n";

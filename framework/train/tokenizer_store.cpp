@@ -49,9 +49,10 @@ StoredTokenizer read_stored_tokenizer(const fs::path& file) {
   std::istringstream words(end == std::string::npos ? std::string() : text.substr(0, end));
   for (std::string w; words >> w;) head.push_back(w);
   if (!text.starts_with(kMagic) || head.size() != 5 || options_end == std::string::npos)
-    throw UsageError(file.string() + " is not a tokenizer file of Ablate (its first line is not '" + kMagic +
-                    "tokenizer/NAME VERSION KEY', then a line of options)",
-                "it is written by `ablate run` beside run.h5 and by `ablate tokenize`; remove it to train the tokenizer again");
+    throw UsageError(
+        file.string() + " is not a tokenizer file of Ablate (its first line is not '" + kMagic +
+            "tokenizer/NAME VERSION KEY', then a line of options)",
+        "it is written by `ablate run` beside run.h5 and by `ablate tokenize`; remove it to train the tokenizer again");
   return StoredTokenizer{head[2], head[3], head[4], text.substr(end + 1, options_end - end - 1), text.substr(options_end + 1)};
 }
 

@@ -67,9 +67,9 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
   std::shared_ptr<Attention> attention;
   std::shared_ptr<Task> task;
   std::unique_ptr<train::TokenizerStore> tokenizers;  // the task's, while it is checked
-  bool tokenizer_refused = false;                      // then the task is not prepared with it
-  for (const char* path : {"task.tokenizer", "task", "model.block", "model.attention", "model.positional_encoding",
-                           "model.ffn", "train.schedule"}) {
+  bool tokenizer_refused = false;                     // then the task is not prepared with it
+  for (const char* path :
+       {"task.tokenizer", "task", "model.block", "model.attention", "model.positional_encoding", "model.ffn", "train.schedule"}) {
     const spec::PluginSlot& slot = *std::find_if(spec::plugin_slots().begin(), spec::plugin_slots().end(),
                                                  [&](const spec::PluginSlot& s) { return s.path == path; });
     const spec::PluginRef& ref = spec::plugin_at(spec, slot.path);
@@ -91,7 +91,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
         task = made;  // only a task that read its data is asked more
       }
     } catch (const PluginFault& f) {
-      if (!f.reported()) throw;            // not a refusal of its options but a defect: a plugin error (exit 3)
+      if (!f.reported()) throw;  // not a refusal of its options but a defect: a plugin error (exit 3)
       tokenizer_refused = tokenizer_refused || slot.kind == Tokenizer::kKind;
       std::vector<std::string> inherited;  // options the message names that the spec took from other keys
       for (const auto& [option, value] : ref.options)
