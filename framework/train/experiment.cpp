@@ -89,12 +89,7 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
   backend = registry.create<Backend>(spec.backend.name, spec.backend.options);
   backend = std::make_shared<HostedBackend>(backend, std::move(profile));  // faults name the plugin
   task = registry.create<Task>(spec.task.name, spec.task.options);
-  TaskContext context;
-  if (!spec.task_tokenizer.name.empty()) {
-    tokenizers = std::make_unique<TokenizerStore>(spec, registry, run_dir);
-    context.tokenizer = [this](const std::string& role) { return tokenizers->tokenizer(role); };
-  }
-  plugin_call(*task, "prepare", [&] { task->prepare(context); });
+  tokenizers = prepare_task(*task, spec, registry, run_dir);
   schedule = registry.create<Schedule>(spec.train.schedule.name, spec.train.schedule.options);
   task_info = plugin_call(*task, "info", [&] { return task->info(); });
   for (const spec::PluginSlot& slot : spec::plugin_slots()) {

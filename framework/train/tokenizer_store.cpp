@@ -186,4 +186,16 @@ void TokenizerStore::save_to(const fs::path& run_dir) const {
   }
 }
 
+std::unique_ptr<TokenizerStore> prepare_task(Task& task, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
+                                             const fs::path& run_dir) {
+  std::unique_ptr<TokenizerStore> store;
+  TaskContext context;
+  if (!spec.task_tokenizer.name.empty()) {
+    store = std::make_unique<TokenizerStore>(spec, registry, run_dir);
+    context.tokenizer = [made = store.get()](const std::string& role) { return made->tokenizer(role); };
+  }
+  plugin_call(task, "prepare", [&] { task.prepare(context); });
+  return store;
+}
+
 }  // namespace ablate::train

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "ablate/task.hpp"
 #include "ablate/tokenizer.hpp"
 #include "plugin_host/plugin_registry.hpp"
 #include "spec/experiment_spec.hpp"
@@ -52,5 +53,11 @@ class TokenizerStore {
   std::filesystem::path run_dir_;
   std::map<std::string, std::shared_ptr<Managed>> made_;
 };
+
+// Prepares `task` (Task::prepare, the one call the host makes before any other) with the spec's
+// task.tokenizer: returns the store the tokenizers it asked for live in, null when the spec names
+// none. What the task throws becomes a PluginFault naming it.
+std::unique_ptr<TokenizerStore> prepare_task(Task& task, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
+                                             const std::filesystem::path& run_dir);
 
 }  // namespace ablate::train

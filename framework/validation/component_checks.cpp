@@ -82,12 +82,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
       if (slot.kind == Task::kKind) {
         auto made = std::dynamic_pointer_cast<Task>(c);
         if (!made) continue;
-        TaskContext context;
-        if (!spec.task_tokenizer.name.empty()) {
-          tokenizers = std::make_unique<train::TokenizerStore>(spec, registry, run_dir);
-          context.tokenizer = [&tokenizers](const std::string& role) { return tokenizers->tokenizer(role); };
-        }
-        plugin_call(*made, "prepare", [&] { made->prepare(context); });
+        tokenizers = train::prepare_task(*made, spec, registry, run_dir);
         task = made;  // only a task that read its data is asked more
       }
     } catch (const PluginFault& f) {

@@ -19,6 +19,19 @@ namespace {
   throw ablate::Error(std::string(TextLanguageModel::kName) + ": " + what, hint);
 }
 
+// The lines of a text file, each with its line break (a tokenizer keeps lines apart), every one
+// checked as UTF-8 text (ablate_text::check_line: FILE:LINE on a bad one).
+std::vector<std::string> checked_lines(const std::string& file) {
+  std::ifstream in = ablate_text::open_text_file(file, "a UTF-8 text file");
+  ablate_text::TextLines reader(in);
+  std::vector<std::string> lines;
+  for (std::string_view line; reader.next(line);) {
+    ablate_text::check_line(line, file, reader.number());
+    lines.emplace_back(line).push_back('\n');
+  }
+  return lines;
+}
+
 }  // namespace
 
 TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s), tokenizer_(s.tokenizer) {
@@ -81,18 +94,11 @@ TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s), toke
 void TextLanguageModel::load_with_tokenizer() {
   const std::string& file = settings_.file;
   const std::int64_t context = settings_.stream.context;
-  std::vector<std::string> lines;  // each with its line break: the tokenizer keeps lines apart
-  {
-    std::ifstream in = ablate_text::open_text_file(file, "a UTF-8 text file");
-    ablate_text::TextLines reader(in);
-    for (std::string_view line; reader.next(line);) {
-      try {
-        ablate_text::check_line(line, file, reader.number());
-      } catch (const ablate::Error& e) {
-        fail(e.what(), e.hint());
-      }
-      lines.emplace_back(line).push_back('\n');
-    }
+  std::vector<std::string> lines;
+  try {
+    lines = checked_lines(file);
+  } catch (const ablate::Error& e) {
+    fail(e.what(), e.hint());
   }
   const auto n = static_cast<std::int64_t>(lines.size());
   stats_.lines_read = n;
@@ -193,14 +199,11 @@ std::int64_t TextLanguageModel::line_of(ablate::Split split, std::int64_t index)
 
 std::vector<ablate::Example> TextLanguageModel::read_examples(const std::string& file, std::int64_t* unknown) const {
   if (settings_.tokenizer) {  // every line encoded as the task's lines are, the stream cut into windows
-    std::ifstream in = ablate_text::open_text_file(file, "a UTF-8 text file");
-    ablate_text::TextLines reader(in);
     std::vector<std::int32_t> ids;
     std::int64_t unk = 0;
-    for (std::string_view line; reader.next(line);) {
-      ablate_text::check_line(line, file, reader.number());
+    for (const std::string& line : checked_lines(file)) {
       std::int64_t u = 0;
-      const std::vector<std::int32_t> e = tokenizer_->encode(std::string(line) + "\n", &u);
+      const std::vector<std::int32_t> e = tokenizer_->encode(line, &u);
       ids.insert(ids.end(), e.begin(), e.end());
       unk += u;
     }
