@@ -7,6 +7,9 @@
 #   scripts/gpu_session.sh pack [BUILD_DIR]      # here, after building bin/ablate, the plugins and tests
 #                                                # (configured with -DABLATE_ONEDNN_NATIVE=OFF: the GPU
 #                                                # machine's CPU may lack this one's instructions)
+#   scripts/gpu_session.sh pack-before BUILD_DIR # optional: another build's bin/ablate and libablate (an
+#                                                # older commit's, for a before/after benchmark); it runs
+#                                                # with the main build's plugins (same plugin API)
 #   eval "$(scripts/gpu_session.sh unpack)"       # there, from the repository root: build/ + LD_LIBRARY_PATH
 #   scripts/gpu_session.sh check OUT [STEP...]   # there, after unpack: the checklist's steps, one log each
 #                                                # in OUT (steps: parity gpu_tests train profile bench;
@@ -37,10 +40,20 @@ pack)
   du -sh "$PACK"/*.tar.xz >&2
   echo "gpu_session: carry .gpu (ignored by git) and run 'eval \"\$(scripts/gpu_session.sh unpack)\"' there" >&2
   ;;
+pack-before)
+  build="${2:?pack-before needs the directory of the other build}"
+  mkdir -p "$PACK"
+  tar -C "$build" -cf - bin/ablate $(cd "$build" && ls lib/libablate.so*) | xz -T2 -6 > "$PACK/before.tar.xz"
+  du -sh "$PACK/before.tar.xz" >&2
+  ;;
 unpack)
   cd "$ROOT"
   mkdir -p build "$PACK"
   xz -dc "$PACK/build.tar.xz" | tar -C build -xf -
+  if [ -f "$PACK/before.tar.xz" ]; then  # the benchmark's "before" build, on the main build's plugins
+    mkdir -p "$PACK/before" && xz -dc "$PACK/before.tar.xz" | tar -C "$PACK/before" -xf -
+    ln -sfn "$ROOT/build/lib/ablate" "$PACK/before/lib/ablate"
+  fi
   xz -dc "$PACK/deps.tar.xz" | tar -C "$PACK" -xf -
   # Where the machine has a library itself, its own (newer) copy serves; ours only fill the gaps.
   for lib in "$PACK"/deps/*; do
@@ -89,14 +102,17 @@ check)
       done ;;
     profile) step profile_C 180 build/bin/ablate run bench/configs/C_gpu_large.yaml --profile \
         --progress lines -o "$runs/C_profile" ;;
-    bench) step bench 540 python3 bench/compare.py --ablate-bin build/bin/ablate --gpu --torch-python python3 \
-        --configs "${BENCH_CONFIGS:-B-gpu,C-gpu}" --rounds "${BENCH_ROUNDS:-2}" ;;
+    bench)
+      before=()  # with a packed "before" build, each round runs it too (bench/compare.py --ablate-before)
+      [ -x "$PACK/before/bin/ablate" ] && before=(--ablate-before "$PACK/before/bin/ablate")
+      step bench 540 python3 bench/compare.py --ablate-bin build/bin/ablate --gpu --torch-python python3 \
+        --configs "${BENCH_CONFIGS:-B-gpu,C-gpu}" --rounds "${BENCH_ROUNDS:-2}" "${before[@]}" ;;
     *) echo "gpu_session: unknown step '$s' (parity gpu_tests train profile bench)" >&2; exit 2 ;;
     esac
   done
   ;;
 *)
-  echo "usage: $0 pack [BUILD_DIR] | unpack | check OUT [STEP...]" >&2
+  echo "usage: $0 pack [BUILD_DIR] | pack-before BUILD_DIR | unpack | check OUT [STEP...]" >&2
   exit 2
   ;;
 esac

@@ -1,5 +1,5 @@
 // Adam / AdamW driver (framework/include/ablate/optimizer.hpp): one host synchronisation for
-// the global grad norm, then one fused adam_update per parameter.
+// the global grad norm, then one fused adam_update over every parameter at once (packed).
 #include "ablate/optimizer.hpp"
 
 #include <cmath>
@@ -19,15 +19,8 @@ double Adam::step(ParameterStore& store, double lr, double clip_norm) {
   p.step = ++steps_;
   p.grad_scale = (clip_norm > 0.0 && norm > clip_norm) ? static_cast<float>(clip_norm / (norm + 1e-6)) : 1.0f;
   const bool low = store.compute_dtype() != DType::F32;
-  for (Parameter* param : store.all()) {
-    if (!param->m.defined()) {
-      param->m = backend_.empty(param->value.shape(), DType::F32);
-      param->v = backend_.empty(param->value.shape(), DType::F32);
-      backend_.fill(param->m, 0.0f);
-      backend_.fill(param->v, 0.0f);
-    }
-    backend_.adam_update(param->value, param->m, param->v, low ? &param->compute : nullptr, param->grad, p);
-  }
+  PackedParameters all = store.packed(/*with_moments=*/true);  // the moments start at zero
+  if (all.value.defined()) backend_.adam_update(all.value, all.m, all.v, low ? &all.compute : nullptr, all.grad, p);
   return norm;
 }
 

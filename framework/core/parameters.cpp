@@ -3,6 +3,8 @@
 #include "ablate/parameters.hpp"
 
 #include <cmath>
+#include <cstddef>
+#include <memory>
 #include <numbers>
 
 #include "ablate/bf16.hpp"
@@ -15,6 +17,24 @@ std::uint32_t fnv1a(const std::string& s) {
   std::uint32_t h = 2166136261u;
   for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
   return h;
+}
+
+// A view's deleter: it frees the view's Storage record and, until then, holds the packed tensor
+// whose memory the view points into.
+struct KeepPacked {
+  Tensor packed;
+  void operator()(Storage* s) const { delete s; }
+};
+
+// A parameter's room in a packed tensor: its size rounded up to the alignment.
+std::int64_t padded(std::int64_t numel) {
+  constexpr std::int64_t a = PackedParameters::kAlign;
+  return (numel + a - 1) / a * a;
+}
+
+// Where element `offset` of `packed` lies.
+void* element_at(const Tensor& packed, std::int64_t offset) {
+  return static_cast<std::byte*>(packed.raw()) + static_cast<std::size_t>(offset) * dtype_size(packed.dtype());
 }
 
 }  // namespace
@@ -67,6 +87,7 @@ Parameter& ParameterStore::add(const std::string& name, const Shape& shape, cons
   p.compute = compute_ == DType::F32 ? p.value : backend_.empty(shape, compute_);
   if (compute_ != DType::F32) backend_.cast(p.compute, p.value);
   index_[name] = &p;
+  packed_ = {};  // the next packed() packs again, this one included
   return p;
 }
 
@@ -89,21 +110,71 @@ std::int64_t ParameterStore::numel() const {
 }
 
 void ParameterStore::zero_grad() {
-  for (Parameter& p : params_) backend_.fill(p.grad, 0.0f);
+  packed();
+  if (packed_.grad.defined()) backend_.fill(packed_.grad, 0.0f);
 }
 
 double ParameterStore::grad_norm() {
   Tensor total = backend_.empty({1}, DType::F32);
   backend_.fill(total, 0.0f);
-  for (Parameter& p : params_) backend_.sum_squares(total, p.grad);
+  packed();
+  if (packed_.grad.defined()) backend_.sum_squares(total, packed_.grad);
   float host = 0.0f;
   backend_.copy_to_host(&host, total);
   return std::sqrt(static_cast<double>(host));
 }
 
 void ParameterStore::refresh_compute() {
-  if (compute_ == DType::F32) return;
-  for (Parameter& p : params_) backend_.cast(p.compute, p.value);
+  packed();
+  if (compute_ != DType::F32 && packed_.value.defined()) backend_.cast(packed_.compute, packed_.value);
+}
+
+const PackedParameters& ParameterStore::packed(bool with_moments) {
+  if (params_.empty()) return packed_;
+  std::int64_t n = 0;
+  for (const Parameter& p : params_) n += padded(p.value.numel());
+  auto zeros = [&](DType dtype) {
+    Tensor t = backend_.empty({n}, dtype);
+    backend_.fill(t, 0.0f);
+    return t;
+  };
+  if (!packed_.value.defined()) {
+    packed_.value = zeros(DType::F32);
+    packed_.grad = zeros(DType::F32);
+    packed_.compute = compute_ == DType::F32 ? packed_.value : zeros(compute_);
+  }
+  if (with_moments && !packed_.m.defined()) {
+    packed_.m = zeros(DType::F32);
+    packed_.v = zeros(DType::F32);
+  }
+  // Each parameter tensor that is not its view yet (all of them, on the first call) is copied in
+  // and replaced by the view; an undefined one (moments a checkpoint did not have) becomes zeros.
+  std::int64_t offset = 0;
+  auto adopt = [&](Tensor& t, const Tensor& flat, const Shape& shape) {
+    if (t.defined() && t.raw() == element_at(flat, offset)) return;
+    const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(flat.dtype());
+    Tensor view(std::shared_ptr<Storage>(new Storage{element_at(flat, offset), bytes}, KeepPacked{flat}), shape, flat.dtype());
+    if (t.defined())
+      backend_.copy(view, t);
+    else
+      backend_.fill(view, 0.0f);
+    t = std::move(view);
+  };
+  for (Parameter& p : params_) {
+    const Shape shape = p.value.shape();
+    adopt(p.value, packed_.value, shape);
+    adopt(p.grad, packed_.grad, shape);
+    if (compute_ == DType::F32)
+      p.compute = p.value;
+    else
+      adopt(p.compute, packed_.compute, shape);
+    if (with_moments) {  // else left as they are: undefined ones (dropped by a checkpoint) stay so
+      adopt(p.m, packed_.m, shape);
+      adopt(p.v, packed_.v, shape);
+    }
+    offset += padded(shape.numel());
+  }
+  return packed_;
 }
 
 }  // namespace ablate

@@ -1,5 +1,5 @@
 // The optimizer driver: Adam / AdamW over a ParameterStore with global gradient-norm clipping,
-// one fused backend update per parameter. The learning rate comes from a Schedule per step.
+// one fused backend update over all parameters (packed). The learning rate comes from a Schedule per step.
 #pragma once
 
 #include <cstdint>

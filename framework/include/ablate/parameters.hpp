@@ -34,6 +34,16 @@ struct Parameter {
   Tensor m, v;     // Adam moments (F32), allocated by the optimizer on first use
 };
 
+// Every parameter's tensors of one role side by side: value, grad, compute and the moments are
+// each one [N] tensor, and each parameter's own tensors are views into them (at offsets rounded up
+// to kAlign elements; the gaps stay zero). The steps that treat all parameters alike (zeroing,
+// the norm, the optimizer's update) are then one backend call each, not one per parameter.
+struct PackedParameters {
+  static constexpr std::int64_t kAlign = 64;  // elements: 256-byte aligned f32, 128-byte bf16 views
+  Tensor value, grad, compute;                // [N]: F32, F32, the compute dtype (`value` under F32)
+  Tensor m, v;                                // [N] F32, once ParameterStore::packed(true) asked for them
+};
+
 class BOOST_SYMBOL_VISIBLE ParameterStore {
  public:
   // compute: F32, or BF16 for mixed precision (needs backend.caps().bf16).
@@ -54,12 +64,17 @@ class BOOST_SYMBOL_VISIBLE ParameterStore {
   double grad_norm();
   // Re-derives the compute copies from the masters (after loading a checkpoint).
   void refresh_compute();
+  // The parameters packed (PackedParameters; with_moments: the Adam moments too, zero where a
+  // parameter has none). Packs on first use, and again after add(); a parameter tensor replaced
+  // since (a checkpoint's moments, say) is copied in and becomes a view again.
+  const PackedParameters& packed(bool with_moments = false);
 
  private:
   Backend& backend_;
   DType compute_;
   std::deque<Parameter> params_;  // stable addresses
   std::map<std::string, Parameter*> index_;
+  PackedParameters packed_;  // empty until packed(); cleared by add()
 };
 
 // Host-side values of `init` for a tensor of `shape`: deterministic in (seed, name).

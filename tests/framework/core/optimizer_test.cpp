@@ -48,6 +48,50 @@ TEST(Adam, ClippingScalesGradientsToTheClipNorm) {
   EXPECT_EQ(run({0.6f, 0.8f}, 5.0), scaled);  // below the threshold: untouched
 }
 
+TEST(Adam, OneUpdateOverThePackedStoreEqualsOneUpdatePerParameter) {
+  Backend& be = reference_backend();
+  ParameterStore store(be, DType::BF16);
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, Shape>>{{"w", {5, 7}}, {"b", {7}}, {"g", {64}}})
+    store.add(name, shape, Init::uniform(0.5f), 3);
+  // The expected: adam_update per parameter on tensors of their own, as a per-parameter optimizer would.
+  struct Own {
+    Tensor w, m, v, low, grad;
+  };
+  std::vector<Own> own;
+  AdamParams prm;
+  prm.lr = 0.01f;
+  prm.weight_decay = 0.1f;
+  prm.decoupled = true;
+  Adam adam(be, AdamConfig{prm.beta1, prm.beta2, prm.eps, prm.weight_decay, prm.decoupled});
+  for (Parameter* p : store.all()) {
+    Own o{be.empty(p->value.shape(), DType::F32), be.empty(p->value.shape(), DType::F32), be.empty(p->value.shape(), DType::F32),
+          be.empty(p->value.shape(), DType::BF16), be.empty(p->value.shape(), DType::F32)};
+    be.copy(o.w, p->value);
+    be.fill(o.m, 0.0f);
+    be.fill(o.v, 0.0f);
+    own.push_back(o);
+  }
+  for (int step = 1; step <= 3; ++step) {
+    store.zero_grad();
+    for (std::size_t i = 0; i < own.size(); ++i) {
+      const std::vector<float> g = testing::ramp(own[i].w.numel(), static_cast<float>(step + 3 * static_cast<int>(i)));
+      be.copy_from_host(store.all()[i]->grad, g.data());
+      be.copy_from_host(own[i].grad, g.data());
+    }
+    adam.step(store, prm.lr, 0.0);
+    prm.step = step;
+    for (Own& o : own) be.adam_update(o.w, o.m, o.v, &o.low, o.grad, prm);
+  }
+  for (std::size_t i = 0; i < own.size(); ++i) {
+    const Parameter& p = *store.all()[i];
+    EXPECT_EQ(host(be, p.value), host(be, own[i].w)) << p.name;
+    EXPECT_EQ(host(be, p.m), host(be, own[i].m)) << p.name;
+    EXPECT_EQ(host(be, p.v), host(be, own[i].v)) << p.name;
+    EXPECT_EQ(host(be, p.compute), host(be, own[i].low)) << p.name;
+  }
+  EXPECT_EQ(host(be, store.packed().value)[40], 0.0f) << "the gap after w stays zero under weight decay";
+}
+
 TEST(Adam, AdamWDecaysWeightsWithZeroGradient) {
   Backend& be = reference_backend();
   ParameterStore store(be);
