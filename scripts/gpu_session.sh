@@ -7,9 +7,8 @@
 #   scripts/gpu_session.sh pack [BUILD_DIR]      # here, after building bin/ablate, the plugins and tests
 #                                                # (configured with -DABLATE_ONEDNN_NATIVE=OFF: the GPU
 #                                                # machine's CPU may lack this one's instructions)
-#   scripts/gpu_session.sh pack-before BUILD_DIR # optional: another build's bin/ablate and libablate (an
-#                                                # older commit's, for a before/after benchmark); it runs
-#                                                # with the main build's plugins (same plugin API)
+#   scripts/gpu_session.sh pack-before BUILD_DIR # optional: another build's bin/ablate, libablate and
+#                                                # plugins (an older commit's, for a before/after benchmark)
 #   eval "$(scripts/gpu_session.sh unpack)"       # there, from the repository root: build/ + LD_LIBRARY_PATH
 #   scripts/gpu_session.sh check OUT [STEP...]   # there, after unpack: the checklist's steps, one log each
 #                                                # in OUT (steps: parity gpu_tests train profile bench;
@@ -43,16 +42,16 @@ pack)
 pack-before)
   build="${2:?pack-before needs the directory of the other build}"
   mkdir -p "$PACK"
-  tar -C "$build" -cf - bin/ablate $(cd "$build" && ls lib/libablate.so*) | xz -T2 -6 > "$PACK/before.tar.xz"
+  tar -C "$build" -cf - bin/ablate $(cd "$build" && ls lib/libablate.so* lib/ablate/plugins/*.so lib/ablate/plugins/*/*.so) |
+    xz -T2 -6 > "$PACK/before.tar.xz"
   du -sh "$PACK/before.tar.xz" >&2
   ;;
 unpack)
   cd "$ROOT"
   mkdir -p build "$PACK"
   xz -dc "$PACK/build.tar.xz" | tar -C build -xf -
-  if [ -f "$PACK/before.tar.xz" ]; then  # the benchmark's "before" build, on the main build's plugins
+  if [ -f "$PACK/before.tar.xz" ]; then  # the benchmark's "before" build
     mkdir -p "$PACK/before" && xz -dc "$PACK/before.tar.xz" | tar -C "$PACK/before" -xf -
-    ln -sfn "$ROOT/build/lib/ablate" "$PACK/before/lib/ablate"
   fi
   xz -dc "$PACK/deps.tar.xz" | tar -C "$PACK" -xf -
   # Where the machine has a library itself, its own (newer) copy serves; ours only fill the gaps.

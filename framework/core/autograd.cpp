@@ -85,6 +85,14 @@ Tensor* Graph::grad_buffer(const Var& v) {
   return &s.grad;
 }
 
+bool Graph::pass_grad(const Var& v, const Tensor& dy) {
+  if (!v.requires_grad()) return true;
+  Var::State& s = *v.state_;
+  if (s.grad.defined() || s.parameter || dy.shape() != s.value.shape() || dy.dtype() != s.value.dtype()) return false;
+  s.grad = dy;  // the output's gradient is spent once its entry has run: v owns the storage from here
+  return true;
+}
+
 RngKey Graph::next_rng() { return RngKey{seed_, step_, next_op_id_++}; }
 
 void Graph::backward(const Var& loss) {

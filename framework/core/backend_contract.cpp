@@ -541,6 +541,14 @@ void pointwise_backward(const Backend& be, const Tensor& dx, const Tensor& dy, c
   grad(op, "dx", dx, "y", y, false);
 }
 
+void dropout_add_forward(const Backend& be, const Tensor& y, const Tensor& x, const Tensor& h, float p) {
+  const char* op = "dropout_add_forward";
+  supported(be, OptionalOp::dropout_add, op);
+  dropout_common(op, "y", y, "h", h, p);
+  same_dtype(op, "x", x, "h", h);
+  shape(op, "x", x, h.shape());
+}
+
 }  // namespace ablate::contract
 
 namespace ablate {

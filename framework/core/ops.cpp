@@ -196,7 +196,9 @@ Var reshape(Graph& g, const Var& x, const Shape& shape) {
               std::to_string(shape.numel()));
   Var out = g.result(x.value().reshaped(shape), {&x});
   const Shape from = x.shape();
-  g.record(out, [&g, x, from](const Tensor& dy) { g.backend().axpy(*g.grad_buffer(x), dy.reshaped(from), 1.0f); });
+  g.record(out, [&g, x, from](const Tensor& dy) {
+    if (!g.pass_grad(x, dy.reshaped(from))) g.backend().axpy(*g.grad_buffer(x), dy.reshaped(from), 1.0f);
+  });
   return out;
 }
 
@@ -294,7 +296,9 @@ Var add(Graph& g, const Var& a, const Var& b, float alpha, float beta) {
   g.backend().add_forward(y, a.value(), b.value(), alpha, beta);
   Var out = g.result(y, {&a, &b});
   g.record(out, [&g, a, b, alpha, beta](const Tensor& dy) {
-    g.backend().add_backward(g.grad_buffer(a), g.grad_buffer(b), dy, alpha, beta);
+    Tensor* db = g.grad_buffer(b);  // first: a that is b then has a buffer and accumulates
+    Tensor* da = alpha == 1.0f && g.pass_grad(a, dy) ? nullptr : g.grad_buffer(a);
+    if (da || db) g.backend().add_backward(da, db, dy, alpha, beta);
   });
   return out;
 }
@@ -327,6 +331,22 @@ Var dropout(Graph& g, const Var& x, float p) {
   g.backend().dropout_forward(y, x.value(), p, key);
   Var out = g.result(y, {&x});
   g.record(out, [&g, x, p, key](const Tensor& dy) { g.backend().dropout_backward(*g.grad_buffer(x), dy, p, key); });
+  return out;
+}
+
+Var dropout_add(Graph& g, const Var& x, const Var& h, float p) {
+  require(p >= 0.0f && p < 1.0f, "dropout_add", "p must be in [0, 1), got " + std::to_string(p));
+  if (!g.training() || p == 0.0f || !g.backend().supports(OptionalOp::dropout_add) || x.shape() != h.shape() ||
+      x.dtype() != h.dtype())
+    return add(g, x, dropout(g, h, p));
+  const RngKey key = g.next_rng();  // the one draw dropout(g, h, p) would take
+  Tensor y = g.backend().empty(x.shape(), x.dtype());
+  g.backend().dropout_add_forward(y, x.value(), h.value(), p, key);
+  Var out = g.result(y, {&x, &h});
+  g.record(out, [&g, x, h, p, key](const Tensor& dy) {
+    if (Tensor* dh = g.grad_buffer(h)) g.backend().dropout_backward(*dh, dy, p, key);  // first: x that is h accumulates
+    if (!g.pass_grad(x, dy)) g.backend().axpy(*g.grad_buffer(x), dy, 1.0f);
+  });
   return out;
 }
 

@@ -63,6 +63,7 @@ constexpr OpRow kRows[] = {
     {"sum_last_backward", ProfiledOp::RowwiseBwd},
     {"pointwise_forward", ProfiledOp::RowwiseFwd},
     {"pointwise_backward", ProfiledOp::RowwiseBwd},
+    {"dropout_add_forward", ProfiledOp::DropoutAddFwd},
 };
 consteval ProfiledOp row_of(std::string_view op) {
   for (const OpRow& r : kRows)

@@ -33,6 +33,7 @@ constexpr OpName kNames[] = {
     {"mul", "bwd"},
     {"dropout", "fwd"},
     {"dropout", "bwd"},
+    {"dropout + residual add", "fwd"},
     {"embedding", "fwd"},
     {"embedding", "bwd"},
     {"split/merge heads", "fwd"},

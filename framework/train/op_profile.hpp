@@ -32,6 +32,7 @@ enum class ProfiledOp : std::uint8_t {
   MulBwd,
   DropoutFwd,
   DropoutBwd,
+  DropoutAddFwd,
   EmbeddingFwd,
   EmbeddingBwd,
   HeadsFwd,

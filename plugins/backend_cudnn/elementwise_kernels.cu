@@ -119,45 +119,60 @@ __global__ void bias_activation_kernel(T* y, T* pre, const T* z, const T* bias, 
   }
 }
 
-// y[i] = x[i] * keep(i) * scale (p > 0), or x[i] (p = 0); accumulate: y[i] += that. A thread
-// takes the four elements of one Philox draw (grid: dropout_grid); kPacked (n % 4 == 0, x and y
-// aligned to 4 elements): as one vector load and store each.
-template <class T, bool kAccumulate, bool kPacked>
-__global__ void dropout_kernel(T* y, const T* x, std::int64_t n, float p, float scale, ablate::RngKey key) {
+// d[i] = x[i] * keep(i) * scale (p > 0), or x[i] (p = 0), then by kMode: y[i] = d[i] (Store),
+// y[i] += d[i] (Accumulate), or y[i] = base[i] + d[i] with d rounded to T first (AddToBase:
+// dropout_add, equal to dropout_forward then add; __fmul_rn keeps the product out of an FMA). A
+// thread takes the four elements of one Philox draw (grid: dropout_grid); kPacked (n % 4 == 0,
+// every pointer aligned to 4 elements): as one vector load and store each.
+enum class DropoutMode { Store, Accumulate, AddToBase };
+template <class T, DropoutMode kMode, bool kPacked>
+__global__ void dropout_kernel(T* y, const T* x, const T* base, std::int64_t n, float p, float scale, ablate::RngKey key) {
   for (std::int64_t g = first_index(); 4 * g < n; g += grid_stride()) {
     bool keep[4] = {true, true, true, true};
     if (p > 0.0f) ablate::dropout_keep4(key, static_cast<std::uint64_t>(g), p, keep);
-    const auto kept = [&](float v, int j) { return p > 0.0f ? (keep[j] ? v * scale : 0.0f) : v; };
+    const auto kept = [&](float v, int j) {
+      if (p <= 0.0f) return v;
+      if (!keep[j]) return 0.0f;
+      if constexpr (kMode != DropoutMode::AddToBase) return v * scale;
+      T stored[1];
+      st(stored, 0, __fmul_rn(v, scale));
+      return ld(stored, 0);
+    };
     if constexpr (kPacked) {
       const Pack<T, 4> xv = *reinterpret_cast<const Pack<T, 4>*>(x + 4 * g);
       auto* out = reinterpret_cast<Pack<T, 4>*>(y + 4 * g);
       Pack<T, 4> yv;
-      if constexpr (kAccumulate) yv = *out;
-      for (int j = 0; j < 4; ++j) st(yv.v, j, (kAccumulate ? ld(yv.v, j) : 0.0f) + kept(ld(xv.v, j), j));
+      if constexpr (kMode == DropoutMode::Accumulate) yv = *out;
+      if constexpr (kMode == DropoutMode::AddToBase) yv = *reinterpret_cast<const Pack<T, 4>*>(base + 4 * g);
+      for (int j = 0; j < 4; ++j) st(yv.v, j, (kMode == DropoutMode::Store ? 0.0f : ld(yv.v, j)) + kept(ld(xv.v, j), j));
       *out = yv;
     } else {
       for (std::int64_t j = 0; j < 4 && 4 * g + j < n; ++j) {
         const std::int64_t i = 4 * g + j;
         const float v = kept(ld(x, i), static_cast<int>(j));
-        st(y, i, kAccumulate ? ld(y, i) + v : v);
+        if constexpr (kMode == DropoutMode::Store) st(y, i, v);
+        if constexpr (kMode == DropoutMode::Accumulate) st(y, i, ld(y, i) + v);
+        if constexpr (kMode == DropoutMode::AddToBase) st(y, i, ld(base, i) + v);
       }
     }
   }
 }
 unsigned dropout_grid(std::int64_t n) { return grid_for(ceil_div(n, std::int64_t{4})); }
 
-template <bool kAccumulate>
-void dropout(void* y, const void* x, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s, const char* name) {
+template <DropoutMode kMode>
+void dropout(void* y, const void* x, const void* base, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s,
+             const char* name) {
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    const bool packed = n % 4 == 0 && aligned_to(4 * sizeof(T), y, x);
+    const bool packed = n % 4 == 0 && aligned_to(4 * sizeof(T), y, x) && (!base || aligned_to(4 * sizeof(T), base));
     auto* yt = static_cast<T*>(y);
     const auto* xt = static_cast<const T*>(x);
+    const auto* bt = static_cast<const T*>(base);
     if (packed)
-      dropout_kernel<T, kAccumulate, true><<<dropout_grid(n), kThreads, 0, s>>>(yt, xt, n, p, keep_scale_of(p), key);
+      dropout_kernel<T, kMode, true><<<dropout_grid(n), kThreads, 0, s>>>(yt, xt, bt, n, p, keep_scale_of(p), key);
     else
-      dropout_kernel<T, kAccumulate, false><<<dropout_grid(n), kThreads, 0, s>>>(yt, xt, n, p, keep_scale_of(p), key);
+      dropout_kernel<T, kMode, false><<<dropout_grid(n), kThreads, 0, s>>>(yt, xt, bt, n, p, keep_scale_of(p), key);
   });
   check_launch(name);
 }
@@ -389,11 +404,16 @@ void bias_activation(void* y, void* pre, const void* z, const void* bias, VT t, 
 }
 
 void dropout_forward(void* y, const void* x, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s) {
-  dropout<false>(y, x, t, n, p, key, s, "dropout_forward");
+  dropout<DropoutMode::Store>(y, x, nullptr, t, n, p, key, s, "dropout_forward");
 }
 
 void dropout_backward(void* dx, const void* dy, VT t, std::int64_t n, float p, ablate::RngKey key, cudaStream_t s) {
-  dropout<true>(dx, dy, t, n, p, key, s, "dropout_backward");
+  dropout<DropoutMode::Accumulate>(dx, dy, nullptr, t, n, p, key, s, "dropout_backward");
+}
+
+void dropout_add_forward(void* y, const void* x, const void* h, VT t, std::int64_t n, float p, ablate::RngKey key,
+                         cudaStream_t s) {
+  dropout<DropoutMode::AddToBase>(y, h, x, t, n, p, key, s, "dropout_add_forward");
 }
 
 // ============================================================================ heads

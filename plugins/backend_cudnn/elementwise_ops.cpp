@@ -75,6 +75,10 @@ void CudnnBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, co
   kernels::dropout_backward(dx.raw(), dy.raw(), t, dy.numel(), p, rng, stream_);
 }
 
+void CudnnBackend::do_dropout_add_forward(Tensor& y, const Tensor& x, const Tensor& h, float p, const ablate::RngKey& rng) {
+  kernels::dropout_add_forward(y.raw(), x.raw(), h.raw(), value_type(h), h.numel(), p, rng, stream_);
+}
+
 // ---------------------------------------------------------------------------- embedding
 void CudnnBackend::do_embedding_forward(Tensor& y, const Tensor& ids, const Tensor& table) {
   const VT t = value_type(table);

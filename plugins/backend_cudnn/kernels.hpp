@@ -79,6 +79,9 @@ void dropout_backward(void* dx, const void* dy, VT t, std::int64_t n, float p, a
 // sum_last_*, pointwise_*): one block per row, f32 arithmetic. The backward launchers accumulate.
 // y = softmax(x) per row; dx += y * (dy - sum_c dy * y).
 void softmax_last_forward(void* y, const void* x, VT t, std::int64_t N, std::int64_t C, cudaStream_t s);
+// y = x + dropout(h) as dropout_forward stores it (the residual add of a block, one pass).
+void dropout_add_forward(void* y, const void* x, const void* h, VT t, std::int64_t n, float p, ablate::RngKey key,
+                         cudaStream_t s);
 void softmax_last_backward(void* dx, const void* dy, const void* y, VT t, std::int64_t N, std::int64_t C, cudaStream_t s);
 // y[N] = sum_c x[n, c]; dx[n, c] += dy[n].
 void sum_last_forward(void* y, const void* x, VT t, std::int64_t N, std::int64_t C, cudaStream_t s);

@@ -205,6 +205,19 @@ void OnednnBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, c
   });
 }
 
+// y = x + dropout(h) as dropout_forward stores it, in one pass (the residual add of a block).
+void OnednnBackend::do_dropout_add_forward(Tensor& y, const Tensor& x, const Tensor& h, float p, const ablate::RngKey& rng) {
+  const char* op = "dropout_add_forward";
+  const float inv = 1.0f / (1.0f - p);
+  set_threads();
+  with_floats(op, std::tie(x, h, y), [&](const auto* xp, const auto* hp, auto* yp) {
+    for_each_keep(h.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
+#pragma omp simd
+      for (std::int64_t j = 0; j < len; ++j) st(yp, i0 + j, ld(xp, i0 + j) + stored_as(hp, ld(hp, i0 + j) * m[j]));
+    });
+  });
+}
+
 // ------------------------------------------------------------------------------------------
 // embedding: y[N, D] = table[ids[N], :]; backward dtable[V, D] += scatter(dy)
 

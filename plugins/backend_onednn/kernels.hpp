@@ -64,6 +64,17 @@ inline void st(bf16_t* p, std::int64_t i, float v) {
   p[i] = static_cast<bf16_t>(nan ? ((u >> 16) | 0x40u) : r);
 }
 
+// v as a store into T's array would leave it: f32 itself, bf16 rounded (a fused op that must equal
+// the composition of two ops, the first of which stored its result).
+#pragma omp declare simd
+inline float stored_as(const float*, float v) { return v; }
+#pragma omp declare simd
+inline float stored_as(const bf16_t*, float v) {
+  bf16_t b;
+  st(&b, 0, v);
+  return ld(&b, 0);
+}
+
 // Calls f(T*) with the tensor's data typed by its dtype (F32 or BF16; anything else throws).
 template <class F>
 inline void with_float(const char* op, const ablate::Tensor& t, F&& f) {

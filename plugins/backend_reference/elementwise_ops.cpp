@@ -1,6 +1,7 @@
 // Plugin backend/reference: elementwise ops (activation, add with repeat, mul, axpy, dropout)
 // and the embedding gather / scatter-add, forward and backward side by side.
 // Backward ops accumulate into their gradients (+=).
+#include "ablate/bf16.hpp"
 #include "ablate/philox.hpp"
 #include "reference_backend.hpp"
 
@@ -99,6 +100,17 @@ void ReferenceBackend::do_dropout_forward(Tensor& y, const Tensor& x, float p, c
 // dx += dy * keep / (1 - p), the same mask as forward.
 void ReferenceBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
   accumulate(&dx, dropped(load(dy), p, rng));
+}
+
+// y = x + d, d = dropout_forward(h) as that op stores it: rounded to the dtype before the add.
+void ReferenceBackend::do_dropout_add_forward(Tensor& y, const Tensor& x, const Tensor& h, float p, const ablate::RngKey& rng) {
+  std::vector<double> yv = dropped(load(h), p, rng);
+  const std::vector<double> xv = load(x);
+  for (std::size_t i = 0; i < yv.size(); ++i) {
+    const auto d = static_cast<float>(yv[i]);
+    yv[i] = xv[i] + (h.dtype() == DType::BF16 ? ablate::bf16_to_float(ablate::float_to_bf16(d)) : d);
+  }
+  store(y, yv);
 }
 
 // ---------------------------------------------------------------------------- embedding

@@ -26,7 +26,7 @@ class Parallel final : public ablate::Block {
     ablate::Var y = x;
     const ablate::Var h = shared_ ? shared_norm_(g, x) : ablate::Var();
     for (const ablate::SublayerRole r : sublayers.roles())
-      y = ablate::ops::add(g, y, ablate::ops::dropout(g, sublayers(g, r, shared_ ? h : norms_[r](g, x)), dropout_));
+      y = ablate::ops::dropout_add(g, y, sublayers(g, r, shared_ ? h : norms_[r](g, x)), dropout_);
     return y;
   }
 
@@ -50,7 +50,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ablate::Component* create(const ablate::Options& o) { return new Parallel(o); }
 
-ABLATE_PLUGIN("block", "parallel", "1.0.0", "x + Σ Dropout(f(Norm(x))) over the sublayers in parallel, final norm (GPT-J, PaLM)",
+ABLATE_PLUGIN("block", "parallel", "1.1.0", "x + Σ Dropout(f(Norm(x))) over the sublayers in parallel, final norm (GPT-J, PaLM)",
               ablate::options_of(kOptions), create)
 
 }  // namespace block_parallel

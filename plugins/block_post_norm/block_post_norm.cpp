@@ -20,7 +20,7 @@ class PostNorm final : public ablate::Block {
   ablate::Var forward(ablate::Graph& g, const ablate::Var& x, const ablate::Sublayers& sublayers) const override {
     ablate::Var y = x;
     for (const ablate::SublayerRole r : sublayers.roles())
-      y = norms_[r](g, ablate::ops::add(g, y, ablate::ops::dropout(g, sublayers(g, r, y), dropout_)));
+      y = norms_[r](g, ablate::ops::dropout_add(g, y, sublayers(g, r, y), dropout_));
     return y;
   }
 
@@ -40,7 +40,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ablate::Component* create(const ablate::Options& o) { return new PostNorm(o); }
 
-ABLATE_PLUGIN("block", "post_norm", "2.1.0", "Norm(x + Dropout(f(x))) per sublayer (Vaswani et al. 2017)",
+ABLATE_PLUGIN("block", "post_norm", "2.2.0", "Norm(x + Dropout(f(x))) per sublayer (Vaswani et al. 2017)",
               ablate::options_of(kOptions), create)
 
 }  // namespace block_post_norm

@@ -20,7 +20,7 @@ class PreNorm final : public ablate::Block {
   ablate::Var forward(ablate::Graph& g, const ablate::Var& x, const ablate::Sublayers& sublayers) const override {
     ablate::Var y = x;
     for (const ablate::SublayerRole r : sublayers.roles())
-      y = ablate::ops::add(g, y, ablate::ops::dropout(g, sublayers(g, r, norms_[r](g, y)), dropout_));
+      y = ablate::ops::dropout_add(g, y, sublayers(g, r, norms_[r](g, y)), dropout_);
     return y;
   }
 
@@ -40,7 +40,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ablate::Component* create(const ablate::Options& o) { return new PreNorm(o); }
 
-ABLATE_PLUGIN("block", "pre_norm", "2.1.0", "x + Dropout(f(Norm(x))) per sublayer, final norm (GPT-2; Xiong et al. 2020)",
+ABLATE_PLUGIN("block", "pre_norm", "2.2.0", "x + Dropout(f(Norm(x))) per sublayer, final norm (GPT-2; Xiong et al. 2020)",
               ablate::options_of(kOptions), create)
 
 }  // namespace block_pre_norm

@@ -21,7 +21,7 @@ class SandwichNorm final : public ablate::Block {
   ablate::Var forward(ablate::Graph& g, const ablate::Var& x, const ablate::Sublayers& sublayers) const override {
     ablate::Var y = x;
     for (const ablate::SublayerRole r : sublayers.roles())
-      y = ablate::ops::add(g, y, ablate::ops::dropout(g, out_[r](g, sublayers(g, r, in_[r](g, y))), dropout_));
+      y = ablate::ops::dropout_add(g, y, out_[r](g, sublayers(g, r, in_[r](g, y))), dropout_);
     return y;
   }
 
@@ -41,7 +41,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ablate::Component* create(const ablate::Options& o) { return new SandwichNorm(o); }
 
-ABLATE_PLUGIN("block", "sandwich_norm", "1.0.0",
+ABLATE_PLUGIN("block", "sandwich_norm", "1.1.0",
               "x + Dropout(Norm(f(Norm(x)))) per sublayer, final norm (CogView, Ding et al. 2021)", ablate::options_of(kOptions),
               create)
 

@@ -45,4 +45,23 @@ Tensor i32_tensor(Backend& be, const Shape& shape, const std::vector<std::int32_
 // The tensor's values as floats (F32 as is, BF16 widened).
 std::vector<float> host(Backend& be, const Tensor& t);
 
+// Forwards every call to another backend; a test overrides one op to break it on purpose or to
+// count its calls.
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(std::shared_ptr<Backend> inner) : in_(std::move(inner)) {}
+  BackendCaps caps() const override { return in_->caps(); }
+  Tensor empty(const Shape& s, DType t) override { return in_->empty(s, t); }
+  void synchronize() override { in_->synchronize(); }
+  bool supports(OptionalOp op) const override { return in_->supports(op); }
+
+ protected:
+#define ABLATE_FORWARD_OP(name, params, args, checks) \
+  void do_##name params override { forward_##name(*in_, ABLATE_BACKEND_UNPAREN args); }
+  ABLATE_BACKEND_OPS(ABLATE_FORWARD_OP)
+#undef ABLATE_FORWARD_OP
+
+  std::shared_ptr<Backend> in_;
+};
+
 }  // namespace ablate::testing

@@ -1,5 +1,5 @@
 // Op cases (op_cases.hpp) of the row-wise and elementwise ops: layer norm, RMS norm, activations,
-// add and mul (with repeated b), axpy, dropout, embedding, head split/merge and the KV-cache write.
+// add and mul (with repeated b), axpy, dropout, dropout_add (the fused residual add), embedding, head split/merge and the KV-cache write.
 #include <cmath>
 #include <vector>
 
@@ -52,7 +52,7 @@ void add_norms(std::vector<OpCase>& out) {
   }
 }
 
-// ---- elementwise: activation, add, mul, axpy, dropout (any shape)
+// ---- elementwise: activation, add, mul, axpy, dropout, dropout_add (any shape)
 void add_elementwise(std::vector<OpCase>& out) {
   const Activation acts[] = {Activation::None, Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU};
   // The last shape is above backend_onednn's 32K-element threading grain (multi-thread path).
@@ -137,6 +137,24 @@ void add_elementwise(std::vector<OpCase>& out) {
       const RngKey key{99, 5, 17};
       c.forward = [=](OpRun& r) { r.backend.dropout_forward(r["y"], r["x"], p, key); };
       c.backward = [=](OpRun& r) { r.backend.dropout_backward(r["dx"], r["dy"], p, key); };
+      out.push_back(std::move(c));
+    }
+  for (const float p : {0.1f, 0.5f})  // the fused residual add; its backward as ops::dropout_add runs it
+    for (const Shape& s : shapes) {
+      OpCase c;
+      c.op = "dropout_add";
+      c.name = cat("p", static_cast<int>(p * 100), "_x", dims(s));
+      c.needs = {OptionalOp::dropout_add};
+      c.inputs = {value("x", s), value("h", s)};
+      c.outputs = {value("y", s)};
+      c.grad_inputs = {"x", "h"};
+      c.grad_outputs = {"y"};
+      const RngKey key{99, 5, 17};
+      c.forward = [=](OpRun& r) { r.backend.dropout_add_forward(r["y"], r["x"], r["h"], p, key); };
+      c.backward = [=](OpRun& r) {
+        r.backend.axpy(r["dx"], r["dy"], 1.0f);
+        r.backend.dropout_backward(r["dh"], r["dy"], p, key);
+      };
       out.push_back(std::move(c));
     }
 }

@@ -12,7 +12,7 @@ namespace ablate {
 // meaning; not for a field appended to a capabilities struct (docs/writing-plugins.md, "Keeping
 // the API stable", says what does and does not bump it). PluginInfo keeps `api_version` and
 // `abi_tag` as its first two fields forever, so the host can read them from a plugin of any version.
-inline constexpr std::uint32_t kPluginApiVersion = 12;  // 2: Task::score_names, Task::text, Split::Test
+inline constexpr std::uint32_t kPluginApiVersion = 13;  // 2: Task::score_names, Task::text, Split::Test
                                                         // 3: TaskType::Classification, TaskInfo::num_classes
                                                         // 4: PositionalEncoding::max_positions
                                                         // 5: Backend::supports, rope; kind "attention",
@@ -31,6 +31,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 12;  // 2: Task::score_names,
                                                         //    position hooks removed
                                                         // 11: Example::reference (the target as written)
                                                         // 12: kind "tokenizer", Task::prepare (TaskContext)
+                                                        // 13: Backend op dropout_add_forward (a new virtual),
+                                                        //    Graph::pass_grad, ParameterStore::packed
 
 }  // namespace ablate
 

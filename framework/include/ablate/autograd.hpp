@@ -77,6 +77,11 @@ class BOOST_SYMBOL_VISIBLE Graph {
   // The gradient buffer of `v`, allocated and zeroed on first use (for accumulation `+=`),
   // or nullptr if v does not require grad.
   Tensor* grad_buffer(const Var& v);
+  // For an input whose gradient is exactly doutput (a residual add, a reshape): hands `dy` to v
+  // as its gradient buffer when v has none yet, so nothing is zeroed or copied; the caller then
+  // skips v. False when v must accumulate instead (it has a buffer, is a parameter, or dy's shape
+  // or dtype differs); true too when v needs no gradient.
+  bool pass_grad(const Var& v, const Tensor& dy);
   // The RNG identity of the next random op in this pass.
   RngKey next_rng();
 

@@ -121,6 +121,7 @@ struct AdamParams {
 // attention_bias and grouped_attention are features of the core attention op (AttentionParams'
 // bias/slopes, k/v with fewer heads than q): a backend without them refuses such arguments.
 // softmax_last, sum_last and pointwise are the small general set a plugin composes its own ops from.
+// dropout_add is a fusion: a block's residual add of its dropped-out sublayer in one pass.
 enum class OptionalOp {
   rope,
   slice_last,
@@ -129,7 +130,8 @@ enum class OptionalOp {
   softmax_last,
   sum_last,
   pointwise,
-  attention_softcap
+  attention_softcap,
+  dropout_add
 };
 inline const char* optional_op_name(OptionalOp op) {
   switch (op) {
@@ -141,6 +143,7 @@ inline const char* optional_op_name(OptionalOp op) {
     case OptionalOp::sum_last: return "sum_last";
     case OptionalOp::pointwise: return "pointwise";
     case OptionalOp::attention_softcap: return "attention_softcap";
+    case OptionalOp::dropout_add: return "dropout_add";
   }
   return "?";
 }
@@ -309,6 +312,9 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // pointwise_forward(y, x, f): y = f(x) for f in Pointwise (exp, sigmoid); any shape, y of x's
   // shape and dtype. pointwise_backward(dx, dy, y, f), from the output: dx += dy ⊙ f'(x), with
   // exp' = y and sigmoid' = y (1 - y).
+  // dropout_add_forward(y, x, h, p, rng): y = x + d, d = dropout_forward(h, p, rng) as that op
+  // would store it (rounded to the dtype; the same keep mask); x, h, y of one shape and float
+  // dtype. Forward only: its gradient is dx += dy, dh += dropout_backward(dy) (ops::dropout_add).
 #define ABLATE_BACKEND_PUBLIC_OP(name, params, args, checks) void name params;
   ABLATE_BACKEND_OPS(ABLATE_BACKEND_PUBLIC_OP)
 #undef ABLATE_BACKEND_PUBLIC_OP

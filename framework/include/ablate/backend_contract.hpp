@@ -93,5 +93,6 @@ void sum_last_forward(const Backend& be, const Tensor& y, const Tensor& x);
 void sum_last_backward(const Backend& be, const Tensor& dx, const Tensor& dy);
 void pointwise_forward(const Backend& be, const Tensor& y, const Tensor& x);
 void pointwise_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Tensor& y);
+void dropout_add_forward(const Backend& be, const Tensor& y, const Tensor& x, const Tensor& h, float p);
 
 }  // namespace ablate::contract

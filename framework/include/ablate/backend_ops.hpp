@@ -57,7 +57,8 @@
   X(sum_last_forward, (ablate::Tensor& y, const ablate::Tensor& x), (y, x), (*this, y, x)) \
   X(sum_last_backward, (ablate::Tensor& dx, const ablate::Tensor& dy), (dx, dy), (*this, dx, dy)) \
   X(pointwise_forward, (ablate::Tensor& y, const ablate::Tensor& x, ablate::Pointwise f), (y, x, f), (*this, y, x)) \
-  X(pointwise_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Tensor& y, ablate::Pointwise f), (dx, dy, y, f), (*this, dx, dy, y))
+  X(pointwise_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Tensor& y, ablate::Pointwise f), (dx, dy, y, f), (*this, dx, dy, y)) \
+  X(dropout_add_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Tensor& h, float p, const ablate::RngKey& rng), (y, x, h, p, rng), (*this, y, x, h, p))
 // clang-format on
 
 #define ABLATE_BACKEND_OPS(X) ABLATE_BACKEND_CORE_OPS(X) ABLATE_BACKEND_OPTIONAL_OPS(X)

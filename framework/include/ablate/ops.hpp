@@ -65,6 +65,10 @@ Var mul(Graph& g, const Var& a, const Var& b);
 Var scale(Graph& g, const Var& x, float alpha);
 // Identity outside training or with p == 0.
 Var dropout(Graph& g, const Var& x, float p);
+// x + dropout(h, p): a block's residual add of its sublayer's output h (x, h of one shape). One
+// pass where the backend has dropout_add (else the two ops); either way the same dropout draw, so
+// the results agree, and in backward x takes dy as its gradient without a copy (Graph::pass_grad).
+Var dropout_add(Graph& g, const Var& x, const Var& h, float p);
 
 // y[B, T, D] = table[ids[B, T], :] (ids: I32, any shape; y gets ids' shape + [D]).
 Var embedding(Graph& g, const Tensor& ids, const Var& table);

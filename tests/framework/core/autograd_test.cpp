@@ -27,6 +27,39 @@ TEST(Tape, InputUsedTwiceAccumulatesBothContributions) {
   for (std::size_t i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(dx[i], 2 * xv[i] + 3) << i;
 }
 
+// Counts fills: what zeroing a new gradient buffer costs.
+class FillCountingBackend final : public testing::ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  int fills = 0;
+
+ protected:
+  void do_fill(Tensor& y, float value) override {
+    ++fills;
+    ForwardingBackend::do_fill(y, value);
+  }
+};
+
+TEST(Tape, AResidualAddAndAReshapePassTheirGradientOnWithoutZeroingIt) {
+  auto be = std::make_shared<FillCountingBackend>(testing::builtin_backend("reference"));
+  Graph g(*be, 1, 0);
+  Var x = g.leaf(f32_tensor(*be, {3}, {1.0f, 2.0f, 3.0f}));
+  Var h = ops::scale(g, x, 2.0f);  // 2x
+  Var y = ops::add(g, x, h);       // x + 2x: x gets the add's gradient, then accumulates h's
+  Var z = ops::reshape(g, y, {3, 1});
+  const int before = be->fills;
+  g.backward(z, f32_tensor(*be, {3, 1}, {1.0f, 1.0f, -2.0f}));
+  EXPECT_EQ(host(*be, x.grad()), (std::vector<float>{3.0f, 3.0f, -6.0f}));
+  // Zeroed: z's own buffer (the seed) and h's (the add's second input); y's and x's are the
+  // gradients their consumers passed on.
+  EXPECT_EQ(be->fills - before, 2);
+
+  Graph twice(*be, 1, 0);  // a that is b: the second contribution accumulates, it is not dropped
+  Var w = twice.leaf(f32_tensor(*be, {2}, {1.0f, 1.0f}));
+  twice.backward(ops::add(twice, w, w), f32_tensor(*be, {2}, {0.5f, -1.0f}));
+  EXPECT_EQ(host(*be, w.grad()), (std::vector<float>{1.0f, -2.0f}));
+}
+
 TEST(Tape, ParameterGradientsAccumulateAcrossPassesUntilZeroed) {
   Backend& be = reference_backend();
   ParameterStore store(be);

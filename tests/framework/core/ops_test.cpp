@@ -143,9 +143,45 @@ TEST(OpsGradcheck, ElementwiseOps) {
                    values({1, 3, 5}, 1.0f));  // leading 1s of b are ignored
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::scale(g, in[0], -1.5f); }, values({7}));
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::dropout(g, in[0], 0.4f); }, values({33}));
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::dropout_add(g, in[0], in[1], 0.4f); }, values({3, 11}),
+                   values({3, 11}, 1.0f));
+  expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::dropout_add(g, in[0], in[0], 0.4f); },
+                   values({33}));  // x that is h
   for (Activation act : {Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU})
     expect_gradcheck([act](Graph& g, const std::vector<Var>& in) { return ops::activation(g, in[0], act); },
                      values({9}, 0.3f));  // phase 0.3: no element sits on ReLU's kink at 0
+}
+
+// The fused residual add against its composition, add(x, dropout(h)), on a backend without the
+// fused op: the same values and gradients, bit for bit, in f32 and bf16 (the reference rounds
+// the dropped value to the dtype first, as dropout_forward's store does).
+TEST(Ops, DropoutAddEqualsTheAddOfADropoutBitForBit) {
+  auto composed_backend = testing::new_builtin_backend("reference", {{"optional_ops", "none"}});
+  for (const DType dtype : {DType::F32, DType::BF16})
+    for (const bool training : {true, false}) {
+      auto run = [&](Backend& be) {
+        Graph g(be, 7, 3, training);
+        auto input = [&](float phase) {
+          Tensor t = be.empty({4, 9}, dtype);
+          be.cast(t, f32_tensor(be, {4, 9}, ramp(36, phase)));
+          return g.leaf(t);
+        };
+        Var x = input(0.0f), h = input(1.0f);
+        Var y = ops::dropout_add(g, x, h, 0.3f);
+        Tensor dy = be.empty({4, 9}, dtype);
+        be.cast(dy, f32_tensor(be, {4, 9}, ramp(36, 2.0f)));
+        g.backward(y, dy);
+        return std::vector<std::vector<float>>{host(be, y.value()), host(be, x.grad()), host(be, h.grad())};
+      };
+      ASSERT_FALSE(composed_backend->supports(OptionalOp::dropout_add));
+      const auto fused = run(reference_backend()), composed = run(*composed_backend);
+      EXPECT_EQ(fused, composed) << dtype_name(dtype) << (training ? " training" : " evaluation");
+      std::vector<float> sum(36);
+      const auto xv = ramp(36, 0.0f), hv = ramp(36, 1.0f);
+      for (std::size_t i = 0; i < 36; ++i) sum[i] = xv[i] + hv[i];
+      if (dtype == DType::F32 && training) EXPECT_NE(fused[0], sum) << "p 0.3 drops some of 36 elements";
+      if (dtype == DType::F32 && !training) EXPECT_EQ(fused[0], sum) << "no dropout outside training";
+    }
 }
 
 TEST(OpsGradcheck, RopeFullAndPartialAtAnOffset) {

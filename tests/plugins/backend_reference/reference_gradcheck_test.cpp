@@ -51,31 +51,13 @@ TEST(ReferenceGradCheck, EveryBackwardOpIsCovered) {
   std::set<std::string> ops;
   for (const OpCase& c : cases())
     if (c.backward) ops.insert(c.op);
-  for (const char* op :
-       {"linear", "matmul", "attention", "layer_norm", "rms_norm", "activation", "add", "mul", "dropout", "embedding",
-        "split_heads", "merge_heads", "cross_entropy", "rope", "slice_last", "softmax_last", "sum_last", "exp", "sigmoid"})
+  for (const char* op : {"linear", "matmul",     "attention",    "layer_norm", "rms_norm",    "activation",  "add",
+                         "mul",    "dropout",    "dropout_add",  "embedding",  "split_heads", "merge_heads", "cross_entropy",
+                         "rope",   "slice_last", "softmax_last", "sum_last",   "exp",         "sigmoid"})
     EXPECT_TRUE(ops.count(op)) << op << " has no gradient-checked case";
 }
 
 // ---------------------------------------------------------------------------- (b) teeth
-
-// Forwards every call to another backend; tests override one op to break it on purpose.
-class ForwardingBackend : public Backend {
- public:
-  explicit ForwardingBackend(std::shared_ptr<Backend> inner) : in_(std::move(inner)) {}
-  BackendCaps caps() const override { return in_->caps(); }
-  Tensor empty(const Shape& s, DType t) override { return in_->empty(s, t); }
-  void synchronize() override { in_->synchronize(); }
-  bool supports(OptionalOp op) const override { return in_->supports(op); }
-
- protected:
-#define ABLATE_FORWARD_OP(name, params, args, checks) \
-  void do_##name params override { forward_##name(*in_, ABLATE_BACKEND_UNPAREN args); }
-  ABLATE_BACKEND_OPS(ABLATE_FORWARD_OP)
-#undef ABLATE_FORWARD_OP
-
-  std::shared_ptr<Backend> in_;
-};
 
 // linear_backward with dw's contribution scaled by 1.01: a 1% error in one gradient.
 class DwScaledBackend final : public ForwardingBackend {
