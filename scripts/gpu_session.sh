@@ -11,8 +11,8 @@
 #                                                # plugins (an older commit's, for a before/after benchmark)
 #   eval "$(scripts/gpu_session.sh unpack)"       # there, from the repository root: build/ + LD_LIBRARY_PATH
 #   scripts/gpu_session.sh check OUT [STEP...]   # there, after unpack: the checklist's steps, one log each
-#                                                # in OUT (steps: parity gpu_tests train profile bench;
-#                                                # default: all but bench)
+#                                                # in OUT (steps: parity gpu_tests train profile bench
+#                                                # variants; default: parity gpu_tests train profile)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PACK="$ROOT/.gpu"
@@ -101,12 +101,24 @@ check)
       done ;;
     profile) step profile_C 180 build/bin/ablate run bench/configs/C_gpu_large.yaml --profile \
         --progress lines -o "$runs/C_profile" ;;
+    variants)  # where C's step goes, by difference: tokens/s (run.h5, after the first log row) of C as
+      # is and with one change each, two rounds alternating, one line each in OUT/variants.txt
+      for round in 1 2; do
+        for v in base: nodrop:model.dropout=0 layers6:model.layers=6 unfused:backend.fused_attention=false; do
+          name=${v%%:*} set=${v#*:}
+          step "C_$name$round" 120 build/bin/ablate run bench/configs/C_gpu_large.yaml --set train.steps=40 \
+            --set log.every=10 ${set:+--set "$set"} --progress quiet -o "$runs/C_$name$round"
+          python3 -c "import h5py, sys; f = h5py.File(sys.argv[1]); s = f['metrics/train/step'][:]; \
+e = f['metrics/train/elapsed_s'][:]; print(sys.argv[2], round((s[-1] - s[0]) * 8192 / (e[-1] - e[0])), 'tokens/s')" \
+            "$runs/C_$name$round/run.h5" "round $round $name" >>"$out/variants.txt" 2>&1 || true
+        done
+      done ;;
     bench)
       before=()  # with a packed "before" build, each round runs it too (bench/compare.py --ablate-before)
       [ -x "$PACK/before/bin/ablate" ] && before=(--ablate-before "$PACK/before/bin/ablate")
       step bench 540 python3 bench/compare.py --ablate-bin build/bin/ablate --gpu --torch-python python3 \
         --configs "${BENCH_CONFIGS:-B-gpu,C-gpu}" --rounds "${BENCH_ROUNDS:-2}" "${before[@]}" ;;
-    *) echo "gpu_session: unknown step '$s' (parity gpu_tests train profile bench)" >&2; exit 2 ;;
+    *) echo "gpu_session: unknown step '$s' (parity gpu_tests train profile bench variants)" >&2; exit 2 ;;
     esac
   done
   ;;
