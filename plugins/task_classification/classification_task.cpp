@@ -147,16 +147,9 @@ std::optional<ablate::Example> ClassificationTask::example_of(const LabelledText
     x.src = units_->vocabulary().encode(e.tokens, &unk);
   } else {
     x.src = tokenizer_->encode(e.text, &unk);
-    const auto max_len = static_cast<std::size_t>(read_options_.max_len);
     if (x.src.empty()) return std::nullopt;
-    if (x.src.size() > max_len) {
-      if (read_options_.long_examples == LongExamples::Filter) {
-        ++stats.dropped_long;
-        return std::nullopt;
-      }
-      ++stats.truncated;
-      x.src.resize(max_len);
-    }
+    if (!ablate_text::fit_max_len(read_options_.max_len, read_options_.long_examples, stats.dropped_long, stats.truncated, x.src))
+      return std::nullopt;
   }
   if (unknown) *unknown += unk;
   return x;

@@ -41,7 +41,6 @@ std::string layout(const ReadOptions& o) {
 
 LabelledCorpus read_labelled_tsv(std::istream& in, const std::string& name, const ReadOptions& o) {
   const ablate_text::Tokenizer tokenizer(o.tokens);
-  const auto max_len = static_cast<std::size_t>(o.max_len);
   const auto needed = static_cast<std::size_t>(std::max(o.text_column, o.label_column));
   LabelledCorpus c;
   ablate_text::TextLines lines(in);
@@ -70,14 +69,7 @@ LabelledCorpus read_labelled_tsv(std::istream& in, const std::string& name, cons
     LabelledText e{tokenizer.tokenize(text), std::string(label), number, {}};
     if (e.tokens.empty())
       throw ablate::Error(where + ": empty text; expected " + layout(o), "give every line a text, or delete the line");
-    if (e.tokens.size() > max_len) {
-      if (o.long_examples == LongExamples::Filter) {
-        ++c.dropped_long;
-        continue;
-      }
-      ++c.truncated;
-      e.tokens.resize(max_len);
-    }
+    if (!ablate_text::fit_max_len(o.max_len, o.long_examples, c.dropped_long, c.truncated, e.tokens)) continue;
     c.examples.push_back(std::move(e));
   }
   return c;

@@ -8,11 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "text/corpus_settings.hpp"
 #include "text/tokenizer.hpp"
 
 namespace task_classification {
 
-enum class LongExamples { Filter, Truncate };
+using ablate_text::LongExamples;
 
 struct ReadOptions {
   ablate_text::TokenizerOptions tokens;

@@ -15,7 +15,6 @@ bool blank(std::string_view line) { return line.find_first_not_of(" \t\v\f") == 
 
 Corpus read_parallel_tsv(std::istream& in, const std::string& name, const CorpusOptions& o) {
   const ablate_text::Tokenizer src_tok(o.source), tgt_tok(o.target);
-  const auto max_len = static_cast<std::size_t>(o.max_len);
   Corpus c;
   ablate_text::TextLines lines(in);
   for (std::string_view line;
@@ -44,15 +43,7 @@ Corpus read_parallel_tsv(std::istream& in, const std::string& name, const Corpus
       ++c.dropped_empty;
       continue;
     }
-    if (p.src.size() > max_len || p.tgt.size() > max_len) {
-      if (o.long_examples == LongExamples::Filter) {
-        ++c.dropped_long;
-        continue;
-      }
-      ++c.truncated;
-      if (p.src.size() > max_len) p.src.resize(max_len);
-      if (p.tgt.size() > max_len) p.tgt.resize(max_len);
-    }
+    if (!ablate_text::fit_max_len(o.max_len, o.long_examples, c.dropped_long, c.truncated, p.src, p.tgt)) continue;
     c.pairs.push_back(std::move(p));
   }
   return c;

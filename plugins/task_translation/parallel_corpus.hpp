@@ -8,11 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "text/corpus_settings.hpp"
 #include "text/tokenizer.hpp"
 
 namespace task_translation {
 
-enum class LongExamples { Filter, Truncate };
+using ablate_text::LongExamples;
 
 struct CorpusOptions {
   ablate_text::TokenizerOptions source, target;

@@ -184,16 +184,9 @@ std::optional<ablate::Example> TranslationTask::example_of(const TokenizedPair& 
       ++stats.dropped_empty;
       return std::nullopt;
     }
-    const auto max_len = static_cast<std::size_t>(corpus_options_.max_len);
-    if (e.src.size() > max_len || e.tgt.size() > max_len) {
-      if (corpus_options_.long_examples == LongExamples::Filter) {
-        ++stats.dropped_long;
-        return std::nullopt;
-      }
-      ++stats.truncated;
-      if (e.src.size() > max_len) e.src.resize(max_len);
-      if (e.tgt.size() > max_len) e.tgt.resize(max_len);
-    }
+    if (!ablate_text::fit_max_len(corpus_options_.max_len, corpus_options_.long_examples, stats.dropped_long, stats.truncated,
+                                  e.src, e.tgt))
+      return std::nullopt;
   }
   if (unknown) *unknown += src_unk + tgt_unk;
   e.reference = p.target;

@@ -28,6 +28,26 @@ struct CorpusSettings {
 // 0 keeps every `unit`). The fractions are checked by split().
 CorpusSettings corpus_settings(const ablate::Options& o, std::string_view plugin, std::string_view unit);
 
+// The `long_examples` rule of the text tasks for examples longer than `max_len` tokens.
+enum class LongExamples { Filter, Truncate };
+
+// Applies the rule to one example's token sequences (a pair's two sides, or one text): false
+// when one is longer than max_len and the rule filters (the caller drops the example; counted in
+// dropped_long); else each longer one is cut to max_len (the example counted once in truncated).
+template <class... Sequence>
+bool fit_max_len(std::int64_t max_len, LongExamples rule, std::int64_t& dropped_long, std::int64_t& truncated,
+                 Sequence&... seqs) {
+  const auto n = static_cast<std::size_t>(max_len);
+  if (((seqs.size() <= n) && ...)) return true;
+  if (rule == LongExamples::Filter) {
+    ++dropped_long;
+    return false;
+  }
+  ++truncated;
+  ((seqs.size() > n ? seqs.resize(n) : void()), ...);
+  return true;
+}
+
 // Whether option `info` holds a value other than its declared default (an explicit default is not
 // a setting): how a task finds options that do not apply in the mode it runs in.
 bool differs_from_default(const ablate::Options& o, const ablate::OptionInfo& info);
