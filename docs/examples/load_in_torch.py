@@ -52,6 +52,8 @@ def build(path):
     weights, metadata, reader = read_safetensors(path)
     spec = peer_torch.load_yaml(metadata["spec"])
     m = spec["model"]
+    if m.get("share_embeddings") and "decoder.embedding.weight" not in weights:
+        weights["decoder.embedding.weight"] = weights["encoder.embedding.weight"]  # one table, exported once
     vocab = weights["decoder.embedding.weight"].shape[0]
     longest = int(spec["task"].get("max_len", 512)) + 2  # the sinusoidal table's rows: bos + content + eos
     model = peer_torch.Transformer(m, vocab, longest)

@@ -134,6 +134,8 @@ Transformer::Transformer(const ModelConfig& config, const ComponentFactory& comp
   if (config.vocab_size <= 3)
     throw Error("model: vocabulary of " + std::to_string(config.vocab_size) + " tokens", "the task must give vocab_size > 3");
   if (config.arch == Arch::Decoder && config.num_classes > 0) throw Error("model: a classifier head needs model.arch encoder");
+  if (config.share_embeddings && config.arch != Arch::EncoderDecoder)
+    throw Error("model: share_embeddings needs model.arch encoder_decoder (the only model with two embedding tables)");
   const ParamScope root(store, seed);
   if (config.arch != Arch::Decoder) encoder_ = build_stack("encoder", config.encoder_layers, false, components, root);
   if (config.arch != Arch::Encoder)
@@ -161,8 +163,11 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
   Stack s;
   s.name = name;
   // N(0, D^-1/2): unit variance after the sqrt(D) scaling (fairseq's choice for the paper's model).
-  s.embedding = &scope.param("embedding.weight", {config_.vocab_size, dims.d_model},
-                             Init::normal(1.0f / std::sqrt(static_cast<float>(dims.d_model))));
+  // With share_embeddings the decoder reads the encoder's table (built first): one parameter.
+  s.embedding = cross && config_.share_embeddings
+                    ? encoder_->embedding
+                    : &scope.param("embedding.weight", {config_.vocab_size, dims.d_model},
+                                   Init::normal(1.0f / std::sqrt(static_cast<float>(dims.d_model))));
   s.positions = components.positional_encoding();
   plugin_call(*s.positions, "build", [&] { s.positions->build(scope.child("positions"), dims); });
   s.position_caps = position_capabilities(*s.positions);

@@ -38,6 +38,7 @@ struct ModelConfig {
   bool causal = true;               // decoder self-attention masks later positions (false: the future leaks)
   bool final_norm = true;           // a norm after a stack whose blocks want one (pre-norm)
   bool tie_embeddings = true;       // the output projection is the (decoder's) embedding table
+  bool share_embeddings = false;    // encoder-decoder: the decoder's embedding table is the encoder's
   std::int64_t num_classes = 0;     // > 0: encoder-only classifier over pooled states
   Pooling pooling = Pooling::Mean;  // of the classifier
 };

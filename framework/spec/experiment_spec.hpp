@@ -62,9 +62,10 @@ struct ModelSpec {
   bool scale_embedding{};  // embeddings * sqrt(d_model)
   bool embedding_norm{};   // LayerNorm over (embedding + position), before the embedding dropout (BERT)
   double embedding_norm_eps{};
-  bool causal{};          // decoder self-attention sees only earlier positions (false: the future leaks)
-  bool final_norm{};      // a norm after the stack (pre-norm blocks)
-  bool tie_embeddings{};  // decoder embedding shared with the output projection
+  bool causal{};            // decoder self-attention sees only earlier positions (false: the future leaks)
+  bool final_norm{};        // a norm after the stack (pre-norm blocks)
+  bool tie_embeddings{};    // decoder embedding shared with the output projection
+  bool share_embeddings{};  // encoder-decoder: one embedding table for source and target
   double norm_eps{};
   Pooling pooling{};  // encoder-only classification
   bool operator==(const ModelSpec&) const = default;

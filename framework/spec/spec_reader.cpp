@@ -374,6 +374,10 @@ ExperimentSpec spec_from_tree(const SpecTree& tree) {
               std::to_string(m.d_model) + " is not divisible by model.heads " + std::to_string(m.heads) +
                   "; expected a multiple of heads");
   }
+  if (m.share_embeddings && m.arch != Arch::EncoderDecoder && !r.failed("model.arch"))
+    r.error(spec.marks.of("model.share_embeddings"), "model.share_embeddings",
+            "true with model.arch " + std::string(m.arch == Arch::Decoder ? "decoder" : "encoder") +
+                ", which has one embedding table; expected false, or model.arch encoder_decoder");
   errors.throw_if_any("see docs/spec-reference.md for every key, its type and default");
   return spec;
 }

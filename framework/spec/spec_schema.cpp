@@ -276,6 +276,10 @@ const std::vector<SpecKey>& schema() {
         "leakage: teacher-forced loss falls, generation does not improve)"));
     k.push_back(boolean(KEY(model.final_norm)).def("true").doc("a norm after the stack (used by pre-norm blocks)"));
     k.push_back(boolean(KEY(model.tie_embeddings)).def("true").doc("decoder embedding shared with the output projection"));
+    k.push_back(boolean(KEY(model.share_embeddings)).def("false").doc(
+        "encoder-decoder: one embedding table for source and target (with tie_embeddings, the output projection "
+        "too: Vaswani et al.'s three-way tying); needs a task whose source and target ids are one vocabulary "
+        "(translation: joint_vocabulary: true; the synthetic tasks)"));
     k.push_back(number(KEY(model.norm_eps), kPositive).def("1e-5").doc("epsilon of the norms"));
     k.push_back(choice(KEY(model.pooling), kPooling).def("mean").doc(
         "what the encoder-only classifier reads (classification tasks): the mean of the states of the "

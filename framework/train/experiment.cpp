@@ -45,6 +45,7 @@ model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo
   c.causal = m.causal;
   c.final_norm = m.final_norm;
   c.tie_embeddings = m.tie_embeddings;
+  c.share_embeddings = m.share_embeddings;
   c.pooling = m.pooling;
   c.num_classes = task.type == TaskType::Classification ? task.num_classes : 0;  // > 0: the classifier head
   return c;

@@ -120,7 +120,7 @@ class Seq2Seq final : public ablate::Task {
   Seq2Seq(const ablate::Options& o, std::string plugin, Transform f)
       : plugin_(std::move(plugin)), s_(o, plugin_), f_(std::move(f)) {}
 
-  ablate::TaskInfo info() const override { return {ablate::TaskType::Seq2Seq, s_.vocab_size, s_.max_len, s_.max_len}; }
+  ablate::TaskInfo info() const override { return {ablate::TaskType::Seq2Seq, s_.vocab_size, s_.max_len, s_.max_len, 0, true}; }
   std::int64_t size(ablate::Split split) const override { return s_.size(split); }
   ablate::Example example(ablate::Split split, std::int64_t index) const override {
     s_.check_index(split, index, plugin_);

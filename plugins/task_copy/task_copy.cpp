@@ -8,7 +8,7 @@ ablate::Component* create(const ablate::Options& o) {
   return new ablate_synthetic::Seq2Seq(o, "task/copy", [](std::vector<std::int32_t> src) { return src; });
 }
 
-ABLATE_PLUGIN("task", "copy", "1.0.0", "Synthetic seq2seq: copy the source (tgt = src)",
+ABLATE_PLUGIN("task", "copy", "1.1.0", "Synthetic seq2seq: copy the source (tgt = src)",
               ablate::options_of(ablate_synthetic::kOptions), create)
 
 }  // namespace task_copy

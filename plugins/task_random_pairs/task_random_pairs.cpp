@@ -9,7 +9,7 @@ class RandomPairs final : public ablate::Task {
  public:
   explicit RandomPairs(const ablate::Options& o) : s_(o, kName) {}
 
-  ablate::TaskInfo info() const override { return {ablate::TaskType::Seq2Seq, s_.vocab_size, s_.max_len, s_.max_len}; }
+  ablate::TaskInfo info() const override { return {ablate::TaskType::Seq2Seq, s_.vocab_size, s_.max_len, s_.max_len, 0, true}; }
   std::int64_t size(ablate::Split split) const override { return s_.size(split); }
   ablate::Example example(ablate::Split split, std::int64_t index) const override {
     s_.check_index(split, index, kName);
@@ -27,7 +27,7 @@ class RandomPairs final : public ablate::Task {
 
 ablate::Component* create(const ablate::Options& o) { return new RandomPairs(o); }
 
-ABLATE_PLUGIN("task", "random_pairs", "1.0.0",
+ABLATE_PLUGIN("task", "random_pairs", "1.1.0",
               "Synthetic seq2seq: independent random source and target (learnable only by memorising)",
               ablate::options_of(ablate_synthetic::kOptions), create)
 

@@ -13,7 +13,7 @@ ablate::Component* create(const ablate::Options& o) {
   });
 }
 
-ABLATE_PLUGIN("task", "reverse", "1.0.0", "Synthetic seq2seq: reverse the source", ablate::options_of(ablate_synthetic::kOptions),
+ABLATE_PLUGIN("task", "reverse", "1.1.0", "Synthetic seq2seq: reverse the source", ablate::options_of(ablate_synthetic::kOptions),
               create)
 
 }  // namespace task_reverse

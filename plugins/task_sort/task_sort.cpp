@@ -13,7 +13,7 @@ ablate::Component* create(const ablate::Options& o) {
   });
 }
 
-ABLATE_PLUGIN("task", "sort", "1.0.0", "Synthetic seq2seq: sort the source tokens ascending",
+ABLATE_PLUGIN("task", "sort", "1.1.0", "Synthetic seq2seq: sort the source tokens ascending",
               ablate::options_of(ablate_synthetic::kOptions), create)
 
 }  // namespace task_sort

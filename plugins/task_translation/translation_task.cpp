@@ -68,6 +68,7 @@ TranslationTask::TranslationTask(const ablate::Options& o, const ablate::TaskCon
   corpus_options_.max_examples = settings.max_examples;
   const std::int64_t min_freq = settings.min_freq;
   const bool joint = o.get_bool("joint_vocabulary");
+  joint_ = joint;
   const bool plugin = static_cast<bool>(context.tokenizer);
   if (bleu_k_ < 1) bad_option("bleu_k must be >= 1, got " + std::to_string(bleu_k_), "D2L uses k = 2 for short sentences");
   if (plugin)
@@ -219,8 +220,12 @@ std::vector<ablate::Example> TranslationTask::read_examples(const std::string& f
 
 ablate::TaskInfo TranslationTask::info() const {
   // As the synthetic tasks: the length bound is the max_len option (every kept side is within it).
-  return {ablate::TaskType::Seq2Seq, std::max(src_->vocab_size(), tgt_->vocab_size()), corpus_options_.max_len,
-          corpus_options_.max_len};
+  return {ablate::TaskType::Seq2Seq,
+          std::max(src_->vocab_size(), tgt_->vocab_size()),
+          corpus_options_.max_len,
+          corpus_options_.max_len,
+          0,
+          joint_};
 }
 
 std::int64_t TranslationTask::size(ablate::Split split) const { return examples_.size(split); }
@@ -287,7 +292,7 @@ ablate::Component* create(const ablate::Options& o) {
       [o](const ablate::TaskContext& context) { return std::make_shared<TranslationTask>(o, context); });
 }
 
-ABLATE_PLUGIN("task", "translation", "1.2.0",
+ABLATE_PLUGIN("task", "translation", "1.3.0",
               "Translation of parallel text from a TSV file (word/char tokens or a tokenizer plugin, train-split "
               "vocabularies, joint or per side, BLEU, sacreBLEU, chrF)",
               ablate::options_of(kOptions), create)

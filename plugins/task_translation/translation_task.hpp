@@ -65,6 +65,7 @@ class TranslationTask final : public ablate::Task {
   // Each side's tokenizer (one for both with joint_vocabulary); with the task's own units, also as
   // the vocabulary tokenizers they are (null with a tokenizer plugin).
   std::shared_ptr<ablate::Tokenizer> src_, tgt_;
+  bool joint_ = false;  // joint_vocabulary: a source and a target id name the same token
   std::shared_ptr<ablate_text::VocabularyTokenizer> src_units_, tgt_units_;
   Corpus stats_;  // counts only
   ablate_text::PerSplit<ablate::Example> examples_;

@@ -106,6 +106,13 @@ def spec_cases(c):
             "eval.lengths: task plugin 'translation' makes no eval examples of length 8",
             text=TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
                               "task: {plugin: translation, file: " + tsv + "}"))
+    refused("share_embeddings_with_two_vocabularies", ["model.share_embeddings=true"],
+            "model.share_embeddings: true, but task plugin 'translation' gives its source and target ids from two "
+            "vocabularies", "translation: joint_vocabulary: true",
+            text=TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+                              "task: {plugin: translation, file: " + tsv + "}"))
+    refused("share_embeddings_in_a_decoder", ["model.arch=decoder", "model.share_embeddings=true"],
+            "model.share_embeddings: true with model.arch decoder, which has one embedding table")
     lm_txt = os.path.join(c.work, "tiny_lm.txt")
     with open(lm_txt, "w") as f:
         f.write("the quick brown fox jumps over the lazy dog\n" * 40)

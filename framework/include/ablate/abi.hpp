@@ -32,7 +32,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 13;  // 2: Task::score_names,
                                                         // 11: Example::reference (the target as written)
                                                         // 12: kind "tokenizer", Task::prepare (TaskContext)
                                                         // 13: Backend op dropout_add_forward (a new virtual),
-                                                        //    Graph::pass_grad, ParameterStore::packed
+                                                        //    Graph::pass_grad, ParameterStore::packed,
+                                                        //    TaskInfo::shared_vocabulary
 
 }  // namespace ablate
 

@@ -28,6 +28,7 @@ struct TaskInfo {
   static constexpr std::int32_t kPad = 0, kBos = 1, kEos = 2;  // reserved ids; content tokens are 3 .. vocab_size-1
   std::int64_t max_src_len, max_tgt_len;                       // content lengths, without bos/eos (Classification: max_tgt_len 1)
   std::int64_t num_classes = 0;                                // Classification: the classes C (>= 2); 0 for the other task types
+  bool shared_vocabulary = false;  // Seq2Seq: a source id and a target id name the same token (one vocabulary)
 };
 
 // Content tokens only (no bos/eos); src is empty for a LanguageModel task.

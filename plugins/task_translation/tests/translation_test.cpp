@@ -720,6 +720,8 @@ TEST(TranslationWithATokenizer, OneTokenizerPerSideOrOneJointAndTextAsWritten) {
   EXPECT_EQ(joint->encode("gato cat", false, nullptr), joint->encode("gato cat", true, nullptr)) << "one vocabulary";
   EXPECT_NE(sides->encode("¿", false, nullptr), sides->encode("¿", true, nullptr)) << "only Spanish has ¿";
   EXPECT_THROW(joint->source_vocabulary(), ablate::Error);
+  EXPECT_TRUE(joint->info().shared_vocabulary) << "model.share_embeddings may share its tables";
+  EXPECT_FALSE(sides->info().shared_vocabulary);
 }
 
 TEST(TranslationWithATokenizer, MaxLenCountsTheTokenizersTokensAndItsUnitOptionsAreRefused) {

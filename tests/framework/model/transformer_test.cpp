@@ -14,6 +14,7 @@
 
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
+#include "ablate/testing/gradcheck.hpp"
 #include "backends/backend_test_util.hpp"
 #include "framework/model/model_test_util.hpp"
 
@@ -330,6 +331,30 @@ TEST(Transformer, OptionsDecideTheParameters) {
   c = tiny(Arch::EncoderDecoder);
   Built post = build(be(), c, "post_norm");  // post-norm stacks end normalised: no final norm
   EXPECT_FALSE(post.store->contains("encoder.final_norm.gamma"));
+}
+
+// share_embeddings: the decoder reads the encoder's table (and, tied, the output projection does
+// too), so the three uses are one parameter, and its gradient gathers all three (finite differences).
+TEST(Transformer, SharedEmbeddingsAreOneTableForSourceTargetAndOutput) {
+  ModelConfig c = tiny(Arch::EncoderDecoder);
+  const Built two = build(be(), c, "pre_norm", "sinusoidal", "gelu");  // gelu: no kink for finite differences
+  c.share_embeddings = true;
+  Built one = build(be(), c, "pre_norm", "sinusoidal", "gelu");
+  EXPECT_TRUE(one.store->contains("encoder.embedding.weight"));
+  EXPECT_FALSE(one.store->contains("decoder.embedding.weight"));
+  EXPECT_EQ(one.store->numel(), two.store->numel() - 11 * 8);
+  const DeviceBatch batch = batch_of(be(), {{{3, 4, 5}, {6, 7}}, {{8}, {9, 10, 3}}}, c);
+  const auto r = testing::parameter_gradcheck(be(), *one.store, [&](Graph& g) { return one.model->logits(g, batch); });
+  EXPECT_TRUE(r.ok) << r.report;
+  EXPECT_GT(r.checked, 0);
+  EXPECT_THROW(build(be(),
+                     [&] {
+                       ModelConfig lm = tiny(Arch::Decoder);
+                       lm.share_embeddings = true;
+                       return lm;
+                     }()),
+               Error)
+      << "a decoder has one table: nothing to share";
 }
 
 TEST(Transformer, EmbeddingScaleAndDropoutOptionsChangeTheOutput) {

@@ -127,6 +127,14 @@ TEST(SpecErrors, HeadsMustDivideDModel) {
   EXPECT_TRUE(contains(d, "t.yaml:4:18: model.d_model: 100 is not divisible by model.heads 8")) << d;
 }
 
+TEST(SpecErrors, SharedEmbeddingsNeedAnEncoderDecoder) {
+  const std::string e = parse_error("name: a\ntask: copy\ntrain: {steps: 1}\nmodel: {arch: decoder, share_embeddings: true}\n");
+  EXPECT_TRUE(contains(e,
+                       "model.share_embeddings: true with model.arch decoder, which has one embedding table; expected false, "
+                       "or model.arch encoder_decoder"))
+      << e;
+}
+
 TEST(SpecErrors, AnInvalidHeadsIsNotAlsoReportedAsNotDividing) {
   const std::string e = parse_error("name: a\ntask: copy\ntrain: {steps: 1}\nmodel: {d_model: 100, heads: 0}\n");
   EXPECT_TRUE(contains(e, "model.heads: 0 is out of range")) << e;
