@@ -38,7 +38,8 @@ MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo&
   MemoryEstimate e;
   const long double cross = enc && dec ? 4 * D * D : 0;  // the decoder's cross-attention (encoder-decoder only)
   e.parameters = (enc ? m.encoder_layers * layer + V * D : 0) + (dec ? m.decoder_layers * (layer + cross) + V * D : 0) +
-                 (m.tie_embeddings ? 0 : V * D) - (enc && dec && m.share_embeddings ? V * D : 0);
+                 (m.tie_embeddings ? 0 : V * D) -
+                 (m.share_embeddings ? V * D : 0);  // the spec allows it in an encoder-decoder only
   e.parameter_bytes = 16 * e.parameters;
   const long double S = static_cast<long double>(task.max_src_len), T = static_cast<long double>(task.max_tgt_len + 1);
   // Rows of a batch: batch_size, or as many as batch_tokens holds at the longest length (rows x
@@ -107,7 +108,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
                  std::to_string(spec.train.batch_tokens) + " tokens cannot hold the task's longest example (" +
                      std::to_string(longest) + " tokens: its longer side with bos/eos); expected at least " +
                      std::to_string(longest) + ", or 0 for batches of batch_size examples");
-    if (spec.model.share_embeddings && spec.model.arch == spec::Arch::EncoderDecoder && !info.shared_vocabulary)
+    if (spec.model.share_embeddings && !info.shared_vocabulary)  // the spec reader refused it outside an encoder-decoder
       errors.add(spec.marks.of("model.share_embeddings"), "model.share_embeddings",
                  "true, but task plugin '" + spec.task.name +
                      "' gives its source and target ids from two vocabularies (an id would embed two different "

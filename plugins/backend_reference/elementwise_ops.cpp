@@ -108,7 +108,7 @@ void ReferenceBackend::do_dropout_add_forward(Tensor& y, const Tensor& x, const 
   const std::vector<double> xv = load(x);
   for (std::size_t i = 0; i < yv.size(); ++i) {
     const auto d = static_cast<float>(yv[i]);
-    yv[i] = xv[i] + (h.dtype() == DType::BF16 ? ablate::bf16_to_float(ablate::float_to_bf16(d)) : d);
+    yv[i] = xv[i] + (h.dtype() == DType::BF16 ? ablate::round_to_bf16(d) : d);
   }
   store(y, yv);
 }
