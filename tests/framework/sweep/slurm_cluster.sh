@@ -23,12 +23,16 @@ if [ -z "$dir" ] || [ ! -d "$dir" ]; then echo "usage: $0 start|stop DIR (an exi
 dir=$(cd "$dir" && pwd)
 conf=$dir/slurm.conf
 
-# alive PID NAME: PID runs and is NAME (a zombie or a recycled PID does not count).
+# alive PID NAME: PID runs and is NAME (a zombie or a recycled PID does not count). A daemon
+# started with `&` is a fork of this script until its exec: that fork counts too (on a busy
+# machine the first check can come before the exec; CI once failed "slurmd exited" so).
+self_comm=$(cat /proc/$$/comm)
 alive() {
-  local stat st; stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  local stat st comm; stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
   read -r st _ <<<"${stat##*) }"
   [ "$st" != Z ] || return 1
-  [[ "$(cat "/proc/$1/comm" 2>/dev/null)" == "$2"* ]]
+  comm=$(cat "/proc/$1/comm" 2>/dev/null)
+  [[ "$comm" == "$2"* || "$comm" == "$self_comm" ]]
 }
 # stop_pid NAME: SIGTERM the PID in DIR/pids/NAME.pid, SIGKILL after 5 s.
 stop_pid() {
