@@ -1,5 +1,6 @@
-// DataOrder (data_order.hpp): per-epoch Fisher-Yates shuffles driven by Philox, cut into fixed
-// batches or into length-bucketed batches of a token budget.
+// DataOrder (data_order.hpp): per-epoch Fisher-Yates shuffles driven by Philox (a Feistel
+// bijection for splits too large for a table), cut into fixed batches or into length-bucketed
+// batches of a token budget.
 #include "train/data_order.hpp"
 
 #include <algorithm>
@@ -14,6 +15,7 @@ namespace ablate::train {
 namespace {
 constexpr std::uint32_t kShuffleStream = 0x5348u;       // "SH": the op id of the shuffle draws
 constexpr std::uint32_t kBatchShuffleStream = 0x5342u;  // "SB": the shuffle of an epoch's token batches
+constexpr std::uint32_t kFeistelStream = 0x5346u;       // "SF": the round keys of a large split's bijection
 
 // Fisher-Yates over v with one Philox uniform per swap from `key`.
 template <class T>
@@ -51,7 +53,40 @@ DataOrder DataOrder::by_tokens(std::vector<std::int64_t> sizes, std::int64_t bud
   return order;
 }
 
+std::int64_t DataOrder::permuted_index(std::int64_t i, std::int64_t n, std::uint64_t seed, std::int64_t epoch) {
+  if (n < 1 || i < 0 || i >= n)
+    throw Error("DataOrder::permuted_index: position " + std::to_string(i) + " is outside [0, " + std::to_string(n) + ")");
+  int bits = 2;
+  while (bits < 62 && (std::uint64_t{1} << bits) < static_cast<std::uint64_t>(n)) bits += 2;
+  const int half = bits / 2;
+  const std::uint64_t mask = (std::uint64_t{1} << half) - 1;
+  const RngKey key{seed, static_cast<std::uint64_t>(epoch), kFeistelStream};
+  const auto round = [&](std::uint64_t r, int k) {  // the round function: Philox of (half, round) under the key
+    const Philox4 p = philox4x32_10(static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(r >> 32), key.op_id,
+                                    static_cast<std::uint32_t>(k) ^ static_cast<std::uint32_t>(key.step),
+                                    static_cast<std::uint32_t>(key.seed),
+                                    static_cast<std::uint32_t>(key.seed >> 32) ^ static_cast<std::uint32_t>(key.step >> 32));
+    return ((static_cast<std::uint64_t>(p.v[1]) << 32) | p.v[0]) & mask;
+  };
+  auto x = static_cast<std::uint64_t>(i);
+  do {  // cycle walking: a value outside [0, n) goes through the network again
+    std::uint64_t left = x >> half, right = x & mask;
+    for (int k = 0; k < 4; ++k) {
+      const std::uint64_t next = left ^ round(right, k);
+      left = right;
+      right = next;
+    }
+    x = (left << half) | right;
+  } while (x >= static_cast<std::uint64_t>(n));
+  return static_cast<std::int64_t>(x);
+}
+
 std::vector<std::int64_t> DataOrder::permutation(std::int64_t epoch) const {
+  if (examples_ > kShuffledExamples && sizes_.empty()) {
+    std::vector<std::int64_t> p(static_cast<std::size_t>(examples_));
+    for (std::int64_t i = 0; i < examples_; ++i) p[static_cast<std::size_t>(i)] = permuted_index(i, examples_, seed_, epoch);
+    return p;
+  }
   std::vector<std::int64_t> p(static_cast<std::size_t>(examples_));
   std::iota(p.begin(), p.end(), 0);
   shuffle(p, RngKey{seed_, static_cast<std::uint64_t>(epoch), kShuffleStream});
@@ -93,6 +128,10 @@ std::vector<std::int64_t> DataOrder::batch(std::int64_t n) {
   for (std::int64_t k = 0; k < batch_size_; ++k) {
     const std::int64_t pos = (n - 1) * batch_size_ + k;
     const std::int64_t epoch = pos / examples_;
+    if (examples_ > kShuffledExamples) {
+      out.push_back(permuted_index(pos % examples_, examples_, seed_, epoch));
+      continue;
+    }
     if (epoch != cached_epoch_) {
       cached_ = permutation(epoch);
       cached_epoch_ = epoch;

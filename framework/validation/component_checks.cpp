@@ -26,7 +26,7 @@ namespace {
 // In long double: absurd sizes must not overflow on the way to being refused.
 struct MemoryEstimate {
   long double parameters = 0, parameter_bytes = 0, activation_bytes = 0;
-  long double data_bytes = 0;  // the train split's order: one index (8 bytes) per example, per epoch
+  long double data_bytes = 0;  // the train split's order: one index (8 bytes) per example, unless permuted without a table
   long double total() const { return parameter_bytes + activation_bytes + data_bytes; }
 };
 MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo& task, std::int64_t train_examples) {
@@ -50,7 +50,8 @@ MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo&
   const long double per_layer = 4 * ((14 * D + 3 * F) + H * std::max(S, T));
   e.activation_bytes = B * ((enc ? S * m.encoder_layers * per_layer : 0) + (dec ? T * m.decoder_layers * per_layer : 0) +
                             (dec ? T : 1) * 8 * std::max(V, static_cast<long double>(task.num_classes)));
-  e.data_bytes = 8 * static_cast<long double>(std::max<std::int64_t>(train_examples, 0));
+  const bool table = spec.train.batch_tokens > 0 || train_examples <= train::DataOrder::kShuffledExamples;
+  e.data_bytes = table ? 8 * static_cast<long double>(std::max<std::int64_t>(train_examples, 0)) : 0;
   return e;
 }
 

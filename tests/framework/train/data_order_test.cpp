@@ -1,7 +1,8 @@
 // Tests for the training data order (framework/train/data_order.hpp): fixed batches walk each
 // epoch's permutation once; token batches (train.batch_tokens) hold every example once an epoch,
 // stay within their budget, group similar lengths and come in a seeded order that a resumed run
-// recomputes; a budget below the longest example is refused, in DataOrder and in the spec.
+// recomputes; a budget below the longest example is refused, in DataOrder and in the spec; a split
+// too large for a table is permuted by a keyed bijection.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,6 +38,47 @@ TEST(DataOrder, FixedBatchesWalkEachEpochsPermutationOnce) {
   EXPECT_EQ(std::set<std::int64_t>(e0.begin(), e0.end()).size(), 10u);
   EXPECT_EQ(DataOrder(10, 4, 7).batch(5), order.batch(5)) << "a pure function of the batch number";
   EXPECT_THROW(order.batch(0), Error);
+}
+
+TEST(DataOrder, TheTablelessPermutationIsABijectionThatDependsOnSeedAndEpoch) {
+  for (const std::int64_t n : {1, 2, 3, 7, 64, 1000, 4097}) {
+    std::vector<std::int64_t> seen;
+    for (std::int64_t i = 0; i < n; ++i) seen.push_back(DataOrder::permuted_index(i, n, 5, 0));
+    std::vector<std::int64_t> sorted = seen;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(sorted[static_cast<std::size_t>(i)], i) << "n " << n << ": every index once";
+    if (n < 64) continue;
+    std::int64_t fixed = 0, same_epoch1 = 0, same_seed6 = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t p = seen[static_cast<std::size_t>(i)];
+      fixed += p == i;
+      same_epoch1 += p == DataOrder::permuted_index(i, n, 5, 1);
+      same_seed6 += p == DataOrder::permuted_index(i, n, 6, 0);
+    }
+    EXPECT_LT(fixed, n / 16) << "n " << n << ": shuffled, not the identity";
+    EXPECT_LT(same_epoch1, n / 16) << "n " << n << ": another epoch, another order";
+    EXPECT_LT(same_seed6, n / 16) << "n " << n << ": another seed, another order";
+  }
+  EXPECT_THROW(DataOrder::permuted_index(5, 5, 1, 0), Error);
+  EXPECT_THROW(DataOrder::permuted_index(-1, 5, 1, 0), Error);
+}
+
+TEST(DataOrder, ASplitLargerThanATableReadsEachExampleOnceAnEpochInConstantMemory) {
+  const std::int64_t n = DataOrder::kShuffledExamples + 3, b = 1 << 16;
+  DataOrder order(n, b, 11);
+  std::vector<char> seen(static_cast<std::size_t>(n), 0);
+  const std::int64_t batches = (n + b - 1) / b;  // the last one straddles into epoch 1
+  for (std::int64_t k = 1; k <= batches; ++k) {
+    const std::vector<std::int64_t> batch = order.batch(k);
+    for (std::size_t j = 0; j < batch.size(); ++j) {
+      const std::int64_t pos = (k - 1) * b + static_cast<std::int64_t>(j);
+      if (pos >= n) break;
+      ASSERT_EQ(seen[static_cast<std::size_t>(batch[j])]++, 0) << "example " << batch[j] << " twice in epoch 0";
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), n);
+  EXPECT_EQ(order.batch(3), DataOrder(n, b, 11).batch(3)) << "a pure function of the batch number";
+  EXPECT_EQ(order.permutation(0)[5], order.batch(1)[5]) << "permutation() lists the order batch() reads";
 }
 
 // 300 examples of 2 to 41 tokens, a budget of 96 tokens a batch.
