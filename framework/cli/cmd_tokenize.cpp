@@ -17,7 +17,7 @@
 #include "core/atomic_file.hpp"
 #include "core/text.hpp"
 #include "plugin_host/plugin_call.hpp"
-#include "train/token_shards.hpp"
+#include "ablate/token_shards.hpp"
 #include "train/tokenizer_store.hpp"
 
 namespace ablate::cli {
@@ -157,7 +157,7 @@ int cmd_tokenize(const std::vector<std::string>& args, std::ostream& out, std::o
 
   std::int64_t total = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    train::ShardWriter shard(shards[i], vocab);
+    ShardWriter shard(shards[i], vocab);
     each_line(inputs[i], [&](const std::string& line) {
       shard.add(plugin_call(*tokenizer, "encode", [&] { return tokenizer->encode(line, nullptr); }));
     });

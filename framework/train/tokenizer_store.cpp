@@ -177,6 +177,32 @@ std::shared_ptr<Tokenizer> TokenizerStore::tokenizer(const std::string& role) {
   return made;
 }
 
+std::shared_ptr<Tokenizer> TokenizerStore::stored(const std::string& role, const fs::path& file) {
+  if (auto it = made_.find(role); it != made_.end()) return it->second;
+  const spec::PluginRef& ref = spec_.task_tokenizer;
+  const PluginDescriptor& d = registry_.find(Tokenizer::kKind, ref.name);
+  const std::string options = options_text(ref.options);
+  StoredTokenizer given = read_stored_tokenizer(file);
+  if (given.plugin != d.id() || given.options != options)
+    throw UsageError(file.string() + " holds " + given.plugin + " with options '" + given.options +
+                         "', but the spec's task.tokenizer is " + d.id() + " with options '" + options + "'",
+                     "set task.tokenizer to what the shards were made with (the file's second line lists its options), "
+                     "or make the shards again with `ablate tokenize --tokenizer` and the spec's tokenizer");
+  const fs::path own = run_dir_.empty() ? fs::path() : run_file_of(run_dir_, role);
+  std::error_code ec;
+  if (!own.empty() && fs::exists(own, ec)) {
+    const StoredTokenizer kept = read_stored_tokenizer(own);
+    if (kept.key != given.key)
+      throw UsageError(file.string() + " is not the tokenizer the run read its shards with (" + own.string() + ": key " +
+                           kept.key + ", the file now: " + given.key + ")",
+                       "the shards were made again since the run: evaluate them with a new run");
+  }
+  auto made = std::make_shared<Managed>(registry_.create<Tokenizer>(ref.name, ref.options), d.id(), d.version, d.code_hash,
+                                        options, role, std::move(given), file);
+  made_[role] = made;
+  return made;
+}
+
 void TokenizerStore::save_to(const fs::path& run_dir) const {
   for (const auto& [role, t] : made_) {
     const fs::path file = run_file_of(run_dir, role);
@@ -193,6 +219,9 @@ std::unique_ptr<TokenizerStore> prepare_task(Task& task, const spec::ExperimentS
   if (!spec.task_tokenizer.name.empty()) {
     store = std::make_unique<TokenizerStore>(spec, registry, run_dir);
     context.tokenizer = [made = store.get()](const std::string& role) { return made->tokenizer(role); };
+    context.stored_tokenizer = [made = store.get()](const std::string& role, const std::string& file) {
+      return made->stored(role, file);
+    };
   }
   plugin_call(task, "prepare", [&] { task.prepare(context); });
   return store;

@@ -42,6 +42,9 @@ class TokenizerStore {
   TokenizerStore(const spec::ExperimentSpec& spec, const PluginRegistry& registry, std::filesystem::path run_dir);
   // The tokenizer of `role` ([a-z]+), made on first ask: TaskContext::tokenizer.
   std::shared_ptr<Tokenizer> tokenizer(const std::string& role);
+  // The tokenizer of `role` restored from `file` (TaskContext::stored_tokenizer): the spec's
+  // plugin and options, or UsageError naming the file.
+  std::shared_ptr<Tokenizer> stored(const std::string& role, const std::filesystem::path& file);
   // Writes each trained tokenizer the run folder lacks (tokenizer-ROLE.bin), atomically.
   void save_to(const std::filesystem::path& run_dir) const;
 

@@ -12,7 +12,7 @@ namespace ablate {
 // meaning; not for a field appended to a capabilities struct (docs/writing-plugins.md, "Keeping
 // the API stable", says what does and does not bump it). PluginInfo keeps `api_version` and
 // `abi_tag` as its first two fields forever, so the host can read them from a plugin of any version.
-inline constexpr std::uint32_t kPluginApiVersion = 13;  // 2: Task::score_names, Task::text, Split::Test
+inline constexpr std::uint32_t kPluginApiVersion = 14;  // 2: Task::score_names, Task::text, Split::Test
                                                         // 3: TaskType::Classification, TaskInfo::num_classes
                                                         // 4: PositionalEncoding::max_positions
                                                         // 5: Backend::supports, rope; kind "attention",
@@ -34,6 +34,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 13;  // 2: Task::score_names,
                                                         // 13: Backend op dropout_add_forward (a new virtual),
                                                         //    Graph::pass_grad, ParameterStore::packed,
                                                         //    TaskInfo::shared_vocabulary
+                                                        // 14: TaskContext::stored_tokenizer; token shards
+                                                        //    (ablate/token_shards.hpp) in the core
 
 }  // namespace ablate
 

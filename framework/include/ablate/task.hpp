@@ -59,6 +59,13 @@ struct TaskContext {
   // folder, so eval and export read text as training did), in which case train() returns at once.
   // Empty (no target) when the spec names no tokenizer: the task tokenizes as its own options say.
   std::function<std::shared_ptr<Tokenizer>(const std::string& role)> tokenizer;
+  // The spec's task.tokenizer as another command trained it, restored from its file (`ablate
+  // tokenize`'s OUT/tokenizer-text.bin beside the shards it encoded), for `role`: the file must
+  // hold the spec's plugin with the spec's options; the run keeps it as its own
+  // (tokenizer-ROLE.bin), so eval and export read text with it; train() returns at once. When the
+  // run folder already holds the role's tokenizer (eval, resume) it must be the file's. Throws
+  // UsageError naming the file otherwise. Empty (no target) when the spec names no tokenizer.
+  std::function<std::shared_ptr<Tokenizer>(const std::string& role, const std::string& file)> stored_tokenizer;
 };
 
 class BOOST_SYMBOL_VISIBLE Task : public Component {

@@ -17,10 +17,7 @@ std::uint64_t splitmix64(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-namespace {
-
-// How many of n indices go to test and to eval: ceil(fraction * n) each, checked.
-std::pair<std::int64_t, std::int64_t> held_out_counts(std::int64_t n, double valid_fraction, double test_fraction) {
+SplitCounts split_counts(std::int64_t n, double valid_fraction, double test_fraction) {
   // ceil(f * n), forgiving the rounding of f * n (0.07 * 100 = 7.000000000000001 is 7).
   const auto part = [n](double f) { return static_cast<std::int64_t>(std::ceil(f * static_cast<double>(n) - 1e-9)); };
   if (!(valid_fraction >= 0.0 && valid_fraction < 1.0) || !(test_fraction >= 0.0 && test_fraction < 1.0))
@@ -32,13 +29,11 @@ std::pair<std::int64_t, std::int64_t> held_out_counts(std::int64_t n, double val
     throw ablate::Error(std::to_string(n) + " examples leave no training data after " + std::to_string(n_test) + " test and " +
                             std::to_string(n_valid) + " eval examples; expected more examples or smaller fractions",
                         "lower valid_fraction / test_fraction, raise max_examples or max_len, or use a larger file");
-  return {n_test, n_valid};
+  return {n - n_test - n_valid, n_valid, n_test};
 }
 
-}  // namespace
-
 SplitIndices split_indices(std::int64_t n, double valid_fraction, double test_fraction, std::uint64_t seed) {
-  const auto [n_test, n_valid] = held_out_counts(n, valid_fraction, test_fraction);
+  [[maybe_unused]] const auto [n_train, n_valid, n_test] = split_counts(n, valid_fraction, test_fraction);
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), std::int64_t{0});
   std::uint64_t state = seed;
@@ -53,13 +48,12 @@ SplitIndices split_indices(std::int64_t n, double valid_fraction, double test_fr
 }
 
 SplitIndices contiguous_split_indices(std::int64_t n, double valid_fraction, double test_fraction) {
-  const auto [n_test, n_valid] = held_out_counts(n, valid_fraction, test_fraction);
+  const auto [n_train, n_valid, n_test] = split_counts(n, valid_fraction, test_fraction);
   const auto range = [](std::int64_t from, std::int64_t to) {
     std::vector<std::int64_t> v(static_cast<std::size_t>(to - from));
     std::iota(v.begin(), v.end(), from);
     return v;
   };
-  const std::int64_t n_train = n - n_test - n_valid;
   SplitIndices s;
   s.train = range(0, n_train);
   s.eval = n_valid == 0 ? s.train : range(n_train, n_train + n_valid);

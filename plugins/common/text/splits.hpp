@@ -25,5 +25,12 @@ struct SplitIndices {
 SplitIndices split_indices(std::int64_t n, double valid_fraction, double test_fraction, std::uint64_t seed);
 // The contiguous split of 0 .. n-1: train | eval | test in that order. Throws as split_indices.
 SplitIndices contiguous_split_indices(std::int64_t n, double valid_fraction, double test_fraction);
+// How many of n examples each part of a split holds: test ceil(test_fraction * n), eval
+// ceil(valid_fraction * n) (0: the eval part is the train part), train the rest. Throws as
+// split_indices. For splits too large to list (token shards).
+struct SplitCounts {
+  std::int64_t train = 0, eval = 0, test = 0;
+};
+SplitCounts split_counts(std::int64_t n, double valid_fraction, double test_fraction);
 
 }  // namespace ablate_text

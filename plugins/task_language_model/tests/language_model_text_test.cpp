@@ -150,13 +150,14 @@ class LanguageModelTextTask : public ::testing::Test {
   TempDir dir;
 };
 
-TEST_F(LanguageModelTextTask, DeclaresTheOptionsOfBothModesAndDefaultsToTheMarkovChain) {
+TEST_F(LanguageModelTextTask, DeclaresTheOptionsOfEveryModeAndDefaultsToTheMarkovChain) {
   const ablate::OptionList& declared = task_language_model::plugin_info.options;
   std::vector<std::string> names;
   for (std::uint32_t i = 0; i < declared.size; ++i) names.push_back(declared.data[i].name);
   EXPECT_EQ(names, (std::vector<std::string>{"vocab_size", "min_len", "max_len", "train_examples", "eval_examples", "seed",
                                              "file", "tokens", "lowercase", "split_punctuation", "min_freq", "context",
-                                             "max_examples", "valid_fraction", "test_fraction", "split", "split_seed"}));
+                                             "max_examples", "valid_fraction", "test_fraction", "split", "split_seed",
+                                             "shards", "eval_shards", "test_shards", "shard_vocab_size"}));
   const auto synthetic = kit::make_component<ablate::Task>("language_model");
   EXPECT_EQ(ablate_text::built_as<TextLanguageModel>(synthetic), nullptr);
   EXPECT_EQ(synthetic->info().vocab_size, 32);
@@ -358,7 +359,7 @@ TEST_F(LanguageModelTextTask, OptionsOfTheOtherModeAreRefused) {
   const std::string two = error({{"file", file}, {"max_len", "20"}, {"seed", "3"}});
   EXPECT_NE(two.find("max_len, seed are options of the synthetic mode"), std::string::npos) << two;
   const std::string text_only = error({{"context", "32"}, {"tokens", "word"}});
-  EXPECT_NE(text_only.find("tokens, context are options of the text mode, but `file` is empty (synthetic mode"),
+  EXPECT_NE(text_only.find("tokens, context are options of the text mode, but `file` and `shards` are empty (synthetic mode"),
             std::string::npos)
       << text_only;
   EXPECT_NE(text_only.find("expected only vocab_size, min_len, max_len"), std::string::npos) << text_only;

@@ -1,5 +1,5 @@
 // Tests for a run's tokenizers (train/tokenizer_store.hpp) and `ablate tokenize`
-// (train/token_shards.hpp) end to end: a run trains its task.tokenizer once through the cache and
+// (ablate/token_shards.hpp) end to end: a run trains its task.tokenizer once through the cache and
 // keeps it in its folder, eval reads text with that one; the spec key, the refusals, and the shard
 // files with their header checks.
 #include <stdlib.h>
@@ -17,7 +17,7 @@
 #include "framework/cli/cli_test_util.hpp"
 #include "framework/plugin_host/plugin_test_util.hpp"
 #include "framework/tiny_run.hpp"
-#include "train/token_shards.hpp"
+#include "ablate/token_shards.hpp"
 #include "train/tokenizer_store.hpp"
 
 namespace ablate {
@@ -156,7 +156,7 @@ TEST_F(TokenizerRun, TokenizeWritesShardsAndTheTokenizerAndNeverWritesOver) {
   const auto made = run_cli(
       {"tokenize", "--tokenizer", "{plugin: char}", "--train", corpus().string(), "--out", out.string(), corpus().string()});
   ASSERT_EQ(made.code, cli::kExitOk) << made.err;
-  const train::ShardHeader h = train::read_shard_header(out / "fable.bin");
+  const ShardHeader h = read_shard_header(out / "fable.bin");
   EXPECT_EQ(h.version, 1);
   std::size_t code_points = 0;
   for (unsigned char c : bytes(corpus())) code_points += (c & 0xC0) != 0x80;
@@ -185,20 +185,20 @@ TEST_F(TokenizerRun, TokenizeWritesShardsAndTheTokenizerAndNeverWritesOver) {
 TEST_F(TokenizerRun, AShardHeaderIsCheckedAgainstTheFile) {
   const fs::path f = dir.path() / "s.bin";
   {
-    train::ShardWriter w(f, 100);
+    ShardWriter w(f, 100);
     w.add({4, 5, 6, 99});
     w.finish();
   }
-  EXPECT_EQ(train::read_shard_header(f).tokens, 4);
-  EXPECT_THROW(train::ShardWriter(f, 100), UsageError) << "never written over";
+  EXPECT_EQ(read_shard_header(f).tokens, 4);
+  EXPECT_THROW(ShardWriter(f, 100), UsageError) << "never written over";
   const std::string whole = bytes(f);
   std::ofstream(f, std::ios::binary | std::ios::trunc) << whole.substr(0, whole.size() - 1);
-  EXPECT_THROW(train::read_shard_header(f), UsageError) << "truncated";
+  EXPECT_THROW(read_shard_header(f), UsageError) << "truncated";
   std::string magic = whole;
   magic[0] = 'x';
   std::ofstream(f, std::ios::binary | std::ios::trunc) << magic;
-  EXPECT_THROW(train::read_shard_header(f), UsageError);
-  train::ShardWriter wide(dir.path() / "w.bin", 70000);
+  EXPECT_THROW(read_shard_header(f), UsageError);
+  ShardWriter wide(dir.path() / "w.bin", 70000);
   EXPECT_EQ(wide.version(), 2) << "uint32 tokens past 65,536 ids";
   EXPECT_THROW(wide.add({70000}), Error) << "an id outside the vocabulary";
 }

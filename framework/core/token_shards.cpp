@@ -1,14 +1,20 @@
-// Token shards in llm.c's format (token_shards.hpp).
-#include "train/token_shards.hpp"
+// Token shards in llm.c's format (ablate/token_shards.hpp): writing, checking, reading windows.
+#include "ablate/token_shards.hpp"
 
+#include <fcntl.h>
+#include <glob.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <system_error>
 
 #include "ablate/error.hpp"
 
-namespace ablate::train {
+namespace ablate {
 namespace fs = std::filesystem;
 
 namespace {
@@ -93,4 +99,62 @@ ShardHeader read_shard_header(const fs::path& file) {
   return s;
 }
 
-}  // namespace ablate::train
+ShardReader::ShardReader(fs::path file) : file_(std::move(file)), header_(read_shard_header(file_)) {
+  fd_ = ::open(file_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw UsageError("cannot read shard " + file_.string() + ": " + std::strerror(errno), "check the path");
+}
+
+ShardReader::~ShardReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ShardReader::read(std::int64_t first, std::int64_t count, std::int32_t* out) const {
+  if (first < 0 || count < 0 || first + count > header_.tokens)
+    throw Error(file_.string() + ": tokens [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                    ") are outside the shard's " + std::to_string(header_.tokens));
+  const std::size_t width = header_.version == 1 ? 2 : 4, bytes = static_cast<std::size_t>(count) * width;
+  // The raw tokens land in the second half of `out` (int32 each), then widen front to back: the
+  // 2-byte tokens of the upper half never overlap an int32 not yet written.
+  auto* raw = reinterpret_cast<char*>(out) + (width == 2 ? bytes : 0);
+  const auto offset = static_cast<off_t>(kShardHeaderInts * 4 + first * static_cast<std::int64_t>(width));
+  for (std::size_t done = 0; done < bytes;) {
+    const ssize_t n = ::pread(fd_, raw + done, bytes - done, offset + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw Error(file_.string() + ": cannot read tokens [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                      ")" + (n < 0 ? std::string(": ") + std::strerror(errno) : std::string(": the file is shorter than when opened")),
+                  "the shard changed during the run: make it again and rerun");
+    done += static_cast<std::size_t>(n);
+  }
+  if (width == 2) {
+    std::uint16_t v;
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::memcpy(&v, raw + i * 2, 2);
+      out[i] = v;
+    }
+  } else {
+    for (std::int64_t i = 0; i < count; ++i)
+      if (out[i] < 0)
+        throw Error(file_.string() + ": token " + std::to_string(first + i) + " is id " +
+                        std::to_string(static_cast<std::uint32_t>(out[i])) + ", past what an int32 id holds",
+                    "the shard is damaged or not of this format: make it again");
+  }
+}
+
+std::vector<fs::path> shard_glob(const std::string& pattern, const std::string& what) {
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+  std::vector<fs::path> files;
+  if (rc == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i)
+      if (fs::path(g.gl_pathv[i]).filename() != "tokenizer-text.bin") files.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  std::sort(files.begin(), files.end());
+  if (files.empty())
+    throw UsageError(what + ": '" + pattern + "' matches no file",
+                     "give a path or glob of token shards relative to the current directory (e.g. data/shards/train_*.bin), "
+                     "made by `ablate tokenize` (docs/data.md)");
+  return files;
+}
+
+}  // namespace ablate
