@@ -1,8 +1,9 @@
 # Fault corpus cases (tests/faults/): bad inputs refused before any work: data files a task cannot
 # use, plugin files that are not plugins, specs that cannot train, spec files that are not specs.
 import os
+import struct
 
-from corpus import EXIT_PLUGIN, EXIT_USAGE, TINY, expect
+from corpus import EXIT_OK, EXIT_PLUGIN, EXIT_USAGE, TINY, expect
 
 
 # ---- data files a task cannot use: a spec error at `task` naming the file (and line), never a crash
@@ -143,6 +144,55 @@ def spec_cases(c):
             "expected one of char, sentencepiece, word", text=sp)
     refused("tokenizer_with_the_tasks_own_tokens", ["task.tokens=word"], "tokens: not with task.tokenizer", text=sp)
     refused("tokenizer_on_a_synthetic_task", ["task.tokenizer=char"], "this task reads no text, so it takes no tokenizer")
+    # token shards (task.shards, docs/data.md): a bad shard is refused naming the file, before training
+    shard_dir = os.path.join(c.work, "shards")
+    os.makedirs(shard_dir, exist_ok=True)
+
+    def shard(name, tokens, magic=20240520, version=1, cut=0):
+        body = struct.pack("<256i", magic, version, len(tokens), *([0] * 253)) + struct.pack(f"<{len(tokens)}H", *tokens)
+        with open(os.path.join(shard_dir, name), "wb") as f:
+            f.write(body[: len(body) - cut])
+        return os.path.join(shard_dir, name)
+
+    good = shard("good.bin", [i % 90 for i in range(2000)])
+    sh = lm.replace("file: " + lm_txt + ", context: 16", "shards: " + good + ", shard_vocab_size: 100, context: 16")
+    refused("shard_wrong_magic", ["task.shards=" + shard("magic.bin", [1] * 100, magic=7)],
+            "magic.bin is not a token shard", "`ablate tokenize`", text=sh)
+    refused("shard_wrong_version", ["task.shards=" + shard("version.bin", [1] * 100, version=3)],
+            "version.bin: shard version 3; expected 1 (uint16 tokens) or 2 (uint32)", text=sh)
+    refused("shard_truncated_body", ["task.shards=" + shard("cut.bin", [1] * 100, cut=10)],
+            "cut.bin: the header counts 100 tokens", "truncated", text=sh)
+    refused("shard_glob_matching_nothing", ["task.shards=" + os.path.join(shard_dir, "none_*.bin")],
+            "task/language_model: shards: '", "matches no file", text=sh)
+    refused("shard_without_a_vocabulary", ["task.shard_vocab_size=0"], "need shard_vocab_size, got 0", text=sh)
+    refused("shard_held_out_shard_also_a_training_shard", ["task.shards=" + os.path.join(shard_dir, "good*.bin"),
+                                                            "task.eval_shards=" + good],
+            "good.bin is matched by two of shards / eval_shards / test_shards", text=sh)
+
+    def id_past_the_vocabulary():  # known only when the window is read: the run fails naming shard and token
+        spec = c.spec("shard_id_past_the_vocabulary", sh)
+        out_dir = os.path.join(c.work, "shard_id_past_the_vocabulary")
+        code, out = c.run(["run", spec, "--out", out_dir, "--progress", "quiet", "--set", "task.shard_vocab_size=80"])
+        expect(code, out, EXIT_PLUGIN, "good.bin: token", "is id 8", "outside the shard_vocab_size of 80")
+        return None
+    c.case("spec", "shard_id_past_the_vocabulary", id_past_the_vocabulary)
+
+    def another_tokenizer():  # shards made with one tokenizer, a spec naming another
+        text = os.path.join(c.work, "shard_text.txt")
+        with open(text, "w") as f:
+            f.write("the quick brown fox jumps over the lazy dog\n" * 40)
+        out = os.path.join(c.work, "tokenized")
+        if not os.path.exists(out):
+            code, log = c.run(["tokenize", "--tokenizer", "char", "--train", text, "--out", out, text])
+            assert code == EXIT_OK, log[-600:]
+        spec = c.spec("shard_of_another_tokenizer", sh.replace("shards: " + good + ", shard_vocab_size: 100",
+                                                                "shards: " + os.path.join(out, "*.bin") +
+                                                                ", tokenizer: {plugin: char, lowercase: true}"))
+        code, log = c.run(["validate", spec])
+        expect(code, log, EXIT_USAGE, "tokenizer-text.bin holds tokenizer/char with options 'lowercase=false;",
+               "but the spec's task.tokenizer is tokenizer/char with options 'lowercase=true;")
+        return None
+    c.case("spec", "shard_of_another_tokenizer", another_tokenizer)
     refused("accumulate_zero", ["train.accumulate=0"], "train.accumulate: 0 is out of range; expected an integer > 0")
     refused("batch_tokens_below_the_longest_example", ["train.batch_tokens=4"],
             "train.batch_tokens: 4 tokens cannot hold the task's longest example (5 tokens", "expected at least 5")
