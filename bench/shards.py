@@ -120,6 +120,7 @@ def main():
         size = lambda d: sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.startswith("shard_")) / 1e6
         print(f"shards: small {size(small):,.0f} MB in {n_small} shard, large {size(large):,.0f} MB in {n_large} shards",
               flush=True)
+        os.sync()  # the 2 GB written back to disk now, not by the kernel while a run is timed
 
         results = {"small": ([], []), "large": ([], [])}
         specs = {k: spec_for(d, args.steps, work, k) for k, d in (("small", small), ("large", large))}

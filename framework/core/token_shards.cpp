@@ -111,7 +111,7 @@ ShardReader::~ShardReader() {
 void ShardReader::read(std::int64_t first, std::int64_t count, std::int32_t* out) const {
   if (first < 0 || count < 0 || first + count > header_.tokens)
     throw Error(file_.string() + ": tokens [" + std::to_string(first) + ", " + std::to_string(first + count) +
-                    ") are outside the shard's " + std::to_string(header_.tokens));
+                ") are outside the shard's " + std::to_string(header_.tokens));
   const std::size_t width = header_.version == 1 ? 2 : 4, bytes = static_cast<std::size_t>(count) * width;
   // The raw tokens land in the second half of `out` (int32 each), then widen front to back: the
   // 2-byte tokens of the upper half never overlap an int32 not yet written.
@@ -121,8 +121,8 @@ void ShardReader::read(std::int64_t first, std::int64_t count, std::int32_t* out
     const ssize_t n = ::pread(fd_, raw + done, bytes - done, offset + static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
-      throw Error(file_.string() + ": cannot read tokens [" + std::to_string(first) + ", " + std::to_string(first + count) +
-                      ")" + (n < 0 ? std::string(": ") + std::strerror(errno) : std::string(": the file is shorter than when opened")),
+      throw Error(file_.string() + ": cannot read tokens [" + std::to_string(first) + ", " + std::to_string(first + count) + ")" +
+                      (n < 0 ? std::string(": ") + std::strerror(errno) : std::string(": the file is shorter than when opened")),
                   "the shard changed during the run: make it again and rerun");
     done += static_cast<std::size_t>(n);
   }

@@ -62,10 +62,10 @@ std::int64_t DataOrder::permuted_index(std::int64_t i, std::int64_t n, std::uint
   const std::uint64_t mask = (std::uint64_t{1} << half) - 1;
   const RngKey key{seed, static_cast<std::uint64_t>(epoch), kFeistelStream};
   const auto round = [&](std::uint64_t r, int k) {  // the round function: Philox of (half, round) under the key
-    const Philox4 p = philox4x32_10(static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(r >> 32), key.op_id,
-                                    static_cast<std::uint32_t>(k) ^ static_cast<std::uint32_t>(key.step),
-                                    static_cast<std::uint32_t>(key.seed),
-                                    static_cast<std::uint32_t>(key.seed >> 32) ^ static_cast<std::uint32_t>(key.step >> 32));
+    const Philox4 p =
+        philox4x32_10(static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(r >> 32), key.op_id,
+                      static_cast<std::uint32_t>(k) ^ static_cast<std::uint32_t>(key.step), static_cast<std::uint32_t>(key.seed),
+                      static_cast<std::uint32_t>(key.seed >> 32) ^ static_cast<std::uint32_t>(key.step >> 32));
     return ((static_cast<std::uint64_t>(p.v[1]) << 32) | p.v[0]) & mask;
   };
   auto x = static_cast<std::uint64_t>(i);

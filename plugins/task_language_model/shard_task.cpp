@@ -114,9 +114,7 @@ ShardLanguageModel::ShardLanguageModel(const ShardSettings& s) : settings_(s) {
 
 const ShardLanguageModel::Part& ShardLanguageModel::part(Split split) const { return parts_.at(split); }
 
-const std::vector<ShardLanguageModel::Stretch>& ShardLanguageModel::stretches(Split split) const {
-  return part(split).stretches;
-}
+const std::vector<ShardLanguageModel::Stretch>& ShardLanguageModel::stretches(Split split) const { return part(split).stretches; }
 
 ablate::TaskInfo ShardLanguageModel::info() const { return {ablate::TaskType::LanguageModel, vocab_size_, 0, settings_.context}; }
 

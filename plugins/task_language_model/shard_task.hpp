@@ -60,7 +60,7 @@ class ShardLanguageModel final : public ablate::Task {
   std::vector<std::int32_t> tokens_at(ablate::Split split, std::int64_t offset, std::int64_t count) const;
 
   struct Part {
-    std::vector<Stretch> stretches;   // the split's text, in shard order
+    std::vector<Stretch> stretches;    // the split's text, in shard order
     std::vector<std::int64_t> starts;  // [stretches]: the split's token where each stretch starts
     std::int64_t tokens = 0;           // windows x context: every stretch holds whole windows
   };

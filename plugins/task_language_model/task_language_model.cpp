@@ -120,8 +120,8 @@ void refuse_other_mode(const ablate::Options& o, Mode mode) {
       if (!stray_mode) stray_mode = i < kSyntheticOptions ? Mode::Synthetic : in_mode(i, Mode::Text) ? Mode::Text : Mode::Shards;
     }
   }
-  const char* selected[] = {"`file` and `shards` are empty (synthetic mode: a random Markov chain)",
-                            "`file` is set (text mode)", "`shards` is set (shard mode)"};
+  const char* selected[] = {"`file` and `shards` are empty (synthetic mode: a random Markov chain)", "`file` is set (text mode)",
+                            "`shards` is set (shard mode)"};
   const char* hints[] = {"set file: PATH to train on a text file, shards: GLOB on token shards, or remove them",
                          "remove them: in text mode the vocabulary comes from the file's train windows, `context` sets the "
                          "example length and split_seed the split",
@@ -156,7 +156,6 @@ TextSettings text_settings(const ablate::Options& o) {
   return s;
 }
 
-
 // The shard mode's settings and tokenizer: task.tokenizer restored from tokenizer-text.bin beside
 // the first shard, or none (another tool's shards: shard_vocab_size).
 ShardSettings shard_settings(const ablate::Options& o, const ablate::TaskContext& context) {
@@ -186,14 +185,14 @@ ShardSettings shard_settings(const ablate::Options& o, const ablate::TaskContext
   std::error_code ec;
   const bool beside = std::filesystem::exists(file, ec);
   if (beside && !context.stored_tokenizer)
-    throw ablate::Error(plugin + ": the shards were made with the tokenizer in " + file.string() +
-                            ", but the spec names no task.tokenizer",
-                        "set task.tokenizer to the tokenizer the shards were made with (the file's second line lists its "
-                        "options): the run then decodes its samples and keeps the tokenizer for eval and export");
+    throw ablate::Error(
+        plugin + ": the shards were made with the tokenizer in " + file.string() + ", but the spec names no task.tokenizer",
+        "set task.tokenizer to the tokenizer the shards were made with (the file's second line lists its "
+        "options): the run then decodes its samples and keeps the tokenizer for eval and export");
   if (beside && s.shard_vocab_size != 0)
-    throw ablate::Error(plugin + ": shard_vocab_size is for shards without a tokenizer file, but " + file.string() +
-                            " names their vocabulary",
-                        "remove shard_vocab_size");
+    throw ablate::Error(
+        plugin + ": shard_vocab_size is for shards without a tokenizer file, but " + file.string() + " names their vocabulary",
+        "remove shard_vocab_size");
   if (!beside && context.tokenizer)
     throw ablate::Error(plugin + ": task.tokenizer is set, but " + first.front().parent_path().string() +
                             " has no tokenizer-text.bin to check the shards' ids against",
@@ -215,9 +214,8 @@ ablate::Component* create(const ablate::Options& o) {
   refuse_other_mode(o, mode);
   if (mode == Mode::Synthetic) return new MarkovLanguageModel(o);  // Task::prepare refuses a tokenizer
   if (mode == Mode::Shards)
-    return new ablate_text::DeferredTask([o](const ablate::TaskContext& context) {
-      return std::make_shared<ShardLanguageModel>(shard_settings(o, context));
-    });
+    return new ablate_text::DeferredTask(
+        [o](const ablate::TaskContext& context) { return std::make_shared<ShardLanguageModel>(shard_settings(o, context)); });
   return new ablate_text::DeferredTask([settings = text_settings(o), o](const ablate::TaskContext& context) {
     TextSettings s = settings;
     if (context.tokenizer) {

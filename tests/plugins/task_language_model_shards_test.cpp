@@ -33,7 +33,8 @@ class LanguageModelShardRun : public ::testing::Test {
     std::vector<std::string> lines;
     for (std::string l; std::getline(in, l);) lines.push_back(l);
     const auto n = static_cast<double>(lines.size());
-    const auto n_test = static_cast<std::size_t>(std::ceil(0.05 * n - 1e-9)), n_eval = static_cast<std::size_t>(std::ceil(0.1 * n - 1e-9));
+    const auto n_test = static_cast<std::size_t>(std::ceil(0.05 * n - 1e-9)),
+               n_eval = static_cast<std::size_t>(std::ceil(0.1 * n - 1e-9));
     const std::size_t n_train = lines.size() - n_test - n_eval;
     const auto write = [&](const std::string& name, std::size_t from, std::size_t to) {
       std::ofstream out(dir.path() / name);
@@ -64,8 +65,9 @@ class LanguageModelShardRun : public ::testing::Test {
         .yaml();
   }
   std::string shard_task() const {
-    return "{plugin: language_model, context: 32, shards: " + path("shards/train.bin") + ", eval_shards: " +
-           path("shards/valid.bin") + ", test_shards: " + path("shards/test.bin") + ", tokenizer: {plugin: char}}";
+    return "{plugin: language_model, context: 32, shards: " + path("shards/train.bin") +
+           ", eval_shards: " + path("shards/valid.bin") + ", test_shards: " + path("shards/test.bin") +
+           ", tokenizer: {plugin: char}}";
   }
   testing::CliResult run(const std::string& spec_text, const std::string& name, std::vector<std::string> extra = {}) {
     std::ofstream(dir.path() / (name + ".yaml")) << spec_text;
@@ -121,7 +123,8 @@ TEST_F(LanguageModelShardRun, ASpecWhoseTokenizerIsNotTheShardsIsRefused) {
   const auto r = run(spec(other), "other");
   EXPECT_EQ(r.code, cli::kExitUsage) << r.out << r.err;
   EXPECT_NE(r.err.find("tokenizer-text.bin holds tokenizer/char with options 'lowercase=false;"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("but the spec's task.tokenizer is tokenizer/char with options 'lowercase=true;"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("but the spec's task.tokenizer is tokenizer/char with options 'lowercase=true;"), std::string::npos)
+      << r.err;
   EXPECT_FALSE(fs::exists(dir.path() / "other" / "run.h5")) << "refused before a run starts";
 }
 

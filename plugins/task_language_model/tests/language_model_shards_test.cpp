@@ -88,8 +88,11 @@ TEST_F(LanguageModelShards, HeldOutShardsAreTheEvalAndTestSplitsAndNeverTraining
   shard("train.bin", 640, 0);
   shard("valid.bin", 200, 500);  // 3 windows of 64
   shard("test.bin", 130, 900);   // 2 windows
-  const auto t = make({{"shards", at("train.bin")}, {"eval_shards", at("valid.bin")}, {"test_shards", at("test.bin")},
-                       {"context", "64"}, {"valid_fraction", "0.05"}});  // 0.05 is the default: says nothing
+  const auto t = make({{"shards", at("train.bin")},
+                       {"eval_shards", at("valid.bin")},
+                       {"test_shards", at("test.bin")},
+                       {"context", "64"},
+                       {"valid_fraction", "0.05"}});  // 0.05 is the default: says nothing
   EXPECT_EQ(t->size(Split::Train), 10) << "no tail held out of the training shards";
   EXPECT_EQ(t->size(Split::Eval), 3);
   EXPECT_EQ(t->size(Split::Test), 2);
@@ -108,13 +111,18 @@ TEST_F(LanguageModelShards, HeldOutShardsAreTheEvalAndTestSplitsAndNeverTraining
 TEST_F(LanguageModelShards, WideShardsAreReadAsWrittenAndIdsAreCheckedWhenRead) {
   const fs::path wide = shard("wide.bin", 300, 69990, 70000);  // > 65536 ids: version 2, uint32 tokens
   EXPECT_EQ(ablate::read_shard_header(wide).version, 2);
-  const auto t = kit::make_task("language_model",
-                                {{"shards", wide.string()}, {"context", "100"}, {"shard_vocab_size", "70000"}, {"test_fraction", "0"},
-                                 {"valid_fraction", "0"}});
+  const auto t = kit::make_task("language_model", {{"shards", wide.string()},
+                                                   {"context", "100"},
+                                                   {"shard_vocab_size", "70000"},
+                                                   {"test_fraction", "0"},
+                                                   {"valid_fraction", "0"}});
   EXPECT_EQ(t->example(Split::Train, 0).tgt[9], 69999 + 3);
   EXPECT_EQ(t->example(Split::Train, 0).tgt[10], 0 + 3);
-  const auto narrow = kit::make_task("language_model", {{"shards", wide.string()}, {"context", "100"}, {"shard_vocab_size", "69995"},
-                                                        {"test_fraction", "0"}, {"valid_fraction", "0"}});
+  const auto narrow = kit::make_task("language_model", {{"shards", wide.string()},
+                                                        {"context", "100"},
+                                                        {"shard_vocab_size", "69995"},
+                                                        {"test_fraction", "0"},
+                                                        {"valid_fraction", "0"}});
   const std::string id = error_of([&] { narrow->example(Split::Train, 0); });
   EXPECT_NE(id.find("wide.bin: token 5 is id 69995, outside the shard_vocab_size of 69995"), std::string::npos) << id;
   EXPECT_NE(id.find("GPT-2: 50257"), std::string::npos) << id;
@@ -144,8 +152,9 @@ TEST_F(LanguageModelShards, BadShardsAndSettingsAreRefusedNamingTheFileOrOption)
   EXPECT_NE(none.find("task/language_model: shards: '" + at("nothing_*.bin") + "' matches no file"), std::string::npos) << none;
   const std::string tiny = error({{"shards", shard("tiny.bin", 10).string()}, {"context", "64"}});
   EXPECT_NE(tiny.find("hold no whole window of context 64"), std::string::npos) << tiny;
-  const std::string vocab =
-      error_of([&] { kit::make_task("language_model", {{"shards", good.string()}})->info(); });  // no shard_vocab_size
+  const std::string vocab = error_of([&] {
+    kit::make_task("language_model", {{"shards", good.string()}})->info();
+  });  // no shard_vocab_size
   EXPECT_NE(vocab.find("need shard_vocab_size, got 0"), std::string::npos) << vocab;
   const std::string file_too = error({{"shards", good.string()}, {"file", "x.txt"}});
   EXPECT_NE(file_too.find("`file` (a text file) and `shards` (token shards) are both set"), std::string::npos) << file_too;

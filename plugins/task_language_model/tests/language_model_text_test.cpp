@@ -154,10 +154,27 @@ TEST_F(LanguageModelTextTask, DeclaresTheOptionsOfEveryModeAndDefaultsToTheMarko
   const ablate::OptionList& declared = task_language_model::plugin_info.options;
   std::vector<std::string> names;
   for (std::uint32_t i = 0; i < declared.size; ++i) names.push_back(declared.data[i].name);
-  EXPECT_EQ(names, (std::vector<std::string>{"vocab_size", "min_len", "max_len", "train_examples", "eval_examples", "seed",
-                                             "file", "tokens", "lowercase", "split_punctuation", "min_freq", "context",
-                                             "max_examples", "valid_fraction", "test_fraction", "split", "split_seed",
-                                             "shards", "eval_shards", "test_shards", "shard_vocab_size"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"vocab_size",
+                                             "min_len",
+                                             "max_len",
+                                             "train_examples",
+                                             "eval_examples",
+                                             "seed",
+                                             "file",
+                                             "tokens",
+                                             "lowercase",
+                                             "split_punctuation",
+                                             "min_freq",
+                                             "context",
+                                             "max_examples",
+                                             "valid_fraction",
+                                             "test_fraction",
+                                             "split",
+                                             "split_seed",
+                                             "shards",
+                                             "eval_shards",
+                                             "test_shards",
+                                             "shard_vocab_size"}));
   const auto synthetic = kit::make_component<ablate::Task>("language_model");
   EXPECT_EQ(ablate_text::built_as<TextLanguageModel>(synthetic), nullptr);
   EXPECT_EQ(synthetic->info().vocab_size, 32);
