@@ -101,6 +101,7 @@ struct TrainSpec {
   bool deterministic{};
   std::optional<EarlyStoppingSpec> early_stopping;
   std::optional<double> loss_threshold;  // stop when the train loss is below it
+  std::int64_t keep_checkpoints{};       // also keep the weights of the last N evaluations (checkpoint averaging); 0: none
   bool operator==(const TrainSpec&) const = default;
 };
 

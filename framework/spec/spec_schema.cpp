@@ -314,6 +314,10 @@ const std::vector<SpecKey>& schema() {
     k.push_back(number(KEY(train.label_smoothing), kUnit).def("0.0").doc("of the cross-entropy targets"));
     k.push_back(integer(KEY(train.seed), 0).def("1").doc("initial weights, data order and dropout masks"));
     k.push_back(boolean(KEY(train.deterministic)).def("true").doc("bit-reproducible kernels and dropout masks"));
+    k.push_back(integer(KEY(train.keep_checkpoints), 0).def("0").doc(
+        "also keep the weights of the last N evaluations (`RUN/checkpoints/step-STEP.bin`, weights only), so "
+        "`ablate eval RUN --average-last N` scores their average (Vaswani et al.'s last 5 checkpoints); not part of "
+        "the run's identity; 0 = only checkpoint.bin"));
     {
       SpecKey es = section("train.early_stopping").shown("absent").doc(
           "stop when a metric reaches `target`, or after `patience` evaluations without improving");

@@ -446,7 +446,7 @@ std::vector<const Record*> match_store(const Reader& in, const std::vector<Recor
 }  // namespace
 
 void save_checkpoint(const std::filesystem::path& file, ParameterStore& store, const TrainState& state,
-                     const std::string& spec_yaml) {
+                     const std::string& spec_yaml, bool with_moments) {
   if (!file.has_filename())
     throw Error("cannot write checkpoint " + file.string() + ": the path names a directory, not a file",
                 "give the checkpoint a file name");
@@ -455,7 +455,7 @@ void save_checkpoint(const std::filesystem::path& file, ParameterStore& store, c
   std::int64_t largest = 0;
   for (const Parameter* p : params) {
     check_saveable(file, *p);
-    const auto data = static_cast<std::uint64_t>(p->value.bytes()) * (has_moments(*p) ? 3 : 1);
+    const auto data = static_cast<std::uint64_t>(p->value.bytes()) * (with_moments && has_moments(*p) ? 3 : 1);
     payload += 4 + p->name.size() + 4 + 8 * static_cast<std::uint64_t>(p->value.shape().rank()) + 1 + data;
     largest = std::max(largest, p->value.numel());
   }
@@ -493,9 +493,10 @@ void save_checkpoint(const std::filesystem::path& file, ParameterStore& store, c
     const Shape& shape = p->value.shape();
     w.value(static_cast<std::uint32_t>(shape.rank()));
     for (int d = 0; d < shape.rank(); ++d) w.value(static_cast<std::int64_t>(shape[d]));
-    w.value(static_cast<std::uint8_t>(has_moments(*p) ? 1 : 0));
+    const bool moments = with_moments && has_moments(*p);
+    w.value(static_cast<std::uint8_t>(moments ? 1 : 0));
     for (const Tensor* t : {&p->value, &p->m, &p->v}) {
-      if (!t->defined() || t->bytes() == 0) continue;
+      if (!t->defined() || t->bytes() == 0 || (!moments && t != &p->value)) continue;
       backend.copy_to_host(host.data(), *t);
       w.payload(host.data(), t->bytes());
     }
@@ -582,6 +583,70 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& file, ParameterSto
   }
   store.refresh_compute();
   return out;
+}
+
+LoadedCheckpoint load_average(const std::vector<std::filesystem::path>& files, ParameterStore& store) {
+  if (files.empty()) throw Error("load_average: no checkpoints to average");
+  std::vector<OpenCheckpoint> open;
+  open.reserve(files.size());
+  std::vector<std::vector<const Record*>> matched;
+  for (const std::filesystem::path& f : files) {
+    open.push_back(open_checkpoint(f));
+    const Reader in(open.back().fd.get(), f);
+    matched.push_back(match_store(in, open.back().records, store));
+    if (open.back().loaded.spec_yaml != open.front().loaded.spec_yaml)
+      in.fail("holds another spec than " + files.front().string() + ": checkpoints of two runs cannot be averaged",
+              "average the checkpoints one run kept (train.keep_checkpoints)");
+  }
+  Backend& backend = store.backend();
+  const std::vector<Parameter*> params = store.all();
+  std::vector<float> host;
+  std::vector<std::vector<double>> sums(params.size());
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    const Reader in(open[k].fd.get(), files[k]);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const Tensor& t = params[i]->value;
+      host.resize(static_cast<std::size_t>(t.numel()));
+      if (t.bytes() > 0) in.read_at(matched[k][i]->data_offset, host.data(), t.bytes());
+      sums[i].resize(host.size(), 0.0);
+      for (std::size_t j = 0; j < host.size(); ++j) sums[i][j] += host[j];
+    }
+  }
+  const double n = static_cast<double>(files.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    Tensor& t = params[i]->value;
+    host.resize(sums[i].size());
+    for (std::size_t j = 0; j < host.size(); ++j) host[j] = static_cast<float>(sums[i][j] / n);
+    if (t.bytes() > 0) backend.copy_from_host(t, host.data());
+  }
+  store.refresh_compute();
+  return open.back().loaded;
+}
+
+std::vector<std::filesystem::path> kept_checkpoints(const std::filesystem::path& run_dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  const std::filesystem::path dir = run_dir / "checkpoints";
+  if (!std::filesystem::is_directory(dir, ec)) return files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("step-") && name.ends_with(".bin") && name.size() == 5 + 10 + 4) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());  // zero-padded steps: name order is step order
+  return files;
+}
+
+void keep_checkpoint(const std::filesystem::path& run_dir, ParameterStore& store, const TrainState& state,
+                     const std::string& spec_yaml, std::int64_t keep) {
+  const std::filesystem::path dir = run_dir / "checkpoints";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("cannot create " + dir.string() + ": " + ec.message(), "check that the run folder is writable");
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%010lld.bin", static_cast<long long>(state.step));
+  save_checkpoint(dir / name, store, state, spec_yaml, false);
+  std::vector<std::filesystem::path> kept = kept_checkpoints(run_dir);
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < kept.size(); ++i) std::filesystem::remove(kept[i], ec);
 }
 
 }  // namespace ablate::train

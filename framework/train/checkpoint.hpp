@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "ablate/parameters.hpp"
 #include "core/text.hpp"  // fnv1a64: the checksum
@@ -63,8 +64,10 @@ struct TrainState {
 // A crash at any point leaves either the old checkpoint or the new one. Throws ablate::Error
 // naming `file` and the OS's reason when it cannot write; the temporary file is then removed
 // and an existing `file` is left as it was. Host memory used: one parameter's worth.
+// `with_moments` false: the weights alone (moments byte 0 for every parameter), a third of the
+// size: what train.keep_checkpoints keeps for averaging.
 void save_checkpoint(const std::filesystem::path& file, ParameterStore& store, const TrainState& state,
-                     const std::string& spec_yaml);
+                     const std::string& spec_yaml, bool with_moments = true);
 
 struct LoadedCheckpoint {
   TrainState state;
@@ -83,5 +86,20 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& file);
 // ablate::Error naming `file`, and the store is untouched. Host memory used: one parameter's
 // worth (the file is read twice: once for the checksum, once for the data).
 LoadedCheckpoint load_checkpoint(const std::filesystem::path& file, ParameterStore& store);
+
+// Sets every parameter of `store` to the element-wise mean of its values in `files` (accumulated
+// in double, rounded once to float): checkpoint averaging (Vaswani et al. 2017, sec. 6.1). Every
+// file is checked whole against the store first (as load_checkpoint does) and must hold the same
+// spec as the first; then the store's values are replaced (moments untouched). Returns the last
+// file's state and spec. Throws ablate::Error naming the file. Host memory: two copies of the
+// parameters (the sums, in double).
+LoadedCheckpoint load_average(const std::vector<std::filesystem::path>& files, ParameterStore& store);
+
+// The weights-only checkpoints train.keep_checkpoints keeps in a run folder
+// (RUN/checkpoints/step-STEP.bin), by step, oldest first.
+std::vector<std::filesystem::path> kept_checkpoints(const std::filesystem::path& run_dir);
+// Writes `store`'s weights as RUN/checkpoints/step-STEP.bin and removes all but the newest `keep`.
+void keep_checkpoint(const std::filesystem::path& run_dir, ParameterStore& store, const TrainState& state,
+                     const std::string& spec_yaml, std::int64_t keep);
 
 }  // namespace ablate::train

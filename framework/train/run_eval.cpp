@@ -62,7 +62,8 @@ const char* split_name(Split split) {
 }
 
 std::string eval_name(const RunEvalOptions& o) {
-  return o.data.empty() ? std::string(split_name(o.split)) : o.data.stem().string();
+  return (o.data.empty() ? std::string(split_name(o.split)) : o.data.stem().string()) +
+         (o.average_last > 0 ? "-avg" + std::to_string(o.average_last) : std::string());
 }
 
 fs::path run_checkpoint(const fs::path& run_dir) {
@@ -111,6 +112,9 @@ TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec&
 
 void check_eval_options(const RunEvalOptions& options) {
   if (options.limit < 0) throw UsageError("--limit must be >= 0, got " + std::to_string(options.limit));
+  if (options.average_last < 0)
+    throw UsageError("--average-last must be >= 1, got " + std::to_string(options.average_last),
+                     "the number of the run's last kept checkpoints to average");
   check_beam_options({options.beam, options.length_penalty, 0});
   if (!options.data.empty())
     if (const std::string problem = input_file_problem(options.data); !problem.empty())
@@ -231,6 +235,8 @@ std::string predictions_text(const std::vector<DecodedSample>& samples, Predicti
 std::string scores_json(const fs::path& run_dir, const Experiment& ex, std::int64_t step, const RunEvalOptions& options,
                         const EvalInput& in, const std::string& decoding, const RunEvalResult& result) {
   const bool data = !options.data.empty();
+  std::string averaged;  // the steps of the averaged checkpoints
+  for (const std::int64_t step_of : result.averaged_steps) averaged += (averaged.empty() ? "" : ", ") + std::to_string(step_of);
   std::ostringstream s;
   s << "{\n  \"run\": " << json_quote(run_dir.string()) << ",\n  \"run_id\": " << json_quote(run_id(ex.spec))
     << ",\n  \"checkpoint_step\": " << step
@@ -239,6 +245,7 @@ std::string scores_json(const fs::path& run_dir, const Experiment& ex, std::int6
     << ",\n  \"unknown_tokens\": " << (data ? std::to_string(in.unknown) : std::string("null")) << ",\n  \"examples\": " << in.n
     << ",\n  \"split_size\": " << in.size
     << ",\n  \"decoding\": " << (decoding.empty() ? std::string("null") : json_quote(decoding))
+    << ",\n  \"averaged_checkpoints\": " << (result.averaged_steps.empty() ? std::string("null") : "[" + averaged + "]")
     << ",\n  \"code_id\": " << json_quote(ex.code.id) << ",\n  \"metrics\": {";
   bool first = true;
   for (const auto& [name, value] : result.metrics) {
@@ -282,13 +289,32 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
 
   TrainedRun run = load_trained_run(run_dir, spec, registry);  // checked above (check_one_run)
   Experiment& ex = *run.experiment;
+  std::vector<std::int64_t> averaged;  // the steps of the averaged checkpoints
+  if (options.average_last > 0) {
+    std::vector<fs::path> kept = kept_checkpoints(run_dir);
+    if (static_cast<std::int64_t>(kept.size()) < options.average_last)
+      throw UsageError("--average-last " + std::to_string(options.average_last) + ": " + run_dir.string() + " keeps " +
+                           std::to_string(kept.size()) + " checkpoint(s) in checkpoints/",
+                       "train with train.keep_checkpoints >= " + std::to_string(options.average_last) +
+                           " (the weights of the last evaluations), or average fewer");
+    kept.erase(kept.begin(), kept.end() - options.average_last);
+    if (read_checkpoint(kept.front()).spec_yaml != read_checkpoint(run_checkpoint(run_dir)).spec_yaml)
+      throw UsageError(kept.front().string() + " holds another run's spec than " + run_checkpoint(run_dir).string(),
+                       "checkpoints/ belongs to the run beside it: remove what was copied in");
+    run.step = load_average(kept, *ex.store).state.step;  // every file checked against the first
+    for (const fs::path& f : kept) averaged.push_back(std::stoll(f.stem().string().substr(5)));
+  }
   const EvalInput in = eval_input(ex, options, out);
   std::vector<std::string> skipped;
   const std::vector<spec::Metric> metrics = applicable_metrics(ex.spec, ex.task_info, &skipped);
   for (const std::string& s : skipped) out << "note: metric skipped: " << s << "\n";
   const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
-  out << "evaluating " << run_dir.string() << " (step " << run.step << ") on " << in.n << " of " << in.size << " "
-      << (options.data.empty() ? std::string(split_name(options.split)) : options.data.string()) << " examples\n";
+  std::string averaged_text;
+  for (const std::int64_t s : averaged) averaged_text += (averaged_text.empty() ? "" : ", ") + std::to_string(s);
+  out << "evaluating " << run_dir.string() << " (step " << run.step
+      << (averaged.empty() ? std::string() : "; the average of the checkpoints of steps " + averaged_text) << ") on " << in.n
+      << " of " << in.size << " " << (options.data.empty() ? std::string(split_name(options.split)) : options.data.string())
+      << " examples\n";
   if (options.beam > 1 && ex.model->config().arch != model::Arch::EncoderDecoder)
     throw UsageError("--beam " + std::to_string(options.beam) + ": beam search decodes encoder-decoder models; this run is " +
                          spec::to_string(ex.spec.model.arch),
@@ -311,6 +337,7 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   result.metrics = e.metrics;
   result.examples = in.n;
   result.step = run.step;
+  result.averaged_steps = averaged;
   if (!e.samples.empty()) {
     result.predictions = place.dir / (options.format == PredictionFormat::Tsv ? "predictions.tsv" : "predictions.jsonl");
     write_file_atomically(result.predictions, predictions_text(e.samples, options.format));

@@ -9,6 +9,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "ablate/task.hpp"
 #include "plugin_host/plugin_registry.hpp"
@@ -31,12 +32,16 @@ struct RunEvalOptions {
   std::filesystem::path data;
   std::int64_t beam = 1;        // > 1: predictions by beam search with this many hypotheses (seq2seq)
   double length_penalty = 1.0;  // beam search's alpha (beam_search.hpp)
+  // > 0: score the average of the run's last N kept checkpoints (train.keep_checkpoints) instead
+  // of checkpoint.bin; the default directory is then RUN/evals/<split>-avgN.
+  std::int64_t average_last = 0;
 };
 
 struct RunEvalResult {
   std::map<std::string, double> metrics;
   std::int64_t examples = 0;                  // examples scored
-  std::int64_t step = 0;                      // the checkpoint's training step
+  std::int64_t step = 0;                      // the checkpoint's training step (averaged: the last one's)
+  std::vector<std::int64_t> averaged_steps;   // --average-last: the steps of the averaged checkpoints
   std::filesystem::path predictions, scores;  // the files written (predictions empty: no decoding)
   std::string record;                         // its name in run.h5's /evals; empty: not recorded (a file older than /evals)
 };

@@ -114,7 +114,8 @@ class Trainer {
   void evaluate(std::int64_t step, std::optional<std::string>& stop);
   // The evaluation's row, the test split on the last one, the samples; printed.
   void record_evaluation(std::int64_t step, bool last);
-  void save();
+  // checkpoint.bin; at an evaluation (`evaluated`) also the weights train.keep_checkpoints keeps.
+  void save(bool evaluated);
   RunResult finish(RunStatus status, std::string reason);
   double elapsed() const { return elapsed_before_ + std::chrono::duration<double>(Clock::now() - process_start_).count(); }
 
@@ -372,11 +373,13 @@ void Trainer::record_evaluation(std::int64_t step, bool last) {
   progress_->message(text);
 }
 
-void Trainer::save() {
+void Trainer::save(bool evaluated) {
   record_->flush();  // the run file holds every row up to the checkpoint before the checkpoint exists
   state_.elapsed_seconds = elapsed();
   state_.optimizer_steps = ex_.optimizer->steps_taken();
   save_checkpoint(dir_.checkpoint_file(), *ex_.store, state_, identity_);
+  if (evaluated && spec_.train.keep_checkpoints > 0)
+    keep_checkpoint(dir_.path(), *ex_.store, state_, identity_, spec_.train.keep_checkpoints);
 }
 
 RunResult Trainer::finish(RunStatus status, std::string reason) {
@@ -407,11 +410,11 @@ RunResult Trainer::run() {
       if (eval_now) {
         phase = "evaluation";
         evaluate(step, stop);
-        save();
+        save(true);
       }
       if (stop) return finish(RunStatus::Completed, *stop);
       if (g_stop_requested.load() || (options_.stop_after > 0 && steps_this_call_ >= options_.stop_after)) {
-        if (!eval_now) save();
+        if (!eval_now) save(false);
         return finish(RunStatus::Interrupted,
                       std::string(g_stop_requested.load() ? "stopped by a signal" : "--stop-after") + "; continue with --resume");
       }

@@ -1,6 +1,7 @@
 // Tests for training checkpoints: a bit-exact round trip of values, Adam moments, state and spec
 // that resumes Adam identically; the documented byte layout; and refusals (mismatched model,
-// corrupt, truncated, foreign or missing files, failed writes) that leave store and disk intact.
+// corrupt, truncated, foreign or missing files, failed writes) that leave store and disk intact;
+// weights-only checkpoints, their averaging and the last N kept of a run (train.keep_checkpoints).
 #include "train/checkpoint.hpp"
 
 #include <sys/resource.h>
@@ -150,6 +151,70 @@ TEST(Checkpoint, RoundTripRestoresValuesMomentsStateAndSpecBitForBitAndResumesAd
   const Snapshot after = snapshot(trained);
   ASSERT_NE(after.value, before.value);
   expect_bit_equal(snapshot(resumed), after);
+}
+
+TEST(Checkpoint, AveragingSetsEachValueToTheMeanOfTheFilesAndRefusesAnotherRun) {
+  TempDir dir;
+  Backend& be = reference_backend();
+  std::vector<std::filesystem::path> files;
+  std::vector<Snapshot> snaps;
+  for (std::uint64_t seed : {1, 2, 3}) {  // three checkpoints of "one run": other values, the same spec
+    ParameterStore s(be);
+    build_model(s, seed);
+    Adam adam(be, AdamConfig{});
+    upload_grads(s, static_cast<float>(seed));
+    adam.step(s, 1e-2, 1.0);
+    TrainState state = sample_state();
+    state.step = static_cast<std::int64_t>(seed) * 100;
+    files.push_back(dir.path() / ("c" + std::to_string(seed) + ".bin"));
+    save_checkpoint(files.back(), s, state, "spec: one run\n", false);
+    snaps.push_back(snapshot(s));
+  }
+  ParameterStore avg(be);
+  build_model(avg, 9);
+  const LoadedCheckpoint last = load_average(files, avg);
+  EXPECT_EQ(last.state.step, 300) << "the last file's state";
+  for (Parameter* p : avg.all()) {
+    std::vector<float> got(static_cast<std::size_t>(p->value.numel()));
+    be.copy_to_host(got.data(), p->value);
+    for (std::size_t j = 0; j < got.size(); ++j) {
+      double sum = 0.0;
+      for (const Snapshot& s : snaps) {
+        float x;
+        std::memcpy(&x, s.value.at(p->name).data() + 4 * j, 4);
+        sum += x;
+      }
+      ASSERT_EQ(got[j], static_cast<float>(sum / 3.0)) << p->name << "[" << j << "]: summed in double, rounded once";
+    }
+  }
+  // A weights-only file: no moments, a third of the size; it loads as a checkpoint taken before the first step.
+  ParameterStore plain(be);
+  build_model(plain, 1);
+  load_checkpoint(files[0], plain);
+  for (Parameter* p : plain.all()) EXPECT_FALSE(p->m.defined()) << p->name;
+  ParameterStore other(be);
+  build_model(other, 4);
+  save_checkpoint(dir.path() / "other.bin", other, sample_state(), "spec: another run\n", false);
+  const std::string mixed = error_of([&] { load_average({files[0], dir.path() / "other.bin"}, avg); });
+  EXPECT_NE(mixed.find("other.bin: holds another spec than"), std::string::npos) << mixed;
+}
+
+TEST(Checkpoint, KeptCheckpointsAreTheLastNByStep) {
+  TempDir dir;
+  Backend& be = reference_backend();
+  ParameterStore s(be);
+  build_model(s, 1);
+  TrainState state = sample_state();
+  for (std::int64_t step : {50, 100, 150, 1000, 1050}) {
+    state.step = step;
+    keep_checkpoint(dir.path(), s, state, "spec\n", 3);
+  }
+  const std::vector<std::filesystem::path> kept = kept_checkpoints(dir.path());
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].filename(), "step-0000000150.bin") << "step order, not name length order";
+  EXPECT_EQ(kept[2].filename(), "step-0000001050.bin");
+  EXPECT_EQ(read_checkpoint(kept[2]).state.step, 1050);
+  EXPECT_TRUE(kept_checkpoints(dir.path() / "none").empty());
 }
 
 TEST(Checkpoint, MixedPrecisionStoreGetsItsBf16ComputeCopiesRefreshed) {

@@ -2,7 +2,7 @@
 // copy run is trained, then its checkpoint is scored again. The scores of the whole eval split
 // equal the run's own last evaluation; the predictions file holds one line per example and its
 // exact copies match exact_match; a directory of runs evaluates each; run.h5 records each evaluation;
-// nothing is written over;
+// nothing is written over; the average of the last kept checkpoints (--average-last) is scored as such;
 // bad arguments are refused.
 #include <gtest/gtest.h>
 
@@ -16,6 +16,7 @@
 #include "cli/exit_codes.hpp"
 #include "framework/cli/cli_test_util.hpp"
 #include "results/run_file.hpp"
+#include "train/checkpoint.hpp"
 #include "framework/test_dirs.hpp"
 #include "framework/tiny_run.hpp"
 
@@ -239,6 +240,46 @@ TEST_F(RunEvalTest, DataFileInTheTasksFormatScoresAsTheSameExamplesDo) {
   r = run_cli({"eval", run.string(), "--data", (dir_ / "missing.tsv").string()});
   EXPECT_EQ(r.code, cli::kExitUsage);
   EXPECT_NE(r.err.find("no such file"), std::string::npos) << r.err;
+}
+
+TEST_F(RunEvalTest, TheAverageOfTheLastKeptCheckpointsIsScoredAndRecordedAsSuch) {
+  const fs::path dir = dir_ / "averaging";
+  fs::create_directories(dir);
+  std::ofstream(dir / "spec.yaml") << tiny_spec();
+  const auto r = run_cli({"run", (dir / "spec.yaml").string(), "--out", (dir / "run").string(), "--progress", "quiet", "--set",
+                          "train.keep_checkpoints=2", "--set", "eval.every=20"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  const auto same = run_cli(
+      {"run", (dir / "spec.yaml").string(), "--out", (dir / "same").string(), "--progress", "quiet", "--set", "eval.every=20"});
+  ASSERT_EQ(same.code, cli::kExitOk) << same.out << same.err;
+  EXPECT_EQ(results::RunReader(dir / "run" / "run.h5").info().run_id, results::RunReader(dir / "same" / "run.h5").info().run_id)
+      << "which checkpoints stay on disk is not part of the run's identity";
+  EXPECT_TRUE(kept_checkpoints(dir / "same").empty());
+  const std::vector<fs::path> kept = kept_checkpoints(dir / "run");
+  ASSERT_EQ(kept.size(), 2u) << "evaluations at 20, 40, 60: the last two kept";
+  EXPECT_EQ(kept[0].filename(), "step-0000000040.bin");
+  const auto avg = run_cli({"eval", (dir / "run").string(), "--split", "eval", "--average-last", "2"});
+  ASSERT_EQ(avg.code, cli::kExitOk) << avg.out << avg.err;
+  EXPECT_NE(avg.out.find("the average of the checkpoints of steps 40, 60"), std::string::npos) << avg.out;
+  const std::string scores = slurp(dir / "run" / "evals" / "eval-avg2" / "scores.json");
+  EXPECT_NE(scores.find("\"averaged_checkpoints\": [40, 60]"), std::string::npos) << scores;
+  EXPECT_NE(scores.find("\"checkpoint_step\": 60"), std::string::npos) << scores;
+  const auto one =
+      run_cli({"eval", (dir / "run").string(), "--split", "eval", "--average-last", "1", "--out", (dir / "last_only").string()});
+  ASSERT_EQ(one.code, cli::kExitOk) << one.out << one.err;
+  const auto plain = run_cli({"eval", (dir / "run").string(), "--split", "eval", "--out", (dir / "plain").string()});
+  ASSERT_EQ(plain.code, cli::kExitOk);
+  const auto metrics = [&](const fs::path& f) { return slurp(f).substr(slurp(f).find("\"metrics\"")); };
+  EXPECT_EQ(metrics(dir / "last_only" / "scores.json"), metrics(dir / "plain" / "scores.json"))
+      << "the average of one checkpoint is that checkpoint";
+  EXPECT_NE(metrics(dir / "run" / "evals" / "eval-avg2" / "scores.json"), metrics(dir / "plain" / "scores.json"));
+  const auto too_many = run_cli({"eval", (dir / "run").string(), "--average-last", "3"});
+  EXPECT_EQ(too_many.code, cli::kExitUsage);
+  EXPECT_NE(too_many.err.find("--average-last 3: " + (dir / "run").string() + " keeps 2 checkpoint(s)"), std::string::npos)
+      << too_many.err;
+  const auto none = run_cli({"eval", run_dir().string(), "--average-last", "2"});
+  EXPECT_EQ(none.code, cli::kExitUsage);
+  EXPECT_NE(none.err.find("train with train.keep_checkpoints >= 2"), std::string::npos) << none.err;
 }
 
 TEST_F(RunEvalTest, BadArgumentsAreRefusedWithTheReason) {
