@@ -46,6 +46,7 @@ po::options_description eval_options() {
       ("length-penalty", po::value<double>()->default_value(1.0), "beam search: score = log p / length^A")
       ("average-last", po::value<std::int64_t>()->default_value(0),
        "score the average of the run's last N kept checkpoints (train.keep_checkpoints; default name SPLIT-avgN)")
+      ("ema", "score the run's moving average of its weights (train.ema; default name SPLIT-ema)")
       ("out,o", po::value<std::string>(), "output directory (default RUN_DIR/evals/SPLIT)");
   // clang-format on
   add_spec_options(options, kExecutionKeysHelp);
@@ -72,6 +73,7 @@ train::RunEvalOptions read_eval_options(const po::variables_map& vm) {
   eval.beam = vm["beam"].as<std::int64_t>();
   eval.length_penalty = vm["length-penalty"].as<double>();
   eval.average_last = vm["average-last"].as<std::int64_t>();
+  eval.ema = vm.count("ema") > 0;
   if (vm.count("out")) eval.out_dir = vm["out"].as<std::string>();
   if (vm.count("data")) eval.data = vm["data"].as<std::string>();
   if (vm.count("data") && !vm["split"].defaulted())

@@ -102,6 +102,7 @@ struct TrainSpec {
   std::optional<EarlyStoppingSpec> early_stopping;
   std::optional<double> loss_threshold;  // stop when the train loss is below it
   std::int64_t keep_checkpoints{};       // also keep the weights of the last N evaluations (checkpoint averaging); 0: none
+  double ema{};                          // decay of an exponential moving average of the weights; 0: none
   bool operator==(const TrainSpec&) const = default;
 };
 

@@ -318,6 +318,10 @@ const std::vector<SpecKey>& schema() {
         "also keep the weights of the last N evaluations (`RUN/checkpoints/step-STEP.bin`, weights only), so "
         "`ablate eval RUN --average-last N` scores their average (Vaswani et al.'s last 5 checkpoints); not part of "
         "the run's identity; 0 = only checkpoint.bin"));
+    k.push_back(number(KEY(train.ema), kUnit).def("0.0").doc(
+        "keep an exponential moving average of the weights with this decay (e.g. 0.999; warmed up as "
+        "min(decay, (1 + step) / (10 + step))), saved with each checkpoint as `RUN/ema-STEP.bin`, so `ablate eval RUN "
+        "--ema` scores it; training is unchanged and it is not part of the run's identity; 0 = none"));
     {
       SpecKey es = section("train.early_stopping").shown("absent").doc(
           "stop when a metric reaches `target`, or after `patience` evaluations without improving");

@@ -15,6 +15,7 @@
 #include "train/evaluator.hpp"
 #include "train/experiment.hpp"
 #include "train/runner.hpp"
+#include "train/weight_ema.hpp"
 
 namespace ablate::train {
 namespace fs = std::filesystem;
@@ -63,7 +64,7 @@ const char* split_name(Split split) {
 
 std::string eval_name(const RunEvalOptions& o) {
   return (o.data.empty() ? std::string(split_name(o.split)) : o.data.stem().string()) +
-         (o.average_last > 0 ? "-avg" + std::to_string(o.average_last) : std::string());
+         (o.average_last > 0 ? "-avg" + std::to_string(o.average_last) : std::string()) + (o.ema ? "-ema" : "");
 }
 
 fs::path run_checkpoint(const fs::path& run_dir) {
@@ -115,6 +116,9 @@ void check_eval_options(const RunEvalOptions& options) {
   if (options.average_last < 0)
     throw UsageError("--average-last must be >= 1, got " + std::to_string(options.average_last),
                      "the number of the run's last kept checkpoints to average");
+  if (options.average_last > 0 && options.ema)
+    throw UsageError("--average-last and --ema name two sets of weights to score",
+                     "give one: --average-last N averages kept checkpoints, --ema scores the run's moving average");
   check_beam_options({options.beam, options.length_penalty, 0});
   if (!options.data.empty())
     if (const std::string problem = input_file_problem(options.data); !problem.empty())
@@ -246,6 +250,7 @@ std::string scores_json(const fs::path& run_dir, const Experiment& ex, std::int6
     << ",\n  \"split_size\": " << in.size
     << ",\n  \"decoding\": " << (decoding.empty() ? std::string("null") : json_quote(decoding))
     << ",\n  \"averaged_checkpoints\": " << (result.averaged_steps.empty() ? std::string("null") : "[" + averaged + "]")
+    << ",\n  \"ema\": " << (options.ema ? number_text(ex.spec.train.ema) : std::string("null"))
     << ",\n  \"code_id\": " << json_quote(ex.code.id) << ",\n  \"metrics\": {";
   bool first = true;
   for (const auto& [name, value] : result.metrics) {
@@ -304,6 +309,17 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
     run.step = load_average(kept, *ex.store).state.step;  // every file checked against the first
     for (const fs::path& f : kept) averaged.push_back(std::stoll(f.stem().string().substr(5)));
   }
+  if (options.ema) {
+    const fs::path file = ema_file(run_dir, run.step);
+    if (!fs::exists(file))
+      throw UsageError("--ema: " + run_dir.string() + " has no average of its weights at step " + std::to_string(run.step) +
+                           " (" + file.filename().string() + ")",
+                       "train with train.ema (e.g. 0.999) to keep one");
+    if (read_checkpoint(file).spec_yaml != read_checkpoint(run_checkpoint(run_dir)).spec_yaml)
+      throw UsageError(file.string() + " holds another run's spec than " + run_checkpoint(run_dir).string(),
+                       "remove what was copied in");
+    load_checkpoint(file, *ex.store);
+  }
   const EvalInput in = eval_input(ex, options, out);
   std::vector<std::string> skipped;
   const std::vector<spec::Metric> metrics = applicable_metrics(ex.spec, ex.task_info, &skipped);
@@ -312,7 +328,9 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   std::string averaged_text;
   for (const std::int64_t s : averaged) averaged_text += (averaged_text.empty() ? "" : ", ") + std::to_string(s);
   out << "evaluating " << run_dir.string() << " (step " << run.step
-      << (averaged.empty() ? std::string() : "; the average of the checkpoints of steps " + averaged_text) << ") on " << in.n
+      << (averaged.empty() ? std::string() : "; the average of the checkpoints of steps " + averaged_text)
+      << (options.ema ? "; the moving average of its weights (train.ema " + number_text(spec.train.ema) + ")" : std::string())
+      << ") on " << in.n
       << " of " << in.size << " " << (options.data.empty() ? std::string(split_name(options.split)) : options.data.string())
       << " examples\n";
   if (options.beam > 1 && ex.model->config().arch != model::Arch::EncoderDecoder)

@@ -35,6 +35,9 @@ struct RunEvalOptions {
   // > 0: score the average of the run's last N kept checkpoints (train.keep_checkpoints) instead
   // of checkpoint.bin; the default directory is then RUN/evals/<split>-avgN.
   std::int64_t average_last = 0;
+  // Score the run's average of its weights (train.ema: RUN/ema-STEP.bin of checkpoint.bin's step)
+  // instead of checkpoint.bin; the default directory is then RUN/evals/<split>-ema.
+  bool ema = false;
 };
 
 struct RunEvalResult {

@@ -19,6 +19,7 @@
 #include "core/text.hpp"
 #include "plugin_host/plugin_call.hpp"
 #include "train/checkpoint.hpp"
+#include "train/weight_ema.hpp"
 #include "train/data_order.hpp"
 #include "train/evaluator.hpp"
 #include "train/experiment.hpp"
@@ -128,6 +129,7 @@ class Trainer {
   Experiment ex_;
   DataOrder order_;
   std::optional<ReferenceDump> dump_;  // written before training: the parameters' initial values
+  std::optional<WeightEma> ema_;       // train.ema: the average of the weights
   bool generate_ = false;              // a language model's sampled continuations
   std::vector<spec::Metric> metrics_;
   std::vector<std::string> base_cols_, eval_cols_;
@@ -157,7 +159,9 @@ void Trainer::open() {
   dir_.prepare();
   if (ex_.tokenizers) ex_.tokenizers->save_to(dir_.path());  // the run reads text with these from now on
 
+  if (spec.train.ema > 0) ema_.emplace(*ex_.store, spec.train.ema);  // from the initial weights
   if (options_.resume && dir_.has_checkpoint()) {
+    if (ema_) ema_->restore(dir_.path(), read_checkpoint(dir_.checkpoint_file()).state.step);  // before the moments load
     LoadedCheckpoint loaded = load_checkpoint(dir_.checkpoint_file(), *ex_.store);  // its spec was checked by RunDirectory
     state_ = loaded.state;
     ex_.optimizer->set_steps_taken(state_.optimizer_steps);
@@ -276,6 +280,7 @@ std::optional<RunResult> Trainer::step(std::int64_t step) {
   const double grad_norm = ex_.optimizer->step(*ex_.store, lr_, spec_.train.clip_grad_norm);
   if (!std::isfinite(grad_norm))
     return finish(RunStatus::Diverged, "gradient norm is " + number_text(grad_norm) + " at step " + std::to_string(step));
+  if (ema_) ema_->update(step);
   if (profile_) profile_->end_step();
   if (dump_) {
     std::vector<std::int64_t> indices;
@@ -377,7 +382,9 @@ void Trainer::save(bool evaluated) {
   record_->flush();  // the run file holds every row up to the checkpoint before the checkpoint exists
   state_.elapsed_seconds = elapsed();
   state_.optimizer_steps = ex_.optimizer->steps_taken();
+  if (ema_) ema_->save(dir_.path(), state_, identity_);  // before checkpoint.bin: a checkpoint always has its average
   save_checkpoint(dir_.checkpoint_file(), *ex_.store, state_, identity_);
+  if (ema_) WeightEma::keep_only(dir_.path(), state_.step);
   if (evaluated && spec_.train.keep_checkpoints > 0)
     keep_checkpoint(dir_.path(), *ex_.store, state_, identity_, spec_.train.keep_checkpoints);
 }
