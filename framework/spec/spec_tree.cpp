@@ -188,7 +188,9 @@ SpecTree load_chain(const std::filesystem::path& file, std::vector<std::filesyst
   if (file.empty())
     throw UsageError((from ? from->str() + ": extends: " : std::string()) + "the spec file path is empty; expected a spec file",
                      "name a .yaml file");
-  const fs::path canonical = fs::weakly_canonical(fs::absolute(file));
+  std::error_code canonical_error;  // /dev/stdin of a pipe has no canonical path: the checks below name it
+  fs::path canonical = fs::weakly_canonical(fs::absolute(file), canonical_error);
+  if (canonical_error) canonical = fs::absolute(file).lexically_normal();
   if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
     std::vector<std::string> names;
     for (const auto& c : chain) names.push_back(c.string());

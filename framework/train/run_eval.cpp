@@ -250,8 +250,8 @@ std::string scores_json(const fs::path& run_dir, const Experiment& ex, std::int6
     << ",\n  \"split_size\": " << in.size
     << ",\n  \"decoding\": " << (decoding.empty() ? std::string("null") : json_quote(decoding))
     << ",\n  \"averaged_checkpoints\": " << (result.averaged_steps.empty() ? std::string("null") : "[" + averaged + "]")
-    << ",\n  \"ema\": " << (options.ema ? number_text(ex.spec.train.ema) : std::string("null"))
-    << ",\n  \"code_id\": " << json_quote(ex.code.id) << ",\n  \"metrics\": {";
+    << ",\n  \"ema\": " << (options.ema ? "true" : "false") << ",\n  \"code_id\": " << json_quote(ex.code.id)
+    << ",\n  \"metrics\": {";
   bool first = true;
   for (const auto& [name, value] : result.metrics) {
     s << (first ? "\n" : ",\n") << "    " << json_quote(name) << ": "
@@ -329,10 +329,9 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   for (const std::int64_t s : averaged) averaged_text += (averaged_text.empty() ? "" : ", ") + std::to_string(s);
   out << "evaluating " << run_dir.string() << " (step " << run.step
       << (averaged.empty() ? std::string() : "; the average of the checkpoints of steps " + averaged_text)
-      << (options.ema ? "; the moving average of its weights (train.ema " + number_text(spec.train.ema) + ")" : std::string())
-      << ") on " << in.n
-      << " of " << in.size << " " << (options.data.empty() ? std::string(split_name(options.split)) : options.data.string())
-      << " examples\n";
+      << (options.ema ? "; the moving average of its weights, " + ema_file(run_dir, run.step).filename().string() : std::string())
+      << ") on " << in.n << " of " << in.size << " "
+      << (options.data.empty() ? std::string(split_name(options.split)) : options.data.string()) << " examples\n";
   if (options.beam > 1 && ex.model->config().arch != model::Arch::EncoderDecoder)
     throw UsageError("--beam " + std::to_string(options.beam) + ": beam search decodes encoder-decoder models; this run is " +
                          spec::to_string(ex.spec.model.arch),

@@ -2,6 +2,7 @@
 # use, plugin files that are not plugins, specs that cannot train, spec files that are not specs.
 import os
 import struct
+import subprocess
 
 from corpus import EXIT_OK, EXIT_PLUGIN, EXIT_USAGE, TINY, expect
 
@@ -224,3 +225,10 @@ def spec_file_cases(c):
     refused("too_large", TINY.encode() + b"# " + b"x" * (1 << 20) + b"\n", "bytes; expected at most 1048576")
     refused("empty_path", None, "the spec file path is empty", path="")
     refused("missing", None, "it does not exist", path=os.path.join(c.work, "no_such.yaml"))
+
+    def piped_spec():  # `cat spec.yaml | ablate validate /dev/stdin`: a pipe has no canonical path
+        p = subprocess.run([c.ablate, "validate", "/dev/stdin"], input=TINY, capture_output=True, text=True,
+                           env=c.env(), timeout=300)
+        expect(p.returncode, p.stdout + p.stderr, EXIT_USAGE, "'/dev/stdin' is not a regular file")
+        return None
+    c.case("spec_file", "spec_through_a_pipe", piped_spec)
