@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <vector>
 
 #include "ablate/error.hpp"
+#include "ablate/token_shards.hpp"
 #include "core/atomic_file.hpp"
 #include "core/text.hpp"
 
@@ -37,12 +40,48 @@ std::string code_difference(const std::vector<std::string>& recorded, const std:
   return out.empty() ? "the same parts in another order" : join(out, ", ");
 }
 
+namespace {
+
+constexpr std::uintmax_t kWholeHashBytes = std::uintmax_t{64} << 20;
+
+// A file's content hash: FNV-1a 64 of every byte up to kWholeHashBytes; past that (token shards of
+// a large corpus, read at every start) "sSIZE:" and the hash of 64 blocks of 64 KiB spread evenly
+// over the file, the first and the last among them: an edit, a truncation or another file is
+// caught, a change of a few bytes between two blocks is not.
+std::string content_hash(const std::filesystem::path& file) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
+  if (ec || size <= kWholeHashBytes) return file_fnv1a64(file);
+  constexpr std::uintmax_t kBlock = 64 << 10, kBlocks = 64;
+  std::ifstream in(file, std::ios::binary);
+  std::vector<char> block(kBlock);
+  std::uint64_t h = kFnv1a64Basis;
+  for (std::uintmax_t i = 0; i < kBlocks; ++i) {
+    in.seekg(static_cast<std::streamoff>((size - kBlock) * i / (kBlocks - 1)));  // the last block ends at the end
+    in.read(block.data(), kBlock);
+    h = fnv1a64(block.data(), static_cast<std::size_t>(in.gcount()), h);
+  }
+  return "s" + std::to_string(size) + ":" + hex16(h);
+}
+
+}  // namespace
+
 std::vector<std::string> data_identity(const spec::ExperimentSpec& spec) {
   std::vector<std::string> out;
   for (const auto& [option, value] : spec.task.options) {
     std::error_code ec;
-    if (value.empty() || !std::filesystem::is_regular_file(value, ec)) continue;
-    out.push_back("task." + option + "=" + value + " " + file_fnv1a64(value));
+    if (value.empty()) continue;
+    if (std::filesystem::is_regular_file(value, ec)) {
+      out.push_back("task." + option + "=" + value + " " + content_hash(value));
+    } else if (value.find_first_of("*?[") != std::string::npos) {  // a glob of files (token shards): each one
+      std::vector<std::filesystem::path> files;
+      try {
+        files = shard_glob(value, "task." + option);
+      } catch (const Error&) {
+        continue;  // matches nothing now: the task says so when it reads it
+      }
+      for (const std::filesystem::path& f : files) out.push_back("task." + option + "=" + f.string() + " " + content_hash(f));
+    }
   }
   return out;
 }
@@ -59,8 +98,8 @@ void check_data_unchanged(const std::vector<std::string>& recorded, const spec::
     throw UsageError(doing + ": " + file.substr(0, eq) + " " + file.substr(eq + 1) +
                          " changed since the run read it (content hash " + was.substr(was.rfind(' ') + 1) + " then, " +
                          it->substr(it->rfind(' ') + 1) +
-                         " now): the task would rebuild its vocabularies from the new "
-                         "text, and token ids would change meaning",
+                         " now): the task would read other tokens than it trained on (a text file's vocabularies would "
+                         "be rebuilt), and token ids would change meaning",
                      "restore the file the run was trained on; to score other text with this run, give it with "
                      "ablate eval --data FILE");
   }

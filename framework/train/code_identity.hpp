@@ -31,8 +31,11 @@ CodeIdentity code_identity(const spec::ExperimentSpec& spec, const PluginRegistr
 std::string code_difference(const std::vector<std::string>& recorded, const std::vector<std::string>& now);
 
 // Every task option whose value names a regular file (task.file, ...), with the content's hash:
-// "task.file=PATH 0123456789abcdef", in option order. A path is as the spec writes it (relative to
-// the current directory, as the task reads it).
+// "task.file=PATH 0123456789abcdef", in option order; an option whose value is a glob of files
+// (task.shards) gives one such entry per file it matches. Files over 64 MiB are hashed by their
+// size and 64 blocks of 64 KiB spread over them ("s2000000000:0123456789abcdef"), not whole: a
+// 2 GB corpus is checked at every start in milliseconds. A path is as the spec writes it (relative
+// to the current directory, as the task reads it).
 std::vector<std::string> data_identity(const spec::ExperimentSpec& spec);
 
 // Throws UsageError when a data file `recorded` (RunInfo::data_files) names now holds other bytes

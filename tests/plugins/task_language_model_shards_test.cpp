@@ -1,12 +1,13 @@
 // Tests for task/language_model's shard mode end to end (the built plugin and `ablate`): shards
 // that `ablate tokenize` made from a text's train / eval / test lines train the very model the
 // text mode trains on those lines, loss for loss; the run keeps the shards' tokenizer, decodes its
-// samples, resumes bit-identically (the data order is a function of the step), and refuses a spec
-// whose tokenizer is not the shards'. The mode's own tests: plugins/task_language_model/tests/.
+// samples, resumes bit-identically (the data order is a function of the step), refuses a spec
+// whose tokenizer is not the shards', and an evaluation after a shard changed. The mode's own tests: plugins/task_language_model/tests/.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/exit_codes.hpp"
@@ -115,6 +116,26 @@ TEST_F(LanguageModelShardRun, AResumedShardRunIsBitIdentical) {
   ASSERT_EQ(tb.steps, ta.steps);
   EXPECT_EQ(tb.column("loss"), ta.column("loss"));
   EXPECT_EQ(b.metrics(results::MetricSplit::Eval).column("loss"), a.metrics(results::MetricSplit::Eval).column("loss"));
+}
+
+TEST_F(LanguageModelShardRun, AShardChangedAfterTrainingIsRefusedByEval) {
+  const auto r = run(spec(shard_task()), "trained");
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  {  // the valid shard's first two tokens swapped: the same ids, other text
+    std::fstream io(dir.path() / "shards" / "valid.bin", std::ios::in | std::ios::out | std::ios::binary);
+    char t[4];
+    io.seekg(1024);
+    io.read(t, 4);
+    ASSERT_NE(std::string(t, 2), std::string(t + 2, 2)) << "the fable's first two characters differ";
+    std::swap(t[0], t[2]);
+    std::swap(t[1], t[3]);
+    io.seekp(1024);
+    io.write(t, 4);
+  }
+  const auto e = testing::run_cli({"eval", path("trained"), "--split", "eval"});
+  EXPECT_EQ(e.code, cli::kExitUsage) << e.out << e.err;
+  EXPECT_NE(e.err.find("task.eval_shards " + path("shards/valid.bin") + " changed since the run read it"), std::string::npos)
+      << e.err;
 }
 
 TEST_F(LanguageModelShardRun, ASpecWhoseTokenizerIsNotTheShardsIsRefused) {
