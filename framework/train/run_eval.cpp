@@ -79,11 +79,15 @@ fs::path run_checkpoint(const fs::path& run_dir) {
   return file;
 }
 
+std::string trained_run_id(const fs::path& run_dir) {
+  return run_id_of_identity(read_checkpoint(run_checkpoint(run_dir)).spec_yaml);
+}
+
 void check_one_run(const fs::path& run_dir, const spec::ExperimentSpec& spec) {
   const fs::path file = run_dir / "run.h5";
   if (!fs::exists(file)) return;  // weights alone: nothing to mislabel (eval refuses it for its own reason)
   const results::RunInfo info = results::RunReader(file).info();
-  const std::string id = run_id(spec);
+  const std::string id = trained_run_id(run_dir);
   if (info.run_id != id)
     throw UsageError(run_dir.string() + " holds two runs: its checkpoint.bin is run " + id + " (seed " +
                          std::to_string(spec.train.seed) + "), its run.h5 is run " + info.run_id + " (seed " +
@@ -99,7 +103,9 @@ namespace {
 TrainedRun load_trained_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry) {
   TrainedRun run;
   run.experiment = std::make_unique<Experiment>(spec, registry, nullptr, run_dir);
-  run.step = load_checkpoint(run_checkpoint(run_dir), *run.experiment->store).state.step;
+  const LoadedCheckpoint loaded = load_checkpoint(run_checkpoint(run_dir), *run.experiment->store);
+  run.step = loaded.state.step;
+  run.run_id = run_id_of_identity(loaded.spec_yaml);
   return run;
 }
 
@@ -171,8 +177,8 @@ void check_run_file(const fs::path& run_dir, EvalPlace& p) {
 // run.h5 does not record are what an `ablate eval` of this run left when it stopped before its
 // record, and this one replaces them. Elsewhere (--out), or where run.h5 records no evaluations
 // (an older file: scores.json is the record), an evaluation's files are never written over.
-void clear_leftovers(const EvalPlace& p, const spec::ExperimentSpec& spec, std::ostream& out) {
-  const std::string own_id = "\"run_id\": " + json_quote(run_id(spec));
+void clear_leftovers(const EvalPlace& p, const std::string& run_id, std::ostream& out) {
+  const std::string own_id = "\"run_id\": " + json_quote(run_id);
   for (const char* name : {"scores.json", "predictions.tsv", "predictions.jsonl"}) {
     if (!fs::exists(p.dir / name)) continue;
     const bool leftover = p.record && p.own_dir &&
@@ -242,7 +248,7 @@ std::string scores_json(const fs::path& run_dir, const Experiment& ex, std::int6
   std::string averaged;  // the steps of the averaged checkpoints
   for (const std::int64_t step_of : result.averaged_steps) averaged += (averaged.empty() ? "" : ", ") + std::to_string(step_of);
   std::ostringstream s;
-  s << "{\n  \"run\": " << json_quote(run_dir.string()) << ",\n  \"run_id\": " << json_quote(run_id(ex.spec))
+  s << "{\n  \"run\": " << json_quote(run_dir.string()) << ",\n  \"run_id\": " << json_quote(trained_run_id(run_dir))
     << ",\n  \"checkpoint_step\": " << step
     << ",\n  \"split\": " << (data ? std::string("null") : json_quote(split_name(options.split)))
     << ",\n  \"data\": " << (data ? json_quote(options.data.string()) : std::string("null"))
@@ -290,7 +296,7 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   const FileLock lock(run_dir / ".eval.lock", run_dir.string() + " is being evaluated now by another `ablate eval`",
                       "wait for it to finish, then evaluate again");
   check_run_file(run_dir, place);
-  clear_leftovers(place, spec, out);
+  clear_leftovers(place, trained_run_id(run_dir), out);
 
   TrainedRun run = load_trained_run(run_dir, spec, registry);  // checked above (check_one_run)
   Experiment& ex = *run.experiment;

@@ -52,6 +52,9 @@ struct RunEvalResult {
 // The checkpoint of the run in `run_dir` (checkpoint.bin; its resolved spec is in the file).
 // Throws UsageError when there is none.
 std::filesystem::path run_checkpoint(const std::filesystem::path& run_dir);
+// The id of the run whose checkpoint `run_dir` holds, from the spec the checkpoint stores as that
+// run's build wrote it (run_id_of_identity): a spec key added since does not change it.
+std::string trained_run_id(const std::filesystem::path& run_dir);
 
 // Throws UsageError when `run_dir`'s run.h5 records another run than `spec` (its checkpoint's):
 // a checkpoint or run file copied in from another run; or when a data file the run read has
@@ -65,6 +68,7 @@ void check_one_run(const std::filesystem::path& run_dir, const spec::ExperimentS
 struct TrainedRun {
   std::unique_ptr<Experiment> experiment;
   std::int64_t step = 0;  // the checkpoint's training step
+  std::string run_id;     // the id the run recorded (trained_run_id)
 };
 TrainedRun open_trained_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec,
                             const PluginRegistry& registry);

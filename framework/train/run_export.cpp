@@ -66,7 +66,7 @@ ExportResult export_safetensors(TrainedRun& run, const fs::path& file) {
     ++tensors;
   }
   header += "\"__metadata__\": {\"format\": \"pt\", \"ablate_version\": " + json_quote(ABLATE_VERSION) +
-            ", \"run_id\": " + json_quote(run_id(ex.spec)) + ", \"checkpoint_step\": " + json_quote(std::to_string(run.step)) +
+            ", \"run_id\": " + json_quote(run.run_id) + ", \"checkpoint_step\": " + json_quote(std::to_string(run.step)) +
             ", \"arch\": " + json_quote(spec::to_string(ex.spec.model.arch)) +
             ", \"spec\": " + json_quote(spec::resolved_yaml(ex.spec));
   const std::string src = ex.task_info.type == TaskType::LanguageModel ? std::string() : vocabulary(ex, false);

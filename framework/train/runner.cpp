@@ -456,8 +456,9 @@ std::string resolved_run_yaml(spec::ExperimentSpec spec) {
   return spec::resolved_yaml(spec);
 }
 
-std::string run_id(const spec::ExperimentSpec& spec) {
-  const std::string yaml = spec::identity_yaml(spec);
+std::string run_id(const spec::ExperimentSpec& spec) { return run_id_of_identity(spec::identity_yaml(spec)); }
+
+std::string run_id_of_identity(const std::string& yaml) {
   const std::uint64_t h = fnv1a64(yaml.data(), yaml.size());
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));

@@ -43,6 +43,9 @@ struct RunResult {
 // The stable id of a run: 12 hex digits of a hash of its resolved spec (sweep section excluded),
 // so the same configuration always maps to the same results folder.
 std::string run_id(const spec::ExperimentSpec& spec);
+// The same of a spec's identity YAML as a run wrote it (its checkpoint's spec): the id that run
+// recorded, also when this build resolves specs with keys that build did not have.
+std::string run_id_of_identity(const std::string& identity_yaml);
 
 // The resolved spec a run records (RunInfo::resolved_spec_yaml): every value, execution keys
 // included, the sweep left out.

@@ -2,6 +2,7 @@
 # half-written, every option refusing what it cannot use, and refusals in clear words.
 import os
 import shutil
+import struct
 import subprocess
 import time
 
@@ -69,6 +70,36 @@ def trust3_cases(c):
         assert "eval" in eval_names(os.path.join(top, "good")), "the good run was not evaluated"
         return None
     c.case("mislabel", "eval_of_runs_goes_on_past_a_bad_one", eval_of_runs_goes_on)
+
+    def run_of_an_older_build():  # a spec key added since a run trained does not make it "two runs"
+        trained()
+        d = os.path.join(c.work, "t3_older_build")
+        if not os.path.exists(d):
+            shutil.copytree(runs[1], d)
+        path = os.path.join(d, "checkpoint.bin")
+        data = open(path, "rb").read()
+        at = 24 + 97  # magic, version, reserved, payload length; then the state's 97 bytes
+        n = struct.unpack("<Q", data[at:at + 8])[0]
+        spec = data[at + 8:at + 8 + n].decode()
+        older = "".join(line for line in spec.splitlines(True) if not line.startswith("  ema:"))
+        assert older != spec, "the checkpoint's spec has no train.ema line to take out"
+        payload = data[24:at] + struct.pack("<Q", len(older.encode())) + older.encode() + data[at + 8 + n:len(data) - 8]
+        h = 0xcbf29ce484222325
+        for b in payload:
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        with open(path, "wb") as f:
+            f.write(data[:16] + struct.pack("<Q", len(payload)) + payload + struct.pack("<Q", h))
+        h = 0xcbf29ce484222325
+        for b in older.encode():
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        with h5py.File(os.path.join(d, "run.h5"), "a") as f:
+            f.attrs["run_id"] = f"{h:016x}"[:12]
+        code, out = c.run(["eval", d, "--split", "eval"])
+        expect(code, out, EXIT_OK, "recorded:")
+        code, out = c.run(["export", d])
+        expect(code, out, EXIT_OK)
+        return None
+    c.case("mislabel", "eval_of_a_run_an_older_build_trained", run_of_an_older_build)
 
     # a run pins its data: a corpus edited after training is refused, naming it, never re-read as its own
     def edited_corpus(command):
