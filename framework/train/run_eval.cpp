@@ -22,6 +22,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// "1100, 1200, 1300": the steps of averaged checkpoints, for scores.json and the console.
+std::string steps_text(const std::vector<std::int64_t>& steps) {
+  std::string s;
+  for (const std::int64_t step : steps) s += (s.empty() ? "" : ", ") + std::to_string(step);
+  return s;
+}
+
+// Throws UsageError unless `file` (a kept checkpoint, an average of the weights) holds the spec of
+// `run_dir`'s checkpoint.bin: weights copied in from another run are not scored as this run's.
+void check_same_run(const fs::path& file, const fs::path& run_dir) {
+  if (read_checkpoint(file).spec_yaml != read_checkpoint(run_checkpoint(run_dir)).spec_yaml)
+    throw UsageError(file.string() + " holds another run's spec than " + run_checkpoint(run_dir).string(),
+                     "a run folder's checkpoints/ and ema-STEP.bin belong to its checkpoint.bin: remove what was copied in");
+}
+
 // A sample's text, or its token ids separated by spaces where the task has no text.
 std::string shown(const std::string& text, const std::vector<std::int32_t>& ids) {
   if (!text.empty() || ids.empty()) return text;
@@ -242,20 +257,20 @@ std::string predictions_text(const std::vector<DecodedSample>& samples, Predicti
 }
 
 // scores.json: what was scored, how, by which code, and the metrics (null where not finite).
-std::string scores_json(const fs::path& run_dir, const Experiment& ex, std::int64_t step, const RunEvalOptions& options,
+std::string scores_json(const fs::path& run_dir, const Experiment& ex, const TrainedRun& run, const RunEvalOptions& options,
                         const EvalInput& in, const std::string& decoding, const RunEvalResult& result) {
   const bool data = !options.data.empty();
-  std::string averaged;  // the steps of the averaged checkpoints
-  for (const std::int64_t step_of : result.averaged_steps) averaged += (averaged.empty() ? "" : ", ") + std::to_string(step_of);
+  const std::int64_t step = run.step;
   std::ostringstream s;
-  s << "{\n  \"run\": " << json_quote(run_dir.string()) << ",\n  \"run_id\": " << json_quote(trained_run_id(run_dir))
+  s << "{\n  \"run\": " << json_quote(run_dir.string()) << ",\n  \"run_id\": " << json_quote(run.run_id)
     << ",\n  \"checkpoint_step\": " << step
     << ",\n  \"split\": " << (data ? std::string("null") : json_quote(split_name(options.split)))
     << ",\n  \"data\": " << (data ? json_quote(options.data.string()) : std::string("null"))
     << ",\n  \"unknown_tokens\": " << (data ? std::to_string(in.unknown) : std::string("null")) << ",\n  \"examples\": " << in.n
     << ",\n  \"split_size\": " << in.size
     << ",\n  \"decoding\": " << (decoding.empty() ? std::string("null") : json_quote(decoding))
-    << ",\n  \"averaged_checkpoints\": " << (result.averaged_steps.empty() ? std::string("null") : "[" + averaged + "]")
+    << ",\n  \"averaged_checkpoints\": "
+    << (result.averaged_steps.empty() ? std::string("null") : "[" + steps_text(result.averaged_steps) + "]")
     << ",\n  \"ema\": " << (options.ema ? "true" : "false") << ",\n  \"code_id\": " << json_quote(ex.code.id)
     << ",\n  \"metrics\": {";
   bool first = true;
@@ -309,9 +324,7 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
                        "train with train.keep_checkpoints >= " + std::to_string(options.average_last) +
                            " (the weights of the last evaluations), or average fewer");
     kept.erase(kept.begin(), kept.end() - options.average_last);
-    if (read_checkpoint(kept.front()).spec_yaml != read_checkpoint(run_checkpoint(run_dir)).spec_yaml)
-      throw UsageError(kept.front().string() + " holds another run's spec than " + run_checkpoint(run_dir).string(),
-                       "checkpoints/ belongs to the run beside it: remove what was copied in");
+    check_same_run(kept.front(), run_dir);
     run.step = load_average(kept, *ex.store).state.step;  // every file checked against the first
     for (const fs::path& f : kept) averaged.push_back(std::stoll(f.stem().string().substr(5)));
   }
@@ -321,9 +334,7 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
       throw UsageError("--ema: " + run_dir.string() + " has no average of its weights at step " + std::to_string(run.step) +
                            " (" + file.filename().string() + ")",
                        "train with train.ema (e.g. 0.999) to keep one");
-    if (read_checkpoint(file).spec_yaml != read_checkpoint(run_checkpoint(run_dir)).spec_yaml)
-      throw UsageError(file.string() + " holds another run's spec than " + run_checkpoint(run_dir).string(),
-                       "remove what was copied in");
+    check_same_run(file, run_dir);
     load_checkpoint(file, *ex.store);
   }
   const EvalInput in = eval_input(ex, options, out);
@@ -331,10 +342,8 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   const std::vector<spec::Metric> metrics = applicable_metrics(ex.spec, ex.task_info, &skipped);
   for (const std::string& s : skipped) out << "note: metric skipped: " << s << "\n";
   const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
-  std::string averaged_text;
-  for (const std::int64_t s : averaged) averaged_text += (averaged_text.empty() ? "" : ", ") + std::to_string(s);
   out << "evaluating " << run_dir.string() << " (step " << run.step
-      << (averaged.empty() ? std::string() : "; the average of the checkpoints of steps " + averaged_text)
+      << (averaged.empty() ? std::string() : "; the average of the checkpoints of steps " + steps_text(averaged))
       << (options.ema ? "; the moving average of its weights, " + ema_file(run_dir, run.step).filename().string() : std::string())
       << ") on " << in.n << " of " << in.size << " "
       << (options.data.empty() ? std::string(split_name(options.split)) : options.data.string()) << " examples\n";
@@ -365,7 +374,7 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
     result.predictions = place.dir / (options.format == PredictionFormat::Tsv ? "predictions.tsv" : "predictions.jsonl");
     write_file_atomically(result.predictions, predictions_text(e.samples, options.format));
   }
-  const std::string scores = scores_json(run_dir, ex, run.step, options, in, decoding, result);
+  const std::string scores = scores_json(run_dir, ex, run, options, in, decoding, result);
   result.scores = place.dir / "scores.json";
   write_file_atomically(result.scores, scores);
   if (place.record)
