@@ -70,6 +70,11 @@ constexpr ablate::OptionInfo kOptions[] = {
 };
 constexpr std::size_t kSyntheticOptions = 6;  // kOptions[0 .. 6) belong to the synthetic mode
 
+// The declared option `name` (one of kOptions).
+const ablate::OptionInfo& option_named(std::string_view name) {
+  return *std::find_if(std::begin(kOptions), std::end(kOptions), [&](const ablate::OptionInfo& i) { return i.name == name; });
+}
+
 enum class Mode { Synthetic, Text, Shards };
 constexpr const char* kModeName[] = {"synthetic", "text", "shard"};
 // Whether option `name` (kOptions[i]) belongs to `mode`.
@@ -133,9 +138,7 @@ void refuse_other_mode(const ablate::Options& o, Mode mode) {
                             "; expected only " + joined(expected),
                         hints[static_cast<int>(mode)]);
   if (mode != Mode::Text) return;
-  const auto split_seed = std::find_if(std::begin(kOptions), std::end(kOptions),
-                                       [](const ablate::OptionInfo& i) { return std::string_view(i.name) == "split_seed"; });
-  if (o.get_string("split") == "contiguous" && differs_from_default(o, *split_seed))
+  if (o.get_string("split") == "contiguous" && differs_from_default(o, option_named("split_seed")))
     throw ablate::Error(plugin +
                             ": split_seed shuffles the windows of split: random; with split: contiguous (the default) "
                             "nothing is shuffled",
@@ -169,14 +172,10 @@ ShardSettings shard_settings(const ablate::Options& o, const ablate::TaskContext
   const ablate_text::CorpusSettings corpus = ablate_text::corpus_settings(o, plugin, "window of the shards");
   s.valid_fraction = corpus.valid_fraction;
   s.test_fraction = corpus.test_fraction;
-  const auto option = [&](const char* name) {
-    return *std::find_if(std::begin(kOptions), std::end(kOptions),
-                         [&](const ablate::OptionInfo& i) { return std::string_view(i.name) == name; });
-  };
-  if (!s.eval_shards.empty() && differs_from_default(o, option("valid_fraction")))
+  if (!s.eval_shards.empty() && differs_from_default(o, option_named("valid_fraction")))
     throw ablate::Error(plugin + ": valid_fraction holds out a tail of `shards` for eval, but eval_shards is set",
                         "remove valid_fraction (eval_shards is the eval split), or eval_shards");
-  if (!s.test_shards.empty() && differs_from_default(o, option("test_fraction")))
+  if (!s.test_shards.empty() && differs_from_default(o, option_named("test_fraction")))
     throw ablate::Error(plugin + ": test_fraction holds out a tail of `shards` for test, but test_shards is set",
                         "remove test_fraction (test_shards is the test split), or test_shards");
 
