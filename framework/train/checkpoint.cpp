@@ -623,17 +623,42 @@ LoadedCheckpoint load_average(const std::vector<std::filesystem::path>& files, P
   return open.back().loaded;
 }
 
-std::vector<std::filesystem::path> kept_checkpoints(const std::filesystem::path& run_dir) {
+namespace {
+constexpr std::size_t kStepDigits = 10;
+}  // namespace
+
+std::filesystem::path step_file(const std::filesystem::path& dir, const std::string& prefix, std::int64_t step) {
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "%0*lld", static_cast<int>(kStepDigits), static_cast<long long>(step));
+  return dir / (prefix + "-" + digits + ".bin");
+}
+
+std::int64_t step_of(const std::filesystem::path& step_file) {
+  const std::string stem = step_file.stem().string();
+  return std::stoll(stem.substr(stem.size() - kStepDigits));
+}
+
+std::vector<std::filesystem::path> step_files(const std::filesystem::path& dir, const std::string& prefix) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
-  const std::filesystem::path dir = run_dir / "checkpoints";
   if (!std::filesystem::is_directory(dir, ec)) return files;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.starts_with("step-") && name.ends_with(".bin") && name.size() == 5 + 10 + 4) files.push_back(e.path());
+    if (name.starts_with(prefix + "-") && name.ends_with(".bin") && name.size() == prefix.size() + 1 + kStepDigits + 4)
+      files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());  // zero-padded steps: name order is step order
   return files;
+}
+
+void keep_newest(const std::filesystem::path& dir, const std::string& prefix, std::int64_t keep) {
+  const std::vector<std::filesystem::path> files = step_files(dir, prefix);
+  std::error_code ec;
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < files.size(); ++i) std::filesystem::remove(files[i], ec);
+}
+
+std::vector<std::filesystem::path> kept_checkpoints(const std::filesystem::path& run_dir) {
+  return step_files(run_dir / "checkpoints", "step");
 }
 
 void keep_checkpoint(const std::filesystem::path& run_dir, ParameterStore& store, const TrainState& state,
@@ -642,11 +667,8 @@ void keep_checkpoint(const std::filesystem::path& run_dir, ParameterStore& store
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("cannot create " + dir.string() + ": " + ec.message(), "check that the run folder is writable");
-  char name[32];
-  std::snprintf(name, sizeof name, "step-%010lld.bin", static_cast<long long>(state.step));
-  save_checkpoint(dir / name, store, state, spec_yaml, false);
-  std::vector<std::filesystem::path> kept = kept_checkpoints(run_dir);
-  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < kept.size(); ++i) std::filesystem::remove(kept[i], ec);
+  save_checkpoint(step_file(dir, "step", state.step), store, state, spec_yaml, false);
+  keep_newest(dir, "step", keep);
 }
 
 }  // namespace ablate::train

@@ -95,6 +95,16 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& file, ParameterSto
 // parameters (the sums, in double).
 LoadedCheckpoint load_average(const std::vector<std::filesystem::path>& files, ParameterStore& store);
 
+// A run's files named PREFIX-STEP.bin, STEP zero-padded to 10 digits so that name order is step
+// order: the kept checkpoints (RUN/checkpoints/step-STEP.bin) and the weight average (RUN/ema-STEP.bin).
+std::filesystem::path step_file(const std::filesystem::path& dir, const std::string& prefix, std::int64_t step);
+// The STEP of such a file's name.
+std::int64_t step_of(const std::filesystem::path& step_file);
+// The PREFIX-STEP.bin files of `dir`, by step, oldest first (none when `dir` does not exist).
+std::vector<std::filesystem::path> step_files(const std::filesystem::path& dir, const std::string& prefix);
+// Removes all but the newest `keep` of them.
+void keep_newest(const std::filesystem::path& dir, const std::string& prefix, std::int64_t keep);
+
 // The weights-only checkpoints train.keep_checkpoints keeps in a run folder
 // (RUN/checkpoints/step-STEP.bin), by step, oldest first.
 std::vector<std::filesystem::path> kept_checkpoints(const std::filesystem::path& run_dir);

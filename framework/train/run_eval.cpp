@@ -29,10 +29,10 @@ std::string steps_text(const std::vector<std::int64_t>& steps) {
   return s;
 }
 
-// Throws UsageError unless `file` (a kept checkpoint, an average of the weights) holds the spec of
-// `run_dir`'s checkpoint.bin: weights copied in from another run are not scored as this run's.
-void check_same_run(const fs::path& file, const fs::path& run_dir) {
-  if (read_checkpoint(file).spec_yaml != read_checkpoint(run_checkpoint(run_dir)).spec_yaml)
+// Throws UsageError unless `file` (a kept checkpoint, an average of the weights) is of the run
+// `run_id` (its checkpoint.bin's): weights copied in from another run are not scored as this run's.
+void check_same_run(const fs::path& file, const std::string& run_id, const fs::path& run_dir) {
+  if (run_id_of_identity(read_checkpoint(file).spec_yaml) != run_id)
     throw UsageError(file.string() + " holds another run's spec than " + run_checkpoint(run_dir).string(),
                      "a run folder's checkpoints/ and ema-STEP.bin belong to its checkpoint.bin: remove what was copied in");
 }
@@ -98,9 +98,9 @@ std::string trained_run_id(const fs::path& run_dir) {
   return run_id_of_identity(read_checkpoint(run_checkpoint(run_dir)).spec_yaml);
 }
 
-void check_one_run(const fs::path& run_dir, const spec::ExperimentSpec& spec) {
+std::string check_one_run(const fs::path& run_dir, const spec::ExperimentSpec& spec) {
   const fs::path file = run_dir / "run.h5";
-  if (!fs::exists(file)) return;  // weights alone: nothing to mislabel (eval refuses it for its own reason)
+  if (!fs::exists(file)) return {};  // weights alone: nothing to mislabel (eval refuses it for its own reason)
   const results::RunInfo info = results::RunReader(file).info();
   const std::string id = trained_run_id(run_dir);
   if (info.run_id != id)
@@ -110,6 +110,7 @@ void check_one_run(const fs::path& run_dir, const spec::ExperimentSpec& spec) {
                      "a run's checkpoint.bin and run.h5 belong together: put back the file that was copied in (or train "
                      "the run again); nothing was written");
   check_data_unchanged(info.data_files, spec, "cannot use the run in " + run_dir.string());
+  return id;
 }
 
 namespace {
@@ -305,13 +306,13 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   run_checkpoint(run_dir);  // the first thing to say when there is none
   check_eval_options(options);
   EvalPlace place = eval_place(run_dir, options);
-  check_one_run(run_dir, spec);  // before anything in the folder is touched
+  const std::string id = check_one_run(run_dir, spec);  // before anything in the folder is touched
   // One `ablate eval` of a run at a time, so that files without a record are never those of an
   // evaluation still under way.
   const FileLock lock(run_dir / ".eval.lock", run_dir.string() + " is being evaluated now by another `ablate eval`",
                       "wait for it to finish, then evaluate again");
   check_run_file(run_dir, place);
-  clear_leftovers(place, trained_run_id(run_dir), out);
+  clear_leftovers(place, id, out);
 
   TrainedRun run = load_trained_run(run_dir, spec, registry);  // checked above (check_one_run)
   Experiment& ex = *run.experiment;
@@ -324,9 +325,9 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
                        "train with train.keep_checkpoints >= " + std::to_string(options.average_last) +
                            " (the weights of the last evaluations), or average fewer");
     kept.erase(kept.begin(), kept.end() - options.average_last);
-    check_same_run(kept.front(), run_dir);
+    check_same_run(kept.front(), run.run_id, run_dir);
     run.step = load_average(kept, *ex.store).state.step;  // every file checked against the first
-    for (const fs::path& f : kept) averaged.push_back(std::stoll(f.stem().string().substr(5)));
+    for (const fs::path& f : kept) averaged.push_back(step_of(f));
   }
   if (options.ema) {
     const fs::path file = ema_file(run_dir, run.step);
@@ -334,7 +335,7 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
       throw UsageError("--ema: " + run_dir.string() + " has no average of its weights at step " + std::to_string(run.step) +
                            " (" + file.filename().string() + ")",
                        "train with train.ema (e.g. 0.999) to keep one");
-    check_same_run(file, run_dir);
+    check_same_run(file, run.run_id, run_dir);
     load_checkpoint(file, *ex.store);
   }
   const EvalInput in = eval_input(ex, options, out);

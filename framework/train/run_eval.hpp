@@ -59,8 +59,9 @@ std::string trained_run_id(const std::filesystem::path& run_dir);
 // Throws UsageError when `run_dir`'s run.h5 records another run than `spec` (its checkpoint's):
 // a checkpoint or run file copied in from another run; or when a data file the run read has
 // changed since (check_data_unchanged). Without run.h5 there is nothing to check. The checks
-// `ablate run --resume` makes (RunDirectory), for the commands that use a trained run.
-void check_one_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec);
+// `ablate run --resume` makes (RunDirectory), for the commands that use a trained run. Returns the
+// run's id (trained_run_id), empty without run.h5.
+std::string check_one_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec);
 
 // A trained run's model with its checkpoint's weights loaded: what `ablate eval`, `export`,
 // `translate` and `generate` start from. `spec` is the checkpoint's spec, loaded and checked

@@ -384,7 +384,7 @@ void Trainer::save(bool evaluated) {
   state_.optimizer_steps = ex_.optimizer->steps_taken();
   if (ema_) ema_->save(dir_.path(), state_, identity_);  // before checkpoint.bin: a checkpoint always has its average
   save_checkpoint(dir_.checkpoint_file(), *ex_.store, state_, identity_);
-  if (ema_) WeightEma::keep_only(dir_.path(), state_.step);
+  if (ema_) WeightEma::keep_newest(dir_.path());
   if (evaluated && spec_.train.keep_checkpoints > 0)
     keep_checkpoint(dir_.path(), *ex_.store, state_, identity_, spec_.train.keep_checkpoints);
 }

@@ -162,19 +162,23 @@ class TokenizerStore::Managed final : public Tokenizer {
 TokenizerStore::TokenizerStore(const spec::ExperimentSpec& spec, const PluginRegistry& registry, fs::path run_dir)
     : spec_(spec), registry_(registry), run_dir_(std::move(run_dir)) {}
 
-std::shared_ptr<Tokenizer> TokenizerStore::tokenizer(const std::string& role) {
-  if (auto it = made_.find(role); it != made_.end()) return it->second;
+std::shared_ptr<Tokenizer> TokenizerStore::make(const std::string& role, std::optional<StoredTokenizer> pinned,
+                                                const fs::path& file) {
   const spec::PluginRef& ref = spec_.task_tokenizer;
   const PluginDescriptor& d = registry_.find(Tokenizer::kKind, ref.name);
-  const std::string options = options_text(ref.options);
+  auto made = std::make_shared<Managed>(registry_.create<Tokenizer>(ref.name, ref.options), d.id(), d.version, d.code_hash,
+                                        options_text(ref.options), role, std::move(pinned), file);
+  made_[role] = made;
+  return made;
+}
+
+std::shared_ptr<Tokenizer> TokenizerStore::tokenizer(const std::string& role) {
+  if (auto it = made_.find(role); it != made_.end()) return it->second;
   std::optional<StoredTokenizer> pinned;
   const fs::path file = run_dir_.empty() ? fs::path() : run_file_of(run_dir_, role);
   std::error_code ec;
   if (!file.empty() && fs::exists(file, ec)) pinned = read_stored_tokenizer(file);
-  auto made = std::make_shared<Managed>(registry_.create<Tokenizer>(ref.name, ref.options), d.id(), d.version, d.code_hash,
-                                        options, role, std::move(pinned), file);
-  made_[role] = made;
-  return made;
+  return make(role, std::move(pinned), file);
 }
 
 std::shared_ptr<Tokenizer> TokenizerStore::stored(const std::string& role, const fs::path& file) {
@@ -197,10 +201,7 @@ std::shared_ptr<Tokenizer> TokenizerStore::stored(const std::string& role, const
                            kept.key + ", the file now: " + given.key + ")",
                        "the shards were made again since the run: evaluate them with a new run");
   }
-  auto made = std::make_shared<Managed>(registry_.create<Tokenizer>(ref.name, ref.options), d.id(), d.version, d.code_hash,
-                                        options, role, std::move(given), file);
-  made_[role] = made;
-  return made;
+  return make(role, std::move(given), file);
 }
 
 void TokenizerStore::save_to(const fs::path& run_dir) const {

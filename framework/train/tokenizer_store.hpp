@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ablate/task.hpp"
@@ -51,6 +52,10 @@ class TokenizerStore {
   class Managed;  // the wrapper the task sees (tokenizer_store.cpp)
 
  private:
+  // The spec's tokenizer plugin for `role`, behind Managed: restored from `pinned` (read from
+  // `file`) when given, else trained on the task's first train() call.
+  std::shared_ptr<Tokenizer> make(const std::string& role, std::optional<StoredTokenizer> pinned,
+                                  const std::filesystem::path& file);
   const spec::ExperimentSpec& spec_;
   const PluginRegistry& registry_;
   std::filesystem::path run_dir_;

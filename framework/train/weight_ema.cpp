@@ -3,7 +3,6 @@
 #include "train/weight_ema.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <system_error>
 
 #include "ablate/backend.hpp"
@@ -12,11 +11,7 @@
 namespace ablate::train {
 namespace fs = std::filesystem;
 
-fs::path ema_file(const fs::path& run_dir, std::int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof name, "ema-%010lld.bin", static_cast<long long>(step));
-  return run_dir / name;
-}
+fs::path ema_file(const fs::path& run_dir, std::int64_t step) { return step_file(run_dir, "ema", step); }
 
 WeightEma::WeightEma(ParameterStore& store, double decay) : store_(store), decay_(decay) {
   if (!(decay > 0.0 && decay < 1.0)) throw Error("train.ema: the decay must be in (0, 1), got " + std::to_string(decay));
@@ -49,14 +44,7 @@ void WeightEma::save(const fs::path& run_dir, const TrainState& state, const std
   be.copy(value, tmp_);
 }
 
-void WeightEma::keep_only(const fs::path& run_dir, std::int64_t step) {
-  const std::string keep = ema_file(run_dir, step).filename().string();
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(run_dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.starts_with("ema-") && name.ends_with(".bin") && name != keep) fs::remove(e.path(), ec);
-  }
-}
+void WeightEma::keep_newest(const fs::path& run_dir) { train::keep_newest(run_dir, "ema", 1); }
 
 void WeightEma::restore(const fs::path& run_dir, std::int64_t step) {
   const fs::path file = ema_file(run_dir, step);

@@ -28,8 +28,8 @@ class WeightEma {
   // Writes ema_file(run_dir, state.step): the store's values are swapped for the average while the
   // file is written, then put back exactly.
   void save(const std::filesystem::path& run_dir, const TrainState& state, const std::string& spec_yaml);
-  // Removes every ema-*.bin of `run_dir` but the one of `step` (after checkpoint.bin of `step` is written).
-  static void keep_only(const std::filesystem::path& run_dir, std::int64_t step);
+  // Removes every ema-STEP.bin of `run_dir` but the newest (after checkpoint.bin of its step is written).
+  static void keep_newest(const std::filesystem::path& run_dir);
   // Reads ema_file(run_dir, step) into the average; call it before loading checkpoint.bin (a
   // weights-only file leaves the store without moments). Throws UsageError naming the file when
   // it is missing.

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "ablate/error.hpp"
+#include "text/per_split.hpp"
 #include "text/splits.hpp"
 
 namespace task_language_model {
@@ -19,8 +20,6 @@ namespace {
 [[noreturn]] void fail(const std::string& what, const std::string& hint = {}) {
   throw ablate::Error(std::string(ShardLanguageModel::kName) + ": " + what, hint);
 }
-
-const char* split_name(Split s) { return s == Split::Train ? "train" : s == Split::Eval ? "eval" : "test"; }
 
 // The first `windows` windows of `from` (whole stretches, the last one cut), removed from it.
 std::vector<ShardLanguageModel::Stretch> take_front(std::vector<ShardLanguageModel::Stretch>& from, std::int64_t windows,
@@ -148,8 +147,8 @@ std::vector<std::int32_t> ShardLanguageModel::tokens_at(Split split, std::int64_
 ablate::Example ShardLanguageModel::example(Split split, std::int64_t index) const {
   const std::int64_t n = size(split);
   if (index < 0 || index >= n)
-    fail("example index " + std::to_string(index) + " is outside the " + split_name(split) + " split's " + std::to_string(n) +
-         " windows");
+    fail("example index " + std::to_string(index) + " is outside the " + ablate_text::split_name(split) + " split's " +
+         std::to_string(n) + " windows");
   ablate::Example e;
   e.tgt = tokens_at(split, index * settings_.context, settings_.context);
   return e;
@@ -163,7 +162,7 @@ ablate::Example ShardLanguageModel::example_at_length(Split split, std::int64_t 
   const std::int64_t n = size_at_length(split, length);
   if (index < 0 || index >= n)
     fail("example index " + std::to_string(index) + " at length " + std::to_string(length) + " is outside the " +
-             split_name(split) + " split's " + std::to_string(n) + " windows of that length",
+             ablate_text::split_name(split) + " split's " + std::to_string(n) + " windows of that length",
          "index with 0 .. size_at_length(split, length) - 1");
   ablate::Example e;
   e.tgt = tokens_at(split, index * length, length);
