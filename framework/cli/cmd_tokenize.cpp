@@ -142,11 +142,17 @@ int cmd_tokenize(const std::vector<std::string>& args, std::ostream& out, std::o
     spec.task_tokenizer = tokenizer_ref(vm["tokenizer"].as<std::string>(), registry);
     store = std::make_unique<train::TokenizerStore>(spec, registry, fs::path());
     tokenizer = store->tokenizer("text");
+  } else {
+    tokenizer = train::restore_tokenizer(registry, vm["tokenizer-file"].as<std::string>());
+  }
+  if (plugin_call(*tokenizer, "samples", [&] { return tokenizer->samples(); }))
+    throw UsageError("ablate tokenize: the tokenizer samples segmentations (alpha), but shards hold one segmentation of the text",
+                     "give the tokenizer without alpha: subword sampling is for a translation or classification task's "
+                     "training batches");
+  if (store) {
     std::vector<std::string> texts;
     for (const std::string& f : train_files) each_line(f, [&](const std::string& line) { texts.push_back(line); });
     tokenizer->train(texts);
-  } else {
-    tokenizer = train::restore_tokenizer(registry, vm["tokenizer-file"].as<std::string>());
   }
   const std::int64_t vocab = plugin_call(*tokenizer, "vocab_size", [&] { return tokenizer->vocab_size(); });
   fs::create_directories(dir);

@@ -1,5 +1,6 @@
 // The out-of-line parts of the task kind (ablate/task.hpp): batching examples into the padded
-// host layout the runner uploads, and the default metrics every task inherits.
+// host layout the runner uploads, and the defaults every task inherits (metrics, a training
+// example read as any other) and every tokenizer (no subword sampling).
 #include "ablate/task.hpp"
 
 #include <algorithm>
@@ -37,6 +38,12 @@ HostBatch make_batch(const std::vector<Example>& examples) {
 void Task::prepare(const TaskContext& context) {
   if (context.tokenizer) throw Error("this task reads no text, so it takes no tokenizer", "remove task.tokenizer from the spec");
 }
+
+Example Task::train_example(std::int64_t index, std::uint64_t) const { return example(Split::Train, index); }
+
+bool Tokenizer::samples() const { return false; }
+
+std::vector<std::int32_t> Tokenizer::encode_sampled(std::string_view text, std::uint64_t) const { return encode(text, nullptr); }
 
 std::int64_t Task::size_at_length(Split, std::int64_t) const { return 0; }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ablate/error.hpp"
+#include "ablate/philox.hpp"
 #include "core/text.hpp"
 #include "train/evaluator.hpp"
 #include "plugin_host/plugin_call.hpp"
@@ -154,6 +155,20 @@ std::vector<Example> Experiment::examples(Split split, const std::vector<std::in
   plugin_call(*task, length > 0 ? "example_at_length" : "example", [&] {
     for (std::int64_t i : indices)
       out.push_back(length > 0 ? task->example_at_length(split, i, length) : task->example(split, i));
+  });
+  return out;
+}
+
+std::vector<Example> Experiment::train_examples(const std::vector<std::int64_t>& indices, std::int64_t batch) const {
+  const auto seed = static_cast<std::uint64_t>(spec.train.seed), n = static_cast<std::uint64_t>(batch);
+  constexpr std::uint32_t kDraw = 0x64726177;  // "draw": apart from every other Philox stream of the run
+  const Philox4 r = philox4x32_10(static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(n >> 32), kDraw, 0,
+                                  static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+  const std::uint64_t draw = static_cast<std::uint64_t>(r.v[0]) << 32 | r.v[1];
+  std::vector<Example> out;
+  out.reserve(indices.size());
+  plugin_call(*task, "train_example", [&] {
+    for (std::int64_t i : indices) out.push_back(task->train_example(i, draw));
   });
   return out;
 }

@@ -76,6 +76,9 @@ struct Experiment {
   // learning rate of an optimizer step. The runner reaches those plugins only through these.
   // length > 0: the split's examples of that length (Task::example_at_length, eval.lengths).
   std::vector<Example> examples(Split split, const std::vector<std::int64_t>& indices, std::int64_t length = 0) const;
+  // The training examples `indices` as read for batch `batch` (1-based) of the data order
+  // (Task::train_example; the draw is Philox of the batch under the run's seed).
+  std::vector<Example> train_examples(const std::vector<std::int64_t>& indices, std::int64_t batch) const;
   std::int64_t size(Split split, std::int64_t length = 0) const;
   std::string text(const std::vector<std::int32_t>& tokens, bool target) const;
   std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const;

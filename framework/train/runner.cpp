@@ -109,6 +109,8 @@ class Trainer {
     std::int64_t target_tokens = 0;
   };
   Pass forward_backward(std::int64_t step, const std::vector<std::vector<std::int64_t>>& micro_batches);
+  // The data order's first batch of `step` (1-based): its accumulate micro-batches are this and the next K - 1.
+  std::int64_t first_batch(std::int64_t step) const { return (step - 1) * spec_.train.accumulate + 1; }
   // The train row at log steps (and the probe); a stop reason when the loss threshold is crossed.
   std::optional<std::string> log(std::int64_t step);
   // The eval split scored (and eval.lengths, a language model's samples), with early stopping.
@@ -234,8 +236,9 @@ Trainer::Pass Trainer::forward_backward(std::int64_t step, const std::vector<std
   std::vector<model::DeviceBatch> micro;  // [K]: token ids only; the activations live one pass at a time
   micro.reserve(micro_batches.size());
   Pass pass;
-  for (const std::vector<std::int64_t>& part : micro_batches) {
-    micro.push_back(ex_.batch(make_batch(ex_.examples(Split::Train, part))));
+  for (std::size_t k = 0; k < micro_batches.size(); ++k) {
+    const std::vector<std::int64_t>& part = micro_batches[k];
+    micro.push_back(ex_.batch(make_batch(ex_.train_examples(part, first_batch(step) + static_cast<std::int64_t>(k)))));
     pass.target_tokens += micro.back().target_tokens;
   }
   ex_.store->zero_grad();
@@ -271,7 +274,7 @@ std::optional<RunResult> Trainer::step(std::int64_t step) {
   // batches, the same examples as one batch of K x batch_size).
   const std::int64_t K = spec_.train.accumulate;
   std::vector<std::vector<std::int64_t>> micro_batches;
-  for (std::int64_t k = 1; k <= K; ++k) micro_batches.push_back(order_.batch((step - 1) * K + k));
+  for (std::int64_t k = 0; k < K; ++k) micro_batches.push_back(order_.batch(first_batch(step) + k));
   const Pass pass = forward_backward(step, micro_batches);
   const float loss = pass.loss;
   if (!std::isfinite(loss))
@@ -283,9 +286,11 @@ std::optional<RunResult> Trainer::step(std::int64_t step) {
   if (ema_) ema_->update(step);
   if (profile_) profile_->end_step();
   if (dump_) {
-    std::vector<std::int64_t> indices;
-    for (const auto& part : micro_batches) indices.insert(indices.end(), part.begin(), part.end());
-    dump_->record(make_batch(ex_.examples(Split::Train, indices)), loss, lr_);
+    std::vector<Example> examples;  // the step's examples as it read them
+    for (std::size_t k = 0; k < micro_batches.size(); ++k)
+      for (Example& e : ex_.train_examples(micro_batches[k], first_batch(step) + static_cast<std::int64_t>(k)))
+        examples.push_back(std::move(e));
+    dump_->record(make_batch(examples), loss, lr_);
   }
   state_.step = step;
   state_.tokens_seen += pass.target_tokens;

@@ -138,6 +138,12 @@ class TokenizerStore::Managed final : public Tokenizer {
   std::string decode(const std::vector<std::int32_t>& ids) const override {
     return plugin_call(*inner_, "decode", [&] { return inner_->decode(ids); });
   }
+  bool samples() const override {
+    return plugin_call(*inner_, "samples", [&] { return inner_->samples(); });
+  }
+  std::vector<std::int32_t> encode_sampled(std::string_view text, std::uint64_t key) const override {
+    return plugin_call(*inner_, "encode_sampled", [&] { return inner_->encode_sampled(text, key); });
+  }
 
   bool trained() const { return trained_; }
   StoredTokenizer stored() const { return StoredTokenizer{plugin_, version_, key_, options_, save()}; }

@@ -6,6 +6,7 @@
 #include "class_scores.hpp"
 #include "text/corpus_settings.hpp"
 #include "text/deferred_task.hpp"
+#include "text/subword_sampling.hpp"
 #include "text/text_file.hpp"
 
 namespace task_classification {
@@ -123,6 +124,7 @@ ClassificationTask::ClassificationTask(const ablate::Options& o, const ablate::T
       if (std::optional<ablate::Example> x = example_of(e, static_cast<std::int32_t>(cls), corpus, nullptr)) {
         out.push_back(std::move(*x));
         lines.push_back(e.line);
+        if (part == ablate::Split::Train && plugin && tokenizer_->samples()) train_text_.push_back(e.text);
       }
     }
   };
@@ -153,6 +155,14 @@ std::optional<ablate::Example> ClassificationTask::example_of(const LabelledText
   }
   if (unknown) *unknown += unk;
   return x;
+}
+
+ablate::Example ClassificationTask::train_example(std::int64_t index, std::uint64_t draw) const {
+  ablate::Example e = example(ablate::Split::Train, index);
+  if (!train_text_.empty())
+    ablate_text::resample(*tokenizer_, train_text_[static_cast<std::size_t>(index)], ablate_text::sample_key(draw, index, 0),
+                          read_options_.max_len, e.src);
+  return e;
 }
 
 const ablate_text::Vocabulary& ClassificationTask::vocabulary() const {
@@ -232,7 +242,7 @@ ablate::Component* create(const ablate::Options& o) {
       [o](const ablate::TaskContext& context) { return std::make_shared<ClassificationTask>(o, context); });
 }
 
-ABLATE_PLUGIN("task", "classification", "1.2.0",
+ABLATE_PLUGIN("task", "classification", "1.3.0",
               "Text classification of 'text<TAB>label' lines from a TSV file (word/char tokens or a tokenizer plugin, "
               "train-split vocabulary, accuracy, macro-F1)",
               ablate::options_of(kOptions), create)

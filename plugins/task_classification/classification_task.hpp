@@ -35,6 +35,8 @@ class ClassificationTask final : public ablate::Task {
   std::int64_t size(ablate::Split split) const override;
   // src: the text's token ids; tgt: {class id}.
   ablate::Example example(ablate::Split split, std::int64_t index) const override;
+  // With a sampling tokenizer (alpha), the train text segmented anew from `draw`.
+  ablate::Example train_example(std::int64_t index, std::uint64_t draw) const override;
   // exact_match and accuracy (the same number: the one-token prediction equals the class), macro_f1.
   std::map<std::string, double> score(const std::vector<ablate::Example>& references,
                                       const std::vector<std::vector<std::int32_t>>& predictions) const override;
@@ -75,6 +77,7 @@ class ClassificationTask final : public ablate::Task {
   LabelledCorpus stats_;  // counts only
   ablate_text::PerSplit<ablate::Example> examples_;
   ablate_text::PerSplit<std::int64_t> lines_;  // the 1-based file line of each example
+  std::vector<std::string> train_text_;        // the train examples' text, kept when the tokenizer samples
 };
 
 }  // namespace task_classification

@@ -223,12 +223,17 @@ ablate::Component* create(const ablate::Options& o) {
           TextLanguageModel::kName,
           "the tokenizer sets the units and the vocabulary; the lines are split contiguously before tokenizing");
       s.tokenizer = context.tokenizer("text");
+      if (s.tokenizer->samples())
+        throw ablate::Error(std::string(TextLanguageModel::kName) +
+                                ": task.tokenizer samples segmentations (alpha), but a language model cuts its windows "
+                                "from one encoded stream, segmented once",
+                            "subword sampling applies to translation and classification: remove alpha from task.tokenizer");
     }
     return std::make_shared<TextLanguageModel>(s);
   });
 }
 
-ABLATE_PLUGIN("task", "language_model", "1.4.0",
+ABLATE_PLUGIN("task", "language_model", "1.4.1",
               "Language model: a synthetic Markov chain, windows of a text file (char/word tokens or a tokenizer plugin, "
               "train-split vocabulary, held-out stretches at its end), or windows of token shards read on demand",
               ablate::options_of(kOptions), create)

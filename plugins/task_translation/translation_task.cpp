@@ -7,6 +7,7 @@
 #include "sacrebleu.hpp"
 #include "text/corpus_settings.hpp"
 #include "text/deferred_task.hpp"
+#include "text/subword_sampling.hpp"
 #include "text/text_file.hpp"
 
 namespace task_translation {
@@ -130,10 +131,12 @@ TranslationTask::TranslationTask(const ablate::Options& o, const ablate::TaskCon
     std::vector<std::int64_t>& lines = lines_[part];
     out.reserve(indices.size());
     lines.reserve(indices.size());
+    const bool sampled = part == ablate::Split::Train && plugin && (src_->samples() || tgt_->samples());
     for (std::int64_t i : indices)
       if (std::optional<ablate::Example> e = example_of(pair_at(i), corpus, nullptr)) {
         out.push_back(std::move(*e));
         lines.push_back(pair_at(i).line);
+        if (sampled) train_text_.emplace_back(pair_at(i).source, pair_at(i).target);
       }
   };
   encode(ablate::Split::Train, split.train);
@@ -234,6 +237,15 @@ ablate::Example TranslationTask::example(ablate::Split split, std::int64_t index
   return examples_.at(split, index, kName);
 }
 
+ablate::Example TranslationTask::train_example(std::int64_t index, std::uint64_t draw) const {
+  ablate::Example e = example(ablate::Split::Train, index);
+  if (train_text_.empty()) return e;
+  const auto& [source, target] = train_text_[static_cast<std::size_t>(index)];
+  ablate_text::resample(*src_, source, ablate_text::sample_key(draw, index, 0), corpus_options_.max_len, e.src);
+  ablate_text::resample(*tgt_, target, ablate_text::sample_key(draw, index, 1), corpus_options_.max_len, e.tgt);
+  return e;
+}
+
 std::int64_t TranslationTask::line_of(ablate::Split split, std::int64_t index) const { return lines_.at(split, index, kName); }
 
 std::vector<std::string> TranslationTask::score_names() const {
@@ -292,7 +304,7 @@ ablate::Component* create(const ablate::Options& o) {
       [o](const ablate::TaskContext& context) { return std::make_shared<TranslationTask>(o, context); });
 }
 
-ABLATE_PLUGIN("task", "translation", "1.3.0",
+ABLATE_PLUGIN("task", "translation", "1.4.0",
               "Translation of parallel text from a TSV file (word/char tokens or a tokenizer plugin, train-split "
               "vocabularies, joint or per side, BLEU, sacreBLEU, chrF)",
               ablate::options_of(kOptions), create)

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ablate/task.hpp"
@@ -34,6 +35,8 @@ class TranslationTask final : public ablate::Task {
   ablate::TaskInfo info() const override;
   std::int64_t size(ablate::Split split) const override;
   ablate::Example example(ablate::Split split, std::int64_t index) const override;
+  // With a sampling tokenizer (alpha), each side of the train pair segmented anew from `draw`.
+  ablate::Example train_example(std::int64_t index, std::uint64_t draw) const override;
   std::map<std::string, double> score(const std::vector<ablate::Example>& references,
                                       const std::vector<std::vector<std::int32_t>>& predictions) const override;
   std::vector<std::string> score_names() const override;
@@ -70,6 +73,8 @@ class TranslationTask final : public ablate::Task {
   Corpus stats_;  // counts only
   ablate_text::PerSplit<ablate::Example> examples_;
   ablate_text::PerSplit<std::int64_t> lines_;  // the 1-based file line of each example
+  // The train pairs' text, by example index, kept when a tokenizer samples (subword sampling).
+  std::vector<std::pair<std::string, std::string>> train_text_;
 };
 
 }  // namespace task_translation

@@ -1,12 +1,15 @@
 // Plugin tokenizer/sentencepiece: subword units (BPE or unigram) learnt from the training text by
 // the SentencePiece library (Kudo & Richardson 2018), as Marian and most MT and LM papers use.
 // Ablate's reserved ids are SentencePiece's own: <pad> 0, <bos> 1, <eos> 2, <unk> 3, and the line
-// break is piece 4, so a saved model gives the same ids in Python's sentencepiece.
+// break is piece 4, so a saved model gives the same ids in Python's sentencepiece. Subword
+// sampling (alpha, nbest) segments training examples at random, keyed by the host's draw.
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +35,12 @@ constexpr ablate::OptionInfo kOptions[] = {
     {"normalization", ablate::OptionType::String, "nmt_nfkc", "nmt_nfkc|nfkc|nmt_nfkc_cf|nfkc_cf|identity",
      "Unicode normalisation before splitting (the _cf rules also case-fold); identity keeps the text as written"},
     {"threads", ablate::OptionType::Int, "1", nullptr, "training threads (the model does not depend on them for bpe)"},
+    {"alpha", ablate::OptionType::Float, "0", nullptr,
+     "subword sampling of training examples (never of evaluation), in (0, 1]: bpe drops each merge with this "
+     "probability (BPE-dropout, Provilkov et al. 2020); unigram samples a segmentation with probabilities "
+     "p^alpha (Kudo 2018). 0 = none"},
+    {"nbest", ablate::OptionType::Int, "-1", nullptr,
+     "unigram sampling: from the nbest best segmentations (>= 2), or -1 from all of them (the whole lattice)"},
 };
 
 constexpr std::int64_t kMaxVocab = std::int64_t{1} << 20;
@@ -78,7 +87,9 @@ class SentencePieceTokenizer final : public ablate::Tokenizer {
         coverage_(o.get_float("character_coverage")),
         byte_fallback_(o.get_bool("byte_fallback")),
         normalization_(o.get_string("normalization")),
-        threads_(o.get_int("threads")) {
+        threads_(o.get_int("threads")),
+        alpha_(o.get_float("alpha")),
+        nbest_(o.get_int("nbest")) {
     if (vocab_size_ < 8 || vocab_size_ > kMaxVocab)
       fail("vocab_size must be in [8, " + std::to_string(kMaxVocab) + "], got " + std::to_string(vocab_size_),
            "papers use 8000 to 37000 for MT and LM; the text must hold enough distinct pieces");
@@ -86,6 +97,15 @@ class SentencePieceTokenizer final : public ablate::Tokenizer {
       fail("character_coverage must be in (0, 1], got " + std::to_string(coverage_),
            "0.9995 suits most alphabets, 1.0 small ones");
     if (threads_ < 1) fail("threads must be >= 1, got " + std::to_string(threads_), "1 trains on one core");
+    if (!(alpha_ >= 0.0 && alpha_ <= 1.0))
+      fail("alpha must be in (0, 1] (0: no sampling), got " + std::to_string(alpha_),
+           "Provilkov et al. drop BPE merges with 0.1; Kudo samples unigram segmentations with 0.1 to 0.5");
+    if (model_type_ == "bpe" && nbest_ != -1)
+      fail("nbest applies to unigram sampling, got " + std::to_string(nbest_) + " with model_type bpe",
+           "BPE-dropout draws with alpha alone: remove nbest, or use model_type: unigram");
+    if (nbest_ != -1 && nbest_ < 2)
+      fail("nbest must be -1 (the whole lattice) or >= 2, got " + std::to_string(nbest_),
+           "Kudo 2018 samples from the 64 best segmentations or from all of them");
   }
 
   void train(const std::vector<std::string>& texts) override {
@@ -142,6 +162,35 @@ class SentencePieceTokenizer final : public ablate::Tokenizer {
     return {ids.begin(), ids.end()};
   }
 
+  bool samples() const override { return alpha_ > 0.0; }
+
+  // SentencePiece's own sampler (BPE-dropout; unigram n-best or lattice sampling) draws from a
+  // generator each thread seeds once, on first use, from SetRandomGeneratorSeed. A fresh thread
+  // per call, started under a lock with the seed set from `key`, makes the draw a function of
+  // (text, key): the same segmentation on every machine and in a resumed run.
+  std::vector<std::int32_t> encode_sampled(std::string_view text, std::uint64_t key) const override {
+    if (!samples()) return encode(text, nullptr);
+    const sentencepiece::SentencePieceProcessor& p = trained();
+    // 32 bits of the key, mixed (splitmix64's finaliser); all ones is the library's "no seed".
+    std::uint64_t z = key + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    const auto seed = std::min(static_cast<unsigned>((z ^ (z >> 31)) >> 32), 0xFFFFFFFEu);
+    std::vector<int> ids;
+    sentencepiece::util::Status status;
+    {
+      static std::mutex seeding;
+      const std::lock_guard<std::mutex> lock(seeding);
+      std::thread draw([&] {
+        sentencepiece::SetRandomGeneratorSeed(seed);
+        status = p.SampleEncode(text, static_cast<int>(nbest_), static_cast<float>(alpha_), &ids);
+      });
+      draw.join();
+    }
+    if (!status.ok()) fail("cannot sample a segmentation: " + status.ToString(), "pass UTF-8 text");
+    return {ids.begin(), ids.end()};
+  }
+
   // Line by line (pieces between line breaks), so no line but the first starts with the space
   // SentencePiece's word boundary marker stands for.
   std::string decode(const std::vector<std::int32_t>& ids) const override {
@@ -177,6 +226,8 @@ class SentencePieceTokenizer final : public ablate::Tokenizer {
   bool byte_fallback_;
   std::string normalization_;
   std::int64_t threads_;
+  double alpha_;
+  std::int64_t nbest_;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
   std::string model_;  // the serialized model (what save() returns)
 };
@@ -185,7 +236,7 @@ ablate::Component* create(const ablate::Options& o) { return new SentencePieceTo
 
 }  // namespace
 
-ABLATE_PLUGIN("tokenizer", "sentencepiece", "1.0.0",
+ABLATE_PLUGIN("tokenizer", "sentencepiece", "1.1.0",
               "Subword units (BPE or unigram) learnt from the training text by SentencePiece", ablate::options_of(kOptions),
               create)
 

@@ -139,8 +139,27 @@ def spec_cases(c):
     with open(one_char, "w") as f:
         f.write("a" * 60 + "\n" * 1 + ("a" * 60 + "\n") * 40)
     refused("tokenizer_corpus_of_one_repeated_character", ["task.file=" + one_char], "training failed", text=sp)
-    refused("tokenizer_sampling_alpha", ["task.tokenizer.alpha=0.1"],
-            "task.tokenizer.alpha: tokenizer plugin 'sentencepiece' has no option 'alpha'", text=sp)
+    # subword sampling (alpha, nbest): its ranges, and the tasks that cannot sample
+    for name, value in (("tokenizer_sampling_alpha_negative", "-0.1"), ("tokenizer_sampling_alpha_above_one", "1.5")):
+        refused(name, ["task.tokenizer.alpha=" + value], "task.tokenizer: tokenizer plugin 'sentencepiece' refuses its options",
+                "alpha must be in (0, 1] (0: no sampling), got " + value, text=sp)
+    refused("tokenizer_sampling_nbest_with_bpe", ["task.tokenizer.alpha=0.1", "task.tokenizer.nbest=8"],
+            "nbest applies to unigram sampling, got 8 with model_type bpe", text=sp)
+    refused("tokenizer_sampling_nbest_one", ["task.tokenizer.model_type=unigram", "task.tokenizer.alpha=0.1",
+                                             "task.tokenizer.nbest=1"],
+            "nbest must be -1 (the whole lattice) or >= 2, got 1", text=sp)
+    refused("tokenizer_sampling_in_a_language_model", ["task.tokenizer.alpha=0.1"],
+            "task: task plugin 'language_model' refuses its options", "task.tokenizer samples segmentations (alpha)",
+            "subword sampling applies to translation and classification", text=sp)
+
+    def tokenize_with_sampling():  # shards hold one segmentation: refused before anything is trained or written
+        out = os.path.join(c.work, "tokenized_sampled")
+        code, log = c.run(["tokenize", "--tokenizer", "{plugin: sentencepiece, vocab_size: 40, alpha: 0.1}",
+                           "--train", lm_txt, "--out", out, lm_txt])
+        expect(code, log, EXIT_USAGE, "the tokenizer samples segmentations (alpha), but shards hold one segmentation")
+        assert not os.path.exists(out), "nothing written"
+        return None
+    c.case("spec", "tokenize_with_sampling", tokenize_with_sampling)
     refused("tokenizer_unknown", ["task.tokenizer=bpe"], "task.tokenizer: unknown tokenizer plugin 'bpe'",
             "expected one of char, sentencepiece, word", text=sp)
     refused("tokenizer_with_the_tasks_own_tokens", ["task.tokens=word"], "tokens: not with task.tokenizer", text=sp)

@@ -61,5 +61,43 @@ TEST(TranslationEndToEnd, TinyEncoderDecoderTrainsAndRecordsBleu) {
   }
 }
 
+// Subword sampling (task.tokenizer's alpha) in a run: training reads each pair anew per batch, as
+// a function of the seed and the step, so a resumed run trains exactly as the uninterrupted one.
+TEST(TranslationEndToEnd, ASubwordSamplingRunChangesTrainingAndResumesBitIdentically) {
+  testing::TempDir dir;
+  const auto spec = [&](const std::string& alpha) {
+    return testing::TinyRun{.name = "sampled_translation",
+                            .task = "{plugin: translation, file: \"" + data("translation_eng_spa.tsv").string() +
+                                    "\", valid_fraction: 0.25, test_fraction: 0, max_len: 40, joint_vocabulary: true, "
+                                    "tokenizer: {plugin: sentencepiece, vocab_size: 70, alpha: " +
+                                    alpha + "}}",
+                            .backend = "{plugin: onednn, threads: 1}",
+                            .steps = 8,
+                            .batch_size = 4,
+                            .log_every = 1,
+                            .eval_every = 8,
+                            .eval_batches = 1}
+        .yaml();
+  };
+  const auto run = [&](const std::string& alpha, const std::string& name, std::vector<std::string> extra = {}) {
+    std::ofstream(dir.path() / (name + ".yaml")) << spec(alpha);
+    std::vector<std::string> args = {
+        "run", (dir.path() / (name + ".yaml")).string(), "--out", (dir.path() / name).string(), "--progress", "quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = testing::run_cli(args);
+    EXPECT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  };
+  run("0.3", "whole");
+  run("0.3", "split", {"--stop-after", "4"});
+  run("0.3", "split", {"--resume"});
+  run("0", "plain");
+  const auto losses = [&](const std::string& name) {
+    return results::RunReader(dir.path() / name / "run.h5").metrics(results::MetricSplit::Train).column("loss");
+  };
+  ASSERT_EQ(losses("whole").size(), 8u);
+  EXPECT_EQ(losses("split"), losses("whole")) << "the resumed run draws the segmentations the whole run drew";
+  EXPECT_NE(losses("plain"), losses("whole")) << "alpha 0.3 trains on other segmentations than alpha 0";
+}
+
 }  // namespace
 }  // namespace ablate

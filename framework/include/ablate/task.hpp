@@ -80,6 +80,12 @@ class BOOST_SYMBOL_VISIBLE Task : public Component {
   // Deterministic in (the plugin's seed option, split, index): the same example every call, on
   // every machine. Throws ablate::Error for an index outside [0, size(split)).
   virtual Example example(Split split, std::int64_t index) const = 0;
+  // Training example `index` as read for one batch of the run: `draw` is the host's key for that
+  // read (a function of the run's seed and the batch, so each epoch reads the example anew and a
+  // resumed run reads it as the uninterrupted one did). A task whose tokenizer samples
+  // (Tokenizer::samples) segments the example's text anew from `draw`; evaluation never calls
+  // this. Default: example(Split::Train, index).
+  virtual Example train_example(std::int64_t index, std::uint64_t draw) const;
   // Examples of other lengths, for evaluation beyond the trained lengths (eval.lengths): how many
   // examples of exactly `length` content tokens (a seq2seq task's src, a language model's tgt) the
   // split holds; 0 (the default) when the task cannot make them. The index-th of them comes from

@@ -36,6 +36,13 @@ class BOOST_SYMBOL_VISIBLE Tokenizer : public Component {
   virtual std::int64_t vocab_size() const = 0;
   // Content ids of `text` (no <bos>/<eos>); `unknown` (when not null) receives how many became <unk>.
   virtual std::vector<std::int32_t> encode(std::string_view text, std::int64_t* unknown) const = 0;
+  // Subword sampling (subword regularisation, for training text only): whether encode_sampled
+  // draws a segmentation at random, as the plugin's options say. Default: false.
+  virtual bool samples() const;
+  // One segmentation of `text` drawn at random (BPE-dropout, unigram sampling), a function of
+  // (text, key) alone: the same key gives the same ids on every machine and in a resumed run, so
+  // the host's key makes the draw. It spells the same text as encode(text). Default: encode(text).
+  virtual std::vector<std::int32_t> encode_sampled(std::string_view text, std::uint64_t key) const;
   // The text of content ids: reserved ids 0-2 are dropped, <unk> (and an id outside the
   // vocabulary) reads "<unk>".
   virtual std::string decode(const std::vector<std::int32_t>& ids) const = 0;

@@ -24,6 +24,9 @@ class BOOST_SYMBOL_VISIBLE DeferredTask final : public ablate::Task {
   ablate::TaskInfo info() const override { return task().info(); }
   std::int64_t size(ablate::Split split) const override { return task().size(split); }
   ablate::Example example(ablate::Split split, std::int64_t index) const override { return task().example(split, index); }
+  ablate::Example train_example(std::int64_t index, std::uint64_t draw) const override {
+    return task().train_example(index, draw);
+  }
   std::int64_t size_at_length(ablate::Split split, std::int64_t length) const override {
     return task().size_at_length(split, length);
   }

@@ -357,5 +357,24 @@ TEST(ClassificationWithATokenizer, TheTokenizerLearnsFromTheTrainTextsAndMaxLenC
   EXPECT_NE(refused.find("tokens: not with task.tokenizer"), std::string::npos) << refused;
 }
 
+TEST(ClassificationWithATokenizer, ASamplingTokenizerSegmentsEachTrainReadAnew) {
+  ablate::TaskContext context;
+  context.tokenizer = [](const std::string&) {
+    return kit::make_component<ablate::Tokenizer>("sentencepiece", {{"vocab_size", "120"}, {"alpha", "0.5"}});
+  };
+  const auto t = ablate_text::built_as<ClassificationTask>(
+      kit::make_task("classification", {{"file", data(kSentiment).string()}, {"max_len", "200"}}, context));
+  std::int64_t resampled = 0;
+  const std::int64_t n = t->size(ablate::Split::Train);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const ablate::Example e = t->example(ablate::Split::Train, i), a = t->train_example(i, 5);
+    EXPECT_EQ(t->train_example(i, 5), a) << "one draw, one segmentation";
+    EXPECT_EQ(t->text(a.src, false), t->text(e.src, false));
+    EXPECT_EQ(a.tgt, e.tgt) << "the class stays";
+    resampled += a.src != e.src;
+  }
+  EXPECT_GT(resampled, n / 2);
+}
+
 }  // namespace
 }  // namespace task_classification

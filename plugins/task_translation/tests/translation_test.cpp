@@ -736,5 +736,50 @@ TEST(TranslationWithATokenizer, MaxLenCountsTheTokenizersTokensAndItsUnitOptions
   EXPECT_NE(e.find("source_tokens, min_freq: not with task.tokenizer"), std::string::npos) << e;
 }
 
+// The task prepared with one joint tokenizer/sentencepiece (BPE) of subword sampling `alpha`.
+std::shared_ptr<TranslationTask> with_sampling(std::map<std::string, std::string> options, const std::string& alpha) {
+  options["file"] = data("translation_eng_spa.tsv").string();
+  options["joint_vocabulary"] = "true";
+  ablate::TaskContext context;
+  context.tokenizer = [alpha](const std::string&) {
+    return kit::make_component<ablate::Tokenizer>("sentencepiece", {{"vocab_size", "70"}, {"alpha", alpha}});
+  };
+  return ablate_text::built_as<TranslationTask>(kit::make_task("translation", options, context));
+}
+
+TEST(TranslationWithATokenizer, ASamplingTokenizerSegmentsEachTrainReadAnewAndNothingElse) {
+  const auto task = with_sampling({{"max_len", "60"}, {"valid_fraction", "0.2"}, {"test_fraction", "0"}}, "0.5");
+  const std::int64_t n = task->size(Split::Train);
+  ASSERT_GT(n, 5);
+  std::int64_t resampled = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const ablate::Example e = task->example(Split::Train, i), a = task->train_example(i, 11);
+    EXPECT_EQ(task->train_example(i, 11), a) << "one draw, one segmentation";
+    EXPECT_EQ(task->text(a.src, false), task->text(e.src, false)) << "the same source text";
+    EXPECT_EQ(task->text(a.tgt, true), task->text(e.tgt, true)) << "the same target text";
+    EXPECT_EQ(a.reference, e.reference);
+    resampled += a.src != e.src || a.tgt != e.tgt || task->train_example(i, 12) != a;
+  }
+  EXPECT_GT(resampled, n / 2) << "most train pairs segmented otherwise";
+  EXPECT_EQ(task->example(Split::Eval, 0), task->example(Split::Eval, 0)) << "evaluation reads one segmentation";
+  const auto plain = with_sampling({{"max_len", "60"}}, "0");
+  for (std::int64_t i = 0; i < plain->size(Split::Train); ++i)
+    EXPECT_EQ(plain->train_example(i, 11), plain->example(Split::Train, i)) << "alpha 0: every read the same";
+}
+
+TEST(TranslationWithATokenizer, ASampleLongerThanMaxLenGivesWayToTheDeterministicIds) {
+  // alpha 1: every merge dropped, one piece per character, longer than max_len for most pairs.
+  const auto task =
+      with_sampling({{"max_len", "14"}, {"long_examples", "truncate"}, {"valid_fraction", "0"}, {"test_fraction", "0"}}, "1");
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < task->size(Split::Train); ++i) {
+    const ablate::Example e = task->example(Split::Train, i), a = task->train_example(i, 3);
+    EXPECT_LE(a.src.size(), 14u);
+    EXPECT_LE(a.tgt.size(), 14u);
+    kept += a.src == e.src;
+  }
+  EXPECT_GT(kept, 0) << "pairs whose sampled source would not fit keep their own ids";
+}
+
 }  // namespace
 }  // namespace task_translation

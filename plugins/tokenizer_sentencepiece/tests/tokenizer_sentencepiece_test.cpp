@@ -1,10 +1,12 @@
 // Tests for tokenizer/sentencepiece, through the public SDK and its test kit: Ablate's reserved
 // ids, the line break piece, round trips, save/load, deterministic training, and the refusals
-// (vocabulary sizes, text that cannot support a vocabulary, invalid UTF-8, foreign bytes). Its ids
-// against Python's sentencepiece: tests/plugins/sentencepiece_agreement_test.sh.
+// (vocabulary sizes, text that cannot support a vocabulary, invalid UTF-8, foreign bytes), and
+// subword sampling. Its ids against Python's sentencepiece: tests/plugins/sentencepiece_agreement_test.sh.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ablate/error.hpp"
@@ -122,6 +124,59 @@ TEST(SentencePiece, RefusesVocabularySizesAndTextThatCannotHoldThem) {
   EXPECT_NE(alpha.find("character_coverage must be in (0, 1]"), std::string::npos) << alpha;
   const std::string blank = error_of([] { kit::make_component<ablate::Tokenizer>("sentencepiece")->train({"  \n", ""}); });
   EXPECT_NE(blank.find("no training text"), std::string::npos) << blank;
+}
+
+// Subword sampling (alpha, nbest): a segmentation per key, the same for the same key, spelling the
+// text encode() reads; off by default.
+TEST(SentencePiece, SubwordSamplingIsAFunctionOfTheKeyAndSpellsTheSameText) {
+  const std::string text = "rewalking talkers\nplayed buildings";
+  // alpha: BPE-dropout's merge drop rate; unigram's exponent on p (0.1 flattens a peaked model).
+  for (const auto& [type, alpha] : {std::pair{"bpe", "0.5"}, std::pair{"unigram", "0.1"}}) {
+    const auto t = trained({{"vocab_size", "150"}, {"model_type", type}, {"alpha", alpha}});
+    ASSERT_TRUE(t->samples()) << type;
+    const std::string spelled = t->decode(t->encode(text, nullptr));
+    std::set<std::vector<std::int32_t>> seen;
+    for (std::uint64_t key = 0; key < 24; ++key) {
+      const std::vector<std::int32_t> ids = t->encode_sampled(text, key * 0x9E3779B97F4A7C15ULL);
+      EXPECT_EQ(t->encode_sampled(text, key * 0x9E3779B97F4A7C15ULL), ids) << type << ": the same key draws the same";
+      EXPECT_EQ(t->decode(ids), spelled) << type;
+      seen.insert(ids);
+    }
+    EXPECT_GE(seen.size(), 6u) << type << ": 24 keys draw several segmentations";
+  }
+  const auto off = trained({{"vocab_size", "150"}});
+  EXPECT_FALSE(off->samples());
+  EXPECT_EQ(off->encode_sampled(text, 7), off->encode(text, nullptr)) << "alpha 0: no sampling";
+}
+
+TEST(SentencePiece, BpeDropoutOfOneDropsEveryMergeAndNbestBoundsUnigramSamples) {
+  // alpha 1: every merge dropped, one piece per character of the normalised text (spaces as "▁").
+  const auto chars = trained({{"vocab_size", "150"}, {"alpha", "1"}});
+  EXPECT_EQ(chars->encode_sampled("walking talks", 3).size(), std::string("_walking_talks").size());
+  EXPECT_LT(chars->encode("walking talks", nullptr).size(), 14u);
+  // nbest 3: each sample one of the 3 best segmentations, so at most 3 over many keys.
+  const auto three = trained({{"vocab_size", "150"}, {"model_type", "unigram"}, {"alpha", "1"}, {"nbest", "3"}});
+  std::set<std::vector<std::int32_t>> seen;
+  for (std::uint64_t key = 1; key <= 60; ++key) seen.insert(three->encode_sampled("rewalkers", key * 1000003));
+  EXPECT_GE(seen.size(), 2u);
+  EXPECT_LE(seen.size(), 3u);
+}
+
+TEST(SentencePiece, RefusesSamplingOptionsOutsideTheirRanges) {
+  for (const char* alpha : {"-0.1", "1.5"}) {
+    const std::string e = error_of([&] { kit::make_component<ablate::Tokenizer>("sentencepiece", {{"alpha", alpha}}); });
+    EXPECT_NE(e.find("alpha must be in (0, 1] (0: no sampling), got"), std::string::npos) << e;
+  }
+  const std::string bpe = error_of([] {
+    kit::make_component<ablate::Tokenizer>("sentencepiece", {{"alpha", "0.1"}, {"nbest", "8"}});
+  });
+  EXPECT_NE(bpe.find("nbest applies to unigram sampling, got 8 with model_type bpe"), std::string::npos) << bpe;
+  for (const char* nbest : {"0", "1", "-2"}) {
+    const std::string e = error_of([&] {
+      kit::make_component<ablate::Tokenizer>("sentencepiece", {{"model_type", "unigram"}, {"alpha", "0.1"}, {"nbest", nbest}});
+    });
+    EXPECT_NE(e.find("nbest must be -1 (the whole lattice) or >= 2, got " + std::string(nbest)), std::string::npos) << e;
+  }
 }
 
 TEST(SentencePiece, RefusesBytesItDidNotWriteAndUseBeforeTraining) {
