@@ -31,8 +31,11 @@ std::vector<fs::path> find_runs(const std::vector<fs::path>& paths) {
     for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       const std::string name = it->path().filename().string();
-      if (name.starts_with(".") && it->is_directory(ec)) {
-        it.disable_recursion_pending();  // hidden folders: failed attempts a sweep set aside (.attempts/)
+      std::error_code probe;
+      if ((name.starts_with(".") ||
+           (name == kTuningRunsFolder && fs::exists(it->path().parent_path() / kSweepManifestFile, probe))) &&
+          it->is_directory(ec)) {
+        it.disable_recursion_pending();  // failed attempts a sweep set aside (.attempts/), its tuning runs
         continue;
       }
       if (name == "run.h5" && it->is_regular_file(ec)) found.insert(fs::weakly_canonical(it->path()));

@@ -16,8 +16,16 @@ class RunReader;
 
 namespace ablate::analysis {
 
-// Every run.h5 under `paths`, searched recursively (folders whose name starts with '.', such as a
-// sweep's .attempts/, are skipped), sorted and without duplicates; a path may also be a run file itself. Throws ablate::UsageError naming a path that does not exist.
+// A sweep directory's manifest (framework/sweep/manifest.hpp), and where it keeps its tuning runs
+// (sweep.tune): those are compared by themselves only.
+inline constexpr const char* kSweepManifestFile = "sweep.yaml";
+inline constexpr const char* kTuningRunsFolder = "tuning";
+
+// Every run.h5 under `paths`, searched recursively, sorted and without duplicates; a path may also
+// be a run file itself. Skipped below a given path: folders whose name starts with '.' (a sweep's
+// .attempts/) and a sweep directory's kTuningRunsFolder (the runs that chose each arm's setting are
+// not the runs that judge it; pass that folder itself to compare them). Throws
+// ablate::UsageError naming a path that does not exist.
 std::vector<std::filesystem::path> find_runs(const std::vector<std::filesystem::path>& paths);
 
 // A YAML mapping flattened to dotted key paths: nested maps recurse ("model.block" -> "post_norm");

@@ -2,6 +2,7 @@
 // the spec keys that vary, reduces each run to one value (--summary), tests each arm against the
 // baseline and fits the factorial model; prints the tables and writes the reports
 // (framework/analysis/report_files does the work; this file parses the command line).
+#include <algorithm>
 #include <ostream>
 
 #include "ablate/error.hpp"
@@ -18,22 +19,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The base configuration a sweep directory's manifest records, when every given directory that is
-// a sweep directory agrees on one (run files given directly say nothing).
-std::string sweep_baseline(const std::vector<std::string>& dirs, std::ostream& err) {
-  std::string found;
+// What the sweep directories' manifests say about comparing their runs: the base configuration,
+// when every given sweep directory agrees on one (run files given directly say nothing), and the
+// keys tuned per arm (sweep.tune), which are no arm axes.
+struct SweepDefaults {
+  std::string baseline;
+  std::vector<std::string> tuned_keys;
+};
+SweepDefaults sweep_defaults(const std::vector<std::string>& dirs, std::ostream& err) {
+  SweepDefaults found;
+  bool agree = true;
   for (const auto& dir : dirs) {
     if (!fs::is_directory(dir) || !fs::exists(fs::path(dir) / sweep::kManifestFile)) continue;
-    std::string baseline;
+    sweep::Manifest m;
     try {
-      baseline = sweep::read_manifest(dir).baseline;
-    } catch (const Error& e) {  // the runs can still be compared: only the default baseline is lost
+      m = sweep::read_manifest(dir);
+    } catch (const Error& e) {  // the runs can still be compared: only the defaults are lost
       err << "ablate compare: warning: " << e.what() << "; the first arm is the baseline unless --baseline names one\n";
-      return "";
+      return {};
     }
-    if (baseline.empty() || (!found.empty() && found != baseline)) return "";
-    found = baseline;
+    for (const std::string& k : m.tuned_keys)
+      if (std::find(found.tuned_keys.begin(), found.tuned_keys.end(), k) == found.tuned_keys.end()) found.tuned_keys.push_back(k);
+    agree = agree && !m.baseline.empty() && (found.baseline.empty() || found.baseline == m.baseline);
+    found.baseline = m.baseline;
   }
+  if (!agree) found.baseline.clear();
   return found;
 }
 
@@ -84,7 +94,9 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
 
   analysis::CompareOptions opts;
   if (vm.count("metric")) opts.metric = vm["metric"].as<std::string>();
-  opts.baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : sweep_baseline(dirs, err);
+  const SweepDefaults defaults = sweep_defaults(dirs, err);
+  opts.baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : defaults.baseline;
+  opts.ignore_keys = defaults.tuned_keys;
   opts.baseline_is_default = !vm.count("baseline");
   if (vm.count("summary")) opts.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
 

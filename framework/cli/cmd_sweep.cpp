@@ -6,6 +6,7 @@
 // runs (report.md, summary.csv/json) and draws the figures in the sweep directory.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "sweep/sweep_execution.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "sweep/sweep_status.hpp"
+#include "sweep/tuning.hpp"
 #include "train/runner.hpp"
 
 namespace ablate::cli {
@@ -214,6 +216,103 @@ int compare_runs(const sweep::ExecutionReport& report, analysis::CompareOptions 
   return code;
 }
 
+// Runs one plan (a sweep, or a phase of a tuned one) to its end; the exit code when the command
+// stops there (submitted to Slurm without waiting, or interrupted), else nothing.
+std::optional<int> execute(const sweep::SweepPlan& plan, const LoadedSpec& base, const sweep::ExecutionOptions& run,
+                           sweep::ExecutionReport& report, std::ostream& out) {
+  {
+    const StopSignals signals(on_sweep_signal);
+    report = sweep::execute_sweep(plan, base, run, out);
+  }
+  if (report.left_queued) {
+    out << "follow it with: " << run.status_command << "\n";
+    return kExitOk;
+  }
+  if (report.interrupted) {
+    out << "stopped: interrupted runs resume from their checkpoints when you run the same command again\n";
+    return kExitInterrupted;
+  }
+  return std::nullopt;
+}
+
+// Whether every run of `plan` has finished (completed or diverged).
+bool finished(const sweep::SweepPlan& plan, std::size_t* done = nullptr) {
+  std::size_t n = 0;
+  for (const sweep::RunPhaseInfo& p : sweep::read_phases(plan))
+    n += p.phase == sweep::RunPhase::Completed || p.phase == sweep::RunPhase::Diverged;
+  if (done) *done = n;
+  return n == plan.runs.size();
+}
+
+// A sweep with sweep.tune: the tuning phase (every arm x setting x tuning seed, in DIR/tuning),
+// each arm's choice, then the confirmation phase (every arm at its choice x sweep.seeds, in DIR),
+// which alone is compared. Each phase is an ordinary sweep: rerunning the command continues it.
+int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& spec_opts, const LoadedSpec& base,
+                const fs::path& dir, std::ostream& out, std::ostream& err) {
+  const spec::TuneSpec& tune = base.spec.sweep.tune;
+  const sweep::TuningPlan tuning = sweep::plan_tuning(a.file, spec_opts.overrides, spec_opts.plugin_paths, base, dir);
+  for (const std::string& note : tuning.plan.notes) out << "note: " << note << "\n";
+  a.compare.ignore_keys = sweep::tuned_keys(tune);
+  if (!a.compare.baseline_is_default) {
+    std::vector<std::string> specs;
+    for (const sweep::SweepRun& run : tuning.plan.runs) specs.push_back(train::resolved_run_yaml(run.spec));
+    try {
+      analysis::check_baseline(specs, a.compare);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string("ablate sweep: --") + e.what(), e.hint());
+    }
+  }
+  const std::string confirmation = std::to_string(tuning.arms.size()) + " arms x " +
+                                   std::to_string(base.spec.sweep.seeds.size()) + " seeds at each arm's chosen setting";
+  out << "tuning phase: " << tuning.plan.runs.size() << " runs (" << tuning.arms.size() << " arms x " << tuning.settings.size()
+      << " settings x " << tuning.seeds.size() << " seeds) in " << tuning.plan.dir.string() << "\n";
+  if (vm.count("dry-run")) {
+    print_dry_run(tuning.plan, out);
+    out << "confirmation phase: " << confirmation << ", in " << dir.string() << " (planned once tuning is done)\n";
+    return kExitOk;
+  }
+  std::size_t done = 0;
+  if (vm.count("status")) {
+    print_status(tuning.plan, out);
+    if (!finished(tuning.plan, &done)) {
+      out << "confirmation phase: waits for tuning (" << done << " of " << tuning.plan.runs.size() << " runs finished)\n";
+      return kExitOk;
+    }
+  } else {
+    sweep::ExecutionOptions run = execution_options(vm, a, base, dir);
+    run.baseline = "";  // the tuning runs are not compared as arms
+    sweep::ExecutionReport report;
+    if (const auto stop = execute(tuning.plan, base, run, report, out)) return *stop;
+    if (!finished(tuning.plan, &done)) {
+      out << "tuning: " << done << " of " << tuning.plan.runs.size()
+          << " runs finished; each arm's setting is chosen once all have (fix the failed ones, then --rerun-failed)\n";
+      return kExitRunFailed;
+    }
+  }
+  const sweep::TuningValues values = sweep::read_tuning_values(tuning, tune);
+  std::vector<std::string> arm_names;
+  for (const spec::SweepPoint& arm : tuning.arms) arm_names.push_back(arm.name);
+  const std::vector<sweep::ArmChoice> choices =
+      sweep::choose_settings(values.values, values.higher_is_better, tune, tuning.settings, arm_names);
+  sweep::print_choices(tuning, values, choices, out);
+  const sweep::SweepPlan plan =
+      sweep::plan_confirmation(a.file, spec_opts.overrides, spec_opts.plugin_paths, base, dir, tuning, choices);
+  for (const std::string& note : plan.notes) out << "note: " << note << "\n";
+  out << "confirmation phase: " << confirmation << "\n";
+  if (vm.count("status")) {
+    print_status(plan, out);
+    return kExitOk;
+  }
+  sweep::write_choices(tuning, values, choices);
+  sweep::ExecutionOptions run = execution_options(vm, a, base, dir);
+  run.tuned_keys = sweep::tuned_keys(tune);
+  sweep::ExecutionReport report;
+  if (const auto stop = execute(plan, base, run, report, out)) return *stop;
+  const int code = report.failures.empty() ? kExitOk : kExitRunFailed;
+  if (vm.count("no-compare") || report.run_files.empty()) return code;
+  return compare_runs(report, a.compare, run.baseline, dir, code, out, err);
+}
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -225,6 +324,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const SpecOptions spec_opts = spec_options(vm);
   const LoadedSpec base = validation::load_validated_spec(a.file, spec_opts, err);
   const fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("results") / base.spec.name;
+  if (!base.spec.sweep.tune.empty()) return tuned_sweep(vm, a, spec_opts, base, dir, out, err);
   const sweep::SweepPlan plan = sweep::plan_sweep(a.file, spec_opts.overrides, spec_opts.plugin_paths, base, dir);
   for (const std::string& note : plan.notes) out << "note: " << note << "\n";
   if (!a.compare.baseline_is_default) {  // an arm of these runs, or the comparison after them would fail
@@ -247,18 +347,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
   const sweep::ExecutionOptions run = execution_options(vm, a, base, dir);
   sweep::ExecutionReport report;
-  {
-    const StopSignals signals(on_sweep_signal);
-    report = sweep::execute_sweep(plan, base, run, out);
-  }
-  if (report.left_queued) {
-    out << "follow it with: " << run.status_command << "\n";
-    return kExitOk;
-  }
-  if (report.interrupted) {
-    out << "stopped: interrupted runs resume from their checkpoints when you run the same command again\n";
-    return kExitInterrupted;
-  }
+  if (const auto stop = execute(plan, base, run, report, out)) return *stop;
   const int code = report.failures.empty() ? kExitOk : kExitRunFailed;
   if (vm.count("no-compare") || report.run_files.empty()) return code;
   return compare_runs(report, a.compare, run.baseline, dir, code, out, err);

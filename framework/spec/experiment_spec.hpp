@@ -140,12 +140,24 @@ struct EvalSpec {
 
 // Sweep axes, validated but not expanded. Values are kept as flow YAML text, exactly what a
 // `--set KEY.PATH=VALUE` would take ("pre_norm", "[0.9, 0.999]", "{plugin: noam, warmup: 400}").
+// sweep.tune: nuisance settings tuned per arm on seeds of their own before the arms are compared
+// on the sweep's seeds (docs/sweeps.md, "Tuning each arm").
+struct TuneSpec {
+  std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // every combination is tried per arm
+  std::vector<std::int64_t> seeds;                                     // tuning seeds, disjoint from SweepSpec::seeds
+  std::string metric = "loss";                                         // the eval metric a setting is selected by
+  std::string summary = "final";                                       // how a run reduces to one value (--summary forms)
+  bool empty() const { return grid.empty(); }
+  bool operator==(const TuneSpec&) const = default;
+};
+
 struct SweepSpec {
   std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // every combination
   std::vector<std::pair<std::string, std::vector<std::string>>> zip;   // in lockstep (equal lengths)
   std::vector<std::int64_t> seeds;
   std::vector<std::vector<std::pair<std::string, std::string>>> runs;  // explicit extra runs
-  bool empty() const { return grid.empty() && zip.empty() && seeds.empty() && runs.empty(); }
+  TuneSpec tune;
+  bool empty() const { return grid.empty() && zip.empty() && seeds.empty() && runs.empty() && tune.empty(); }
   bool operator==(const SweepSpec&) const = default;
 };
 

@@ -11,12 +11,29 @@
 
 namespace ablate::spec {
 
+namespace {
+
+// The plugin options that repeat a value the spec states elsewhere: (slot, option, key).
+struct Inherited {
+  const char *slot, *option, *key;
+};
+constexpr Inherited kInherited[] = {{"train.schedule", "lr", "train.optimizer.lr"},
+                                    {"train.schedule", "d_model", "model.d_model"},
+                                    {"train.schedule", "total_steps", "train.steps"}};
+
+}  // namespace
+
 std::optional<std::string> inherited_from(const std::string& slot, const std::string& option) {
-  if (slot != "train.schedule") return std::nullopt;
-  if (option == "lr") return "train.optimizer.lr";
-  if (option == "d_model") return "model.d_model";
-  if (option == "total_steps") return "train.steps";
+  for (const Inherited& i : kInherited)
+    if (slot == i.slot && option == i.option) return std::string(i.key);
   return std::nullopt;
+}
+
+std::vector<std::string> inheriting_options(const std::string& key) {
+  std::vector<std::string> out;
+  for (const Inherited& i : kInherited)
+    if (key == i.key) out.push_back(std::string(i.slot) + "." + i.option);
+  return out;
 }
 
 namespace {

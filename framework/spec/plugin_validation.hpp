@@ -34,5 +34,8 @@ void validate_plugins(ExperimentSpec& spec, const PluginCatalog& catalog);
 // The spec key a plugin option takes its value from when the spec does not set it (slot
 // "train.schedule", option "total_steps" -> "train.steps"), or nullopt.
 std::optional<std::string> inherited_from(const std::string& slot, const std::string& option);
+// The plugin options that take `key`'s value unless set (inherited_from's inverse): for
+// train.optimizer.lr, {"train.schedule.lr"}.
+std::vector<std::string> inheriting_options(const std::string& key);
 
 }  // namespace ablate::spec

@@ -193,6 +193,55 @@ void read_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, Experimen
 }
 YAML::Node write_seeds(const ExperimentSpec& s) { return int_list_node(s.sweep.seeds); }
 
+// After grid, zip, seeds and runs (schema order): a tuned key is no arm axis and no seed.
+void read_tune_grid(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_axes(r, parent, key, s.sweep.tune.grid);
+  const SweepSpec& sweep = s.sweep;
+  for (const auto& [axis, values] : sweep.tune.grid) {
+    const std::string where = key.path + "." + axis;
+    const auto in = [&](const auto& axes) {
+      return std::any_of(axes.begin(), axes.end(), [&](const auto& a) { return a.first == axis; });
+    };
+    if (axis == "train.seed")
+      r.error(r.marks().of(key.path), where,
+              "seeds are not tuned; expected a nuisance setting (list the seeds in sweep.tune.seeds)");
+    else if (in(sweep.grid) || in(sweep.zip))
+      r.error(r.marks().of(key.path), where, "also an axis of the sweep (grid or zip); expected a key the arms share");
+    for (const auto& run : sweep.runs)
+      if (std::any_of(run.begin(), run.end(), [&](const auto& kv) { return kv.first == axis; }))
+        r.error(r.marks().of(key.path), where, "also set by a run of sweep.runs; expected a key the arms share");
+  }
+}
+
+// After tune.grid: tuning needs its seeds and the sweep's (confirmation) seeds, disjoint.
+void read_tune_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_int_list(r, parent, key, s.sweep.tune.seeds, 0, "seed");
+  const SweepSpec& sweep = s.sweep;
+  const SourceMark at = r.marks().of(key.path);
+  if (sweep.tune.grid.empty()) {
+    if (!sweep.tune.seeds.empty())
+      r.error(at, key.path, "tuning seeds without sweep.tune.grid; expected the settings to tune beside them");
+    return;
+  }
+  if (sweep.tune.seeds.empty())
+    r.error(at, key.path, "is empty; expected the tuning seeds (e.g. [1, 2]), disjoint from sweep.seeds");
+  if (sweep.seeds.empty())
+    r.error(r.marks().of("sweep.seeds"), "sweep.seeds",
+            "is empty, but sweep.tune needs the confirmation seeds the arms are compared on; expected e.g. [3, 4, 5]");
+  for (std::int64_t seed : sweep.tune.seeds)
+    if (std::find(sweep.seeds.begin(), sweep.seeds.end(), seed) != sweep.seeds.end())
+      r.error(at, key.path,
+              "seed " + std::to_string(seed) +
+                  " is also in sweep.seeds; expected tuning seeds disjoint from the confirmation seeds (a seed that chose "
+                  "a setting would also judge it)");
+  for (std::size_t i = 0; i < sweep.runs.size(); ++i)
+    for (const auto& [k, v] : sweep.runs[i])
+      if (k == "train.seed")
+        r.error(r.marks().of("sweep.runs"), "sweep.runs[" + std::to_string(i) + "].train.seed",
+                "a run with its own seed cannot be tuned and confirmed; expected runs without train.seed under sweep.tune");
+}
+YAML::Node write_tune_seeds(const ExperimentSpec& s) { return int_list_node(s.sweep.tune.seeds); }
+
 void read_lengths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
   read_int_list(r, parent, key, s.eval.lengths, 1, "length");
   std::vector<std::int64_t> sorted = s.eval.lengths;

@@ -389,6 +389,20 @@ const std::vector<SpecKey>& schema() {
                     .def("[]").doc("each point once per seed (sets `train.seed`; fastest)"));
     k.push_back(custom("sweep.runs", "list of `{KEY.PATH: value}`", read_runs, write_runs)
                     .def("[]").doc("extra explicit runs after the grid, once per seed unless they set `train.seed`"));
+    k.push_back(section("sweep.tune").doc(
+        "nuisance settings tuned per arm on seeds of their own; the arms are then compared at their own best "
+        "setting on `sweep.seeds` (docs/sweeps.md, \"Tuning each arm\")"));
+    k.push_back(custom("sweep.tune.grid", "`{KEY.PATH: [values]}`", read_tune_grid,
+                       [](const ExperimentSpec& s) { return axes_node(s.sweep.tune.grid); })
+                    .def("{}").doc("the settings tried for every arm: every combination of the listed values"));
+    k.push_back(custom("sweep.tune.seeds", "list of int >= 0", read_tune_seeds, write_tune_seeds)
+                    .def("[]").doc("the tuning seeds: each arm x setting once per seed; disjoint from `sweep.seeds` (the "
+                                   "confirmation seeds the comparison uses)"));
+    k.push_back(string_key(KEY(sweep.tune.metric)).def("loss").doc(
+        "the eval metric a setting is selected by (its direction by name, as `ablate compare`'s); not a test metric"));
+    k.push_back(string_key(KEY(sweep.tune.summary)).def("final").doc(
+        "how a tuning run reduces to one value, as `ablate compare --summary`: final, best, last:K, auc, steps_to:T, "
+        "time_to:T; a setting's value is its mean over the tuning seeds"));
     return k;
   }();
   return keys;

@@ -204,10 +204,13 @@ void read_zip(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentS
 void read_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_lengths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_runs(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
+void read_tune_grid(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
+void read_tune_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 YAML::Node write_plugin_paths(const ExperimentSpec& s);
 YAML::Node write_betas(const ExperimentSpec& s);
 YAML::Node write_metrics(const ExperimentSpec& s);
 YAML::Node write_seeds(const ExperimentSpec& s);
+YAML::Node write_tune_seeds(const ExperimentSpec& s);
 YAML::Node write_lengths(const ExperimentSpec& s);
 YAML::Node write_runs(const ExperimentSpec& s);
 

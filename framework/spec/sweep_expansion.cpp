@@ -92,6 +92,10 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& sweep) {
     }
   }
 
+  return name_points(std::move(points));
+}
+
+std::vector<SweepPoint> name_points(std::vector<std::vector<std::pair<std::string, std::string>>> points) {
   std::vector<std::string> keys;  // every swept key, for unambiguous short names
   std::set<std::string> seen;
   for (const Settings& p : points)

@@ -27,6 +27,8 @@ struct SweepPoint {
 // Points are not deduplicated here: two points may resolve to the same spec (the orchestrator
 // merges them by run id).
 std::vector<SweepPoint> expand_sweep(const SweepSpec& sweep);
+// Points of the given settings (in this order), each named as expand_sweep names its points.
+std::vector<SweepPoint> name_points(std::vector<std::vector<std::pair<std::string, std::string>>> points);
 
 // The short name of a swept key in run names: "pe" for model.positional_encoding, "seed" for
 // train.seed, else the last path segment ("model.block" -> "block"); the full path where two

@@ -64,6 +64,8 @@ Manifest read_manifest(const fs::path& dir) {
     m.baseline = root["baseline"].as<std::string>("");
     if (const YAML::Node o = root["overrides"]; o && o.IsSequence())
       for (const auto& v : o) m.overrides.push_back(v.as<std::string>());
+    if (const YAML::Node t = root["tuned_keys"]; t && t.IsSequence())
+      for (const auto& v : t) m.tuned_keys.push_back(v.as<std::string>());
     const YAML::Node runs = root["runs"];
     if (runs && !runs.IsSequence()) throw bad("`runs` is not a list");
     if (runs) {
@@ -93,7 +95,9 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
       << YAML::BeginMap << YAML::Key << "format" << YAML::Value << kFormat << YAML::Key << "format_version" << YAML::Value
       << kFormatVersion << YAML::Key << "experiment" << YAML::Value << m.experiment << YAML::Key << "spec" << YAML::Value
       << m.spec_file << YAML::Key << "overrides" << YAML::Value << YAML::Flow << m.overrides << YAML::Block << YAML::Key
-      << "baseline" << YAML::Value << m.baseline << YAML::Key << "runs" << YAML::Value << YAML::BeginSeq;
+      << "baseline" << YAML::Value << m.baseline;
+  if (!m.tuned_keys.empty()) out << YAML::Key << "tuned_keys" << YAML::Value << YAML::Flow << m.tuned_keys << YAML::Block;
+  out << YAML::Key << "runs" << YAML::Value << YAML::BeginSeq;
   for (const ManifestRun& r : m.runs) {
     out << YAML::BeginMap << YAML::Key << "id" << YAML::Value << r.id << YAML::Key << "name" << YAML::Value << r.name << YAML::Key
         << "folder" << YAML::Value << r.folder << YAML::Key << "settings" << YAML::Value << YAML::Flow << YAML::BeginMap;

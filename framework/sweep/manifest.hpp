@@ -8,12 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/run_summary.hpp"
 #include "core/file_lock.hpp"
 #include "sweep/sweep_plan.hpp"
 
 namespace ablate::sweep {
 
-inline constexpr const char* kManifestFile = "sweep.yaml";
+inline constexpr const char* kManifestFile = analysis::kSweepManifestFile;
 
 struct ManifestRun {
   std::string id;
@@ -26,11 +27,12 @@ struct ManifestRun {
 
 struct Manifest {
   std::string experiment;
-  std::string spec_file;               // of the last `ablate sweep` that changed the manifest
-  std::vector<std::string> overrides;  // its --set
-  std::string baseline;                // the spec's base configuration as an arm, "key=value,..."; "" if it is
-                                       // not one of the sweep's arms (`ablate compare` takes it as the baseline)
-  std::vector<ManifestRun> runs;       // in the order they were added
+  std::string spec_file;                // of the last `ablate sweep` that changed the manifest
+  std::vector<std::string> overrides;   // its --set
+  std::string baseline;                 // the spec's base configuration as an arm, "key=value,..."; "" if it is
+                                        // not one of the sweep's arms (`ablate compare` takes it as the baseline)
+  std::vector<std::string> tuned_keys;  // sweep.tune's keys, set per arm: no arm axes for `ablate compare`
+  std::vector<ManifestRun> runs;        // in the order they were added
 
   ManifestRun* find(const std::string& id);
   // Adds the plan's runs that are not in the manifest yet; returns how many were added.

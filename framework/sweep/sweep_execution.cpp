@@ -55,6 +55,7 @@ ExecutionReport execute_sweep(const SweepPlan& plan, const validation::LoadedSpe
   Manifest manifest = read_manifest(dir);  // under the lock: no other sweep can change it now
   const std::size_t added = manifest.merge(plan);
   manifest.baseline = options.baseline;
+  manifest.tuned_keys = options.tuned_keys;
   write_manifest(dir, manifest);
 
   ScheduleOptions schedule_options;

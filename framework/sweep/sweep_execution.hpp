@@ -25,10 +25,11 @@ struct ExecutionOptions {
   int jobs = 1;                      // local: runs at a time
   int threads = 0;                   // each run's backend threads; 0: the spec's own
   train::ProgressMode progress = train::ProgressMode::Lines;
-  SlurmOptions slurm_options;  // partition, time, mem, extra sbatch lines (job name and cpus are set here)
-  bool wait = false;           // slurm: wait until the job has left the queue
-  std::string baseline;        // the manifest's baseline arm ("" = none)
-  std::string status_command;  // how to follow the sweep, for the messages ("ablate sweep SPEC --status")
+  SlurmOptions slurm_options;           // partition, time, mem, extra sbatch lines (job name and cpus are set here)
+  bool wait = false;                    // slurm: wait until the job has left the queue
+  std::string baseline;                 // the manifest's baseline arm ("" = none)
+  std::vector<std::string> tuned_keys;  // the manifest's tuned keys (a tuned sweep's confirmation phase)
+  std::string status_command;           // how to follow the sweep, for the messages ("ablate sweep SPEC --status")
 };
 
 struct ExecutionReport {

@@ -12,6 +12,12 @@ namespace ablate::sweep {
 SweepPlan plan_sweep(const std::filesystem::path& spec_file, const std::vector<std::string>& overrides,
                      const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& loaded,
                      const std::filesystem::path& dir) {
+  return plan_points(spec_file, overrides, plugin_paths, loaded, dir, spec::expand_sweep(loaded.spec.sweep), "sweep");
+}
+
+SweepPlan plan_points(const std::filesystem::path& spec_file, const std::vector<std::string>& overrides,
+                      const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& loaded,
+                      const std::filesystem::path& dir, std::vector<spec::SweepPoint> points, const std::string& section) {
   const spec::ExperimentSpec& base = loaded.spec;
   SweepPlan plan;
   plan.spec_file = std::filesystem::absolute(spec_file);
@@ -20,11 +26,12 @@ SweepPlan plan_sweep(const std::filesystem::path& spec_file, const std::vector<s
   plan.experiment = base.name;
   plan.dir = dir;
 
-  const spec::SourceMark where = base.marks.of("sweep");
-  const std::string sweep_at = where.line > 0 ? "the sweep at " + where.str() : std::string("the sweep");
+  const spec::SourceMark where = base.marks.of(section);
+  const std::string sweep_at =
+      (section == "sweep" ? std::string("the sweep") : section) + (where.line > 0 ? " at " + where.str() : std::string());
   std::vector<std::string> problems;
-  std::map<std::string, std::string> name_of_id;
-  for (spec::SweepPoint& point : spec::expand_sweep(base.sweep)) {
+  std::map<std::string, std::size_t> run_of_id;
+  for (spec::SweepPoint& point : points) {
     std::vector<std::string> all = overrides;
     for (const std::string& o : point.overrides()) all.push_back(o);
     SweepRun run;
@@ -35,11 +42,14 @@ SweepPlan plan_sweep(const std::filesystem::path& spec_file, const std::vector<s
       continue;
     }
     run.id = train::run_id(run.spec);
-    if (const auto it = name_of_id.find(run.id); it != name_of_id.end()) {
-      plan.notes.push_back(point.name + " resolves to the same spec as " + it->second + " (run " + run.id + "): it runs once");
+    if (const auto it = run_of_id.find(run.id); it != run_of_id.end()) {
+      plan.notes.push_back(point.name + " resolves to the same spec as " + plan.runs[it->second].point.name + " (run " + run.id +
+                           "): it runs once");
+      plan.point_run.push_back(it->second);
       continue;
     }
-    name_of_id[run.id] = point.name;
+    run_of_id[run.id] = plan.runs.size();
+    plan.point_run.push_back(plan.runs.size());
     run.folder = point.name + "-" + run.id;
     run.point = std::move(point);
     plan.runs.push_back(std::move(run));

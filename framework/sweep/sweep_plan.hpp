@@ -28,6 +28,7 @@ struct SweepPlan {
   std::string experiment;                 // the spec's name
   std::filesystem::path dir;              // the sweep directory (default results/<experiment>)
   std::vector<SweepRun> runs;             // one per distinct id, in expansion order
+  std::vector<std::size_t> point_run;     // [points]: the run of each expanded point (merged points share one)
   std::vector<std::string> notes;         // points merged because they resolve to one spec, ...
 
   std::filesystem::path run_dir(const SweepRun& run) const { return dir / run.folder; }
@@ -40,6 +41,11 @@ struct SweepPlan {
 SweepPlan plan_sweep(const std::filesystem::path& spec_file, const std::vector<std::string>& overrides,
                      const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& base,
                      const std::filesystem::path& dir);
+// The same for given `points` (a tuned sweep's phases, sweep/tuning.hpp); `section` names the spec
+// section they come from in errors ("sweep", "sweep.tune").
+SweepPlan plan_points(const std::filesystem::path& spec_file, const std::vector<std::string>& overrides,
+                      const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& base,
+                      const std::filesystem::path& dir, std::vector<spec::SweepPoint> points, const std::string& section);
 
 // The arguments after the executable that train `run` in its directory: `run SPEC --set ...
 // --out DIR [--resume] --progress lines`, plus `--set backend.threads=T` when threads > 0 and the

@@ -1,0 +1,273 @@
+// Per-arm tuning (tuning.hpp): the two phases' plans, the tuning runs' values, the choice.
+#include "sweep/tuning.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "ablate/error.hpp"
+#include "analysis/compare.hpp"
+#include "analysis/run_summary.hpp"
+#include "analysis/run_value.hpp"
+#include "core/atomic_file.hpp"
+#include "core/text.hpp"
+#include "results/run_file.hpp"
+#include "spec/plugin_validation.hpp"
+#include "sweep/run_state.hpp"
+
+namespace ablate::sweep {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every combination of `axes`, the first axis slowest.
+std::vector<Settings> combinations(const std::vector<std::pair<std::string, std::vector<std::string>>>& axes) {
+  std::vector<Settings> out{{}};
+  for (const auto& [key, values] : axes) {
+    std::vector<Settings> next;
+    for (const Settings& s : out)
+      for (const std::string& v : values) {
+        Settings t = s;
+        t.emplace_back(key, v);
+        next.push_back(std::move(t));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+// The points of `runs`, each once per seed of `seeds` (seed fastest), named as a sweep names them.
+std::vector<spec::SweepPoint> points_of(const std::vector<Settings>& runs, const std::vector<std::int64_t>& seeds) {
+  std::vector<Settings> points;
+  for (const Settings& run : runs)
+    for (std::int64_t seed : seeds) {
+      Settings s = run;
+      s.emplace_back("train.seed", std::to_string(seed));
+      points.push_back(std::move(s));
+    }
+  return spec::name_points(std::move(points));
+}
+
+std::string seeds_text(const std::vector<std::int64_t>& seeds) {
+  std::vector<std::string> parts;
+  for (std::int64_t s : seeds) parts.push_back(std::to_string(s));
+  return join(parts, ", ");
+}
+
+std::string settings_text(const Settings& settings) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : settings) parts.push_back(k + "=" + v);
+  return join(parts, ",");
+}
+
+// The keys of the tuned settings (the first setting's: every setting sets the same keys).
+std::vector<std::string> tuned_keys_only(const TuningPlan& tuning) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : tuning.settings.front()) keys.push_back(k);
+  return keys;
+}
+
+}  // namespace
+
+std::vector<std::string> tuned_keys(const spec::TuneSpec& tune) {
+  std::vector<std::string> keys;
+  for (const auto& [key, values] : tune.grid) {
+    keys.push_back(key);
+    for (const std::string& copy : spec::inheriting_options(key)) keys.push_back(copy);
+  }
+  return keys;
+}
+
+TuningPlan plan_tuning(const fs::path& spec_file, const std::vector<std::string>& overrides,
+                       const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& base, const fs::path& dir) {
+  const spec::SweepSpec& sweep = base.spec.sweep;
+  const spec::TuneSpec& tune = sweep.tune;
+  const spec::SourceMark mark = base.spec.marks.of("sweep.tune");
+  const std::string at = mark.line > 0 ? mark.str() + ": " : std::string();
+  if (tune.metric.empty() || tune.metric.starts_with("test_"))
+    throw UsageError(at + "sweep.tune.metric: '" + tune.metric +
+                         "' cannot select a setting; expected an eval metric (loss, perplexity, a task score)",
+                     "the test split is scored once, for the report: choosing on it would leak it into the choice");
+  try {
+    (void)analysis::parse_run_value(tune.summary);
+  } catch (const UsageError& e) {
+    throw UsageError(at + "sweep.tune.summary: " + e.what(), e.hint());
+  }
+  TuningPlan t;
+  spec::SweepSpec arms_only = sweep;  // grid x zip and the explicit runs, without seeds
+  arms_only.seeds.clear();
+  arms_only.tune = {};
+  t.arms = spec::expand_sweep(arms_only);
+  t.settings = combinations(tune.grid);
+  t.seeds = tune.seeds;
+  std::vector<Settings> runs;
+  for (const spec::SweepPoint& arm : t.arms)
+    for (const Settings& setting : t.settings) {
+      Settings s = arm.settings;
+      s.insert(s.end(), setting.begin(), setting.end());
+      runs.push_back(std::move(s));
+    }
+  t.plan = plan_points(spec_file, overrides, plugin_paths, base, dir / analysis::kTuningRunsFolder, points_of(runs, tune.seeds),
+                       "sweep.tune");
+  const std::size_t K = t.settings.size(), S = t.seeds.size();
+  t.run_of.assign(t.arms.size(), std::vector<std::vector<std::size_t>>(K, std::vector<std::size_t>(S)));
+  for (std::size_t a = 0; a < t.arms.size(); ++a)
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t s = 0; s < S; ++s) t.run_of[a][k][s] = t.plan.point_run[(a * K + k) * S + s];
+  return t;
+}
+
+std::vector<ArmChoice> choose_settings(const std::vector<std::vector<std::vector<double>>>& values, bool higher_is_better,
+                                       const spec::TuneSpec& tune, const std::vector<Settings>& settings,
+                                       const std::vector<std::string>& arm_names) {
+  std::vector<ArmChoice> out;
+  std::vector<std::string> without;
+  for (std::size_t a = 0; a < values.size(); ++a) {
+    ArmChoice c;
+    bool any = false;
+    for (std::size_t k = 0; k < values[a].size(); ++k) {
+      double sum = 0.0;
+      bool all = !values[a][k].empty();
+      for (double v : values[a][k]) {
+        all = all && std::isfinite(v);
+        sum += v;
+      }
+      const double mean = all ? sum / static_cast<double>(values[a][k].size()) : NAN;
+      c.means.push_back(mean);
+      if (!all) continue;
+      const double best = c.means[c.setting];
+      if (!any || (higher_is_better ? mean > best : mean < best)) c.setting = k;
+      any = true;
+    }
+    if (!any) {
+      without.push_back(arm_names[a]);
+      continue;
+    }
+    for (std::size_t i = 0; i < tune.grid.size(); ++i) {  // the chosen value of each tuned key, at its list's ends?
+      const auto& [key, listed] = tune.grid[i];
+      const std::string& chosen = settings[c.setting][i].second;
+      if (listed.size() >= 3 && (chosen == listed.front() || chosen == listed.back())) c.at_edge.push_back(key);
+    }
+    out.push_back(std::move(c));
+  }
+  if (!without.empty())
+    throw UsageError("sweep.tune: no setting of " + join(without, "; ") +
+                         " has a value on every tuning seed (each diverged, failed or lacks the metric); nothing to confirm",
+                     "look at the tuning runs (ablate sweep SPEC --status): widen sweep.tune.grid towards stable values, "
+                     "or fix the failed runs and run again with --rerun-failed");
+  return out;
+}
+
+TuningValues read_tuning_values(const TuningPlan& tuning, const spec::TuneSpec& tune) {
+  TuningValues out;
+  const analysis::RunValueSpec summary = analysis::parse_run_value(tune.summary);
+  const bool metric_higher = analysis::higher_is_better_by_name(tune.metric);
+  out.higher_is_better = summary.higher_is_better(metric_higher);
+  out.label = summary.describe(tune.metric, metric_higher);
+  std::vector<double> of_run(tuning.plan.runs.size(), NAN);
+  std::vector<fs::path> files;
+  for (const SweepRun& run : tuning.plan.runs)
+    if (read_run_phase(tuning.plan.run_dir(run)).phase == RunPhase::Completed)
+      files.push_back(tuning.plan.run_dir(run) / "run.h5");
+  results::vet_run_files(files);
+  bool metric_seen = false;
+  std::vector<std::string> metrics_seen;
+  for (std::size_t i = 0; i < tuning.plan.runs.size(); ++i) {
+    const fs::path dir = tuning.plan.run_dir(tuning.plan.runs[i]);
+    if (read_run_phase(dir).phase != RunPhase::Completed) continue;
+    const analysis::RunSummary run = analysis::summarize(results::RunReader(dir / "run.h5"));
+    if (run.eval_curves.count(tune.metric)) {
+      metric_seen = true;
+    } else if (metrics_seen.empty()) {
+      for (const auto& [name, curve] : run.eval_curves) metrics_seen.push_back(name);
+    }
+    const analysis::RunValue v = analysis::run_value(run, tune.metric, metric_higher, summary);
+    of_run[i] = v.value;
+  }
+  if (!files.empty() && !metric_seen)
+    throw UsageError(
+        "sweep.tune.metric: no tuning run has an eval metric '" + tune.metric + "' (they have: " + join(metrics_seen, ", ") + ")",
+        "choose one of those; eval.metrics and the task's scores name what a run records");
+  out.values.assign(tuning.arms.size(), {});
+  for (std::size_t a = 0; a < tuning.arms.size(); ++a)
+    for (const auto& runs : tuning.run_of[a]) {
+      std::vector<double> v;
+      for (std::size_t r : runs) v.push_back(of_run[r]);
+      out.values[a].push_back(std::move(v));
+    }
+  return out;
+}
+
+SweepPlan plan_confirmation(const fs::path& spec_file, const std::vector<std::string>& overrides,
+                            const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& base, const fs::path& dir,
+                            const TuningPlan& tuning, const std::vector<ArmChoice>& choices) {
+  std::vector<Settings> runs;
+  for (std::size_t a = 0; a < tuning.arms.size(); ++a) {
+    Settings s = tuning.arms[a].settings;
+    const Settings& chosen = tuning.settings[choices[a].setting];
+    s.insert(s.end(), chosen.begin(), chosen.end());
+    runs.push_back(std::move(s));
+  }
+  return plan_points(spec_file, overrides, plugin_paths, base, dir, points_of(runs, base.spec.sweep.seeds), "sweep");
+}
+
+void print_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices,
+                   std::ostream& out) {
+  out << "tuning: " << values.label << ", mean over seeds " << seeds_text(tuning.seeds) << " ("
+      << (values.higher_is_better ? "higher" : "lower") << " is better; * chosen, - not every seed has a value)\n";
+  std::vector<std::string> header = {"arm"}, keys = tuned_keys_only(tuning);
+  for (const Settings& s : tuning.settings) {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : s) parts.push_back(spec::short_key(k, keys) + "=" + v);
+    header.push_back(join(parts, ","));
+  }
+  std::vector<std::vector<std::string>> rows = {header};
+  for (std::size_t a = 0; a < choices.size(); ++a) {
+    std::vector<std::string> row = {tuning.arms[a].name};
+    for (std::size_t k = 0; k < tuning.settings.size(); ++k) {
+      std::ostringstream cell;
+      const double m = choices[a].means[k];
+      if (std::isfinite(m))
+        cell << std::setprecision(4) << m;
+      else
+        cell << "-";
+      row.push_back(cell.str() + (k == choices[a].setting ? "*" : " "));
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::size_t> width(header.size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    out << " ";
+    for (std::size_t c = 0; c < row.size(); ++c)
+      out << " " << (c == 0 ? std::left : std::right) << std::setw(static_cast<int>(width[c])) << row[c];
+    out << std::left << "\n";
+  }
+  for (std::size_t a = 0; a < choices.size(); ++a)
+    if (!choices[a].at_edge.empty())
+      out << "caveat: " << tuning.arms[a].name << " chose " << join(choices[a].at_edge, ", ")
+          << " at the edge of its grid: extend the grid past it (the best value may lie beyond)\n";
+}
+
+void write_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices) {
+  std::ostringstream y;
+  y << "# written by `ablate sweep`: each arm's tuned setting, chosen on the tuning seeds' runs beside this file\n"
+    << "value: " << values.label << "\nhigher_is_better: " << (values.higher_is_better ? "true" : "false") << "\nseeds: ["
+    << seeds_text(tuning.seeds) << "]\narms:\n";
+  for (std::size_t a = 0; a < choices.size(); ++a) {
+    y << "  - arm: \"" << tuning.arms[a].name << "\"\n    chosen: {";
+    const Settings& chosen = tuning.settings[choices[a].setting];
+    for (std::size_t i = 0; i < chosen.size(); ++i) y << (i ? ", " : "") << chosen[i].first << ": " << chosen[i].second;
+    y << "}\n    at_edge: [" << join(choices[a].at_edge, ", ") << "]\n    means:\n";
+    for (std::size_t k = 0; k < tuning.settings.size(); ++k) {
+      const double m = choices[a].means[k];
+      y << "      - {setting: \"" << settings_text(tuning.settings[k])
+        << "\", mean: " << (std::isfinite(m) ? number_text(m) : ".nan") << "}\n";
+    }
+  }
+  write_file_atomically(tuning.plan.dir / "selection.yaml", y.str());
+}
+
+}  // namespace ablate::sweep

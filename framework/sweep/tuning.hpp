@@ -1,0 +1,77 @@
+// Per-arm tuning (sweep.tune, docs/sweeps.md "Tuning each arm"): the tuning runs (every arm x
+// tuned setting x tuning seed, in DIR/tuning), the choice of each arm's setting from their values,
+// and the confirmation runs (every arm at its own setting x sweep.seeds, in DIR) that the
+// comparison uses: a nuisance setting chosen per arm on seeds that never judge it.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spec/sweep_expansion.hpp"
+#include "sweep/sweep_plan.hpp"
+#include "validation/validation.hpp"
+
+namespace ablate::sweep {
+
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+struct TuningPlan {
+  SweepPlan plan;                      // the tuning runs, in DIR/tuning
+  std::vector<spec::SweepPoint> arms;  // the sweep's arms (grid x zip, sweep.runs), without seeds
+  std::vector<Settings> settings;      // the tuned settings: every combination of sweep.tune.grid
+  std::vector<std::int64_t> seeds;     // sweep.tune.seeds
+  // [arm][setting][seed]: the plan run of each tuning point (points resolving to one spec share a run).
+  std::vector<std::vector<std::vector<std::size_t>>> run_of;
+};
+
+// The tuning phase of the sweep in `base` (base.spec.sweep.tune not empty), its runs in `dir`/tuning.
+// Throws UsageError for a selection the runs cannot give (a test metric, a bad summary form) and,
+// as plan_sweep, for points that cannot be loaded.
+TuningPlan plan_tuning(const std::filesystem::path& spec_file, const std::vector<std::string>& overrides,
+                       const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& base,
+                       const std::filesystem::path& dir);
+
+// One arm's choice. means[k]: setting k's mean value over the tuning seeds, NaN unless every seed
+// gave a finite value (a diverged, failed or unfinished run, or a missing metric).
+struct ArmChoice {
+  std::size_t setting = 0;
+  std::vector<double> means;
+  std::vector<std::string> at_edge;  // tuned keys (of 3 or more values) whose chosen value is the first or last listed
+};
+
+// Per arm, the setting with the best mean among those with a value on every seed (ties: the first
+// in grid order). values: [arm][setting][seed], NaN for no value. Throws UsageError naming each
+// arm (by `arm_names`) that has no such setting.
+std::vector<ArmChoice> choose_settings(const std::vector<std::vector<std::vector<double>>>& values, bool higher_is_better,
+                                       const spec::TuneSpec& tune, const std::vector<Settings>& settings,
+                                       const std::vector<std::string>& arm_names);
+
+// The tuning runs' values, [arm][setting][seed] (sweep.tune.metric reduced by sweep.tune.summary;
+// NaN where a run did not complete or has no finite value), and whether larger is better.
+struct TuningValues {
+  std::vector<std::vector<std::vector<double>>> values;
+  bool higher_is_better = false;
+  std::string label;  // "final loss"
+};
+TuningValues read_tuning_values(const TuningPlan& tuning, const spec::TuneSpec& tune);
+
+// The confirmation phase: every arm with its chosen setting, once per sweep.seeds, in `dir`.
+SweepPlan plan_confirmation(const std::filesystem::path& spec_file, const std::vector<std::string>& overrides,
+                            const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& base,
+                            const std::filesystem::path& dir, const TuningPlan& tuning, const std::vector<ArmChoice>& choices);
+
+// The table of values and choices, for people: one row per arm, one column per setting, the chosen
+// one marked, and the caveats (a choice at the edge of its grid).
+void print_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices,
+                   std::ostream& out);
+// The same as a file beside the tuning runs (DIR/tuning/selection.yaml), written atomically.
+void write_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices);
+
+// The keys tuned per arm (sweep.tune.grid's): not arm axes in the comparison.
+std::vector<std::string> tuned_keys(const spec::TuneSpec& tune);
+
+}  // namespace ablate::sweep
