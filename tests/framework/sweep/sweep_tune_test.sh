@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# `ablate sweep` of a spec with sweep.tune (per-arm learning rates), on the real executable:
+#  1. uninterrupted, as the reference: the tuning runs (2 arms x 3 lr x 1 seed) in DIR/tuning, the
+#     choices in DIR/tuning/selection.yaml, each confirmation run (2 arms x 2 seeds) at its arm's
+#     chosen lr; the comparison's arms are the blocks (lr is no axis), and `ablate compare DIR`
+#     never reads the tuning runs (`ablate compare DIR/tuning` does, with lr as an axis);
+#  2. SIGKILL in the tuning phase, then the same command: every run of both phases equal to the
+#     reference's bit for bit (same_results.py), the same choices;
+#  3. SIGKILL in the confirmation phase, then again: the same;
+#  4. --dry-run and --status say the phase; a spec whose seeds overlap runs nothing (exit 2).
+# Usage: sweep_tune_test.sh <path/to/ablate>
+set -euo pipefail
+ablate=$1
+here=$(cd "$(dirname "$0")" && pwd)
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -n 25 "$f" >&2; done
+  exit 1
+}
+max_step() {  # the highest step any run directly under a sweep directory has logged
+  cat "$1"/*/ablate.log 2>/dev/null | sed -n 's/^step \([0-9]*\)\/.*/\1/p' | sort -n | tail -1 | grep . || echo 0
+}
+tmp=$(mktemp -d)
+cleanup() { pkill -KILL -f -- "--out $tmp/" 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+cat > "$tmp/spec.yaml" <<'YAML'
+name: tuned_sweep
+task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 512, eval_examples: 64}
+model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0}
+backend: onednn
+train: {steps: 80, batch_size: 16, schedule: {plugin: constant}}
+log: {every: 10, attention: {every: 0}}
+eval: {every: 40, batches: 1}
+sweep:
+  grid: {model.block: [pre_norm, post_norm]}
+  seeds: [2, 3]
+  tune:
+    grid: {train.optimizer.lr: [3.0e-4, 3.0e-3, 3.0e-2]}
+    seeds: [1]
+    metric: loss
+YAML
+sweep() { "$ablate" sweep "$tmp/spec.yaml" --progress lines "$@"; }
+
+# 1. the reference
+sweep --out "$tmp/ref" --jobs 2 > "$tmp/ref.log" 2>&1 || { cat "$tmp/ref.log"; fail "reference sweep failed"; }
+grep -q "tuning phase: 6 runs (2 arms x 3 settings x 1 seeds)" "$tmp/ref.log" || fail "reference: no tuning phase line"
+[ "$(find "$tmp/ref/tuning" -maxdepth 2 -name run.h5 | wc -l)" -eq 6 ] || fail "reference: expected 6 tuning run files"
+[ "$(find "$tmp/ref" -maxdepth 2 -name run.h5 | wc -l)" -eq 4 ] || fail "reference: expected 4 confirmation run files"
+[ -s "$tmp/ref/tuning/selection.yaml" ] || fail "reference: no selection.yaml"
+# each confirmation run is at its arm's choice, and each arm's choice has the lowest tuning loss
+/usr/bin/python3 - "$tmp/ref" <<'PY' || fail "reference: a confirmation run is not at its arm's best tuning lr"
+import glob, os, sys
+import h5py, yaml
+d = sys.argv[1]
+best = {}
+for f in glob.glob(os.path.join(d, "tuning", "*", "run.h5")):
+    with h5py.File(f, "r") as h:
+        spec = yaml.safe_load(h.attrs["resolved_spec_yaml"])
+        loss = float(h["metrics/eval/loss"][-1])
+    arm, lr = spec["model"]["block"]["plugin"], float(spec["train"]["optimizer"]["lr"])
+    if arm not in best or loss < best[arm][0]:
+        best[arm] = (loss, lr)
+sel = yaml.safe_load(open(os.path.join(d, "tuning", "selection.yaml")))
+chosen = {a["arm"].split("=")[1]: float(a["chosen"]["train.optimizer.lr"]) for a in sel["arms"]}
+for f in glob.glob(os.path.join(d, "*", "run.h5")):
+    with h5py.File(f, "r") as h:
+        spec = yaml.safe_load(h.attrs["resolved_spec_yaml"])
+    arm, lr, seed = spec["model"]["block"]["plugin"], float(spec["train"]["optimizer"]["lr"]), spec["train"]["seed"]
+    assert seed in (2, 3), f"{f}: seed {seed} is a tuning seed"
+    assert lr == best[arm][1] == chosen[arm], f"{f}: lr {lr}, best {best[arm]}, chosen {chosen[arm]}"
+PY
+grep -q "^arms by model.block; baseline" "$tmp/ref.log" || fail "reference: the arms are not the blocks alone"
+grep -q "^tuned_keys: \[train.optimizer.lr, train.schedule.lr\]" "$tmp/ref/sweep.yaml" || fail "sweep.yaml lacks tuned_keys"
+"$ablate" compare "$tmp/ref" --out "$tmp/cmp" > "$tmp/compare.log" 2>&1 || fail "compare of the directory failed"
+grep -q "^arms by model.block; baseline" "$tmp/compare.log" || fail "compare: lr is an arm axis, or the tuning runs were read"
+[ "$(grep -c '^[a-z_]*  *2  ' "$tmp/compare.log")" -eq 2 ] || fail "compare: expected 2 arms of 2 runs (no tuning run)"
+"$ablate" compare "$tmp/ref/tuning" --out "$tmp/cmp_tuning" > "$tmp/compare_tuning.log" 2>&1 || fail "compare of the tuning runs failed"
+grep -q "^arms by model.block · train.optimizer.lr" "$tmp/compare_tuning.log" || fail "compare of DIR/tuning: lr should be an axis"
+
+# 2. SIGKILL in the tuning phase
+setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/k1" --jobs 2 --progress lines --no-compare > "$tmp/k1a.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 6000); do [ "$(max_step "$tmp/k1/tuning")" -ge 30 ] && break; sleep 0.02; done
+kill -KILL -- -"$pid"
+wait "$pid" 2>/dev/null || true
+sleep 0.5
+sweep --out "$tmp/k1" --status > "$tmp/k1_status.log" 2>&1
+grep -q "confirmation phase: waits for tuning" "$tmp/k1_status.log" || { cat "$tmp/k1_status.log"; fail "SIGKILL came after tuning"; }
+sweep --out "$tmp/k1" --jobs 2 --no-compare > "$tmp/k1b.log" 2>&1 || { cat "$tmp/k1b.log"; fail "the sweep after SIGKILL in tuning failed"; }
+/usr/bin/python3 "$here/same_results.py" "$tmp/ref/tuning" "$tmp/k1/tuning" || fail "tuning runs after SIGKILL differ"
+/usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/k1" || fail "confirmation runs after SIGKILL in tuning differ"
+cmp -s "$tmp/ref/tuning/selection.yaml" "$tmp/k1/tuning/selection.yaml" || fail "other choices after SIGKILL in tuning"
+
+# 3. SIGKILL in the confirmation phase
+setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/k2" --jobs 2 --progress lines --no-compare > "$tmp/k2a.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 12000); do [ "$(max_step "$tmp/k2")" -ge 30 ] && break; sleep 0.02; done
+kill -KILL -- -"$pid"
+wait "$pid" 2>/dev/null || true
+sleep 0.5
+sweep --out "$tmp/k2" --status > "$tmp/k2_status.log" 2>&1
+grep -q "^confirmation phase: 2 arms x 2 seeds" "$tmp/k2_status.log" || { cat "$tmp/k2_status.log"; fail "status: no confirmation phase"; }
+grep -q "4 runs: 4 done" "$tmp/k2_status.log" && fail "SIGKILL came after the confirmation runs"
+sweep --out "$tmp/k2" --jobs 2 --no-compare > "$tmp/k2b.log" 2>&1 || { cat "$tmp/k2b.log"; fail "the sweep after SIGKILL in confirmation failed"; }
+grep -q "0 to run (0 resumed), 6 already done" "$tmp/k2b.log" || { cat "$tmp/k2b.log"; fail "tuning ran again"; }
+/usr/bin/python3 "$here/same_results.py" "$tmp/ref/tuning" "$tmp/k2/tuning" || fail "tuning runs differ"
+/usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/k2" || fail "confirmation runs after SIGKILL differ"
+
+# 4. --dry-run; seeds that overlap run nothing
+sweep --out "$tmp/dry" --dry-run > "$tmp/dry.log" 2>&1 || fail "dry run failed"
+grep -q "confirmation phase: 2 arms x 2 seeds at each arm's chosen setting" "$tmp/dry.log" || fail "dry run: no confirmation line"
+[ ! -e "$tmp/dry" ] || fail "dry run wrote the directory"
+sed 's/    seeds: \[1\]/    seeds: [1, 2]/' "$tmp/spec.yaml" > "$tmp/overlap.yaml"
+set +e; "$ablate" sweep "$tmp/overlap.yaml" --out "$tmp/overlap" > "$tmp/overlap.log" 2>&1; code=$?; set -e
+[ "$code" -eq 2 ] || { cat "$tmp/overlap.log"; fail "overlapping seeds: exit $code, expected 2"; }
+grep -q "seed 2 is also in sweep.seeds" "$tmp/overlap.log" || fail "overlapping seeds: not named"
+[ ! -e "$tmp/overlap" ] || fail "overlapping seeds: something was written"
+echo PASS
