@@ -38,6 +38,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
        "auto (a bar on a terminal, lines otherwise or when CI is set), bar, lines, quiet")
       ("stop-after", po::value<std::int64_t>()->default_value(0),
        "stop (checkpointed, resumable, exit 0) after this many steps of this invocation")
+      ("stop-at", po::value<std::int64_t>()->default_value(0),
+       "stop (checkpointed, resumable, exit 0) once the run has reached this step (a sweep's tuning rung)")
       ("profile", "time every backend op of the training steps and print where a step's time goes (docs/training.md)")
       ("dump-reference", po::value<std::string>(),
        "write FILE.h5 (new): initial parameters, every step's batch and loss, for checking another implementation (bench/)");
@@ -62,7 +64,9 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   run.stop_after = vm["stop-after"].as<std::int64_t>();
   run.profile = vm.count("profile") > 0;
   if (vm.count("dump-reference")) run.dump_reference = vm["dump-reference"].as<std::string>();
+  run.stop_at = vm["stop-at"].as<std::int64_t>();
   if (run.stop_after < 0) throw UsageError("ablate run: --stop-after must be >= 0");
+  if (run.stop_at < 0) throw UsageError("ablate run: --stop-at must be >= 0");
 
   StopSignals signals(on_stop_signal);
   const train::RunResult result = train::run_experiment(loaded.spec, *loaded.registry, run, out);
@@ -70,7 +74,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     case results::RunStatus::Completed: return kExitOk;
     case results::RunStatus::Diverged: return kExitDiverged;
     case results::RunStatus::Interrupted:
-      return run.stop_after > 0 && result.reason.starts_with("--stop-after") ? kExitOk : kExitInterrupted;
+      return result.reason.starts_with("--stop-after") || result.reason.starts_with("--stop-at") ? kExitOk : kExitInterrupted;
     default: return kExitRunFailed;
   }
 }

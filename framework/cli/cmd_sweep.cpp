@@ -235,15 +235,6 @@ std::optional<int> execute(const sweep::SweepPlan& plan, const LoadedSpec& base,
   return std::nullopt;
 }
 
-// Whether every run of `plan` has finished (completed or diverged).
-bool finished(const sweep::SweepPlan& plan, std::size_t* done = nullptr) {
-  std::size_t n = 0;
-  for (const sweep::RunPhaseInfo& p : sweep::read_phases(plan))
-    n += p.phase == sweep::RunPhase::Completed || p.phase == sweep::RunPhase::Diverged;
-  if (done) *done = n;
-  return n == plan.runs.size();
-}
-
 // A sweep with sweep.tune: the tuning phase (every arm x setting x tuning seed, in DIR/tuning),
 // each arm's choice, then the confirmation phase (every arm at its choice x sweep.seeds, in DIR),
 // which alone is compared. Each phase is an ordinary sweep: rerunning the command continues it.
@@ -271,30 +262,36 @@ int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& sp
     out << "confirmation phase: " << confirmation << ", in " << dir.string() << " (planned once tuning is done)\n";
     return kExitOk;
   }
-  std::size_t done = 0;
-  if (vm.count("status")) {
-    print_status(tuning.plan, out);
-    if (!finished(tuning.plan, &done)) {
-      out << "confirmation phase: waits for tuning (" << done << " of " << tuning.plan.runs.size() << " runs finished)\n";
+  // The tuning phase (rung by rung with sweep.tune.eta); --status only reads where it stands.
+  std::optional<int> stopped;
+  sweep::ExecutionOptions tuning_run = execution_options(vm, a, base, dir);
+  tuning_run.baseline = "";  // the tuning runs are not compared as arms
+  const auto execute_rung = [&](const sweep::SweepPlan& rung) {
+    if (vm.count("status")) return true;
+    sweep::ExecutionReport report;
+    stopped = execute(rung, base, tuning_run, report, out);
+    return !stopped;
+  };
+  const sweep::TuningProgress progress = sweep::advance_tuning(tuning, tune, execute_rung, out);
+  if (stopped) return *stopped;
+  if (!progress.done) {
+    if (vm.count("status")) {
+      print_status(tuning.plan, out);
+      out << "confirmation phase: waits for tuning (" << progress.finished << " of " << progress.needed
+          << " runs of its current rung finished)\n";
       return kExitOk;
     }
-  } else {
-    sweep::ExecutionOptions run = execution_options(vm, a, base, dir);
-    run.baseline = "";  // the tuning runs are not compared as arms
-    sweep::ExecutionReport report;
-    if (const auto stop = execute(tuning.plan, base, run, report, out)) return *stop;
-    if (!finished(tuning.plan, &done)) {
-      out << "tuning: " << done << " of " << tuning.plan.runs.size()
-          << " runs finished; each arm's setting is chosen once all have (fix the failed ones, then --rerun-failed)\n";
-      return kExitRunFailed;
-    }
+    out << "tuning: " << progress.finished << " of " << progress.needed
+        << " runs finished; each arm's setting is chosen once all have (fix the failed ones, then --rerun-failed)\n";
+    return kExitRunFailed;
   }
+  if (vm.count("status")) print_status(tuning.plan, out);
   const sweep::TuningValues values = sweep::read_tuning_values(tuning, tune);
   std::vector<std::string> arm_names;
   for (const spec::SweepPoint& arm : tuning.arms) arm_names.push_back(arm.name);
   const std::vector<sweep::ArmChoice> choices =
       sweep::choose_settings(values.values, values.higher_is_better, tune, tuning.settings, arm_names);
-  sweep::print_choices(tuning, values, choices, out);
+  sweep::print_choices(tuning, values, choices, progress, out);
   const sweep::SweepPlan plan =
       sweep::plan_confirmation(a.file, spec_opts.overrides, spec_opts.plugin_paths, base, dir, tuning, choices);
   for (const std::string& note : plan.notes) out << "note: " << note << "\n";
@@ -303,7 +300,7 @@ int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& sp
     print_status(plan, out);
     return kExitOk;
   }
-  sweep::write_choices(tuning, values, choices);
+  sweep::write_choices(tuning, values, choices, progress);
   sweep::ExecutionOptions run = execution_options(vm, a, base, dir);
   run.tuned_keys = sweep::tuned_keys(tune);
   sweep::ExecutionReport report;

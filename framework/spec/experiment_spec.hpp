@@ -147,6 +147,9 @@ struct TuneSpec {
   std::vector<std::int64_t> seeds;                                     // tuning seeds, disjoint from SweepSpec::seeds
   std::string metric = "loss";                                         // the eval metric a setting is selected by
   std::string summary = "final";                                       // how a run reduces to one value (--summary forms)
+  // Successive halving: at rungs first_rung, first_rung * eta, ... (steps < train.steps) each arm
+  // keeps its best ceil(n / eta) settings; eta 0 = none (every setting trains to the end).
+  std::int64_t eta = 0, first_rung = 0;
   bool empty() const { return grid.empty(); }
   bool operator==(const TuneSpec&) const = default;
 };

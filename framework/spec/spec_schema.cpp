@@ -403,6 +403,11 @@ const std::vector<SpecKey>& schema() {
     k.push_back(string_key(KEY(sweep.tune.summary)).def("final").doc(
         "how a tuning run reduces to one value, as `ablate compare --summary`: final, best, last:K, auc, steps_to:T, "
         "time_to:T; a setting's value is its mean over the tuning seeds"));
+    k.push_back(integer(KEY(sweep.tune.eta), 0).def("0").doc(
+        "successive halving: at each rung every arm keeps its best ceil(n / eta) settings (>= 2; 0 = none: every "
+        "setting trains to train.steps)"));
+    k.push_back(integer(KEY(sweep.tune.first_rung), 0).def("0").doc(
+        "the first rung's step (an evaluation step, below train.steps); the next rungs at first_rung x eta, x eta^2, ..."));
     return k;
   }();
   return keys;

@@ -79,6 +79,10 @@ std::vector<std::string> run_arguments(const SweepPlan& plan, const SweepRun& ru
   args.push_back("--out");
   args.push_back(plan.run_dir(run).string());
   if (resume) args.push_back("--resume");
+  if (plan.stop_at > 0) {
+    args.push_back("--stop-at");
+    args.push_back(std::to_string(plan.stop_at));
+  }
   args.push_back("--progress");
   args.push_back("lines");
   return args;

@@ -30,6 +30,7 @@ struct SweepPlan {
   std::vector<SweepRun> runs;             // one per distinct id, in expansion order
   std::vector<std::size_t> point_run;     // [points]: the run of each expanded point (merged points share one)
   std::vector<std::string> notes;         // points merged because they resolve to one spec, ...
+  std::int64_t stop_at = 0;               // > 0: each run trains to this step only (`ablate run --stop-at`, a tuning rung)
 
   std::filesystem::path run_dir(const SweepRun& run) const { return dir / run.folder; }
 };
@@ -48,7 +49,7 @@ SweepPlan plan_points(const std::filesystem::path& spec_file, const std::vector<
                       const std::filesystem::path& dir, std::vector<spec::SweepPoint> points, const std::string& section);
 
 // The arguments after the executable that train `run` in its directory: `run SPEC --set ...
-// --out DIR [--resume] --progress lines`, plus `--set backend.threads=T` when threads > 0 and the
+// --out DIR [--resume] [--stop-at plan.stop_at] --progress lines`, plus `--set backend.threads=T` when threads > 0 and the
 // run's backend has that option (threads are an execution key: the run id stays the same).
 std::vector<std::string> run_arguments(const SweepPlan& plan, const SweepRun& run, bool resume, int threads);
 

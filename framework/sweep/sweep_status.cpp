@@ -139,7 +139,13 @@ Schedule schedule_runs(const SweepPlan& plan, Manifest& manifest, const PluginRe
         out << "rerunning failed run " << run.point.name << "; its folder is kept as " << set_aside(dir, run.folder).string()
             << "\n";
         break;
-      case P::Interrupted: resume = true; break;
+      case P::Interrupted:
+        if (plan.stop_at > 0 && before[i].step >= plan.stop_at) {  // at its tuning rung: done for this plan
+          ++s.done;
+          continue;
+        }
+        resume = true;
+        break;
       case P::Pending: break;
     }
     if (still_queued(run.id)) {

@@ -15,6 +15,7 @@
 #include "results/run_file.hpp"
 #include "spec/plugin_validation.hpp"
 #include "sweep/run_state.hpp"
+#include "sweep/sweep_status.hpp"
 
 namespace ablate::sweep {
 namespace fs = std::filesystem;
@@ -110,12 +111,125 @@ TuningPlan plan_tuning(const fs::path& spec_file, const std::vector<std::string>
     }
   t.plan = plan_points(spec_file, overrides, plugin_paths, base, dir / analysis::kTuningRunsFolder, points_of(runs, tune.seeds),
                        "sweep.tune");
+  if (tune.eta == 1)
+    throw UsageError(at + "sweep.tune.eta: 1 keeps every setting at every rung; expected 0 (no halving) or >= 2",
+                     "eta 3 keeps the best third of each arm's settings at each rung");
+  if (tune.eta >= 2)
+    for (const SweepRun& run : t.plan.runs) {
+      const std::int64_t steps = run.spec.train.steps, every = run.spec.eval.every;
+      if (tune.first_rung < 1 || tune.first_rung >= steps || tune.first_rung % every != 0)
+        throw UsageError(at + "sweep.tune.first_rung: " + std::to_string(tune.first_rung) + " for run " + run.point.name +
+                             " (train.steps " + std::to_string(steps) + ", eval.every " + std::to_string(every) +
+                             "); expected an evaluation step below train.steps: the rungs (first_rung x eta^k) compare "
+                             "evaluations",
+                         "set first_rung to a multiple of eval.every, e.g. train.steps / eta^2");
+      if (steps != t.plan.runs.front().spec.train.steps)
+        throw UsageError(at + "sweep.tune.eta: the tuning runs train for different train.steps (" + run.point.name + ": " +
+                             std::to_string(steps) + ")",
+                         "successive halving compares settings at the same steps: give every arm the same train.steps");
+    }
   const std::size_t K = t.settings.size(), S = t.seeds.size();
   t.run_of.assign(t.arms.size(), std::vector<std::vector<std::size_t>>(K, std::vector<std::size_t>(S)));
   for (std::size_t a = 0; a < t.arms.size(); ++a)
     for (std::size_t k = 0; k < K; ++k)
       for (std::size_t s = 0; s < S; ++s) t.run_of[a][k][s] = t.plan.point_run[(a * K + k) * S + s];
   return t;
+}
+
+namespace {
+
+// Whether a run has finished for a plan that trains to `stop_at` (0: to the end).
+bool finished_for(const RunPhaseInfo& p, std::int64_t stop_at) {
+  return p.phase == RunPhase::Completed || p.phase == RunPhase::Diverged ||
+         (stop_at > 0 && p.phase == RunPhase::Interrupted && p.step >= stop_at);
+}
+
+// The eval value of `metric` at `step` in the run file of `dir`; NaN when there is none.
+double value_at(const fs::path& dir, const std::string& metric, std::int64_t step) {
+  const analysis::RunSummary run = analysis::summarize(results::RunReader(dir / "run.h5"));
+  const auto curve = run.eval_curves.find(metric);
+  if (curve != run.eval_curves.end())
+    for (const auto& [s, v] : curve->second)
+      if (s == step) return v;
+  return NAN;
+}
+
+}  // namespace
+
+std::vector<std::size_t> promote(const std::vector<std::size_t>& alive, const std::vector<double>& sums, std::int64_t eta,
+                                 bool higher_is_better) {
+  std::vector<std::pair<double, std::size_t>> ranked;  // (value, better first; setting)
+  for (std::size_t i = 0; i < alive.size(); ++i)
+    if (std::isfinite(sums[i])) ranked.emplace_back(higher_is_better ? -sums[i] : sums[i], alive[i]);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  const auto e = static_cast<std::size_t>(eta);
+  std::vector<std::size_t> kept;
+  for (std::size_t i = 0; i < std::min(ranked.size(), (alive.size() + e - 1) / e); ++i) kept.push_back(ranked[i].second);
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+TuningProgress advance_tuning(const TuningPlan& tuning, const spec::TuneSpec& tune,
+                              const std::function<bool(const SweepPlan&)>& execute, std::ostream& out) {
+  TuningProgress p;
+  const std::size_t A = tuning.arms.size(), K = tuning.settings.size();
+  const std::int64_t steps = tuning.plan.runs.front().spec.train.steps;
+  if (tune.eta >= 2)
+    for (std::int64_t r = tune.first_rung; r < steps; r *= tune.eta) p.rungs.push_back(r);
+  p.rungs.push_back(steps);
+  p.pruned_at.assign(A, std::vector<std::int64_t>(K, 0));
+  const bool higher = analysis::higher_is_better_by_name(tune.metric);
+  std::vector<std::vector<std::size_t>> alive(A);
+  for (auto& a : alive)
+    for (std::size_t k = 0; k < K; ++k) a.push_back(k);
+  for (std::size_t n = 0; n < p.rungs.size(); ++n) {
+    const std::int64_t rung = p.rungs[n], stop = rung < steps ? rung : 0;
+    SweepPlan sub = tuning.plan;  // the kept settings' runs, to this rung
+    sub.runs.clear();
+    sub.stop_at = stop;
+    std::vector<bool> in(tuning.plan.runs.size(), false);
+    for (std::size_t a = 0; a < A; ++a)
+      for (std::size_t k : alive[a])
+        for (std::size_t r : tuning.run_of[a][k]) in[r] = true;
+    for (std::size_t r = 0; r < in.size(); ++r)
+      if (in[r]) sub.runs.push_back(tuning.plan.runs[r]);
+    if (p.rungs.size() > 1)
+      out << "tuning rung " << n + 1 << " of " << p.rungs.size() << ": " << sub.runs.size() << " runs to step " << rung << "\n";
+    if (!execute(sub)) return p;
+    const std::vector<RunPhaseInfo> phases = read_phases(sub);
+    p.needed = sub.runs.size();
+    p.finished = static_cast<std::size_t>(
+        std::count_if(phases.begin(), phases.end(), [&](const RunPhaseInfo& i) { return finished_for(i, stop); }));
+    if (p.finished < p.needed) return p;
+    if (stop == 0) break;
+    std::size_t kept_total = 0, alive_total = 0;
+    for (std::size_t a = 0; a < A; ++a) {  // each arm keeps its best ceil(n / eta) settings at this step
+      std::vector<double> sums;
+      for (std::size_t k : alive[a]) {
+        double sum = 0.0;
+        for (std::size_t r : tuning.run_of[a][k]) sum += value_at(tuning.plan.run_dir(tuning.plan.runs[r]), tune.metric, rung);
+        sums.push_back(sum);
+      }
+      const std::vector<std::size_t> kept = promote(alive[a], sums, tune.eta, higher);
+      for (std::size_t k : alive[a])
+        if (!std::binary_search(kept.begin(), kept.end(), k)) p.pruned_at[a][k] = rung;
+      alive_total += alive[a].size();
+      kept_total += kept.size();
+      alive[a] = std::move(kept);
+    }
+    out << "tuning rung at step " << rung << ": kept " << kept_total << " of " << alive_total << " settings\n";
+  }
+  p.done = true;
+  for (const SweepRun& run : tuning.plan.runs) {  // the phase's cost: what its runs trained
+    const fs::path dir = tuning.plan.run_dir(run);
+    const RunPhaseInfo info = read_run_phase(dir);
+    if (info.phase == RunPhase::Pending) continue;
+    ++p.runs;
+    p.run_steps += info.step;
+    const analysis::RunSummary summary = analysis::summarize(results::RunReader(dir / "run.h5"));
+    if (!summary.elapsed_s.empty()) p.run_seconds += summary.elapsed_s.back().second;
+  }
+  return p;
 }
 
 std::vector<ArmChoice> choose_settings(const std::vector<std::vector<std::vector<double>>>& values, bool higher_is_better,
@@ -213,7 +327,7 @@ SweepPlan plan_confirmation(const fs::path& spec_file, const std::vector<std::st
 }
 
 void print_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices,
-                   std::ostream& out) {
+                   const TuningProgress& progress, std::ostream& out) {
   out << "tuning: " << values.label << ", mean over seeds " << seeds_text(tuning.seeds) << " ("
       << (values.higher_is_better ? "higher" : "lower") << " is better; * chosen, - not every seed has a value)\n";
   std::vector<std::string> header = {"arm"}, keys = tuned_keys_only(tuning);
@@ -228,7 +342,9 @@ void print_choices(const TuningPlan& tuning, const TuningValues& values, const s
     for (std::size_t k = 0; k < tuning.settings.size(); ++k) {
       std::ostringstream cell;
       const double m = choices[a].means[k];
-      if (std::isfinite(m))
+      if (progress.pruned_at[a][k] > 0)
+        cell << "pruned@" << progress.pruned_at[a][k];
+      else if (std::isfinite(m))
         cell << std::setprecision(4) << m;
       else
         cell << "-";
@@ -249,13 +365,17 @@ void print_choices(const TuningPlan& tuning, const TuningValues& values, const s
     if (!choices[a].at_edge.empty())
       out << "caveat: " << tuning.arms[a].name << " chose " << join(choices[a].at_edge, ", ")
           << " at the edge of its grid: extend the grid past it (the best value may lie beyond)\n";
+  out << "tuning cost: " << progress.runs << " runs, " << progress.run_steps << " steps trained in all, " << std::setprecision(4)
+      << progress.run_seconds / 60.0 << " min of training (summed over the runs)\n";
 }
 
-void write_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices) {
+void write_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices,
+                   const TuningProgress& progress) {
   std::ostringstream y;
   y << "# written by `ablate sweep`: each arm's tuned setting, chosen on the tuning seeds' runs beside this file\n"
     << "value: " << values.label << "\nhigher_is_better: " << (values.higher_is_better ? "true" : "false") << "\nseeds: ["
-    << seeds_text(tuning.seeds) << "]\narms:\n";
+    << seeds_text(tuning.seeds) << "]\nrungs: [" << seeds_text(progress.rungs) << "]\ncost: {runs: " << progress.runs
+    << ", steps: " << progress.run_steps << ", seconds: " << number_text(progress.run_seconds) << "}\narms:\n";
   for (std::size_t a = 0; a < choices.size(); ++a) {
     y << "  - arm: \"" << tuning.arms[a].name << "\"\n    chosen: {";
     const Settings& chosen = tuning.settings[choices[a].setting];
@@ -264,7 +384,7 @@ void write_choices(const TuningPlan& tuning, const TuningValues& values, const s
     for (std::size_t k = 0; k < tuning.settings.size(); ++k) {
       const double m = choices[a].means[k];
       y << "      - {setting: \"" << settings_text(tuning.settings[k])
-        << "\", mean: " << (std::isfinite(m) ? number_text(m) : ".nan") << "}\n";
+        << "\", mean: " << (std::isfinite(m) ? number_text(m) : ".nan") << ", pruned_at: " << progress.pruned_at[a][k] << "}\n";
     }
   }
   write_file_atomically(tuning.plan.dir / "selection.yaml", y.str());

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -34,6 +35,30 @@ struct TuningPlan {
 TuningPlan plan_tuning(const std::filesystem::path& spec_file, const std::vector<std::string>& overrides,
                        const std::vector<std::string>& plugin_paths, const validation::LoadedSpec& base,
                        const std::filesystem::path& dir);
+
+// Where the tuning phase stands, computed from the run files alone (a rerun, --status and an
+// interrupted command all agree). With successive halving (sweep.tune.eta) the phase goes rung by
+// rung: each rung trains the kept settings' runs to its step (`ablate run --stop-at`), then every
+// arm keeps its best ceil(n / eta) settings by their mean over the tuning seeds of the metric's
+// value at that step (a setting without a value on every seed is dropped first).
+struct TuningProgress {
+  bool done = false;                                 // every run the phase needs has finished
+  std::size_t finished = 0, needed = 0;              // the current rung's runs finished / needed
+  std::vector<std::int64_t> rungs;                   // the rung steps, the last one train.steps
+  std::vector<std::vector<std::int64_t>> pruned_at;  // [arm][setting]: the rung step it was dropped at; 0: kept
+  std::size_t runs = 0;                              // tuning runs started (pruned ones included)
+  std::int64_t run_steps = 0;                        // steps they trained, summed: the phase's compute
+  double run_seconds = 0.0;                          // their training wall time, summed
+};
+// The settings an arm keeps at a rung: the best ceil(n / eta) of its n `alive` settings by `sums`
+// (each one's value summed over the seeds, in `alive`'s order; a non-finite sum is never kept),
+// ties kept in grid order, returned in grid order.
+std::vector<std::size_t> promote(const std::vector<std::size_t>& alive, const std::vector<double>& sums, std::int64_t eta,
+                                 bool higher_is_better);
+// Advances the tuning phase: `execute` runs a plan to its end and returns false when the command
+// must stop there (submitted to Slurm, interrupted); one that runs nothing reports where it stands.
+TuningProgress advance_tuning(const TuningPlan& tuning, const spec::TuneSpec& tune,
+                              const std::function<bool(const SweepPlan&)>& execute, std::ostream& out);
 
 // One arm's choice. means[k]: setting k's mean value over the tuning seeds, NaN unless every seed
 // gave a finite value (a diverged, failed or unfinished run, or a missing metric).
@@ -67,9 +92,11 @@ SweepPlan plan_confirmation(const std::filesystem::path& spec_file, const std::v
 // The table of values and choices, for people: one row per arm, one column per setting, the chosen
 // one marked, and the caveats (a choice at the edge of its grid).
 void print_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices,
-                   std::ostream& out);
-// The same as a file beside the tuning runs (DIR/tuning/selection.yaml), written atomically.
-void write_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices);
+                   const TuningProgress& progress, std::ostream& out);
+// The same as a file beside the tuning runs (DIR/tuning/selection.yaml), written atomically, with
+// the pruned settings and the phase's cost.
+void write_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices,
+                   const TuningProgress& progress);
 
 // The keys tuned per arm (sweep.tune.grid's): not arm axes in the comparison.
 std::vector<std::string> tuned_keys(const spec::TuneSpec& tune);

@@ -412,6 +412,8 @@ RunResult Trainer::run() {
   std::int64_t phase_step = state_.step + 1;
   try {
     while (state_.step < spec_.train.steps) {
+      if (options_.stop_at > 0 && state_.step >= options_.stop_at)
+        return finish(RunStatus::Interrupted, "--stop-at " + std::to_string(options_.stop_at) + "; continue with --resume");
       const std::int64_t step = state_.step + 1;
       phase = "training";
       phase_step = step;
@@ -425,10 +427,13 @@ RunResult Trainer::run() {
         save(true);
       }
       if (stop) return finish(RunStatus::Completed, *stop);
-      if (g_stop_requested.load() || (options_.stop_after > 0 && steps_this_call_ >= options_.stop_after)) {
+      const bool at_stop = options_.stop_at > 0 && step >= options_.stop_at && step < spec_.train.steps;
+      if (g_stop_requested.load() || (options_.stop_after > 0 && steps_this_call_ >= options_.stop_after) || at_stop) {
         if (!eval_now) save(false);
-        return finish(RunStatus::Interrupted,
-                      std::string(g_stop_requested.load() ? "stopped by a signal" : "--stop-after") + "; continue with --resume");
+        const std::string why = g_stop_requested.load() ? "stopped by a signal"
+                                : at_stop               ? "--stop-at " + std::to_string(options_.stop_at)
+                                                        : std::string("--stop-after");
+        return finish(RunStatus::Interrupted, why + "; continue with --resume");
       }
     }
     return finish(RunStatus::Completed, "reached train.steps");

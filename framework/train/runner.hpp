@@ -27,6 +27,7 @@ struct RunOptions {
   bool resume = false;            // continue the run in out_dir from its checkpoint
   ProgressMode progress = ProgressMode::Lines;
   std::int64_t stop_after = 0;  // > 0: stop as interrupted (checkpointed) after this many steps in this call
+  std::int64_t stop_at = 0;     // > 0: stop as interrupted (checkpointed) at this step of the run (a tuning rung)
   bool profile = false;         // time every backend op of the training steps; print the table at the end
   // Non-empty: write this new file, the run's initial parameters and per-step batches and losses
   // for checking another implementation against the run (train/reference_dump.hpp). Not with resume.

@@ -7,7 +7,9 @@
 #  2. SIGKILL in the tuning phase, then the same command: every run of both phases equal to the
 #     reference's bit for bit (same_results.py), the same choices;
 #  3. SIGKILL in the confirmation phase, then again: the same;
-#  4. --dry-run and --status say the phase; a spec whose seeds overlap runs nothing (exit 2).
+#  4. successive halving: the rungs keep the best third, the cost is what the runs trained, and the
+#     same command again trains nothing and chooses the same;
+#  5. --dry-run and --status say the phase; a spec whose seeds overlap runs nothing (exit 2).
 # Usage: sweep_tune_test.sh <path/to/ablate>
 set -euo pipefail
 ablate=$1
@@ -19,6 +21,9 @@ fail() {
 }
 max_step() {  # the highest step any run directly under a sweep directory has logged
   cat "$1"/*/ablate.log 2>/dev/null | sed -n 's/^step \([0-9]*\)\/.*/\1/p' | sort -n | tail -1 | grep . || echo 0
+}
+same_choices() {  # two selection.yaml files alike but for the cost's wall time
+  cmp -s <(grep -v '^cost:' "$1") <(grep -v '^cost:' "$2")
 }
 tmp=$(mktemp -d)
 cleanup() { pkill -KILL -f -- "--out $tmp/" 2>/dev/null || true; rm -rf "$tmp"; }
@@ -90,7 +95,7 @@ grep -q "confirmation phase: waits for tuning" "$tmp/k1_status.log" || { cat "$t
 sweep --out "$tmp/k1" --jobs 2 --no-compare > "$tmp/k1b.log" 2>&1 || { cat "$tmp/k1b.log"; fail "the sweep after SIGKILL in tuning failed"; }
 /usr/bin/python3 "$here/same_results.py" "$tmp/ref/tuning" "$tmp/k1/tuning" || fail "tuning runs after SIGKILL differ"
 /usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/k1" || fail "confirmation runs after SIGKILL in tuning differ"
-cmp -s "$tmp/ref/tuning/selection.yaml" "$tmp/k1/tuning/selection.yaml" || fail "other choices after SIGKILL in tuning"
+same_choices "$tmp/ref/tuning/selection.yaml" "$tmp/k1/tuning/selection.yaml" || fail "other choices after SIGKILL in tuning"
 
 # 3. SIGKILL in the confirmation phase
 setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/k2" --jobs 2 --progress lines --no-compare > "$tmp/k2a.log" 2>&1 &
@@ -107,7 +112,20 @@ grep -q "0 to run (0 resumed), 6 already done" "$tmp/k2b.log" || { cat "$tmp/k2b
 /usr/bin/python3 "$here/same_results.py" "$tmp/ref/tuning" "$tmp/k2/tuning" || fail "tuning runs differ"
 /usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/k2" || fail "confirmation runs after SIGKILL differ"
 
-# 4. --dry-run; seeds that overlap run nothing
+# 4. successive halving (eta 3 from step 20: rungs 20, 60, then 80): each arm keeps one of its three
+#    settings at step 20; 4 runs stop there, 2 train on; the same command again trains nothing more
+halving() { sweep --out "$tmp/half" --jobs 2 --no-compare --set sweep.tune.eta=3 --set sweep.tune.first_rung=20 --set eval.every=20; }
+halving > "$tmp/half1.log" 2>&1 || { cat "$tmp/half1.log"; fail "the halving sweep failed"; }
+grep -q "tuning rung at step 20: kept 2 of 6 settings" "$tmp/half1.log" || fail "halving: not 2 of 6 kept at step 20"
+grep -q "tuning cost: 6 runs, 240 steps trained in all" "$tmp/half1.log" || fail "halving: expected 4 x 20 + 2 x 80 steps"
+[ "$(grep -c 'pruned_at: 20' "$tmp/half/tuning/selection.yaml")" -eq 4 ] || fail "halving: 4 settings pruned at 20 expected"
+[ "$(find "$tmp/half" -maxdepth 2 -name run.h5 | wc -l)" -eq 4 ] || fail "halving: expected 4 confirmation runs"
+cp "$tmp/half/tuning/selection.yaml" "$tmp/half_selection.yaml"
+halving > "$tmp/half2.log" 2>&1 || { cat "$tmp/half2.log"; fail "the halving sweep run again failed"; }
+[ "$(grep -c ': 0 to run' "$tmp/half2.log")" -eq 4 ] || { cat "$tmp/half2.log"; fail "halving again: something ran"; }
+same_choices "$tmp/half/tuning/selection.yaml" "$tmp/half_selection.yaml" || fail "halving again: other choices"
+
+# 5. --dry-run; seeds that overlap run nothing
 sweep --out "$tmp/dry" --dry-run > "$tmp/dry.log" 2>&1 || fail "dry run failed"
 grep -q "confirmation phase: 2 arms x 2 seeds at each arm's chosen setting" "$tmp/dry.log" || fail "dry run: no confirmation line"
 [ ! -e "$tmp/dry" ] || fail "dry run wrote the directory"

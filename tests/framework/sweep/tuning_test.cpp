@@ -72,6 +72,19 @@ TEST(TuningChoice, AnArmWithNoUsableSettingIsAUsageErrorNamingIt) {
   EXPECT_FALSE(contains(e, "block=pre_norm")) << e;
 }
 
+TEST(TuningHalving, EachRungKeepsTheBestCeilNOverEtaInGridOrder) {
+  // Five settings alive; summed final losses (lower is better): 4 < 2 < 0 < 3 < 1, setting 1 diverged.
+  const std::vector<std::size_t> alive = {0, 1, 2, 3, 4};
+  const std::vector<double> sums = {3.0, NAN, 2.5, 3.2, 2.0};
+  EXPECT_EQ(promote(alive, sums, 2, false), (std::vector<std::size_t>{0, 2, 4})) << "ceil(5/2) = 3: the best three";
+  EXPECT_EQ(promote(alive, sums, 3, false), (std::vector<std::size_t>{2, 4})) << "ceil(5/3) = 2";
+  EXPECT_EQ(promote(alive, sums, 5, false), (std::vector<std::size_t>{4}));
+  EXPECT_EQ(promote(alive, sums, 2, true), (std::vector<std::size_t>{0, 2, 3})) << "higher is better: 3.2, 3.0, 2.5";
+  // The next rung sees the kept settings only; a tie keeps the earlier setting.
+  EXPECT_EQ(promote({0, 2, 4}, {1.0, 1.0, 1.5}, 3, false), (std::vector<std::size_t>{0}));
+  EXPECT_TRUE(promote({1, 3}, {NAN, NAN}, 2, false).empty()) << "no finite value: nothing is kept";
+}
+
 class TuningPlanTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = ablate::testing::fresh_dir("tuning_test"); }
@@ -128,6 +141,14 @@ TEST_F(TuningPlanTest, AMetricOrSummaryThatCannotChooseIsRefusedBeforeAnythingRu
   const std::string summary =
       usage_error([&] { plan_tuning(file(), {}, {}, load(std::string(kTuned) + "    summary: median\n"), dir_ / "out"); });
   EXPECT_TRUE(contains(summary, "sweep.tune.summary:")) << summary;
+  const std::string eta = usage_error(
+      [&] { plan_tuning(file(), {}, {}, load(std::string(kTuned) + "    eta: 1\n    first_rung: 5\n"), dir_ / "out"); });
+  EXPECT_TRUE(contains(eta, "sweep.tune.eta: 1 keeps every setting")) << eta;
+  const std::string rung = usage_error([&] {  // train.steps 10 with the default eval.every 100: no evaluation below it
+    plan_tuning(file(), {}, {}, load(std::string(kTuned) + "    eta: 2\n    first_rung: 4\n"), dir_ / "out");
+  });
+  EXPECT_TRUE(contains(rung, "sweep.tune.first_rung: 4 for run")) << rung;
+  EXPECT_TRUE(contains(rung, "expected an evaluation step below train.steps")) << rung;
   EXPECT_FALSE(fs::exists(dir_ / "out"));
 }
 
