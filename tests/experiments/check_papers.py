@@ -87,6 +87,21 @@ def check_glu_variants(out):
         expect(math.isfinite(loss) and loss < math.log(80), name, f"{ffn}: test log-perplexity {loss:.3f} below uniform (ln 80)")
 
 
+def check_glu_variants_tuned(out):
+    name = "glu_variants_tuned"
+    d = os.path.join(out, "glu_variants", name)
+    tuning = sorted(glob.glob(os.path.join(d, "tuning", "*", "run.h5")))
+    expect(len(tuning) == 4, name, f"{len(tuning)} tuning runs (2 arms x 2 learning rates x 1 seed)")
+    with open(os.path.join(d, "tuning", "selection.yaml")) as f:
+        chosen = {a["arm"].split("=")[1]: float(a["chosen"]["train.optimizer.lr"]) for a in yaml.safe_load(f)["arms"]}
+    arms = by_arm(runs(out, "glu_variants", name), "model.ffn")
+    expect(set(arms) == {"relu", "swiglu"}, name, f"confirmation arms {sorted(arms)}")
+    for ffn, fs in arms.items():
+        lrs = {float(resolved(f, "train.optimizer.lr")) for f in fs}
+        expect(lrs == {chosen[ffn]}, name, f"{ffn}: confirmed at its chosen lr {chosen[ffn]} (runs at {sorted(lrs)})")
+        expect(all(int(resolved(f, "train.seed")) == 3 for f in fs), name, f"{ffn}: confirmed on the fresh seed only")
+
+
 def check_heads_positions(out):
     name = "heads_positions"
     arms = by_arm(runs(out, name, name), "model.heads")
@@ -115,6 +130,7 @@ def main():
     check_length_extrapolation(out)
     check_prenorm_warmup(out)
     check_glu_variants(out)
+    check_glu_variants_tuned(out)
     check_heads_positions(out)
     check_recipes(out)
 
