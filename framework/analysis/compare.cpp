@@ -14,6 +14,7 @@
 #include "analysis/run_summary.hpp"
 #include "core/text.hpp"
 #include "spec/experiment_spec.hpp"
+#include "spec/plugin_validation.hpp"
 
 namespace ablate::analysis {
 namespace {
@@ -523,11 +524,26 @@ std::optional<SharedEarlyStop> shared_early_stop(const std::vector<RunSummary>& 
   return shared;
 }
 
+namespace {
+
+// The keys that never split arms beyond the fixed ones: the ignored and the tuned keys, with the
+// plugin options that take a tuned key's value (train.schedule.lr from train.optimizer.lr).
+std::vector<std::string> not_axes(const CompareOptions& options) {
+  std::vector<std::string> keys = options.ignore_keys;
+  for (const std::string& k : options.tuned_keys) {
+    keys.push_back(k);
+    for (const std::string& copy : spec::inheriting_options(k)) keys.push_back(copy);
+  }
+  return keys;
+}
+
+}  // namespace
+
 void check_baseline(const std::vector<std::string>& resolved_specs, const CompareOptions& options) {
   if (options.baseline.empty()) return;
   std::vector<RunSummary> runs(resolved_specs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) runs[i].config = flatten_spec(resolved_specs[i]);
-  find_arm(group_runs(runs, options.ignore_keys), runs, options.baseline, options.ignore_keys);
+  find_arm(group_runs(runs, not_axes(options)), runs, options.baseline, not_axes(options));
 }
 
 Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& options) {
@@ -556,10 +572,12 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
   c.value_label = c.summary.describe(c.metric, c.metric_higher_is_better);
   c.alpha = options.alpha;
 
-  const Grouping grouping = group_runs(runs, options.ignore_keys);
+  const std::vector<std::string> ignore = not_axes(options);
+  const Grouping grouping = group_runs(runs, ignore);
   c.keys = grouping.keys;
+  c.tuned_keys = options.tuned_keys;
   try {
-    c.baseline = find_arm(grouping, runs, options.baseline, options.ignore_keys);
+    c.baseline = find_arm(grouping, runs, options.baseline, ignore);
   } catch (const UsageError& e) {
     if (!options.baseline_is_default) throw;
     c.baseline = 0;
@@ -571,6 +589,13 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
     arm.label = group.label;
     arm.key_label = group.key_label;
     arm.values = group.values;
+    for (const std::string& key : options.tuned_keys)
+      for (std::size_t m : group.members) {
+        const auto it = runs[m].config.find(key);
+        const std::string value = it == runs[m].config.end() ? "(unset)" : it->second;
+        const auto [at, added] = arm.tuned.emplace(key, value);
+        if (!added && at->second != value) at->second = "mixed";
+      }
     summarize(arm, c, runs, group.members);
     c.arms.push_back(std::move(arm));
   }

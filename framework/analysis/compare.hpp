@@ -83,6 +83,8 @@ struct CompareOptions {
   std::optional<RunValueSpec> summary;   // empty: steps_to:TARGET when every run early-stops on the metric at
                                          // one target, else final
   std::vector<std::string> ignore_keys;  // further keys not to split arms by (train.seed and backend.threads never do)
+  std::vector<std::string> tuned_keys;   // keys each arm chose for itself (sweep.tune): no arm axes (nor the options
+                                         // that take their value), shown per arm instead
   double alpha = 0.05;                   // significance level; intervals are at 1 - alpha
   double power = 0.8;                    // for "seeds needed"
 };
@@ -107,6 +109,7 @@ struct Arm {
   std::string label;                          // ArmGroup::label: "pre_norm · 0.001"
   std::string key_label;                      // ArmGroup::key_label: "model.block=pre_norm,train.optimizer.lr=0.001"
   std::map<std::string, std::string> values;  // varying key -> value (keys the arm's runs lack absent)
+  std::map<std::string, std::string> tuned;   // tuned key -> the value the arm's runs share ("mixed" if they differ)
   std::vector<ArmRun> runs;                   // in input order
   bool is_baseline = false;
 
@@ -134,9 +137,10 @@ struct Comparison {
   bool higher_is_better = true;           // the compared value's: summary.higher_is_better(metric's)
   bool higher_is_better_inferred = true;  // the metric's direction came from its name (not given)
   RunValueSpec summary;
-  std::string summary_source;     // why this summary: "--summary", "early stopping at 0.99", "default"
-  std::string value_label;        // summary.describe(metric): "steps to exact_match ≥ 0.99"
-  std::vector<std::string> keys;  // the varying keys arms are split by
+  std::string summary_source;           // why this summary: "--summary", "early stopping at 0.99", "default"
+  std::string value_label;              // summary.describe(metric): "steps to exact_match ≥ 0.99"
+  std::vector<std::string> keys;        // the varying keys arms are split by
+  std::vector<std::string> tuned_keys;  // CompareOptions::tuned_keys: one value per arm (Arm::tuned)
   double alpha = 0.05;
   std::size_t baseline = 0;        // index into arms
   std::vector<Arm> arms;           // in a stable order: by value of each key in turn, numbers numerically

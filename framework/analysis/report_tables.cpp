@@ -131,14 +131,20 @@ Table arms_table(const Comparison& c) {
   const bool holm = std::count_if(c.arms.begin(), c.arms.end(), [](const Arm& a) { return a.test.defined(); }) > 1;
   const bool seeds = std::any_of(c.arms.begin(), c.arms.end(), [](const Arm& a) { return a.seeds_needed.has_value(); });
   const bool lost = any_lost(c);
-  t.header = {"arm", "n", "mean ± sd", "Δ [" + confidence_text(c) + " CI]", "p"};
+  t.header = {"arm"};
+  for (const std::string& key : c.tuned_keys) t.header.push_back(key.substr(key.rfind('.') + 1) + " (tuned)");
+  for (const char* h : {"n", "mean ± sd"}) t.header.push_back(h);
+  t.header.push_back("Δ [" + confidence_text(c) + " CI]");
+  t.header.push_back("p");
   if (holm) t.header.push_back("p(Holm)");
   if (seeds) t.header.push_back("seeds");
   if (lost) t.header.push_back("lost");
   t.right.assign(t.header.size(), true);
   t.right[0] = false;
   for (const auto& arm : c.arms) {
-    std::vector<std::string> row = {arm.label, std::to_string(arm.n())};
+    std::vector<std::string> row = {arm.label};
+    for (const std::string& key : c.tuned_keys) row.push_back(arm.tuned.count(key) ? arm.tuned.at(key) : "");
+    row.push_back(std::to_string(arm.n()));
     std::string value = arm.n() == 0 ? "n/a" : (arm.n_censored > 0 ? "≥" : "") + fixed(arm.mean, decimals);
     if (arm.n() > 1) value += " ± " + fixed(arm.std, decimals);
     row.push_back(value);

@@ -96,7 +96,7 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   if (vm.count("metric")) opts.metric = vm["metric"].as<std::string>();
   const SweepDefaults defaults = sweep_defaults(dirs, err);
   opts.baseline = vm.count("baseline") ? vm["baseline"].as<std::string>() : defaults.baseline;
-  opts.ignore_keys = defaults.tuned_keys;
+  opts.tuned_keys = defaults.tuned_keys;
   opts.baseline_is_default = !vm.count("baseline");
   if (vm.count("summary")) opts.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
 

@@ -243,7 +243,7 @@ int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& sp
   const spec::TuneSpec& tune = base.spec.sweep.tune;
   const sweep::TuningPlan tuning = sweep::plan_tuning(a.file, spec_opts.overrides, spec_opts.plugin_paths, base, dir);
   for (const std::string& note : tuning.plan.notes) out << "note: " << note << "\n";
-  a.compare.ignore_keys = sweep::tuned_keys(tune);
+  a.compare.tuned_keys = sweep::tuned_keys(tune);
   if (!a.compare.baseline_is_default) {
     std::vector<std::string> specs;
     for (const sweep::SweepRun& run : tuning.plan.runs) specs.push_back(train::resolved_run_yaml(run.spec));

@@ -13,7 +13,6 @@
 #include "core/atomic_file.hpp"
 #include "core/text.hpp"
 #include "results/run_file.hpp"
-#include "spec/plugin_validation.hpp"
 #include "sweep/run_state.hpp"
 #include "sweep/sweep_status.hpp"
 
@@ -73,10 +72,7 @@ std::vector<std::string> tuned_keys_only(const TuningPlan& tuning) {
 
 std::vector<std::string> tuned_keys(const spec::TuneSpec& tune) {
   std::vector<std::string> keys;
-  for (const auto& [key, values] : tune.grid) {
-    keys.push_back(key);
-    for (const std::string& copy : spec::inheriting_options(key)) keys.push_back(copy);
-  }
+  for (const auto& [key, values] : tune.grid) keys.push_back(key);
   return keys;
 }
 

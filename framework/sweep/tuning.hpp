@@ -98,7 +98,8 @@ void print_choices(const TuningPlan& tuning, const TuningValues& values, const s
 void write_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices,
                    const TuningProgress& progress);
 
-// The keys tuned per arm (sweep.tune.grid's): not arm axes in the comparison.
+// The keys tuned per arm (sweep.tune.grid's): shown per arm, not arm axes, in the comparison
+// (analysis::CompareOptions::tuned_keys).
 std::vector<std::string> tuned_keys(const spec::TuneSpec& tune);
 
 }  // namespace ablate::sweep

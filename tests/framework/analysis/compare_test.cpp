@@ -118,6 +118,28 @@ TEST(CompareKeys, OptionsThatFollowFromAVaryingPluginDoNotSplitArms) {
   EXPECT_EQ(varying_keys(runs), (std::vector<std::string>{"model.block", "model.block.eps"}));
 }
 
+TEST(CompareKeys, TunedKeysAreShownPerArmAndSplitNoArm) {
+  // Each block ran at the lr it chose (sweep.tune); the schedule's lr takes the optimizer's.
+  std::vector<RunSummary> runs = synthetic_runs();
+  for (RunSummary& r : runs) {
+    const std::string lr = r.config.at("model.block") == "pre_norm" ? "0.003" : "0.001";
+    r.config["train.optimizer.lr"] = r.config["train.schedule.lr"] = lr;
+  }
+  CompareOptions o;
+  EXPECT_EQ(compare(runs, o).keys, (std::vector<std::string>{"model.block", "train.optimizer.lr", "train.schedule.lr"}));
+  o.tuned_keys = {"train.optimizer.lr"};
+  const Comparison c = compare(runs, o);
+  EXPECT_EQ(c.keys, std::vector<std::string>{"model.block"});
+  ASSERT_EQ(c.arms.size(), 2u);
+  EXPECT_EQ(c.arms[0].label, "post_norm");
+  EXPECT_EQ(c.arms[0].tuned.at("train.optimizer.lr"), "0.001");
+  EXPECT_EQ(c.arms[1].tuned.at("train.optimizer.lr"), "0.003");
+  const std::string table = format_table(c);
+  EXPECT_NE(table.find("lr (tuned)"), std::string::npos) << table;
+  runs[0].config["train.optimizer.lr"] = "0.01";  // one pre_norm run at another lr
+  EXPECT_EQ(compare(runs, o).arms[1].tuned.at("train.optimizer.lr"), "mixed");
+}
+
 TEST(CompareKeys, MetricDirectionFromItsName) {
   EXPECT_TRUE(higher_is_better_by_name("exact_match"));
   EXPECT_TRUE(higher_is_better_by_name("token_accuracy"));

@@ -76,10 +76,11 @@ for f in glob.glob(os.path.join(d, "*", "run.h5")):
     assert lr == best[arm][1] == chosen[arm], f"{f}: lr {lr}, best {best[arm]}, chosen {chosen[arm]}"
 PY
 grep -q "^arms by model.block; baseline" "$tmp/ref.log" || fail "reference: the arms are not the blocks alone"
-grep -q "^tuned_keys: \[train.optimizer.lr, train.schedule.lr\]" "$tmp/ref/sweep.yaml" || fail "sweep.yaml lacks tuned_keys"
+grep -q "^tuned_keys: \[train.optimizer.lr\]" "$tmp/ref/sweep.yaml" || fail "sweep.yaml lacks tuned_keys"
+grep -Eq "^arm  *lr \(tuned\)  *n" "$tmp/ref.log" || fail "the comparison has no column of each arm's tuned lr"
 "$ablate" compare "$tmp/ref" --out "$tmp/cmp" > "$tmp/compare.log" 2>&1 || fail "compare of the directory failed"
 grep -q "^arms by model.block; baseline" "$tmp/compare.log" || fail "compare: lr is an arm axis, or the tuning runs were read"
-[ "$(grep -c '^[a-z_]*  *2  ' "$tmp/compare.log")" -eq 2 ] || fail "compare: expected 2 arms of 2 runs (no tuning run)"
+[ "$(grep -Ec '^[a-z_]+ +[0-9.e-]+ +2  ' "$tmp/compare.log")" -eq 2 ] || fail "compare: expected 2 arms of 2 runs (no tuning run)"
 "$ablate" compare "$tmp/ref/tuning" --out "$tmp/cmp_tuning" > "$tmp/compare_tuning.log" 2>&1 || fail "compare of the tuning runs failed"
 grep -q "^arms by model.block · train.optimizer.lr" "$tmp/compare_tuning.log" || fail "compare of DIR/tuning: lr should be an axis"
 
