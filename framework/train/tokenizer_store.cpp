@@ -26,11 +26,30 @@ std::string stored_text(const StoredTokenizer& t) {
   return kMagic + t.plugin + " " + t.version + " " + t.key + "\n" + t.options + "\n" + t.bytes;
 }
 
-// "NAME=VALUE;..." of a plugin reference's options (a map: in name order).
+// "NAME=VALUE;..." of a plugin reference's options (a map: in name order), and back.
 std::string options_text(const std::map<std::string, std::string>& options) {
   std::string out;
   for (const auto& [k, v] : options) out += k + "=" + v + ";";
   return out;
+}
+std::map<std::string, std::string> options_map(const std::string& text) {
+  std::map<std::string, std::string> options;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t end = std::min(text.find(';', pos), text.size()), eq = text.find('=', pos);
+    if (eq < end) options[text.substr(pos, eq - pos)] = text.substr(eq + 1, end - eq - 1);
+    pos = end + 1;
+  }
+  return options;
+}
+
+// Stored options as the plugin declares its options now: one the text lacks (an option added to
+// the plugin since the file was written) takes its default, so the file still names the tokenizer
+// it holds.
+std::string with_defaults(const std::string& text, const PluginDescriptor& d) {
+  std::map<std::string, std::string> options = options_map(text);
+  for (const OptionDescriptor& o : d.options)
+    if (o.default_value && !options.count(o.name)) options[o.name] = *o.default_value;
+  return options_text(options);
 }
 
 }  // namespace
@@ -58,13 +77,7 @@ StoredTokenizer read_stored_tokenizer(const fs::path& file) {
 
 std::shared_ptr<Tokenizer> restore_tokenizer(const PluginRegistry& registry, const fs::path& file) {
   const StoredTokenizer t = read_stored_tokenizer(file);
-  std::map<std::string, std::string> options;
-  for (std::size_t pos = 0; pos < t.options.size();) {
-    const std::size_t end = std::min(t.options.find(';', pos), t.options.size()), eq = t.options.find('=', pos);
-    if (eq < end) options[t.options.substr(pos, eq - pos)] = t.options.substr(eq + 1, end - eq - 1);
-    pos = end + 1;
-  }
-  std::shared_ptr<Tokenizer> made = registry.create<Tokenizer>(t.plugin.substr(t.plugin.find('/') + 1), options);
+  std::shared_ptr<Tokenizer> made = registry.create<Tokenizer>(t.plugin.substr(t.plugin.find('/') + 1), options_map(t.options));
   plugin_call(*made, "load", [&] { made->load(t.bytes); });
   return made;
 }
@@ -191,9 +204,9 @@ std::shared_ptr<Tokenizer> TokenizerStore::stored(const std::string& role, const
   if (auto it = made_.find(role); it != made_.end()) return it->second;
   const spec::PluginRef& ref = spec_.task_tokenizer;
   const PluginDescriptor& d = registry_.find(Tokenizer::kKind, ref.name);
-  const std::string options = options_text(ref.options);
+  const std::string options = with_defaults(options_text(ref.options), d);
   StoredTokenizer given = read_stored_tokenizer(file);
-  if (given.plugin != d.id() || given.options != options)
+  if (given.plugin != d.id() || with_defaults(given.options, d) != options)
     throw UsageError(file.string() + " holds " + given.plugin + " with options '" + given.options +
                          "', but the spec's task.tokenizer is " + d.id() + " with options '" + options + "'",
                      "set task.tokenizer to what the shards were made with (the file's second line lists its options), "

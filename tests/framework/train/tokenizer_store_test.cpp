@@ -182,6 +182,36 @@ TEST_F(TokenizerRun, TokenizeWritesShardsAndTheTokenizerAndNeverWritesOver) {
   EXPECT_NE(no_train.err.find("--tokenizer needs --train FILE"), std::string::npos) << no_train.err;
 }
 
+// Shards made before the tokenizer plugin gained an option (tokenizer/sentencepiece's alpha and
+// nbest): the file's options lack it, which reads as its default, so the spec still matches.
+TEST_F(TokenizerRun, AStoredTokenizerWithoutALaterOptionMatchesItsDefault) {
+  const fs::path out = dir.path() / "shards";
+  ASSERT_EQ(run_cli({"tokenize", "--tokenizer", "{plugin: sentencepiece, vocab_size: 90}", "--train", corpus().string(), "--out",
+                     out.string(), corpus().string()})
+                .code,
+            cli::kExitOk);
+  const fs::path stored = out / "tokenizer-text.bin";
+  std::string text = bytes(stored);
+  for (const std::string option : {"alpha=0;", "nbest=-1;"}) {
+    const std::size_t at = text.find(option);
+    ASSERT_NE(at, std::string::npos) << option;
+    text.erase(at, option.size());
+  }
+  std::ofstream(stored, std::ios::binary | std::ios::trunc) << text;
+  const auto shard_spec = [&](const std::string& tokenizer) {  // the fixture's spec, reading the shard
+    std::string yaml = spec(tokenizer);
+    const std::string file = "file: " + corpus().string();
+    return yaml.replace(yaml.find(file), file.size(), "shards: " + (out / "fable.bin").string());
+  };
+  std::ofstream(dir.path() / "s.yaml") << shard_spec("{plugin: sentencepiece, vocab_size: 90}");
+  const auto ok = run_cli({"validate", (dir.path() / "s.yaml").string()});
+  EXPECT_EQ(ok.code, cli::kExitOk) << ok.out << ok.err;
+  std::ofstream(dir.path() / "t.yaml") << shard_spec("{plugin: sentencepiece, vocab_size: 90, alpha: 0.1}");
+  const auto other = run_cli({"validate", (dir.path() / "t.yaml").string()});
+  EXPECT_EQ(other.code, cli::kExitUsage) << "a value other than the default is another tokenizer";
+  EXPECT_NE(other.err.find("alpha=0.1;"), std::string::npos) << other.err;
+}
+
 TEST_F(TokenizerRun, AShardHeaderIsCheckedAgainstTheFile) {
   const fs::path f = dir.path() / "s.bin";
   {
