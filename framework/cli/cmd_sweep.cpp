@@ -301,6 +301,13 @@ int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& sp
     return kExitOk;
   }
   sweep::write_choices(tuning, values, choices, progress);
+  try {
+    const fs::path figure = dir / "figures" / "tuning_sensitivity.png";
+    sweep::draw_sensitivity(tuning, values, figure);
+    out << "wrote " << figure.string() << "\n";
+  } catch (const Error& e) {  // no finite value to draw: the table above says as much
+    err << "ablate sweep: no sensitivity figure: " << e.what() << "\n";
+  }
   sweep::ExecutionOptions run = execution_options(vm, a, base, dir);
   run.tuned_keys = sweep::tuned_keys(tune);
   sweep::ExecutionReport report;

@@ -8,6 +8,8 @@
 
 #include "ablate/error.hpp"
 #include "analysis/compare.hpp"
+#include "analysis/plot.hpp"
+#include "spec/spec_schema.hpp"
 #include "analysis/run_summary.hpp"
 #include "analysis/run_value.hpp"
 #include "core/atomic_file.hpp"
@@ -384,6 +386,46 @@ void write_choices(const TuningPlan& tuning, const TuningValues& values, const s
     }
   }
   write_file_atomically(tuning.plan.dir / "selection.yaml", y.str());
+}
+
+void draw_sensitivity(const TuningPlan& tuning, const TuningValues& values, const fs::path& file) {
+  // x: log10 of one numeric tuned key's values, else the setting's number.
+  std::vector<double> x;
+  bool numeric = tuning.settings.front().size() == 1;
+  for (const Settings& s : tuning.settings) {
+    const std::optional<double> v = numeric ? spec::detail::parse_float(s.front().second) : std::nullopt;
+    numeric = numeric && v && *v > 0;
+    x.push_back(numeric ? std::log10(*v) : static_cast<double>(x.size() + 1));
+  }
+  if (!numeric)
+    for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<double>(k + 1);
+  analysis::LinePlot plot;
+  plot.title = "tuning: " + values.label + " per setting";
+  plot.subtitle = "mean over tuning seeds " + seeds_text(tuning.seeds) + " (band: lowest to highest seed)";
+  const std::string key = tuning.settings.front().empty() ? std::string() : tuning.settings.front().front().first;
+  plot.x_label = numeric ? "log10 " + key : "setting (grid order)";
+  plot.y_label = values.label;
+  for (std::size_t a = 0; a < tuning.arms.size(); ++a) {
+    analysis::Series series;
+    series.label = tuning.arms[a].name;
+    series.x = x;
+    for (const std::vector<double>& seeds : values.values[a]) {
+      double sum = 0.0, lo = INFINITY, hi = -INFINITY;
+      bool all = !seeds.empty();
+      for (double v : seeds) {
+        all = all && std::isfinite(v);
+        sum += v;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+      series.mean.push_back(all ? sum / static_cast<double>(seeds.size()) : NAN);
+      series.lower.push_back(all ? lo : NAN);
+      series.upper.push_back(all ? hi : NAN);
+    }
+    plot.series.push_back(std::move(series));
+  }
+  fs::create_directories(file.parent_path());
+  analysis::line_plot(file, plot);
 }
 
 }  // namespace ablate::sweep

@@ -98,6 +98,12 @@ void print_choices(const TuningPlan& tuning, const TuningValues& values, const s
 void write_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices,
                    const TuningProgress& progress);
 
+// The sensitivity figure: per arm (a line), the tuning value of each setting (the mean over the
+// tuning seeds, a band from their lowest to their highest), against the setting: log10 of the
+// value when one numeric key is tuned (a learning rate), else the setting's number in grid order.
+// Pruned settings have no final value (a gap). PNG or SVG by `file`'s extension.
+void draw_sensitivity(const TuningPlan& tuning, const TuningValues& values, const std::filesystem::path& file);
+
 // The keys tuned per arm (sweep.tune.grid's): shown per arm, not arm axes, in the comparison
 // (analysis::CompareOptions::tuned_keys).
 std::vector<std::string> tuned_keys(const spec::TuneSpec& tune);

@@ -53,6 +53,7 @@ grep -q "tuning phase: 6 runs (2 arms x 3 settings x 1 seeds)" "$tmp/ref.log" ||
 [ "$(find "$tmp/ref/tuning" -maxdepth 2 -name run.h5 | wc -l)" -eq 6 ] || fail "reference: expected 6 tuning run files"
 [ "$(find "$tmp/ref" -maxdepth 2 -name run.h5 | wc -l)" -eq 4 ] || fail "reference: expected 4 confirmation run files"
 [ -s "$tmp/ref/tuning/selection.yaml" ] || fail "reference: no selection.yaml"
+[ -s "$tmp/ref/figures/tuning_sensitivity.png" ] || fail "reference: no sensitivity figure"
 # each confirmation run is at its arm's choice, and each arm's choice has the lowest tuning loss
 /usr/bin/python3 - "$tmp/ref" <<'PY' || fail "reference: a confirmation run is not at its arm's best tuning lr"
 import glob, os, sys
