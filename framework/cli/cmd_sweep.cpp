@@ -38,10 +38,18 @@ std::string settings_text(const spec::SweepPoint& point) {
   return parts.empty() ? "(the base configuration)" : join(parts, " ");
 }
 
+// The `ablate` that trains each run: this program's file. When it was rebuilt while the sweep ran
+// (the kernel then names the old file "PATH (deleted)"), the program now at PATH: a sweep reads
+// the executable again for each phase, and each run records the code that made it.
 fs::path executable_path() {
   std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error("cannot find the ablate executable (/proc/self/exe): " + ec.message());
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (std::string text = self.string(); text.ends_with(kDeleted)) {
+    text.resize(text.size() - kDeleted.size());
+    if (fs::exists(text, ec)) self = text;
+  }
   return self;
 }
 
@@ -82,6 +90,8 @@ po::options_description sweep_options() {
       "made by other code (a plugin's library or Ablate's compute version changed: run.h5 code_id)\n"
       "is rerun, its folder kept under .attempts/ (--keep-stale keeps finished ones). Then it\n"
       "compares the runs (report.md, summary.csv/json) and draws figures/ in the sweep directory.\n"
+      "With sweep.tune, each arm first tries the listed settings on the tuning seeds (DIR/tuning), then\n"
+      "every arm runs at its own best setting on sweep.seeds, and only those runs are compared.\n"
       "Exit 0 when no run failed (diverged runs are results), 1 when some failed, 130 when stopped.\n\nOptions");
   // clang-format off
   options.add_options()
@@ -216,6 +226,27 @@ int compare_runs(const sweep::ExecutionReport& report, analysis::CompareOptions 
   return code;
 }
 
+// --baseline names an arm of the plan's runs (else the comparison after them would fail): checked
+// before anything runs.
+void check_baseline(const sweep::SweepPlan& plan, const analysis::CompareOptions& compare) {
+  if (compare.baseline_is_default) return;
+  std::vector<std::string> specs;
+  for (const sweep::SweepRun& run : plan.runs) specs.push_back(train::resolved_run_yaml(run.spec));
+  try {
+    analysis::check_baseline(specs, compare);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("ablate sweep: --") + e.what(), e.hint());
+  }
+}
+
+// The end of a sweep whose runs ran: the comparison (unless --no-compare), and the exit code.
+int finish(const sweep::ExecutionReport& report, const po::variables_map& vm, const analysis::CompareOptions& compare,
+           const std::string& baseline, const fs::path& dir, std::ostream& out, std::ostream& err) {
+  const int code = report.failures.empty() ? kExitOk : kExitRunFailed;
+  if (vm.count("no-compare") || report.run_files.empty()) return code;
+  return compare_runs(report, compare, baseline, dir, code, out, err);
+}
+
 // Runs one plan (a sweep, or a phase of a tuned one) to its end; the exit code when the command
 // stops there (submitted to Slurm without waiting, or interrupted), else nothing.
 std::optional<int> execute(const sweep::SweepPlan& plan, const LoadedSpec& base, const sweep::ExecutionOptions& run,
@@ -244,15 +275,7 @@ int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& sp
   const sweep::TuningPlan tuning = sweep::plan_tuning(a.file, spec_opts.overrides, spec_opts.plugin_paths, base, dir);
   for (const std::string& note : tuning.plan.notes) out << "note: " << note << "\n";
   a.compare.tuned_keys = sweep::tuned_keys(tune);
-  if (!a.compare.baseline_is_default) {
-    std::vector<std::string> specs;
-    for (const sweep::SweepRun& run : tuning.plan.runs) specs.push_back(train::resolved_run_yaml(run.spec));
-    try {
-      analysis::check_baseline(specs, a.compare);
-    } catch (const UsageError& e) {
-      throw UsageError(std::string("ablate sweep: --") + e.what(), e.hint());
-    }
-  }
+  check_baseline(tuning.plan, a.compare);
   const std::string confirmation = std::to_string(tuning.arms.size()) + " arms x " +
                                    std::to_string(base.spec.sweep.seeds.size()) + " seeds at each arm's chosen setting";
   out << "tuning phase: " << tuning.plan.runs.size() << " runs (" << tuning.arms.size() << " arms x " << tuning.settings.size()
@@ -312,9 +335,7 @@ int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& sp
   run.tuned_keys = sweep::tuned_keys(tune);
   sweep::ExecutionReport report;
   if (const auto stop = execute(plan, base, run, report, out)) return *stop;
-  const int code = report.failures.empty() ? kExitOk : kExitRunFailed;
-  if (vm.count("no-compare") || report.run_files.empty()) return code;
-  return compare_runs(report, a.compare, run.baseline, dir, code, out, err);
+  return finish(report, vm, a.compare, run.baseline, dir, out, err);
 }
 
 }  // namespace
@@ -331,15 +352,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (!base.spec.sweep.tune.empty()) return tuned_sweep(vm, a, spec_opts, base, dir, out, err);
   const sweep::SweepPlan plan = sweep::plan_sweep(a.file, spec_opts.overrides, spec_opts.plugin_paths, base, dir);
   for (const std::string& note : plan.notes) out << "note: " << note << "\n";
-  if (!a.compare.baseline_is_default) {  // an arm of these runs, or the comparison after them would fail
-    std::vector<std::string> specs;
-    for (const sweep::SweepRun& run : plan.runs) specs.push_back(train::resolved_run_yaml(run.spec));
-    try {
-      analysis::check_baseline(specs, a.compare);
-    } catch (const UsageError& e) {
-      throw UsageError(std::string("ablate sweep: --") + e.what(), e.hint());
-    }
-  }
+  check_baseline(plan, a.compare);
   if (vm.count("dry-run")) {
     print_dry_run(plan, out);
     return kExitOk;
@@ -352,9 +365,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const sweep::ExecutionOptions run = execution_options(vm, a, base, dir);
   sweep::ExecutionReport report;
   if (const auto stop = execute(plan, base, run, report, out)) return *stop;
-  const int code = report.failures.empty() ? kExitOk : kExitRunFailed;
-  if (vm.count("no-compare") || report.run_files.empty()) return code;
-  return compare_runs(report, a.compare, run.baseline, dir, code, out, err);
+  return finish(report, vm, a.compare, run.baseline, dir, out, err);
 }
 
 }  // namespace ablate::cli

@@ -9,12 +9,12 @@
 #include "ablate/error.hpp"
 #include "analysis/compare.hpp"
 #include "analysis/plot.hpp"
-#include "spec/spec_schema.hpp"
 #include "analysis/run_summary.hpp"
 #include "analysis/run_value.hpp"
 #include "core/atomic_file.hpp"
 #include "core/text.hpp"
 #include "results/run_file.hpp"
+#include "spec/spec_schema.hpp"
 #include "sweep/run_state.hpp"
 #include "sweep/sweep_status.hpp"
 
