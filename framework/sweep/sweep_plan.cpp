@@ -32,7 +32,12 @@ SweepPlan plan_points(const std::filesystem::path& spec_file, const std::vector<
   std::vector<std::string> problems;
   std::map<std::string, std::size_t> run_of_id;
   for (spec::SweepPoint& point : points) {
-    std::vector<std::string> all = overrides;
+    // A point is loaded without the spec's sweep section (load_sweep_point), so without the
+    // --set of sweep keys too: read against a sweep they belong to no longer, they would be checked
+    // alone (sweep.tune.grid without its seeds). The run's own `ablate run` reads them whole.
+    std::vector<std::string> all;
+    for (const std::string& o : overrides)
+      if (!o.starts_with("sweep.") && !o.starts_with("sweep=")) all.push_back(o);
     for (const std::string& o : point.overrides()) all.push_back(o);
     SweepRun run;
     try {

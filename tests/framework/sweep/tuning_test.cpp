@@ -89,10 +89,10 @@ class TuningPlanTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = ablate::testing::fresh_dir("tuning_test"); }
   void TearDown() override { fs::remove_all(dir_); }
-  validation::LoadedSpec load(const std::string& yaml) {
+  validation::LoadedSpec load(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
     const fs::path file = write_file(dir_ / "spec.yaml", yaml);
     std::ostringstream warnings;
-    return validation::load_validated_spec(file.string(), {{}, {}}, warnings);
+    return validation::load_validated_spec(file.string(), {overrides, {}}, warnings);
   }
   fs::path file() const { return dir_ / "spec.yaml"; }
   fs::path dir_;
@@ -131,6 +131,14 @@ TEST_F(TuningPlanTest, TuningRunsEveryArmAtEverySettingOnTheTuningSeedsAndConfir
     EXPECT_DOUBLE_EQ(run.spec.train.optimizer.lr, run.spec.model.block.name == "pre_norm" ? 1e-2 : 1e-3) << run.point.name;
   }
   EXPECT_EQ(tuned_keys(base.spec.sweep.tune), std::vector<std::string>{"train.optimizer.lr"});
+}
+
+TEST_F(TuningPlanTest, ASetOfOneSweepKeyPlansWithTheRestOfTheSpecsSweep) {
+  // --set sweep.tune.grid=... alone: each point is loaded without the sweep, so without that --set.
+  const std::vector<std::string> set = {"sweep.tune.grid={train.optimizer.lr: [1.0e-3, 1.0e-2]}"};
+  const TuningPlan t = plan_tuning(file(), set, {}, load(kTuned, set), dir_ / "out");
+  EXPECT_EQ(t.settings.size(), 2u);
+  EXPECT_EQ(t.plan.runs.size(), 8u);
 }
 
 TEST_F(TuningPlanTest, AMetricOrSummaryThatCannotChooseIsRefusedBeforeAnythingRuns) {
