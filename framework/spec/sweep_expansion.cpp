@@ -29,17 +29,7 @@ bool sets(const Settings& settings, const std::string& key) {
 
 // The grid's cartesian product, first axis slowest, with the zip as one more (fastest) axis.
 std::vector<Settings> grid_arms(const SweepSpec& sweep) {
-  std::vector<Settings> arms{{}};
-  for (const auto& [key, values] : sweep.grid) {
-    std::vector<Settings> next;
-    for (const Settings& arm : arms)
-      for (const std::string& v : values) {
-        Settings s = arm;
-        s.emplace_back(key, v);
-        next.push_back(std::move(s));
-      }
-    arms = std::move(next);
-  }
+  std::vector<Settings> arms = cartesian(sweep.grid);
   if (!sweep.zip.empty()) {
     std::vector<Settings> next;
     const std::size_t n = sweep.zip.front().second.size();
@@ -55,6 +45,22 @@ std::vector<Settings> grid_arms(const SweepSpec& sweep) {
 }
 
 }  // namespace
+
+std::vector<std::vector<std::pair<std::string, std::string>>> cartesian(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& axes) {
+  std::vector<Settings> out{{}};
+  for (const auto& [key, values] : axes) {
+    std::vector<Settings> next;
+    for (const Settings& s : out)
+      for (const std::string& v : values) {
+        Settings t = s;
+        t.emplace_back(key, v);
+        next.push_back(std::move(t));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
 
 std::vector<std::string> SweepPoint::overrides() const {
   std::vector<std::string> out;

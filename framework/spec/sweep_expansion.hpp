@@ -20,6 +20,11 @@ struct SweepPoint {
   std::vector<std::string> overrides() const;
 };
 
+// Every combination of the axes' values (KEY, [values]), the first axis slowest; one empty
+// combination for no axes.
+std::vector<std::vector<std::pair<std::string, std::string>>> cartesian(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& axes);
+
 // Every point of the sweep, in a fixed order: the grid's cartesian product (first axis slowest)
 // with the zipped axes in lockstep as its fastest axis, then each explicit run; every one of
 // these once per seed (seed fastest), except explicit runs that set train.seed themselves. An

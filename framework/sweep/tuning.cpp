@@ -23,22 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Every combination of `axes`, the first axis slowest.
-std::vector<Settings> combinations(const std::vector<std::pair<std::string, std::vector<std::string>>>& axes) {
-  std::vector<Settings> out{{}};
-  for (const auto& [key, values] : axes) {
-    std::vector<Settings> next;
-    for (const Settings& s : out)
-      for (const std::string& v : values) {
-        Settings t = s;
-        t.emplace_back(key, v);
-        next.push_back(std::move(t));
-      }
-    out = std::move(next);
-  }
-  return out;
-}
-
 // The points of `runs`, each once per seed of `seeds` (seed fastest), named as a sweep names them.
 std::vector<spec::SweepPoint> points_of(const std::vector<Settings>& runs, const std::vector<std::int64_t>& seeds) {
   std::vector<Settings> points;
@@ -98,7 +82,7 @@ TuningPlan plan_tuning(const fs::path& spec_file, const std::vector<std::string>
   arms_only.seeds.clear();
   arms_only.tune = {};
   t.arms = spec::expand_sweep(arms_only);
-  t.settings = combinations(tune.grid);
+  t.settings = spec::cartesian(tune.grid);
   t.seeds = tune.seeds;
   std::vector<Settings> runs;
   for (const spec::SweepPoint& arm : t.arms)

@@ -17,17 +17,7 @@ set -euo pipefail
 ablate=$1
 fixtures=$2
 here=$(cd "$(dirname "$0")" && pwd)
-fail() {  # the message, then the tail of every log this test wrote
-  echo "FAIL: $*" >&2
-  for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -n 25 "$f" >&2; done
-  exit 1
-}
-max_step() {  # the highest step any run under a sweep directory has logged (its ablate.log; fast to poll)
-  cat "$1"/*/ablate.log 2>/dev/null | sed -n 's/^step \([0-9]*\)\/.*/\1/p' | sort -n | tail -1 | grep . || echo 0
-}
-tmp=$(mktemp -d)
-cleanup() { pkill -KILL -f -- "--out $tmp/" 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
+. "$here/sweep_test_lib.sh"
 
 cat > "$tmp/spec.yaml" <<'YAML'
 name: local_sweep

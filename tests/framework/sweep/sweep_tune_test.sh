@@ -14,20 +14,10 @@
 set -euo pipefail
 ablate=$1
 here=$(cd "$(dirname "$0")" && pwd)
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -n 25 "$f" >&2; done
-  exit 1
-}
-max_step() {  # the highest step any run directly under a sweep directory has logged
-  cat "$1"/*/ablate.log 2>/dev/null | sed -n 's/^step \([0-9]*\)\/.*/\1/p' | sort -n | tail -1 | grep . || echo 0
-}
+. "$here/sweep_test_lib.sh"
 same_choices() {  # two selection.yaml files alike but for the cost's wall time
   cmp -s <(grep -v '^cost:' "$1") <(grep -v '^cost:' "$2")
 }
-tmp=$(mktemp -d)
-cleanup() { pkill -KILL -f -- "--out $tmp/" 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
 
 cat > "$tmp/spec.yaml" <<'YAML'
 name: tuned_sweep
