@@ -6,13 +6,14 @@
 #include <array>
 #include <vector>
 
+#include "plugin_name.hpp"
 #include "../common/synthetic_seq2seq.hpp"
 
 namespace task_language_model {
 
 class MarkovLanguageModel final : public ablate::Task {
  public:
-  static constexpr const char* kName = "task/language_model";
+  static constexpr const char* kName = kPluginName;
   static constexpr int kSuccessors = 3;
   static constexpr std::array<float, kSuccessors> kCumulative = {0.6f, 0.85f, 1.0f};
 

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "ablate/error.hpp"
+#include "plugin_name.hpp"
 #include "text/per_split.hpp"
 #include "text/splits.hpp"
 
@@ -16,10 +17,6 @@ namespace fs = std::filesystem;
 using ablate::Split;
 
 namespace {
-
-[[noreturn]] void fail(const std::string& what, const std::string& hint = {}) {
-  throw ablate::Error(std::string(ShardLanguageModel::kName) + ": " + what, hint);
-}
 
 // The first `windows` windows of `from` (whole stretches, the last one cut), removed from it.
 std::vector<ShardLanguageModel::Stretch> take_front(std::vector<ShardLanguageModel::Stretch>& from, std::int64_t windows,

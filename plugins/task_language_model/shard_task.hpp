@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin_name.hpp"
 #include "ablate/task.hpp"
 #include "ablate/token_shards.hpp"
 #include "ablate/tokenizer.hpp"
@@ -29,7 +30,7 @@ struct ShardSettings {
 
 class ShardLanguageModel final : public ablate::Task {
  public:
-  static constexpr const char* kName = "task/language_model";
+  static constexpr const char* kName = kPluginName;
   // Opens every shard (headers checked) and lays out the splits. Throws ablate::Error naming the
   // plugin (and the shard) for bad settings and bad shards.
   explicit ShardLanguageModel(const ShardSettings& settings);

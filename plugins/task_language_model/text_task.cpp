@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "ablate/error.hpp"
+#include "plugin_name.hpp"
 #include "text/splits.hpp"
 #include "text/text_file.hpp"
 #include "text/vocabulary_tokenizer.hpp"
@@ -14,10 +15,6 @@ namespace task_language_model {
 using ablate_text::Vocabulary;
 
 namespace {
-
-[[noreturn]] void fail(const std::string& what, const std::string& hint = {}) {
-  throw ablate::Error(std::string(TextLanguageModel::kName) + ": " + what, hint);
-}
 
 // The lines of a text file, each with its line break (a tokenizer keeps lines apart), every one
 // checked as UTF-8 text (ablate_text::check_line: FILE:LINE on a bad one).

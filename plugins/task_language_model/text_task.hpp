@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin_name.hpp"
 #include "ablate/task.hpp"
 #include "text/corpus_settings.hpp"
 #include "text/per_split.hpp"
@@ -38,7 +39,7 @@ struct TextStats {
 
 class TextLanguageModel final : public ablate::Task {
  public:
-  static constexpr const char* kName = "task/language_model";
+  static constexpr const char* kName = kPluginName;
   // Reads, tokenizes, cuts, splits and encodes the file (once). Throws ablate::Error naming the
   // plugin for bad settings and FILE:LINE for a bad line.
   explicit TextLanguageModel(const TextSettings& settings);
