@@ -49,4 +49,9 @@ RunPhaseInfo read_run_phase(const std::filesystem::path& run_dir) {
   return info;
 }
 
+bool reached(const RunPhaseInfo& p, std::int64_t stop_at) {
+  return p.phase == RunPhase::Completed || p.phase == RunPhase::Diverged ||
+         (stop_at > 0 && p.phase == RunPhase::Interrupted && p.step >= stop_at);
+}
+
 }  // namespace ablate::sweep

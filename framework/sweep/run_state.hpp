@@ -27,5 +27,8 @@ struct RunPhaseInfo {
 
 // The phase of the run whose directory is `run_dir`. An unreadable run file counts as failed.
 RunPhaseInfo read_run_phase(const std::filesystem::path& run_dir);
+// Whether a run has got as far as a plan that trains to `stop_at` wants (0: to the end): completed
+// or diverged, or with stop_at stopped (interrupted) at or past that step (a tuning rung).
+bool reached(const RunPhaseInfo& p, std::int64_t stop_at);
 
 }  // namespace ablate::sweep

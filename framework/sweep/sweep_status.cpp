@@ -140,7 +140,7 @@ Schedule schedule_runs(const SweepPlan& plan, Manifest& manifest, const PluginRe
             << "\n";
         break;
       case P::Interrupted:
-        if (plan.stop_at > 0 && before[i].step >= plan.stop_at) {  // at its tuning rung: done for this plan
+        if (reached(before[i], plan.stop_at)) {  // at its tuning rung: done for this plan
           ++s.done;
           continue;
         }

@@ -35,9 +35,9 @@ std::vector<spec::SweepPoint> points_of(const std::vector<Settings>& runs, const
   return spec::name_points(std::move(points));
 }
 
-std::string seeds_text(const std::vector<std::int64_t>& seeds) {
+std::string numbers_text(const std::vector<std::int64_t>& numbers) {
   std::vector<std::string> parts;
-  for (std::int64_t s : seeds) parts.push_back(std::to_string(s));
+  for (std::int64_t n : numbers) parts.push_back(std::to_string(n));
   return join(parts, ", ");
 }
 
@@ -120,12 +120,6 @@ TuningPlan plan_tuning(const fs::path& spec_file, const std::vector<std::string>
 
 namespace {
 
-// Whether a run has finished for a plan that trains to `stop_at` (0: to the end).
-bool finished_for(const RunPhaseInfo& p, std::int64_t stop_at) {
-  return p.phase == RunPhase::Completed || p.phase == RunPhase::Diverged ||
-         (stop_at > 0 && p.phase == RunPhase::Interrupted && p.step >= stop_at);
-}
-
 // The eval value of `metric` at `step` in the run file of `dir`; NaN when there is none.
 double value_at(const fs::path& dir, const std::string& metric, std::int64_t step) {
   const analysis::RunSummary run = analysis::summarize(results::RunReader(dir / "run.h5"));
@@ -181,7 +175,7 @@ TuningProgress advance_tuning(const TuningPlan& tuning, const spec::TuneSpec& tu
     const std::vector<RunPhaseInfo> phases = read_phases(sub);
     p.needed = sub.runs.size();
     p.finished = static_cast<std::size_t>(
-        std::count_if(phases.begin(), phases.end(), [&](const RunPhaseInfo& i) { return finished_for(i, stop); }));
+        std::count_if(phases.begin(), phases.end(), [&](const RunPhaseInfo& i) { return reached(i, stop); }));
     if (p.finished < p.needed) return p;
     if (stop == 0) break;
     std::size_t kept_total = 0, alive_total = 0;
@@ -202,13 +196,13 @@ TuningProgress advance_tuning(const TuningPlan& tuning, const spec::TuneSpec& tu
     out << "tuning rung at step " << rung << ": kept " << kept_total << " of " << alive_total << " settings\n";
   }
   p.done = true;
-  for (const SweepRun& run : tuning.plan.runs) {  // the phase's cost: what its runs trained
-    const fs::path dir = tuning.plan.run_dir(run);
-    const RunPhaseInfo info = read_run_phase(dir);
-    if (info.phase == RunPhase::Pending) continue;
+  const std::vector<RunPhaseInfo> phases = read_phases(tuning.plan);
+  for (std::size_t i = 0; i < phases.size(); ++i) {  // the phase's cost: what its runs trained
+    if (phases[i].phase == RunPhase::Pending) continue;
     ++p.runs;
-    p.run_steps += info.step;
-    const analysis::RunSummary summary = analysis::summarize(results::RunReader(dir / "run.h5"));
+    p.run_steps += phases[i].step;
+    const analysis::RunSummary summary =
+        analysis::summarize(results::RunReader(tuning.plan.run_dir(tuning.plan.runs[i]) / "run.h5"));
     if (!summary.elapsed_s.empty()) p.run_seconds += summary.elapsed_s.back().second;
   }
   return p;
@@ -262,17 +256,13 @@ TuningValues read_tuning_values(const TuningPlan& tuning, const spec::TuneSpec& 
   out.higher_is_better = summary.higher_is_better(metric_higher);
   out.label = summary.describe(tune.metric, metric_higher);
   std::vector<double> of_run(tuning.plan.runs.size(), NAN);
-  std::vector<fs::path> files;
-  for (const SweepRun& run : tuning.plan.runs)
-    if (read_run_phase(tuning.plan.run_dir(run)).phase == RunPhase::Completed)
-      files.push_back(tuning.plan.run_dir(run) / "run.h5");
-  results::vet_run_files(files);
-  bool metric_seen = false;
+  const std::vector<RunPhaseInfo> phases = read_phases(tuning.plan);  // the run files vetted too
+  bool any = false, metric_seen = false;
   std::vector<std::string> metrics_seen;
   for (std::size_t i = 0; i < tuning.plan.runs.size(); ++i) {
-    const fs::path dir = tuning.plan.run_dir(tuning.plan.runs[i]);
-    if (read_run_phase(dir).phase != RunPhase::Completed) continue;
-    const analysis::RunSummary run = analysis::summarize(results::RunReader(dir / "run.h5"));
+    if (phases[i].phase != RunPhase::Completed) continue;
+    any = true;
+    const analysis::RunSummary run = analysis::summarize(results::RunReader(tuning.plan.run_dir(tuning.plan.runs[i]) / "run.h5"));
     if (run.eval_curves.count(tune.metric)) {
       metric_seen = true;
     } else if (metrics_seen.empty()) {
@@ -281,7 +271,7 @@ TuningValues read_tuning_values(const TuningPlan& tuning, const spec::TuneSpec& 
     const analysis::RunValue v = analysis::run_value(run, tune.metric, metric_higher, summary);
     of_run[i] = v.value;
   }
-  if (!files.empty() && !metric_seen)
+  if (any && !metric_seen)
     throw UsageError(
         "sweep.tune.metric: no tuning run has an eval metric '" + tune.metric + "' (they have: " + join(metrics_seen, ", ") + ")",
         "choose one of those; eval.metrics and the task's scores name what a run records");
@@ -310,7 +300,7 @@ SweepPlan plan_confirmation(const fs::path& spec_file, const std::vector<std::st
 
 void print_choices(const TuningPlan& tuning, const TuningValues& values, const std::vector<ArmChoice>& choices,
                    const TuningProgress& progress, std::ostream& out) {
-  out << "tuning: " << values.label << ", mean over seeds " << seeds_text(tuning.seeds) << " ("
+  out << "tuning: " << values.label << ", mean over seeds " << numbers_text(tuning.seeds) << " ("
       << (values.higher_is_better ? "higher" : "lower") << " is better; * chosen, - not every seed has a value)\n";
   std::vector<std::string> header = {"arm"}, keys = tuned_keys_only(tuning);
   for (const Settings& s : tuning.settings) {
@@ -356,7 +346,7 @@ void write_choices(const TuningPlan& tuning, const TuningValues& values, const s
   std::ostringstream y;
   y << "# written by `ablate sweep`: each arm's tuned setting, chosen on the tuning seeds' runs beside this file\n"
     << "value: " << values.label << "\nhigher_is_better: " << (values.higher_is_better ? "true" : "false") << "\nseeds: ["
-    << seeds_text(tuning.seeds) << "]\nrungs: [" << seeds_text(progress.rungs) << "]\ncost: {runs: " << progress.runs
+    << numbers_text(tuning.seeds) << "]\nrungs: [" << numbers_text(progress.rungs) << "]\ncost: {runs: " << progress.runs
     << ", steps: " << progress.run_steps << ", seconds: " << number_text(progress.run_seconds) << "}\narms:\n";
   for (std::size_t a = 0; a < choices.size(); ++a) {
     y << "  - arm: \"" << tuning.arms[a].name << "\"\n    chosen: {";
@@ -385,7 +375,7 @@ void draw_sensitivity(const TuningPlan& tuning, const TuningValues& values, cons
     for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<double>(k + 1);
   analysis::LinePlot plot;
   plot.title = "tuning: " + values.label + " per setting";
-  plot.subtitle = "mean over tuning seeds " + seeds_text(tuning.seeds) + " (band: lowest to highest seed)";
+  plot.subtitle = "mean over tuning seeds " + numbers_text(tuning.seeds) + " (band: lowest to highest seed)";
   const std::string key = tuning.settings.front().empty() ? std::string() : tuning.settings.front().front().first;
   plot.x_label = numeric ? "log10 " + key : "setting (grid order)";
   plot.y_label = values.label;
