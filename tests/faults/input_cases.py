@@ -213,6 +213,31 @@ def spec_cases(c):
                "but the spec's task.tokenizer is tokenizer/char with options 'lowercase=true;")
         return None
     c.case("spec", "shard_of_another_tokenizer", another_tokenizer)
+    # sweep.tune (docs/sweeps.md): seeds that would choose and judge, and choices the runs cannot give
+    tuned = TINY + "sweep:\n  grid: {model.block: [pre_norm, post_norm]}\n  seeds: [3, 4]\n  tune:\n" \
+        "    grid: {train.optimizer.lr: [1.0e-3, 3.0e-3]}\n    seeds: [1, 2]\n"
+    refused("tune_seeds_overlapping_the_sweeps", ["sweep.tune.seeds=[1, 3]"],
+            "sweep.tune.seeds: seed 3 is also in sweep.seeds", text=tuned, run=False)
+    refused("tune_key_also_an_arm_axis", ["sweep.tune.grid={model.block: [pre_norm]}"],
+            "sweep.tune.grid.model.block: also an axis of the sweep", text=tuned, run=False)
+
+    def tune_refused_by_the_sweep(name, sets, *needles):  # known once the tuning runs are planned
+        def fn():
+            spec = c.spec(name, tuned)
+            out_dir = os.path.join(c.work, name)
+            args = [a for s in sets for a in ("--set", s)]
+            code, out = c.run(["sweep", spec, "--out", out_dir, "--progress", "quiet"] + args)
+            expect(code, out, EXIT_USAGE, *needles)
+            assert not os.path.exists(out_dir), "a refused tuned sweep left its directory"
+            return None
+        c.case("spec", name, fn)
+
+    tune_refused_by_the_sweep("tune_on_a_test_metric", ["sweep.tune.metric=test_loss"],
+                              "sweep.tune.metric: 'test_loss' cannot select a setting")
+    tune_refused_by_the_sweep("tune_eta_one", ["sweep.tune.eta=1", "sweep.tune.first_rung=2"],
+                              "sweep.tune.eta: 1 keeps every setting at every rung")
+    tune_refused_by_the_sweep("tune_first_rung_not_an_eval_step", ["sweep.tune.eta=2", "sweep.tune.first_rung=4"],
+                              "sweep.tune.first_rung: 4 for run", "expected an evaluation step below train.steps")
     refused("accumulate_zero", ["train.accumulate=0"], "train.accumulate: 0 is out of range; expected an integer > 0")
     refused("batch_tokens_below_the_longest_example", ["train.batch_tokens=4"],
             "train.batch_tokens: 4 tokens cannot hold the task's longest example (5 tokens", "expected at least 5")
