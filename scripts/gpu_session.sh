@@ -12,7 +12,7 @@
 #   eval "$(scripts/gpu_session.sh unpack)"       # there, from the repository root: build/ + LD_LIBRARY_PATH
 #   scripts/gpu_session.sh check OUT [STEP...]   # there, after unpack: the checklist's steps, one log each
 #                                                # in OUT (steps: parity gpu_tests train profile bench
-#                                                # variants; default: parity gpu_tests train profile)
+#                                                # variants timeline; default: parity gpu_tests train profile)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PACK="$ROOT/.gpu"
@@ -33,6 +33,11 @@ pack)
     xargs -0 ldd 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(ld-linux[^/]*|libc|libm|libpthread|libdl|librt|libresolv|libutil|libanl|libnss_[a-z]*|libstdc\+\+|libgcc_s)\.so' |
     grep -Ev "^(/usr/local/cuda|$ROOT/)" | while read -r lib; do cp -L "$lib" "$PACK/deps/"; done
+  # The timeline tracer's CUPTI (bench/gpu_timeline): the GPU machine's toolkit may lack it.
+  if [ -f "$build/lib/libablate_gpu_timeline.so" ]; then
+    ldd "$build/lib/libablate_gpu_timeline.so" | awk '$1 ~ /^libcupti/ && $3 ~ /^\// {print $3}' |
+      while read -r lib; do cp -L "$lib" "$PACK/deps/"; done
+  fi
   tar -C "$build" -cf - "${files[@]}" | xz -T2 -6 > "$PACK/build.tar.xz"
   tar -C "$PACK" -cf - deps | xz -T2 -6 > "$PACK/deps.tar.xz"
   rm -rf "$PACK/deps"
@@ -113,12 +118,23 @@ e = f['metrics/train/elapsed_s'][:]; print(sys.argv[2], round((s[-1] - s[0]) * 8
             "$runs/C_$name$round/run.h5" "round $round $name" >>"$out/variants.txt" 2>&1 || true
         done
       done ;;
+    timeline)  # the GPU's timeline of B-gpu and C-gpu (bench/gpu_timeline): per step, how long the GPU was
+      # busy and idle and how much of the idle time the host caused; the raw TSV compressed in OUT
+      for cfg in "B_gpu:B_decoder_lm --set backend.plugin=cudnn --set precision=bf16 --set log.stats=false" \
+        "C_gpu:C_gpu_large"; do
+        name=${cfg%%:*} args=(${cfg#*:})
+        step "timeline_$name" 180 env CUDA_INJECTION64_PATH="$ROOT/build/lib/libablate_gpu_timeline.so" \
+          ABLATE_GPU_TIMELINE="$runs/$name.tsv" build/bin/ablate run "bench/configs/${args[0]}.yaml" "${args[@]:1}" \
+          --set train.steps=30 --set log.every=10 --progress quiet -o "$runs/timeline_$name"
+        step "timeline_${name}_analysis" 60 python3 bench/gpu_timeline/analyse.py "$runs/$name.tsv"
+        xz -T4 -c "$runs/$name.tsv" >"$out/timeline_$name.tsv.xz" || true
+      done ;;
     bench)
       before=()  # with a packed "before" build, each round runs it too (bench/compare.py --ablate-before)
       [ -x "$PACK/before/bin/ablate" ] && before=(--ablate-before "$PACK/before/bin/ablate")
       step bench 540 python3 bench/compare.py --ablate-bin build/bin/ablate --gpu --torch-python python3 \
         --configs "${BENCH_CONFIGS:-B-gpu,C-gpu}" --rounds "${BENCH_ROUNDS:-2}" "${before[@]}" ;;
-    *) echo "gpu_session: unknown step '$s' (parity gpu_tests train profile bench variants)" >&2; exit 2 ;;
+    *) echo "gpu_session: unknown step '$s' (parity gpu_tests train profile bench variants timeline)" >&2; exit 2 ;;
     esac
   done
   ;;

@@ -22,10 +22,40 @@ __global__ void cast_kernel(Y* y, const X* x, std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(y, i, ld(x, i));
 }
 
+// The elementwise kernels below take kVec consecutive elements per thread and iteration, moved as
+// one vector load or store per tensor where the launcher found every pointer aligned and n (and a
+// broadcast operand's period) a multiple of kVec (kVec = packed_width), one element otherwise:
+// the same arithmetic per element either way, so the results are bit-identical.
+template <class... T>
+constexpr int packed_width() {
+  return static_cast<int>(16 / std::max({sizeof(T)...}));
+}
+template <int kVec, class T>
+__device__ __forceinline__ Pack<T, kVec> ld_pack(const T* p, std::int64_t i) {
+  return *reinterpret_cast<const Pack<T, kVec>*>(p + i);
+}
+template <int kVec, class T>
+__device__ __forceinline__ void st_pack(T* p, std::int64_t i, const Pack<T, kVec>& v) {
+  *reinterpret_cast<Pack<T, kVec>*>(p + i) = v;
+}
+// Launches kernel<kVec> over n elements: packed when `packed` says the pointers and sizes allow.
+template <int kVec, class Launch>
+void launch_packed(bool packed, std::int64_t n, Launch&& launch) {
+  if (packed)
+    launch(std::integral_constant<int, kVec>{}, grid_for(ceil_div(n, kVec)));
+  else
+    launch(std::integral_constant<int, 1>{}, grid_for(n));
+}
+
 // y[i] += alpha * x[i].
-template <class Y, class X>
+template <int kVec, class Y, class X>
 __global__ void axpy_kernel(Y* y, const X* x, std::int64_t n, float alpha) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(y, i, ld(y, i) + alpha * ld(x, i));
+  for (std::int64_t i = kVec * first_index(); i < n; i += kVec * grid_stride()) {
+    const Pack<X, kVec> xv = ld_pack<kVec>(x, i);
+    Pack<Y, kVec> yv = ld_pack<kVec>(y, i);
+    for (int j = 0; j < kVec; ++j) st(yv.v, j, ld(yv.v, j) + alpha * ld(xv.v, j));
+    st_pack<kVec>(y, i, yv);
+  }
 }
 
 // ---------------------------------------------------------------------------- elementwise kernels
@@ -103,19 +133,32 @@ __global__ void activation_backward_kernel(T* dx, const T* dy, const T* x, std::
 }
 
 // g[i] = dy[i] * act'(src[i]) (written).
-template <class G, class T>
+template <int kVec, class G, class T>
 __global__ void activation_grad_kernel(G* g, const T* dy, const T* src, std::int64_t n, Act act) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) st(g, i, ld(dy, i) * act_grad(act, ld(src, i)));
+  for (std::int64_t i = kVec * first_index(); i < n; i += kVec * grid_stride()) {
+    const Pack<T, kVec> d = ld_pack<kVec>(dy, i), x = ld_pack<kVec>(src, i);
+    Pack<G, kVec> out;
+    for (int j = 0; j < kVec; ++j) st(out.v, j, ld(d.v, j) * act_grad(act, ld(x.v, j)));
+    st_pack<kVec>(g, i, out);
+  }
 }
 
 // v = z[r, c] + bias[c]; pre = v (if given); y = act(v) from the unrounded v. Each element is read
-// before it is written, so y and pre may alias z.
-template <class T>
+// before it is written, so y and pre may alias z. Packed: cols is a multiple of kVec, so a pack
+// lies in one row and its bias is one pack too.
+template <int kVec, class T>
 __global__ void bias_activation_kernel(T* y, T* pre, const T* z, const T* bias, std::int64_t n, std::int64_t cols, Act act) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    const float v = ld(z, i) + (bias ? ld(bias, i % cols) : 0.0f);
-    if (pre) st(pre, i, v);
-    st(y, i, act_fwd(act, v));
+  for (std::int64_t i = kVec * first_index(); i < n; i += kVec * grid_stride()) {
+    const Pack<T, kVec> zv = ld_pack<kVec>(z, i);
+    Pack<T, kVec> bv{}, pv, yv;
+    if (bias) bv = ld_pack<kVec>(bias, i % cols);
+    for (int j = 0; j < kVec; ++j) {
+      const float v = ld(zv.v, j) + (bias ? ld(bv.v, j) : 0.0f);
+      st(pv.v, j, v);
+      st(yv.v, j, act_fwd(act, v));
+    }
+    if (pre) st_pack<kVec>(pre, i, pv);
+    st_pack<kVec>(y, i, yv);
   }
 }
 
@@ -239,6 +282,12 @@ std::size_t column_sum_scratch_bytes(std::int64_t rows, std::int64_t cols) {
 
 void fill(void* y, int dtype, std::int64_t n, float value, cudaStream_t s) {
   if (n == 0) return;
+  const std::size_t bytes = static_cast<std::size_t>(n) * (dtype == 1 ? 2 : 4);
+  if (dtype >= 0 && dtype <= 2 && value == 0.0f && !std::signbit(value)) {  // all bits zero: the copy engine's memset
+    const cudaError_t err = cudaMemsetAsync(y, 0, bytes, s);
+    if (err != cudaSuccess) throw ablate::Error(std::string("backend/cudnn: fill (memset) failed: ") + cudaGetErrorString(err));
+    return;
+  }
   switch (dtype) {
     case 0: fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<float*>(y), n, value); break;
     case 1:  // the host's rounding, bit for bit
@@ -270,7 +319,11 @@ void axpy(void* y, VT yt, const void* x, VT xt, std::int64_t n, float alpha, cud
     with_type(xt, [&](auto xk) {
       using Y = type_of<decltype(yk)>;
       using X = type_of<decltype(xk)>;
-      axpy_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<Y*>(y), static_cast<const X*>(x), n, alpha);
+      constexpr int kVec = packed_width<Y, X>();
+      const bool packed = n % kVec == 0 && aligned_to(kVec * sizeof(Y), y) && aligned_to(kVec * sizeof(X), x);
+      launch_packed<kVec>(packed, n, [&](auto vec, unsigned grid) {
+        axpy_kernel<decltype(vec)::value><<<grid, kThreads, 0, s>>>(static_cast<Y*>(y), static_cast<const X*>(x), n, alpha);
+      });
     });
   });
   check_launch("axpy");
@@ -384,8 +437,12 @@ void activation_grad(void* g, VT gt, const void* dy, const void* src, VT t, std:
     with_type(t, [&](auto k) {
       using G = type_of<decltype(gk)>;
       using T = type_of<decltype(k)>;
-      activation_grad_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<G*>(g), static_cast<const T*>(dy),
-                                                              static_cast<const T*>(src), n, act);
+      constexpr int kVec = packed_width<G, T>();
+      const bool packed = n % kVec == 0 && aligned_to(kVec * sizeof(G), g) && aligned_to(kVec * sizeof(T), dy, src);
+      launch_packed<kVec>(packed, n, [&](auto vec, unsigned grid) {
+        activation_grad_kernel<decltype(vec)::value>
+            <<<grid, kThreads, 0, s>>>(static_cast<G*>(g), static_cast<const T*>(dy), static_cast<const T*>(src), n, act);
+      });
     });
   });
   check_launch("activation_grad");
@@ -397,8 +454,13 @@ void bias_activation(void* y, void* pre, const void* z, const void* bias, VT t, 
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using T = type_of<decltype(k)>;
-    bias_activation_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<T*>(pre), static_cast<const T*>(z),
-                                                            static_cast<const T*>(bias), n, cols, act);
+    constexpr int kVec = packed_width<T>();
+    const bool packed = cols % kVec == 0 && aligned_to(kVec * sizeof(T), y, z) && (!pre || aligned_to(kVec * sizeof(T), pre)) &&
+                        (!bias || aligned_to(kVec * sizeof(T), bias));
+    launch_packed<kVec>(packed, n, [&](auto vec, unsigned grid) {
+      bias_activation_kernel<decltype(vec)::value><<<grid, kThreads, 0, s>>>(
+          static_cast<T*>(y), static_cast<T*>(pre), static_cast<const T*>(z), static_cast<const T*>(bias), n, cols, act);
+    });
   });
   check_launch("bias_activation");
 }
