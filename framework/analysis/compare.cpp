@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -147,6 +148,10 @@ void summarize(Arm& arm, const Comparison& c, const std::vector<RunSummary>& run
     r.censored = v.censored;
     r.tokens_per_s = run.tokens_per_s;
     r.code_id = run.code_id;
+    arm.parameters = std::max(arm.parameters, run.parameters);
+    arm.non_embedding_parameters = std::max(arm.non_embedding_parameters, run.non_embedding_parameters);
+    if (std::isfinite(run.flops_per_token) && !(arm.flops_per_token >= run.flops_per_token))
+      arm.flops_per_token = run.flops_per_token;
     ++arm.n_runs;
     switch (r.status) {
       case RunStatus::completed: ++arm.n_completed; break;
@@ -280,7 +285,39 @@ void fit_factorial(Comparison& c) {
   c.factorial = factorial_analysis(d, 1.0 - c.alpha, c.alpha);
 }
 
+// Arms whose models differ in size or cost by more than c.cost_tolerance: a note naming the
+// smallest and the largest (an ablation that changes compute measures the compute too).
+void add_compute_notes(Comparison& c) {
+  const auto printed = [](double value, const char* format) {
+    char text[32];
+    std::snprintf(text, sizeof text, format, value);
+    return std::string(text);
+  };
+  const auto spread = [&](const char* what, const std::function<double(const Arm&)>& value, const char* fix) {
+    const Arm* low = nullptr;
+    const Arm* high = nullptr;
+    for (const Arm& arm : c.arms) {
+      const double v = value(arm);
+      if (!(v > 0)) continue;
+      if (!low || v < value(*low)) low = &arm;
+      if (!high || v > value(*high)) high = &arm;
+    }
+    if (!low || value(*high) <= value(*low) * (1.0 + c.cost_tolerance)) return;
+    const double apart = value(*high) / value(*low) - 1.0;
+    c.notes.push_back("the arms differ in " + std::string(what) + " by " + printed(100.0 * apart, "%.1f") + "% (" + low->label +
+                      ": " + printed(value(*low), "%.4g") + ", " + high->label + ": " + printed(value(*high), "%.4g") +
+                      "; more than --cost-tolerance " + printed(100.0 * c.cost_tolerance, "%g") + "%): " + fix);
+  };
+  spread(
+      "non-embedding parameters", [](const Arm& a) { return static_cast<double>(a.non_embedding_parameters); },
+      "part of any difference may be the size, not the component; match the sizes (model.d_ff) or say so");
+  spread(
+      "training FLOPs per token", [](const Arm& a) { return a.flops_per_token; },
+      "equal steps are not equal compute; compare at matched compute (figures with --x flops) or say so");
+}
+
 void add_notes(Comparison& c) {
+  add_compute_notes(c);
   std::size_t diverged = 0, failed = 0, interrupted = 0, running = 0, missing = 0;
   for (const auto& arm : c.arms) {
     diverged += arm.n_diverged;
@@ -571,6 +608,7 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
   c.higher_is_better = c.summary.higher_is_better(c.metric_higher_is_better);
   c.value_label = c.summary.describe(c.metric, c.metric_higher_is_better);
   c.alpha = options.alpha;
+  c.cost_tolerance = options.cost_tolerance;
 
   const std::vector<std::string> ignore = not_axes(options);
   const Grouping grouping = group_runs(runs, ignore);

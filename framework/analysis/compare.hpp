@@ -29,6 +29,10 @@ struct RunSummary {
   double tokens_per_s = NAN;                                                        // median training throughput
   std::vector<std::pair<std::int64_t, double>> elapsed_s;  // train rows: (step, wall seconds since the start)
   std::string code_id;                                     // the code that made it (run.h5 code_id; "" if unknown)
+  // Compute (docs/training.md, "Compute"): run.h5's parameter counts and the training FLOPs per
+  // target token of its last train row; -1 / NaN in files written before they were recorded.
+  std::int64_t parameters = -1, non_embedding_parameters = -1;
+  double flops_per_token = NAN;
 };
 
 enum class RunStatus { completed, diverged, failed, interrupted, running };
@@ -85,6 +89,7 @@ struct CompareOptions {
   std::vector<std::string> ignore_keys;  // further keys not to split arms by (train.seed and backend.threads never do)
   std::vector<std::string> tuned_keys;   // keys each arm chose for itself (sweep.tune): no arm axes (nor the options
                                          // that take their value), shown per arm instead
+  double cost_tolerance = 0.05;          // arms further apart in parameters or FLOPs per token get a note
   double alpha = 0.05;                   // significance level; intervals are at 1 - alpha
   double power = 0.8;                    // for "seeds needed"
 };
@@ -129,6 +134,10 @@ struct Arm {
 
   double tokens_per_s_mean = NAN;  // over completed runs with a finite throughput
   std::size_t tokens_per_s_n = 0;
+  // The arm's compute: the largest parameter counts and FLOPs per token among its runs (one model,
+  // so they agree unless the data's lengths differ); -1 / NaN where no run recorded them.
+  std::int64_t parameters = -1, non_embedding_parameters = -1;
+  double flops_per_token = NAN;
 };
 
 struct Comparison {
@@ -142,6 +151,7 @@ struct Comparison {
   std::vector<std::string> keys;        // the varying keys arms are split by
   std::vector<std::string> tuned_keys;  // CompareOptions::tuned_keys: one value per arm (Arm::tuned)
   double alpha = 0.05;
+  double cost_tolerance = 0.05;    // CompareOptions::cost_tolerance
   std::size_t baseline = 0;        // index into arms
   std::vector<Arm> arms;           // in a stable order: by value of each key in turn, numbers numerically
   bool paired = false;             // every arm has the same seeds: tests are paired by seed, seeds are blocks

@@ -154,6 +154,14 @@ RunSummary summarize(const results::RunReader& run) {
       if (std::isfinite(x)) v.push_back(x);
     s.tokens_per_s = median(v);
   }
+  for (std::size_t k = 0; k < info.parameter_kinds.size() && k < info.parameter_counts.size(); ++k) {
+    if (info.parameter_kinds[k] == "total") s.parameters = info.parameter_counts[k];
+    if (info.parameter_kinds[k] == "non_embedding") s.non_embedding_parameters = info.parameter_counts[k];
+  }
+  const auto* tokens = column("tokens");
+  const auto* flops = column("flops");
+  if (tokens && flops && !tokens->empty() && !flops->empty() && tokens->back() > 0)
+    s.flops_per_token = flops->back() / tokens->back();
   if (const auto* elapsed = column("elapsed_s"))
     for (std::size_t r = 0; r < train.steps.size() && r < elapsed->size(); ++r)
       if (std::isfinite((*elapsed)[r])) s.elapsed_s.emplace_back(train.steps[r], (*elapsed)[r]);

@@ -3,6 +3,7 @@
 // baseline and fits the factorial model; prints the tables and writes the reports
 // (framework/analysis/report_files does the work; this file parses the command line).
 #include <algorithm>
+#include <cmath>
 #include <ostream>
 
 #include "ablate/error.hpp"
@@ -79,6 +80,9 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
       ("summary,s", po::value<std::string>(),
        "how a run becomes one value: final | best | last:K | auc | steps_to:TARGET | time_to:TARGET (default: "
        "steps_to:TARGET when the runs early-stop on the metric at one target, else final)")
+      ("cost-tolerance", po::value<double>()->default_value(0.05, "0.05"),
+       "a note when arms differ by more than this fraction in non-embedding parameters or training FLOPs per "
+       "token (docs/training.md, \"Compute\")")
       ("format,f", po::value<std::string>()->default_value("text"), "what to print: text | latex")
       ("out,o", po::value<std::string>(), "where to write the reports (default: the first DIR)");
   // clang-format on
@@ -99,6 +103,10 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   opts.tuned_keys = defaults.tuned_keys;
   opts.baseline_is_default = !vm.count("baseline");
   if (vm.count("summary")) opts.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
+  opts.cost_tolerance = vm["cost-tolerance"].as<double>();
+  if (!(opts.cost_tolerance >= 0) || !std::isfinite(opts.cost_tolerance))
+    throw UsageError("ablate compare: --cost-tolerance " + number_text(opts.cost_tolerance) + " is not a fraction >= 0",
+                     "e.g. --cost-tolerance 0.05 (5%)");
 
   const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path(dirs.front());
   const analysis::Analysis a = analysis::analyse(std::vector<fs::path>(dirs.begin(), dirs.end()), opts, out_dir);

@@ -37,6 +37,26 @@ void print_rows(std::ostream& out, const char* split, const results::MetricTable
   }
 }
 
+// "  parameters 1,234 (non-embedding 1,000: attention 600, ffn 400, ...); 1.2e+06 training FLOPs per
+// token, 3.4e+12 over 12,800 tokens" (docs/training.md, "Compute"); nothing for older files.
+void print_compute(std::ostream& out, const results::RunInfo& info, const results::MetricTable& train) {
+  if (info.parameter_kinds.size() < 2 || info.parameter_kinds.size() != info.parameter_counts.size()) return;
+  out << "  parameters " << info.parameter_counts[0] << " (" << info.parameter_kinds[1] << " " << info.parameter_counts[1];
+  for (std::size_t k = 2; k < info.parameter_kinds.size(); ++k)
+    out << (k == 2 ? ": " : ", ") << info.parameter_kinds[k] << " " << info.parameter_counts[k];
+  out << ")";
+  const auto column = [&](const char* name) -> const std::vector<double>* {
+    const auto it = std::find(train.names.begin(), train.names.end(), name);
+    return it == train.names.end() ? nullptr : &train.columns[static_cast<std::size_t>(it - train.names.begin())];
+  };
+  const auto* tokens = column("tokens");
+  const auto* flops = column("flops");
+  if (tokens && flops && !tokens->empty() && tokens->back() > 0)
+    out << "; " << std::setprecision(4) << flops->back() / tokens->back() << " training FLOPs per token, " << flops->back()
+        << " over " << std::setprecision(12) << tokens->back() << " tokens";
+  out << "\n";
+}
+
 void print_summary(std::ostream& out, const results::RunReader& run) {
   const results::RunInfo& info = run.info();
   const results::RunState state = run.state();
@@ -51,6 +71,7 @@ void print_summary(std::ostream& out, const results::RunReader& run) {
       << info.git_revision << ") on " << info.host << "\n  plugins:";
   for (const std::string& p : info.plugins) out << " " << p << ";";
   out << "\n";
+  print_compute(out, info, run.metrics(results::MetricSplit::Train));
   for (const auto& [name, split] :
        {std::pair{"train", results::MetricSplit::Train}, std::pair{"eval", results::MetricSplit::Eval}}) {
     const results::MetricTable t = run.metrics(split);

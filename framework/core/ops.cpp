@@ -42,6 +42,7 @@ Var linear(Graph& g, const Var& x, const Var& w, const Var& b, Activation act) {
   Var out = g.result(y, {&x, &w, &b});
   Tensor pre;
   if (out.requires_grad() && activation_needs_pre(act)) pre = be.empty(y2.shape(), y.dtype());
+  g.add_flops(2.0 * static_cast<double>(x2.shape()[0]) * static_cast<double>(out_features) * static_cast<double>(w.shape()[1]));
   be.linear_forward(y2, pre.defined() ? &pre : nullptr, x2, w.value(), b.defined() ? &b.value() : nullptr, act);
   g.record(out, [&g, x, w, b, x2, y2, pre, act](const Tensor& dy) {
     Grad2d dx = grad2d(g, x);
@@ -61,6 +62,7 @@ Var matmul(Graph& g, const Var& a, const Var& b, bool trans_a, bool trans_b, flo
   const std::int64_t kb = trans_b ? bs[2] : bs[1], n = trans_b ? bs[1] : bs[2];
   require(k == kb, "matmul", "inner dimensions differ: " + a.value().str() + " and " + b.value().str());
   Tensor c = g.backend().empty({as[0], m, n}, a.dtype());
+  g.add_flops(2.0 * static_cast<double>(as[0]) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
   g.backend().matmul_forward(c, a.value(), b.value(), trans_a, trans_b, alpha);
   Var out = g.result(c, {&a, &b});
   g.record(out, [&g, a, b, trans_a, trans_b, alpha](const Tensor& dc) {
@@ -97,6 +99,10 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
   Tensor out = be.empty(qs, q.dtype());
   Tensor lse = be.empty({qs[0], qs[1], qs[2]}, DType::F32);
   if (options.probs) *options.probs = be.empty({qs[0], qs[1], qs[2], k.shape()[2]}, DType::F32);
+  // q k^T and p v in full ([B, H, T, S] each, masks not subtracted: bench/compare.py's convention)
+  const double pairs =
+      static_cast<double>(qs[0]) * static_cast<double>(qs[1]) * static_cast<double>(qs[2]) * static_cast<double>(k.shape()[2]);
+  g.add_flops(2.0 * pairs * static_cast<double>(qs[3] + v.shape()[3]));
   be.attention_forward(out, lse, options.probs, q.value(), k.value(), v.value(), p);
   Var result = bias.defined() ? g.result(out, {&q, &k, &v, &bias}) : g.result(out, {&q, &k, &v});
   g.record(result, [&g, q, k, v, out, lse, p, bias, slopes](const Tensor& dout) {

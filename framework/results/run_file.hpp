@@ -61,6 +61,10 @@ struct RunInfo {
   // The data files the run read (train/code_identity.hpp, data_identity): "task.file=PATH
   // <FNV-1a 64 of the content>" each. Empty in files written before it, and for tasks without files.
   std::vector<std::string> data_files;
+  // The model's parameters by kind (train/compute.hpp): "total", "non_embedding", then each kind,
+  // with their counts side by side. Both empty in files written before they existed.
+  std::vector<std::string> parameter_kinds;
+  std::vector<std::int64_t> parameter_counts;
   std::string host;
   std::string created;  // ISO-8601 UTC; empty: the time RunWriter::create runs
   bool operator==(const RunInfo&) const = default;

@@ -176,6 +176,10 @@ RunInfo read_info(const h5::Obj& r) {
     i.code_id = h5::string_attr(r, "code_id");
   }
   if (h5::has_attr(r, "data_files")) i.data_files = h5::strings_attr(r, "data_files");  // older files lack it
+  if (h5::has_attr(r, "parameter_kinds")) {                                             // and these
+    i.parameter_kinds = h5::strings_attr(r, "parameter_kinds");
+    i.parameter_counts = h5::ints_attr(r, "parameter_counts");
+  }
   i.host = h5::string_attr(r, "host");
   i.created = h5::string_attr(r, "created");
   return i;

@@ -130,6 +130,8 @@ void build(const h5::Obj& file, const RunInfo& info, const RunLayout& l) {
   h5::set_attr(root, "plugin_code", info.plugin_code);
   h5::set_attr(root, "code_id", info.code_id);
   h5::set_attr(root, "data_files", info.data_files);
+  h5::set_attr(root, "parameter_kinds", info.parameter_kinds);
+  h5::set_attr(root, "parameter_counts", info.parameter_counts);
   h5::set_attr(root, "host", info.host);
   h5::set_attr(root, "created", info.created.empty() ? utc_now_iso8601() : info.created);
 

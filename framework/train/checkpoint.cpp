@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <system_error>
@@ -32,7 +33,8 @@ namespace {
 
 constexpr std::uint64_t kHeaderBytes = 24;  // magic, version, reserved, payload length
 constexpr std::uint64_t kTrailerBytes = 8;  // checksum
-constexpr std::uint64_t kStateBytes = 4 * 8 + 1 + 3 * 8 + 5 * 8;
+constexpr std::uint64_t kStateBytes = 5 * 8 + 1 + 3 * 8 + 5 * 8;
+constexpr std::uint64_t kStateBytesV1 = kStateBytes - 8;  // without flops_seen
 constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 constexpr std::size_t kListedNames = 5;  // names listed per kind of mismatch before "and N more"
 
@@ -289,8 +291,8 @@ std::string name_list(const std::vector<std::string>& names) {
 
 std::string count(std::size_t n, const char* noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
 
-// Checks magic, version, length and checksum; returns the payload length.
-std::uint64_t check_envelope(const Reader& in, std::uint64_t size) {
+// Checks magic, version, length and checksum; returns the payload length (and the version).
+std::uint64_t check_envelope(const Reader& in, std::uint64_t size, std::uint32_t& version) {
   char header[kHeaderBytes] = {};
   const std::size_t have = static_cast<std::size_t>(std::min<std::uint64_t>(size, kHeaderBytes));
   in.read_at(0, header, have);
@@ -302,13 +304,13 @@ std::uint64_t check_envelope(const Reader& in, std::uint64_t size) {
                 " of header and checksum alone",
             kCorruptHint);
 
-  std::uint32_t version, reserved;
+  std::uint32_t reserved;
   std::uint64_t payload;
   std::memcpy(&version, header + 8, 4);
   std::memcpy(&reserved, header + 12, 4);
   std::memcpy(&payload, header + 16, 8);
-  if (version != kCheckpointFormatVersion)
-    in.fail("has format version " + std::to_string(version) + "; this Ablate reads version " +
+  if (version != kCheckpointFormatVersion && version != 1)
+    in.fail("has format version " + std::to_string(version) + "; this Ablate reads versions 1 to " +
                 std::to_string(kCheckpointFormatVersion),
             "it was written by another version of Ablate: resume with that version, or start the run afresh");
   if (reserved != 0) in.fail("is malformed: reserved header field is " + std::to_string(reserved) + ", not 0", kCorruptHint);
@@ -338,13 +340,15 @@ std::uint64_t check_envelope(const Reader& in, std::uint64_t size) {
 }
 
 // Parses the payload's state, spec and parameter records (skipping the float data).
-std::vector<Record> parse_payload(const Reader& in, std::uint64_t payload, LoadedCheckpoint& out) {
+std::vector<Record> parse_payload(const Reader& in, std::uint64_t payload, std::uint32_t version, LoadedCheckpoint& out) {
   Cursor c(in, kHeaderBytes, kHeaderBytes + payload);
   TrainState& s = out.state;
-  c.need(kStateBytes, "the training state");
+  c.need(version == 1 ? kStateBytesV1 : kStateBytes, "the training state");
   s.step = c.value<std::int64_t>("step");
   s.optimizer_steps = c.value<std::int64_t>("optimizer_steps");
   s.tokens_seen = c.value<std::int64_t>("tokens_seen");
+  // version 1 did not count FLOPs: unknown from here on (NaN)
+  s.flops_seen = version == 1 ? std::numeric_limits<double>::quiet_NaN() : c.value<double>("flops_seen");
   s.elapsed_seconds = c.value<double>("elapsed_seconds");
   const auto has_best = c.value<std::uint8_t>("has_best");
   if (has_best > 1) in.fail("is malformed: has_best is " + std::to_string(has_best) + ", not 0 or 1", kMalformedHint);
@@ -471,6 +475,7 @@ void save_checkpoint(const std::filesystem::path& file, ParameterStore& store, c
   w.value(state.step);
   w.value(state.optimizer_steps);
   w.value(state.tokens_seen);
+  w.value(state.flops_seen);
   w.value(state.elapsed_seconds);
   w.value(static_cast<std::uint8_t>(state.has_best ? 1 : 0));
   w.value(state.best_metric);
@@ -528,8 +533,9 @@ OpenCheckpoint open_checkpoint(const std::filesystem::path& file) {
   if (::fstat(c.fd.get(), &st) != 0) in.fail("cannot stat: " + errno_text(errno), "check that the file is readable");
   if (S_ISDIR(st.st_mode)) in.fail("is a directory, not a checkpoint file", "pass the checkpoint file inside it");
   if (!S_ISREG(st.st_mode)) in.fail("is not a regular file", "pass a checkpoint file written by an Ablate training run");
-  const std::uint64_t payload = check_envelope(in, static_cast<std::uint64_t>(st.st_size));
-  c.records = parse_payload(in, payload, c.loaded);
+  std::uint32_t version = 0;
+  const std::uint64_t payload = check_envelope(in, static_cast<std::uint64_t>(st.st_size), version);
+  c.records = parse_payload(in, payload, version, c.loaded);
   return c;
 }
 

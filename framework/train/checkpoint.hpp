@@ -14,7 +14,7 @@
 
 namespace ablate::train {
 
-// File layout, format version 1. Integers are little-endian, floats raw IEEE-754 (binary32
+// File layout, format version 2 (version 1, still read, lacks flops_seen). Integers are little-endian, floats raw IEEE-754 (binary32
 // tensors, binary64 scalars), so the file is bit-exact and readable without Ablate:
 //
 //   offset  size  field
@@ -23,7 +23,7 @@ namespace ablate::train {
 //   12      4     u32 reserved, 0
 //   16      8     u64 payload length P in bytes
 //   24      P     payload:
-//                   i64 step, i64 optimizer_steps, i64 tokens_seen, f64 elapsed_seconds,
+//                   i64 step, i64 optimizer_steps, i64 tokens_seen, f64 flops_seen, f64 elapsed_seconds,
 //                   u8 has_best (0 or 1), f64 best_metric, i64 best_step, i64 evals_since_best,
 //                   f64 log_loss_sum, f64 log_rows, f64 log_correct, f64 log_grad_norm_sum, i64 log_steps
 //                   u64 spec length L, then L bytes: the resolved spec (YAML, no terminator)
@@ -38,13 +38,14 @@ namespace ablate::train {
 //
 // The file is exactly 32 + P bytes: anything shorter is truncated, anything longer is refused.
 inline constexpr char kCheckpointMagic[8] = {'A', 'B', 'L', 'A', 'T', 'E', 'C', 'K'};
-inline constexpr std::uint32_t kCheckpointFormatVersion = 1;
+inline constexpr std::uint32_t kCheckpointFormatVersion = 2;
 
 // Training progress beside the weights: what a resumed run needs to continue exactly.
 struct TrainState {
   std::int64_t step = 0;             // optimizer steps completed (the next step is step + 1)
   std::int64_t optimizer_steps = 0;  // Adam's bias-correction counter (Adam::steps_taken())
   std::int64_t tokens_seen = 0;      // target tokens trained on so far
+  double flops_seen = 0.0;           // training FLOPs so far (train/compute.hpp); NaN after a version-1 checkpoint
   double elapsed_seconds = 0.0;      // training wall time before this checkpoint
   bool has_best = false;             // early stopping: best eval metric so far
   double best_metric = 0.0;

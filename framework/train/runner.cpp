@@ -19,6 +19,7 @@
 #include "core/text.hpp"
 #include "plugin_host/plugin_call.hpp"
 #include "train/checkpoint.hpp"
+#include "train/compute.hpp"
 #include "train/weight_ema.hpp"
 #include "train/data_order.hpp"
 #include "train/evaluator.hpp"
@@ -32,7 +33,9 @@ namespace {
 
 std::atomic<bool> g_stop_requested{false};
 
-const std::vector<std::string> kTrainColumns = {"loss", "token_accuracy", "lr", "grad_norm", "tokens_per_s", "elapsed_s"};
+// tokens and flops: the target tokens and training FLOPs (train/compute.hpp) so far, cumulative.
+const std::vector<std::string> kTrainColumns = {"loss",         "token_accuracy", "lr",     "grad_norm",
+                                                "tokens_per_s", "elapsed_s",      "tokens", "flops"};
 constexpr std::int64_t kSamples = 5;  // decoded eval examples kept per evaluation (tasks with text)
 
 std::string host_name() {
@@ -107,6 +110,7 @@ class Trainer {
     float loss = 0.0f;
     double rows = 0, correct = 0;
     std::int64_t target_tokens = 0;
+    double forward_flops = 0.0;  // Graph::flops of the micro-batches' forward passes
   };
   Pass forward_backward(std::int64_t step, const std::vector<std::vector<std::int64_t>>& micro_batches);
   // The data order's first batch of `step` (1-based): its accumulate micro-batches are this and the next K - 1.
@@ -214,6 +218,9 @@ void Trainer::open() {
     info.plugin_code = ex_.code.parts;
     info.code_id = ex_.code.id;
     info.data_files = data_identity(spec);
+    const ParameterCounts counts = count_parameters(*ex_.store);
+    info.parameter_kinds = counts.kinds;
+    info.parameter_counts = counts.counts;
     info.host = host_name();
     record_->create(dir_.run_file(), info);
   }
@@ -222,8 +229,9 @@ void Trainer::open() {
 
   out_ << "run " << id_ << " of " << spec.name << " -> " << dir_.path().string() << "\n"
        << "model " << spec::to_string(spec.model.arch) << " d_model " << spec.model.d_model << ", " << ex_.store->numel()
-       << " parameters; backend " << spec.backend.name << " (" << ex_.backend->caps().device << ", "
-       << ex_.backend->caps().threads << " threads), " << precision_text(spec, ex_.backend->caps()) << "; "
+       << " parameters (" << count_parameters(*ex_.store).of("non_embedding") << " non-embedding); backend " << spec.backend.name
+       << " (" << ex_.backend->caps().device << ", " << ex_.backend->caps().threads << " threads), "
+       << precision_text(spec, ex_.backend->caps()) << "; "
        << (options_.resume ? "resuming at step " + std::to_string(state_.step) : std::string("from step 0")) << " of "
        << spec.train.steps << "\n";
   progress_.emplace(out_, options_.progress, spec.train.steps, state_.step, spec.log.every);
@@ -250,6 +258,7 @@ Trainer::Pass Trainer::forward_backward(std::int64_t step, const std::vector<std
     Graph g(*ex_.backend, static_cast<std::uint64_t>(spec_.train.seed), stream, /*training=*/true);
     const ops::CrossEntropyResult ce = ops::cross_entropy(g, ex_.model->logits(g, batch), batch.targets, HostBatch::kIgnore,
                                                           static_cast<float>(spec_.train.label_smoothing));
+    pass.forward_flops += g.flops();  // before backward: only the forward's products count
     float loss = 0.0f;
     ex_.backend->copy_to_host(&loss, ce.loss.value());
     if (!std::isfinite(loss)) return {loss, 0, 0, pass.target_tokens};
@@ -294,6 +303,7 @@ std::optional<RunResult> Trainer::step(std::int64_t step) {
   }
   state_.step = step;
   state_.tokens_seen += pass.target_tokens;
+  state_.flops_seen += kTrainFlopsPerForwardFlop * pass.forward_flops;
   ++steps_this_call_;
   state_.log_loss_sum += loss;
   state_.log_rows += pass.rows;
@@ -315,8 +325,9 @@ std::optional<std::string> Trainer::log(std::int64_t step) {
   if (!log_now) return stop;
   const auto n = static_cast<double>(state_.log_steps);
   const double mean_loss = state_.log_loss_sum / n;
-  record_->train(step, {mean_loss, state_.log_rows > 0 ? state_.log_correct / state_.log_rows : 0.0, lr_,
-                        state_.log_grad_norm_sum / n, tokens_per_s_, elapsed()});
+  record_->train(step,
+                 {mean_loss, state_.log_rows > 0 ? state_.log_correct / state_.log_rows : 0.0, lr_, state_.log_grad_norm_sum / n,
+                  tokens_per_s_, elapsed(), static_cast<double>(state_.tokens_seen), state_.flops_seen});
   if (spec_.train.loss_threshold && mean_loss < *spec_.train.loss_threshold)
     stop = "train loss " + number_text(mean_loss) + " below loss_threshold " + number_text(*spec_.train.loss_threshold);
   state_.log_loss_sum = state_.log_rows = state_.log_correct = state_.log_grad_norm_sum = 0.0;

@@ -78,7 +78,8 @@ def trust3_cases(c):
             shutil.copytree(runs[1], d)
         path = os.path.join(d, "checkpoint.bin")
         data = open(path, "rb").read()
-        at = 24 + 97  # magic, version, reserved, payload length; then the state's 97 bytes
+        version = struct.unpack("<I", data[8:12])[0]
+        at = 24 + (97 if version == 1 else 105)  # magic, version, reserved, payload length; then the state
         n = struct.unpack("<Q", data[at:at + 8])[0]
         spec = data[at + 8:at + 8 + n].decode()
         older = "".join(line for line in spec.splitlines(True) if not line.startswith("  ema:"))

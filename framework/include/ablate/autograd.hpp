@@ -84,6 +84,10 @@ class BOOST_SYMBOL_VISIBLE Graph {
   bool pass_grad(const Var& v, const Tensor& dy);
   // The RNG identity of the next random op in this pass.
   RngKey next_rng();
+  // Matrix-product FLOPs of this pass's forward so far, 2 per multiply-add: ops::linear, matmul and
+  // attention add theirs as they run (the run's compute accounting, docs/training.md "Compute").
+  void add_flops(double flops) { flops_ += flops; }
+  double flops() const { return flops_; }
 
  private:
   struct Entry {
@@ -98,6 +102,7 @@ class BOOST_SYMBOL_VISIBLE Graph {
   bool grad_;
   std::uint32_t next_op_id_ = 0;
   std::vector<Entry> tape_;
+  double flops_ = 0.0;
 };
 
 }  // namespace ablate

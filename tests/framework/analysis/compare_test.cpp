@@ -5,6 +5,8 @@
 #include "analysis/compare.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <unistd.h>
 
 #include <cstdio>
@@ -138,6 +140,36 @@ TEST(CompareKeys, TunedKeysAreShownPerArmAndSplitNoArm) {
   EXPECT_NE(table.find("lr (tuned)"), std::string::npos) << table;
   runs[0].config["train.optimizer.lr"] = "0.01";  // one pre_norm run at another lr
   EXPECT_EQ(compare(runs, o).arms[1].tuned.at("train.optimizer.lr"), "mixed");
+}
+
+TEST(CompareCompute, ArmsApartInSizeOrFlopsPerTokenGetANoteNamingThem) {
+  const auto notes_of = [](const Comparison& c) {
+    std::string all;
+    for (const std::string& n : c.notes) all += n + "\n";
+    return all;
+  };
+  std::vector<RunSummary> runs = synthetic_runs();
+  for (RunSummary& r : runs) {
+    const bool pre = r.config.at("model.block") == "pre_norm";
+    r.parameters = pre ? 2040 : 2000;
+    r.non_embedding_parameters = pre ? 1040 : 1000;  // 4% apart: within the default 5%
+    r.flops_per_token = pre ? 3.3e6 : 3.0e6;         // 10% apart
+  }
+  CompareOptions o;
+  std::string notes = notes_of(compare(runs, o));
+  EXPECT_EQ(notes.find("non-embedding parameters"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("the arms differ in training FLOPs per token by 10.0% (post_norm: 3e+06, pre_norm: 3.3e+06; "
+                       "more than --cost-tolerance 5%)"),
+            std::string::npos)
+      << notes;
+  o.cost_tolerance = 0.02;
+  notes = notes_of(compare(runs, o));
+  EXPECT_NE(notes.find("the arms differ in non-embedding parameters by 4.0% (post_norm: 1000, pre_norm: 1040"), std::string::npos)
+      << notes;
+  o.cost_tolerance = 0.2;
+  EXPECT_EQ(notes_of(compare(runs, o)).find("the arms differ"), std::string::npos);
+  for (RunSummary& r : synthetic_runs()) EXPECT_TRUE(std::isnan(r.flops_per_token));  // unknown: no note
+  EXPECT_EQ(notes_of(compare(synthetic_runs(), CompareOptions{})).find("the arms differ"), std::string::npos);
 }
 
 TEST(CompareKeys, MetricDirectionFromItsName) {

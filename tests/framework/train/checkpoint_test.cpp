@@ -6,6 +6,7 @@
 
 #include <sys/resource.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -89,6 +90,7 @@ TrainState sample_state() {
   return {.step = 1234,
           .optimizer_steps = 1230,
           .tokens_seen = 9876543210,
+          .flops_seen = 1.5e18 + 0.25e3,
           .elapsed_seconds = 3601.25,
           .has_best = true,
           .best_metric = 0.1 + 0.2,  // not exactly representable: must survive bit for bit
@@ -276,7 +278,7 @@ TEST(Checkpoint, FileMatchesTheDocumentedLayout) {
   const float values[2] = {1.5f, -2.0f};
   be.copy_from_host(w.value, values);
   // Every field away from its default, in the order the layout writes them (the put()s below).
-  const TrainState state{3, 2, 40, 0.5, true, -1.0, 2, 1, 2.25, 7.0, 3.0, 0.75, 2};
+  const TrainState state{3, 2, 40, 6.5e9, 0.5, true, -1.0, 2, 1, 2.25, 7.0, 3.0, 0.75, 2};
   save_checkpoint(file, store, state, "a: 1\n");
 
   Bytes payload;
@@ -284,7 +286,7 @@ TEST(Checkpoint, FileMatchesTheDocumentedLayout) {
     const auto* p = reinterpret_cast<const unsigned char*>(&v);
     payload.insert(payload.end(), p, p + sizeof v);
   };
-  put(std::int64_t{3}), put(std::int64_t{2}), put(std::int64_t{40}), put(0.5), put(std::uint8_t{1});
+  put(std::int64_t{3}), put(std::int64_t{2}), put(std::int64_t{40}), put(6.5e9), put(0.5), put(std::uint8_t{1});
   put(-1.0), put(std::int64_t{2}), put(std::int64_t{1});
   put(2.25), put(7.0), put(3.0), put(0.75), put(std::int64_t{2});  // train-log sums
   put(std::uint64_t{5});
@@ -300,7 +302,7 @@ TEST(Checkpoint, FileMatchesTheDocumentedLayout) {
   auto put_le = [&](std::uint64_t v, int n) {
     for (int i = 0; i < n; ++i) expected.push_back(static_cast<unsigned char>(v >> (8 * i)));
   };
-  put_le(1, 4);  // version
+  put_le(2, 4);  // version
   put_le(0, 4);  // reserved
   put_le(payload.size(), 8);
   expected.insert(expected.end(), payload.begin(), payload.end());
@@ -309,6 +311,26 @@ TEST(Checkpoint, FileMatchesTheDocumentedLayout) {
   put_le(h, 8);
   EXPECT_EQ(read_file(file), expected);
   EXPECT_EQ(fnv1a64(payload.data(), payload.size()), h);
+
+  // Version 1 (no flops_seen) still loads, with the FLOPs unknown from then on.
+  Bytes v1 = expected;
+  v1.erase(v1.begin() + 24 + 3 * 8, v1.begin() + 24 + 4 * 8);  // flops_seen
+  v1[8] = 1;
+  const std::uint64_t p1 = payload.size() - 8;
+  for (int i = 0; i < 8; ++i) v1[16 + i] = static_cast<unsigned char>(p1 >> (8 * i));
+  std::uint64_t h1 = 0xcbf29ce484222325ull;
+  for (std::size_t i = 24; i < 24 + p1; ++i) h1 = (h1 ^ v1[i]) * 0x100000001b3ull;
+  for (int i = 0; i < 8; ++i) v1[24 + p1 + i] = static_cast<unsigned char>(h1 >> (8 * i));
+  v1.resize(24 + p1 + 8);
+  const auto old_file = dir.path() / "v1.ckpt";
+  write_file(old_file, v1);
+  ParameterStore again(be);
+  again.add("w", {2}, Init::zeros(), 1);
+  const LoadedCheckpoint loaded = load_checkpoint(old_file, again);
+  EXPECT_EQ(loaded.state.tokens_seen, 40);
+  EXPECT_TRUE(std::isnan(loaded.state.flops_seen));
+  EXPECT_EQ(loaded.state.elapsed_seconds, 0.5);
+  EXPECT_EQ(loaded.state.log_steps, 2);
 }
 
 // --- mismatched models: each error names the parameter, and the store is left as it was.
@@ -432,9 +454,9 @@ TEST_F(CheckpointDamage, WrongMagicIsNotACheckpoint) {
 
 TEST_F(CheckpointDamage, OtherFormatVersionIsRefused) {
   Bytes bad = good_;
-  bad[8] = 2;
+  bad[8] = 3;
   const std::string err = load_error(bad);
-  EXPECT_NE(err.find("has format version 2; this Ablate reads version 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("has format version 3; this Ablate reads versions 1 to 2"), std::string::npos) << err;
 }
 
 TEST_F(CheckpointDamage, WellSummedButMalformedPayloadIsRefused) {

@@ -146,8 +146,14 @@ TEST_F(RunnerTest, ResumedRunContinuesTheLossCurveBitForBit) {
 
   const auto whole = table("whole", results::MetricSplit::Train), split = table("split", results::MetricSplit::Train);
   ASSERT_EQ(whole.at("step"), split.at("step"));
-  for (const char* column : {"loss", "token_accuracy", "lr", "grad_norm"})
+  for (const char* column : {"loss", "token_accuracy", "lr", "grad_norm", "tokens", "flops"})
     EXPECT_EQ(whole.at(column), split.at(column)) << column;  // exact equality: bit for bit
+  const auto& tokens = whole.at("tokens");                    // cumulative: a resumed run carries both counts over
+  const auto& flops = whole.at("flops");
+  for (std::size_t r = 1; r < flops.size(); ++r) {
+    EXPECT_GT(tokens[r], tokens[r - 1]);
+    EXPECT_GT(flops[r], flops[r - 1]);
+  }
   EXPECT_EQ(table("whole", results::MetricSplit::Eval).at("loss"), table("split", results::MetricSplit::Eval).at("loss"));
 
   // Resuming a completed run does nothing; resuming with another spec is refused.

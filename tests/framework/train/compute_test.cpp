@@ -1,0 +1,100 @@
+// Tests for the compute accounting (framework/train/compute, Graph::flops): a model's forward FLOPs
+// against hand-computed counts for the menu's components (encoder-decoder, GQA, gated FFN, rotary,
+// untied output), parameter counts by kind against the shapes, and a trained run's run.h5 record.
+#include "train/compute.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "framework/core/backend_fixture.hpp"
+#include "framework/model/model_test_util.hpp"
+#include "results/run_file.hpp"
+
+namespace ablate::train {
+namespace {
+using ablate::testing::reference_backend;
+using model::Arch;
+namespace mt = model::test;
+
+// Two examples, src 3 tokens (none for a decoder-only model), tgt 4 (+ bos: T 5), in the tiny
+// model's vocabulary of 11.
+std::vector<Example> two_examples(Arch arch) {
+  if (arch == Arch::Decoder) return {{{}, {7, 8, 9, 4}}, {{}, {9, 8, 7, 5}}};
+  return {{{4, 5, 6}, {7, 8, 9, 4}}, {{6, 5, 4}, {9, 8, 7, 5}}};
+}
+
+double forward_flops(const mt::Built& b, const model::ModelConfig& c) {
+  Backend& be = reference_backend();
+  const model::DeviceBatch batch = mt::batch_of(be, two_examples(c.arch), c);
+  Graph g(be, 1, 0, /*training=*/false, /*grad=*/false);
+  b.model->logits(g, batch);
+  return g.flops();
+}
+
+// Hand counts, 2 per multiply-add. B 2, S 3, T 5, D 8, H 2, Dh 4, F 16, V 11, two layers per stack.
+constexpr double B = 2, S = 3, T = 5, D = 8, F = 16, V = 11, L = 2;
+double linear(double rows, double in, double out) { return 2 * rows * in * out; }
+double attention(double queries, double keys) { return 2 * 2 * B * queries * keys * D; }  // q k^T and p v, all heads
+
+TEST(ComputeFlops, EncoderDecoderCountsEveryProductOnce) {
+  const model::ModelConfig c = mt::tiny(Arch::EncoderDecoder);
+  const double encoder_layer = 4 * linear(B * S, D, D) + attention(S, S) + linear(B * S, D, F) + linear(B * S, F, D);
+  const double decoder_layer = 4 * linear(B * T, D, D) + attention(T, T)                              // self
+                               + 2 * linear(B * T, D, D) + 2 * linear(B * S, D, D) + attention(T, S)  // cross
+                               + linear(B * T, D, F) + linear(B * T, F, D);
+  EXPECT_DOUBLE_EQ(forward_flops(mt::build(reference_backend(), c), c),
+                   L * encoder_layer + L * decoder_layer + linear(B * T, D, V));
+}
+
+TEST(ComputeFlops, GroupedKeysGatedFfnRotaryAndAnUntiedOutput) {
+  model::ModelConfig c = mt::tiny(Arch::Decoder);
+  c.tie_embeddings = false;
+  // One k/v head (Dh 4), SwiGLU of width floor(2 F / 3) = 10 (three matrices), rotary (no products).
+  const mt::Built b = mt::build(reference_backend(), c, "pre_norm", "rotary", "swiglu", 7, {{"kv_heads", "1"}});
+  const double layer = 2 * linear(B * T, D, D) + 2 * linear(B * T, D, 4) + attention(T, T) + 3 * linear(B * T, D, 10);
+  EXPECT_DOUBLE_EQ(forward_flops(b, c), L * layer + linear(B * T, D, V));
+}
+
+TEST(ComputeParameters, KindsAddUpToTheStoreAndFollowTheShapes) {
+  model::ModelConfig c = mt::tiny(Arch::Decoder);
+  c.tie_embeddings = false;
+  const mt::Built b = mt::build(reference_backend(), c, "pre_norm", "learned", "relu");
+  const ParameterCounts counts = count_parameters(*b.store);
+  ASSERT_EQ(counts.kinds.size(), counts.counts.size());
+  EXPECT_EQ(counts.of("total"), b.store->numel());
+  const std::int64_t d = 8, f = 16, v = 11, layers = 2;
+  EXPECT_EQ(counts.of("embeddings"), v * d);
+  EXPECT_EQ(counts.of("positions"), 32 * d);  // learned, max_len 32
+  EXPECT_EQ(counts.of("ffn"), layers * (d * f + f + f * d + d));
+  EXPECT_EQ(counts.of("output"), v * d + v);
+  // attention (with or without biases) and the norms: whatever is left, each non-zero
+  EXPECT_GT(counts.of("attention"), layers * 4 * d * d - 1);
+  EXPECT_GT(counts.of("norms"), 0);
+  EXPECT_EQ(counts.of("other"), 0);
+  std::int64_t kinds = 0;
+  for (std::size_t k = 2; k < counts.kinds.size(); ++k) kinds += counts.counts[k];
+  EXPECT_EQ(kinds, counts.of("total"));
+  EXPECT_EQ(counts.of("non_embedding"), counts.of("total") - v * d - 32 * d);
+  EXPECT_EQ(counts.kinds[0], "total");
+  EXPECT_EQ(counts.kinds[1], "non_embedding");
+}
+
+TEST(ComputeParameters, KindFromTheScopeName) {
+  EXPECT_EQ(parameter_kind("decoder.embedding.weight"), "embeddings");
+  EXPECT_EQ(parameter_kind("decoder.embedding_norm.gamma"), "norms");
+  EXPECT_EQ(parameter_kind("encoder.positions.table"), "positions");
+  EXPECT_EQ(parameter_kind("decoder.layers.1.cross_attn.q.weight"), "attention");
+  EXPECT_EQ(parameter_kind("decoder.layers.0.self_attn.q_norm.gamma"), "attention");
+  EXPECT_EQ(parameter_kind("decoder.layers.0.ffn.in.weight"), "ffn");
+  EXPECT_EQ(parameter_kind("decoder.layers.0.norm1.gamma"), "norms");
+  EXPECT_EQ(parameter_kind("decoder.layers.0.alpha0"), "norms");  // a block's own gate
+  EXPECT_EQ(parameter_kind("decoder.final_norm.beta"), "norms");
+  EXPECT_EQ(parameter_kind("output.weight"), "output");
+  EXPECT_EQ(parameter_kind("classifier.bias"), "output");
+  EXPECT_EQ(parameter_kind("something.else"), "other");
+}
+
+}  // namespace
+}  // namespace ablate::train
