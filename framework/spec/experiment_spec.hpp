@@ -88,8 +88,15 @@ struct EarlyStoppingSpec {
   bool operator==(const EarlyStoppingSpec&) const = default;
 };
 
+// train.budget: train for the steps that spend this many target tokens or training FLOPs at step
+// 1's cost (docs/training.md, "Compute"); exactly one is set.
+struct BudgetSpec {
+  std::optional<double> tokens, flops;
+  bool operator==(const BudgetSpec&) const = default;
+};
+
 struct TrainSpec {
-  std::int64_t steps{};  // required
+  std::int64_t steps{};  // required; with a budget, the most steps the budget may take
   std::int64_t batch_size{};
   std::int64_t accumulate{};    // micro-batches of batch_size per optimizer step (gradient accumulation)
   std::int64_t batch_tokens{};  // 0: batches of batch_size examples; else length-bucketed batches of about this many tokens
@@ -101,6 +108,7 @@ struct TrainSpec {
   bool deterministic{};
   std::optional<EarlyStoppingSpec> early_stopping;
   std::optional<double> loss_threshold;  // stop when the train loss is below it
+  std::optional<BudgetSpec> budget;      // absent: train.steps steps
   std::int64_t keep_checkpoints{};       // also keep the weights of the last N evaluations (checkpoint averaging); 0: none
   double ema{};                          // decay of an exponential moving average of the weights; 0: none
   bool operator==(const TrainSpec&) const = default;

@@ -338,6 +338,21 @@ const std::vector<SpecKey>& schema() {
         "stop after this many evaluations without improving; 0 = off"));
     k.push_back(optional_number(KEY(train.loss_threshold)).doc(
         "stop when the train loss (mean over a `log.every` interval) is below it"));
+    {
+      SpecKey b = section("train.budget").shown("absent").doc(
+          "train for a compute budget instead of a step count: `{tokens: N}` or `{flops: F}` (exactly one), the steps "
+          "that spend it at step 1's cost (target tokens, or training FLOPs as docs/training.md \"Compute\" counts "
+          "them), at most `train.steps`; a schedule's `total_steps` follows. Arms of different cost then get the same "
+          "compute");
+      b.kind = KeyKind::optional_section;
+      b.type = "map or absent";
+      b.omit_when_absent = true;
+      b.engage = [](ExperimentSpec& s) { s.train.budget.emplace(); };
+      b.present = [](const ExperimentSpec& s) { return s.train.budget.has_value(); };
+      k.push_back(std::move(b));
+    }
+    k.push_back(optional_number("train.budget.tokens", FIELD(train.budget->tokens)).doc("target tokens to train on"));
+    k.push_back(optional_number("train.budget.flops", FIELD(train.budget->flops)).doc("training FLOPs to spend"));
     k.push_back(section("log").doc("what `run.h5` records during training"));
     k.push_back(integer(KEY(log.every), 1).def("50").doc(
         "steps between train-metric rows and per-layer statistics (residual norm, grad norm, attention entropy) in "

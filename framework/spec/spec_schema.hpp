@@ -159,6 +159,8 @@ struct SpecKey {
   WriteValue write;
   std::function<void(ExperimentSpec&)> engage;         // optional_section: make it present
   std::function<bool(const ExperimentSpec&)> present;  // optional_section: is it present?
+  bool omit_when_absent = false;  // optional_section: left out of the resolved YAML when absent, so runs made
+                                  // before the section existed keep their identity (train.budget)
 
   std::string leaf() const { return path.substr(path.rfind('.') + 1); }
   SpecKey&& required() && {

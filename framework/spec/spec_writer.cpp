@@ -36,7 +36,10 @@ YAML::Node write_section(const ExperimentSpec& s, const std::string& path) {
       case KeyKind::directive: break;
       case KeyKind::section: map[key.leaf()] = write_section(s, key.path); break;
       case KeyKind::optional_section:
-        map[key.leaf()] = key.present(s) ? write_section(s, key.path) : YAML::Node(YAML::NodeType::Null);
+        if (key.present(s))
+          map[key.leaf()] = write_section(s, key.path);
+        else if (!key.omit_when_absent)
+          map[key.leaf()] = YAML::Node(YAML::NodeType::Null);
         break;
       case KeyKind::value: map[key.leaf()] = key.write(s); break;
     }

@@ -217,6 +217,20 @@ double Experiment::learning_rate(std::int64_t step) const {
   return plugin_call(*schedule, "learning_rate", [&] { return schedule->learning_rate(step); });
 }
 
+void Experiment::set_schedule_horizon(const PluginRegistry& registry, std::int64_t total_steps) {
+  spec::PluginRef ref = spec.train.schedule;
+  const auto it = ref.options.find("total_steps");
+  if (it == ref.options.end() || it->second != std::to_string(spec.train.steps)) return;
+  it->second = std::to_string(total_steps);
+  try {
+    schedule = registry.create<Schedule>(ref.name, ref.options);
+  } catch (const Error& e) {
+    throw UsageError("train.budget gives " + std::to_string(total_steps) + " steps, and schedule plugin '" + ref.name +
+                         "' refuses that horizon: " + e.what(),
+                     "raise the budget, or shorten the schedule's warm-up");
+  }
+}
+
 model::DeviceBatch Experiment::batch(const HostBatch& host) const {
   return model::upload_batch(*backend, host, model->config(), compute);
 }

@@ -10,8 +10,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <unistd.h>
 
 #include "ablate/error.hpp"
@@ -87,6 +89,7 @@ class Trainer {
   Trainer(const spec::ExperimentSpec& spec, const PluginRegistry& registry, const RunOptions& options, const RunDirectory& dir,
           std::string identity, std::string id, std::ostream& out)
       : spec_(spec),
+        registry_(registry),
         options_(options),
         dir_(dir),
         identity_(std::move(identity)),
@@ -103,6 +106,10 @@ class Trainer {
   // Step `step`: one optimizer step on its batch (its lr and the interval's throughput kept for
   // log()). A non-finite loss or gradient ends the run.
   std::optional<RunResult> step(std::int64_t step);
+  // train.budget: the steps that spend it at step 1's cost (its micro-batches' target tokens, or
+  // 3x their forward passes' FLOPs: the first batches as training reads them, so the count repeats
+  // on resume), at most train.steps; the schedule's horizon follows. Without a budget, train.steps.
+  std::int64_t planned_steps();
   // The step's forward and backward passes: its accumulate x batch_size examples as micro-batches
   // of batch_size, each loss weighted by its share of the step's target tokens, the gradients
   // summed into the parameters'. The step's loss (the token-weighted mean) and counts.
@@ -127,6 +134,7 @@ class Trainer {
   double elapsed() const { return elapsed_before_ + std::chrono::duration<double>(Clock::now() - process_start_).count(); }
 
   const spec::ExperimentSpec& spec_;
+  const PluginRegistry& registry_;
   const RunOptions& options_;
   const RunDirectory& dir_;
   const std::string identity_, id_;
@@ -152,10 +160,42 @@ class Trainer {
   std::int64_t interval_tokens_ = 0;  // throughput of the train log's interval (wall time: not resumable state)
   std::int64_t steps_this_call_ = 0;
   double lr_ = 0.0, tokens_per_s_ = 0.0;  // of the last step
+  std::int64_t steps_ = 0;                // the run's length: train.steps, or train.budget's steps (planned_steps)
+  std::string budget_text_;               // "train.budget.flops 1e+12: 730 steps of 1.37e+09" ("" without one)
 };
+
+std::int64_t Trainer::planned_steps() {
+  if (!spec_.train.budget) return spec_.train.steps;
+  const spec::BudgetSpec& budget = *spec_.train.budget;
+  double tokens = 0.0, flops = 0.0;
+  for (std::int64_t k = 0; k < spec_.train.accumulate; ++k) {
+    const std::int64_t batch_number = first_batch(1) + k;
+    const model::DeviceBatch batch = ex_.batch(make_batch(ex_.train_examples(order_.batch(batch_number), batch_number)));
+    tokens += static_cast<double>(batch.target_tokens);
+    if (budget.flops) {
+      Graph g(*ex_.backend, static_cast<std::uint64_t>(spec_.train.seed), 1, /*training=*/false, /*grad=*/false);
+      ex_.model->logits(g, batch);
+      flops += kTrainFlopsPerForwardFlop * g.flops();
+    }
+  }
+  const char* what = budget.tokens ? "tokens" : "flops";
+  const double amount = budget.tokens ? *budget.tokens : *budget.flops, per_step = budget.tokens ? tokens : flops;
+  const double steps = std::ceil(amount / per_step);
+  std::ostringstream text;
+  text << "train.budget." << what << " " << std::setprecision(4) << amount << ": " << static_cast<std::int64_t>(steps)
+       << " steps of " << per_step;
+  budget_text_ = text.str();
+  if (steps > static_cast<double>(spec_.train.steps))
+    throw UsageError(budget_text_ + " (step 1's cost), more than train.steps " + std::to_string(spec_.train.steps) +
+                         ", the most the budget may take",
+                     "raise train.steps (with a budget it only caps the run), or lower the budget");
+  ex_.set_schedule_horizon(registry_, static_cast<std::int64_t>(steps));
+  return static_cast<std::int64_t>(steps);
+}
 
 void Trainer::open() {
   const spec::ExperimentSpec& spec = spec_;
+  steps_ = planned_steps();                               // before anything is written: a budget past train.steps is refused
   const std::string spec_yaml = resolved_run_yaml(spec);  // recorded in the dump and the run file
   if (!options_.dump_reference.empty())
     dump_.emplace(options_.dump_reference, spec_yaml, *ex_.store, ex_.model->config().arch != model::Arch::Decoder,
@@ -232,9 +272,9 @@ void Trainer::open() {
        << " parameters (" << count_parameters(*ex_.store).of("non_embedding") << " non-embedding); backend " << spec.backend.name
        << " (" << ex_.backend->caps().device << ", " << ex_.backend->caps().threads << " threads), "
        << precision_text(spec, ex_.backend->caps()) << "; "
-       << (options_.resume ? "resuming at step " + std::to_string(state_.step) : std::string("from step 0")) << " of "
-       << spec.train.steps << "\n";
-  progress_.emplace(out_, options_.progress, spec.train.steps, state_.step, spec.log.every);
+       << (options_.resume ? "resuming at step " + std::to_string(state_.step) : std::string("from step 0")) << " of " << steps_
+       << (budget_text_.empty() ? "" : " (" + budget_text_ + ")") << "\n";
+  progress_.emplace(out_, options_.progress, steps_, state_.step, spec.log.every);
   process_start_ = interval_start_ = Clock::now();
   elapsed_before_ = state_.elapsed_seconds;
 }
@@ -319,7 +359,7 @@ std::optional<RunResult> Trainer::step(std::int64_t step) {
 
 std::optional<std::string> Trainer::log(std::int64_t step) {
   std::optional<std::string> stop;
-  const bool log_now = step % spec_.log.every == 0 || step == spec_.train.steps;
+  const bool log_now = step % spec_.log.every == 0 || step == steps_;
   const bool attention_now = spec_.log.attention.every > 0 && step % spec_.log.attention.every == 0;
   record_->probe(step, log_now && spec_.log.stats, attention_now);  // one probe pass serves both
   if (!log_now) return stop;
@@ -365,7 +405,7 @@ void Trainer::evaluate(std::int64_t step, std::optional<std::string>& stop) {
       stop = "early stopping: " + es->metric + " did not improve in " + std::to_string(es->patience) + " evaluations (best " +
              number_text(state_.best_metric) + " at step " + std::to_string(state_.best_step) + ")";
   }
-  record_evaluation(step, stop.has_value() || step == spec_.train.steps);
+  record_evaluation(step, stop.has_value() || step == steps_);
 }
 
 void Trainer::record_evaluation(std::int64_t step, bool last) {
@@ -422,7 +462,7 @@ RunResult Trainer::run() {
   const char* phase = "training";  // what the loop is doing at step phase_step, for error messages
   std::int64_t phase_step = state_.step + 1;
   try {
-    while (state_.step < spec_.train.steps) {
+    while (state_.step < steps_) {
       if (options_.stop_at > 0 && state_.step >= options_.stop_at)
         return finish(RunStatus::Interrupted, "--stop-at " + std::to_string(options_.stop_at) + "; continue with --resume");
       const std::int64_t step = state_.step + 1;
@@ -431,14 +471,14 @@ RunResult Trainer::run() {
       if (std::optional<RunResult> diverged = this->step(step)) return *diverged;
       phase = "logging";
       std::optional<std::string> stop = log(step);
-      const bool eval_now = step % spec_.eval.every == 0 || step == spec_.train.steps || stop;
+      const bool eval_now = step % spec_.eval.every == 0 || step == steps_ || stop;
       if (eval_now) {
         phase = "evaluation";
         evaluate(step, stop);
         save(true);
       }
       if (stop) return finish(RunStatus::Completed, *stop);
-      const bool at_stop = options_.stop_at > 0 && step >= options_.stop_at && step < spec_.train.steps;
+      const bool at_stop = options_.stop_at > 0 && step >= options_.stop_at && step < steps_;
       if (g_stop_requested.load() || (options_.stop_after > 0 && steps_this_call_ >= options_.stop_after) || at_stop) {
         if (!eval_now) save(false);
         const std::string why = g_stop_requested.load() ? "stopped by a signal"
@@ -447,7 +487,7 @@ RunResult Trainer::run() {
         return finish(RunStatus::Interrupted, why + "; continue with --resume");
       }
     }
-    return finish(RunStatus::Completed, "reached train.steps");
+    return finish(RunStatus::Completed, budget_text_.empty() ? "reached train.steps" : "spent " + budget_text_);
   } catch (...) {
     // Where the run was, added to a plugin's fault; then recorded as the run's failure.
     const std::exception_ptr error = in_context("at step " + std::to_string(phase_step) + " (" + phase + ")");

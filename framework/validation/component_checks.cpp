@@ -1,6 +1,7 @@
 // check_components (validation.hpp): what a spec's plugins refuse when they are created, and
 // what needs the task's sizes (positions, attention sizes, eval lengths, early stopping, memory).
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <memory>
 #include <sstream>
@@ -65,6 +66,17 @@ std::string gib(long double bytes) {
 
 void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry, const std::filesystem::path& run_dir) {
   spec::SpecErrors errors;
+  if (const std::optional<spec::BudgetSpec>& budget = spec.train.budget) {  // exactly one amount, > 0
+    const int given = budget->tokens.has_value() + budget->flops.has_value();
+    if (given != 1)
+      errors.add(spec.marks.of(budget->flops ? "train.budget.flops" : "train.budget"), "train.budget",
+                 given == 0 ? "an empty budget; expected `tokens: N` or `flops: F`"
+                            : "both tokens and flops; expected exactly one (they would stop the run at different steps)");
+    for (const auto& [name, amount] : {std::pair{"tokens", budget->tokens}, std::pair{"flops", budget->flops}})
+      if (amount && !(*amount >= 1.0 && std::isfinite(*amount)))
+        errors.add(spec.marks.of(std::string("train.budget.") + name), std::string("train.budget.") + name,
+                   number_text(*amount) + "; expected a number >= 1");
+  }
   std::shared_ptr<PositionalEncoding> positions;
   std::shared_ptr<Attention> attention;
   std::shared_ptr<Task> task;

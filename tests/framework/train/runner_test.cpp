@@ -168,6 +168,58 @@ TEST_F(RunnerTest, ResumedRunContinuesTheLossCurveBitForBit) {
   EXPECT_NE(refused.err.find("the spec differs"), std::string::npos) << refused.err;
 }
 
+TEST_F(RunnerTest, ABudgetSetsTheStepsAndTheScheduleHorizonAndAResumeEndsAtTheSameStep) {
+  // Fixed-length copies: 32 examples x (4 tokens + eos) = 160 target tokens a step, so 1,600 is 10 steps.
+  const std::vector<std::string> spec = {"--set", "task.min_len=4",
+                                         "--set", "train.steps=400",
+                                         "--set", "train.budget={tokens: 1600}",
+                                         "--set", "train.schedule={plugin: cosine, warmup: 2}",
+                                         "--set", "log.every=1",
+                                         "--set", "eval.every=100"};
+  const auto whole = run("tokens", spec);
+  ASSERT_EQ(whole.code, cli::kExitOk) << whole.out << whole.err;
+  const auto t = table("tokens", results::MetricSplit::Train);
+  EXPECT_EQ(t.at("step").back(), 10.0);
+  EXPECT_EQ(t.at("tokens").back(), 1600.0);
+  EXPECT_EQ(t.at("lr").back(), 0.0) << "cosine's horizon is the budget's 10 steps, not train.steps";
+  EXPECT_NE(record("tokens").find("reason: spent train.budget.tokens 1600: 10 steps of 160"), std::string::npos)
+      << record("tokens");
+  std::vector<std::string> first = spec;
+  first.insert(first.end(), {"--stop-after", "4"});
+  ASSERT_EQ(run("split", first).code, cli::kExitOk);
+  std::vector<std::string> second = spec;
+  second.push_back("--resume");
+  ASSERT_EQ(run("split", second).code, cli::kExitOk);
+  const auto resumed = table("split", results::MetricSplit::Train);
+  EXPECT_EQ(resumed.at("step"), t.at("step"));
+  EXPECT_EQ(resumed.at("lr"), t.at("lr"));
+  EXPECT_EQ(resumed.at("loss"), t.at("loss"));
+
+  // A FLOPs budget: the steps whose recorded FLOPs first cover it.
+  std::vector<std::string> flops = spec;
+  flops[5] = "train.budget={flops: 5.0e7}";
+  ASSERT_EQ(run("flops", flops).code, cli::kExitOk);
+  const auto f = table("flops", results::MetricSplit::Train).at("flops");
+  ASSERT_GE(f.size(), 2u);
+  EXPECT_GE(f.back(), 5.0e7);
+  EXPECT_LT(f[f.size() - 2], 5.0e7);
+
+  // More than train.steps allows: refused before anything is written; two amounts: a spec error.
+  std::vector<std::string> over = spec;
+  over[3] = "train.steps=5";
+  const auto refused = run("over", over);
+  EXPECT_EQ(refused.code, cli::kExitUsage);
+  EXPECT_NE(refused.err.find("train.budget.tokens 1600: 10 steps of 160 (step 1's cost), more than train.steps 5"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(dir_ / "over"));
+  std::vector<std::string> both = spec;
+  both[5] = "train.budget={tokens: 1600, flops: 5.0e7}";
+  const auto two = run("both", both);
+  EXPECT_EQ(two.code, cli::kExitUsage);
+  EXPECT_NE(two.err.find("train.budget: both tokens and flops; expected exactly one"), std::string::npos) << two.err;
+}
+
 // A checkpoint, a run file and a spec that are not one run: refused before anything is touched,
 // whichever of them differs; a shape change is refused like any other spec change.
 TEST_F(RunnerTest, ResumeRefusesAnotherRunsFilesAndTouchesNothing) {
