@@ -285,9 +285,23 @@ void fit_factorial(Comparison& c) {
   c.factorial = factorial_analysis(d, 1.0 - c.alpha, c.alpha);
 }
 
+void add_compute_notes(Comparison& c, const std::vector<const Arm*>& arms, const std::string& size);
+
 // Arms whose models differ in size or cost by more than c.cost_tolerance: a note naming the
-// smallest and the largest (an ablation that changes compute measures the compute too).
+// smallest and the largest (an ablation that changes compute measures the compute too). Across
+// model sizes (c.scaling.keys) the sizes differ by design: arms are compared within each size.
 void add_compute_notes(Comparison& c) {
+  std::map<std::string, std::vector<const Arm*>> groups;  // size -> its arms
+  for (const Arm& arm : c.arms) {
+    std::map<std::string, std::string> size;
+    for (const std::string& key : c.scaling.keys)
+      if (const auto it = arm.values.find(key); it != arm.values.end()) size[key] = it->second;
+    groups[c.scaling.keys.empty() ? std::string() : short_label(c.scaling.keys, size)].push_back(&arm);
+  }
+  for (const auto& [size, arms] : groups) add_compute_notes(c, arms, size);
+}
+
+void add_compute_notes(Comparison& c, const std::vector<const Arm*>& arms, const std::string& size) {
   const auto printed = [](double value, const char* format) {
     char text[32];
     std::snprintf(text, sizeof text, format, value);
@@ -296,16 +310,17 @@ void add_compute_notes(Comparison& c) {
   const auto spread = [&](const char* what, const std::function<double(const Arm&)>& value, const char* fix) {
     const Arm* low = nullptr;
     const Arm* high = nullptr;
-    for (const Arm& arm : c.arms) {
-      const double v = value(arm);
+    for (const Arm* arm : arms) {
+      const double v = value(*arm);
       if (!(v > 0)) continue;
-      if (!low || v < value(*low)) low = &arm;
-      if (!high || v > value(*high)) high = &arm;
+      if (!low || v < value(*low)) low = arm;
+      if (!high || v > value(*high)) high = arm;
     }
     if (!low || value(*high) <= value(*low) * (1.0 + c.cost_tolerance)) return;
     const double apart = value(*high) / value(*low) - 1.0;
-    c.notes.push_back("the arms differ in " + std::string(what) + " by " + printed(100.0 * apart, "%.1f") + "% (" + low->label +
-                      ": " + printed(value(*low), "%.4g") + ", " + high->label + ": " + printed(value(*high), "%.4g") +
+    c.notes.push_back(std::string(size.empty() ? "the arms" : "at size " + size + ", the arms") + " differ in " +
+                      std::string(what) + " by " + printed(100.0 * apart, "%.1f") + "% (" + low->label + ": " +
+                      printed(value(*low), "%.4g") + ", " + high->label + ": " + printed(value(*high), "%.4g") +
                       "; more than --cost-tolerance " + printed(100.0 * c.cost_tolerance, "%g") + "%): " + fix);
   };
   spread(
@@ -313,7 +328,7 @@ void add_compute_notes(Comparison& c) {
       "part of any difference may be the size, not the component; match the sizes (model.d_ff) or say so");
   spread(
       "training FLOPs per token", [](const Arm& a) { return a.flops_per_token; },
-      "equal steps are not equal compute; compare at matched compute (figures with --x flops) or say so");
+      "equal steps are not equal compute; compare at matched compute (train.budget: {flops: F}) or say so");
 }
 
 void add_notes(Comparison& c) {
@@ -642,7 +657,9 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
   c.paired = same_seeds_everywhere(c.arms);
   test_against_baseline(c, options);
   fit_factorial(c);
+  c.scaling.keys = options.scale_keys;  // the compute notes compare arms within a size
   add_notes(c);
+  if (!options.scale_keys.empty()) c.scaling = scaling_analysis(c, options.scale_keys);
   return c;
 }
 

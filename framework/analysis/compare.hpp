@@ -14,6 +14,7 @@
 
 #include "analysis/factorial.hpp"
 #include "analysis/run_value.hpp"
+#include "analysis/scaling.hpp"
 #include "analysis/stats.hpp"
 
 namespace ablate::analysis {
@@ -90,6 +91,7 @@ struct CompareOptions {
   std::vector<std::string> tuned_keys;   // keys each arm chose for itself (sweep.tune): no arm axes (nor the options
                                          // that take their value), shown per arm instead
   double cost_tolerance = 0.05;          // arms further apart in parameters or FLOPs per token get a note
+  std::vector<std::string> scale_keys;   // keys that set the model's size (--scale): the scaling analysis
   double alpha = 0.05;                   // significance level; intervals are at 1 - alpha
   double power = 0.8;                    // for "seeds needed"
 };
@@ -157,6 +159,7 @@ struct Comparison {
   bool paired = false;             // every arm has the same seeds: tests are paired by seed, seeds are blocks
   FactorialAnalysis factorial;     // when two or more keys vary (defined() says whether it could be fitted)
   std::vector<std::string> notes;  // things the reader of a report must know (runs left out, ...)
+  ScalingAnalysis scaling;         // with CompareOptions::scale_keys: across model sizes
 };
 
 // Groups, aggregates and tests. Throws ablate::Error (with a hint) for no runs, an unknown run

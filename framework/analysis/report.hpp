@@ -26,6 +26,9 @@ Table arms_table(const Comparison& comparison);
 // Empty rows when the analysis is undefined.
 Table effects_table(const Comparison& comparison);
 Table interactions_table(const Comparison& comparison);
+// Across model sizes (--scale): one row per series and size (series, size, N, mean, n), the fit on
+// the series' first row (E, A, alpha [interval]); empty rows when there is no scaling analysis.
+Table scaling_table(const Comparison& comparison);
 
 // Aligned text (UTF-8 aware), markdown, and LaTeX (booktabs tabular) renderings of a table.
 std::string text_table(const Table& table);

@@ -156,6 +156,12 @@ Analysis analyse(const std::vector<fs::path>& paths, const CompareOptions& optio
     a.written.insert(a.written.end(), report.written.begin(), report.written.end());
     a.notes.insert(a.notes.end(), report.notes.begin(), report.notes.end());
   }
+  if (a.comparison.scaling.defined()) {  // across model sizes: its figure beside the others (or the reports)
+    const fs::path file = (figures_dir ? *figures_dir : out_dir) / "scaling.png";
+    fs::create_directories(file.parent_path(), ec);
+    draw_scaling_figure(a.comparison, file);
+    a.written.push_back(file);
+  }
   fs::remove(marker, ec);
   return a;
 }

@@ -52,6 +52,12 @@ std::string report_markdown(const Comparison& c) {
     const Table inter = interactions_table(c);
     if (!inter.rows.empty()) out << markdown_table(inter) << "\n";
   }
+  if (c.scaling.defined()) {
+    const Table t = scaling_table(c);
+    out << "## " << t.title << "\n\n" << markdown_table(t) << "\n";
+    for (const std::string& statement : c.scaling.statements) out << "- " << statement << "\n";
+    out << "\n";
+  }
   out << "## What this shows\n\n";
   for (const auto& s : interpretation(c)) out << "- " << s << "\n";
   out << "\n## Caveats\n\n";

@@ -104,6 +104,14 @@ std::string json_strings(const std::vector<std::string>& items) {
   return out + "]";
 }
 
+std::string json_numbers(const std::vector<double>& values) {
+  std::vector<std::string> items;
+  for (double v : values) items.push_back(json_number(v));
+  std::string out = "[";
+  out += join(items, ", ");
+  return out + "]";
+}
+
 // One arm of summary.json: "    {...}", its label, values, counts, statistics, test and runs.
 void json_arm(std::ostream& out, const Arm& arm) {
   out << "    {\n";
@@ -179,6 +187,31 @@ void json_factorial(std::ostream& out, const FactorialAnalysis& f) {
   }
 }
 
+// "scaling": null, or the size keys, each series' points and fit, and the ranking statements.
+void json_scaling(std::ostream& out, const ScalingAnalysis& s) {
+  if (!s.defined()) {
+    out << "  \"scaling\": null,\n";
+    return;
+  }
+  out << "  \"scaling\": {\"keys\": " << json_strings(s.keys) << ", \"fit\": \"least squares of the value against E + A "
+      << "N^-alpha\", \"series\": [";
+  for (std::size_t i = 0; i < s.series.size(); ++i) {
+    const ScaleSeries& series = s.series[i];
+    out << (i ? ",\n" : "\n") << "    {\"label\": " << json_quote(series.label) << ", \"points\": [";
+    for (std::size_t k = 0; k < series.points.size(); ++k) {
+      const ScalePoint& p = series.points[k];
+      out << (k ? ", " : "") << "{\"arm\": " << json_quote(p.arm) << ", \"size\": " << json_quote(p.size)
+          << ", \"n\": " << json_number(p.n) << ", \"mean\": " << json_number(p.mean)
+          << ", \"values\": " << json_numbers(p.values) << "}";
+    }
+    out << "], \"E\": " << json_number(series.fit.e) << ", \"A\": " << json_number(series.fit.a)
+        << ", \"alpha\": " << json_number(series.fit.alpha) << ", \"alpha_interval\": [" << json_number(series.alpha_interval.low)
+        << ", " << json_number(series.alpha_interval.high) << "], \"rss\": " << json_number(series.fit.rss)
+        << ", \"next_n\": " << json_number(series.next_n) << ", \"note\": " << json_quote(series.note) << "}";
+  }
+  out << "\n  ], \"statements\": " << json_strings(s.statements) << "},\n";
+}
+
 }  // namespace
 
 std::string summary_json(const Comparison& c) {
@@ -199,6 +232,7 @@ std::string summary_json(const Comparison& c) {
   }
   out << (c.arms.empty() ? "],\n" : "\n  ],\n");
   json_factorial(out, c.factorial);
+  json_scaling(out, c.scaling);
   out << "  \"notes\": " << json_strings(c.notes) << "\n}\n";
   return out.str();
 }

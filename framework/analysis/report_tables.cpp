@@ -184,6 +184,28 @@ Table effects_table(const Comparison& c) {
   return t;
 }
 
+Table scaling_table(const Comparison& c) {
+  Table t;
+  t.title = "Across model sizes (" + join(c.scaling.keys, " · ") + "): " + c.value_label + " = E + A N^-alpha per series";
+  t.header = {"series", "size", "N (non-embedding)", "mean", "n", "E", "A", "alpha [" + g(100 * (1 - c.alpha)) + "% CI]"};
+  t.right = {false, false, true, true, true, true, true, true};
+  for (const ScaleSeries& s : c.scaling.series)
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const ScalePoint& p = s.points[i];
+      std::vector<std::string> row = {i == 0 ? s.label : "", p.size, p.n > 0 ? g(p.n) : "?", g(p.mean),
+                                      std::to_string(p.values.size())};
+      if (i == 0 && s.fit.defined()) {
+        const Interval& ci = s.alpha_interval;
+        row.insert(row.end(), {g(s.fit.e), g(s.fit.a),
+                               g(s.fit.alpha) + (std::isfinite(ci.low) ? " [" + g(ci.low) + ", " + g(ci.high) + "]" : "")});
+      } else {
+        row.insert(row.end(), {"", "", i == 0 || (i == 1 && s.fit.defined()) ? s.note : ""});
+      }
+      t.rows.push_back(std::move(row));
+    }
+  return t;
+}
+
 Table interactions_table(const Comparison& c) {
   const int decimals = metric_decimals(c);
   Table t;

@@ -102,6 +102,13 @@ std::string format_table(const Comparison& c) {
       out += text_table(inter);
     }
   }
+  if (c.scaling.defined()) {
+    const Table t = scaling_table(c);
+    out += "\n";
+    out += wrap(t.title, 100, 2);
+    out += text_table(t);
+    for (const std::string& statement : c.scaling.statements) out += wrap("- " + statement, 100, 2);
+  }
   out += "\n";
   for (const auto& caveat : caveats(c)) out += wrap("- " + caveat, 100, 2);
   return out;

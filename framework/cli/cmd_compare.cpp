@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ostream>
+#include <sstream>
 
 #include "ablate/error.hpp"
 #include "analysis/report.hpp"
@@ -80,6 +81,10 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
       ("summary,s", po::value<std::string>(),
        "how a run becomes one value: final | best | last:K | auc | steps_to:TARGET | time_to:TARGET (default: "
        "steps_to:TARGET when the runs early-stop on the metric at one target, else final)")
+      ("scale", po::value<std::string>(),
+       "KEY[,KEY]: the keys that set the model's size (e.g. model.d_model,model.layers, swept together with "
+       "sweep.zip): per series of arms that differ only in them, the value against non-embedding parameters N, fitted "
+       "as E + A N^-alpha, and whether the ranking changes with size (docs/analysis.md, \"Across model sizes\")")
       ("cost-tolerance", po::value<double>()->default_value(0.05, "0.05"),
        "a note when arms differ by more than this fraction in non-embedding parameters or training FLOPs per "
        "token (docs/training.md, \"Compute\")")
@@ -103,6 +108,11 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
   opts.tuned_keys = defaults.tuned_keys;
   opts.baseline_is_default = !vm.count("baseline");
   if (vm.count("summary")) opts.summary = analysis::parse_run_value(vm["summary"].as<std::string>());
+  if (vm.count("scale")) {
+    std::istringstream keys(vm["scale"].as<std::string>());
+    for (std::string key; std::getline(keys, key, ',');)
+      if (!key.empty()) opts.scale_keys.push_back(key);
+  }
   opts.cost_tolerance = vm["cost-tolerance"].as<double>();
   if (!(opts.cost_tolerance >= 0) || !std::isfinite(opts.cost_tolerance))
     throw UsageError("ablate compare: --cost-tolerance " + number_text(opts.cost_tolerance) + " is not a fraction >= 0",
