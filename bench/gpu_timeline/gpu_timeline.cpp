@@ -41,6 +41,15 @@ std::string api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return "cbid" + std::to_string(cbid);
 }
 
+// A copy (C) or a fill (S): the bytes it moved.
+template <class Record>
+void transfer_row(char kind, const Record& r) {
+  char line[128];
+  std::snprintf(line, sizeof line, "%c\t%llu\t%llu\t%u\t%u\t%llu", kind, (unsigned long long)r.start, (unsigned long long)r.end,
+                r.correlationId, r.streamId, (unsigned long long)r.bytes);
+  g_rows.emplace_back(line);
+}
+
 void add_row(const CUpti_Activity* record) {
   char line[512];
   switch (record->kind) {
@@ -52,20 +61,8 @@ void add_row(const CUpti_Activity* record) {
       g_rows.push_back(std::string(line) + (k->name ? k->name : "?"));
       break;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      auto* c = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      std::snprintf(line, sizeof line, "C\t%llu\t%llu\t%u\t%u\t%llu", (unsigned long long)c->start, (unsigned long long)c->end,
-                    c->correlationId, c->streamId, (unsigned long long)c->bytes);
-      g_rows.emplace_back(line);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      auto* s = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      std::snprintf(line, sizeof line, "S\t%llu\t%llu\t%u\t%u\t%llu", (unsigned long long)s->start, (unsigned long long)s->end,
-                    s->correlationId, s->streamId, (unsigned long long)s->bytes);
-      g_rows.emplace_back(line);
-      break;
-    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: transfer_row('C', *reinterpret_cast<const CUpti_ActivityMemcpy6*>(record)); break;
+    case CUPTI_ACTIVITY_KIND_MEMSET: transfer_row('S', *reinterpret_cast<const CUpti_ActivityMemset4*>(record)); break;
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);

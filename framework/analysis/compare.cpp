@@ -285,7 +285,7 @@ void fit_factorial(Comparison& c) {
   c.factorial = factorial_analysis(d, 1.0 - c.alpha, c.alpha);
 }
 
-void add_compute_notes(Comparison& c, const std::vector<const Arm*>& arms, const std::string& size);
+void note_cost_spread(Comparison& c, const std::vector<const Arm*>& arms, const std::string& size);
 
 // Arms whose models differ in size or cost by more than c.cost_tolerance: a note naming the
 // smallest and the largest (an ablation that changes compute measures the compute too). Across
@@ -298,15 +298,11 @@ void add_compute_notes(Comparison& c) {
       if (const auto it = arm.values.find(key); it != arm.values.end()) size[key] = it->second;
     groups[c.scaling.keys.empty() ? std::string() : short_label(c.scaling.keys, size)].push_back(&arm);
   }
-  for (const auto& [size, arms] : groups) add_compute_notes(c, arms, size);
+  for (const auto& [size, arms] : groups) note_cost_spread(c, arms, size);
 }
 
-void add_compute_notes(Comparison& c, const std::vector<const Arm*>& arms, const std::string& size) {
-  const auto printed = [](double value, const char* format) {
-    char text[32];
-    std::snprintf(text, sizeof text, format, value);
-    return std::string(text);
-  };
+// The note for `arms` (those of one size, or all) when they are further apart than the tolerance.
+void note_cost_spread(Comparison& c, const std::vector<const Arm*>& arms, const std::string& size) {
   const auto spread = [&](const char* what, const std::function<double(const Arm&)>& value, const char* fix) {
     const Arm* low = nullptr;
     const Arm* high = nullptr;
@@ -319,9 +315,9 @@ void add_compute_notes(Comparison& c, const std::vector<const Arm*>& arms, const
     if (!low || value(*high) <= value(*low) * (1.0 + c.cost_tolerance)) return;
     const double apart = value(*high) / value(*low) - 1.0;
     c.notes.push_back(std::string(size.empty() ? "the arms" : "at size " + size + ", the arms") + " differ in " +
-                      std::string(what) + " by " + printed(100.0 * apart, "%.1f") + "% (" + low->label + ": " +
-                      printed(value(*low), "%.4g") + ", " + high->label + ": " + printed(value(*high), "%.4g") +
-                      "; more than --cost-tolerance " + printed(100.0 * c.cost_tolerance, "%g") + "%): " + fix);
+                      std::string(what) + " by " + printf_text(100.0 * apart, "%.1f") + "% (" + low->label + ": " +
+                      printf_text(value(*low), "%.4g") + ", " + high->label + ": " + printf_text(value(*high), "%.4g") +
+                      "; more than --cost-tolerance " + printf_text(100.0 * c.cost_tolerance, "%g") + "%): " + fix);
   };
   spread(
       "non-embedding parameters", [](const Arm& a) { return static_cast<double>(a.non_embedding_parameters); },

@@ -39,12 +39,6 @@ Linear linear_fit(const std::vector<double>& x, const std::vector<double>& y) {
   return f;
 }
 
-std::string printed(double v, const char* format = "%.4g") {
-  char text[48];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
-
 }  // namespace
 
 PowerLaw fit_power_law(const std::vector<double>& n, const std::vector<double>& y, int sign) {
@@ -200,8 +194,8 @@ ScalingAnalysis scaling_analysis(const Comparison& c, const std::vector<std::str
   for (const ScaleSeries& series : s.series)
     if (series.fit.defined()) {
       up.emplace_back(series.fit.at(series.next_n), series.label);
-      where += (where.empty() ? "" : ", ") + series.label + " at N " + printed(series.next_n) + ": " +
-               printed(series.fit.at(series.next_n));
+      where += (where.empty() ? "" : ", ") + series.label + " at N " + printf_text(series.next_n, "%.4g") + ": " +
+               printf_text(series.fit.at(series.next_n), "%.4g");
     }
   if (up.size() >= 2) {
     const std::vector<std::string> order = ranked(up);
@@ -233,7 +227,7 @@ void draw_scaling_figure(const Comparison& c, const std::filesystem::path& file)
     plot.series.push_back(std::move(data));
     if (!series.fit.defined()) continue;
     Series fit;
-    fit.label = series.label + " fit (alpha " + printed(series.fit.alpha, "%.3g") + ")";
+    fit.label = series.label + " fit (alpha " + printf_text(series.fit.alpha, "%.3g") + ")";
     const double lo = std::log10(series.points.front().n), hi = std::log10(series.next_n);
     for (int i = 0; i <= 40; ++i) {
       const double x = lo + (hi - lo) * i / 40.0;

@@ -114,4 +114,10 @@ std::string number_text(double v) {
   return std::string(buf, r.ptr);
 }
 
+std::string printf_text(double v, const char* format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
 }  // namespace ablate

@@ -36,5 +36,7 @@ std::string json_quote(std::string_view s);
 
 // The shortest text that reads back as the same double ("0.1", "1e-05"); "nan", "inf", "-inf".
 std::string number_text(double v);
+// `v` as printf writes it with one numeric conversion (`format`: "%.4g", "%.1f").
+std::string printf_text(double v, const char* format);
 
 }  // namespace ablate

@@ -195,7 +195,8 @@ std::int64_t Trainer::planned_steps() {
 
 void Trainer::open() {
   const spec::ExperimentSpec& spec = spec_;
-  steps_ = planned_steps();                               // before anything is written: a budget past train.steps is refused
+  steps_ = planned_steps();  // before anything is written: a budget past train.steps is refused
+  const ParameterCounts counts = count_parameters(*ex_.store);
   const std::string spec_yaml = resolved_run_yaml(spec);  // recorded in the dump and the run file
   if (!options_.dump_reference.empty())
     dump_.emplace(options_.dump_reference, spec_yaml, *ex_.store, ex_.model->config().arch != model::Arch::Decoder,
@@ -258,7 +259,6 @@ void Trainer::open() {
     info.plugin_code = ex_.code.parts;
     info.code_id = ex_.code.id;
     info.data_files = data_identity(spec);
-    const ParameterCounts counts = count_parameters(*ex_.store);
     info.parameter_kinds = counts.kinds;
     info.parameter_counts = counts.counts;
     info.host = host_name();
@@ -269,8 +269,8 @@ void Trainer::open() {
 
   out_ << "run " << id_ << " of " << spec.name << " -> " << dir_.path().string() << "\n"
        << "model " << spec::to_string(spec.model.arch) << " d_model " << spec.model.d_model << ", " << ex_.store->numel()
-       << " parameters (" << count_parameters(*ex_.store).of("non_embedding") << " non-embedding); backend " << spec.backend.name
-       << " (" << ex_.backend->caps().device << ", " << ex_.backend->caps().threads << " threads), "
+       << " parameters (" << counts.of("non_embedding") << " non-embedding); backend " << spec.backend.name << " ("
+       << ex_.backend->caps().device << ", " << ex_.backend->caps().threads << " threads), "
        << precision_text(spec, ex_.backend->caps()) << "; "
        << (options_.resume ? "resuming at step " + std::to_string(state_.step) : std::string("from step 0")) << " of " << steps_
        << (budget_text_.empty() ? "" : " (" + budget_text_ + ")") << "\n";

@@ -1,11 +1,13 @@
 """Asserts, on the run files papers_test.sh produced at CI size (OUT/<experiment>/<spec>/<run>/run.h5),
 the trends of each paper ablation (experiments/papers) that are robust at that size; the full-size
-tables are in each experiment's README.md. Usage: check_papers.py OUT_DIR. Exits 1 with the first
+tables are in each experiment's README.md. Usage: check_papers.py OUT_DIR ABLATE_BINARY. Exits 1 with the first
 broken expectation.
 """
 import glob
+import json
 import math
 import os
+import subprocess
 import sys
 
 import h5py
@@ -110,6 +112,24 @@ def check_heads_positions(out):
         expect(all(math.isfinite(final(f, "test_bleu")) for f in fs), name, f"{heads} heads: test BLEU recorded")
 
 
+def check_scale_ladder(out, ablate):
+    name = "scale_ladder"
+    d = os.path.join(out, name, name)
+    files = runs(out, name, name)
+    expect(len(files) == 6, name, f"{len(files)} runs (2 FFNs x 3 sizes x 1 seed)")
+    cmp = os.path.join(out, "scale_ladder_compare")
+    code = subprocess.run([ablate, "compare", d, "--metric", "test_loss", "--scale", "model.d_model,model.d_ff",
+                           "--out", cmp], capture_output=True, text=True)
+    expect(code.returncode == 0, name, f"ablate compare --scale exits 0 ({code.stderr[-300:]})")
+    with open(os.path.join(cmp, "summary.json")) as f:
+        s = json.load(f)["scaling"]
+    expect([x["label"] for x in s["series"]] == ["relu", "swiglu"], name, "two series, relu and swiglu")
+    for series in s["series"]:
+        n = [p["n"] for p in series["points"]]
+        expect(len(n) == 3 and n == sorted(n) and n[0] < n[-1], name, f"{series['label']}: three sizes by N {n}")
+    expect(os.path.exists(os.path.join(cmp, "scaling.png")), name, "scaling.png drawn")
+
+
 def check_recipes(out):
     name = "recipes"
     for task, metric in (("lm", "test_loss"), ("mt", "test_bleu")):
@@ -133,6 +153,7 @@ def main():
     check_glu_variants_tuned(out)
     check_heads_positions(out)
     check_recipes(out)
+    check_scale_ladder(out, sys.argv[2])
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@ for spec in experiments/papers/*/*.yaml; do
   [ -n "$ci" ] || { echo "FAIL: $spec has no '# ci:' line (the reduced-size overrides the test runs it with)" >&2; exit 1; }
   data=()
   grep -q 'bible_en_es.tsv' "$spec" && data=(--set "task.file=$bible")
+  if grep -q 'web_en.txt' "$spec"; then  # the English side, one verse a line (scripts/prepare_bible_lm.sh)
+    [ -f "$out/web_en.txt" ] || cut -f1 "$bible" > "$out/web_en.txt"
+    data=(--set "task.file=$out/web_en.txt")
+  fi
   start=$SECONDS
   eval "set -- $ci"  # the ci line: --set arguments, values with spaces in single quotes
   "$ablate" sweep "$spec" "$@" "${data[@]}" --out "$out/$group/$name" --jobs 2 --threads-per-run 1 --progress quiet \
@@ -28,5 +32,5 @@ for spec in experiments/papers/*/*.yaml; do
   echo "$group/$name: ran in $((SECONDS - start)) s"
 done
 
-/usr/bin/python3 "$here/check_papers.py" "$out"
+/usr/bin/python3 "$here/check_papers.py" "$out" "$ablate"
 echo "PASS: every paper ablation runs at CI size and shows the trends that hold there"
