@@ -66,7 +66,7 @@ std::string gib(long double bytes) {
 
 void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry, const std::filesystem::path& run_dir) {
   spec::SpecErrors errors;
-  if (const std::optional<spec::BudgetSpec>& budget = spec.train.budget) {  // exactly one amount, > 0
+  if (const std::optional<spec::BudgetSpec>& budget = spec.train.budget) {  // exactly one amount, >= 1
     const int given = budget->tokens.has_value() + budget->flops.has_value();
     if (given != 1)
       errors.add(spec.marks.of(budget->flops ? "train.budget.flops" : "train.budget"), "train.budget",
