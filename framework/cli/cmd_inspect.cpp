@@ -37,8 +37,9 @@ void print_rows(std::ostream& out, const char* split, const results::MetricTable
   }
 }
 
-// "  parameters 1,234 (non-embedding 1,000: attention 600, ffn 400, ...); 1.2e+06 training FLOPs per
-// token, 3.4e+12 over 12,800 tokens" (docs/training.md, "Compute"); nothing for older files.
+// "  parameters 237568 (non_embedding 233472: embeddings 4096, attention 99840, ...); 2.011e+06
+// training FLOPs per token, 1.389e+11 over 69049 tokens" (docs/training.md, "Compute"); nothing for
+// files written before the counts were recorded.
 void print_compute(std::ostream& out, const results::RunInfo& info, const results::MetricTable& train) {
   if (info.parameter_kinds.size() < 2 || info.parameter_kinds.size() != info.parameter_counts.size()) return;
   out << "  parameters " << info.parameter_counts[0] << " (" << info.parameter_kinds[1] << " " << info.parameter_counts[1];
