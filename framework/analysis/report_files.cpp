@@ -5,6 +5,9 @@
 #include "ablate/error.hpp"
 #include <fstream>
 #include <iterator>
+#include <set>
+
+#include <yaml-cpp/yaml.h>
 
 #include "analysis/figures.hpp"
 #include "analysis/report.hpp"
@@ -35,6 +38,46 @@ LoadedRuns load_runs(const std::vector<fs::path>& paths) {
                      "pass the directories `ablate run --out` wrote to, or an experiment directory holding them");
   }
   return out;
+}
+
+std::vector<std::string> tuning_notes(const std::vector<fs::path>& paths) {
+  std::set<fs::path> dirs;  // the directories given, and the sweep directory of each run file given
+  for (const fs::path& p : paths) dirs.insert(fs::is_directory(p) ? p : p.parent_path().parent_path());
+  std::vector<std::string> notes;
+  for (const fs::path& dir : dirs) {
+    const fs::path file = dir / kTuningRunsFolder / "selection.yaml";
+    if (!fs::is_regular_file(file)) continue;
+    try {
+      const YAML::Node y = YAML::LoadFile(file.string());
+      std::vector<std::string> chosen, edges;
+      for (const YAML::Node& arm : y["arms"]) {
+        std::vector<std::string> settings;
+        for (const auto& kv : arm["chosen"]) settings.push_back(kv.first.as<std::string>() + " " + kv.second.as<std::string>());
+        const std::string name = arm["arm"].as<std::string>();
+        chosen.push_back(name + ": " + join(settings, ", "));
+        std::vector<std::string> at_edge;
+        for (const YAML::Node& key : arm["at_edge"]) at_edge.push_back(key.as<std::string>());
+        if (!at_edge.empty()) edges.push_back(name + " (" + join(at_edge, ", ") + ")");
+      }
+      const YAML::Node cost = y["cost"];
+      std::vector<std::string> seeds, rungs;
+      for (const YAML::Node& v : y["seeds"]) seeds.push_back(v.as<std::string>());
+      for (const YAML::Node& v : y["rungs"]) rungs.push_back(v.as<std::string>());
+      notes.push_back("tuning (sweep.tune; " + file.string() + "): each arm chose its setting by " +
+                      y["value"].as<std::string>() + " on tuning seeds " + join(seeds, ", ") + " (" + join(chosen, "; ") +
+                      "); the cost: " + cost["runs"].as<std::string>() + " tuning runs, " + cost["steps"].as<std::string>() +
+                      " steps, " + printf_text(cost["seconds"].as<double>(), "%.1f") + " s of run time" +
+                      (rungs.size() < 2 ? "" : ", successive halving at steps " + join(rungs, ", ")) +
+                      "; the tuning runs are in no arm's statistics");
+      if (!edges.empty())
+        notes.push_back("WARNING " + join(edges, "; ") +
+                        ": the chosen value is at the edge of the tuning grid, so a better one may lie beyond it; extend the "
+                        "grid (sweep.tune.grid) past it");
+    } catch (const std::exception& e) {
+      notes.push_back("warning: " + file.string() + " could not be read (" + e.what() + "); the tuning is not summarised");
+    }
+  }
+  return notes;
 }
 
 Comparison compare_runs(const LoadedRuns& loaded, const CompareOptions& options) {
@@ -134,6 +177,7 @@ Analysis analyse(const std::vector<fs::path>& paths, const CompareOptions& optio
   const LoadedRuns loaded = load_runs(paths);
   for (const auto& why : loaded.unreadable) a.notes.push_back("warning: skipping unreadable run file " + why);
   a.comparison = compare_runs(loaded, options);
+  for (std::string& note : tuning_notes(paths)) a.comparison.notes.push_back(std::move(note));
   // The reports and figures are one set: marked incomplete while they are written, so a set that
   // a kill or a full disk stopped half-way (new report.md, old figures) says so. Each file itself
   // is written all or nothing.

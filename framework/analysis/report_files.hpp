@@ -23,6 +23,10 @@ LoadedRuns load_runs(const std::vector<std::filesystem::path>& paths);
 // compare() on the loaded runs, with a note per unreadable file. Throws UsageError when there is
 // no readable run, or for a metric or baseline that matches nothing.
 Comparison compare_runs(const LoadedRuns& loaded, const CompareOptions& options);
+// What a sweep directory among `paths` (or holding a run file among them) says of its tuning
+// (DIR/tuning/selection.yaml, sweep.tune):
+// each arm's choice and the tuning's cost, and a warning for a choice at the edge of its grid.
+std::vector<std::string> tuning_notes(const std::vector<std::filesystem::path>& paths);
 
 // Writes the report files into `out_dir` (created); returns their paths in writing order. The
 // figures of report.html are drawn as SVG from the comparison's run files (draw_figures, and

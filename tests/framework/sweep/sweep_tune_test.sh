@@ -69,6 +69,8 @@ PY
 grep -q "^arms by model.block; baseline" "$tmp/ref.log" || fail "reference: the arms are not the blocks alone"
 grep -q "^tuned_keys: \[train.optimizer.lr\]" "$tmp/ref/sweep.yaml" || fail "sweep.yaml lacks tuned_keys"
 grep -Eq "^arm  *lr \(tuned\)  *n" "$tmp/ref.log" || fail "the comparison has no column of each arm's tuned lr"
+grep -Eq "^- tuning \(sweep.tune; .*/tuning/selection.yaml\): each arm chose its setting by .* on tuning seeds 1 \(.*train.optimizer.lr .*\); the cost: 6 tuning runs, [0-9]+ steps, [0-9.e+-]+ s of run time" \
+  "$tmp/ref/report.md" || fail "report.md does not say each arm's choice and the tuning's cost"
 "$ablate" compare "$tmp/ref" --out "$tmp/cmp" > "$tmp/compare.log" 2>&1 || fail "compare of the directory failed"
 grep -q "^arms by model.block; baseline" "$tmp/compare.log" || fail "compare: lr is an arm axis, or the tuning runs were read"
 [ "$(grep -Ec '^[a-z_]+ +[0-9.e-]+ +2  ' "$tmp/compare.log")" -eq 2 ] || fail "compare: expected 2 arms of 2 runs (no tuning run)"
