@@ -292,12 +292,8 @@ void note_cost_spread(Comparison& c, const std::vector<const Arm*>& arms, const 
 // model sizes (c.scaling.keys) the sizes differ by design: arms are compared within each size.
 void add_compute_notes(Comparison& c) {
   std::map<std::string, std::vector<const Arm*>> groups;  // size -> its arms
-  for (const Arm& arm : c.arms) {
-    std::map<std::string, std::string> size;
-    for (const std::string& key : c.scaling.keys)
-      if (const auto it = arm.values.find(key); it != arm.values.end()) size[key] = it->second;
-    groups[c.scaling.keys.empty() ? std::string() : short_label(c.scaling.keys, size)].push_back(&arm);
-  }
+  for (const Arm& arm : c.arms)
+    groups[c.scaling.keys.empty() ? std::string() : short_label(c.scaling.keys, arm.values)].push_back(&arm);
   for (const auto& [size, arms] : groups) note_cost_spread(c, arms, size);
 }
 

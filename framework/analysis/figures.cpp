@@ -38,11 +38,9 @@ FigureRun read_run(const fs::path& file) {
   FigureRun r;
   r.summary = summarize(reader);
   const results::MetricTable train = reader.metrics(results::MetricSplit::Train);
-  const auto loss = std::find(train.names.begin(), train.names.end(), "loss");
-  if (loss != train.names.end()) {
-    const auto& col = train.columns[static_cast<std::size_t>(loss - train.names.begin())];
-    for (std::size_t i = 0; i < train.steps.size() && i < col.size(); ++i) r.train_loss.emplace_back(train.steps[i], col[i]);
-  }
+  if (const std::vector<double>* loss = train.find("loss"))
+    for (std::size_t i = 0; i < train.steps.size() && i < loss->size(); ++i)
+      r.train_loss.emplace_back(train.steps[i], (*loss)[i]);
   const auto& slots = reader.layout().entropy;
   for (std::size_t s = 0; s < slots.size(); ++s) {
     const results::FloatTensor t = reader.entropy(s);  // [rows, H]

@@ -125,12 +125,10 @@ void json_arm(std::ostream& out, const Arm& arm) {
       << ", \"diverged\": " << arm.n_diverged << ", \"failed\": " << arm.n_failed << ", \"interrupted\": " << arm.n_interrupted
       << ", \"running\": " << arm.n_running << ", \"missing_metric\": " << arm.n_missing_metric
       << ", \"censored\": " << arm.n_censored << "},\n";
-  std::vector<std::string> metric_values;
-  for (const double v : arm.metric_values) metric_values.push_back(json_number(v));
   out << "      \"n\": " << arm.n() << ",\n";
   out << "      \"mean\": " << json_number(arm.mean) << ",\n";
   out << "      \"std\": " << json_number(arm.std) << ",\n";
-  out << "      \"values_used\": [" << join(metric_values, ", ") << "],\n";
+  out << "      \"values_used\": " << json_numbers(arm.metric_values) << ",\n";
   out << "      \"delta\": " << json_number(arm.delta) << ",\n";
   if (arm.is_baseline) {
     out << "      \"test\": null,\n";

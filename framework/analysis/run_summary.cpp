@@ -144,11 +144,7 @@ RunSummary summarize(const results::RunReader& run) {
     for (const auto& [metric, value] : e.metrics) s.final_metrics["evals/" + e.name + "/" + metric] = value;
 
   const results::MetricTable train = run.metrics(results::MetricSplit::Train);
-  const auto column = [&](const char* name) -> const std::vector<double>* {
-    const auto it = std::find(train.names.begin(), train.names.end(), name);
-    return it == train.names.end() ? nullptr : &train.columns[static_cast<std::size_t>(it - train.names.begin())];
-  };
-  if (const auto* tps = column("tokens_per_s")) {
+  if (const auto* tps = train.find("tokens_per_s")) {
     std::vector<double> v;
     for (double x : *tps)
       if (std::isfinite(x)) v.push_back(x);
@@ -158,11 +154,11 @@ RunSummary summarize(const results::RunReader& run) {
     if (info.parameter_kinds[k] == "total") s.parameters = info.parameter_counts[k];
     if (info.parameter_kinds[k] == "non_embedding") s.non_embedding_parameters = info.parameter_counts[k];
   }
-  const auto* tokens = column("tokens");
-  const auto* flops = column("flops");
+  const auto* tokens = train.find("tokens");
+  const auto* flops = train.find("flops");
   if (tokens && flops && !tokens->empty() && !flops->empty() && tokens->back() > 0)
     s.flops_per_token = flops->back() / tokens->back();
-  if (const auto* elapsed = column("elapsed_s"))
+  if (const auto* elapsed = train.find("elapsed_s"))
     for (std::size_t r = 0; r < train.steps.size() && r < elapsed->size(); ++r)
       if (std::isfinite((*elapsed)[r])) s.elapsed_s.emplace_back(train.steps[r], (*elapsed)[r]);
   return s;

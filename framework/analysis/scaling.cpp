@@ -98,15 +98,12 @@ ScalingAnalysis scaling_analysis(const Comparison& c, const std::vector<std::str
 
   std::map<std::string, std::size_t> index;  // series label -> position
   for (const Arm& arm : c.arms) {
-    std::map<std::string, std::string> named, size;
-    for (const auto& [key, value] : arm.values)
-      (std::find(other.begin(), other.end(), key) != other.end() ? named : size)[key] = value;
-    const std::string label = short_label(other, named);
+    const std::string label = short_label(other, arm.values);  // short_label reads only the keys it is given
     auto [it, added] = index.emplace(label, s.series.size());
     if (added) s.series.push_back({label, {}, {}, {}, NAN, ""});
     ScalePoint p;
     p.arm = arm.label;
-    p.size = short_label(size_keys, size);
+    p.size = short_label(size_keys, arm.values);
     p.n = static_cast<double>(arm.non_embedding_parameters);
     p.mean = arm.mean;
     p.values = arm.metric_values;

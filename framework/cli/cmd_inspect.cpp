@@ -46,12 +46,8 @@ void print_compute(std::ostream& out, const results::RunInfo& info, const result
   for (std::size_t k = 2; k < info.parameter_kinds.size(); ++k)
     out << (k == 2 ? ": " : ", ") << info.parameter_kinds[k] << " " << info.parameter_counts[k];
   out << ")";
-  const auto column = [&](const char* name) -> const std::vector<double>* {
-    const auto it = std::find(train.names.begin(), train.names.end(), name);
-    return it == train.names.end() ? nullptr : &train.columns[static_cast<std::size_t>(it - train.names.begin())];
-  };
-  const auto* tokens = column("tokens");
-  const auto* flops = column("flops");
+  const auto* tokens = train.find("tokens");
+  const auto* flops = train.find("flops");
   if (tokens && flops && !tokens->empty() && tokens->back() > 0)
     out << "; " << std::setprecision(4) << flops->back() / tokens->back() << " training FLOPs per token, " << flops->back()
         << " over " << std::setprecision(12) << tokens->back() << " tokens";

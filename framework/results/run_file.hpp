@@ -255,6 +255,7 @@ struct MetricTable {
   std::size_t stored_rows = 0;
   std::vector<std::vector<double>> columns;                        // [names][rows]
   const std::vector<double>& column(std::string_view name) const;  // throws naming the known names
+  const std::vector<double>* find(std::string_view name) const;    // nullptr for a metric not recorded
 };
 
 struct DecodeRecord {

@@ -176,9 +176,14 @@ void validate(const RunLayout& l) {
   check_positive("samples", "text_bytes", l.samples.text_bytes);
 }
 
-const std::vector<double>& MetricTable::column(std::string_view name) const {
+const std::vector<double>* MetricTable::find(std::string_view name) const {
   for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return columns[i];
+    if (names[i] == name) return &columns[i];
+  return nullptr;
+}
+
+const std::vector<double>& MetricTable::column(std::string_view name) const {
+  if (const std::vector<double>* c = find(name)) return *c;
   std::string known;
   for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
   throw Error("no metric '" + std::string(name) + "' in this table", "the metrics recorded are: " + known);

@@ -12,6 +12,7 @@
 #include "core/text.hpp"
 #include "train/evaluator.hpp"
 #include "plugin_host/plugin_call.hpp"
+#include "spec/plugin_validation.hpp"
 
 namespace ablate::train {
 namespace {
@@ -219,9 +220,16 @@ double Experiment::learning_rate(std::int64_t step) const {
 
 void Experiment::set_schedule_horizon(const PluginRegistry& registry, std::int64_t total_steps) {
   spec::PluginRef ref = spec.train.schedule;
-  const auto it = ref.options.find("total_steps");
-  if (it == ref.options.end() || it->second != std::to_string(spec.train.steps)) return;
-  it->second = std::to_string(total_steps);
+  const std::string slot = "train.schedule.";
+  bool moved = false;
+  for (const std::string& path : spec::inheriting_options("train.steps")) {  // the one table of inherited options
+    if (!path.starts_with(slot)) continue;
+    const auto it = ref.options.find(path.substr(slot.size()));
+    if (it == ref.options.end() || it->second != std::to_string(spec.train.steps)) continue;
+    it->second = std::to_string(total_steps);
+    moved = true;
+  }
+  if (!moved) return;
   try {
     schedule = registry.create<Schedule>(ref.name, ref.options);
   } catch (const Error& e) {

@@ -88,8 +88,9 @@ struct Experiment {
                                       const std::vector<std::vector<std::int32_t>>& predictions) const;
   std::vector<std::string> score_names() const;
   double learning_rate(std::int64_t step) const;
-  // The schedule again with its horizon at `total_steps` (train.budget's steps), where its
-  // total_steps option is train.steps' (inherited, or set to the same); other schedules stay.
+  // The schedule again with its horizon at `total_steps` (train.budget's steps), where an option
+  // that takes train.steps (spec::inheriting_options: total_steps) has train.steps' value (inherited,
+  // or set to the same); other schedules stay.
   void set_schedule_horizon(const PluginRegistry& registry, std::int64_t total_steps);
   // A host batch uploaded for the model; examples batched and uploaded; or the examples
   // `indices` of `split`.
