@@ -27,11 +27,20 @@ fi
 echo "== Release build and tests (build/)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
-ctest --test-dir build --output-on-failure -j2
+# A failed test is run once more, alone, at the end: its output is then the log's last lines (what
+# a CI that keeps only the tail shows), and whether it fails again alone says flaky or not. The
+# first failure fails the run either way.
+run_ctest() {
+  ctest --test-dir "$1" --output-on-failure -j2 && return 0
+  echo "== the failed tests of $1 once more, one at a time (the run fails either way)"
+  ctest --test-dir "$1" --rerun-failed --output-on-failure || true
+  return 1
+}
+run_ctest build
 
 if [ "$sanitize" -eq 1 ]; then
   echo "== ASan + UBSan build and tests (build-asan/)"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DABLATE_SANITIZE=ON
   cmake --build build-asan
-  ctest --test-dir build-asan --output-on-failure -j2
+  run_ctest build-asan
 fi

@@ -320,7 +320,8 @@ void note_cost_spread(Comparison& c, const std::vector<const Arm*>& arms, const 
       "part of any difference may be the size, not the component; match the sizes (model.d_ff) or say so");
   spread(
       "training FLOPs per token", [](const Arm& a) { return a.flops_per_token; },
-      "equal steps are not equal compute; compare at matched compute (train.budget: {flops: F}) or say so");
+      "equal steps are not equal compute; compare at matched compute (train.budget: {flops: F}; curves with --x "
+      "flops) or say so");
 }
 
 void add_notes(Comparison& c) {

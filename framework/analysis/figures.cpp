@@ -22,12 +22,13 @@ namespace ablate::analysis {
 namespace {
 namespace fs = std::filesystem;
 
-using Curve = std::vector<std::pair<std::int64_t, double>>;
+using Curve = StepCurve;
 
 // One run as the figures need it (attention tensors are read again only for the runs drawn).
 struct FigureRun {
   RunSummary summary;
   Curve train_loss;
+  std::map<CurveAxis, Curve> axes;        // the train log's tokens / flops / elapsed_s by step; absent: not logged
   std::map<std::string, double> entropy;  // "enc.self L0 H1" -> final-log entropy (nats)
   std::vector<std::string> entropy_order;
   std::optional<RunHeadScores> heads;  // the last attention log's head scores; empty without attention logs
@@ -38,9 +39,17 @@ FigureRun read_run(const fs::path& file) {
   FigureRun r;
   r.summary = summarize(reader);
   const results::MetricTable train = reader.metrics(results::MetricSplit::Train);
-  if (const std::vector<double>* loss = train.find("loss"))
-    for (std::size_t i = 0; i < train.steps.size() && i < loss->size(); ++i)
-      r.train_loss.emplace_back(train.steps[i], (*loss)[i]);
+  const auto column = [&](const char* name, Curve& into) {
+    if (const std::vector<double>* v = train.find(name))
+      for (std::size_t i = 0; i < train.steps.size() && i < v->size(); ++i) into.emplace_back(train.steps[i], (*v)[i]);
+  };
+  column("loss", r.train_loss);
+  for (const auto& [axis, name] :
+       {std::pair{CurveAxis::tokens, "tokens"}, std::pair{CurveAxis::flops, "flops"}, std::pair{CurveAxis::time, "elapsed_s"}}) {
+    Curve c;
+    column(name, c);
+    if (!c.empty()) r.axes[axis] = std::move(c);
+  }
   const auto& slots = reader.layout().entropy;
   for (std::size_t s = 0; s < slots.size(); ++s) {
     const results::FloatTensor t = reader.entropy(s);  // [rows, H]
@@ -62,22 +71,23 @@ AttentionLogData last_attention_log(const FigureRun& run) {
   return read_attention_log(reader, reader.attention_steps().size() - 1);
 }
 
-// Mean with a min–max band over the runs' curves, per step (runs lacking a step or with a
-// non-finite value there are left out of that step).
-Series band_series(const std::string& label, const std::vector<const Curve*>& curves) {
-  std::map<std::int64_t, std::vector<double>> at;
-  for (const Curve* c : curves)
-    for (const auto& [step, v] : *c)
-      if (std::isfinite(v)) at[step].push_back(v);
-  Series s;
-  s.label = label;
-  for (const auto& [step, vs] : at) {
-    s.x.push_back(static_cast<double>(step));
-    s.mean.push_back(mean(vs));
-    s.lower.push_back(*std::min_element(vs.begin(), vs.end()));
-    s.upper.push_back(*std::max_element(vs.begin(), vs.end()));
+// A run's curve on the axis x; nothing when the run has not logged that axis.
+std::optional<PlacedCurve> placed(const FigureRun& r, const Curve* values, CurveAxis x) {
+  if (x == CurveAxis::step) return PlacedCurve{values, nullptr};
+  const auto it = r.axes.find(x);
+  if (it == r.axes.end()) return std::nullopt;
+  return PlacedCurve{values, &it->second};
+}
+
+// The train log's column behind an axis, for messages.
+const char* axis_column(CurveAxis x) {
+  switch (x) {
+    case CurveAxis::tokens: return "tokens";
+    case CurveAxis::flops: return "flops";
+    case CurveAxis::time: return "elapsed_s";
+    case CurveAxis::step: break;
   }
-  return s;
+  return "step";
 }
 
 // Tick labels of one attention axis on probe example 0: the words of its text when they match the
@@ -209,27 +219,35 @@ std::string seed_of(const FigureRun& r) {
   return it == r.summary.config.end() ? std::string() : it->second;
 }
 
-void curve_figures(const Arms& arms, const fs::path& out_dir, const std::string& ext, FigureReport& report) {
+void curve_figures(const Arms& arms, CurveAxis x, const fs::path& out_dir, const std::string& ext, FigureReport& report) {
   std::vector<std::string> metrics;
   for (const FigureRun& r : arms.runs)
     for (const auto& [m, _] : r.summary.eval_curves)
       if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) metrics.push_back(m);
+  const auto missing =
+      std::count_if(arms.runs.begin(), arms.runs.end(), [&](const FigureRun& r) { return !placed(r, nullptr, x); });
+  if (missing > 0)
+    report.notes.push_back("warning: " + std::to_string(missing) + " of " + std::to_string(arms.runs.size()) + " runs have no `" +
+                           axis_column(x) + "` column in their train log (recorded before Ablate " +
+                           "logged it); the curves against " + curve_axis_title(x) + " leave them out");
   auto curve_plot = [&](const std::string& name, const std::string& y_label, auto curve_of) {
     LinePlot plot;
     plot.title = y_label + " per arm (mean over seeds, min–max band)";
     plot.subtitle = arms.caption;
-    plot.x_label = "step";
+    plot.x_label = curve_axis_title(x);
     plot.y_label = y_label;
     bool any = false;
     for (const ArmGroup& a : arms.grouping.arms) {
-      std::vector<const Curve*> curves;
+      std::vector<PlacedCurve> curves;
       for (std::size_t i : a.members)
-        if (const Curve* c = curve_of(arms.runs[i])) curves.push_back(c);
+        if (const Curve* c = curve_of(arms.runs[i]))
+          if (const auto p = placed(arms.runs[i], c, x)) curves.push_back(*p);
       plot.series.push_back(band_series(a.label + " (n=" + std::to_string(a.members.size()) + ")", curves));
       any |= !plot.series.back().x.empty();
     }
     if (!any) {
-      report.notes.push_back("warning: no finite values of " + y_label + "; curves_" + name + ext + " not drawn");
+      report.notes.push_back("warning: no finite values of " + y_label + " against " + curve_axis_title(x) + "; curves_" + name +
+                             ext + " not drawn");
       return;
     }
     const fs::path file = out_dir / ("curves_" + name + ext);
@@ -548,6 +566,58 @@ void create_out_dir(const fs::path& dir) {
 
 }  // namespace
 
+double place_on_axis(const StepCurve& axis, std::int64_t step) {
+  if (axis.empty()) return NAN;
+  const auto after =
+      std::lower_bound(axis.begin(), axis.end(), step, [](const auto& row, std::int64_t s) { return row.first < s; });
+  if (after != axis.end() && after->first == step) return after->second;
+  const auto hi = after == axis.end() ? std::prev(axis.end()) : after;
+  const std::pair<std::int64_t, double> lo = hi == axis.begin() ? std::pair<std::int64_t, double>{0, 0.0} : *std::prev(hi);
+  if (hi->first == lo.first) return hi->second;
+  const double rate = (hi->second - lo.second) / static_cast<double>(hi->first - lo.first);
+  return lo.second + rate * static_cast<double>(step - lo.first);
+}
+
+Series band_series(const std::string& label, const std::vector<PlacedCurve>& curves) {
+  std::map<std::int64_t, std::pair<std::vector<double>, std::vector<double>>> at;  // step -> (x, value)
+  for (const PlacedCurve& c : curves)
+    for (const auto& [step, v] : *c.values) {
+      const double x = c.axis ? place_on_axis(*c.axis, step) : static_cast<double>(step);
+      if (!std::isfinite(v) || !std::isfinite(x)) continue;
+      at[step].first.push_back(x);
+      at[step].second.push_back(v);
+    }
+  Series s;
+  s.label = label;
+  for (const auto& [step, xv] : at) {
+    const std::vector<double>& vs = xv.second;
+    s.x.push_back(mean(xv.first));
+    s.mean.push_back(mean(vs));
+    s.lower.push_back(*std::min_element(vs.begin(), vs.end()));
+    s.upper.push_back(*std::max_element(vs.begin(), vs.end()));
+  }
+  return s;
+}
+
+CurveAxis parse_curve_axis(const std::string& name) {
+  if (name == "step") return CurveAxis::step;
+  if (name == "tokens") return CurveAxis::tokens;
+  if (name == "flops") return CurveAxis::flops;
+  if (name == "time") return CurveAxis::time;
+  throw UsageError("unknown x axis '" + name + "'",
+                   "allowed: step, tokens, flops (training FLOPs seen), time (wall seconds; machine-dependent)");
+}
+
+std::string curve_axis_title(CurveAxis axis) {
+  switch (axis) {
+    case CurveAxis::tokens: return "tokens seen";
+    case CurveAxis::flops: return "training FLOPs";
+    case CurveAxis::time: return "wall time (s)";
+    case CurveAxis::step: break;
+  }
+  return "step";
+}
+
 std::string figure_caption(const std::string& stem) {
   if (stem == "curves_train_loss") return "train loss per arm: mean over seeds, min–max band";
   if (stem.starts_with("curves_")) return "eval " + stem.substr(7) + " per arm: mean over seeds, min–max band";
@@ -566,21 +636,22 @@ std::string figure_caption(const std::string& stem) {
 }
 
 FigureReport draw_arm_figures(const std::vector<fs::path>& run_files, const std::string& metric, const fs::path& out_dir,
-                              const std::string& format) {
+                              const std::string& format, CurveAxis x) {
   const std::string ext = extension(format);
   FigureReport report;
   const std::vector<FigureRun> runs = read_runs(run_files, report);
   create_out_dir(out_dir);
   LinePlot plot;
   plot.title = "eval " + metric + " per run";
-  plot.x_label = "step";
+  plot.x_label = curve_axis_title(x);
   plot.y_label = metric;
   for (const FigureRun& r : runs) {
     const auto it = r.summary.eval_curves.find(metric);
     if (it == r.summary.eval_curves.end()) continue;
-    const std::vector<const Curve*> one = {&it->second};
+    const auto one = placed(r, &it->second, x);
+    if (!one) continue;
     const std::string seed = seed_of(r);
-    Series s = band_series(seed.empty() ? r.summary.run_id : "seed " + seed, one);
+    Series s = band_series(seed.empty() ? r.summary.run_id : "seed " + seed, {*one});
     s.lower.clear();  // one run: no band
     s.upper.clear();
     if (!s.x.empty()) plot.series.push_back(std::move(s));
@@ -643,7 +714,7 @@ FigureReport draw_figures(const std::vector<fs::path>& run_files, const FigureOp
 
   create_out_dir(options.out_dir);
 
-  curve_figures(arms, options.out_dir, ext, report);
+  curve_figures(arms, options.x, options.out_dir, ext, report);
   if (log) attention_figures(chosen_reader, *log, options.out_dir, ext, report);
   entropy_figure(arms, options.out_dir, ext, report);
   const auto without = std::count_if(runs.begin(), runs.end(), [](const FigureRun& r) { return !r.heads; });

@@ -113,7 +113,7 @@ std::vector<HtmlFigure> html_figures(const FigureReport& report, const std::stri
 }
 
 // report.html with its figures, drawn as SVG into `scratch` (removed afterwards).
-std::string html_with_figures(const Comparison& c, const fs::path& scratch, std::vector<std::string>& notes) {
+std::string html_with_figures(const Comparison& c, const fs::path& scratch, CurveAxis curves_x, std::vector<std::string>& notes) {
   std::vector<HtmlFigure> figures;
   std::vector<std::vector<HtmlFigure>> arm_figures(c.arms.size());
   std::string problem;  // why no figures could be drawn, said on the page
@@ -132,13 +132,14 @@ std::string html_with_figures(const Comparison& c, const fs::path& scratch, std:
       FigureOptions options;
       options.out_dir = scratch / "all";
       options.format = "svg";
+      options.x = curves_x;
       if (c.arms.size() > 1) options.baseline = c.arms[c.baseline].key_label;
       const FigureReport report = draw_figures(all, options);
       for (const auto& note : report.notes) notes.push_back("report.html: " + note);
       figures = html_figures(report, "curves_" + c.metric, true);
       for (std::size_t a = 0; a < c.arms.size(); ++a) {
         if (per_arm[a].empty()) continue;
-        const FigureReport arm = draw_arm_figures(per_arm[a], c.metric, scratch / ("arm" + std::to_string(a)), "svg");
+        const FigureReport arm = draw_arm_figures(per_arm[a], c.metric, scratch / ("arm" + std::to_string(a)), "svg", curves_x);
         arm_figures[a] = html_figures(arm, "runs_" + c.metric, false);
       }
     }
@@ -154,7 +155,8 @@ std::string html_with_figures(const Comparison& c, const fs::path& scratch, std:
 
 }  // namespace
 
-std::vector<fs::path> write_reports(const Comparison& c, const fs::path& out_dir, std::vector<std::string>& notes) {
+std::vector<fs::path> write_reports(const Comparison& c, const fs::path& out_dir, std::vector<std::string>& notes,
+                                    CurveAxis curves_x) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw Error("cannot create " + out_dir.string() + ": " + ec.message(), "pass a writable directory with --out");
@@ -164,7 +166,7 @@ std::vector<fs::path> write_reports(const Comparison& c, const fs::path& out_dir
     written.push_back(out_dir / name);
   };
   put("report.md", report_markdown(c));
-  put("report.html", html_with_figures(c, out_dir / ".report-figures", notes));
+  put("report.html", html_with_figures(c, out_dir / ".report-figures", curves_x, notes));
   put("summary.csv", summary_csv(c));
   put("summary.json", summary_json(c));
   put("table.tex", format_latex(c));
@@ -172,7 +174,7 @@ std::vector<fs::path> write_reports(const Comparison& c, const fs::path& out_dir
 }
 
 Analysis analyse(const std::vector<fs::path>& paths, const CompareOptions& options, const fs::path& out_dir,
-                 const std::optional<fs::path>& figures_dir) {
+                 const std::optional<fs::path>& figures_dir, CurveAxis curves_x) {
   Analysis a;
   const LoadedRuns loaded = load_runs(paths);
   for (const auto& why : loaded.unreadable) a.notes.push_back("warning: skipping unreadable run file " + why);
@@ -189,12 +191,13 @@ Analysis analyse(const std::vector<fs::path>& paths, const CompareOptions& optio
                         "The comparison being written into this directory stopped before it finished: report.md, report.html,\n"
                         "summary.csv, summary.json, table.tex and figures/ may come from different comparisons.\n"
                         "Run the comparison again (ablate compare, or ablate sweep SPEC) to write a whole set.\n");
-  a.written = write_reports(a.comparison, out_dir, a.notes);
+  a.written = write_reports(a.comparison, out_dir, a.notes, curves_x);
   if (figures_dir) {
     std::vector<fs::path> files;
     for (const auto& run : loaded.runs) files.push_back(run.path);
     FigureOptions figures;
     figures.out_dir = *figures_dir;
+    figures.x = curves_x;
     if (a.comparison.arms.size() > 1) figures.baseline = a.comparison.arms[a.comparison.baseline].key_label;
     const FigureReport report = draw_figures(files, figures);
     a.written.insert(a.written.end(), report.written.begin(), report.written.end());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/compare.hpp"
+#include "analysis/figures.hpp"
 
 namespace ablate::analysis {
 
@@ -33,11 +34,11 @@ std::vector<std::string> tuning_notes(const std::vector<std::filesystem::path>& 
 // draw_arm_figures per arm) into a hidden folder that is removed afterwards; what drawing them
 // had to say (or why they could not be drawn: the page then says so) is added to `notes`.
 std::vector<std::filesystem::path> write_reports(const Comparison& comparison, const std::filesystem::path& out_dir,
-                                                 std::vector<std::string>& notes);
+                                                 std::vector<std::string>& notes, CurveAxis curves_x = CurveAxis::step);
 
 // The whole analysis as `ablate compare` and the end of `ablate sweep` run it: load the runs under
 // `paths`, compare, write the reports into `out_dir`, and (when `figures_dir` is given) draw the
-// figures there as PNG. The caller prints the comparison, the files and the notes (unreadable
+// figures there as PNG, the curves against `curves_x` (report.html's too). The caller prints the comparison, the files and the notes (unreadable
 // runs, figures left out). While the set is written, `out_dir`/kIncompleteMarker says that it is
 // (removed when the whole set is in place; left by a kill or a failure).
 inline constexpr const char* kIncompleteMarker = "INCOMPLETE.txt";
@@ -47,6 +48,7 @@ struct Analysis {
   std::vector<std::string> notes;
 };
 Analysis analyse(const std::vector<std::filesystem::path>& paths, const CompareOptions& options,
-                 const std::filesystem::path& out_dir, const std::optional<std::filesystem::path>& figures_dir = {});
+                 const std::filesystem::path& out_dir, const std::optional<std::filesystem::path>& figures_dir = {},
+                 CurveAxis curves_x = CurveAxis::step);
 
 }  // namespace ablate::analysis

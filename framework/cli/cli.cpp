@@ -80,6 +80,20 @@ bool parse_command(const char* command, const po::options_description& options, 
   return true;
 }
 
+void add_curve_axis_option(boost::program_options::options_description& options) {
+  options.add_options()("x", boost::program_options::value<std::string>()->default_value("step"),
+                        "the curves' x axis: step | tokens | flops (training FLOPs seen: arms of different cost at "
+                        "matched compute) | time (wall seconds; machine-dependent)");
+}
+
+analysis::CurveAxis curve_axis(const boost::program_options::variables_map& vm, const char* command) {
+  try {
+    return analysis::parse_curve_axis(vm["x"].as<std::string>());
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("ablate ") + command + ": --x: " + e.what(), e.hint());
+  }
+}
+
 train::ProgressMode progress_mode(const char* command, const std::string& name) {
   if (name == "auto") return train::detect_progress_mode(STDOUT_FILENO);
   if (name == "bar") return train::ProgressMode::Bar;

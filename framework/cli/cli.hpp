@@ -53,6 +53,11 @@ std::vector<std::string> repeated(const boost::program_options::variables_map& v
 // prompts and `ablate translate`'s sentences. Throws UsageError when the file cannot be read.
 std::vector<std::string> input_lines(const boost::program_options::variables_map& vm, const char* command);
 
+// The curves' x axis option (`--x step|tokens|flops|time`) of `ablate plot` and `ablate compare`:
+// declared once here, read back as the figures' CurveAxis (UsageError naming the command).
+void add_curve_axis_option(boost::program_options::options_description& options);
+analysis::CurveAxis curve_axis(const boost::program_options::variables_map& vm, const char* command);
+
 // --progress NAME (auto | bar | lines | quiet) as a mode; auto looks at stdout.
 train::ProgressMode progress_mode(const char* command, const std::string& name);
 

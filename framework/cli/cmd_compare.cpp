@@ -91,6 +91,7 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
       ("format,f", po::value<std::string>()->default_value("text"), "what to print: text | latex")
       ("out,o", po::value<std::string>(), "where to write the reports (default: the first DIR)");
   // clang-format on
+  add_curve_axis_option(options);
   po::variables_map vm;
   if (!parse_command("compare", options, args, {"dirs", -1}, vm, out)) return kExitOk;  // --help
   if (!vm.count("dirs"))
@@ -119,7 +120,9 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::os
                      "e.g. --cost-tolerance 0.05 (5%)");
 
   const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path(dirs.front());
-  const analysis::Analysis a = analysis::analyse(std::vector<fs::path>(dirs.begin(), dirs.end()), opts, out_dir);
+  const analysis::CurveAxis curves_x = curve_axis(vm, "compare");
+  const analysis::Analysis a =
+      analysis::analyse(std::vector<fs::path>(dirs.begin(), dirs.end()), opts, out_dir, std::nullopt, curves_x);
   print_analysis(a, format, "ablate compare", out, err);
   return kExitOk;
 }

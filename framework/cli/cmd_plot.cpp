@@ -39,6 +39,7 @@ int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ("baseline,b", po::value<std::string>(), "the baseline arm of head_differences, KEY=VALUE[,KEY=VALUE] (default: the first arm)")
       ("format,f", po::value<std::string>()->default_value("png"), "figure format: png | svg");
   // clang-format on
+  add_curve_axis_option(options);
   po::variables_map vm;
   if (!parse_command("plot", options, args, {"dirs", -1}, vm, out)) return kExitOk;  // --help
   if (!vm.count("dirs"))
@@ -53,6 +54,7 @@ int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (vm.count("run")) opts.attention_run = fs::path(vm["run"].as<std::string>());
   if (vm.count("step")) opts.attention_step = vm["step"].as<std::int64_t>();
   if (vm.count("baseline")) opts.baseline = vm["baseline"].as<std::string>();
+  opts.x = curve_axis(vm, "plot");
 
   const std::vector<fs::path> files = analysis::find_runs(std::vector<fs::path>(dirs.begin(), dirs.end()));
   if (files.empty())

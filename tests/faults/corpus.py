@@ -84,6 +84,10 @@ class Corpus:
             "data lost": sum("differ" in p or "changed" in p for p in problems),
         }
         figures = ", ".join(f"{k} {v}" for k, v in kinds.items())
+        # The failures once more, last: a log cut to its tail (CI's) still says which case and why.
+        for c, name, p in self.results:
+            if p is not None:
+                print(f"FAILED {c}/{name}: {p[-500:]}")
         print(f"fault corpus: {len(self.results)} cases, {passed} passed ({by}); {figures}")
         return passed == len(self.results)
 

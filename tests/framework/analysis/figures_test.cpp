@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -189,6 +190,94 @@ TEST_F(FiguresTest, OptionsAreCheckedAndUnreadableRunsSkipped) {
       << r.notes[0];
   EXPECT_TRUE(fs::is_regular_file(o.out_dir / "head_scores.png"));
   EXPECT_THROW(draw_figures({dir_ / "broken" / "run.h5"}, o), UsageError);
+}
+
+// Placing a step on a cumulative axis, by hand: rows (10, 100) and (20, 300).
+TEST(CurveAxisTest, PlacesAStepOnTheLoggedAxisByLinearInterpolation) {
+  const StepCurve rows = {{10, 100.0}, {20, 300.0}};
+  EXPECT_DOUBLE_EQ(place_on_axis(rows, 10), 100.0);      // a logged row
+  EXPECT_DOUBLE_EQ(place_on_axis(rows, 15), 200.0);      // halfway between rows
+  EXPECT_DOUBLE_EQ(place_on_axis(rows, 5), 50.0);        // from 0 at step 0
+  EXPECT_DOUBLE_EQ(place_on_axis(rows, 25), 400.0);      // past the end at the last rows' rate (20 per step)
+  EXPECT_DOUBLE_EQ(place_on_axis({{4, 8.0}}, 6), 12.0);  // one row: its rate from step 0
+  EXPECT_TRUE(std::isnan(place_on_axis({}, 3)));
+  EXPECT_EQ(parse_curve_axis("flops"), CurveAxis::flops);
+  EXPECT_EQ(curve_axis_title(CurveAxis::tokens), "tokens seen");
+  try {
+    parse_curve_axis("epochs");
+    ADD_FAILURE() << "epochs accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'epochs'"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("step, tokens, flops"), std::string::npos) << e.hint();
+  }
+}
+
+// Two seeds of one arm on a FLOPs axis: each step's point sits at the seeds' mean FLOPs there, and
+// a seed that lacks the axis is left out, not drawn by step.
+TEST(CurveAxisTest, AnArmsLineSitsAtTheSeedsMeanPositionOnTheAxis) {
+  const StepCurve a = {{10, 2.0}, {20, 1.0}}, b = {{10, 4.0}, {20, 3.0}};
+  const StepCurve flops_a = {{10, 1e9}, {20, 2e9}}, flops_b = {{10, 3e9}, {20, 6e9}};
+  const Series s = band_series("arm", {{&a, &flops_a}, {&b, &flops_b}});
+  EXPECT_EQ(s.x, (std::vector<double>{2e9, 4e9}));
+  EXPECT_EQ(s.mean, (std::vector<double>{3.0, 2.0}));
+  EXPECT_EQ(s.lower, (std::vector<double>{2.0, 1.0}));
+  EXPECT_EQ(s.upper, (std::vector<double>{4.0, 3.0}));
+  const Series by_step = band_series("arm", {{&a, nullptr}});
+  EXPECT_EQ(by_step.x, (std::vector<double>{10, 20}));
+  const StepCurve none;
+  const Series unplaced = band_series("arm", {{&a, &none}});  // an axis with no rows: no point
+  EXPECT_TRUE(unplaced.x.empty());
+}
+
+// --x on run files: runs that log tokens and FLOPs are drawn against them; runs from before
+// Ablate logged them are left out with a warning naming the column, and with none left the
+// curves are not drawn (said, not an empty figure).
+TEST_F(FiguresTest, CurvesOnATokensOrFlopsAxisNeedTheLoggedColumns) {
+  RunLayout l = sample_layout();
+  l.train_metrics = {"loss", "tokens", "flops", "elapsed_s"};
+  std::vector<fs::path> files;
+  for (const std::string block : {"pre_norm", "post_norm"}) {
+    RunInfo info = results::testing::sample_info();
+    info.run_id = block + "-compute";
+    info.resolved_spec_yaml = "name: t\nmodel: {block: " + block + ", d_model: 32}\ntrain: {seed: 1}\n";
+    fs::create_directories(dir_ / "compute" / info.run_id);
+    files.push_back(dir_ / "compute" / info.run_id / "run.h5");
+    RunWriter w = RunWriter::create(files.back(), info, l);
+    for (const std::int64_t step : {10, 20}) {
+      const double s = static_cast<double>(step), cost = block == "pre_norm" ? 1.0 : 2.0;
+      const std::vector<double> train = {1.0 / s, 512 * s, 3e6 * cost * 512 * s, 0.1 * s};
+      w.append_train(step, train);
+      w.append_eval(step, results::testing::eval_values(step));
+    }
+    w.set_state({results::RunStatus::Completed, "", 20, "2025-01-31T12:05:00Z"});
+    w.close();
+  }
+  FigureOptions o;
+  o.out_dir = dir_ / "flops";
+  o.x = CurveAxis::flops;
+  FigureReport r = draw_figures(files, o);
+  for (const std::string& note : r.notes) EXPECT_EQ(note.find("warning"), std::string::npos) << note;
+  EXPECT_TRUE(fs::is_regular_file(o.out_dir / "curves_loss.png"));
+  EXPECT_TRUE(fs::is_regular_file(o.out_dir / "curves_train_loss.png"));
+
+  const std::vector<fs::path> old = two_arms(false);  // their train log: loss, lr, grad_norm, tokens_per_s
+  std::vector<fs::path> mixed = files;
+  mixed.push_back(old.front());
+  o.out_dir = dir_ / "mixed";
+  o.x = CurveAxis::tokens;
+  const auto said = [&](const std::string& text) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  r = draw_figures(mixed, o);
+  EXPECT_TRUE(said("warning: 1 of 3 runs have no `tokens` column in their train log")) << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(fs::is_regular_file(o.out_dir / "curves_loss.png"));
+
+  o.out_dir = dir_ / "old";
+  o.x = CurveAxis::time;
+  r = draw_figures(old, o);
+  EXPECT_FALSE(fs::exists(o.out_dir / "curves_loss.png"));
+  EXPECT_TRUE(said("warning: 4 of 4 runs have no `elapsed_s` column")) << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(said("no finite values of eval loss against wall time (s); curves_loss.png not drawn"));
 }
 
 }  // namespace

@@ -149,5 +149,25 @@ TEST_F(ComparePlotCli, PlotOneRunAtAChosenStepAsSvg) {
   EXPECT_NE(bad.err.find("logged steps: 6, 12"), std::string::npos) << bad.err;
 }
 
+// --x on both commands: the curves against what was spent (these runs log tokens and FLOPs), in
+// plot's figures and in compare's report.html; an axis that does not exist is refused by name.
+TEST_F(ComparePlotCli, CurvesAgainstTokensOrFlopsOnPlotAndCompare) {
+  const fs::path out = dir_ / "by_flops";
+  const auto r = run_cli({"plot", (dir_ / "sweep").string(), "--out", out.string(), "--x", "flops", "--format", "svg"});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  const std::string svg = slurp(out / "curves_loss.svg");
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  const auto c = run_cli({"compare", (dir_ / "sweep").string(), "--out", (dir_ / "by_tokens").string(), "--x", "tokens"});
+  ASSERT_EQ(c.code, kExitOk) << c.out << c.err;
+  EXPECT_EQ(c.err.find("warning"), std::string::npos) << c.err;
+  for (const char* command : {"plot", "compare"}) {
+    const auto bad = run_cli({command, (dir_ / "sweep").string(), "--out", (dir_ / "bad").string(), "--x", "epochs"});
+    EXPECT_EQ(bad.code, kExitUsage) << bad.err;
+    EXPECT_NE(bad.err.find(std::string("ablate ") + command + ": --x: unknown x axis 'epochs'"), std::string::npos) << bad.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
 }  // namespace
 }  // namespace ablate::cli
