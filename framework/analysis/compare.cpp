@@ -317,7 +317,8 @@ void note_cost_spread(Comparison& c, const std::vector<const Arm*>& arms, const 
   };
   spread(
       "non-embedding parameters", [](const Arm& a) { return static_cast<double>(a.non_embedding_parameters); },
-      "part of any difference may be the size, not the component; match the sizes (model.d_ff) or say so");
+      "part of any difference may be the size, not the component; match the sizes (model.match_parameters) or say "
+      "so");
   spread(
       "training FLOPs per token", [](const Arm& a) { return a.flops_per_token; },
       "equal steps are not equal compute; compare at matched compute (train.budget: {flops: F}; curves with --x "

@@ -38,8 +38,9 @@ void print_rows(std::ostream& out, const char* split, const results::MetricTable
 }
 
 // "  parameters 237568 (non_embedding 233472: embeddings 4096, attention 99840, ...); 2.011e+06
-// training FLOPs per token, 1.389e+11 over 69049 tokens" (docs/training.md, "Compute"); nothing for
-// files written before the counts were recorded.
+// training FLOPs per token, 1.389e+11 over 69049 tokens" (docs/training.md, "Compute"), and the
+// model.match_parameters line when the FFN width was matched; nothing for files written before the
+// counts were recorded.
 void print_compute(std::ostream& out, const results::RunInfo& info, const results::MetricTable& train) {
   if (info.parameter_kinds.size() < 2 || info.parameter_kinds.size() != info.parameter_counts.size()) return;
   out << "  parameters " << info.parameter_counts[0] << " (" << info.parameter_kinds[1] << " " << info.parameter_counts[1];
@@ -52,6 +53,7 @@ void print_compute(std::ostream& out, const results::RunInfo& info, const result
     out << "; " << std::setprecision(4) << flops->back() / tokens->back() << " training FLOPs per token, " << flops->back()
         << " over " << std::setprecision(12) << tokens->back() << " tokens";
   out << "\n";
+  if (!info.parameter_match.empty()) out << "  " << info.parameter_match << "\n";
 }
 
 void print_summary(std::ostream& out, const results::RunReader& run) {

@@ -65,6 +65,9 @@ struct RunInfo {
   // with their counts side by side. Both empty in files written before they existed.
   std::vector<std::string> parameter_kinds;
   std::vector<std::int64_t> parameter_counts;
+  // model.match_parameters: the FFN width chosen and the counts it matched (train/parameter_matching.hpp,
+  // ParameterMatch::text); empty without a match (and in older files).
+  std::string parameter_match;
   std::string host;
   std::string created;  // ISO-8601 UTC; empty: the time RunWriter::create runs
   bool operator==(const RunInfo&) const = default;

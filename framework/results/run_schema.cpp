@@ -180,6 +180,7 @@ RunInfo read_info(const h5::Obj& r) {
     i.parameter_kinds = h5::strings_attr(r, "parameter_kinds");
     i.parameter_counts = h5::ints_attr(r, "parameter_counts");
   }
+  if (h5::has_attr(r, "parameter_match")) i.parameter_match = h5::string_attr(r, "parameter_match");
   i.host = h5::string_attr(r, "host");
   i.created = h5::string_attr(r, "created");
   return i;

@@ -132,6 +132,7 @@ void build(const h5::Obj& file, const RunInfo& info, const RunLayout& l) {
   h5::set_attr(root, "data_files", info.data_files);
   h5::set_attr(root, "parameter_kinds", info.parameter_kinds);
   h5::set_attr(root, "parameter_counts", info.parameter_counts);
+  if (!info.parameter_match.empty()) h5::set_attr(root, "parameter_match", info.parameter_match);
   h5::set_attr(root, "host", info.host);
   h5::set_attr(root, "created", info.created.empty() ? utc_now_iso8601() : info.created);
 

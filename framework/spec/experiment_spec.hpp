@@ -50,6 +50,10 @@ struct ModelSpec {
   std::int64_t encoder_layers{};  // default: layers
   std::int64_t decoder_layers{};  // default: layers
   std::int64_t d_ff{};
+  // model.match_parameters: the reference model as model keys with their values (flow YAML); the
+  // model's FFN width is chosen so its non-embedding parameters are the reference's at d_ff
+  // (train/parameter_matching.hpp). Empty: off, the FFN width is d_ff.
+  std::vector<std::pair<std::string, std::string>> match_parameters;
   double dropout{};  // residual branches
   double attention_dropout{};
   double embedding_dropout{};  // default: dropout

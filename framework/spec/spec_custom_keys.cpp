@@ -136,6 +136,46 @@ YAML::Node write_betas(const ExperimentSpec& s) {
   return flow_node(betas);
 }
 
+// model.match_parameters: {KEY: VALUE, ...}, each KEY a model key other than d_ff (the knob it
+// turns) and itself; the values are checked when the reference spec is read at run time.
+void read_match_parameters(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  const SpecTree* m = parent ? parent->find(key.leaf()) : nullptr;
+  if (!m || m->kind == SpecTree::Kind::Null) return;
+  r.marks().at[key.path] = m->mark;
+  const std::string expected = "a map of model keys and the reference model's values, e.g. {ffn: relu}";
+  if (!m->is_map() || m->entries.empty()) return r.error(m->mark, key.path, describe(*m) + " is not " + expected);
+  auto& out = s.model.match_parameters;
+  out.clear();
+  for (std::size_t i = 0; i < m->entries.size(); ++i) {
+    const auto& [name, value] = m->entries[i];
+    const std::string path = "model." + name, where = key.path + "." + name;
+    if (name == "d_ff" || name == "match_parameters") {
+      r.error(m->key_marks[i], where,
+              "'" + name + "' cannot be set for the reference: " +
+                  (name == "d_ff" ? "d_ff is the width the match turns (the reference keeps this spec's d_ff)"
+                                  : "the reference is a model, not another match") +
+                  "; expected another model key");
+      continue;
+    }
+    if (!is_spec_path(path) || !path.starts_with("model.")) {
+      std::vector<std::string> model_keys;
+      for (const std::string& p : spec_paths())
+        if (p.starts_with("model.")) model_keys.push_back(p.substr(6));
+      std::string what = "'" + name + "' is not a model key; expected " + expected;
+      if (auto near = closest_match(name, model_keys)) what += " (did you mean '" + *near + "'?)";
+      r.error(m->key_marks[i], where, what);
+      continue;
+    }
+    out.emplace_back(name, value.flow());
+  }
+}
+
+YAML::Node write_match_parameters(const ExperimentSpec& s) {
+  YAML::Node map(YAML::NodeType::Map);
+  for (const auto& [name, value] : s.model.match_parameters) map[name] = YAML::Load(value);
+  return flow_node(map);
+}
+
 void read_metrics(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
   const SpecTree* m = parent ? parent->find(key.leaf()) : nullptr;
   if (!m) return;

@@ -256,6 +256,17 @@ const std::vector<SpecKey>& schema() {
     k.push_back(integer(KEY(model.encoder_layers), 1).def_from("model.layers").doc("encoder layers"));
     k.push_back(integer(KEY(model.decoder_layers), 1).def_from("model.layers").doc("decoder layers"));
     k.push_back(integer(KEY(model.d_ff), 1).def("2048").doc("feed-forward width F"));
+    {
+      SpecKey m = custom("model.match_parameters", "map or absent", read_match_parameters, write_match_parameters)
+                      .shown("absent")
+                      .doc("match parameter counts: the reference model as model keys and values (e.g. `{ffn: relu}` "
+                           "or `{attention: mha}`); the FFN width F handed to the FFN plugin is then chosen so this "
+                           "model's non-embedding parameters are closest to the reference's at `d_ff` (the knob "
+                           "turned: the FFN width; recorded in run.h5; docs/training.md, \"Compute\")");
+      m.omit_when_absent = true;
+      m.present = [](const ExperimentSpec& s) { return !s.model.match_parameters.empty(); };
+      k.push_back(std::move(m));
+    }
     k.push_back(number(KEY(model.dropout), kUnit).def("0.1").doc("on residual branches"));
     k.push_back(number(KEY(model.attention_dropout), kUnit).def("0.0").doc("on attention probabilities"));
     k.push_back(number(KEY(model.embedding_dropout), kUnit).def_from("model.dropout").doc("on embeddings + positions"));

@@ -158,9 +158,9 @@ struct SpecKey {
   ReadValue read;
   WriteValue write;
   std::function<void(ExperimentSpec&)> engage;         // optional_section: make it present
-  std::function<bool(const ExperimentSpec&)> present;  // optional_section: is it present?
-  bool omit_when_absent = false;  // optional_section: left out of the resolved YAML when absent, so runs made
-                                  // before the section existed keep their identity (train.budget)
+  std::function<bool(const ExperimentSpec&)> present;  // optional_section, or a value key that omits itself
+  bool omit_when_absent = false;  // left out of the resolved YAML when not `present`, so runs made before the
+                                  // key existed keep their identity (train.budget, model.match_parameters)
 
   std::string leaf() const { return path.substr(path.rfind('.') + 1); }
   SpecKey&& required() && {
@@ -208,6 +208,7 @@ void read_lengths(Reader& r, const SpecTree* parent, const SpecKey& key, Experim
 void read_runs(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_tune_grid(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_tune_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
+void read_match_parameters(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 YAML::Node write_plugin_paths(const ExperimentSpec& s);
 YAML::Node write_betas(const ExperimentSpec& s);
 YAML::Node write_metrics(const ExperimentSpec& s);
@@ -215,5 +216,6 @@ YAML::Node write_seeds(const ExperimentSpec& s);
 YAML::Node write_tune_seeds(const ExperimentSpec& s);
 YAML::Node write_lengths(const ExperimentSpec& s);
 YAML::Node write_runs(const ExperimentSpec& s);
+YAML::Node write_match_parameters(const ExperimentSpec& s);
 
 }  // namespace ablate::spec::detail

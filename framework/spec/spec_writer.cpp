@@ -41,7 +41,9 @@ YAML::Node write_section(const ExperimentSpec& s, const std::string& path) {
         else if (!key.omit_when_absent)
           map[key.leaf()] = YAML::Node(YAML::NodeType::Null);
         break;
-      case KeyKind::value: map[key.leaf()] = key.write(s); break;
+      case KeyKind::value:
+        if (!key.omit_when_absent || key.present(s)) map[key.leaf()] = key.write(s);
+        break;
     }
   }
   return map;

@@ -11,6 +11,7 @@
 #include "ablate/philox.hpp"
 #include "core/text.hpp"
 #include "train/evaluator.hpp"
+#include "train/parameter_matching.hpp"
 #include "plugin_host/plugin_call.hpp"
 #include "spec/plugin_validation.hpp"
 
@@ -50,6 +51,19 @@ model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo
   c.share_embeddings = m.share_embeddings;
   c.pooling = m.pooling;
   c.num_classes = task.type == TaskType::Classification ? task.num_classes : 0;  // > 0: the classifier head
+  return c;
+}
+
+model::ComponentFactory component_factory(const spec::ExperimentSpec& spec, const PluginRegistry& registry) {
+  const spec::ModelSpec* m = &spec.model;
+  const PluginRegistry* r = &registry;
+  model::ComponentFactory c;
+  c.block = [m, r] { return r->create<Block>(m->block.name, m->block.options); };
+  c.attention = [m, r] { return r->create<Attention>(m->attention.name, m->attention.options); };
+  c.positional_encoding = [m, r] {
+    return r->create<PositionalEncoding>(m->positional_encoding.name, m->positional_encoding.options);
+  };
+  c.ffn = [m, r] { return r->create<FeedForward>(m->ffn.name, m->ffn.options); };
   return c;
 }
 
@@ -134,17 +148,13 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
                    "set precision: f32 or choose a backend with bf16");
     compute = DType::BF16;
   }
+  model::ModelConfig config = model_config(spec, task_info);
+  if (!spec.model.match_parameters.empty()) {  // the FFN width that matches the reference's size
+    parameter_match = match_parameters(spec, registry, *backend, task_info);
+    config.dims.d_ff = parameter_match->d_ff;
+  }
   store = std::make_unique<ParameterStore>(*backend, compute);
-  model::ComponentFactory components;
-  components.block = [&registry, this] { return registry.create<Block>(spec.model.block.name, spec.model.block.options); };
-  components.attention = [&registry, this] {
-    return registry.create<Attention>(spec.model.attention.name, spec.model.attention.options);
-  };
-  components.positional_encoding = [&registry, this] {
-    return registry.create<PositionalEncoding>(spec.model.positional_encoding.name, spec.model.positional_encoding.options);
-  };
-  components.ffn = [&registry, this] { return registry.create<FeedForward>(spec.model.ffn.name, spec.model.ffn.options); };
-  model = std::make_unique<model::Transformer>(model_config(spec, task_info), components, *store,
+  model = std::make_unique<model::Transformer>(config, component_factory(spec, registry), *store,
                                                static_cast<std::uint64_t>(spec.train.seed));
 
   optimizer = std::make_unique<Adam>(*backend, adam_config(spec));

@@ -21,6 +21,7 @@
 #include "spec/experiment_spec.hpp"
 #include "train/code_identity.hpp"
 #include "train/hosted_backend.hpp"
+#include "train/parameter_matching.hpp"
 #include "train/tokenizer_store.hpp"
 
 namespace ablate::train {
@@ -28,6 +29,10 @@ namespace ablate::train {
 // The spec's model section (and the task's vocabulary) as the model layer's config. Every field
 // comes from the spec: the config's own initial values never reach a run.
 model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo& task);
+
+// The model's components as the spec names them, each created from `registry` when the model
+// asks (`spec` and `registry` must outlive the factory's use).
+model::ComponentFactory component_factory(const spec::ExperimentSpec& spec, const PluginRegistry& registry);
 
 // The spec's train.optimizer as the optimizer's config (every field from the spec).
 AdamConfig adam_config(const spec::ExperimentSpec& spec);
@@ -67,6 +72,8 @@ struct Experiment {
   std::unique_ptr<model::Transformer> model;
   std::unique_ptr<Adam> optimizer;
   DType compute = DType::F32;
+  // model.match_parameters: the FFN width the model was built with and why; empty without it.
+  std::optional<ParameterMatch> parameter_match;
   // "kind/name version" of every plugin the run uses, and the code that makes the run, for the records.
   std::vector<std::string> plugin_versions;
   CodeIdentity code;

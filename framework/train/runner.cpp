@@ -261,6 +261,7 @@ void Trainer::open() {
     info.data_files = data_identity(spec);
     info.parameter_kinds = counts.kinds;
     info.parameter_counts = counts.counts;
+    if (ex_.parameter_match) info.parameter_match = ex_.parameter_match->text;
     info.host = host_name();
     record_->create(dir_.run_file(), info);
   }
@@ -274,6 +275,7 @@ void Trainer::open() {
        << precision_text(spec, ex_.backend->caps()) << "; "
        << (options_.resume ? "resuming at step " + std::to_string(state_.step) : std::string("from step 0")) << " of " << steps_
        << (budget_text_.empty() ? "" : " (" + budget_text_ + ")") << "\n";
+  if (ex_.parameter_match) out_ << ex_.parameter_match->text << "\n";
   progress_.emplace(out_, options_.progress, steps_, state_.step, spec.log.every);
   process_start_ = interval_start_ = Clock::now();
   elapsed_before_ = state_.elapsed_seconds;

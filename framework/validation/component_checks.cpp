@@ -16,6 +16,7 @@
 #include "spec/spec_tree.hpp"
 #include "train/data_order.hpp"
 #include "train/experiment.hpp"
+#include "train/parameter_matching.hpp"
 #include "validation/validation.hpp"
 
 namespace ablate::validation {
@@ -76,6 +77,13 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
       if (amount && !(*amount >= 1.0 && std::isfinite(*amount)))
         errors.add(spec.marks.of(std::string("train.budget.") + name), std::string("train.budget.") + name,
                    number_text(*amount) + "; expected a number >= 1");
+  }
+  if (!spec.model.match_parameters.empty()) {  // the reference model is a spec too (matched at run time)
+    try {
+      train::reference_spec(spec, registry);
+    } catch (const UsageError& e) {
+      errors.add(spec.marks.of("model.match_parameters"), "model.match_parameters", e.what());
+    }
   }
   std::shared_ptr<PositionalEncoding> positions;
   std::shared_ptr<Attention> attention;

@@ -9,34 +9,13 @@
 #include "spec/plugin_validation.hpp"
 #include "spec/spec_tree.hpp"
 #include "train/checkpoint.hpp"
+#include "train/registry_catalog.hpp"
 #include "train/run_eval.hpp"
 
 namespace ablate::validation {
 namespace {
 
-class RegistryCatalog final : public spec::PluginCatalog {
- public:
-  explicit RegistryCatalog(const PluginRegistry& registry) : registry_(registry) {}
-
-  std::optional<std::vector<OptionDescriptor>> options(const std::string& kind, const std::string& name) const override {
-    for (const PluginDescriptor* d : registry_.list(kind))
-      if (d->name == name) return d->options;
-    return std::nullopt;
-  }
-
-  void check_not_refused(const std::string& kind, const std::string& name) const override {
-    if (const PluginProblem* p = registry_.refused(kind, name)) throw PluginError(p->message, p->hint);
-  }
-
-  std::vector<std::string> names(const std::string& kind) const override {
-    std::vector<std::string> out;
-    for (const PluginDescriptor* d : registry_.list(kind)) out.push_back(d->name);
-    return out;
-  }
-
- private:
-  const PluginRegistry& registry_;
-};
+using train::RegistryCatalog;
 
 // `run_dir`: a trained run's folder, whose stored tokenizers the task is checked with.
 LoadedSpec validated(spec::ExperimentSpec spec, const std::vector<std::string>& plugin_paths, std::ostream& err,
