@@ -152,6 +152,10 @@ void summarize(Arm& arm, const Comparison& c, const std::vector<RunSummary>& run
     arm.non_embedding_parameters = std::max(arm.non_embedding_parameters, run.non_embedding_parameters);
     if (std::isfinite(run.flops_per_token) && !(arm.flops_per_token >= run.flops_per_token))
       arm.flops_per_token = run.flops_per_token;
+    const auto budget = run.config.find("train.budget.flops");  // "null" in a tokens budget's resolved spec
+    const std::string flops_budget =
+        budget == run.config.end() || budget->second == "null" || budget->second == "~" ? std::string() : budget->second;
+    arm.flops_budget = arm.n_runs == 0 || arm.flops_budget == flops_budget ? flops_budget : std::string();
     ++arm.n_runs;
     switch (r.status) {
       case RunStatus::completed: ++arm.n_completed; break;
@@ -299,7 +303,7 @@ void add_compute_notes(Comparison& c) {
 
 // The note for `arms` (those of one size, or all) when they are further apart than the tolerance.
 void note_cost_spread(Comparison& c, const std::vector<const Arm*>& arms, const std::string& size) {
-  const auto spread = [&](const char* what, const std::function<double(const Arm&)>& value, const char* fix) {
+  const auto spread = [&](const char* what, const std::function<double(const Arm&)>& value, const std::string& fix) {
     const Arm* low = nullptr;
     const Arm* high = nullptr;
     for (const Arm* arm : arms) {
@@ -319,10 +323,16 @@ void note_cost_spread(Comparison& c, const std::vector<const Arm*>& arms, const 
       "non-embedding parameters", [](const Arm& a) { return static_cast<double>(a.non_embedding_parameters); },
       "part of any difference may be the size, not the component; match the sizes (model.match_parameters) or say "
       "so");
+  // Arms that all trained for one FLOPs budget got the same compute in different steps: said, not warned.
+  const std::string budget = arms.empty() ? std::string() : arms.front()->flops_budget;
+  const bool one_budget =
+      !budget.empty() && std::all_of(arms.begin(), arms.end(), [&](const Arm* a) { return a->flops_budget == budget; });
   spread(
       "training FLOPs per token", [](const Arm& a) { return a.flops_per_token; },
-      "equal steps are not equal compute; compare at matched compute (train.budget: {flops: F}; curves with --x "
-      "flops) or say so");
+      one_budget ? "every arm trained for the same FLOPs (train.budget.flops " + budget +
+                       "), so the compute is matched and the cheaper arms took more steps"
+                 : std::string("equal steps are not equal compute; compare at matched compute (train.budget: {flops: "
+                               "F}; curves with --x flops) or say so"));
 }
 
 void add_notes(Comparison& c) {

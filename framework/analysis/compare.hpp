@@ -140,6 +140,7 @@ struct Arm {
   // so they agree unless the data's lengths differ); -1 / NaN where no run recorded them.
   std::int64_t parameters = -1, non_embedding_parameters = -1;
   double flops_per_token = NAN;
+  std::string flops_budget;  // config "train.budget.flops" when every run of the arm has the same one, else ""
 };
 
 struct Comparison {

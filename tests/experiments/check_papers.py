@@ -130,6 +130,33 @@ def check_scale_ladder(out, ablate):
     expect(os.path.exists(os.path.join(cmp, "scaling.png")), name, "scaling.png drawn")
 
 
+def check_heads_compute(out):
+    """Equal FLOPs budgets and a parameter match: what each arm spent, not how it scored."""
+    name = "heads_compute"
+    d = os.path.join(out, name, name)
+    spent, kinds = {}, {}
+    for f in runs(out, name, name):
+        expect(text(f.attrs["status"]) == "completed", name, f"{text(f.attrs['run_id'])} completed")
+        matched = "parameter_match" in f.attrs
+        arm = (int(resolved(f, "model.attention.kv_heads")), matched)
+        t = f["metrics/train"]
+        spent[arm] = (float(t["flops"][-1]), int(t["step"][-1]), float(t["flops"][-1]) / float(t["tokens"][-1]))
+        kinds[arm] = dict(zip((text(k) for k in f.attrs["parameter_kinds"]), f.attrs["parameter_counts"]))
+        if matched:
+            expect(text(f.attrs["parameter_match"]).startswith("model.match_parameters {attention: mha}: FFN width 256 -> "),
+                   name, f"the matched arm records its width: {text(f.attrs['parameter_match'])}")
+    expect(set(spent) == {(0, False), (2, False), (1, False), (1, True)}, name, f"arms {sorted(spent)}")
+    budget = 9e10
+    for arm, (flops, steps, per_token) in sorted(spent.items()):
+        # ceil(budget / step 1's cost) steps of fixed shape: at least the budget, less than one step more
+        expect(budget <= flops < budget + per_token * 32 * 65, name, f"{arm}: spent {flops:.4g} FLOPs in {steps} steps")
+    expect(spent[(1, False)][1] > spent[(2, False)][1] > spent[(0, False)][1], name,
+           "fewer k/v heads, cheaper steps: more of them for the same FLOPs")
+    mha, mqa = kinds[(0, False)]["non_embedding"], kinds[(1, True)]["non_embedding"]
+    expect(abs(mqa - mha) / mha < 0.01, name, f"matched MQA has MHA's non-embedding parameters ({mqa} vs {mha})")
+    expect(kinds[(1, True)]["ffn"] > kinds[(0, False)]["ffn"], name, "by a wider FFN")
+
+
 def check_recipes(out):
     name = "recipes"
     for task, metric in (("lm", "test_loss"), ("mt", "test_bleu")):
@@ -154,6 +181,7 @@ def main():
     check_heads_positions(out)
     check_recipes(out)
     check_scale_ladder(out, sys.argv[2])
+    check_heads_compute(out)
 
 
 if __name__ == "__main__":

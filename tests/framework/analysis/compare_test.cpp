@@ -168,6 +168,20 @@ TEST(CompareCompute, ArmsApartInSizeOrFlopsPerTokenGetANoteNamingThem) {
       << notes;
   o.cost_tolerance = 0.2;
   EXPECT_EQ(notes_of(compare(runs, o)).find("the arms differ"), std::string::npos);
+  // One FLOPs budget for every run: the compute is matched (in different steps), said as such; a
+  // budget that differs between the runs does not count.
+  for (RunSummary& r : runs) r.config["train.budget.flops"] = "1e+12";
+  notes = notes_of(compare(runs, CompareOptions{}));
+  EXPECT_NE(notes.find("by 10.0% (post_norm: 3e+06, pre_norm: 3.3e+06; more than --cost-tolerance 5%): every arm trained "
+                       "for the same FLOPs (train.budget.flops 1e+12), so the compute is matched"),
+            std::string::npos)
+      << notes;
+  runs[0].config["train.budget.flops"] = "2e+12";
+  notes = notes_of(compare(runs, CompareOptions{}));
+  EXPECT_NE(notes.find("equal steps are not equal compute"), std::string::npos) << notes;
+  for (RunSummary& r : runs) r.config["train.budget.flops"] = "null";  // a tokens budget: no FLOPs budget
+  notes = notes_of(compare(runs, CompareOptions{}));
+  EXPECT_NE(notes.find("equal steps are not equal compute"), std::string::npos) << notes;
   for (RunSummary& r : synthetic_runs()) EXPECT_TRUE(std::isnan(r.flops_per_token));  // unknown: no note
   EXPECT_EQ(notes_of(compare(synthetic_runs(), CompareOptions{})).find("the arms differ"), std::string::npos);
 }
