@@ -161,8 +161,8 @@ std::vector<fs::path> write_reports(const Comparison& c, const fs::path& out_dir
   fs::create_directories(out_dir, ec);
   if (ec) throw Error("cannot create " + out_dir.string() + ": " + ec.message(), "pass a writable directory with --out");
   std::vector<fs::path> written;
-  const auto put = [&](const char* name, const std::string& text) {
-    write_file_atomically(out_dir / name, text);
+  const auto put = [&](const char* name, const std::string& text) {  // run files' text may be damaged
+    write_file_atomically(out_dir / name, valid_utf8(text));
     written.push_back(out_dir / name);
   };
   put("report.md", report_markdown(c));

@@ -180,9 +180,10 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   throw UsageError(args[0].starts_with("-") ? "unknown option '" + args[0] + "'" : "unknown command '" + args[0] + "'", hint);
 }
 
+// Messages may quote a damaged file's bytes: printed as valid UTF-8.
 void report(std::ostream& err, const char* kind, const std::exception& e, const std::string& hint) {
-  err << "ablate: " << kind << ": " << e.what() << "\n";
-  if (!hint.empty()) err << "  hint: " << hint << "\n";
+  err << "ablate: " << kind << ": " << valid_utf8(e.what()) << "\n";
+  if (!hint.empty()) err << "  hint: " << valid_utf8(hint) << "\n";
 }
 
 }  // namespace

@@ -53,9 +53,10 @@ SweepDefaults sweep_defaults(const std::vector<std::string>& dirs, std::ostream&
 
 void print_analysis(const analysis::Analysis& a, const std::string& format, const char* command, std::ostream& out,
                     std::ostream& err) {
-  out << (format == "latex" ? analysis::format_latex(a.comparison) : analysis::format_table(a.comparison)) << "\n";
+  // Labels and notes may quote a damaged run file's bytes: printed as valid UTF-8.
+  out << valid_utf8(format == "latex" ? analysis::format_latex(a.comparison) : analysis::format_table(a.comparison)) << "\n";
   for (const fs::path& file : a.written) out << "wrote " << file.string() << "\n";
-  for (const auto& note : a.notes) err << command << ": " << note << "\n";
+  for (const auto& note : a.notes) err << command << ": " << valid_utf8(note) << "\n";
 }
 
 int cmd_compare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iomanip>
 #include <ostream>
+#include <sstream>
 #include <thread>
 
 #include <algorithm>
@@ -171,8 +172,10 @@ int cmd_inspect(const std::vector<std::string>& args, std::ostream& out, std::os
     throw UsageError("ablate inspect: --interval " + number_text(seconds) + " is out of range; expected seconds in [0.05, 3600]",
                      "e.g. --interval 2");
   const results::RunReader run(file);
-  print_summary(out, run);
-  for (const std::string& problem : implausible(run)) out << "  warning: " << problem << "\n";
+  std::ostringstream summary;  // its names and texts come from the file: printed as valid UTF-8
+  print_summary(summary, run);
+  for (const std::string& problem : implausible(run)) summary << "  warning: " << problem << "\n";
+  out << valid_utf8(summary.str());
   if (!vm.count("follow")) return kExitOk;
 
   const auto interval = std::chrono::duration<double>(seconds);

@@ -66,7 +66,7 @@ int cmd_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
   } catch (const UsageError& e) {
     throw UsageError(std::string("ablate plot: ") + e.what(), e.hint());
   }
-  for (const std::string& note : report.notes) err << "ablate plot: " << note << "\n";
+  for (const std::string& note : report.notes) err << "ablate plot: " << valid_utf8(note) << "\n";
   for (const fs::path& f : report.written) out << "wrote " << f.string() << "\n";
   return kExitOk;
 }

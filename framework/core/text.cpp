@@ -73,6 +73,17 @@ std::size_t first_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t bad; (bad = first_invalid_utf8(s)) != std::string_view::npos; s.remove_prefix(bad + 1)) {
+    out.append(s.substr(0, bad));
+    out += "\uFFFD";
+  }
+  out.append(s);
+  return out;
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -82,7 +93,8 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
-std::string json_quote(std::string_view s) {
+std::string json_quote(std::string_view text) {
+  const std::string s = valid_utf8(text);
   std::string out = "\"";
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);

@@ -30,8 +30,11 @@ std::string hex16(std::uint64_t v);
 // forms, surrogates and code points above U+10FFFF included), or npos. (The text plugins have
 // their own decoder in plugins/common/text: plugins see only the public headers.)
 std::size_t first_invalid_utf8(std::string_view s);
+// `s` with every byte that does not start a well-formed UTF-8 sequence replaced by U+FFFD: text
+// read from a damaged file stays printable and keeps the JSON and Markdown Ablate writes valid.
+std::string valid_utf8(std::string_view s);
 
-// `s` as a JSON string literal, quotes included.
+// `s` as a JSON string literal, quotes included (invalid UTF-8 as by valid_utf8).
 std::string json_quote(std::string_view s);
 
 // The shortest text that reads back as the same double ("0.1", "1e-05"); "nan", "inf", "-inf".

@@ -36,9 +36,9 @@ class Corpus:
         return dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
 
     def run(self, args):
-        p = subprocess.run([self.ablate] + args, capture_output=True, text=True, env=self.env(), timeout=300,
+        p = subprocess.run([self.ablate] + args, capture_output=True, env=self.env(), timeout=300,
                            stdin=subprocess.DEVNULL)  # a command that reads stdin (translate, generate) sees it empty
-        return p.returncode, p.stdout + p.stderr
+        return p.returncode, decoded(p.stdout + p.stderr)
 
     def killed(self, args, sig, after, group=False):
         """Starts `ablate ARGS`, sends `sig` after `after` seconds (to its whole process group with
@@ -51,7 +51,7 @@ class Corpus:
         else:
             p.send_signal(sig)
         out = p.communicate(timeout=300)[0]
-        return p.returncode, out.decode(errors="replace")
+        return p.returncode, decoded(out)
 
     def case(self, category, name, fn):
         if self.only and self.only not in category + "/" + name:
@@ -92,8 +92,21 @@ class Corpus:
         return passed == len(self.results)
 
 
+NOT_UTF8 = "[fault corpus: the output above is not valid UTF-8]"
+
+
+def decoded(raw):
+    """What a command printed, as text; bytes that are not UTF-8 (a damaged file's, echoed) are
+    replaced and marked, and expect() fails on the mark: Ablate prints valid UTF-8 only."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return raw.decode(errors="replace") + "\n" + NOT_UTF8
+
+
 def expect(code, out, want_code, *needles):
     assert code >= 0 and code < 128, f"died by a signal (exit {code}): {out[-600:]}"
+    assert NOT_UTF8 not in out, "output is not valid UTF-8: " + out[-600:]
     assert "Sanitizer" not in out and "runtime error:" not in out, "sanitizer report: " + out[-1200:]
     assert code == want_code, f"exit {code}, expected {want_code}: {out[-600:]}"
     for n in needles:

@@ -1,5 +1,6 @@
 # Fault corpus cases (tests/faults/): damaged run files and checkpoints, unwritable or full output
 # places, and kills at random points of a run and a sweep, resumed to the uninterrupted results.
+import json
 import os
 import shutil
 import subprocess
@@ -35,8 +36,11 @@ def run_file_cases(c, trials):
             expect(code, out, code)  # no signal, no sanitizer report
             if code == 1:
                 assert d in out, "inspect's error does not name the file: " + out[-400:]
-            code, out = c.run(["compare", good, d, "--out", os.path.join(c.work, name + "_cmp")])
+            cmp = os.path.join(c.work, name + "_cmp")
+            code, out = c.run(["compare", good, d, "--out", cmp])
             expect(code, out, EXIT_OK)
+            with open(os.path.join(cmp, "summary.json"), encoding="utf-8") as f:  # whatever the damage quoted
+                json.load(f)
             if "skipping unreadable run file" in out:
                 assert "unreadable run file(s) left out" in out, "the table does not count the unreadable run: " + out[-600:]
             return None

@@ -29,6 +29,22 @@ TEST(JsonQuote, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(json_quote("line\nnext\ttab"), "\"line\\nnext\\ttab\"");
   EXPECT_EQ(json_quote(std::string("\x01", 1)), "\"\\u0001\"");
   EXPECT_EQ(json_quote("é"), "\"é\"");  // UTF-8 passes through
+  EXPECT_EQ(json_quote("sel\x90"
+                       "f"),
+            "\"sel\uFFFDf\"");  // a damaged byte: still valid JSON
+}
+
+// A damaged file's bytes in a message: every byte that starts no well-formed sequence becomes
+// U+FFFD, well-formed text (multi-byte included) is kept as it is.
+TEST(ValidUtf8, ReplacesEachBadByteAndKeepsTheRest) {
+  EXPECT_EQ(valid_utf8("plain é ∑ 𝄞"), "plain é ∑ 𝄞");
+  EXPECT_EQ(valid_utf8("sel\x90"), "sel\uFFFD");
+  EXPECT_EQ(valid_utf8("\xC3"), "\uFFFD");  // a sequence cut short
+  EXPECT_EQ(valid_utf8("a\xC0\xAF"
+                       "b"),
+            "a\uFFFD\uFFFDb");                                    // an overlong '/': both bytes
+  EXPECT_EQ(valid_utf8("\xED\xA0\x80!"), "\uFFFD\uFFFD\uFFFD!");  // a surrogate
+  EXPECT_EQ(first_invalid_utf8(valid_utf8(std::string("\xFF\xFE\x00z", 4))), std::string_view::npos);
 }
 
 TEST(Join, SeparatesItems) {
