@@ -76,7 +76,7 @@ std::vector<std::string> Task::score_names() const { return {"exact_match", "tok
 
 std::string Task::text(const std::vector<std::int32_t>&, bool) const { return {}; }
 
-std::vector<Example> Task::read_examples(const std::string& file, std::int64_t*) const {
+std::vector<Example> Task::read_examples(const std::string& file, ReadReport&) const {
   throw Error("this task reads no data files, so " + file + " cannot be evaluated",
               "evaluate a task over files (task/translation, task/language_model with file, task/classification) with --data, "
               "or use --split");

@@ -213,7 +213,8 @@ void clear_leftovers(const EvalPlace& p, const std::string& run_id, std::ostream
 // examples are encoded with the run's vocabularies (`unknown`: tokens outside them).
 struct EvalInput {
   std::vector<Example> examples;  // --data only
-  std::int64_t unknown = 0, size = 0, n = 0;
+  ReadReport read;                // --data only: the file's <unk>s, and what the task's rules left out
+  std::int64_t size = 0, n = 0;
 };
 
 EvalInput eval_input(Experiment& ex, const RunEvalOptions& options, std::ostream& out) {
@@ -221,7 +222,7 @@ EvalInput eval_input(Experiment& ex, const RunEvalOptions& options, std::ostream
   const bool data = !options.data.empty();
   if (data) {
     try {
-      in.examples = ex.task->read_examples(options.data.string(), &in.unknown);
+      in.examples = ex.task->read_examples(options.data.string(), in.read);
     } catch (const Error& e) {
       throw UsageError("--data " + options.data.string() + ": " + e.what(), e.hint());
     }
@@ -234,8 +235,16 @@ EvalInput eval_input(Experiment& ex, const RunEvalOptions& options, std::ostream
   in.n = options.limit > 0 ? std::min(options.limit, in.size) : in.size;
   if (data) {
     in.examples.resize(static_cast<std::size_t>(in.n));
-    if (in.unknown > 0)
-      out << "note: " << in.unknown << " token(s) of " << options.data.string() << " are not in the run's vocabulary (<unk>)\n";
+    if (in.read.unknown > 0)
+      out << "note: " << in.read.unknown << " token(s) of " << options.data.string()
+          << " are not in the run's vocabulary (<unk>)\n";
+    if (in.read.dropped > 0)  // a score over fewer examples than the file holds says so
+      out << "note: " << in.read.dropped << " of the " << in.read.read << " examples of " << options.data.string()
+          << " are left out by the run's task: " << (in.read.dropped_why.empty() ? "no reason given" : in.read.dropped_why)
+          << "\n";
+    if (in.read.truncated > 0)
+      out << "note: " << in.read.truncated << " of the " << in.read.read << " examples of " << options.data.string()
+          << " are cut to the run's length limit (long_examples: truncate)\n";
   }
   return in;
 }
@@ -267,8 +276,12 @@ std::string scores_json(const fs::path& run_dir, const Experiment& ex, const Tra
     << ",\n  \"checkpoint_step\": " << step
     << ",\n  \"split\": " << (data ? std::string("null") : json_quote(split_name(options.split)))
     << ",\n  \"data\": " << (data ? json_quote(options.data.string()) : std::string("null"))
-    << ",\n  \"unknown_tokens\": " << (data ? std::to_string(in.unknown) : std::string("null")) << ",\n  \"examples\": " << in.n
-    << ",\n  \"split_size\": " << in.size
+    << ",\n  \"unknown_tokens\": " << (data ? std::to_string(in.read.unknown) : std::string("null"))
+    << ",\n  \"file_examples\": " << (data ? std::to_string(in.read.read) : std::string("null"))
+    << ",\n  \"dropped_examples\": " << (data ? std::to_string(in.read.dropped) : std::string("null"))
+    << ",\n  \"dropped_why\": " << (data && in.read.dropped > 0 ? json_quote(in.read.dropped_why) : std::string("null"))
+    << ",\n  \"truncated_examples\": " << (data ? std::to_string(in.read.truncated) : std::string("null"))
+    << ",\n  \"examples\": " << in.n << ",\n  \"split_size\": " << in.size
     << ",\n  \"decoding\": " << (decoding.empty() ? std::string("null") : json_quote(decoding))
     << ",\n  \"averaged_checkpoints\": "
     << (result.averaged_steps.empty() ? std::string("null") : "[" + steps_text(result.averaged_steps) + "]")

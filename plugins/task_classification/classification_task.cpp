@@ -170,12 +170,12 @@ const ablate_text::Vocabulary& ClassificationTask::vocabulary() const {
   return units_->vocabulary();
 }
 
-std::vector<ablate::Example> ClassificationTask::read_examples(const std::string& file, std::int64_t* unknown) const {
+std::vector<ablate::Example> ClassificationTask::read_examples(const std::string& file, ablate::ReadReport& report) const {
   ReadOptions o = read_options_;
   o.max_examples = 0;
   LabelledCorpus corpus = read_labelled_tsv_file(file, o);
+  const std::int64_t long_before = corpus.dropped_long;  // those the reader dropped (the task's own tokens)
   std::vector<ablate::Example> out;
-  std::int64_t unk = 0;
   for (const LabelledText& e : corpus.examples) {
     const auto cls = std::lower_bound(labels_.begin(), labels_.end(), e.label);
     if (cls == labels_.end() || *cls != e.label) {
@@ -185,10 +185,16 @@ std::vector<ablate::Example> ClassificationTask::read_examples(const std::string
                               std::to_string(labels_.size()) + " classes [" + known + "]",
                           "a classifier scores only the labels it was trained on; check label_column, or drop such lines");
     }
-    if (std::optional<ablate::Example> x = example_of(e, static_cast<std::int32_t>(cls - labels_.begin()), corpus, &unk))
+    if (std::optional<ablate::Example> x =
+            example_of(e, static_cast<std::int32_t>(cls - labels_.begin()), corpus, &report.unknown))
       out.push_back(std::move(*x));
   }
-  if (unknown) *unknown = unk;
+  const std::int64_t empty = static_cast<std::int64_t>(corpus.examples.size() - out.size()) - (corpus.dropped_long - long_before);
+  report.dropped = corpus.dropped_long + empty;
+  report.read = static_cast<std::int64_t>(out.size()) + report.dropped;
+  report.truncated = corpus.truncated;
+  report.dropped_why =
+      ablate_text::dropped_text(corpus.dropped_long, "the text", o.max_len, empty, "no tokens from task.tokenizer");
   return out;
 }
 

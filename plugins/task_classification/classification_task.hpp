@@ -52,7 +52,7 @@ class ClassificationTask final : public ablate::Task {
   // The examples of another labelled TSV file of the same columns (`ablate eval --data`): the
   // texts read, filtered and encoded as the task's own (<unk> counted), each label mapped to its
   // class. Throws ablate::Error naming FILE:LINE for a bad line or a label the run has no class for.
-  std::vector<ablate::Example> read_examples(const std::string& file, std::int64_t* unknown) const override;
+  std::vector<ablate::Example> read_examples(const std::string& file, ablate::ReadReport& report) const override;
 
   // Class id -> label: the distinct labels of the kept examples, sorted byte-wise.
   const std::vector<std::string>& labels() const { return labels_; }

@@ -175,7 +175,7 @@ std::vector<std::int32_t> ShardLanguageModel::encode(const std::string& text, bo
   return settings_.tokenizer->encode(text, unknown);
 }
 
-std::vector<ablate::Example> ShardLanguageModel::read_examples(const std::string& file, std::int64_t* /*unknown*/) const {
+std::vector<ablate::Example> ShardLanguageModel::read_examples(const std::string& file, ablate::ReadReport& /*report*/) const {
   fail("cannot read " + file + " as new examples: a shard-mode task reads token shards, not text files",
        "tokenize the text into a shard with `ablate tokenize --tokenizer-file RUN/tokenizer-text.bin`, and evaluate a spec "
        "whose eval_shards or test_shards names it");

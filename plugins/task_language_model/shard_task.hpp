@@ -46,7 +46,7 @@ class ShardLanguageModel final : public ablate::Task {
   // With the shards' tokenizer: its text and encoding; without one the ids have no text ("").
   std::string text(const std::vector<std::int32_t>& tokens, bool target) const override;
   std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const override;
-  std::vector<ablate::Example> read_examples(const std::string& file, std::int64_t* unknown) const override;
+  std::vector<ablate::Example> read_examples(const std::string& file, ablate::ReadReport& report) const override;
 
   // A run of consecutive tokens of one shard: `tokens` from token `first`.
   struct Stretch {

@@ -29,6 +29,25 @@ std::vector<std::string> checked_lines(const std::string& file) {
   return lines;
 }
 
+// The file's token stream cut into windows of `context` (the examples a language model scores);
+// the tokens after the last whole window (a partial window; `cut` of them already cut by the
+// reader) are left out, and said so in `report`.
+std::vector<ablate::Example> windows_of(const std::vector<std::int32_t>& ids, std::int64_t context, ablate::ReadReport& report,
+                                        std::int64_t cut = 0) {
+  const std::int64_t windows = static_cast<std::int64_t>(ids.size()) / context;
+  std::vector<ablate::Example> out(static_cast<std::size_t>(windows));
+  for (std::int64_t w = 0; w < windows; ++w)
+    out[static_cast<std::size_t>(w)].tgt.assign(ids.begin() + w * context, ids.begin() + (w + 1) * context);
+  const std::int64_t left = static_cast<std::int64_t>(ids.size()) - windows * context + cut;
+  report.read = windows + (left > 0 ? 1 : 0);  // the file's windows, the last one partial
+  if (left > 0) {
+    report.dropped = 1;
+    report.dropped_why = "the last " + std::to_string(left) + " tokens, fewer than a window of context " +
+                         std::to_string(context) + " (a language model scores whole windows)";
+  }
+  return out;
+}
+
 }  // namespace
 
 TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s), tokenizer_(s.tokenizer) {
@@ -194,31 +213,22 @@ std::int64_t TextLanguageModel::line_of(ablate::Split split, std::int64_t index)
   return window_lines_[static_cast<std::size_t>(window_of(split, index))];
 }
 
-std::vector<ablate::Example> TextLanguageModel::read_examples(const std::string& file, std::int64_t* unknown) const {
+std::vector<ablate::Example> TextLanguageModel::read_examples(const std::string& file, ablate::ReadReport& report) const {
   if (settings_.tokenizer) {  // every line encoded as the task's lines are, the stream cut into windows
     std::vector<std::int32_t> ids;
-    std::int64_t unk = 0;
     for (const std::string& line : checked_lines(file)) {
       std::int64_t u = 0;
       const std::vector<std::int32_t> e = tokenizer_->encode(line, &u);
       ids.insert(ids.end(), e.begin(), e.end());
-      unk += u;
+      report.unknown += u;
     }
-    const std::int64_t context = settings_.stream.context, windows = static_cast<std::int64_t>(ids.size()) / context;
-    std::vector<ablate::Example> out(static_cast<std::size_t>(windows));
-    for (std::int64_t w = 0; w < windows; ++w)
-      out[static_cast<std::size_t>(w)].tgt.assign(ids.begin() + w * context, ids.begin() + (w + 1) * context);
-    if (unknown) *unknown = unk;
-    return out;
+    return windows_of(ids, settings_.stream.context, report);
   }
   StreamOptions o = settings_.stream;
   o.max_examples = 0;
-  const std::vector<std::int32_t> ids = vocabulary_ids(read_token_stream_file(file, o));
-  const std::int64_t context = o.context, windows = static_cast<std::int64_t>(ids.size()) / context;
-  std::vector<ablate::Example> out(static_cast<std::size_t>(windows));
-  for (std::int64_t w = 0; w < windows; ++w)
-    out[static_cast<std::size_t>(w)].tgt.assign(ids.begin() + w * context, ids.begin() + (w + 1) * context);
-  if (unknown) *unknown = std::count(ids.begin(), ids.begin() + windows * context, Vocabulary::kUnk);
+  const TokenStream stream = read_token_stream_file(file, o);
+  std::vector<ablate::Example> out = windows_of(vocabulary_ids(stream), o.context, report, stream.dropped_tokens);
+  for (const ablate::Example& e : out) report.unknown += std::count(e.tgt.begin(), e.tgt.end(), Vocabulary::kUnk);
   return out;
 }
 

@@ -57,7 +57,7 @@ class TextLanguageModel final : public ablate::Task {
   std::int64_t size_at_length(ablate::Split split, std::int64_t length) const override;
   ablate::Example example_at_length(ablate::Split split, std::int64_t index, std::int64_t length) const override;
   // Another text file cut into windows of `context` tokens as the task's file is (every window).
-  std::vector<ablate::Example> read_examples(const std::string& file, std::int64_t* unknown) const override;
+  std::vector<ablate::Example> read_examples(const std::string& file, ablate::ReadReport& report) const override;
   // The text tokenized as the file was (one vocabulary: `target` does not matter).
   std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const override;
 

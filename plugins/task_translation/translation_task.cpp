@@ -209,15 +209,18 @@ const ablate_text::Vocabulary& TranslationTask::target_vocabulary() const {
   return tgt_units_->vocabulary();
 }
 
-std::vector<ablate::Example> TranslationTask::read_examples(const std::string& file, std::int64_t* unknown) const {
+std::vector<ablate::Example> TranslationTask::read_examples(const std::string& file, ablate::ReadReport& report) const {
   CorpusOptions o = corpus_options_;
   o.max_examples = 0;
   Corpus corpus = read_parallel_tsv_file(file, o);
   std::vector<ablate::Example> out;
-  std::int64_t unk = 0;
   for (const TokenizedPair& p : corpus.pairs)
-    if (std::optional<ablate::Example> e = example_of(p, corpus, &unk)) out.push_back(std::move(*e));
-  if (unknown) *unknown = unk;
+    if (std::optional<ablate::Example> e = example_of(p, corpus, &report.unknown)) out.push_back(std::move(*e));
+  report.read = static_cast<std::int64_t>(out.size()) + corpus.dropped_empty + corpus.dropped_long;
+  report.dropped = corpus.dropped_empty + corpus.dropped_long;
+  report.truncated = corpus.truncated;
+  report.dropped_why = ablate_text::dropped_text(corpus.dropped_long, "a side", o.max_len, corpus.dropped_empty,
+                                                 "a side empty after tokenization");
   return out;
 }
 

@@ -42,7 +42,7 @@ class TranslationTask final : public ablate::Task {
   std::vector<std::string> score_names() const override;
   std::string text(const std::vector<std::int32_t>& tokens, bool target) const override;
   // Pairs of another TSV file read as the task's file is (tokenizers, max_len rule; every pair kept).
-  std::vector<ablate::Example> read_examples(const std::string& file, std::int64_t* unknown) const override;
+  std::vector<ablate::Example> read_examples(const std::string& file, ablate::ReadReport& report) const override;
   std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const override {
     return side(target).encode(text, unknown);
   }

@@ -1,5 +1,6 @@
 # Fault corpus cases (tests/faults/), trust round 3: a trained run's files never mislabelled or
 # half-written, every option refusing what it cannot use, and refusals in clear words.
+import json
 import os
 import shutil
 import struct
@@ -344,6 +345,20 @@ def trust3_cases(c):
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
         f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8))
     clear("yaml_alias_bomb", lambda: ["validate", c.spec("t3_bomb", bomb)], "once its aliases (*name) are expanded")
+    def eval_data_says_what_it_left_out():  # a score over fewer examples than the file holds says so
+        d = text_run("translate")
+        data_file = os.path.join(c.work, "t3_long_pairs.tsv")
+        with open(data_file, "w") as f:
+            f.write("i am a student .\t我是学生。\n" + "student " * 300 + "\t我是学生。\n")
+        code, out = c.run(["eval", d, "--data", data_file])
+        expect(code, out, EXIT_OK, "1 of the 2 examples of " + data_file + " are left out by the run's task",
+               "longer than max_len")
+        with open(os.path.join(d, "evals", "t3_long_pairs", "scores.json")) as f:
+            s = json.load(f)
+        assert (s["file_examples"], s["dropped_examples"], s["examples"]) == (2, 1, 1), f"scores.json: {s}"
+        assert "longer than max_len" in s["dropped_why"], s["dropped_why"]
+        return None
+    c.case("clear", "eval_data_reports_the_examples_it_left_out", eval_data_says_what_it_left_out)
     clear("eval_data_directory", lambda: ["eval", runs[1], "--data", c.work], "is a directory")
     clear("eval_data_dev_zero", lambda: ["eval", runs[1], "--data", "/dev/zero"], "is not a regular file")
     clear("translate_input_directory", lambda: ["translate", runs[1], "--input", c.work], "--input", "is a directory")

@@ -12,7 +12,7 @@ namespace ablate {
 // meaning; not for a field appended to a capabilities struct (docs/writing-plugins.md, "Keeping
 // the API stable", says what does and does not bump it). PluginInfo keeps `api_version` and
 // `abi_tag` as its first two fields forever, so the host can read them from a plugin of any version.
-inline constexpr std::uint32_t kPluginApiVersion = 16;  // 2: Task::score_names, Task::text, Split::Test
+inline constexpr std::uint32_t kPluginApiVersion = 17;  // 2: Task::score_names, Task::text, Split::Test
                                                         // 3: TaskType::Classification, TaskInfo::num_classes
                                                         // 4: PositionalEncoding::max_positions
                                                         // 5: Backend::supports, rope; kind "attention",
@@ -39,6 +39,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 16;  // 2: Task::score_names,
                                                         // 15: subword sampling: Tokenizer::samples and
                                                         //    encode_sampled, Task::train_example
                                                         // 16: Graph::add_flops/flops (compute accounting)
+                                                        // 17: Task::read_examples reports a ReadReport (what
+                                                        //    the length rules dropped or cut)
 
 }  // namespace ablate
 

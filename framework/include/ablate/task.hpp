@@ -68,6 +68,16 @@ struct TaskContext {
   std::function<std::shared_ptr<Tokenizer>(const std::string& role, const std::string& file)> stored_tokenizer;
 };
 
+// What Task::read_examples says of a file besides its examples, so that a score is never over
+// fewer examples than the file holds without saying so. The host passes it value-initialised.
+struct ReadReport {
+  std::int64_t unknown = 0;    // tokens outside the run's vocabularies, read as <unk>
+  std::int64_t read = 0;       // examples the file holds (its lines or pairs; a language model's windows)
+  std::int64_t dropped = 0;    // of those, left out by the task's rules: why in `dropped_why`
+  std::string dropped_why;     // "a side longer than max_len 20 tokens (long_examples: filter)"
+  std::int64_t truncated = 0;  // kept, cut to fit the length rule
+};
+
 class BOOST_SYMBOL_VISIBLE Task : public Component {
  public:
   static constexpr const char* kKind = "task";
@@ -113,9 +123,10 @@ class BOOST_SYMBOL_VISIBLE Task : public Component {
   virtual std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const;
   // Examples read from another file in the task's own format (a new test set for `ablate eval
   // --data`), tokenized as the task's data and encoded with its vocabularies: <unk> for what they
-  // lack, counted into `unknown` (when not null). Throws ablate::Error naming FILE:LINE for a bad
-  // line. Default: throws ablate::Error (the task reads no files).
-  virtual std::vector<Example> read_examples(const std::string& file, std::int64_t* unknown) const;
+  // lack. `report` receives the <unk> count, how many examples the file held, and how many the
+  // task's rules (a length limit) left out or cut, and why. Throws ablate::Error naming FILE:LINE
+  // for a bad line. Default: throws ablate::Error (the task reads no files).
+  virtual std::vector<Example> read_examples(const std::string& file, ReadReport& report) const;
 };
 
 // Pads to the longest example in the batch; throws ablate::Error on an empty batch.

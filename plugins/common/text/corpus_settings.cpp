@@ -8,6 +8,16 @@
 
 namespace ablate_text {
 
+std::string dropped_text(std::int64_t too_long, const std::string& what, std::int64_t max_len, std::int64_t empty,
+                         const std::string& empty_what) {
+  std::string out;
+  if (too_long > 0)
+    out = std::to_string(too_long) + " with " + what + " longer than max_len " + std::to_string(max_len) +
+          " tokens (long_examples: filter; truncate would keep them, cut to " + std::to_string(max_len) + ")";
+  if (empty > 0) out += (out.empty() ? "" : ", ") + std::to_string(empty) + " with " + empty_what;
+  return out;
+}
+
 CorpusSettings corpus_settings(const ablate::Options& o, std::string_view plugin, std::string_view unit) {
   CorpusSettings s;
   s.max_examples = o.get_int("max_examples");

@@ -48,6 +48,13 @@ bool fit_max_len(std::int64_t max_len, LongExamples rule, std::int64_t& dropped_
   return true;
 }
 
+// Why examples of a file were left out (ablate::ReadReport::dropped_why): "5 with a side longer
+// than max_len 20 tokens (long_examples: filter; truncate would keep them, cut to 20), 2 with a
+// side empty after tokenization"; `what` names the sequence ("a side", "the text"), `empty_what`
+// the empty case. "" when nothing was dropped.
+std::string dropped_text(std::int64_t too_long, const std::string& what, std::int64_t max_len, std::int64_t empty,
+                         const std::string& empty_what);
+
 // Whether option `info` holds a value other than its declared default (an explicit default is not
 // a setting): how a task finds options that do not apply in the mode it runs in.
 bool differs_from_default(const ablate::Options& o, const ablate::OptionInfo& info);

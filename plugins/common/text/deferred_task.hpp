@@ -42,8 +42,8 @@ class BOOST_SYMBOL_VISIBLE DeferredTask final : public ablate::Task {
   std::vector<std::int32_t> encode(const std::string& text, bool target, std::int64_t* unknown) const override {
     return task().encode(text, target, unknown);
   }
-  std::vector<ablate::Example> read_examples(const std::string& file, std::int64_t* unknown) const override {
-    return task().read_examples(file, unknown);
+  std::vector<ablate::Example> read_examples(const std::string& file, ablate::ReadReport& report) const override {
+    return task().read_examples(file, report);
   }
 
   // The task built (by prepare, or now with no tokenizer).

@@ -282,25 +282,39 @@ TEST_F(ClassificationTaskTest, ReadExamplesEncodesAnotherFileWithTheTasksVocabul
       out << line[0] << "\t" << line[1] << "\n";
     }
     out << "zzzqqq " << lines[1][0] << "\t" << lines[1][1] << "\n";  // a word no split has
+    std::string long_text;                                           // 70 words: past max_len 64
+    for (int w = 0; w < 70; ++w) long_text += "word ";
+    out << long_text << "\t" << lines[1][1] << "\n";
   }
-  std::int64_t unknown = -1;
-  const std::vector<ablate::Example> got = t->read_examples(file.string(), &unknown);
+  ablate::ReadReport report;
+  const std::vector<ablate::Example> got = t->read_examples(file.string(), report);
   ASSERT_EQ(got.size(), static_cast<std::size_t>(t->size(Split::Eval)) + 1);
+  // The file holds one more, which the length rule left out: counted, and why.
+  EXPECT_EQ(report.read, t->size(Split::Eval) + 2);
+  EXPECT_EQ(report.dropped, 1);
+  EXPECT_EQ(report.truncated, 0);
+  EXPECT_EQ(report.dropped_why,
+            "1 with the text longer than max_len 64 tokens (long_examples: filter; truncate would keep them, cut to 64)");
   for (std::int64_t i = 0; i < t->size(Split::Eval); ++i) {
     const ablate::Example want = t->example(Split::Eval, i);
     EXPECT_EQ(got[static_cast<std::size_t>(i)].src, want.src) << i;
     EXPECT_EQ(got[static_cast<std::size_t>(i)].tgt, want.tgt) << i;
   }
   EXPECT_EQ(got.back().src.front(), ablate_text::Vocabulary::kUnk);
-  EXPECT_GE(unknown, 1);
+  EXPECT_GE(report.unknown, 1);
+  ablate::ReadReport cut;  // truncate keeps it, cut to max_len
+  const auto truncating = sentiment({{"long_examples", "truncate"}});
+  EXPECT_EQ(truncating->read_examples(file.string(), cut).size(), static_cast<std::size_t>(t->size(Split::Eval)) + 2);
+  EXPECT_EQ(cut.dropped, 0);
+  EXPECT_EQ(cut.truncated, 1);
 
   std::ofstream(dir.path() / "new_label.tsv") << "a fine day\tpositive\nan odd day\tsurprised\n";
-  const std::string e = error_of([&] { t->read_examples((dir.path() / "new_label.tsv").string(), nullptr); });
+  const std::string e = error_of([&] { t->read_examples((dir.path() / "new_label.tsv").string(), report); });
   EXPECT_NE(e.find("new_label.tsv:2: label 'surprised' is not one of the run's 3 classes [negative, neutral, positive]"),
             std::string::npos)
       << e;
   std::ofstream(dir.path() / "no_tab.tsv") << "no label here\n";
-  EXPECT_NE(error_of([&] { t->read_examples((dir.path() / "no_tab.tsv").string(), nullptr); }).find("no_tab.tsv:1"),
+  EXPECT_NE(error_of([&] { t->read_examples((dir.path() / "no_tab.tsv").string(), report); }).find("no_tab.tsv:1"),
             std::string::npos);
 }
 

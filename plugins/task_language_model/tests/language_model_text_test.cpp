@@ -208,6 +208,25 @@ TEST_F(LanguageModelTextTask, WindowsAreTheFileCutInOrder) {
   EXPECT_THROW(t->example(Split::Eval, t->size(Split::Eval)), ablate::Error);
 }
 
+// `ablate eval --data`: a new file cut into the run's windows; the partial window at its end is
+// left out and said to be (ReadReport), its tokens counted.
+TEST_F(LanguageModelTextTask, ReadExamplesCutsWholeWindowsAndReportsThePartialOne) {
+  const auto t = fable();
+  const std::string text = file_text(kFable).substr(0, 32 * 3 + 5);  // 3 windows and 5 tokens
+  ablate::ReadReport report;
+  const std::vector<ablate::Example> got = t->read_examples(write("new.txt", text), report);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(t->text(got[2].tgt, true), text.substr(64, 32));
+  EXPECT_EQ(report.read, 4);
+  EXPECT_EQ(report.dropped, 1);
+  EXPECT_EQ(report.dropped_why, "the last 5 tokens, fewer than a window of context 32 (a language model scores whole windows)");
+  ablate::ReadReport whole;
+  EXPECT_EQ(t->read_examples(write("whole.txt", text.substr(0, 64)), whole).size(), 2u);
+  EXPECT_EQ(whole.read, 2);
+  EXPECT_EQ(whole.dropped, 0);
+  EXPECT_EQ(whole.dropped_why, "");
+}
+
 // The default split: train is the text's first 107 windows, eval the next 7, test the last 7, each
 // in file order, so a held-out window never sits between training windows.
 TEST_F(LanguageModelTextTask, ContiguousSplitHoldsOutTheEndOfTheTextInOrder) {

@@ -229,6 +229,21 @@ TEST_F(RunEvalTest, DataFileInTheTasksFormatScoresAsTheSameExamplesDo) {
   r = run_cli({"eval", run.string(), "--data", (dir_ / "unknown.tsv").string()});
   ASSERT_EQ(r.code, cli::kExitOk) << r.err;
   EXPECT_NE(r.out.find("1 token(s) of"), std::string::npos) << r.out;
+  {  // a pair past the run's length rule: scored on one example of two, and said so
+    std::string long_source;
+    for (int w = 0; w < 200; ++w) long_source += "student ";
+    std::ofstream(dir_ / "long.tsv") << "i am a student .\t我是学生。\n" << long_source << "\t我是学生。\n";
+  }
+  r = run_cli({"eval", run.string(), "--data", (dir_ / "long.tsv").string()});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  EXPECT_NE(r.out.find("note: 1 of the 2 examples of " + (dir_ / "long.tsv").string() +
+                       " are left out by the run's task: 1 with a side longer than max_len"),
+            std::string::npos)
+      << r.out;
+  const std::string long_scores = slurp(run / "evals" / "long" / "scores.json");
+  for (const char* field : {"\"file_examples\": 2", "\"dropped_examples\": 1", "\"examples\": 1", "\"truncated_examples\": 0"})
+    EXPECT_NE(long_scores.find(field), std::string::npos) << field << "\n" << long_scores;
+  EXPECT_NE(split.find("\"dropped_examples\": null"), std::string::npos) << split;
   std::ofstream(dir_ / "bad.tsv") << "no tab on this line\n";
   r = run_cli({"eval", run.string(), "--data", (dir_ / "bad.tsv").string()});
   EXPECT_EQ(r.code, cli::kExitUsage);
