@@ -80,12 +80,14 @@ Parameter& ParameterStore::add(const std::string& name, const Shape& shape, cons
   Parameter& p = params_.emplace_back();
   p.name = name;
   p.value = backend_.empty(shape, DType::F32);
-  const std::vector<float> values = init_values(init, shape, seed, name);
-  backend_.copy_from_host(p.value, values.data());
   p.grad = backend_.empty(shape, DType::F32);
-  backend_.fill(p.grad, 0.0f);
   p.compute = compute_ == DType::F32 ? p.value : backend_.empty(shape, compute_);
-  if (compute_ != DType::F32) backend_.cast(p.compute, p.value);
+  if (backend_.caps().computes) {  // a dry build (train/shape_backend.hpp) initialises nothing
+    const std::vector<float> values = init_values(init, shape, seed, name);
+    backend_.copy_from_host(p.value, values.data());
+    backend_.fill(p.grad, 0.0f);
+    if (compute_ != DType::F32) backend_.cast(p.compute, p.value);
+  }
   index_[name] = &p;
   packed_ = {};  // the next packed() packs again, this one included
   return p;

@@ -150,7 +150,7 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
   }
   model::ModelConfig config = model_config(spec, task_info);
   if (!spec.model.match_parameters.empty()) {  // the FFN width that matches the reference's size
-    parameter_match = match_parameters(spec, registry, *backend, task_info);
+    parameter_match = match_parameters(spec, registry, task_info);
     config.dims.d_ff = parameter_match->d_ff;
   }
   store = std::make_unique<ParameterStore>(*backend, compute);

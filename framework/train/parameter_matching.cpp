@@ -11,6 +11,7 @@
 #include "train/compute.hpp"
 #include "train/experiment.hpp"
 #include "train/registry_catalog.hpp"
+#include "train/shape_backend.hpp"
 
 namespace ablate::train {
 namespace {
@@ -50,16 +51,16 @@ spec::ExperimentSpec reference_spec(const spec::ExperimentSpec& spec, const Plug
 }
 
 std::int64_t non_embedding_parameters(const spec::ExperimentSpec& spec, std::int64_t d_ff, const PluginRegistry& registry,
-                                      Backend& backend, const TaskInfo& task) {
+                                      const TaskInfo& task) {
   model::ModelConfig config = model_config(spec, task);
   config.dims.d_ff = d_ff;
-  ParameterStore store(backend, DType::F32);
+  ShapeBackend shapes;
+  ParameterStore store(shapes, DType::F32);
   const model::Transformer model(config, component_factory(spec, registry), store, static_cast<std::uint64_t>(spec.train.seed));
   return count_parameters(store).of("non_embedding");
 }
 
-ParameterMatch match_parameters(const spec::ExperimentSpec& spec, const PluginRegistry& registry, Backend& backend,
-                                const TaskInfo& task) {
+ParameterMatch match_parameters(const spec::ExperimentSpec& spec, const PluginRegistry& registry, const TaskInfo& task) {
   const std::string where = spec.marks.of("model.match_parameters").str() + ": model.match_parameters: ";
   spec::ExperimentSpec ref;
   try {
@@ -68,11 +69,11 @@ ParameterMatch match_parameters(const spec::ExperimentSpec& spec, const PluginRe
     throw UsageError(where + e.what(), e.hint());
   }
   ParameterMatch m;
-  m.reference = non_embedding_parameters(ref, ref.model.d_ff, registry, backend, task);
+  m.reference = non_embedding_parameters(ref, ref.model.d_ff, registry, task);
   std::map<std::int64_t, std::int64_t> seen;  // width -> count: each candidate is built once
   const auto count = [&](std::int64_t f) {
     const auto it = seen.find(f);
-    return it != seen.end() ? it->second : seen[f] = non_embedding_parameters(spec, f, registry, backend, task);
+    return it != seen.end() ? it->second : seen[f] = non_embedding_parameters(spec, f, registry, task);
   };
   // The count grows with the width (about linearly): a secant from d_ff and 2 d_ff estimates the
   // width, a bracket around the estimate is widened until it holds the reference, and bisection

@@ -17,6 +17,7 @@
 #include "train/data_order.hpp"
 #include "train/experiment.hpp"
 #include "train/parameter_matching.hpp"
+#include "train/shape_backend.hpp"
 #include "validation/validation.hpp"
 
 namespace ablate::validation {
@@ -31,6 +32,31 @@ struct MemoryEstimate {
   long double data_bytes = 0;  // the train split's order: one index (8 bytes) per example, unless permuted without a table
   long double total() const { return parameter_bytes + activation_bytes + data_bytes; }
 };
+// The model built as a run builds it, its plugins' build code included, on a backend that
+// allocates nothing (train/shape_backend.hpp): what a component refuses at build (a relative-bias
+// table of 0 buckets, a gated FFN of hidden -1) is a spec error here, not at the run's start, and
+// the parameters are counted (a gated FFN's own width, a bias table's size), not estimated. The
+// count, or nothing when the build failed (the problem is added to `errors`).
+std::optional<std::int64_t> dry_build(const spec::ExperimentSpec& spec, const PluginRegistry& registry, const TaskInfo& task,
+                                      spec::SpecErrors& errors) {
+  try {
+    model::ModelConfig config = train::model_config(spec, task);
+    if (!spec.model.match_parameters.empty()) config.dims.d_ff = train::match_parameters(spec, registry, task).d_ff;
+    train::ShapeBackend shapes;
+    ParameterStore store(shapes, DType::F32);
+    const model::Transformer model(config, train::component_factory(spec, registry), store,
+                                   static_cast<std::uint64_t>(spec.train.seed));
+    return store.numel();
+  } catch (const std::exception& ex) {
+    const std::string what = ex.what();
+    const auto* error = dynamic_cast<const Error*>(&ex);
+    errors.add(spec.marks.of("model"), "model",
+               "the model cannot be built with these settings: " + what +
+                   (error && !error->hint().empty() ? " (" + error->hint() + ")" : std::string()));
+    return std::nullopt;
+  }
+}
+
 MemoryEstimate estimate_memory(const spec::ExperimentSpec& spec, const TaskInfo& task, std::int64_t train_examples) {
   const spec::ModelSpec& m = spec.model;
   const long double D = static_cast<long double>(m.d_model), F = static_cast<long double>(m.d_ff);
@@ -167,7 +193,13 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
                      "); expected a limit of at least " + std::to_string(need));
     const long double memory = train::physical_memory_bytes();
     const std::int64_t train_examples = plugin_call(*task, "size", [&] { return task->size(Split::Train); });
-    const MemoryEstimate e = estimate_memory(spec, info, train_examples);
+    MemoryEstimate e = estimate_memory(spec, info, train_examples);
+    if (errors.empty() && e.parameters < 1e15L) {  // no problem yet, counts that cannot overflow: built dry
+      if (const std::optional<std::int64_t> counted = dry_build(spec, registry, info, errors)) {
+        e.parameters = static_cast<long double>(*counted);
+        e.parameter_bytes = 16 * e.parameters;
+      }
+    }
     if (memory > 0 && e.total() > memory) {
       std::ostringstream params;
       params << std::setprecision(3) << e.parameters;

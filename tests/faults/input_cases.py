@@ -88,6 +88,18 @@ def spec_cases(c):
         refused(name, ["model.heads=1", "model.d_model=" + value], "model: training this model needs about",
                 "of memory; expected a smaller model.d_model")
     refused("vocab_size_2p63", ["task.vocab_size=9223372036854775807"], "model: training this model needs about")
+    # what a component refuses only when the model is built: validate builds it dry (nothing
+    # allocated), so these are spec errors before anything runs, and sizes are counted, not guessed
+    t5 = "model.positional_encoding={plugin: t5_relative_bias, buckets: %s, max_distance: %s}"
+    for name, buckets, distance in (("t5_buckets_0", "0", "128"), ("t5_buckets_1e12", "1000000000000", "128"),
+                                    ("t5_max_distance_negative", "32", "-5"), ("t5_max_distance_0", "32", "0")):
+        refused(name, [t5 % (buckets, distance)], "model: the model cannot be built with these settings",
+                "t5_relative_bias in", "buckets " + buckets + ", max_distance " + distance)
+    refused("swiglu_hidden_negative", ["model.ffn={plugin: swiglu, hidden: -1}"],
+            "model: the model cannot be built with these settings", "ffn/swiglu", "hidden -1")
+    refused("swiglu_of_d_ff_1", ["model.ffn=swiglu", "model.d_ff=1"], "model: the model cannot be built", "d_ff 1")
+    refused("swiglu_hidden_1e12", ["model.ffn={plugin: swiglu, hidden: 1000000000000}"],
+            "model: training this model needs about", "of memory")
     refused("eval_metrics_empty", ["eval.metrics=[]"], "eval.metrics: [] is empty; expected at least one of")
     for bad in (".", ".."):
         refused("name_" + {".": "dot", "..": "dotdot"}[bad], ["name=" + bad], "name: '" + bad + "' is not a valid name")

@@ -204,6 +204,9 @@ struct BackendCaps {
                                  // (e.g. "f32 arithmetic on bf16-rounded values")
   bool deterministic = true;     // current mode gives bit-identical results run to run
   int threads = 1;               // CPU threads used
+  bool computes = true;          // false: tensors have shapes but no memory and ops do nothing (the
+                                 // host's dry build of a model, to count and check it; a
+                                 // ParameterStore then initialises nothing)
 };
 
 class BOOST_SYMBOL_VISIBLE Backend : public Component {

@@ -11,6 +11,7 @@
 #include "framework/core/backend_fixture.hpp"
 #include "framework/model/model_test_util.hpp"
 #include "results/run_file.hpp"
+#include "train/shape_backend.hpp"
 
 namespace ablate::train {
 namespace {
@@ -79,6 +80,26 @@ TEST(ComputeParameters, KindsAddUpToTheStoreAndFollowTheShapes) {
   EXPECT_EQ(counts.of("non_embedding"), counts.of("total") - v * d - 32 * d);
   EXPECT_EQ(counts.kinds[0], "total");
   EXPECT_EQ(counts.kinds[1], "non_embedding");
+}
+
+// The dry build (train/shape_backend.hpp): a model built on the ShapeBackend has the parameters of
+// a real build, name for name and shape for shape, and their bytes counted (value and gradient,
+// f32), with nothing allocated or computed.
+TEST(ComputeParameters, ADryBuildHasTheRealBuildsParametersAndAllocatesNothing) {
+  model::ModelConfig c = mt::tiny(Arch::EncoderDecoder);
+  const mt::Built real = mt::build(reference_backend(), c, "pre_norm", "rotary", "swiglu", 7, {{"kv_heads", "1"}});
+  ShapeBackend shapes;
+  const mt::Built dry = mt::build(shapes, c, "pre_norm", "rotary", "swiglu", 7, {{"kv_heads", "1"}});
+  EXPECT_FALSE(shapes.caps().computes);
+  const std::vector<Parameter*> a = real.store->all(), b = dry.store->all();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i]->name, b[i]->name);
+    EXPECT_EQ(a[i]->value.shape(), b[i]->value.shape()) << a[i]->name;
+    EXPECT_EQ(b[i]->value.raw(), nullptr) << b[i]->name;  // no memory behind it
+  }
+  EXPECT_EQ(count_parameters(*dry.store).counts, count_parameters(*real.store).counts);
+  EXPECT_GE(shapes.bytes(), 2 * 4 * dry.store->numel());  // values and gradients at least
 }
 
 TEST(ComputeParameters, KindFromTheScopeName) {
