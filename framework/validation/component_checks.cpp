@@ -34,9 +34,10 @@ struct MemoryEstimate {
 };
 // The model built as a run builds it, its plugins' build code included, on a backend that
 // allocates nothing (train/shape_backend.hpp): what a component refuses at build (a relative-bias
-// table of 0 buckets, a gated FFN of hidden -1) is a spec error here, not at the run's start, and
-// the parameters are counted (a gated FFN's own width, a bias table's size), not estimated. The
-// count, or nothing when the build failed (the problem is added to `errors`).
+// table of 0 buckets, a gated FFN of hidden -1) is refused here, before anything runs, with the
+// run's own error (a PluginFault: exit 3, as the run would), and the parameters are counted (a
+// gated FFN's own width, a bias table's size), not estimated. The count, or nothing when the
+// host refused the model (model.match_parameters: the problem is added to `errors`).
 std::optional<std::int64_t> dry_build(const spec::ExperimentSpec& spec, const PluginRegistry& registry, const TaskInfo& task,
                                       spec::SpecErrors& errors) {
   try {
@@ -47,12 +48,12 @@ std::optional<std::int64_t> dry_build(const spec::ExperimentSpec& spec, const Pl
     const model::Transformer model(config, train::component_factory(spec, registry), store,
                                    static_cast<std::uint64_t>(spec.train.seed));
     return store.numel();
-  } catch (const std::exception& ex) {
-    const std::string what = ex.what();
-    const auto* error = dynamic_cast<const Error*>(&ex);
+  } catch (const PluginError&) {
+    throw;  // a component's own refusal or fault, as the run reports it
+  } catch (const Error& e) {
     errors.add(spec.marks.of("model"), "model",
-               "the model cannot be built with these settings: " + what +
-                   (error && !error->hint().empty() ? " (" + error->hint() + ")" : std::string()));
+               std::string("the model cannot be built with these settings: ") + e.what() +
+                   (e.hint().empty() ? std::string() : " (" + e.hint() + ")"));
     return std::nullopt;
   }
 }

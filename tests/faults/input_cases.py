@@ -60,19 +60,19 @@ def plugin_file_cases(c):
 # ---- what can be known before training is a spec error (exit 2) of `validate` and of `run`,
 # naming the keys, with no run directory left behind
 def spec_cases(c):
-    def refused(name, sets, *needles, text=TINY, run=True):
+    def refused(name, sets, *needles, text=TINY, run=True, want=EXIT_USAGE):
         def fn():
             spec = c.spec(name, text)
             args = []
             for s in sets:
                 args += ["--set", s]
             code, out = c.run(["validate", spec] + args)
-            expect(code, out, EXIT_USAGE, *needles)
+            expect(code, out, want, *needles)
             if not run:  # `ablate run` trains the base configuration only
                 return None
             out_dir = os.path.join(c.work, name)
             code, out = c.run(["run", spec, "--out", out_dir, "--progress", "quiet"] + args)
-            expect(code, out, EXIT_USAGE, *needles)
+            expect(code, out, want, *needles)
             assert not os.path.exists(out_dir), "`ablate run` left a run directory for a spec error"
             return None
         c.case("spec", name, fn)
@@ -89,15 +89,16 @@ def spec_cases(c):
                 "of memory; expected a smaller model.d_model")
     refused("vocab_size_2p63", ["task.vocab_size=9223372036854775807"], "model: training this model needs about")
     # what a component refuses only when the model is built: validate builds it dry (nothing
-    # allocated), so these are spec errors before anything runs, and sizes are counted, not guessed
+    # allocated), so `validate` refuses it as the run does (the plugin's error, exit 3) before
+    # anything runs, and sizes are counted, not guessed
     t5 = "model.positional_encoding={plugin: t5_relative_bias, buckets: %s, max_distance: %s}"
     for name, buckets, distance in (("t5_buckets_0", "0", "128"), ("t5_buckets_1e12", "1000000000000", "128"),
                                     ("t5_max_distance_negative", "32", "-5"), ("t5_max_distance_0", "32", "0")):
-        refused(name, [t5 % (buckets, distance)], "model: the model cannot be built with these settings",
-                "t5_relative_bias in", "buckets " + buckets + ", max_distance " + distance)
-    refused("swiglu_hidden_negative", ["model.ffn={plugin: swiglu, hidden: -1}"],
-            "model: the model cannot be built with these settings", "ffn/swiglu", "hidden -1")
-    refused("swiglu_of_d_ff_1", ["model.ffn=swiglu", "model.d_ff=1"], "model: the model cannot be built", "d_ff 1")
+        refused(name, [t5 % (buckets, distance)], "positional_encoding/t5_relative_bias", "failed in build",
+                "buckets " + buckets + ", max_distance " + distance, want=EXIT_PLUGIN)
+    refused("swiglu_hidden_negative", ["model.ffn={plugin: swiglu, hidden: -1}"], "ffn/swiglu", "failed in build",
+            "hidden -1", want=EXIT_PLUGIN)
+    refused("swiglu_of_d_ff_1", ["model.ffn=swiglu", "model.d_ff=1"], "ffn/swiglu", "d_ff 1", want=EXIT_PLUGIN)
     refused("swiglu_hidden_1e12", ["model.ffn={plugin: swiglu, hidden: 1000000000000}"],
             "model: training this model needs about", "of memory")
     refused("eval_metrics_empty", ["eval.metrics=[]"], "eval.metrics: [] is empty; expected at least one of")
