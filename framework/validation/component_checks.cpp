@@ -94,6 +94,7 @@ std::string gib(long double bytes) {
 
 void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry, const std::filesystem::path& run_dir) {
   spec::SpecErrors errors;
+  bool plugin_refused = false;  // a plugin refused its options or the model's sizes (the hint names `ablate plugins`)
   if (const std::optional<spec::BudgetSpec>& budget = spec.train.budget) {  // exactly one amount, >= 1
     const int given = budget->tokens.has_value() + budget->flops.has_value();
     if (given != 1)
@@ -142,6 +143,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
         if (auto key = spec::inherited_from(slot.path, option);
             key && !spec.marks.keys.count(slot.path + "." + option) && f.detail().find(option) != std::string::npos)
           inherited.push_back(option + " " + value + " is " + *key);
+      plugin_refused = true;
       errors.add(spec.marks.of(slot.path), slot.path,
                  slot.kind + " plugin '" + ref.name + "' refuses its options: " + f.detail() +
                      (inherited.empty() ? "" : " (" + join(inherited, ", ") + ")") + (f.hint().empty() ? "" : "; " + f.hint()));
@@ -177,6 +179,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
         plugin_call(*attention, "check", [&] { attention->check(dims); });
       } catch (const PluginFault& f) {
         if (!f.reported()) throw;
+        plugin_refused = true;
         errors.add(spec.marks.of("model.attention"), "model.attention",
                    "attention plugin '" + spec.model.attention.name + "' refuses the model's sizes: " + f.detail() +
                        (f.hint().empty() ? "" : "; " + f.hint()));
@@ -213,7 +216,9 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
                      "(task.train_examples)");
     }
   }
-  errors.throw_if_any("`ablate plugins` lists every plugin's options and what they mean");
+  // The hint for what was found: a plugin's options, or the spec's keys.
+  errors.throw_if_any(plugin_refused ? "`ablate plugins` lists every plugin's options and what they mean"
+                                     : "see docs/spec-reference.md for every key, its type and default");
 }
 
 }  // namespace ablate::validation
