@@ -152,9 +152,8 @@ void summarize(Arm& arm, const Comparison& c, const std::vector<RunSummary>& run
     arm.non_embedding_parameters = std::max(arm.non_embedding_parameters, run.non_embedding_parameters);
     if (std::isfinite(run.flops_per_token) && !(arm.flops_per_token >= run.flops_per_token))
       arm.flops_per_token = run.flops_per_token;
-    const auto budget = run.config.find("train.budget.flops");  // "null" in a tokens budget's resolved spec
-    const std::string flops_budget =
-        budget == run.config.end() || budget->second == "null" || budget->second == "~" ? std::string() : budget->second;
+    const auto budget = run.config.find("train.budget.flops");  // flatten_spec's "null" in a tokens budget's spec
+    const std::string flops_budget = budget == run.config.end() || budget->second == "null" ? std::string() : budget->second;
     arm.flops_budget = arm.n_runs == 0 || arm.flops_budget == flops_budget ? flops_budget : std::string();
     ++arm.n_runs;
     switch (r.status) {

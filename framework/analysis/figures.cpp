@@ -24,6 +24,25 @@ namespace fs = std::filesystem;
 
 using Curve = StepCurve;
 
+// Each x axis once: its `--x` name, the train log column that places steps on it (none for the
+// step itself) and its title.
+struct AxisInfo {
+  CurveAxis axis;
+  const char* name;
+  const char* column;
+  const char* title;
+};
+constexpr AxisInfo kAxes[] = {{CurveAxis::step, "step", nullptr, "step"},
+                              {CurveAxis::tokens, "tokens", "tokens", "tokens seen"},
+                              {CurveAxis::flops, "flops", "flops", "training FLOPs"},
+                              {CurveAxis::time, "time", "elapsed_s", "wall time (s)"}};
+
+const AxisInfo& axis_info(CurveAxis axis) {
+  for (const AxisInfo& a : kAxes)
+    if (a.axis == axis) return a;
+  return kAxes[0];
+}
+
 // One run as the figures need it (attention tensors are read again only for the runs drawn).
 struct FigureRun {
   RunSummary summary;
@@ -44,11 +63,11 @@ FigureRun read_run(const fs::path& file) {
       for (std::size_t i = 0; i < train.steps.size() && i < v->size(); ++i) into.emplace_back(train.steps[i], (*v)[i]);
   };
   column("loss", r.train_loss);
-  for (const auto& [axis, name] :
-       {std::pair{CurveAxis::tokens, "tokens"}, std::pair{CurveAxis::flops, "flops"}, std::pair{CurveAxis::time, "elapsed_s"}}) {
+  for (const AxisInfo& a : kAxes) {
+    if (!a.column) continue;
     Curve c;
-    column(name, c);
-    if (!c.empty()) r.axes[axis] = std::move(c);
+    column(a.column, c);
+    if (!c.empty()) r.axes[a.axis] = std::move(c);
   }
   const auto& slots = reader.layout().entropy;
   for (std::size_t s = 0; s < slots.size(); ++s) {
@@ -77,17 +96,6 @@ std::optional<PlacedCurve> placed(const FigureRun& r, const Curve* values, Curve
   const auto it = r.axes.find(x);
   if (it == r.axes.end()) return std::nullopt;
   return PlacedCurve{values, &it->second};
-}
-
-// The train log's column behind an axis, for messages.
-const char* axis_column(CurveAxis x) {
-  switch (x) {
-    case CurveAxis::tokens: return "tokens";
-    case CurveAxis::flops: return "flops";
-    case CurveAxis::time: return "elapsed_s";
-    case CurveAxis::step: break;
-  }
-  return "step";
 }
 
 // Tick labels of one attention axis on probe example 0: the words of its text when they match the
@@ -228,7 +236,7 @@ void curve_figures(const Arms& arms, CurveAxis x, const fs::path& out_dir, const
       std::count_if(arms.runs.begin(), arms.runs.end(), [&](const FigureRun& r) { return !placed(r, nullptr, x); });
   if (missing > 0)
     report.notes.push_back("warning: " + std::to_string(missing) + " of " + std::to_string(arms.runs.size()) + " runs have no `" +
-                           axis_column(x) + "` column in their train log (recorded before Ablate " +
+                           axis_info(x).column + "` column in their train log (recorded before Ablate " +
                            "logged it); the curves against " + curve_axis_title(x) + " leave them out");
   auto curve_plot = [&](const std::string& name, const std::string& y_label, auto curve_of) {
     LinePlot plot;
@@ -600,23 +608,13 @@ Series band_series(const std::string& label, const std::vector<PlacedCurve>& cur
 }
 
 CurveAxis parse_curve_axis(const std::string& name) {
-  if (name == "step") return CurveAxis::step;
-  if (name == "tokens") return CurveAxis::tokens;
-  if (name == "flops") return CurveAxis::flops;
-  if (name == "time") return CurveAxis::time;
+  for (const AxisInfo& a : kAxes)
+    if (name == a.name) return a.axis;
   throw UsageError("unknown x axis '" + name + "'",
                    "allowed: step, tokens, flops (training FLOPs seen), time (wall seconds; machine-dependent)");
 }
 
-std::string curve_axis_title(CurveAxis axis) {
-  switch (axis) {
-    case CurveAxis::tokens: return "tokens seen";
-    case CurveAxis::flops: return "training FLOPs";
-    case CurveAxis::time: return "wall time (s)";
-    case CurveAxis::step: break;
-  }
-  return "step";
-}
+std::string curve_axis_title(CurveAxis axis) { return axis_info(axis).title; }
 
 std::string figure_caption(const std::string& stem) {
   if (stem == "curves_train_loss") return "train loss per arm: mean over seeds, min–max band";
