@@ -18,12 +18,6 @@ using namespace detail;
 
 namespace {
 
-std::string printf_text(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
@@ -37,7 +31,7 @@ std::string signed_fixed(double v, int decimals) {
 }
 
 // 3 significant digits (0.0123, 0.500, 1.00); below 0.001 just "<0.001" (the CSV has the value).
-std::string p_text(double p) { return std::isnan(p) ? "n/a" : p < 0.001 ? "<0.001" : printf_text("%#.3g", p); }
+std::string p_text(double p) { return std::isnan(p) ? "n/a" : p < 0.001 ? "<0.001" : printf_text(p, "%#.3g"); }
 
 // Decimals for the metric's mean, std and Δ: four significant digits of the largest mean, and at
 // least two of the smallest non-zero std; between 0 and 6.
@@ -105,7 +99,7 @@ namespace detail {
 
 std::string direction(const Comparison& c) { return std::string(c.higher_is_better ? "higher is better" : "lower is better"); }
 
-std::string g(double v) { return printf_text("%g", v); }
+std::string g(double v) { return printf_text(v, "%g"); }
 
 std::optional<std::string> nothing_to_compare(const Comparison& c) {
   const bool any_value = std::any_of(c.arms.begin(), c.arms.end(), [](const Arm& a) { return a.n() > 0; });
@@ -215,7 +209,7 @@ Table interactions_table(const Comparison& c) {
   if (!c.factorial.defined) return t;
   for (const auto& term : c.factorial.terms) {
     if (term.name.find(" × ") == std::string::npos) continue;
-    t.rows.push_back({term.name, std::isnan(term.f) ? "n/a" : printf_text("%.3g", term.f),
+    t.rows.push_back({term.name, std::isnan(term.f) ? "n/a" : printf_text(term.f, "%.3g"),
                       p_text(term.p) + (term.p < c.alpha ? "*" : ""),
                       std::isnan(term.estimate) ? "" : delta_cell(term.estimate, term.ci_low, term.ci_high, decimals)});
   }
@@ -252,7 +246,7 @@ std::vector<std::string> interpretation(const Comparison& c) {
     }
     for (const auto& term : c.factorial.terms)
       if (term.name.find(" × ") != std::string::npos && term.p < c.alpha)
-        out.push_back("The factors " + term.name + " interact (F = " + printf_text("%.3g", term.f) + ", p = " + p_text(term.p) +
+        out.push_back("The factors " + term.name + " interact (F = " + printf_text(term.f, "%.3g") + ", p = " + p_text(term.p) +
                       "): the effect of one depends on the level of the other, so read its main "
                       "effect as an average.");
   } else if (c.arms.size() > 1) {
