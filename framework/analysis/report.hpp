@@ -29,6 +29,9 @@ Table interactions_table(const Comparison& comparison);
 // Across model sizes (--scale): one row per series and size (series, size, N, mean, n), the fit on
 // the series' first row (E, A, alpha [interval]); empty rows when there is no scaling analysis.
 Table scaling_table(const Comparison& comparison);
+// What each arm's model is and costs (docs/training.md, "Compute"): arm, parameters, non-embedding
+// parameters, training FLOPs per token; empty rows when no run recorded them (older run files).
+Table compute_table(const Comparison& comparison);
 
 // Aligned text (UTF-8 aware), markdown, and LaTeX (booktabs tabular) renderings of a table.
 std::string text_table(const Table& table);

@@ -96,6 +96,7 @@ std::string report_html(const Comparison& c, const std::vector<HtmlFigure>& figu
   if (c.arms.size() > 1) out << "; baseline <b>" << html_escape(c.arms[c.baseline].label) << "</b>";
   out << ". " << html_escape(c.value_label) << ": " << direction(c) << ".</p>\n";
   out << "<h2>Arms</h2>\n" << html_table(arms_table(c));
+  if (const Table t = compute_table(c); !t.rows.empty()) out << "<h2>" << html_escape(t.title) << "</h2>\n" << html_table(t);
   if (c.factorial.defined) {
     out << "<h2>Main effects</h2>\n" << html_table(effects_table(c));
     const Table inter = interactions_table(c);

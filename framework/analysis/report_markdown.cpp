@@ -52,6 +52,7 @@ std::string report_markdown(const Comparison& c) {
     const Table inter = interactions_table(c);
     if (!inter.rows.empty()) out << markdown_table(inter) << "\n";
   }
+  if (const Table t = compute_table(c); !t.rows.empty()) out << "## " << t.title << "\n\n" << markdown_table(t) << "\n";
   if (c.scaling.defined()) {
     const Table t = scaling_table(c);
     out << "## " << t.title << "\n\n" << markdown_table(t) << "\n";

@@ -56,7 +56,10 @@ std::string summary_csv(const Comparison& c) {
                            "bootstrap_low",
                            "bootstrap_high",
                            "seeds_needed",
-                           "tokens_per_s_mean"})
+                           "tokens_per_s_mean",
+                           "parameters",
+                           "non_embedding_parameters",
+                           "flops_per_token"})
     head.push_back(name);
   std::string out;
   const auto line = [&](const std::vector<std::string>& fields) {
@@ -87,6 +90,9 @@ std::string summary_csv(const Comparison& c) {
     f.push_back(csv_number(arm.bootstrap.high));
     f.push_back(arm.seeds_needed ? std::to_string(*arm.seeds_needed) : std::string());
     f.push_back(csv_number(arm.tokens_per_s_mean));
+    for (const std::int64_t n : {arm.parameters, arm.non_embedding_parameters})
+      f.push_back(n >= 0 ? std::to_string(n) : std::string());
+    f.push_back(csv_number(arm.flops_per_token));
     line(f);
   }
   return out;
@@ -143,6 +149,10 @@ void json_arm(std::ostream& out, const Arm& arm) {
   }
   out << "      \"tokens_per_s\": {\"mean\": " << json_number(arm.tokens_per_s_mean) << ", \"n\": " << arm.tokens_per_s_n
       << "},\n";
+  const auto count = [](std::int64_t n) { return n >= 0 ? std::to_string(n) : std::string("null"); };
+  out << "      \"compute\": {\"parameters\": " << count(arm.parameters)
+      << ", \"non_embedding_parameters\": " << count(arm.non_embedding_parameters)
+      << ", \"flops_per_token\": " << json_number(arm.flops_per_token) << "},\n";
   out << "      \"runs\": [";
   for (std::size_t r = 0; r < arm.runs.size(); ++r) {
     const ArmRun& run = arm.runs[r];

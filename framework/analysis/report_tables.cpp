@@ -200,6 +200,19 @@ Table scaling_table(const Comparison& c) {
   return t;
 }
 
+Table compute_table(const Comparison& c) {
+  Table t;
+  t.title = "Compute per arm";
+  t.header = {"arm", "parameters", "non-embedding", "training FLOPs / token"};
+  t.right = {false, true, true, true};
+  for (const Arm& arm : c.arms)
+    if (arm.parameters >= 0 || std::isfinite(arm.flops_per_token))
+      t.rows.push_back({arm.label, arm.parameters >= 0 ? std::to_string(arm.parameters) : "?",
+                        arm.non_embedding_parameters >= 0 ? std::to_string(arm.non_embedding_parameters) : "?",
+                        std::isfinite(arm.flops_per_token) ? printf_text(arm.flops_per_token, "%.4g") : "?"});
+  return t;
+}
+
 Table interactions_table(const Comparison& c) {
   const int decimals = metric_decimals(c);
   Table t;

@@ -156,7 +156,19 @@ TEST(CompareCompute, ArmsApartInSizeOrFlopsPerTokenGetANoteNamingThem) {
     r.flops_per_token = pre ? 3.3e6 : 3.0e6;         // 10% apart
   }
   CompareOptions o;
-  std::string notes = notes_of(compare(runs, o));
+  // Each arm's counts, in the report's compute table and in summary.csv / summary.json.
+  const Comparison counted = compare(runs, o);
+  const Table table = compute_table(counted);
+  ASSERT_EQ(table.rows.size(), 2u);
+  EXPECT_EQ(table.rows[0], (std::vector<std::string>{"post_norm", "2000", "1000", "3e+06"}));
+  EXPECT_EQ(table.rows[1], (std::vector<std::string>{"pre_norm", "2040", "1040", "3.3e+06"}));
+  EXPECT_NE(summary_csv(counted).find(",2040,1040,3300000\n"), std::string::npos) << summary_csv(counted);
+  EXPECT_NE(summary_json(counted).find(
+                "\"compute\": {\"parameters\": 2040, \"non_embedding_parameters\": 1040, \"flops_per_token\": 3300000}"),
+            std::string::npos);
+  EXPECT_NE(report_markdown(counted).find("## Compute per arm"), std::string::npos);
+  EXPECT_TRUE(compute_table(compare(synthetic_runs(), o)).rows.empty());  // not recorded: no table
+  std::string notes = notes_of(counted);
   EXPECT_EQ(notes.find("non-embedding parameters"), std::string::npos) << notes;
   EXPECT_NE(notes.find("the arms differ in training FLOPs per token by 10.0% (post_norm: 3e+06, pre_norm: 3.3e+06; "
                        "more than --cost-tolerance 5%)"),
@@ -583,18 +595,19 @@ TEST(CompareReport, CsvHasHeaderAndOneRowPerArm) {
   EXPECT_EQ(lines[0],
             "arm,key_label,model.block,baseline,runs,completed,diverged,failed,interrupted,running,missing_metric,"
             "censored,metric,summary,n,mean,std,delta,ci_low,ci_high,t,df,p,p_holm,paired,p_note,bootstrap_low,"
-            "bootstrap_high,seeds_needed,tokens_per_s_mean");
+            "bootstrap_high,seeds_needed,tokens_per_s_mean,parameters,non_embedding_parameters,flops_per_token");
   const auto post = split_csv_simple(lines[1]);
   const auto pre = split_csv_simple(lines[2]);
-  ASSERT_EQ(post.size(), 30u) << lines[1];
-  ASSERT_EQ(pre.size(), 30u) << lines[2];
+  ASSERT_EQ(post.size(), 33u) << lines[1];
+  ASSERT_EQ(pre.size(), 33u) << lines[2];
   EXPECT_EQ(std::vector<std::string>(post.begin(), post.begin() + 15),
             (std::vector<std::string>{"post_norm", "model.block=post_norm", "post_norm", "true", "3", "3", "0", "0", "0", "0",
                                       "0", "0", "exact_match", "final", "3"}));
   EXPECT_DOUBLE_EQ(std::stod(post[15]), 0.9);
   EXPECT_NEAR(std::stod(post[16]), 0.01, 1e-15);
   EXPECT_EQ(std::vector<std::string>(post.begin() + 17, post.end()),
-            (std::vector<std::string>{"", "", "", "", "", "", "", "", "", "", "", "", "1100"}));  // no Δ and no test
+            (std::vector<std::string>{"", "", "", "", "", "", "", "", "", "", "", "", "1100", "", "", ""}));  // no Δ, no
+                                                                                                              // test, no counts
   EXPECT_EQ(pre[0], "pre_norm");
   EXPECT_NEAR(std::stod(pre[17]), 0.06, 1e-15);
   EXPECT_NEAR(std::stod(pre[20]), 5.1961524227066319, 1e-9);
