@@ -58,6 +58,25 @@ TEST(ComputeFlops, GroupedKeysGatedFfnRotaryAndAnUntiedOutput) {
   EXPECT_DOUBLE_EQ(forward_flops(b, c), L * layer + linear(B * T, D, V));
 }
 
+// Every block, positional encoding and FFN of the menu against the hand count of a decoder layer:
+// blocks and positions add no matrix product (norms, rotations and logit biases are elementwise),
+// the plain FFNs two F-wide products, the gated ones three of width floor(2 F / 3) = 10.
+TEST(ComputeFlops, EveryMenuComponentAgainstTheHandCount) {
+  const model::ModelConfig c = mt::tiny(Arch::Decoder);
+  const auto expected = [&](bool gated) {
+    const double ffn = gated ? 3 * linear(B * T, D, 10) : linear(B * T, D, F) + linear(B * T, F, D);
+    return L * (4 * linear(B * T, D, D) + attention(T, T) + ffn) + linear(B * T, D, V);
+  };
+  for (const char* block : {"post_norm", "pre_norm", "sandwich_norm", "parallel", "rezero"})
+    EXPECT_DOUBLE_EQ(forward_flops(mt::build(reference_backend(), c, block), c), expected(false)) << block;
+  for (const char* pe : {"sinusoidal", "learned", "none", "rotary", "alibi", "t5_relative_bias", "t5_per_layer"})
+    EXPECT_DOUBLE_EQ(forward_flops(mt::build(reference_backend(), c, "pre_norm", pe), c), expected(false)) << pe;
+  for (const char* ffn : {"relu", "gelu", "relu_squared", "swiglu", "geglu"}) {
+    const bool gated = std::string(ffn).find("glu") != std::string::npos;
+    EXPECT_DOUBLE_EQ(forward_flops(mt::build(reference_backend(), c, "pre_norm", "sinusoidal", ffn), c), expected(gated)) << ffn;
+  }
+}
+
 TEST(ComputeParameters, KindsAddUpToTheStoreAndFollowTheShapes) {
   model::ModelConfig c = mt::tiny(Arch::Decoder);
   c.tie_embeddings = false;
