@@ -39,7 +39,7 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out, std::ost
     throw UsageError("ablate export: " + file.string() + " already exists",
                      "export never writes over a file: name another with --out");
   LoadedSpec loaded = validation::load_run_spec(dir, spec_options(vm), err);
-  train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
+  train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry, err);
   const train::ExportResult r = train::export_safetensors(run, file);
   out << "exported " << r.tensors << " tensors (step " << run.step << ") to " << r.file.string() << " (" << r.bytes
       << " bytes)\n";

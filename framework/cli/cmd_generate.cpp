@@ -64,7 +64,7 @@ int cmd_generate(const std::vector<std::string>& args, std::ostream& out, std::o
   if (seed < 0) throw UsageError("--seed must be >= 0, got " + std::to_string(seed), "give a seed from 0 to 2^63 - 1");
   request.seed = static_cast<std::uint64_t>(seed);
   request.prompts = vm.count("prompt") ? repeated(vm, "prompt") : input_lines(vm, "generate");
-  train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
+  train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry, err);
   const std::vector<train::Generated> generated = train::generate_text(run, request);
   std::int64_t unknown = 0;
   for (const train::Generated& x : generated) {

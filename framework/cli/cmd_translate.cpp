@@ -41,7 +41,7 @@ int cmd_translate(const std::vector<std::string>& args, std::ostream& out, std::
   train::check_beam_options(beam);  // before the model is loaded: said at once
   LoadedSpec loaded = validation::load_run_spec(dir, spec_options(vm), err);
   const std::vector<std::string> lines = input_lines(vm, "translate");
-  train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry);
+  train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry, err);
   std::int64_t unknown = 0;
   for (const train::Translated& t : train::translate_text(run, lines, beam)) {
     out << t.text << "\n";

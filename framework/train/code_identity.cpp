@@ -86,8 +86,11 @@ std::vector<std::string> data_identity(const spec::ExperimentSpec& spec) {
   return out;
 }
 
-void check_data_unchanged(const std::vector<std::string>& recorded, const spec::ExperimentSpec& spec, const std::string& doing) {
-  if (recorded.empty()) return;
+std::vector<std::string> check_data_unchanged(const std::vector<std::string>& recorded, const spec::ExperimentSpec& spec,
+                                              const std::string& doing, DataUse use,
+                                              const std::vector<std::filesystem::path>& kept) {
+  std::vector<std::string> warnings;
+  if (recorded.empty()) return warnings;
   const std::vector<std::string> now = data_identity(spec);
   for (const std::string& was : recorded) {
     const std::string file = was.substr(0, was.rfind(' '));  // "task.file=PATH"
@@ -95,14 +98,24 @@ void check_data_unchanged(const std::vector<std::string>& recorded, const spec::
     const auto it = std::find_if(now.begin(), now.end(), same_file);
     if (it == now.end() || *it == was) continue;  // gone: the task says so when it reads it
     const std::size_t eq = file.find('=');
-    throw UsageError(doing + ": " + file.substr(0, eq) + " " + file.substr(eq + 1) +
-                         " changed since the run read it (content hash " + was.substr(was.rfind(' ') + 1) + " then, " +
-                         it->substr(it->rfind(' ') + 1) +
-                         " now): the task would read other tokens than it trained on (a text file's vocabularies would "
-                         "be rebuilt), and token ids would change meaning",
+    const std::string changed = file.substr(0, eq) + " " + file.substr(eq + 1) + " changed since the run read it (content hash " +
+                                was.substr(was.rfind(' ') + 1) + " then, " + it->substr(it->rfind(' ') + 1) + " now)";
+    if (use == DataUse::Text && !kept.empty()) {
+      std::vector<std::string> names;
+      for (const std::filesystem::path& k : kept) names.push_back(k.filename().string());
+      warnings.push_back(changed + ": text is read with the run's own " + join(names, ", ") +
+                         ", not with what the file holds now");
+      continue;
+    }
+    throw UsageError(doing + ": " + changed +
+                         (kept.empty() ? ": the task would read other tokens than it trained on (a text file's vocabularies "
+                                         "would be rebuilt), and token ids would change meaning"
+                                       : ": the run's examples would be read from it, its splits drawn anew from other text "
+                                         "(other examples, perhaps some the run trained on)"),
                      "restore the file the run was trained on; to score other text with this run, give it with "
                      "ablate eval --data FILE");
   }
+  return warnings;
 }
 
 }  // namespace ablate::train

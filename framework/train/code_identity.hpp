@@ -6,6 +6,7 @@
 // a corpus edited after training is never silently read as the one the run learned from.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -38,10 +39,21 @@ std::string code_difference(const std::vector<std::string>& recorded, const std:
 // to the current directory, as the task reads it).
 std::vector<std::string> data_identity(const spec::ExperimentSpec& spec);
 
-// Throws UsageError when a data file `recorded` (RunInfo::data_files) names now holds other bytes
-// than the run read ("task.file PATH changed since the run read it"): the task would rebuild its
-// vocabularies from the new text, and ids would change meaning. `doing` says what was refused
-// ("cannot evaluate RUN_DIR"). A file missing now is the task's to report; older runs record none.
-void check_data_unchanged(const std::vector<std::string>& recorded, const spec::ExperimentSpec& spec, const std::string& doing);
+// What a command takes from a run's data files (check_data_unchanged).
+enum class DataUse {
+  Examples,  // the run's examples: a resumed run, an evaluation of a split
+  Text,      // only how to read text (the vocabularies): export, translate, generate, eval --data
+};
+
+// Checks each data file `recorded` (RunInfo::data_files) names against its bytes now. A changed
+// file ("task.file PATH changed since the run read it") is refused (UsageError; `doing` says what:
+// "cannot evaluate RUN_DIR") when `use` takes examples from it (its splits would be drawn anew from
+// other text), or when the run keeps no vocabularies (`kept`: its tokenizer files, none in runs
+// made before they were kept) and the task would rebuild them from the new text; otherwise it is
+// returned as a warning to print, naming the file and the kept files read instead. A file missing
+// now is the task's to report; older runs record none.
+std::vector<std::string> check_data_unchanged(const std::vector<std::string>& recorded, const spec::ExperimentSpec& spec,
+                                              const std::string& doing, DataUse use,
+                                              const std::vector<std::filesystem::path>& kept);
 
 }  // namespace ablate::train

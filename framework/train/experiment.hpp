@@ -56,15 +56,16 @@ struct Experiment {
   // model. Throws UsageError (with the spec position) when the architecture does not fit the task,
   // PluginError when a plugin cannot be created, PluginFault when one fails. The backend is wrapped
   // in a HostedBackend (faults name the plugin); with `profile` it also times every op into it.
-  // `run_dir` (may be empty): the run folder whose stored tokenizers (task.tokenizer) the task
-  // reads text with, instead of training them (eval, export, a resumed run).
+  // `run_dir` (may be empty): the run folder whose stored tokenizers (task.tokenizer, or the
+  // task's own vocabularies) the task reads text with, instead of training them (eval, export, a
+  // resumed run).
   Experiment(const spec::ExperimentSpec& spec, const PluginRegistry& registry, std::shared_ptr<OpProfile> profile = nullptr,
              const std::filesystem::path& run_dir = {});
 
   spec::ExperimentSpec spec;
   std::shared_ptr<Backend> backend;
   std::shared_ptr<Task> task;
-  // The task's tokenizers (spec task.tokenizer); null when the spec names none.
+  // The task's tokenizers (spec task.tokenizer) or its own vocabularies, to save with the run.
   std::unique_ptr<TokenizerStore> tokenizers;
   TaskInfo task_info{};
   std::shared_ptr<Schedule> schedule;

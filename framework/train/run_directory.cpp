@@ -8,6 +8,7 @@
 #include "train/checkpoint.hpp"
 #include "train/code_identity.hpp"
 #include "train/runner.hpp"
+#include "train/tokenizer_store.hpp"
 
 namespace ablate::train {
 namespace fs = std::filesystem;
@@ -67,7 +68,8 @@ RunDirectory::RunDirectory(const spec::ExperimentSpec& spec, const PluginRegistr
                          std::to_string(info->seed) + "), this spec is run " + run_id + " (seed " +
                          std::to_string(spec.train.seed) + ")",
                      hint);
-  if (info) check_data_unchanged(info->data_files, spec, "cannot resume " + dir_.string());
+  if (info)
+    check_data_unchanged(info->data_files, spec, "cannot resume " + dir_.string(), DataUse::Examples, run_tokenizer_files(dir_));
   if (other_code)
     throw UsageError("cannot resume " + dir_.string() +
                          ": the run was made by other code; now: " + code_difference(info->plugin_code, code.parts),

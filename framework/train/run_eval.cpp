@@ -15,6 +15,7 @@
 #include "train/evaluator.hpp"
 #include "train/experiment.hpp"
 #include "train/runner.hpp"
+#include "train/tokenizer_store.hpp"
 #include "train/weight_ema.hpp"
 
 namespace ablate::train {
@@ -98,7 +99,7 @@ std::string trained_run_id(const fs::path& run_dir) {
   return run_id_of_identity(read_checkpoint(run_checkpoint(run_dir)).spec_yaml);
 }
 
-std::string check_one_run(const fs::path& run_dir, const spec::ExperimentSpec& spec) {
+std::string check_one_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, DataUse use, std::ostream& warnings) {
   const fs::path file = run_dir / "run.h5";
   if (!fs::exists(file)) return {};  // weights alone: nothing to mislabel (eval refuses it for its own reason)
   const results::RunInfo info = results::RunReader(file).info();
@@ -109,7 +110,9 @@ std::string check_one_run(const fs::path& run_dir, const spec::ExperimentSpec& s
                          std::to_string(info.seed) + ")",
                      "a run's checkpoint.bin and run.h5 belong together: put back the file that was copied in (or train "
                      "the run again); nothing was written");
-  check_data_unchanged(info.data_files, spec, "cannot use the run in " + run_dir.string());
+  for (const std::string& w : check_data_unchanged(info.data_files, spec, "cannot use the run in " + run_dir.string(), use,
+                                                   run_tokenizer_files(run_dir)))
+    warnings << "warning: " << w << "\n";
   return id;
 }
 
@@ -127,9 +130,10 @@ TrainedRun load_trained_run(const fs::path& run_dir, const spec::ExperimentSpec&
 
 }  // namespace
 
-TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry) {
+TrainedRun open_trained_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
+                            std::ostream& warnings) {
   run_checkpoint(run_dir);
-  check_one_run(run_dir, spec);
+  check_one_run(run_dir, spec, DataUse::Text, warnings);
   return load_trained_run(run_dir, spec, registry);
 }
 
@@ -319,7 +323,8 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   run_checkpoint(run_dir);  // the first thing to say when there is none
   check_eval_options(options);
   EvalPlace place = eval_place(run_dir, options);
-  const std::string id = check_one_run(run_dir, spec);  // before anything in the folder is touched
+  // before anything in the folder is touched; --data takes only how to read text from the run's data
+  const std::string id = check_one_run(run_dir, spec, options.data.empty() ? DataUse::Examples : DataUse::Text, out);
   // One `ablate eval` of a run at a time, so that files without a record are never those of an
   // evaluation still under way.
   const FileLock lock(run_dir / ".eval.lock", run_dir.string() + " is being evaluated now by another `ablate eval`",

@@ -14,6 +14,7 @@
 #include "ablate/task.hpp"
 #include "plugin_host/plugin_registry.hpp"
 #include "spec/experiment_spec.hpp"
+#include "train/code_identity.hpp"
 #include "train/experiment.hpp"
 
 namespace ablate::train {
@@ -58,21 +59,24 @@ std::string trained_run_id(const std::filesystem::path& run_dir);
 
 // Throws UsageError when `run_dir`'s run.h5 records another run than `spec` (its checkpoint's):
 // a checkpoint or run file copied in from another run; or when a data file the run read has
-// changed since (check_data_unchanged). Without run.h5 there is nothing to check. The checks
-// `ablate run --resume` makes (RunDirectory), for the commands that use a trained run. Returns the
-// run's id (trained_run_id), empty without run.h5.
-std::string check_one_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec);
+// changed since and the command cannot `use` it (check_data_unchanged; its warnings go to
+// `warnings`). Without run.h5 there is nothing to check. The checks `ablate run --resume` makes
+// (RunDirectory), for the commands that use a trained run. Returns the run's id
+// (trained_run_id), empty without run.h5.
+std::string check_one_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec, DataUse use,
+                          std::ostream& warnings);
 
 // A trained run's model with its checkpoint's weights loaded: what `ablate eval`, `export`,
 // `translate` and `generate` start from. `spec` is the checkpoint's spec, loaded and checked
-// against `registry`; checked first to be the run of run.h5 (check_one_run).
+// against `registry`; checked first to be the run of run.h5 (check_one_run, reading text only:
+// its warnings go to `warnings`).
 struct TrainedRun {
   std::unique_ptr<Experiment> experiment;
   std::int64_t step = 0;  // the checkpoint's training step
   std::string run_id;     // the id the run recorded (trained_run_id)
 };
 TrainedRun open_trained_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec,
-                            const PluginRegistry& registry);
+                            const PluginRegistry& registry, std::ostream& warnings);
 
 // Scores the weights of `run_dir`'s checkpoint on `options.split` of the task, every example of it
 // (or the first `limit`), with spec.eval.metrics as applicable (exact_match brings the task's

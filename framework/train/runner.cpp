@@ -96,7 +96,9 @@ class Trainer {
         id_(std::move(id)),
         out_(out),
         profile_(options.profile ? std::make_shared<OpProfile>() : nullptr),
-        ex_(spec, registry, profile_, dir.path()),  // first: a spec problem leaves no directory behind
+        // first: a spec problem leaves no directory behind. A new run reads no tokenizer its folder
+        // may hold (left by a start killed before run.h5): it trains its own and writes it over.
+        ex_(spec, registry, profile_, options.resume ? dir.path() : std::filesystem::path()),
         order_(data_order(spec, ex_)) {}
 
   void open();
@@ -204,7 +206,7 @@ void Trainer::open() {
   std::string generate_note;
   generate_ = generates(ex_, &generate_note);
   dir_.prepare();
-  if (ex_.tokenizers) ex_.tokenizers->save_to(dir_.path());  // the run reads text with these from now on
+  ex_.tokenizers->save_to(dir_.path());  // the run reads text with these from now on
 
   if (spec.train.ema > 0) ema_.emplace(*ex_.store, spec.train.ema);  // from the initial weights
   if (options_.resume && dir_.has_checkpoint()) {

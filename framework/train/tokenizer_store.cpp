@@ -2,6 +2,7 @@
 // it from the run folder or the cache, or trains it once and caches what it learned.
 #include "train/tokenizer_store.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -52,6 +53,12 @@ std::string with_defaults(const std::string& text, const PluginDescriptor& d) {
   return options_text(options);
 }
 
+// The options line of a task's own table (TokenizerStore::keep): its role, so that a file renamed
+// to another role is refused.
+std::string own_options(const std::string& role) { return "role=" + role + ";"; }
+// The key of a task's own table: the FNV-1a hash of its bytes (an edit of the file is seen).
+std::string bytes_key(const std::string& bytes) { return hex16(fnv1a64(bytes.data(), bytes.size())); }
+
 }  // namespace
 
 fs::path tokenizer_cache_dir() {
@@ -75,8 +82,23 @@ StoredTokenizer read_stored_tokenizer(const fs::path& file) {
   return StoredTokenizer{head[2], head[3], head[4], text.substr(end + 1, options_end - end - 1), text.substr(options_end + 1)};
 }
 
+std::vector<fs::path> run_tokenizer_files(const fs::path& run_dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("tokenizer-") && name.ends_with(".bin")) out.push_back(it->path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::shared_ptr<Tokenizer> restore_tokenizer(const PluginRegistry& registry, const fs::path& file) {
   const StoredTokenizer t = read_stored_tokenizer(file);
+  if (!t.plugin.starts_with(std::string(Tokenizer::kKind) + "/"))
+    throw UsageError(file.string() + " holds " + t.plugin + "'s own vocabulary, not a tokenizer plugin's model",
+                     "a run without task.tokenizer reads text with its task's own `tokens` options; to make token shards "
+                     "give --tokenizer (e.g. '{plugin: word}') and --train");
   std::shared_ptr<Tokenizer> made = registry.create<Tokenizer>(t.plugin.substr(t.plugin.find('/') + 1), options_map(t.options));
   plugin_call(*made, "load", [&] { made->load(t.bytes); });
   return made;
@@ -159,6 +181,8 @@ class TokenizerStore::Managed final : public Tokenizer {
   }
 
   bool trained() const { return trained_; }
+  // The file it was restored from (the run folder's, or a file another command wrote), or empty.
+  fs::path pinned_file() const { return pinned_ ? pinned_file_ : fs::path(); }
   StoredTokenizer stored() const { return StoredTokenizer{plugin_, version_, key_, options_, save()}; }
 
  private:
@@ -223,27 +247,79 @@ std::shared_ptr<Tokenizer> TokenizerStore::stored(const std::string& role, const
   return make(role, std::move(given), file);
 }
 
+bool TokenizerStore::keep(const std::string& role, const std::shared_ptr<Tokenizer>& own) {
+  if (made_.count(role) || own_.count(role))
+    throw Error("tokenizer " + role + " kept twice", "a task keeps each of its vocabularies once");
+  const fs::path file = run_dir_.empty() ? fs::path() : run_file_of(run_dir_, role);
+  std::error_code ec;
+  const bool stored = !file.empty() && fs::exists(file, ec);
+  if (stored) {
+    const PluginDescriptor& d = registry_.find(Task::kKind, spec_.task.name);
+    const StoredTokenizer t = read_stored_tokenizer(file);
+    if (t.plugin != d.id() || t.options != own_options(role))
+      throw UsageError(file.string() + " holds " + t.plugin + " '" + t.options + "', not " + d.id() + "'s own table of role " +
+                           role + " (the spec names no task.tokenizer)",
+                       "the run folder's files belong to another run or were swapped; restore them from a copy of the run "
+                       "folder, or evaluate the run with its own spec (run.h5 has it)");
+    try {
+      if (t.key != bytes_key(t.bytes)) throw Error("its content hash is not the " + t.key + " its first line records");
+      own->load(t.bytes);
+    } catch (const Error& e) {
+      throw UsageError(file.string() + " is damaged: " + e.what(),
+                       "it is the run's vocabulary as training read it; restore it from a copy of the run folder");
+    }
+  }
+  own_[role] = Own{own, stored};
+  return stored;
+}
+
 void TokenizerStore::save_to(const fs::path& run_dir) const {
+  const auto from_here = [&](const fs::path& pinned, const fs::path& file) {
+    std::error_code ec;
+    return !pinned.empty() && fs::equivalent(pinned, file, ec);
+  };
   for (const auto& [role, t] : made_) {
     const fs::path file = run_file_of(run_dir, role);
-    std::error_code ec;
-    if (!t->trained() || fs::exists(file, ec)) continue;
-    write_file_atomically(file, stored_text(t->stored()));
+    if (t->trained() && !from_here(t->pinned_file(), file)) write_file_atomically(file, stored_text(t->stored()));
+  }
+  if (own_.empty()) return;
+  const PluginDescriptor& d = registry_.find(Task::kKind, spec_.task.name);
+  for (const auto& [role, own] : own_) {
+    if (own.from_run_dir && from_here(run_file_of(run_dir_, role), run_file_of(run_dir, role))) continue;
+    const std::string bytes = plugin_call(*own.tokenizer, "save", [&] { return own.tokenizer->save(); });
+    write_file_atomically(run_file_of(run_dir, role),
+                          stored_text({d.id(), d.version, bytes_key(bytes), own_options(role), bytes}));
   }
 }
 
 std::unique_ptr<TokenizerStore> prepare_task(Task& task, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
                                              const fs::path& run_dir) {
-  std::unique_ptr<TokenizerStore> store;
+  auto store = std::make_unique<TokenizerStore>(spec, registry, run_dir);
+  // Each call into the store keeps what it refuses (TokenizerStore::refused).
+  const auto host = [made = store.get()](auto call) {
+    try {
+      return call(*made);
+    } catch (const UsageError&) {
+      made->refused = std::current_exception();
+      throw;
+    }
+  };
   TaskContext context;
+  context.keep_tokenizer = [host](const std::string& role, const std::shared_ptr<Tokenizer>& own) {
+    return host([&](TokenizerStore& s) { return s.keep(role, own); });
+  };
   if (!spec.task_tokenizer.name.empty()) {
-    store = std::make_unique<TokenizerStore>(spec, registry, run_dir);
-    context.tokenizer = [made = store.get()](const std::string& role) { return made->tokenizer(role); };
-    context.stored_tokenizer = [made = store.get()](const std::string& role, const std::string& file) {
-      return made->stored(role, file);
+    context.tokenizer = [host](const std::string& role) { return host([&](TokenizerStore& s) { return s.tokenizer(role); }); };
+    context.stored_tokenizer = [host](const std::string& role, const std::string& file) {
+      return host([&](TokenizerStore& s) { return s.stored(role, file); });
     };
   }
-  plugin_call(task, "prepare", [&] { task.prepare(context); });
+  try {
+    plugin_call(task, "prepare", [&] { task.prepare(context); });
+  } catch (...) {
+    if (store->refused) std::rethrow_exception(store->refused);
+    throw;
+  }
   return store;
 }
 

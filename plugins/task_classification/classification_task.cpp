@@ -91,6 +91,10 @@ ClassificationTask::ClassificationTask(const ablate::Options& o, const ablate::T
     bad_option(file + ": " + std::to_string(labels_.size()) + " distinct label ('" + labels_.front() + "') in " +
                    std::to_string(n) + " examples; expected at least 2 labels",
                "a classifier needs two classes or more; check label_column");
+  const std::vector<std::string> reserved = ablate_text::Vocabulary().tokens();  // the run keeps the labels as such a table
+  for (const std::string& l : labels_)
+    if (std::find(reserved.begin(), reserved.end(), l) != reserved.end())
+      bad_option(file + ": the label '" + l + "' is spelled like a reserved token", "rename that label in the file");
 
   ablate_text::SplitIndices split;
   try {
@@ -110,7 +114,15 @@ ClassificationTask::ClassificationTask(const ablate::Options& o, const ablate::T
     for (std::int64_t i : split.train) counts.add(corpus.examples[static_cast<std::size_t>(i)].tokens);
     units_ = std::make_shared<ablate_text::VocabularyTokenizer>(
         ablate_text::VocabularyTokenizerOptions{read_options_.tokens, false, settings.min_freq}, counts.build(settings.min_freq));
+    if (context.keep_tokenizer) context.keep_tokenizer("text", units_);  // a trained run's: loaded into it, as trained
     tokenizer_ = units_;
+  }
+  if (context.keep_tokenizer) {  // the class names too, in class id order: a class id never changes meaning
+    auto classes = std::make_shared<ablate_text::VocabularyTokenizer>(ablate_text::VocabularyTokenizerOptions{},
+                                                                      ablate_text::Vocabulary::from_tokens(labels_));
+    context.keep_tokenizer("labels", classes);
+    const std::vector<std::string>& kept = classes->vocabulary().tokens();
+    labels_.assign(kept.begin() + ablate_text::Vocabulary::kFirstContent, kept.end());
   }
 
   const auto encode = [&](ablate::Split part, const std::vector<std::int64_t>& indices) {
@@ -120,8 +132,9 @@ ClassificationTask::ClassificationTask(const ablate::Options& o, const ablate::T
     lines.reserve(indices.size());
     for (std::int64_t i : indices) {
       const LabelledText& e = corpus.examples[static_cast<std::size_t>(i)];
-      const auto cls = std::lower_bound(labels_.begin(), labels_.end(), e.label) - labels_.begin();
-      if (std::optional<ablate::Example> x = example_of(e, static_cast<std::int32_t>(cls), corpus, nullptr)) {
+      const std::int32_t cls = class_id(e.label);
+      if (cls < 0) continue;  // a label the run's kept class names lack: the file changed since (read for its text only)
+      if (std::optional<ablate::Example> x = example_of(e, cls, corpus, nullptr)) {
         out.push_back(std::move(*x));
         lines.push_back(e.line);
         if (part == ablate::Split::Train && plugin && tokenizer_->samples()) train_text_.push_back(e.text);
@@ -170,6 +183,11 @@ const ablate_text::Vocabulary& ClassificationTask::vocabulary() const {
   return units_->vocabulary();
 }
 
+std::int32_t ClassificationTask::class_id(const std::string& label) const {
+  const auto it = std::find(labels_.begin(), labels_.end(), label);
+  return it == labels_.end() ? -1 : static_cast<std::int32_t>(it - labels_.begin());
+}
+
 std::vector<ablate::Example> ClassificationTask::read_examples(const std::string& file, ablate::ReadReport& report) const {
   ReadOptions o = read_options_;
   o.max_examples = 0;
@@ -177,17 +195,15 @@ std::vector<ablate::Example> ClassificationTask::read_examples(const std::string
   const std::int64_t long_before = corpus.dropped_long;  // those the reader dropped (the task's own tokens)
   std::vector<ablate::Example> out;
   for (const LabelledText& e : corpus.examples) {
-    const auto cls = std::lower_bound(labels_.begin(), labels_.end(), e.label);
-    if (cls == labels_.end() || *cls != e.label) {
+    const std::int32_t cls = class_id(e.label);
+    if (cls < 0) {
       std::string known;
       for (const std::string& l : labels_) known += (known.empty() ? "" : ", ") + l;
       throw ablate::Error(file + ":" + std::to_string(e.line) + ": label '" + e.label + "' is not one of the run's " +
                               std::to_string(labels_.size()) + " classes [" + known + "]",
                           "a classifier scores only the labels it was trained on; check label_column, or drop such lines");
     }
-    if (std::optional<ablate::Example> x =
-            example_of(e, static_cast<std::int32_t>(cls - labels_.begin()), corpus, &report.unknown))
-      out.push_back(std::move(*x));
+    if (std::optional<ablate::Example> x = example_of(e, cls, corpus, &report.unknown)) out.push_back(std::move(*x));
   }
   const std::int64_t empty = static_cast<std::int64_t>(corpus.examples.size() - out.size()) - (corpus.dropped_long - long_before);
   report.dropped = corpus.dropped_long + empty;
@@ -248,7 +264,7 @@ ablate::Component* create(const ablate::Options& o) {
       [o](const ablate::TaskContext& context) { return std::make_shared<ClassificationTask>(o, context); });
 }
 
-ABLATE_PLUGIN("task", "classification", "1.3.0",
+ABLATE_PLUGIN("task", "classification", "1.4.0",
               "Text classification of 'text<TAB>label' lines from a TSV file (word/char tokens or a tokenizer plugin, "
               "train-split vocabulary, accuracy, macro-F1)",
               ablate::options_of(kOptions), create)

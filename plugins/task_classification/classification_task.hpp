@@ -54,7 +54,8 @@ class ClassificationTask final : public ablate::Task {
   // class. Throws ablate::Error naming FILE:LINE for a bad line or a label the run has no class for.
   std::vector<ablate::Example> read_examples(const std::string& file, ablate::ReadReport& report) const override;
 
-  // Class id -> label: the distinct labels of the kept examples, sorted byte-wise.
+  // Class id -> label: the distinct labels of the kept examples, sorted byte-wise; or a trained
+  // run's as it kept them (TaskContext::keep_tokenizer, role "labels").
   const std::vector<std::string>& labels() const { return labels_; }
   // The vocabulary of the task's own word / char units (no task.tokenizer); throws otherwise.
   const ablate_text::Vocabulary& vocabulary() const;
@@ -69,6 +70,9 @@ class ClassificationTask final : public ablate::Task {
   // nullopt when it is dropped. `unknown` (when not null) adds its <unk> ids.
   std::optional<ablate::Example> example_of(const LabelledText& e, std::int32_t cls, LabelledCorpus& stats,
                                             std::int64_t* unknown) const;
+
+  // The class of `label`, or -1 when it is none of labels_.
+  std::int32_t class_id(const std::string& label) const;
 
   ReadOptions read_options_;
   std::shared_ptr<ablate::Tokenizer> tokenizer_;             // the text's: the plugin's, or units_

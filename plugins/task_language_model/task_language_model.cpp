@@ -217,6 +217,7 @@ ablate::Component* create(const ablate::Options& o) {
         [o](const ablate::TaskContext& context) { return std::make_shared<ShardLanguageModel>(shard_settings(o, context)); });
   return new ablate_text::DeferredTask([settings = text_settings(o), o](const ablate::TaskContext& context) {
     TextSettings s = settings;
+    s.keep_tokenizer = context.keep_tokenizer;
     if (context.tokenizer) {
       ablate_text::refuse_with_tokenizer(
           o, ablate::options_of(kOptions), {"tokens", "lowercase", "split_punctuation", "min_freq", "max_examples", "split"},
@@ -233,7 +234,7 @@ ablate::Component* create(const ablate::Options& o) {
   });
 }
 
-ABLATE_PLUGIN("task", "language_model", "1.4.1",
+ABLATE_PLUGIN("task", "language_model", "1.5.0",
               "Language model: a synthetic Markov chain, windows of a text file (char/word tokens or a tokenizer plugin, "
               "train-split vocabulary, held-out stretches at its end), or windows of token shards read on demand",
               ablate::options_of(kOptions), create)

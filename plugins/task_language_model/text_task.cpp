@@ -85,9 +85,11 @@ TextLanguageModel::TextLanguageModel(const TextSettings& s) : settings_(s), toke
     window_tokens(w, window);
     counts.add(window);
   }
-  vocab_ = counts.build(s.corpus.min_freq);
-  tokenizer_ = std::make_shared<ablate_text::VocabularyTokenizer>(
-      ablate_text::VocabularyTokenizerOptions{s.stream.tokenizer, true, s.corpus.min_freq}, vocab_);
+  auto units = std::make_shared<ablate_text::VocabularyTokenizer>(
+      ablate_text::VocabularyTokenizerOptions{s.stream.tokenizer, true, s.corpus.min_freq}, counts.build(s.corpus.min_freq));
+  if (s.keep_tokenizer) s.keep_tokenizer("text", units);  // the run keeps it (a trained run's: loaded into it, as trained)
+  vocab_ = units->vocabulary();
+  tokenizer_ = units;
 
   ids_ = vocabulary_ids(stream);
   window_lines_.resize(static_cast<std::size_t>(n));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct TextSettings {
   // valid_fraction / test_fraction of the lines), the tokenizer learns from the train lines only,
   // and each stretch is encoded and cut into windows on its own.
   std::shared_ptr<ablate::Tokenizer> tokenizer;
+  // Without one: the host's TaskContext::keep_tokenizer (may be empty), given the units and their
+  // vocabulary (role "text") once counted, so a trained run reads with the vocabulary it trained on.
+  std::function<bool(const std::string&, const std::shared_ptr<ablate::Tokenizer>&)> keep_tokenizer;
 };
 
 // What reading the file kept and dropped (the text itself is not kept).

@@ -100,6 +100,7 @@ TranslationTask::TranslationTask(const ablate::Options& o, const ablate::TaskCon
 
   // The tokenizers learn from the train pairs only: eval and test text never shapes them.
   const auto pair_at = [&](std::int64_t i) -> const TokenizedPair& { return corpus.pairs[static_cast<std::size_t>(i)]; };
+  bool loaded = false;  // the vocabularies are a trained run's (TaskContext::keep_tokenizer), not counted now
   if (plugin) {
     src_ = context.tokenizer(joint ? "joint" : "source");
     tgt_ = joint ? src_ : context.tokenizer("target");
@@ -119,9 +120,15 @@ TranslationTask::TranslationTask(const ablate::Options& o, const ablate::TaskCon
     const ablate_text::Vocabulary src_vocab = src_counts.build(min_freq);
     src_units_ = std::make_shared<ablate_text::VocabularyTokenizer>(
         ablate_text::VocabularyTokenizerOptions{corpus_options_.source, false, min_freq}, src_vocab);
-    tgt_units_ = std::make_shared<ablate_text::VocabularyTokenizer>(
-        ablate_text::VocabularyTokenizerOptions{corpus_options_.target, false, min_freq},
-        joint ? src_vocab : tgt_counts.build(min_freq));
+    const ablate_text::VocabularyTokenizerOptions target_units{corpus_options_.target, false, min_freq};
+    tgt_units_ = std::make_shared<ablate_text::VocabularyTokenizer>(target_units, joint ? src_vocab : tgt_counts.build(min_freq));
+    if (context.keep_tokenizer) {  // the run keeps them (a trained run's: loaded into them, as trained)
+      loaded = context.keep_tokenizer(joint ? "joint" : "source", src_units_);
+      if (joint)
+        tgt_units_ = std::make_shared<ablate_text::VocabularyTokenizer>(target_units, src_units_->vocabulary());
+      else
+        loaded = context.keep_tokenizer("target", tgt_units_) || loaded;
+    }
     src_ = src_units_;
     tgt_ = tgt_units_;
   }
@@ -154,8 +161,9 @@ TranslationTask::TranslationTask(const ablate::Options& o, const ablate::TaskCon
                        std::to_string(corpus_options_.max_len) + " tokens of the tokenizer",
                    "raise max_len, or use long_examples: truncate");
   // A vocabulary that knows (almost) nothing trains a model of <unk>: refuse it rather than
-  // let a run "complete" on it. Measured on the train split, per side.
+  // let a run "complete" on it. Measured on the train split, per side, of a vocabulary counted now.
   for (const bool target : {false, true}) {
+    if (loaded) break;
     std::int64_t tokens = 0, unknown = 0;
     for (const ablate::Example& e : examples_[ablate::Split::Train])
       for (std::int32_t id : target ? e.tgt : e.src) {
@@ -307,7 +315,7 @@ ablate::Component* create(const ablate::Options& o) {
       [o](const ablate::TaskContext& context) { return std::make_shared<TranslationTask>(o, context); });
 }
 
-ABLATE_PLUGIN("task", "translation", "1.4.0",
+ABLATE_PLUGIN("task", "translation", "1.5.0",
               "Translation of parallel text from a TSV file (word/char tokens or a tokenizer plugin, train-split "
               "vocabularies, joint or per side, BLEU, sacreBLEU, chrF)",
               ablate::options_of(kOptions), create)

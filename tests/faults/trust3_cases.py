@@ -103,35 +103,80 @@ def trust3_cases(c):
         return None
     c.case("mislabel", "eval_of_a_run_an_older_build_trained", run_of_an_older_build)
 
-    # a run pins its data: a corpus edited after training is refused, naming it, never re-read as its own
+    # a run pins its data: it keeps the vocabularies it read text with (tokenizer-ROLE.bin), so a
+    # corpus edited after training is a warning naming it where only text is read (export,
+    # translate: the same output as before the edit), and refused where the run's examples would
+    # be read from it (eval of a split, resume), never re-read as the run's own
+    def translation_run(name, stop_after=None):
+        """A tiny translation run of its own corpus copy, trained in c.work/NAME: (dir, corpus, run args)."""
+        corpus = os.path.join(c.work, f"{name}.tsv")
+        shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments", "data",
+                                 "tutorial_eng_cmn.tsv"), corpus)
+        spec = c.spec(name, TINY.replace(
+            "task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+            "task: {plugin: translation, file: " + corpus + ", target_tokens: char}"))
+        d = os.path.join(c.work, name)
+        shutil.rmtree(d, ignore_errors=True)
+        args = ["run", spec, "--out", d, "--progress", "quiet"]
+        code, out = c.run(args + (["--stop-after", str(stop_after)] if stop_after else []))
+        assert code == 0, out[-600:]
+        return d, corpus, args
+
     def edited_corpus(command):
         def fn():
-            corpus = os.path.join(c.work, f"t3_corpus_{command}.tsv")
-            shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments", "data",
-                                     "tutorial_eng_cmn.tsv"), corpus)
-            spec = c.spec(f"t3_pinned_{command}", TINY.replace(
-                "task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
-                "task: {plugin: translation, file: " + corpus + ", target_tokens: char}"))
-            d = os.path.join(c.work, f"t3_pinned_{command}")
-            shutil.rmtree(d, ignore_errors=True)
-            args = ["run", spec, "--out", d, "--progress", "quiet"]
-            code, out = c.run(args + (["--stop-after", "2"] if command == "resume" else []))
-            assert code == 0, out[-600:]
+            d, corpus, args = translation_run(f"t3_pinned_{command}", 2 if command == "resume" else None)
+            original = os.path.join(d, "input.tsv")  # the text translated before and after the edit
+            shutil.copy(corpus, original)
+            translate = ["translate", d, "--input", original]
+            before = c.run(translate)[1] if command == "translate" else None
             with open(corpus) as f:
                 text = f.read()
             with open(corpus, "w") as f:
-                f.write(text.replace("student", "zebra"))  # ids change meaning, as sed -i would
-            cmd = {"eval": ["eval", d, "--split", "eval"], "export": ["export", d],
-                   "translate": ["translate", d, "--input", corpus], "resume": args + ["--resume"]}[command]
+                f.write(text.replace("student", "zebra"))  # ids would change meaning if rebuilt, as sed -i would
+            export = os.path.join(d, "model_after_the_edit.safetensors")
+            cmd = {"eval": ["eval", d, "--split", "eval"], "export": ["export", d, "--out", export],
+                   "translate": translate, "resume": args + ["--resume"]}[command]
             code, out = c.run(cmd)
-            expect(code, out, EXIT_USAGE, "task.file " + corpus + " changed since the run read it", "vocabularies")
-            assert not os.path.exists(os.path.join(d, "evals")), "an evaluation was written"
-            assert not os.path.exists(os.path.join(d, "model.safetensors")), "an export was written"
+            changed = "task.file " + corpus + " changed since the run read it"
+            if command in ("eval", "resume"):
+                expect(code, out, EXIT_USAGE, changed, "splits drawn anew")
+                assert not os.path.exists(os.path.join(d, "evals")), "an evaluation was written"
+                return None
+            expect(code, out, EXIT_OK, "warning: " + changed, "tokenizer-source.bin, tokenizer-target.bin")
+            if command == "translate":
+                def translations(text):
+                    return [line for line in text.splitlines() if not line.startswith(("warning: ", "note: "))]
+                assert translations(out) == translations(before), "another translation than before the edit"
+            else:
+                with open(export, "rb") as f:
+                    meta = f.read(20000)
+                assert b"student" in meta and b"zebra" not in meta, "the export's vocabulary is not the run's"
             return None
         c.case("mislabel", f"{command}_after_the_corpus_was_edited", fn)
 
     for command in ("eval", "export", "translate", "resume"):
         edited_corpus(command)
+
+    # a run's kept vocabulary files swapped or damaged: refused naming the file, never read as the run's
+    def swapped_vocabularies(damage):
+        def fn():
+            d = translation_run(f"t3_swapped_{damage}")[0]
+            source = os.path.join(d, "tokenizer-source.bin")
+            if damage == "roles":
+                shutil.copy(os.path.join(d, "tokenizer-target.bin"), source)
+                words = ("tokenizer-source.bin holds task/translation 'role=target;'", "role source")
+            else:
+                with open(source, "ab") as f:
+                    f.write(b"3:abc")
+                words = ("tokenizer-source.bin is damaged", "content hash")
+            code, out = c.run(["export", d, "--out", os.path.join(d, "m.safetensors")])
+            expect(code, out, EXIT_USAGE, *words)
+            assert not os.path.exists(os.path.join(d, "m.safetensors")), "an export was written"
+            return None
+        c.case("mislabel", f"run_with_its_vocabulary_files_{damage}", fn)
+
+    for damage in ("roles", "edited"):
+        swapped_vocabularies(damage)
 
     # half-written: an evaluation is on disk with its record or not at all
     def can_trace():

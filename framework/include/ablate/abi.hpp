@@ -12,7 +12,7 @@ namespace ablate {
 // meaning; not for a field appended to a capabilities struct (docs/writing-plugins.md, "Keeping
 // the API stable", says what does and does not bump it). PluginInfo keeps `api_version` and
 // `abi_tag` as its first two fields forever, so the host can read them from a plugin of any version.
-inline constexpr std::uint32_t kPluginApiVersion = 17;  // 2: Task::score_names, Task::text, Split::Test
+inline constexpr std::uint32_t kPluginApiVersion = 18;  // 2: Task::score_names, Task::text, Split::Test
                                                         // 3: TaskType::Classification, TaskInfo::num_classes
                                                         // 4: PositionalEncoding::max_positions
                                                         // 5: Backend::supports, rope; kind "attention",
@@ -41,6 +41,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 17;  // 2: Task::score_names,
                                                         // 16: Graph::add_flops/flops (compute accounting)
                                                         // 17: Task::read_examples reports a ReadReport (what
                                                         //    the length rules dropped or cut)
+                                                        // 18: TaskContext::keep_tokenizer (a task's own
+                                                        //    vocabularies kept with the run)
 
 }  // namespace ablate
 

@@ -66,6 +66,15 @@ struct TaskContext {
   // run folder already holds the role's tokenizer (eval, resume) it must be the file's. Throws
   // UsageError naming the file otherwise. Empty (no target) when the spec names no tokenizer.
   std::function<std::shared_ptr<Tokenizer>(const std::string& role, const std::string& file)> stored_tokenizer;
+  // A task that reads text with a vocabulary of its own (no task.tokenizer: its own `tokens`
+  // options), or has another table its ids index (a classification's class names), hands it here
+  // as a tokenizer for `role`, once counted from its data: the host keeps it with the run (the
+  // run folder's tokenizer-ROLE.bin), and when the run already holds it (eval, export, resume)
+  // loads it into `own` (Tokenizer::load) before returning, so ids keep their meaning even if the
+  // data file was edited since. The task reads with `own` afterwards. Returns true when it loaded
+  // the run's (then what the task counted from the data now says nothing of it: skip checks of
+  // that). Empty (no target) for a host that keeps nothing.
+  std::function<bool(const std::string& role, const std::shared_ptr<Tokenizer>& own)> keep_tokenizer;
 };
 
 // What Task::read_examples says of a file besides its examples, so that a score is never over

@@ -346,6 +346,41 @@ TEST_F(ClassificationTaskTest, BadOptionsAndFilesAreErrorsNamingThePlugin) {
 // ---------------------------------------------------------------------------------------------
 // With a tokenizer plugin (task.tokenizer)
 
+// A host that keeps the task's tables (TaskContext::keep_tokenizer): their bytes in `saved`, and
+// `held[role]` loaded where it has one.
+std::shared_ptr<ClassificationTask> kept_by_host(ablate::TaskContext context, std::map<std::string, std::string>& saved,
+                                                 const std::map<std::string, std::string>& held = {}) {
+  context.keep_tokenizer = [&saved, held](const std::string& role, const std::shared_ptr<ablate::Tokenizer>& own) {
+    const auto it = held.find(role);
+    if (it != held.end()) own->load(it->second);
+    saved[role] = own->save();
+    return it != held.end();
+  };
+  return ablate_text::built_as<ClassificationTask>(
+      kit::make_task("classification", {{"file", data(kSentiment).string()}, {"max_len", "200"}}, context));
+}
+
+TEST(ClassificationOwnTables, TheTextVocabularyAndTheClassNamesAreKeptAndAHeldOneIsRead) {
+  std::map<std::string, std::string> saved;
+  const auto counted = kept_by_host({}, saved);
+  ASSERT_EQ(saved.size(), 2u);
+  EXPECT_EQ(saved.at("labels"), "ablate-vocabulary 1\n8:negative7:neutral8:positive") << "in class id order";
+  // A run trained when the file had other labels: its class ids keep their names.
+  const std::string run_labels = "ablate-vocabulary 1\n8:positive8:negative7:neutral5:mixed";
+  const auto held = kept_by_host({}, saved, {{"labels", run_labels}, {"text", saved.at("text")}});
+  EXPECT_EQ(held->labels(), (std::vector<std::string>{"positive", "negative", "neutral", "mixed"}));
+  EXPECT_EQ(held->info().num_classes, 4) << "the run's head";
+  EXPECT_EQ(held->text({0}, true), "positive");
+  EXPECT_EQ(counted->text({0}, true), "negative");
+  // With task.tokenizer the text is the tokenizer's, and only the class names are the task's own.
+  ablate::TaskContext with_plugin;
+  with_plugin.tokenizer = [](const std::string&) { return kit::make_component<ablate::Tokenizer>("char"); };
+  saved.clear();
+  kept_by_host(with_plugin, saved);
+  EXPECT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved.count("labels"), 1u);
+}
+
 TEST(ClassificationWithATokenizer, TheTokenizerLearnsFromTheTrainTextsAndMaxLenCountsItsTokens) {
   std::vector<std::string> roles;
   ablate::TaskContext context;

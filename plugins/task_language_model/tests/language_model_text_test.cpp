@@ -424,6 +424,33 @@ TEST_F(LanguageModelTextTask, BadFilesAndSettingsAreErrorsNamingThePluginAndTheF
 }
 
 // ---------------------------------------------------------------------------------------------
+// The task's own vocabulary kept by the host (TaskContext::keep_tokenizer)
+
+TEST(LanguageModelOwnVocabulary, ItIsKeptAndAHeldOneIsWhatTheWindowsAreReadWith) {
+  std::map<std::string, std::string> saved, held;
+  ablate::TaskContext context;
+  context.keep_tokenizer = [&](const std::string& role, const std::shared_ptr<ablate::Tokenizer>& own) {
+    const auto it = held.find(role);
+    if (it != held.end()) own->load(it->second);
+    saved[role] = own->save();
+    return it != held.end();
+  };
+  const std::map<std::string, std::string> options = {{"file", kFable.string()}, {"context", "32"}, {"tokens", "word"}};
+  const auto counted = ablate_text::built_as<TextLanguageModel>(kit::make_task("language_model", options, context));
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved.count("text"), 1u);
+  EXPECT_EQ(saved.at("text").find("ablate-vocabulary 1\n"), 0u);
+  held["text"] = "ablate-vocabulary 1\n3:the6:miller1:\n";  // a run's: two words and the line break
+  const auto read = ablate_text::built_as<TextLanguageModel>(kit::make_task("language_model", options, context));
+  EXPECT_EQ(read->info().vocab_size, 4 + 3);
+  EXPECT_EQ(read->encode("the miller and the river", false, nullptr),
+            (std::vector<std::int32_t>{4, 5, ablate_text::Vocabulary::kUnk, 4, ablate_text::Vocabulary::kUnk}));
+  EXPECT_EQ(read->size(Split::Train), counted->size(Split::Train)) << "the same windows, read with the held table";
+  for (std::int32_t id : read->example(Split::Train, 0).tgt) EXPECT_LT(id, 7);
+  EXPECT_GT(counted->info().vocab_size, 7);
+}
+
+// ---------------------------------------------------------------------------------------------
 // With a tokenizer plugin (task.tokenizer)
 
 namespace with_tokenizer {

@@ -694,6 +694,53 @@ TEST_F(TranslationTaskTest, TextScoresReadTheTargetAsWritten) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The task's own vocabularies kept by the host (TaskContext::keep_tokenizer)
+
+// The task over the fixture with a host that keeps each table (their save() bytes in `saved`)
+// and loads `held[role]` where it has one.
+std::shared_ptr<TranslationTask> kept_by_host(std::map<std::string, std::string> options,
+                                              std::map<std::string, std::string>& saved,
+                                              const std::map<std::string, std::string>& held = {}) {
+  options["file"] = data("translation_eng_spa.tsv").string();
+  ablate::TaskContext context;
+  context.keep_tokenizer = [&saved, held](const std::string& role, const std::shared_ptr<ablate::Tokenizer>& own) {
+    const auto it = held.find(role);
+    if (it != held.end()) own->load(it->second);
+    saved[role] = own->save();
+    return it != held.end();
+  };
+  return ablate_text::built_as<TranslationTask>(kit::make_task("translation", options, context));
+}
+
+TEST(TranslationOwnVocabularies, EachSideIsKeptAndAHeldTableIsWhatTheTaskReadsWith) {
+  std::map<std::string, std::string> saved;
+  const auto counted = kept_by_host({}, saved);
+  ASSERT_EQ(saved.size(), 2u);
+  const std::string source = saved.at("source"), target = saved.at("target");
+  EXPECT_NE(source.find("5:hello"), std::string::npos) << "the source words, lower-cased";
+  // A run's tables: the source one with two words only (the file now holds more than it knew).
+  const std::string two_words = "ablate-vocabulary 1\n5:hello1:,";
+  saved.clear();
+  const auto held = kept_by_host({}, saved, {{"source", two_words}, {"target", target}});
+  EXPECT_EQ(held->source_vocabulary().size(), 6) << "4 reserved ids and the two words, not what the file counts";
+  EXPECT_EQ(held->encode("hello , world", false, nullptr), (std::vector<std::int32_t>{4, 5, ablate_text::Vocabulary::kUnk}));
+  EXPECT_EQ(held->target_vocabulary().tokens(), counted->target_vocabulary().tokens());
+  for (std::int64_t i = 0; i < held->size(Split::Train); ++i)
+    for (std::int32_t id : held->example(Split::Train, i).src) EXPECT_LT(id, 6) << "every example read with the held table";
+  EXPECT_EQ(saved.at("source"), two_words) << "what the host holds is what the task reads with";
+
+  saved.clear();
+  const auto joint = kept_by_host({{"joint_vocabulary", "true"}, {"target_tokens", "char"}}, saved);
+  EXPECT_EQ(saved.size(), 1u) << "one table of both sides";
+  saved.clear();
+  const auto joint_held = kept_by_host({{"joint_vocabulary", "true"}, {"target_tokens", "char"}}, saved, {{"joint", two_words}});
+  EXPECT_EQ(joint_held->encode(",h", true, nullptr), (std::vector<std::int32_t>{5, ablate_text::Vocabulary::kUnk}))
+      << "the target reads characters with the held joint table";
+  EXPECT_EQ(joint_held->target_vocabulary().size(), 6);
+  EXPECT_GT(joint->target_vocabulary().size(), 6);
+}
+
+// ---------------------------------------------------------------------------------------------
 // With a tokenizer plugin (task.tokenizer)
 
 // The task made by the plugin over the fixture, prepared with tokenizer/char (whitespace kept);

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,7 +58,7 @@ class BeamSearchTest : public ::testing::Test {
 TEST_F(BeamSearchTest, BeamOneIsGreedyDecodingExactly) {
   std::ostringstream err;
   const validation::LoadedSpec loaded = validation::load_run_spec(dir_ / "early", {}, err);
-  TrainedRun run = open_trained_run(dir_ / "early", loaded.spec, *loaded.registry);
+  TrainedRun run = open_trained_run(dir_ / "early", loaded.spec, *loaded.registry, std::cerr);
   Experiment& ex = *run.experiment;
   std::vector<std::int64_t> indices(64);
   for (std::size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<std::int64_t>(i);

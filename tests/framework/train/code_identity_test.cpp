@@ -45,16 +45,29 @@ TEST(DataIdentity, EachFileOfAGlobIsHashedAndALargeFileBySpreadBlocks) {
   EXPECT_NE(after[0], before[0]) << "the end of a large file is sampled";
   EXPECT_EQ(after[1], before[1]);
   EXPECT_NE(after[2], before[2]);
-  const std::string refused = [&] {
+  const auto refusal = [&](DataUse use, const std::vector<fs::path>& kept) {
     try {
-      check_data_unchanged(before, spec, "cannot evaluate RUN");
+      check_data_unchanged(before, spec, "cannot evaluate RUN", use, kept);
     } catch (const UsageError& e) {
       return std::string(e.what());
     }
     return std::string("not refused");
-  }();
-  EXPECT_NE(refused.find("cannot evaluate RUN: task.file " + big.string() + " changed since the run read it"), std::string::npos)
-      << refused;
+  };
+  const std::vector<fs::path> kept = {dir.path() / "tokenizer-text.bin"};
+  for (const std::string& refused :
+       {refusal(DataUse::Examples, {}), refusal(DataUse::Examples, kept), refusal(DataUse::Text, {})})
+    EXPECT_NE(refused.find("cannot evaluate RUN: task.file " + big.string() + " changed since the run read it"),
+              std::string::npos)
+        << refused;
+  EXPECT_NE(refusal(DataUse::Text, {}).find("vocabularies would be rebuilt"), std::string::npos)
+      << "a run that keeps no vocabularies would read text with new ones";
+  EXPECT_NE(refusal(DataUse::Examples, kept).find("its splits drawn anew"), std::string::npos);
+  const std::vector<std::string> warned = check_data_unchanged(before, spec, "cannot evaluate RUN", DataUse::Text, kept);
+  ASSERT_EQ(warned.size(), 2u) << "the large file and b.bin changed; a.bin did not";
+  EXPECT_NE(warned[0].find("task.file " + big.string() + " changed since the run read it"), std::string::npos) << warned[0];
+  EXPECT_NE(warned[0].find("read with the run's own tokenizer-text.bin"), std::string::npos) << warned[0];
+  EXPECT_NE(warned[1].find("task.shards " + (dir.path() / "b.bin").string()), std::string::npos) << warned[1];
+  EXPECT_TRUE(check_data_unchanged(after, spec, "x", DataUse::Examples, {}).empty()) << "files as recorded: nothing to say";
   write_at(big, 100 << 10, 'y');  // 100 KiB: between the first block and the second (at ~1 MiB)
   EXPECT_EQ(data_identity(spec)[0], after[0]) << "a byte between two sampled blocks is not seen (the documented limit)";
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -78,7 +79,7 @@ TEST_F(RunExportTest, FileFollowsTheSafetensorsLayoutAndHoldsTheCheckpointWeight
   // The weights the checkpoint holds, loaded as `ablate eval` loads them.
   std::ostringstream err;
   validation::LoadedSpec loaded = validation::load_run_spec(dir_ / "run", {}, err);
-  TrainedRun run = open_trained_run(dir_ / "run", loaded.spec, *loaded.registry);
+  TrainedRun run = open_trained_run(dir_ / "run", loaded.spec, *loaded.registry, std::cerr);
   std::uint64_t expected_offset = 0;
   int tensors = 0;
   for (Parameter* p : run.experiment->store->all()) {

@@ -45,12 +45,14 @@ class TokenizerRun : public ::testing::Test {
   }
   fs::path corpus() const { return dir.path() / "fable.txt"; }
   fs::path cache() const { return dir.path() / "cache" / "tokenizers"; }
-  // A tiny LM of the fable with `tokenizer`; `extra` adds task options ("tokens: word, ").
+  // A tiny LM of the fable with `tokenizer` (empty: none, the task's own `tokens`); `extra` adds
+  // task options ("tokens: word, ").
   std::string spec(const std::string& tokenizer = "{plugin: sentencepiece, vocab_size: 90}",
                    const std::string& extra = "") const {
     return testing::TinyRun{.name = "tokenized_lm",
                             .task = "{plugin: language_model, file: " + corpus().string() + ", " + extra +
-                                    "context: 32, valid_fraction: 0.1, test_fraction: 0.1, tokenizer: " + tokenizer + "}",
+                                    "context: 32, valid_fraction: 0.1, test_fraction: 0.1" +
+                                    (tokenizer.empty() ? std::string() : ", tokenizer: " + tokenizer) + "}",
                             .arch = "decoder",
                             .backend = "{plugin: onednn, threads: 1}",
                             .steps = 6,
@@ -118,6 +120,60 @@ TEST_F(TokenizerRun, EvalReadsTextWithTheRunsOwnTokenizer) {
   EXPECT_NE(other.err.find("holds a tokenizer/char tokenizer, but the spec's task.tokenizer is tokenizer/sentencepiece"),
             std::string::npos)
       << other.err;
+}
+
+// The number after "NAME": in a scores.json.
+double score_of(const std::string& json, const std::string& name) {
+  const std::size_t at = json.find("\"" + name + "\":");
+  return at == std::string::npos ? -1.0 : std::stod(json.substr(at + name.size() + 3));
+}
+
+TEST_F(TokenizerRun, WithoutATokenizerTheRunKeepsItsTasksOwnVocabularyAndReadsTextWithIt) {
+  const fs::path a = dir.path() / "a", stored = a / "tokenizer-text.bin";
+  fs::create_directories(dir.path() / "b");
+  std::ofstream(dir.path() / "b" / "tokenizer-text.bin") << "left by a start killed before run.h5";
+  ASSERT_EQ(run("a", spec("", "tokens: word, ")).code, cli::kExitOk);
+  const train::StoredTokenizer t = train::read_stored_tokenizer(stored);
+  EXPECT_EQ(t.plugin, "task/language_model");
+  EXPECT_EQ(t.options, "role=text;");
+  EXPECT_TRUE(t.bytes.starts_with("ablate-vocabulary 1\n")) << t.bytes.substr(0, 40);
+  EXPECT_NE(t.bytes.find("6:miller"), std::string::npos) << "the fable's words";
+  const auto fresh = run("b", spec("", "tokens: word, "));
+  ASSERT_EQ(fresh.code, cli::kExitOk) << fresh.err;
+  EXPECT_EQ(bytes(dir.path() / "b" / "tokenizer-text.bin"), bytes(stored)) << "a new run writes over a leftover";
+
+  std::ofstream(dir.path() / "other.txt") << bytes(corpus()).substr(0, 1500);  // text with "miller" in it
+  const auto data_eval = [&](const std::string& out) {
+    return run_cli({"eval", a.string(), "--data", (dir.path() / "other.txt").string(), "--out", (dir.path() / out).string()});
+  };
+  const auto before = data_eval("e1");
+  ASSERT_EQ(before.code, cli::kExitOk) << before.err;
+  std::string text = bytes(corpus());
+  for (std::size_t at; (at = text.find("miller")) != std::string::npos;) text.replace(at, 6, "zebra");
+  std::ofstream(corpus(), std::ios::trunc) << text;  // the run's id of "miller" would change meaning if rebuilt
+
+  const auto split = run_cli({"eval", a.string(), "--split", "test"});
+  EXPECT_EQ(split.code, cli::kExitUsage);
+  EXPECT_NE(split.err.find("task.file " + corpus().string() + " changed since the run read it"), std::string::npos) << split.err;
+  EXPECT_NE(split.err.find("its splits drawn anew"), std::string::npos) << split.err;
+  EXPECT_FALSE(fs::exists(a / "evals")) << "nothing written";
+  const auto resumed = run_cli({"run", (dir.path() / "a.yaml").string(), "--out", a.string(), "--resume", "--progress", "quiet"});
+  EXPECT_EQ(resumed.code, cli::kExitUsage) << "a run never goes on with other examples";
+
+  const auto after = data_eval("e2");
+  ASSERT_EQ(after.code, cli::kExitOk) << after.err;
+  EXPECT_NE(after.out.find("warning: task.file " + corpus().string() + " changed since the run read it"), std::string::npos)
+      << after.out;
+  EXPECT_NE(after.out.find("read with the run's own tokenizer-text.bin"), std::string::npos) << after.out;
+  const double loss = score_of(bytes(dir.path() / "e1" / "scores.json"), "loss");
+  ASSERT_GT(loss, 0.0);
+  EXPECT_EQ(score_of(bytes(dir.path() / "e2" / "scores.json"), "loss"), loss) << "the same ids: the run's vocabulary";
+  EXPECT_EQ(train::read_stored_tokenizer(stored).bytes, t.bytes) << "kept as trained";
+
+  fs::remove(stored);  // a run made before runs kept their vocabularies: it would rebuild them
+  const auto old = data_eval("e3");
+  EXPECT_EQ(old.code, cli::kExitUsage);
+  EXPECT_NE(old.err.find("vocabularies would be rebuilt"), std::string::npos) << old.err;
 }
 
 TEST_F(TokenizerRun, TheSpecKeyPrintsReadsBackAndIsRefusedWhereItCannotApply) {
