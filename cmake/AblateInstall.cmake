@@ -16,7 +16,7 @@ install(EXPORT AblateTargets NAMESPACE Ablate:: DESTINATION ${ABLATE_CMAKE_INSTA
 configure_package_config_file(cmake/AblateConfig.cmake.in
   "${PROJECT_BINARY_DIR}/AblateConfig.cmake"
   INSTALL_DESTINATION ${ABLATE_CMAKE_INSTALL_DIR}
-  PATH_VARS ABLATE_PLUGIN_INSTALL_DIR)
+  PATH_VARS ABLATE_PLUGIN_INSTALL_DIR CMAKE_INSTALL_LIBDIR)
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/AblateConfigVersion.cmake"
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES

@@ -10,7 +10,11 @@
 #   <target>      the MODULE `<target>.so` with a generated translation unit that exports
 #                 <ns>::plugin_info / <ns>::plugin_create under the aliases the host loads.
 # INSTALL installs the module into <prefix>/${ABLATE_PLUGIN_INSTALL_DIR} (the built-in plugin
-# dir, lib/ablate/plugins), where `ablate` finds it without ABLATE_PLUGIN_PATH.
+# dir, lib/ablate/plugins), where `ablate` finds it without ABLATE_PLUGIN_PATH. The installed
+# module's RUNPATH is $ORIGIN, $ORIGIN/../.. (the prefix's lib/) and, out of tree, the installed
+# Ablate's lib/ (ABLATE_LIBRARY_DIR): a shared library the plugin links (LINK_LIBRARIES) is found
+# installed beside it (the scan passes over a plain library there) or in lib/, and so is
+# libablate (`ldd` resolves everything); the build tree's RUNPATH names the built libraries.
 # TESTS builds the GoogleTest executable <target>_tests from those sources (GTest::gtest_main,
 # Ablate::core: the test kit, ablate/testing/kit.hpp; the plugin's folder on the include path)
 # and registers its tests with ctest (enable_testing() for this directory, gtest_discover_tests).
@@ -50,7 +54,12 @@ ABLATE_EXPORT_PLUGIN(${ARG_NAMESPACE})
 ")
   add_library(${target} MODULE "${export_src}")
   target_link_libraries(${target} PRIVATE ${target}_obj)
-  set_target_properties(${target} PROPERTIES PREFIX "" CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  set(runpath "$ORIGIN;$ORIGIN/../..")  # ../..: from lib/ablate/plugins (ABLATE_PLUGIN_SUBDIR) to lib/
+  if(ABLATE_LIBRARY_DIR)  # out of tree (AblateConfig.cmake)
+    list(APPEND runpath "${ABLATE_LIBRARY_DIR}")
+  endif()
+  set_target_properties(${target} PROPERTIES PREFIX "" CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
+    INSTALL_RPATH "${runpath}")
   target_link_options(${target} PRIVATE -Wl,--no-undefined)
   if(ARG_OUTPUT_DIRECTORY)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")

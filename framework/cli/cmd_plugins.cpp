@@ -44,7 +44,8 @@ void print_text(std::ostream& out, const std::vector<std::filesystem::path>& sea
 }
 
 void print_json(std::ostream& out, const std::vector<std::filesystem::path>& search_path,
-                const std::vector<const PluginDescriptor*>& plugins, const std::vector<PluginProblem>& problems) {
+                const std::vector<const PluginDescriptor*>& plugins, const std::vector<PluginProblem>& problems,
+                const std::vector<std::filesystem::path>& skipped) {
   out << "{\n  \"ablate_version\": " << json_quote(version_line()) << ",\n  \"search_path\": [";
   for (std::size_t i = 0; i < search_path.size(); ++i) out << (i ? ", " : "") << json_quote(search_path[i].string());
   out << "],\n  \"plugins\": [";
@@ -68,7 +69,9 @@ void print_json(std::ostream& out, const std::vector<std::filesystem::path>& sea
     out << (i ? "," : "") << "\n    {\"path\": " << json_quote(problems[i].path.string())
         << ", \"message\": " << json_quote(problems[i].message) << ", \"hint\": " << json_quote(problems[i].hint) << "}";
   }
-  out << (problems.empty() ? "" : "\n  ") << "]\n}\n";
+  out << (problems.empty() ? "" : "\n  ") << "],\n  \"skipped\": [";
+  for (std::size_t i = 0; i < skipped.size(); ++i) out << (i ? ", " : "") << json_quote(skipped[i].string());
+  out << "]\n}\n";
 }
 
 }  // namespace
@@ -107,10 +110,12 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
   }
 
   if (vm.count("json")) {
-    print_json(out, search_path, plugins, registry.problems());
+    print_json(out, search_path, plugins, registry.problems(), registry.skipped());
   } else {
     print_text(out, search_path, plugins);
   }
+  for (const std::filesystem::path& f : registry.skipped())
+    err << "note: skipped " << f.string() << ": a shared library that is not an Ablate plugin (a plugin's helper)\n";
   for (const PluginProblem& p : registry.problems()) {
     err << "ablate: plugin error: " << p.message << "\n";
     if (!p.hint.empty()) err << "  hint: " << p.hint << "\n";

@@ -30,6 +30,20 @@ namespace {
 
 constexpr const char* kInfoAlias = "ablate_plugin_info";
 constexpr const char* kFactoryAlias = "ablate_create";
+// Whether `path` is a shared library that exports neither plugin alias: a plain library (a
+// plugin's helper) beside the plugins, not a broken plugin. False when its symbols cannot be read
+// (load() says why).
+bool plain_library(const fs::path& path) {
+  if (elf_problem(path)) return false;
+  try {
+    const std::vector<std::string> symbols = boost::dll::library_info(path).symbols();
+    return std::find(symbols.begin(), symbols.end(), kInfoAlias) == symbols.end() &&
+           std::find(symbols.begin(), symbols.end(), kFactoryAlias) == symbols.end();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 constexpr const char* kFindHint =
     "a plugin of your own: add its directory with -p DIR, ABLATE_PLUGIN_PATH or the spec's plugin_paths";
 constexpr const char* kRebuildHint = "rebuild the plugin against this Ablate (find_package(Ablate) + ablate_add_plugin)";
@@ -158,13 +172,15 @@ void pin_library(std::shared_ptr<boost::dll::shared_library> library) {
 void PluginRegistry::scan(const std::vector<fs::path>& search_path) {
   for (const fs::path& entry : search_path) {
     std::error_code ec;
-    std::vector<fs::path> files;
+    std::vector<fs::path> files, plain;
     if (fs::is_directory(entry, ec)) {
       for (const auto& f : fs::directory_iterator(entry, ec)) {
         if (f.path().extension() != ".so") continue;
         std::error_code fe;
         const fs::file_status st = fs::status(f.path(), fe);  // follows links: a loop or a device is a problem, said
-        if (fs::is_regular_file(st)) {
+        if (fs::is_regular_file(st) && plain_library(f.path())) {
+          plain.push_back(f.path());
+        } else if (fs::is_regular_file(st)) {
           files.push_back(f.path());
         } else {
           const std::string what = fe                     ? "cannot be followed (" + fe.message() + ")"
@@ -178,6 +194,8 @@ void PluginRegistry::scan(const std::vector<fs::path>& search_path) {
         }
       }
       std::sort(files.begin(), files.end());
+      std::sort(plain.begin(), plain.end());
+      skipped_.insert(skipped_.end(), plain.begin(), plain.end());
     } else if (fs::exists(entry, ec)) {
       files.push_back(entry);
     } else {
@@ -232,13 +250,15 @@ const PluginDescriptor& PluginRegistry::load(const fs::path& file) {
   }
 
   const PluginInfo& info = entry.library->get_alias<const PluginInfo>(kInfoAlias);
+  // kind and name are read from a plugin of any API version (PluginInfo's first four fields never
+  // move): a refused plugin is then reported as such when a spec names it, not as unknown.
+  if (is_identifier(info.kind) && is_identifier(info.name)) refusing_ = {info.kind, info.name};
   if (info.api_version != kPluginApiVersion)
     throw PluginError(path.string() + ": built for plugin API version " + std::to_string(info.api_version) +
                           ", but this ablate uses plugin API version " + std::to_string(kPluginApiVersion),
                       kRebuildHint);
   const std::string host_tag = ABLATE_ABI_TAG;
   const std::string plugin_tag = info.abi_tag ? info.abi_tag : "(none)";
-  if (is_identifier(info.kind) && is_identifier(info.name)) refusing_ = {info.kind, info.name};  // same API: the record reads
   if (plugin_tag != host_tag)
     throw PluginError(path.string() + ": ABI tag '" + plugin_tag + "' differs from this ablate's ABI tag '" + host_tag +
                           "' (compiler/standard library/build type must match)",

@@ -52,7 +52,9 @@ class PluginRegistry {
   PluginRegistry& operator=(const PluginRegistry&) = delete;
 
   // Loads every plugin found in `search_path` (directories: their *.so files in name order).
-  // A file that cannot be used becomes a PluginProblem; scanning never throws for one file.
+  // A file that cannot be used becomes a PluginProblem; scanning never throws for one file. A
+  // plain shared library in a directory (it exports neither plugin symbol: a plugin's helper) is
+  // skipped (skipped()); named as a file of its own it is a problem.
   void scan(const std::vector<std::filesystem::path>& search_path);
 
   // Loads one plugin file. Throws PluginError naming the file (and both files for a duplicate).
@@ -64,6 +66,8 @@ class PluginRegistry {
   // Plugins in discovery order, optionally only those of `kind`.
   std::vector<const PluginDescriptor*> list(std::string_view kind = {}) const;
   const std::vector<PluginProblem>& problems() const { return problems_; }
+  // The plain shared libraries scan() passed over in the directories it searched.
+  const std::vector<std::filesystem::path>& skipped() const { return skipped_; }
   // The problem of a file that defines (kind, name) but was refused (built for another ABI), or null.
   const PluginProblem* refused(std::string_view kind, std::string_view name) const;
 
@@ -97,6 +101,7 @@ class PluginRegistry {
 
   std::deque<Entry> entries_;  // a deque: descriptors handed out stay valid as plugins load
   std::vector<PluginProblem> problems_;
+  std::vector<std::filesystem::path> skipped_;
   std::pair<std::string, std::string> refusing_;  // kind/name of the plugin load() is refusing, if known
   // (kind, name) defined by more than one file: every file that claimed it.
   std::map<std::pair<std::string, std::string>, std::vector<std::filesystem::path>> duplicates_;

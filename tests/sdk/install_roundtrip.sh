@@ -48,6 +48,46 @@ installed=$(find "$work/prefix" -name schedule_linear.so | head -1)
 json=$("$work/prefix/bin/ablate" plugins --json)
 check "$json" "$installed"
 
+# Installed plugins resolve every library they link: the built-ins find libablate in lib/ (their
+# RUNPATH, from lib/ablate/plugins), and a plugin that links a shared library of its own finds it
+# installed beside it, where the scan passes over it with a note rather than an error.
+builtin_pe=$(find "$work/prefix" -name positional_encoding_rotary.so | head -1)
+if ldd "$builtin_pe" | grep -q "not found"; then ldd "$builtin_pe"; fail "an installed built-in plugin has an unresolved library"; fi
+helped=$work/helped_src
+mkdir -p "$helped"
+cat > "$helped/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.22)
+project(schedule_helped LANGUAGES CXX)
+find_package(Ablate REQUIRED)
+add_library(helped_rate SHARED rate.cpp)
+ablate_add_plugin(schedule_helped SOURCES schedule_helped.cpp LINK_LIBRARIES helped_rate INSTALL)
+install(TARGETS helped_rate LIBRARY DESTINATION ${ABLATE_PLUGIN_INSTALL_DIR})
+CMAKE
+echo 'double helped_rate(long step) { return 1e-3 / (1.0 + static_cast<double>(step)); }' > "$helped/rate.cpp"
+cat > "$helped/schedule_helped.cpp" <<'CPP'
+#include <ablate/schedule.hpp>
+double helped_rate(long step);
+namespace schedule_helped {
+class Helped final : public ablate::Schedule {
+ public:
+  double learning_rate(std::int64_t step) const override { return helped_rate(static_cast<long>(step)); }
+};
+ablate::Component* create(const ablate::Options&) { return new Helped(); }
+ABLATE_PLUGIN("schedule", "helped", "0.1.0", "1e-3 / (1 + step), from a library of its own", ablate::kNoOptions, create)
+}  // namespace schedule_helped
+CPP
+cmake -S "$helped" -B "$work/helped-build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/helped-build" >/dev/null
+cmake --install "$work/helped-build" --prefix "$work/helped-prefix" >/dev/null
+helped_so=$(find "$work/helped-prefix" -name schedule_helped.so | head -1)
+[ -n "$helped_so" ] || fail "installing the helped plugin did not place schedule_helped.so"
+if ldd "$helped_so" | grep -q "not found"; then ldd "$helped_so"; fail "the installed plugin does not find its own library"; fi
+ABLATE_PLUGIN_PATH=$(dirname "$helped_so") "$work/prefix/bin/ablate" plugins --kind schedule > "$work/helped.out" 2> "$work/helped.err" ||
+  { cat "$work/helped.err"; fail "a plugin's own library beside it made \`ablate plugins\` fail"; }
+grep -q "schedule/helped" "$work/helped.out" || { cat "$work/helped.out"; fail "schedule/helped is not listed"; }
+grep -q "note: skipped .*libhelped_rate.so" "$work/helped.err" || { cat "$work/helped.err"; fail "the helper was not passed over with a note"; }
+echo "helped: the installed plugin loads its own library; the scan skips it with a note"
+
 # examples/ffn_reglu: an out-of-tree component with tests written with the installed test kit
 # (ablate/testing/kit.hpp); ctest runs them against the built module and the installed built-ins.
 reglu=$work/ffn_reglu-build

@@ -10,8 +10,9 @@ namespace ablate {
 
 // Bump when PluginInfo, OptionInfo, Options, Component or a kind interface changes layout or
 // meaning; not for a field appended to a capabilities struct (docs/writing-plugins.md, "Keeping
-// the API stable", says what does and does not bump it). PluginInfo keeps `api_version` and
-// `abi_tag` as its first two fields forever, so the host can read them from a plugin of any version.
+// the API stable", says what does and does not bump it). PluginInfo keeps `api_version`, `abi_tag`,
+// `kind` and `name` as its first four fields forever, so the host can read them from a plugin of
+// any version (and say which plugin it refuses, and why).
 inline constexpr std::uint32_t kPluginApiVersion = 18;  // 2: Task::score_names, Task::text, Split::Test
                                                         // 3: TaskType::Classification, TaskInfo::num_classes
                                                         // 4: PositionalEncoding::max_positions

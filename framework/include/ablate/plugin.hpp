@@ -33,7 +33,8 @@ class BOOST_SYMBOL_VISIBLE Component : public std::enable_shared_from_this<Compo
 using PluginFactory = Component* (*)(const Options& options);
 
 // The record every plugin exports (alias `ablate_plugin_info`). POD, so the host can read it
-// before any plugin code runs. The first two fields never move (see abi.hpp).
+// before any plugin code runs. The first four fields never move (see abi.hpp): the host reads a
+// plugin's kind and name whatever API it was built for, to say why it refuses it.
 struct PluginInfo {
   std::uint32_t api_version;  // kPluginApiVersion the plugin was built against
   const char* abi_tag;        // ABLATE_ABI_TAG the plugin was built with

@@ -113,10 +113,19 @@ TEST(CliPlugins, JsonHasPluginsOptionsAndProblems) {
 }
 
 TEST(CliPlugins, BrokenPluginOnThePathMakesExitCodeThreeButStillLists) {
-  const Result r = run_cli({"plugins", "-p", testing::fixture_dir("not_a_plugin").string()});
+  const Result r = run_cli({"plugins", "-p", testing::fixture_dir("fixture_api_mismatch").string()});
   EXPECT_EQ(r.code, kExitPluginError);
   EXPECT_TRUE(contains(r.out, "schedule/constant"));
-  EXPECT_TRUE(contains(r.err, "not_a_plugin.so: not an Ablate plugin")) << r.err;
+  EXPECT_TRUE(contains(r.err, "fixture_api_mismatch.so: built for plugin API version 999")) << r.err;
+  // A plain library beside plugins (a plugin's helper) is passed over with a note; named alone, refused.
+  const Result helper = run_cli({"plugins", "-p", testing::fixture_dir("not_a_plugin").string()});
+  EXPECT_EQ(helper.code, kExitOk) << helper.err;
+  EXPECT_TRUE(contains(helper.err, "note: skipped " + testing::fixture("not_a_plugin").string())) << helper.err;
+  const Result json = run_cli({"plugins", "--json", "-p", testing::fixture_dir("not_a_plugin").string()});
+  EXPECT_TRUE(contains(json.out, "\"skipped\": [\"" + testing::fixture("not_a_plugin").string() + "\"]")) << json.out;
+  const Result named = run_cli({"plugins", "-p", testing::fixture("not_a_plugin").string()});
+  EXPECT_EQ(named.code, kExitPluginError);
+  EXPECT_TRUE(contains(named.err, "not_a_plugin.so: not an Ablate plugin")) << named.err;
 }
 
 }  // namespace

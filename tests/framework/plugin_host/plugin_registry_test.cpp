@@ -71,6 +71,16 @@ TEST(PluginRegistry, RefusesApiVersionMismatchNamingBothVersions) {
   EXPECT_TRUE(r.list().empty());
 }
 
+TEST(PluginRegistry, APluginBuiltForAnotherApiIsReportedAsSuchNotAsUnknown) {
+  PluginRegistry r;
+  r.scan({fixture("fixture_api_mismatch")});
+  ASSERT_NE(r.refused("fixture", "future"), nullptr) << "its kind and name are read whatever its API";
+  const std::string e = error_of<PluginError>([&] { r.find("fixture", "future"); });
+  EXPECT_TRUE(contains(e, "built for plugin API version 999")) << e;
+  EXPECT_TRUE(contains(e, "rebuild the plugin against this Ablate")) << e;
+  EXPECT_FALSE(contains(e, "unknown")) << e;
+}
+
 TEST(PluginRegistry, RefusesAbiTagMismatchNamingBothTags) {
   PluginRegistry r;
   const std::string e = error_of<PluginError>([&] { r.load(fixture("fixture_abi_mismatch")); });
@@ -197,11 +207,18 @@ TEST(PluginRegistry, ScanCollectsEveryBrokenFileAndKeepsTheGoodOnes) {
   r.scan({testing::fixture_dir("fixture_good"), testing::fixture_dir("fixture_api_mismatch"),
           testing::fixture_dir("not_a_plugin"), "/nonexistent/ablate/plugins"});
   EXPECT_EQ(r.list().size(), 1u);
-  ASSERT_EQ(r.problems().size(), 3u);
+  ASSERT_EQ(r.problems().size(), 2u);
   EXPECT_TRUE(contains(r.problems()[0].message, "plugin API version 999"));
-  EXPECT_TRUE(contains(r.problems()[1].message, "not an Ablate plugin"));
-  EXPECT_TRUE(contains(r.problems()[2].message, "/nonexistent/ablate/plugins: plugin search path entry does not exist"));
-  EXPECT_FALSE(r.problems()[1].hint.empty());
+  EXPECT_TRUE(contains(r.problems()[1].message, "/nonexistent/ablate/plugins: plugin search path entry does not exist"));
+  // A plain library in a plugin directory (a plugin's helper) is passed over, not a problem ...
+  EXPECT_EQ(r.skipped(), std::vector<fs::path>{fixture("not_a_plugin")});
+  // ... but named as a file of its own, it is one.
+  PluginRegistry named;
+  named.scan({fixture("not_a_plugin")});
+  ASSERT_EQ(named.problems().size(), 1u);
+  EXPECT_TRUE(contains(named.problems()[0].message, "not an Ablate plugin"));
+  EXPECT_FALSE(named.problems()[0].hint.empty());
+  EXPECT_TRUE(named.skipped().empty());
 }
 
 TEST(PluginSearchPath, BuiltinThenEnvironmentThenExtra) {
