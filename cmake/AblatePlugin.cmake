@@ -23,7 +23,8 @@
 # `ablate` will load it: the same file, export aliases, API/ABI checks and option defaults (run
 # by hand: ABLATE_PLUGIN_PATH=<build dir>). TEST_LINK_LIBRARIES links more into the tests only:
 # <target>_obj to test the plugin's inner functions directly, a fixture library. ctest runs them
-# with OMP_WAIT_POLICY=PASSIVE (a parallel ctest must not stall on spinning OpenMP threads).
+# with OMP_WAIT_POLICY=PASSIVE (a parallel ctest must not stall on spinning OpenMP threads) and a
+# TIMEOUT of 300 s each (a hang fails its test; set_tests_properties after it to allow more).
 # Ablate's own plugins with tests of their own keep them in plugins/<target>/tests/; they are
 # built unless Ablate is configured with ABLATE_BUILD_TESTS=OFF.
 function(ablate_add_plugin target)
@@ -94,5 +95,6 @@ function(_ablate_add_plugin_tests target)
   add_dependencies(${target}_tests ${target})
   gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
     PROPERTIES ENVIRONMENT "ABLATE_PLUGIN_PATH=$<TARGET_FILE_DIR:${target}>"
-               ENVIRONMENT_MODIFICATION "OMP_WAIT_POLICY=set:PASSIVE")
+               ENVIRONMENT_MODIFICATION "OMP_WAIT_POLICY=set:PASSIVE"
+               TIMEOUT 300)
 endfunction()

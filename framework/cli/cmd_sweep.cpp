@@ -166,22 +166,28 @@ SweepArgs read_args(const po::variables_map& vm) {
   return a;
 }
 
-// --dry-run: the runs the spec defines, their ids, folders and settings.
-void print_dry_run(const sweep::SweepPlan& plan, std::ostream& out) {
+// --dry-run: the runs the spec defines, their ids, folders and settings, and those its folder holds
+// already made by other code (which the sweep reruns).
+void print_dry_run(const sweep::SweepPlan& plan, const PluginRegistry& registry, std::ostream& out) {
   out << "sweep " << plan.experiment << ": " << plan.runs.size() << " run" << (plan.runs.size() == 1 ? "" : "s") << " in "
       << plan.dir.string() << "\n";
-  for (const sweep::SweepRun& run : plan.runs)
-    out << "  " << run.id << "  " << run.folder << "\n      " << settings_text(run.point) << "\n";
+  const sweep::StaleRuns stale = sweep::stale_runs(plan, sweep::read_phases(plan), registry);
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const sweep::SweepRun& run = plan.runs[i];
+    out << "  " << run.id << "  " << run.folder << (stale[i] ? "  (made by other code: the sweep reruns it)" : "") << "\n      "
+        << settings_text(run.point) << "\n";
+  }
 }
 
-// --status: the state of every run in the directory, and how many runs of earlier versions of the
-// spec the manifest also holds.
-void print_status(const sweep::SweepPlan& plan, std::ostream& out) {
+// --status: the state of every run in the directory (runs made by other code marked: the sweep
+// reruns them), and how many runs of earlier versions of the spec the manifest also holds.
+void print_status(const sweep::SweepPlan& plan, const PluginRegistry& registry, std::ostream& out) {
   sweep::Manifest manifest = sweep::read_manifest(plan.dir);
   const auto phases = sweep::read_phases(plan);
+  const sweep::StaleRuns stale = sweep::stale_runs(plan, phases, registry);
   out << "sweep " << plan.experiment << " in " << plan.dir.string() << "\n";
-  sweep::print_runs(plan, phases, manifest, out);
-  out << sweep::counts_line(phases) << "\n";
+  sweep::print_runs(plan, phases, manifest, out, stale);
+  out << sweep::counts_line(phases, stale) << "\n";
   std::size_t others = 0;
   for (const sweep::ManifestRun& m : manifest.runs)
     others += std::none_of(plan.runs.begin(), plan.runs.end(), [&](const auto& r) { return r.id == m.id; });
@@ -281,7 +287,7 @@ int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& sp
   out << "tuning phase: " << tuning.plan.runs.size() << " runs (" << tuning.arms.size() << " arms x " << tuning.settings.size()
       << " settings x " << tuning.seeds.size() << " seeds) in " << tuning.plan.dir.string() << "\n";
   if (vm.count("dry-run")) {
-    print_dry_run(tuning.plan, out);
+    print_dry_run(tuning.plan, *base.registry, out);
     out << "confirmation phase: " << confirmation << ", in " << dir.string() << " (planned once tuning is done)\n";
     return kExitOk;
   }
@@ -299,7 +305,7 @@ int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& sp
   if (stopped) return *stopped;
   if (!progress.done) {
     if (vm.count("status")) {
-      print_status(tuning.plan, out);
+      print_status(tuning.plan, *base.registry, out);
       out << "confirmation phase: waits for tuning (" << progress.finished << " of " << progress.needed
           << " runs of its current rung finished)\n";
       return kExitOk;
@@ -308,7 +314,7 @@ int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& sp
         << " runs finished; each arm's setting is chosen once all have (fix the failed ones, then --rerun-failed)\n";
     return kExitRunFailed;
   }
-  if (vm.count("status")) print_status(tuning.plan, out);
+  if (vm.count("status")) print_status(tuning.plan, *base.registry, out);
   const sweep::TuningValues values = sweep::read_tuning_values(tuning, tune);
   std::vector<std::string> arm_names;
   for (const spec::SweepPoint& arm : tuning.arms) arm_names.push_back(arm.name);
@@ -320,7 +326,7 @@ int tuned_sweep(const po::variables_map& vm, SweepArgs& a, const SpecOptions& sp
   for (const std::string& note : plan.notes) out << "note: " << note << "\n";
   out << "confirmation phase: " << confirmation << "\n";
   if (vm.count("status")) {
-    print_status(plan, out);
+    print_status(plan, *base.registry, out);
     return kExitOk;
   }
   sweep::write_choices(tuning, values, choices, progress);
@@ -354,11 +360,11 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   for (const std::string& note : plan.notes) out << "note: " << note << "\n";
   check_baseline(plan, a.compare);
   if (vm.count("dry-run")) {
-    print_dry_run(plan, out);
+    print_dry_run(plan, *base.registry, out);
     return kExitOk;
   }
   if (vm.count("status")) {
-    print_status(plan, out);
+    print_status(plan, *base.registry, out);
     return kExitOk;
   }
 

@@ -16,8 +16,10 @@
 namespace ablate::testing {
 namespace {
 
-std::mutex& kit_mutex() {
-  static std::mutex mutex;
+// Recursive: a component the kit is creating may call the kit itself (a backend that wraps
+// another makes it with make_backend in its factory).
+std::recursive_mutex& kit_mutex() {
+  static std::recursive_mutex mutex;
   return mutex;
 }
 
@@ -58,7 +60,7 @@ PluginRegistry& kit_registry() {
 }
 
 void load_plugins(const std::filesystem::path& path) {
-  std::lock_guard<std::mutex> lock(kit_mutex());
+  std::lock_guard<std::recursive_mutex> lock(kit_mutex());
   PluginRegistry& registry = kit_registry();
   const std::size_t known = registry.problems().size();
   registry.scan({path});  // a file loaded before is skipped (PluginRegistry::load)
@@ -69,7 +71,7 @@ void load_plugins(const std::filesystem::path& path) {
 }
 
 std::shared_ptr<Component> make_component(const std::string& kind, const std::string& name, const OptionOverrides& overrides) {
-  std::lock_guard<std::mutex> lock(kit_mutex());
+  std::lock_guard<std::recursive_mutex> lock(kit_mutex());
   try {
     return kit_registry().create(kind, name, overrides);
   } catch (...) {

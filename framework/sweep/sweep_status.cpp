@@ -58,19 +58,37 @@ std::vector<RunPhaseInfo> read_phases(const SweepPlan& plan) {
   return phases;
 }
 
-std::string counts_line(const std::vector<RunPhaseInfo>& phases) {
+StaleRuns stale_runs(const SweepPlan& plan, const std::vector<RunPhaseInfo>& phases, const PluginRegistry& registry) {
+  StaleRuns out;
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    try {
+      out.push_back(stale_code(plan.run_dir(plan.runs[i]), plan.runs[i].spec, registry, phases[i].phase));
+    } catch (const std::exception&) {
+      out.push_back(std::nullopt);  // an unreadable file: counted as failed already
+    }
+  }
+  return out;
+}
+
+std::string counts_line(const std::vector<RunPhaseInfo>& phases, const StaleRuns& stale) {
   std::map<RunPhase, std::size_t> n;
   for (const auto& p : phases) ++n[p.phase];
   using P = RunPhase;
+  std::size_t done_by_other_code = 0;
+  for (std::size_t i = 0; i < stale.size() && i < phases.size(); ++i)
+    done_by_other_code += stale[i] && phases[i].phase == P::Completed;
   std::string line = std::to_string(phases.size()) + " run" + (phases.size() == 1 ? "" : "s") + ": " +
-                     std::to_string(n[P::Completed]) + " done, " + std::to_string(n[P::Running]) + " running, " +
-                     std::to_string(n[P::Failed]) + " failed, " + std::to_string(n[P::Diverged]) + " diverged, " +
-                     std::to_string(n[P::Pending]) + " pending";
+                     std::to_string(n[P::Completed]) + " done" +
+                     (done_by_other_code ? " (" + std::to_string(done_by_other_code) + " by other code: the sweep reruns them)"
+                                         : std::string()) +
+                     ", " + std::to_string(n[P::Running]) + " running, " + std::to_string(n[P::Failed]) + " failed, " +
+                     std::to_string(n[P::Diverged]) + " diverged, " + std::to_string(n[P::Pending]) + " pending";
   if (n[P::Interrupted]) line += ", " + std::to_string(n[P::Interrupted]) + " interrupted";
   return line;
 }
 
-void print_runs(const SweepPlan& plan, const std::vector<RunPhaseInfo>& phases, Manifest& manifest, std::ostream& out) {
+void print_runs(const SweepPlan& plan, const std::vector<RunPhaseInfo>& phases, Manifest& manifest, std::ostream& out,
+                const StaleRuns& stale) {
   std::size_t width = 4;
   for (const auto& run : plan.runs) width = std::max(width, run.point.name.size());
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
@@ -87,6 +105,7 @@ void print_runs(const SweepPlan& plan, const std::vector<RunPhaseInfo>& phases, 
     if (m && !m->slurm_job.empty() && (p.phase == RunPhase::Pending || p.phase == RunPhase::Running))
       line += "  slurm job " + m->slurm_job;
     if (!p.reason.empty() && p.phase != RunPhase::Running) line += "  " + p.reason;
+    if (i < stale.size() && stale[i]) line += "  made by other code, the sweep reruns it: now " + *stale[i];
     out << "  " << line << "\n";
   }
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -19,10 +20,18 @@ namespace ablate::sweep {
 
 // The state of every run of `plan`, in plan order (the existing run files vetted by one child first).
 std::vector<RunPhaseInfo> read_phases(const SweepPlan& plan);
-// "8 runs: 5 done, 1 running, 1 failed, 0 diverged, 1 pending" (+ ", N interrupted" when any).
-std::string counts_line(const std::vector<RunPhaseInfo>& phases);
-// One line per run: state, step/total, name, id (and its Slurm job), why.
-void print_runs(const SweepPlan& plan, const std::vector<RunPhaseInfo>& phases, Manifest& manifest, std::ostream& out);
+// Per run of `plan` (`phases` from read_phases): for a finished or interrupted run made by other
+// code than `registry` gives its spec now, what differs ("ffn/x 1.0.1 <hash> (was 1.0.0 <hash>)"):
+// a run the sweep reruns (schedule_runs); nullopt for the others.
+using StaleRuns = std::vector<std::optional<std::string>>;
+StaleRuns stale_runs(const SweepPlan& plan, const std::vector<RunPhaseInfo>& phases, const PluginRegistry& registry);
+// "8 runs: 5 done, 1 running, 1 failed, 0 diverged, 1 pending" (+ ", N interrupted" when any);
+// with `stale`, "5 done (2 by other code: the sweep reruns them)".
+std::string counts_line(const std::vector<RunPhaseInfo>& phases, const StaleRuns& stale = {});
+// One line per run: state, step/total, name, id (and its Slurm job), why; with `stale`, that the
+// sweep reruns a run made by other code, and what differs.
+void print_runs(const SweepPlan& plan, const std::vector<RunPhaseInfo>& phases, Manifest& manifest, std::ostream& out,
+                const StaleRuns& stale = {});
 
 struct ScheduleOptions {
   bool rerun_failed = false;  // --rerun-failed

@@ -56,6 +56,13 @@ def code_cases(c):
         code, out = c.run(args)
         expect(code, out, EXIT_OK, "0 to run", "2 already done")
         change(so)
+        # --status and --dry-run look only, and say which runs the sweep will rerun
+        code, out = c.run(["sweep", spec, "--out", out_dir, "--status"])
+        expect(code, out, EXIT_OK, "2 done (2 by other code: the sweep reruns them)",
+               "made by other code, the sweep reruns it: now schedule/faulty 1.0.0 ")
+        code, out = c.run(["sweep", spec, "--out", out_dir, "--dry-run"])
+        expect(code, out, EXIT_OK, "(made by other code: the sweep reruns it)")
+        assert not os.path.exists(os.path.join(out_dir, ".attempts")), "--status or --dry-run moved a run"
         code, out = c.run(args + ["--keep-stale"])
         expect(code, out, EXIT_OK, "0 to run", "warning: kept (--keep-stale) a run made by other code",
                "schedule/faulty 1.0.0 ")

@@ -8,6 +8,7 @@
 #include "ablate/ops.hpp"
 #include "ablate/schedule.hpp"
 #include "ablate/task.hpp"
+#include "fixture_echo.hpp"
 #include "framework/plugin_host/plugin_test_util.hpp"
 
 namespace ablate {
@@ -77,6 +78,11 @@ TEST(TestingKit, LoadPluginsAddsADirectoryOnceAndChecksWhatItLoads) {
   EXPECT_NE(stand_in.find("does not implement the 'task' interface"), std::string::npos) << stand_in;  // a bare Component
   const std::string e = message_of([] { testing::load_plugins(testing::fixture("not_a_plugin")); });
   EXPECT_NE(e.find("not_a_plugin.so"), std::string::npos) << e;
+}
+
+TEST(TestingKit, AComponentBeingMadeCanCallTheKit) {
+  testing::load_plugins(testing::fixture_dir("fixture_nested"));
+  EXPECT_EQ(make_component<testing::FixtureEcho>("nested")->echo(), "made a reference backend");
 }
 
 // The built-in positions with attention/mha (multi-head, multi-query, qk_norm + softcap): a cached
