@@ -44,6 +44,19 @@ bool plain_library(const fs::path& path) {
   }
 }
 
+// The hint for a (kind, name) defined by `files`: a built-in one cannot leave the search path (its
+// directory is always searched), so a plugin of one's own takes another name.
+std::string duplicate_hint(const std::vector<fs::path>& files) {
+  std::error_code ec;
+  const fs::path builtin = fs::weakly_canonical(builtin_plugin_dir(), ec);
+  for (const fs::path& f : files)
+    if (!builtin.empty() && f.parent_path() == builtin)
+      return "a built-in plugin (" + f.string() +
+             ") has this kind and name, and the built-in directory is always searched: give yours another name in its "
+             "ABLATE_PLUGIN(kind, name, ...) and the spec";
+  return "remove all but one of them from the plugin search path";
+}
+
 constexpr const char* kFindHint =
     "a plugin of your own: add its directory with -p DIR, ABLATE_PLUGIN_PATH or the spec's plugin_paths";
 constexpr const char* kRebuildHint = "rebuild the plugin against this Ablate (find_package(Ablate) + ablate_add_plugin)";
@@ -288,7 +301,7 @@ const PluginDescriptor& PluginRegistry::add(Entry entry) {
     files.push_back(entry.descriptor.path);
     throw PluginError("duplicate plugin " + entry.descriptor.id() + ": defined by both " + e.descriptor.path.string() + " and " +
                           entry.descriptor.path.string(),
-                      "remove one of them from the plugin search path");
+                      duplicate_hint(files));
   }
   entries_.push_back(std::move(entry));
   return entries_.back().descriptor;
@@ -313,7 +326,7 @@ const PluginDescriptor& PluginRegistry::find(std::string_view kind, std::string_
     for (const auto& f : dup->second) files.push_back(f.string());
     throw PluginError(
         "plugin " + std::string(kind) + "/" + std::string(name) + " is defined by more than one file: " + join(files, ", "),
-        "remove all but one of them from the plugin search path");
+        duplicate_hint(dup->second));
   }
   std::vector<std::string> names;
   std::vector<std::string> kinds;

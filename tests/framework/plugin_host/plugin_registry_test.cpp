@@ -156,6 +156,21 @@ TEST(PluginRegistry, DuplicateKindAndNameNamesBothFilesAndCannotBeUsed) {
   EXPECT_THROW(r.create("fixture", "echo", {{"count", "1"}}), PluginError);
 }
 
+TEST(PluginRegistry, APluginOfOnesOwnNamedLikeABuiltInIsToldToTakeAnotherName) {
+  testing::TempDir dir;
+  fs::copy_file(fs::path(ABLATE_BUILTIN_PLUGIN_DIR) / "schedule_noam.so", dir.path() / "my_noam.so");
+  PluginRegistry r;
+  r.scan({ABLATE_BUILTIN_PLUGIN_DIR, dir.path()});
+  const std::string e = error_of<PluginError>([&] { r.find("schedule", "noam"); });
+  EXPECT_TRUE(contains(e, "defined by more than one file")) << e;
+  EXPECT_TRUE(contains(e, "the built-in directory is always searched: give yours another name")) << e;
+  // Two files of one's own: either can leave the path.
+  fs::copy_file(dir.path() / "my_noam.so", dir.path() / "my_noam_2.so");
+  PluginRegistry own;
+  own.scan({dir.path()});
+  EXPECT_TRUE(contains(error_of<PluginError>([&] { own.find("schedule", "noam"); }), "remove all but one of them"));
+}
+
 TEST(PluginRegistry, UnknownPluginListsAvailableNamesAndSuggestsTheClosest) {
   PluginRegistry r;
   r.scan({ABLATE_BUILTIN_PLUGIN_DIR});
