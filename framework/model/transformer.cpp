@@ -159,6 +159,8 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
   ModelDims dims = config_.dims;  // what the stack's components are built for
   dims.layers = layers;
   dims.causal = name == "decoder" && config_.causal;
+  dims.layer = 0;
+  dims.context = name == "decoder" ? config_.target_context : config_.source_context;
   const ParamScope scope = root.child(name);
   Stack s;
   s.name = name;
@@ -179,21 +181,24 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
     s.embedding_norm = NormLayer(scope.child("embedding_norm"), NormKind::LayerNorm, dims.d_model, config_.embedding_norm_eps);
   for (std::int64_t i = 0; i < layers; ++i) {
     const ParamScope ls = scope.child("layers").child(std::to_string(i));
+    ModelDims layer_dims = dims;
+    layer_dims.layer = i;
     Layer layer;
     layer.roles = {SublayerRole::SelfAttention};
     if (cross) layer.roles.push_back(SublayerRole::CrossAttention);
     layer.roles.push_back(SublayerRole::FeedForward);
     layer.block = components.block();
-    plugin_call(*layer.block, "build", [&] { layer.block->build(ls, dims, layer.roles); });
+    plugin_call(*layer.block, "build", [&] { layer.block->build(ls, layer_dims, layer.roles); });
     layer.self_attn = components.attention();
-    plugin_call(*layer.self_attn, "build", [&] { layer.self_attn->build(ls.child("self_attn"), dims, AttentionRole::Self); });
+    plugin_call(*layer.self_attn, "build",
+                [&] { layer.self_attn->build(ls.child("self_attn"), layer_dims, AttentionRole::Self); });
     if (cross) {
       layer.cross_attn = components.attention();
       plugin_call(*layer.cross_attn, "build",
-                  [&] { layer.cross_attn->build(ls.child("cross_attn"), dims, AttentionRole::Cross); });
+                  [&] { layer.cross_attn->build(ls.child("cross_attn"), layer_dims, AttentionRole::Cross); });
     }
     layer.ffn = components.ffn();
-    plugin_call(*layer.ffn, "build", [&] { layer.ffn->build(ls.child("ffn"), dims); });
+    plugin_call(*layer.ffn, "build", [&] { layer.ffn->build(ls.child("ffn"), layer_dims); });
     s.layers.push_back(std::move(layer));
   }
   if (!s.layers.empty() && config_.final_norm) {

@@ -30,7 +30,9 @@ struct ModelConfig {
   ModelDims dims;  // D, H, F, dropouts, norm eps, q/k/v and output biases
   std::int64_t encoder_layers = 6;
   std::int64_t decoder_layers = 6;
-  std::int64_t vocab_size = 0;     // V: one vocabulary for source and target
+  std::int64_t vocab_size = 0;  // V: one vocabulary for source and target
+  // ModelDims::context of the encoder (source positions) and the decoder (target + bos); 0 unknown.
+  std::int64_t source_context = 0, target_context = 0;
   float embedding_dropout = 0.1f;  // on embeddings + positions
   bool scale_embedding = true;     // embeddings * sqrt(D) before the positions are added
   bool embedding_norm = false;     // LayerNorm(embeddings + positions) before the embedding dropout (BERT)

@@ -41,6 +41,8 @@ model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo
   c.encoder_layers = m.encoder_layers;
   c.decoder_layers = m.decoder_layers;
   c.vocab_size = task.vocab_size;
+  c.source_context = task.max_src_len;
+  c.target_context = task.max_tgt_len + 1;  // bos
   c.embedding_dropout = static_cast<float>(m.embedding_dropout);
   c.scale_embedding = m.scale_embedding;
   c.embedding_norm = m.embedding_norm;

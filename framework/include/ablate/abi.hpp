@@ -43,7 +43,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 18;  // 2: Task::score_names,
                                                         // 17: Task::read_examples reports a ReadReport (what
                                                         //    the length rules dropped or cut)
                                                         // 18: TaskContext::keep_tokenizer (a task's own
-                                                        //    vocabularies kept with the run)
+                                                        //    vocabularies kept with the run);
+                                                        //    ModelDims::layer and ::context
 
 }  // namespace ablate
 

@@ -35,6 +35,13 @@ struct ModelDims {
   // The stack a component is built for, set by the model per stack (not spec keys of their own):
   std::int64_t layers = 1;  // L: layers of the stack (encoder or decoder)
   bool causal = false;      // the stack's self-attention sees only earlier positions
+  // The layer (0 .. layers-1) a block, attention or FFN is built for (differential attention's
+  // lambda_init(l), DeepNet's depth scaling); 0 for a stack's positional encoding.
+  std::int64_t layer = 0;
+  // The longest input the run trains the stack on, in positions (the task's source length for an
+  // encoder, its target length + bos for a decoder): what a rotary scaling (YaRN, NTK) stretches
+  // from. 0 when the host does not know it (a component built outside a run).
+  std::int64_t context = 0;
 };
 
 // Where a component puts its parameters: a dotted name prefix ("encoder.layers.1.ffn") in a

@@ -27,6 +27,39 @@ using testing::host;
 
 Backend& be() { return *builtin_backend("reference"); }
 
+// An FFN that records the ModelDims each instance was built with, then is relu's.
+struct DimsRecorder final : FeedForward {
+  explicit DimsRecorder(std::vector<ModelDims>& seen) : seen_(seen), inner_(builtin_registry().create<FeedForward>("relu")) {}
+  void build(const ParamScope& scope, const ModelDims& dims) override {
+    seen_.push_back(dims);
+    inner_->build(scope, dims);
+  }
+  Var forward(Graph& g, const Var& x) const override { return inner_->forward(g, x); }
+  std::vector<ModelDims>& seen_;
+  std::shared_ptr<FeedForward> inner_;
+};
+
+TEST(Transformer, EachComponentIsToldItsLayerAndItsStacksTrainedContext) {
+  ModelConfig c = tiny(Arch::EncoderDecoder);
+  c.encoder_layers = 2;
+  c.decoder_layers = 3;
+  c.source_context = 7;
+  c.target_context = 9;
+  std::vector<ModelDims> seen;
+  ComponentFactory f = components("pre_norm", "sinusoidal", "relu");
+  f.ffn = [&seen] { return std::make_shared<DimsRecorder>(seen); };
+  ParameterStore store(be());
+  Transformer model(c, f, store, 7);
+  ASSERT_EQ(seen.size(), 5u) << "one FFN per layer";
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    const bool decoder = i >= 2;
+    EXPECT_EQ(seen[i].layer, decoder ? static_cast<std::int64_t>(i) - 2 : static_cast<std::int64_t>(i)) << i;
+    EXPECT_EQ(seen[i].layers, decoder ? 3 : 2) << i;
+    EXPECT_EQ(seen[i].context, decoder ? 9 : 7) << i;
+    EXPECT_EQ(seen[i].causal, decoder) << i;
+  }
+}
+
 TEST(Transformer, CausalDecoderCannotSeeTheFuture) {
   const ModelConfig c = tiny(Arch::Decoder);
   for (const auto& [block, pe] :

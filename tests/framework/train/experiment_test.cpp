@@ -18,6 +18,8 @@ spec::ExperimentSpec defaults() { return spec::parse_spec("name: x\ntask: copy\n
 
 TEST(SpecDefaults, ModelDimsAndModelConfigStartAtTheSpecsDefaults) {
   const model::ModelConfig from_spec = model_config(defaults(), TaskInfo{TaskType::Seq2Seq, 50, 16, 16});
+  EXPECT_EQ(from_spec.source_context, 16) << "the task's longest source";
+  EXPECT_EQ(from_spec.target_context, 17) << "its longest target and bos";
   const ModelDims d = ModelDims{};
   EXPECT_EQ(d.d_model, from_spec.dims.d_model);
   EXPECT_EQ(d.heads, from_spec.dims.heads);
