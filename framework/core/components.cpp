@@ -167,11 +167,11 @@ const NormLayer& SublayerNorms::operator[](SublayerRole role) const {
 }
 
 Var EncodingPositions::queries(Graph& g, const Var& q) const {
-  return plugin_call(encoding_, "rotate", [&] { return encoding_.rotate(g, q, queries_); });
+  return plugin_call(encoding_, "rotate_queries", [&] { return encoding_.rotate_queries(g, q, queries_); });
 }
 
 Var EncodingPositions::keys(Graph& g, const Var& k) const {
-  return plugin_call(encoding_, "rotate", [&] { return encoding_.rotate(g, k, keys_); });
+  return plugin_call(encoding_, "rotate_keys", [&] { return encoding_.rotate_keys(g, k, keys_); });
 }
 
 Tensor EncodingPositions::range(Backend& backend, std::int64_t first, std::int64_t n) {

@@ -117,9 +117,19 @@ with h5py.File(sys.argv[1], "r") as f:
 print("reglu copy: the run records ffn/reglu 1.0.0")
 PY
 
-# The installed built-in positional_encoding/rotary and /alibi each train an encoder-decoder on the
-# copy task (positions inside attention: q/k rotated, or logits biased by distance).
-for pe in rotary alibi; do
+# examples/positional_encoding_xpos: an out-of-tree encoding that treats q and k apart
+# (rotate_queries / rotate_keys), with kit tests; it trains the copy task below.
+xpos=$work/xpos-build
+cmake -S "$examples/positional_encoding_xpos" -B "$xpos" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$xpos"
+ctest --test-dir "$xpos" --output-on-failure --no-tests=error > "$work/xpos_ctest.log" 2>&1 ||
+  { cat "$work/xpos_ctest.log"; fail "the tests of examples/positional_encoding_xpos failed against the install"; }
+grep -E "^100% tests passed, 0 tests failed out of [1-9]" "$work/xpos_ctest.log" ||
+  { cat "$work/xpos_ctest.log"; fail "ctest ran no tests of examples/positional_encoding_xpos"; }
+
+# The installed built-in positional_encoding/rotary and /alibi, and the out-of-tree xpos, each train
+# an encoder-decoder on the copy task (positions inside attention: q/k rotated, or logits biased by distance).
+for pe in rotary alibi xpos; do
   cat > "$work/${pe}_copy.yaml" <<YAML
 name: ${pe}_copy
 task: {plugin: copy, vocab_size: 12, min_len: 2, max_len: 6, train_examples: 2000, eval_examples: 64}
@@ -128,7 +138,7 @@ train: {steps: 300, batch_size: 32, schedule: {plugin: constant}, optimizer: {lr
 log: {every: 100}
 eval: {every: 300, batches: 2}
 YAML
-  "$work/prefix/bin/ablate" run "$work/${pe}_copy.yaml" --out "$work/${pe}_run" \
+  ABLATE_PLUGIN_PATH="$xpos" "$work/prefix/bin/ablate" run "$work/${pe}_copy.yaml" --out "$work/${pe}_run" \
     --progress quiet || fail "the copy task with the installed $pe positions did not train"
   /usr/bin/python3 - "$work/${pe}_run/run.h5" "$pe" <<'PY'
 import sys, h5py
@@ -142,5 +152,5 @@ with h5py.File(path, "r") as f:
 print(f"{pe} copy: token accuracy {acc:.3f}")
 PY
 done
-echo "sdk round trip: installed ablate loads the out-of-tree plugins, ffn/reglu passes its kit tests and runs;" \
-  "rotary and alibi positions train the copy task"
+echo "sdk round trip: installed ablate loads the out-of-tree plugins, ffn/reglu and xpos pass their kit tests;" \
+  "rotary, alibi and xpos positions train the copy task"

@@ -44,7 +44,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 18;  // 2: Task::score_names,
                                                         //    the length rules dropped or cut)
                                                         // 18: TaskContext::keep_tokenizer (a task's own
                                                         //    vocabularies kept with the run);
-                                                        //    ModelDims::layer and ::context
+                                                        //    ModelDims::layer and ::context;
+                                                        //    PositionalEncoding::rotate_queries/keys
 
 }  // namespace ablate
 

@@ -77,9 +77,9 @@ class BOOST_SYMBOL_VISIBLE EncodingPositions final : public AttentionPositions {
  public:
   EncodingPositions(const PositionalEncoding& encoding, Tensor query_positions, Tensor key_positions)
       : encoding_(encoding), queries_(std::move(query_positions)), keys_(std::move(key_positions)) {}
-  // q: [B, H, T, Dh] -> encoding.rotate(q, query_positions)
+  // q: [B, H, T, Dh] -> encoding.rotate_queries(q, query_positions)
   Var queries(Graph& g, const Var& q) const override;
-  // k: [B, Hkv, S', Dh] -> encoding.rotate(k, key_positions)
+  // k: [B, Hkv, S', Dh] -> encoding.rotate_keys(k, key_positions)
   Var keys(Graph& g, const Var& k) const override;
   // I32 [n] on `backend`: first, first+1, ..., first+n-1.
   static Tensor range(Backend& backend, std::int64_t first, std::int64_t n);

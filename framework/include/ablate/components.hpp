@@ -152,11 +152,17 @@ class BOOST_SYMBOL_VISIBLE PositionalEncoding : public Component {
   virtual void capabilities(PositionCapabilities& caps) const { (void)caps; }
 
   // x: [B, H, T, Dh] (q, or k with H = Hkv) at the absolute positions `positions` (I32 [T], on the
-  // graph's backend) -> [B, H, T, Dh]. Called only when capabilities say `rotates`.
+  // graph's backend) -> [B, H, T, Dh]. Called only when capabilities say `rotates`, through
+  // rotate_queries and rotate_keys, whose defaults call it for both.
   virtual Var rotate(Graph& g, const Var& x, const Tensor& positions) const {
     (void)g, (void)positions;
     return x;
   }
+  // The queries q: [B, H, T, Dh] and the keys k: [B, Hkv, S', Dh] apart, for an encoding that
+  // treats them differently (xPos scales q by zeta^(n/s) and k by zeta^(-m/s), so that q.k decays
+  // with m - n). Default: rotate(g, x, positions) for both.
+  virtual Var rotate_queries(Graph& g, const Var& q, const Tensor& positions) const { return rotate(g, q, positions); }
+  virtual Var rotate_keys(Graph& g, const Var& k, const Tensor& positions) const { return rotate(g, k, positions); }
 
   // What is added to the logits of queries at positions offset .. offset+T-1 over keys at
   // 0 .. S-1 (ops::AttentionOptions) in layer `layer`: `slopes` F32 [H] for ALiBi's
