@@ -5,7 +5,7 @@ namespace task_language_model {
 
 MarkovLanguageModel::MarkovLanguageModel(const ablate::Options& o) : s_(o, kName) {
   // The transition table: a pure function of the seed (its own Philox stream, step 0).
-  ablate_synthetic::Stream r(s_.seed, 0, ablate_synthetic::kTableStream);
+  ablate::synthetic::Stream r(s_.seed, 0, ablate::synthetic::kTableStream);
   successors_.resize(static_cast<std::size_t>(s_.content_tokens()));
   for (auto& next : successors_)
     for (auto& t : next) t = static_cast<std::int32_t>(r.integer(3, s_.vocab_size - 1));
@@ -13,16 +13,16 @@ MarkovLanguageModel::MarkovLanguageModel(const ablate::Options& o) : s_(o, kName
 
 ablate::Example MarkovLanguageModel::example(ablate::Split split, std::int64_t index) const {
   s_.check_index(split, index, kName);
-  auto r = ablate_synthetic::Stream::of(s_, split, index);
+  auto r = ablate::synthetic::Stream::of(s_, split, index);
   return walk(r, 0);
 }
 
 ablate::Example MarkovLanguageModel::example_at_length(ablate::Split, std::int64_t index, std::int64_t length) const {
-  auto r = ablate_synthetic::Stream::at_length(s_, index, length);
+  auto r = ablate::synthetic::Stream::at_length(s_, index, length);
   return walk(r, length);
 }
 
-ablate::Example MarkovLanguageModel::walk(ablate_synthetic::Stream& r, std::int64_t length) const {
+ablate::Example MarkovLanguageModel::walk(ablate::synthetic::Stream& r, std::int64_t length) const {
   ablate::Example e;
   e.tgt.resize(static_cast<std::size_t>(length > 0 ? length : r.integer(s_.min_len, s_.max_len)));
   e.tgt[0] = static_cast<std::int32_t>(r.integer(3, s_.vocab_size - 1));

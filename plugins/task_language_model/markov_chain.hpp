@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "plugin_name.hpp"
-#include "../common/synthetic_seq2seq.hpp"
+#include "ablate/synthetic.hpp"
 
 namespace task_language_model {
 
@@ -17,7 +17,7 @@ class MarkovLanguageModel final : public ablate::Task {
   static constexpr int kSuccessors = 3;
   static constexpr std::array<float, kSuccessors> kCumulative = {0.6f, 0.85f, 1.0f};
 
-  // Reads the synthetic options (ablate_synthetic::kOptions) and draws the transition table.
+  // Reads the synthetic options (ablate::synthetic::kOptions) and draws the transition table.
   explicit MarkovLanguageModel(const ablate::Options& o);
 
   ablate::TaskInfo info() const override { return {ablate::TaskType::LanguageModel, s_.vocab_size, 0, s_.max_len}; }
@@ -30,9 +30,9 @@ class MarkovLanguageModel final : public ablate::Task {
 
  private:
   // A walk along the chain of `length` tokens (0: of a length drawn from [min_len, max_len]).
-  ablate::Example walk(ablate_synthetic::Stream& r, std::int64_t length) const;
+  ablate::Example walk(ablate::synthetic::Stream& r, std::int64_t length) const;
 
-  ablate_synthetic::Settings s_;
+  ablate::synthetic::Settings s_;
   std::vector<std::array<std::int32_t, kSuccessors>> successors_;  // [vocab_size - 3][kSuccessors]
 };
 

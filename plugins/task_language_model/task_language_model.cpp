@@ -87,18 +87,18 @@ bool in_mode(std::size_t i, Mode mode) {
   return mode == Mode::Text && !shard_option;
 }
 
-// The synthetic mode reads ablate_synthetic::Settings: its options are the shared table's, with
+// The synthetic mode reads ablate::synthetic::Settings: its options are the shared table's, with
 // the same names and defaults (only the docs say "synthetic:").
 constexpr bool same_as_the_shared_synthetic_options() {
-  if (std::size(ablate_synthetic::kOptions) != kSyntheticOptions) return false;
+  if (std::size(ablate::synthetic::kOptions) != kSyntheticOptions) return false;
   for (std::size_t i = 0; i < kSyntheticOptions; ++i)
-    if (std::string_view(kOptions[i].name) != ablate_synthetic::kOptions[i].name ||
-        std::string_view(kOptions[i].default_value) != ablate_synthetic::kOptions[i].default_value)
+    if (std::string_view(kOptions[i].name) != ablate::synthetic::kOptions[i].name ||
+        std::string_view(kOptions[i].default_value) != ablate::synthetic::kOptions[i].default_value)
       return false;
   return true;
 }
 static_assert(same_as_the_shared_synthetic_options(),
-              "keep kOptions[0 .. kSyntheticOptions) equal to ablate_synthetic::kOptions");
+              "keep kOptions[0 .. kSyntheticOptions) equal to ablate::synthetic::kOptions");
 
 using ablate_text::differs_from_default;
 

@@ -88,6 +88,44 @@ grep -q "schedule/helped" "$work/helped.out" || { cat "$work/helped.out"; fail "
 grep -q "note: skipped .*libhelped_rate.so" "$work/helped.err" || { cat "$work/helped.err"; fail "the helper was not passed over with a note"; }
 echo "helped: the installed plugin loads its own library; the scan skips it with a note"
 
+# A synthetic task of one's own from the installed SDK helpers (ablate/synthetic.hpp: the built-in
+# tasks' options, validation and Philox streams): the source rotated left by one, trained briefly.
+rotl=$work/rotl_src
+mkdir -p "$rotl"
+cat > "$rotl/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.22)
+project(task_rotate_left LANGUAGES CXX)
+find_package(Ablate REQUIRED)
+ablate_add_plugin(task_rotate_left SOURCES task_rotate_left.cpp)
+CMAKE
+cat > "$rotl/task_rotate_left.cpp" <<'CPP'
+#include <algorithm>
+#include <ablate/synthetic.hpp>
+namespace task_rotate_left {
+ablate::Component* create(const ablate::Options& o) {
+  return new ablate::synthetic::Seq2Seq(o, "task/rotate_left", [](std::vector<std::int32_t> s) {
+    std::rotate(s.begin(), s.begin() + 1, s.end());
+    return s;
+  });
+}
+ABLATE_PLUGIN("task", "rotate_left", "0.1.0", "Synthetic seq2seq: the source rotated left by one",
+              ablate::options_of(ablate::synthetic::kOptions), create)
+}  // namespace task_rotate_left
+CPP
+cmake -S "$rotl" -B "$work/rotl-build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/rotl-build" >/dev/null
+cat > "$work/rotl.yaml" <<YAML
+name: rotl
+task: {plugin: rotate_left, vocab_size: 12, min_len: 2, max_len: 6, train_examples: 200, eval_examples: 16}
+model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 1, d_ff: 24, dropout: 0.0}
+train: {steps: 10, batch_size: 8, schedule: {plugin: constant}}
+log: {every: 5}
+eval: {every: 10, batches: 1}
+YAML
+ABLATE_PLUGIN_PATH="$work/rotl-build" "$work/prefix/bin/ablate" run "$work/rotl.yaml" --out "$work/rotl_run" \
+  --progress quiet > /dev/null || fail "a task built on the installed ablate/synthetic.hpp did not run"
+echo "rotate_left: a synthetic task from the installed SDK helpers trains"
+
 # examples/ffn_reglu: an out-of-tree component with tests written with the installed test kit
 # (ablate/testing/kit.hpp); ctest runs them against the built module and the installed built-ins.
 reglu=$work/ffn_reglu-build
