@@ -36,6 +36,13 @@ Parameter& ParamScope::param(const std::string& leaf, const Shape& shape, const 
 
 ParamScope ParamScope::child(const std::string& name) const { return ParamScope(*store_, seed_, this->name(name)); }
 
+std::vector<Parameter*> ParamScope::parameters() const {
+  std::vector<Parameter*> out;
+  for (Parameter* p : store_->all())
+    if (prefix_.empty() || p->name.starts_with(prefix_ + ".")) out.push_back(p);
+  return out;
+}
+
 NormKind parse_norm_kind(const std::string& name) {
   if (name == "layer_norm") return NormKind::LayerNorm;
   if (name == "rms_norm") return NormKind::RMSNorm;

@@ -93,6 +93,15 @@ Parameter& ParameterStore::add(const std::string& name, const Shape& shape, cons
   return p;
 }
 
+void ParameterStore::scale_value(Parameter& p, float factor) {
+  if (!backend_.caps().computes) return;
+  std::vector<float> values(static_cast<std::size_t>(p.value.numel()));
+  backend_.copy_to_host(values.data(), p.value);
+  for (float& v : values) v *= factor;
+  backend_.copy_from_host(p.value, values.data());
+  if (compute_ != DType::F32) backend_.cast(p.compute, p.value);
+}
+
 Parameter& ParameterStore::get(const std::string& name) {
   auto it = index_.find(name);
   if (it == index_.end()) throw Error("ParameterStore: no parameter named '" + name + "'");

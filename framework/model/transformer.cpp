@@ -199,6 +199,7 @@ Transformer::Stack Transformer::build_stack(const std::string& name, std::int64_
     }
     layer.ffn = components.ffn();
     plugin_call(*layer.ffn, "build", [&] { layer.ffn->build(ls.child("ffn"), layer_dims); });
+    plugin_call(*layer.block, "init_sublayers", [&] { layer.block->init_sublayers(ls, layer_dims, layer.roles); });
     s.layers.push_back(std::move(layer));
   }
   if (!s.layers.empty() && config_.final_norm) {

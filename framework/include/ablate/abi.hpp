@@ -45,7 +45,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 18;  // 2: Task::score_names,
                                                         // 18: TaskContext::keep_tokenizer (a task's own
                                                         //    vocabularies kept with the run);
                                                         //    ModelDims::layer and ::context;
-                                                        //    PositionalEncoding::rotate_queries/keys
+                                                        //    PositionalEncoding::rotate_queries/keys;
+                                                        //    Block::init_sublayers
 
 }  // namespace ablate
 

@@ -62,6 +62,8 @@ class BOOST_SYMBOL_VISIBLE ParamScope {
 
   const std::string& prefix() const { return prefix_; }
   ParameterStore& store() const { return *store_; }
+  // The parameters added under this scope ("<prefix>." names), in creation order.
+  std::vector<Parameter*> parameters() const;
   std::uint64_t seed() const { return seed_; }
 
  private:
@@ -240,6 +242,13 @@ class BOOST_SYMBOL_VISIBLE Block : public Component {
   // Adds the block's parameters (its norms, gates) for a layer with `roles` under `scope`
   // (e.g. "decoder.layers.0").
   virtual void build(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles) = 0;
+  // Called once per layer after its sublayers were built, with build()'s scope: their parameters
+  // are under scope.child("self_attn"), ("cross_attn") and ("ffn") (ParamScope::parameters), and
+  // a block may re-initialise or scale them (ParameterStore::scale_value): DeepNet's beta-scaled
+  // initialisation. Default: nothing.
+  virtual void init_sublayers(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles) {
+    (void)scope, (void)dims, (void)roles;
+  }
   // The layer: x [B, T, D] -> [B, T, D], calling each of sublayers.roles() once.
   virtual Var forward(Graph& g, const Var& x, const Sublayers& sublayers) const = 0;
   // True when the stack of these blocks must end with a norm (pre-norm: the residual stream

@@ -59,6 +59,10 @@ class BOOST_SYMBOL_VISIBLE ParameterStore {
   DType compute_dtype() const { return compute_; }
   Backend& backend() const { return backend_; }
 
+  // p.value *= factor, and its compute copy: a block re-scaling its sublayers' initial weights
+  // (Block::init_sublayers), before training. Nothing on a dry build's backend.
+  void scale_value(Parameter& p, float factor);
+
   void zero_grad();
   // Global L2 norm of all gradients (one host synchronisation).
   double grad_norm();

@@ -60,6 +60,45 @@ TEST(Transformer, EachComponentIsToldItsLayerAndItsStacksTrainedContext) {
   }
 }
 
+// A post-norm block that, once per layer after the sublayers are built, records the parameters
+// under its scope and halves the FFN's input weight (Block::init_sublayers).
+struct InitRecorder final : Block {
+  explicit InitRecorder(std::vector<std::vector<std::string>>& seen)
+      : seen_(seen), inner_(builtin_registry().create<Block>("post_norm")) {}
+  void build(const ParamScope& scope, const ModelDims& dims, const std::vector<SublayerRole>& roles) override {
+    inner_->build(scope, dims, roles);
+  }
+  void init_sublayers(const ParamScope& scope, const ModelDims&, const std::vector<SublayerRole>&) override {
+    std::vector<std::string> names;
+    for (Parameter* p : scope.parameters()) names.push_back(p->name);
+    seen_.push_back(names);
+    scope.store().scale_value(scope.store().get(scope.name("ffn.in.weight")), 0.5f);
+  }
+  Var forward(Graph& g, const Var& x, const Sublayers& s) const override { return inner_->forward(g, x, s); }
+  bool wants_final_norm() const override { return false; }
+  NormKind norm_kind() const override { return NormKind::LayerNorm; }
+  std::vector<std::vector<std::string>>& seen_;
+  std::shared_ptr<Block> inner_;
+};
+
+TEST(Transformer, ABlockInitialisesItsSublayersOnceTheyAreBuilt) {
+  const ModelConfig c = tiny(Arch::Decoder);
+  std::vector<std::vector<std::string>> seen;
+  ComponentFactory f = components("post_norm", "sinusoidal", "relu");
+  f.block = [&seen] { return std::make_shared<InitRecorder>(seen); };
+  ParameterStore store(be()), plain(be());
+  Transformer model(c, f, store, 7);
+  Transformer reference(c, components("post_norm", "sinusoidal", "relu"), plain, 7);
+  ASSERT_EQ(seen.size(), 2u) << "once per layer";
+  for (const char* sublayer :
+       {"decoder.layers.1.self_attn.qkv.weight", "decoder.layers.1.ffn.out.weight", "decoder.layers.1.norm0.gamma"})
+    EXPECT_NE(std::find(seen[1].begin(), seen[1].end(), sublayer), seen[1].end()) << sublayer << ": built before the hook";
+  EXPECT_EQ(std::find(seen[1].begin(), seen[1].end(), "decoder.layers.0.ffn.in.weight"), seen[1].end()) << "its own layer only";
+  const std::vector<float> halved = host(be(), store.get("decoder.layers.0.ffn.in.weight").value),
+                           initial = host(be(), plain.get("decoder.layers.0.ffn.in.weight").value);
+  for (std::size_t i = 0; i < halved.size(); ++i) EXPECT_FLOAT_EQ(halved[i], 0.5f * initial[i]);
+}
+
 TEST(Transformer, CausalDecoderCannotSeeTheFuture) {
   const ModelConfig c = tiny(Arch::Decoder);
   for (const auto& [block, pe] :
