@@ -263,6 +263,12 @@ Var Transformer::layer_step(Graph& g, const Stack& stack, std::size_t i, const V
       Tensor probs;
       if (capture) call.mask.probs = &probs;
       Var y = plugin_call(attention, "forward", [&] { return attention.forward(g, call); });
+      if (capture && !probs.defined())  // said here, not later by the logger as the backend's fault
+        throw PluginError(plugin_of(attention) +
+                              " did not hand over its attention probabilities: the run logs them "
+                              "(log.attention) and set call.mask.probs, which it left empty",
+                          "an attention plugin passes call.mask on to ops::attention, or fills *call.mask.probs with its "
+                          "probabilities [B, H, T, S] (F32) itself (docs/writing-plugins.md); or set log.attention.every: 0");
       if (capture) pass_.capture->attention.push_back({stack_.name, self ? "self" : "cross", i_, probs, pass_.decode_step});
       return y;
     }

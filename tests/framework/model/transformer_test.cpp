@@ -279,6 +279,39 @@ TEST(Transformer, DecodingStepsEqualTheFullPassRowByRow) {
   }
 }
 
+// An attention that computes mha's output but drops call.mask.probs (as a composed variant that
+// forgets the logger would).
+struct ProbsDropper final : Attention {
+  ProbsDropper() : inner_(builtin_registry().create<Attention>("mha")) {}
+  void build(const ParamScope& scope, const ModelDims& dims, AttentionRole role) override { inner_->build(scope, dims, role); }
+  Var forward(Graph& g, const AttentionCall& call) const override {
+    AttentionCall without = call;
+    without.mask.probs = nullptr;
+    return inner_->forward(g, without);
+  }
+  std::shared_ptr<Attention> inner_;
+};
+
+TEST(Transformer, AnAttentionThatDropsTheLoggersProbabilitiesIsNamed) {
+  const ModelConfig c = tiny(Arch::Decoder);
+  ComponentFactory f = components("pre_norm", "sinusoidal", "relu");
+  f.attention = [] { return std::make_shared<ProbsDropper>(); };
+  ParameterStore store(be());
+  Transformer model(c, f, store, 7);
+  const DeviceBatch batch = batch_of(be(), {{{}, {3, 4, 5}}}, c);
+  Graph plain(be(), 1, 0, /*training=*/false, /*grad=*/false);
+  EXPECT_NO_THROW(model.logits(plain, batch)) << "without capture nothing is asked";
+  ForwardCapture capture;
+  Graph g(be(), 1, 0, /*training=*/false, /*grad=*/false);
+  try {
+    model.logits(g, batch, &capture);
+    FAIL() << "the missing probabilities were not said";
+  } catch (const PluginError& e) {
+    EXPECT_NE(std::string(e.what()).find("did not hand over its attention probabilities"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("log.attention.every: 0"), std::string::npos) << e.hint();
+  }
+}
+
 TEST(Transformer, CaptureRecordsEveryAttentionRespectingTheMasks) {
   const ModelConfig c = tiny(Arch::EncoderDecoder);
   Built m = build(be(), c, "pre_norm");
