@@ -165,6 +165,36 @@ ctest --test-dir "$xpos" --output-on-failure --no-tests=error > "$work/xpos_ctes
 grep -E "^100% tests passed, 0 tests failed out of [1-9]" "$work/xpos_ctest.log" ||
   { cat "$work/xpos_ctest.log"; fail "ctest ran no tests of examples/positional_encoding_xpos"; }
 
+# examples/attention_gated: an attention variant composed from ablate::AttentionProjections (only
+# its gate is its own), with kit tests; it trains the copy task.
+gated=$work/gated-build
+cmake -S "$examples/attention_gated" -B "$gated" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$gated"
+ctest --test-dir "$gated" --output-on-failure --no-tests=error > "$work/gated_ctest.log" 2>&1 ||
+  { cat "$work/gated_ctest.log"; fail "the tests of examples/attention_gated failed against the install"; }
+grep -E "^100% tests passed, 0 tests failed out of [1-9]" "$work/gated_ctest.log" ||
+  { cat "$work/gated_ctest.log"; fail "ctest ran no tests of examples/attention_gated"; }
+sed -e 's/name: deepnorm_copy/name: gated_copy/' -e 's/layers: 4, d_ff: 64, dropout: 0.0, block: deepnorm/layers: 1, d_ff: 64, dropout: 0.0, attention: gated/' \
+  > "$work/gated_copy.yaml" <<YAML
+name: deepnorm_copy
+task: {plugin: copy, vocab_size: 12, min_len: 2, max_len: 6, train_examples: 2000, eval_examples: 64}
+model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 4, d_ff: 64, dropout: 0.0, block: deepnorm}
+train: {steps: 300, batch_size: 32, schedule: {plugin: constant}, optimizer: {lr: 3.0e-3}}
+log: {every: 100}
+eval: {every: 300, batches: 2}
+YAML
+ABLATE_PLUGIN_PATH="$gated" "$work/prefix/bin/ablate" run "$work/gated_copy.yaml" --out "$work/gated_run" \
+  --progress quiet > /dev/null || fail "the copy task with attention/gated did not train"
+/usr/bin/python3 - "$work/gated_run/run.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    plugins = [p.decode() if isinstance(p, bytes) else p for p in f.attrs["plugins"]]
+    assert any(p.startswith("attention/gated 1.0.0") for p in plugins), plugins
+    acc = f["metrics/eval/token_accuracy"][-1]
+    assert acc > 0.4, f"token accuracy {acc} after 300 steps with attention/gated (chance 0.08)"
+print(f"gated copy: token accuracy {acc:.3f}")
+PY
+
 # examples/block_deepnorm: a block that scales its sublayers' initial weights (Block::init_sublayers),
 # with kit tests; it trains the copy task (four layers per stack).
 deepnorm=$work/deepnorm-build
@@ -219,5 +249,5 @@ with h5py.File(path, "r") as f:
 print(f"{pe} copy: token accuracy {acc:.3f}")
 PY
 done
-echo "sdk round trip: installed ablate loads the out-of-tree plugins, ffn/reglu, deepnorm and xpos pass their kit tests;" \
+echo "sdk round trip: installed ablate loads the out-of-tree plugins, ffn/reglu, gated, deepnorm and xpos pass their kit tests;" \
   "rotary, alibi and xpos positions train the copy task"

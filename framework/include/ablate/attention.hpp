@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -116,6 +117,49 @@ class BOOST_SYMBOL_VISIBLE Attention : public Component {
   // x: [B, T, D] (and memory [B, S, D]) -> [B, T, D]. With a cache, a Self call appends its new
   // keys/values and attends over all of them; a Cross call computes the memory's once.
   virtual Var forward(Graph& g, const AttentionCall& call) const = 0;
+};
+
+// What every multi-head attention shares, as attention/mha does it, so that a variant is only the
+// part between them: the projections and heads in, the call's positions, cache and memory, and
+// the merge and output projection out. build() adds under `scope`, with D = dims.d_model and
+// K = Hkv * Dh: Self: qkv.weight [D + 2K, D] (+ qkv.bias); Cross: q.weight [D, D], kv.weight
+// [2K, D] (+ biases); both: out.weight [D, D] (+ out.bias): Xavier-uniform weights, zero biases,
+// biases as dims.qkv_bias / out_bias say. Errors name `plugin` ("attention/gated").
+class BOOST_SYMBOL_VISIBLE AttentionProjections {
+ public:
+  explicit AttentionProjections(std::string plugin) : plugin_(std::move(plugin)) {}
+  // Throws ablate::Error when heads do not divide d_model or `kv_heads` (0: dims.heads) does not
+  // divide heads: what Attention::check says.
+  void check(const ModelDims& dims, std::int64_t kv_heads = 0) const;
+  void build(const ParamScope& scope, const ModelDims& dims, AttentionRole role, std::int64_t kv_heads = 0);
+
+  // A function of each head's q [B, H, T, Dh] (key false) and new k [B, Hkv, S', Dh] (key true)
+  // before positions act and the cache keeps k (mha's qk_norm); empty: none.
+  using BeforePositions = std::function<Var(Graph& g, const Var& x, bool key)>;
+  struct Heads {
+    Var q;         // [B, H, T, Dh], positions applied
+    KeyValues kv;  // [B, Hkv, S, Dh]: positions applied, with every cached step's (Self), or the memory's (Cross)
+  };
+  // call.x (and call.memory) -> the heads ops::attention takes, the cache appended to (Self) or its
+  // memory kept (Cross).
+  Heads heads(Graph& g, const AttentionCall& call, const BeforePositions& before_positions = {}) const;
+  // heads: [B, H, T, Dh] -> Linear_out(merge_heads(heads)): [B, T, D].
+  Var output(Graph& g, const Var& heads) const;
+
+  int head_count() const { return heads_; }
+  int kv_head_count() const { return kv_heads_; }
+
+ private:
+  std::string plugin_;
+  AttentionRole role_ = AttentionRole::Self;
+  int heads_ = 1, kv_heads_ = 1;
+  std::int64_t width_ = 0, kv_width_ = 0;  // D = H * Dh and K = Hkv * Dh
+  Parameter* in_w_ = nullptr;              // Self: qkv [D + 2K, D]; Cross: q [D, D]
+  Parameter* in_b_ = nullptr;
+  Parameter* kv_w_ = nullptr;  // Cross only: kv [2K, D]
+  Parameter* kv_b_ = nullptr;
+  Parameter* out_w_ = nullptr;  // [D, D]
+  Parameter* out_b_ = nullptr;
 };
 
 }  // namespace ablate

@@ -22,7 +22,8 @@ expect_code 2 plugins --no-such-option
 expect_code 0 plugins
 expect_code 3 plugins --plugin-path "$fixtures/fixture_api_mismatch"
 expect_code 3 plugins --plugin-path /nonexistent/dir
-ABLATE_PLUGIN_PATH="$fixtures/not_a_plugin" expect_code 3 plugins
+ABLATE_PLUGIN_PATH="$fixtures/not_a_plugin" expect_code 0 plugins  # a plain library beside plugins: skipped, with a note
+ABLATE_PLUGIN_PATH="$fixtures/not_a_plugin/not_a_plugin.so" expect_code 3 plugins  # named as a plugin file: refused
 
 json=$(ABLATE_PLUGIN_PATH="$fixtures/fixture_good" "$ablate" plugins --json)
 /usr/bin/python3 - "$json" <<'PY'
