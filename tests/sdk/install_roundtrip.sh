@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The plugin SDK round trip: install Ablate into a temporary prefix, build the out-of-tree
 # example plugins against that install in separate build trees, load schedule/linear with the
-# installed `ablate` (via ABLATE_PLUGIN_PATH, then installed next to the built-in plugins), build
-# ffn/reglu with its tests (ablate_add_plugin TESTS, the installed test kit) and pass them with
-# ctest, train the copy task with it, and with the installed positional_encoding/rotary and /alibi.
+# installed `ablate` (via ABLATE_PLUGIN_PATH, then installed next to the built-in plugins), check
+# installed plugins resolve their libraries, build a task on the installed synthetic helpers, build
+# the component examples with their tests (ablate_add_plugin TESTS, the installed test kit), pass
+# them with ctest and train the copy task with each, and with the installed rotary and alibi.
 # Usage: install_roundtrip.sh <ablate build dir> <examples dir>
 set -euo pipefail
 build=$1
@@ -126,128 +127,59 @@ ABLATE_PLUGIN_PATH="$work/rotl-build" "$work/prefix/bin/ablate" run "$work/rotl.
   --progress quiet > /dev/null || fail "a task built on the installed ablate/synthetic.hpp did not run"
 echo "rotate_left: a synthetic task from the installed SDK helpers trains"
 
-# examples/ffn_reglu: an out-of-tree component with tests written with the installed test kit
-# (ablate/testing/kit.hpp); ctest runs them against the built module and the installed built-ins.
-reglu=$work/ffn_reglu-build
-cmake -S "$examples/ffn_reglu" -B "$reglu" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$reglu"
-ctest --test-dir "$reglu" --output-on-failure --no-tests=error > "$work/reglu_ctest.log" 2>&1 ||
-  { cat "$work/reglu_ctest.log"; fail "the tests of examples/ffn_reglu failed against the install"; }
-grep -E "^100% tests passed, 0 tests failed out of [1-9]" "$work/reglu_ctest.log" ||
-  { cat "$work/reglu_ctest.log"; fail "ctest ran no tests of examples/ffn_reglu"; }
+# An example of examples/ built against the install, its kit tests (ablate/testing/kit.hpp) passed
+# by ctest against the built module and the installed built-ins: example_with_tests NAME [BUILD].
+example_with_tests() {
+  local name=$1 build=${2:-$work/$1-build}
+  cmake -S "$examples/$name" -B "$build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+  cmake --build "$build"
+  ctest --test-dir "$build" --output-on-failure --no-tests=error > "$work/${name}_ctest.log" 2>&1 ||
+    { cat "$work/${name}_ctest.log"; fail "the tests of examples/$name failed against the install"; }
+  grep -E "^100% tests passed, 0 tests failed out of [1-9]" "$work/${name}_ctest.log" ||
+    { cat "$work/${name}_ctest.log"; fail "ctest ran no tests of examples/$name"; }
+}
 
-cat > "$work/reglu_copy.yaml" <<YAML
-name: reglu_copy
-task: {plugin: copy, vocab_size: 12, min_len: 2, max_len: 6, train_examples: 200, eval_examples: 16}
-model: {arch: encoder_decoder, d_model: 16, heads: 2, layers: 1, d_ff: 24, dropout: 0.0, ffn: reglu}
-train: {steps: 10, batch_size: 8, schedule: {plugin: constant}}
-log: {every: 5}
-eval: {every: 10, batches: 1}
-YAML
-ABLATE_PLUGIN_PATH="$reglu" "$work/prefix/bin/ablate" run "$work/reglu_copy.yaml" --out "$work/reglu_run" \
-  --progress quiet || fail "the copy task with the out-of-tree ffn/reglu did not run"
-/usr/bin/python3 - "$work/reglu_run/run.h5" <<'PY'
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    plugins = [p.decode() if isinstance(p, bytes) else p for p in f.attrs["plugins"]]
-    assert any(p.startswith("ffn/reglu 1.0.0") for p in plugins), plugins
-    assert f.attrs["status"] in ("completed", b"completed"), f.attrs["status"]
-print("reglu copy: the run records ffn/reglu 1.0.0")
-PY
-
-# examples/positional_encoding_xpos: an out-of-tree encoding that treats q and k apart
-# (rotate_queries / rotate_keys), with kit tests; it trains the copy task below.
-xpos=$work/xpos-build
-cmake -S "$examples/positional_encoding_xpos" -B "$xpos" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$xpos"
-ctest --test-dir "$xpos" --output-on-failure --no-tests=error > "$work/xpos_ctest.log" 2>&1 ||
-  { cat "$work/xpos_ctest.log"; fail "the tests of examples/positional_encoding_xpos failed against the install"; }
-grep -E "^100% tests passed, 0 tests failed out of [1-9]" "$work/xpos_ctest.log" ||
-  { cat "$work/xpos_ctest.log"; fail "ctest ran no tests of examples/positional_encoding_xpos"; }
-
-# examples/attention_gated: an attention variant composed from ablate::AttentionProjections (only
-# its gate is its own), with kit tests; it trains the copy task.
-gated=$work/gated-build
-cmake -S "$examples/attention_gated" -B "$gated" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$gated"
-ctest --test-dir "$gated" --output-on-failure --no-tests=error > "$work/gated_ctest.log" 2>&1 ||
-  { cat "$work/gated_ctest.log"; fail "the tests of examples/attention_gated failed against the install"; }
-grep -E "^100% tests passed, 0 tests failed out of [1-9]" "$work/gated_ctest.log" ||
-  { cat "$work/gated_ctest.log"; fail "ctest ran no tests of examples/attention_gated"; }
-sed -e 's/name: deepnorm_copy/name: gated_copy/' -e 's/layers: 4, d_ff: 64, dropout: 0.0, block: deepnorm/layers: 1, d_ff: 64, dropout: 0.0, attention: gated/' \
-  > "$work/gated_copy.yaml" <<YAML
-name: deepnorm_copy
+# The copy task trained with the installed ablate (plugin path PATH): copy_run NAME PATH PLUGIN STEPS
+# MIN_ACCURACY 'MODEL KEYS' [LR]; the run must record PLUGIN ("kind/name version") and reach
+# MIN_ACCURACY token accuracy on eval (chance 0.08).
+copy_run() {
+  local name=$1 path=$2 plugin=$3 steps=$4 min_acc=$5 model=$6 lr=${7:-3.0e-3}
+  cat > "$work/${name}_copy.yaml" <<YAML
+name: ${name}_copy
 task: {plugin: copy, vocab_size: 12, min_len: 2, max_len: 6, train_examples: 2000, eval_examples: 64}
-model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 4, d_ff: 64, dropout: 0.0, block: deepnorm}
-train: {steps: 300, batch_size: 32, schedule: {plugin: constant}, optimizer: {lr: 3.0e-3}}
-log: {every: 100}
-eval: {every: 300, batches: 2}
+model: {arch: encoder_decoder, d_model: 32, heads: 2, d_ff: 64, dropout: 0.0, $model}
+train: {steps: $steps, batch_size: 32, schedule: {plugin: constant}, optimizer: {lr: $lr}}
+log: {every: $steps}
+eval: {every: $steps, batches: 2}
 YAML
-ABLATE_PLUGIN_PATH="$gated" "$work/prefix/bin/ablate" run "$work/gated_copy.yaml" --out "$work/gated_run" \
-  --progress quiet > /dev/null || fail "the copy task with attention/gated did not train"
-/usr/bin/python3 - "$work/gated_run/run.h5" <<'PY'
+  ABLATE_PLUGIN_PATH="$path" "$work/prefix/bin/ablate" run "$work/${name}_copy.yaml" --out "$work/${name}_run" \
+    --progress quiet > /dev/null || fail "the copy task with $plugin did not train"
+  /usr/bin/python3 - "$work/${name}_run/run.h5" "$plugin" "$min_acc" "$name" <<'PY'
 import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    plugins = [p.decode() if isinstance(p, bytes) else p for p in f.attrs["plugins"]]
-    assert any(p.startswith("attention/gated 1.0.0") for p in plugins), plugins
-    acc = f["metrics/eval/token_accuracy"][-1]
-    assert acc > 0.4, f"token accuracy {acc} after 300 steps with attention/gated (chance 0.08)"
-print(f"gated copy: token accuracy {acc:.3f}")
-PY
-
-# examples/block_deepnorm: a block that scales its sublayers' initial weights (Block::init_sublayers),
-# with kit tests; it trains the copy task (four layers per stack).
-deepnorm=$work/deepnorm-build
-cmake -S "$examples/block_deepnorm" -B "$deepnorm" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$deepnorm"
-ctest --test-dir "$deepnorm" --output-on-failure --no-tests=error > "$work/deepnorm_ctest.log" 2>&1 ||
-  { cat "$work/deepnorm_ctest.log"; fail "the tests of examples/block_deepnorm failed against the install"; }
-grep -E "^100% tests passed, 0 tests failed out of [1-9]" "$work/deepnorm_ctest.log" ||
-  { cat "$work/deepnorm_ctest.log"; fail "ctest ran no tests of examples/block_deepnorm"; }
-cat > "$work/deepnorm_copy.yaml" <<YAML
-name: deepnorm_copy
-task: {plugin: copy, vocab_size: 12, min_len: 2, max_len: 6, train_examples: 2000, eval_examples: 64}
-model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 4, d_ff: 64, dropout: 0.0, block: deepnorm}
-train: {steps: 300, batch_size: 32, schedule: {plugin: constant}, optimizer: {lr: 1.0e-3}}
-log: {every: 100}
-eval: {every: 300, batches: 2}
-YAML
-ABLATE_PLUGIN_PATH="$deepnorm" "$work/prefix/bin/ablate" run "$work/deepnorm_copy.yaml" --out "$work/deepnorm_run" \
-  --progress quiet > /dev/null || fail "the copy task with block/deepnorm did not train"
-/usr/bin/python3 - "$work/deepnorm_run/run.h5" <<'PY'
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    plugins = [p.decode() if isinstance(p, bytes) else p for p in f.attrs["plugins"]]
-    assert any(p.startswith("block/deepnorm 1.0.0") for p in plugins), plugins
-    acc = f["metrics/eval/token_accuracy"][-1]
-    assert acc > 0.3, f"token accuracy {acc} after 300 steps with block/deepnorm (chance 0.08)"
-print(f"deepnorm copy: token accuracy {acc:.3f}")
-PY
-
-# The installed built-in positional_encoding/rotary and /alibi, and the out-of-tree xpos, each train
-# an encoder-decoder on the copy task (positions inside attention: q/k rotated, or logits biased by distance).
-for pe in rotary alibi xpos; do
-  cat > "$work/${pe}_copy.yaml" <<YAML
-name: ${pe}_copy
-task: {plugin: copy, vocab_size: 12, min_len: 2, max_len: 6, train_examples: 2000, eval_examples: 64}
-model: {arch: encoder_decoder, d_model: 32, heads: 2, layers: 1, d_ff: 64, dropout: 0.0, block: pre_norm, positional_encoding: $pe}
-train: {steps: 300, batch_size: 32, schedule: {plugin: constant}, optimizer: {lr: 3.0e-3}}
-log: {every: 100}
-eval: {every: 300, batches: 2}
-YAML
-  ABLATE_PLUGIN_PATH="$xpos" "$work/prefix/bin/ablate" run "$work/${pe}_copy.yaml" --out "$work/${pe}_run" \
-    --progress quiet || fail "the copy task with the installed $pe positions did not train"
-  /usr/bin/python3 - "$work/${pe}_run/run.h5" "$pe" <<'PY'
-import sys, h5py
-path, pe = sys.argv[1], sys.argv[2]
+path, plugin, min_acc, name = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 with h5py.File(path, "r") as f:
     plugins = [p.decode() if isinstance(p, bytes) else p for p in f.attrs["plugins"]]
-    assert any(p.startswith(f"positional_encoding/{pe} ") for p in plugins), plugins
+    assert any(p == plugin or p.startswith(plugin + " ") for p in plugins), plugins
     assert f.attrs["status"] in ("completed", b"completed"), f.attrs["status"]
     acc = f["metrics/eval/token_accuracy"][-1]
-    assert acc > 0.4, f"token accuracy {acc} after 300 steps: {pe} positions did not let it learn to copy (chance 0.08)"
-print(f"{pe} copy: token accuracy {acc:.3f}")
+    assert acc > min_acc, f"token accuracy {acc}: {plugin} did not learn to copy (chance 0.08)"
+print(f"{name} copy: token accuracy {acc:.3f}")
 PY
+}
+
+# examples/ffn_reglu: an out-of-tree FFN; examples/positional_encoding_xpos: an encoding that
+# treats q and k apart (rotate_queries / rotate_keys); examples/attention_gated: an attention
+# variant composed from ablate::AttentionProjections (only its gate is its own);
+# examples/block_deepnorm: a block that scales its sublayers' initial weights (Block::init_sublayers).
+for name in ffn_reglu positional_encoding_xpos attention_gated block_deepnorm; do example_with_tests "$name"; done
+copy_run reglu "$work/ffn_reglu-build" "ffn/reglu 1.0.0" 10 -1 "layers: 1, ffn: reglu"
+copy_run gated "$work/attention_gated-build" "attention/gated 1.0.0" 300 0.4 "layers: 1, attention: gated"
+copy_run deepnorm "$work/block_deepnorm-build" "block/deepnorm 1.0.0" 300 0.3 "layers: 4, block: deepnorm" 1.0e-3
+# Positions inside attention: the installed built-in rotary (q/k rotated) and alibi (logits biased
+# by distance), and the out-of-tree xpos.
+for pe in rotary alibi xpos; do
+  copy_run "$pe" "$work/positional_encoding_xpos-build" "positional_encoding/$pe" 300 0.4 \
+    "layers: 1, block: pre_norm, positional_encoding: $pe"
 done
-echo "sdk round trip: installed ablate loads the out-of-tree plugins, ffn/reglu, gated, deepnorm and xpos pass their kit tests;" \
-  "rotary, alibi and xpos positions train the copy task"
+echo "sdk round trip: installed ablate loads the out-of-tree plugins; ffn/reglu, xpos, gated and deepnorm pass their" \
+  "kit tests and train the copy task, as do the installed rotary and alibi"
