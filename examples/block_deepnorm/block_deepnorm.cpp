@@ -5,7 +5,6 @@
 // here). The beta init is Block::init_sublayers: the block scales what its sublayers built.
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include <ablate/components.hpp>
 #include <ablate/ops.hpp>
@@ -34,9 +33,10 @@ class DeepNorm final : public ablate::Block {
       const std::string& n = p->name;
       const bool weight = n.ends_with(".weight"), ffn = n.find(".ffn.") != std::string::npos;
       if (weight && (ffn || n.ends_with("attn.out.weight") || n.ends_with("attn.v.weight"))) store.scale_value(*p, beta);
-      const std::int64_t rows = p->value.shape()[0];
-      if (n.ends_with("attn.qkv.weight")) scale_last_rows(store, *p, (rows - dims.d_model) / 2, beta);
-      if (n.ends_with("attn.kv.weight")) scale_last_rows(store, *p, rows / 2, beta);
+      // [rows, D]: the v rows are the last (rows - D) / 2 of qkv, the last rows / 2 of kv.
+      const std::int64_t rows = p->value.shape()[0], d = dims.d_model;
+      if (n.ends_with("attn.qkv.weight")) store.scale_value(*p, beta, (rows - (rows - d) / 2) * d);
+      if (n.ends_with("attn.kv.weight")) store.scale_value(*p, beta, (rows / 2) * d);
     }
   }
 
@@ -51,18 +51,6 @@ class DeepNorm final : public ablate::Block {
   ablate::NormKind norm_kind() const override { return ablate::NormKind::LayerNorm; }
 
  private:
-  // w: [rows, D] with its last `v_rows` rows (v's) times beta.
-  static void scale_last_rows(ablate::ParameterStore& store, ablate::Parameter& w, std::int64_t v_rows, float beta) {
-    ablate::Backend& be = store.backend();
-    if (!be.caps().computes) return;  // a dry build
-    std::vector<float> values(static_cast<std::size_t>(w.value.numel()));
-    be.copy_to_host(values.data(), w.value);
-    const std::int64_t cols = w.value.shape()[1], rows = w.value.shape()[0];
-    for (auto i = static_cast<std::size_t>((rows - v_rows) * cols); i < values.size(); ++i) values[i] *= beta;
-    be.copy_from_host(w.value, values.data());
-    store.scale_value(w, 1.0f);  // refreshes the compute copy
-  }
-
   float dropout_ = 0.0f, alpha_ = 1.0f;
   ablate::SublayerNorms norms_;
 };

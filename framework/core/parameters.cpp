@@ -93,11 +93,14 @@ Parameter& ParameterStore::add(const std::string& name, const Shape& shape, cons
   return p;
 }
 
-void ParameterStore::scale_value(Parameter& p, float factor) {
+void ParameterStore::scale_value(Parameter& p, float factor, std::int64_t first) {
+  if (first < 0 || first > p.value.numel())
+    throw Error("ParameterStore::scale_value: element " + std::to_string(first) + " is outside '" + p.name + "' (" +
+                std::to_string(p.value.numel()) + " elements)");
   if (!backend_.caps().computes) return;
   std::vector<float> values(static_cast<std::size_t>(p.value.numel()));
   backend_.copy_to_host(values.data(), p.value);
-  for (float& v : values) v *= factor;
+  for (auto i = static_cast<std::size_t>(first); i < values.size(); ++i) values[i] *= factor;
   backend_.copy_from_host(p.value, values.data());
   if (compute_ != DType::F32) backend_.cast(p.compute, p.value);
 }

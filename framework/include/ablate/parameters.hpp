@@ -60,8 +60,10 @@ class BOOST_SYMBOL_VISIBLE ParameterStore {
   Backend& backend() const { return backend_; }
 
   // p.value *= factor, and its compute copy: a block re-scaling its sublayers' initial weights
-  // (Block::init_sublayers), before training. Nothing on a dry build's backend.
-  void scale_value(Parameter& p, float factor);
+  // (Block::init_sublayers), before training. Only the elements from `first` (row-major: the rows
+  // from r of a [R, C] weight are first = r * C) to the end when first > 0. Nothing on a dry
+  // build's backend.
+  void scale_value(Parameter& p, float factor, std::int64_t first = 0);
 
   void zero_grad();
   // Global L2 norm of all gradients (one host synchronisation).

@@ -24,6 +24,19 @@ TEST(ParameterStore, NamesAreUniqueAndKeptInCreationOrder) {
   EXPECT_EQ(store.numel(), 20);
 }
 
+TEST(ParameterStore, ScaleValueScalesTheElementsFromFirstOn) {
+  ParameterStore store(reference_backend());
+  Parameter& w = store.add("w", {3, 2}, Init::uniform(1.0f), 4);
+  const std::vector<float> before = host(reference_backend(), w.value);
+  store.scale_value(w, 0.5f, 4);  // the last row of [3, 2]
+  const std::vector<float> after = host(reference_backend(), w.value);
+  for (std::size_t i = 0; i < before.size(); ++i) EXPECT_FLOAT_EQ(after[i], i >= 4 ? 0.5f * before[i] : before[i]) << i;
+  store.scale_value(w, 2.0f);
+  EXPECT_FLOAT_EQ(host(reference_backend(), w.value)[0], 2.0f * before[0]);
+  EXPECT_THROW(store.scale_value(w, 2.0f, 7), Error);
+  EXPECT_THROW(store.scale_value(w, 2.0f, -1), Error);
+}
+
 TEST(ParameterStore, InitialisationDependsOnSeedAndNameOnly) {
   const auto a = init_values(Init::normal(0.02f), {64}, 5, "embed.weight");
   EXPECT_EQ(a, init_values(Init::normal(0.02f), {64}, 5, "embed.weight"));
