@@ -8,7 +8,8 @@
 #                                                # (configured with -DABLATE_ONEDNN_NATIVE=OFF: the GPU
 #                                                # machine's CPU may lack this one's instructions)
 #   scripts/gpu_session.sh pack-before BUILD_DIR # optional: another build's bin/ablate, libablate and
-#                                                # plugins (an older commit's, for a before/after benchmark)
+#                                                # plugins (an older commit's, for a before/after benchmark;
+#                                                # `pack` keeps it: delete .gpu/before.tar.xz when done)
 #   eval "$(scripts/gpu_session.sh unpack)"       # there, from the repository root: build/ + LD_LIBRARY_PATH
 #   scripts/gpu_session.sh check OUT [STEP...]   # there, after unpack: the checklist's steps, one log each
 #                                                # in OUT (steps: parity gpu_tests train profile bench
@@ -21,7 +22,8 @@ case "${1:-}" in
 pack)
   build="${2:-build}"
   cd "$ROOT"
-  rm -rf "$PACK" && mkdir -p "$PACK/deps"
+  # (a "before" archive from pack-before stays: pack may come after it)
+  rm -rf "$PACK/deps" "$PACK/build.tar.xz" "$PACK/deps.tar.xz" && mkdir -p "$PACK/deps"
   # What runs there: the orchestrator, its core library and plugins, and the GPU-relevant tests.
   files=(bin/ablate lib)
   for t in backend_parity_tests backend_cudnn_gpu_tests; do

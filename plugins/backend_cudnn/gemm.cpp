@@ -42,9 +42,21 @@ cublasLtMatrixLayout_t layout(VT t, std::int64_t stored_rows, std::int64_t store
   return l;
 }
 
-// The cuBLASLt epilogue that does `act` (with bias, with the pre-activation written to aux), or
-// false when cuBLASLt has none: GELU (erf) and SiLU, and a pre-activation asked for with ReLU.
-bool fused_epilogue(Act act, bool bias, bool aux, cublasLtEpilogue_t& out) {
+// How much of the epilogue cuBLASLt runs: all of it (bias, activation, the pre-activation written to
+// aux), only the bias (an activation it lacks, GELU (erf) or SiLU, then runs in
+// kernels::bias_activation over the biased product: one pass less than adding the bias there), or
+// none (a plain product, then bias_activation).
+enum class Fusion { All, BiasOnly, None };
+
+// The cuBLASLt epilogue for `fusion`, or false when cuBLASLt has none: GELU (erf) and SiLU, and a
+// pre-activation asked for with ReLU.
+bool fused_epilogue(Fusion fusion, Act act, bool bias, bool aux, cublasLtEpilogue_t& out) {
+  if (fusion == Fusion::BiasOnly) {  // only where All has no epilogue, and there is a bias to add
+    cublasLtEpilogue_t all{};
+    if (!bias || fused_epilogue(Fusion::All, act, bias, aux, all)) return false;
+    out = CUBLASLT_EPILOGUE_BIAS;
+    return true;
+  }
   switch (act) {
     case Act::None: out = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT; return !aux;
     case Act::ReLU: out = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU; return !aux;
@@ -63,7 +75,7 @@ struct Gemm::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;  // cuBLASLt's A (= our b), B (= our a), C/D
   cublasLtMatmulAlgo_t algo{};
-  bool fused = false;  // false: plain product here, then kernels::bias_activation
+  Fusion fusion = Fusion::None;  // what is left of the epilogue runs in kernels::bias_activation
   ~Plan() {
     if (lc) cublasLtMatrixLayoutDestroy(lc);
     if (lb) cublasLtMatrixLayoutDestroy(lb);
@@ -84,7 +96,7 @@ Gemm::~Gemm() {
 
 std::size_t Gemm::fused_epilogues() const {
   std::size_t n = 0;
-  for (const auto& [key, p] : plans_) n += p->fused ? 1 : 0;
+  for (const auto& [key, p] : plans_) n += p->fusion != Fusion::None ? 1 : 0;
   return n;
 }
 
@@ -94,10 +106,12 @@ Gemm::Plan& Gemm::plan(const Key& key, const GemmOperand& a, const GemmOperand& 
   const std::int64_t M = a.rows, K = a.cols, N = b.cols, batch = a.batch;
   const bool want_bias = ep.bias != nullptr, want_aux = ep.aux != nullptr;
 
-  // Try the fused epilogue first; if cuBLASLt finds no algorithm for it, a plain product.
-  for (const bool try_fused : {true, false}) {
+  // Try the whole epilogue in cuBLASLt first, then the bias alone; if cuBLASLt finds no algorithm
+  // for either, a plain product.
+  for (const Fusion fusion : {Fusion::All, Fusion::BiasOnly, Fusion::None}) {
+    const bool try_fused = fusion != Fusion::None;
     cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-    if (try_fused && !fused_epilogue(ep.act, want_bias, want_aux, epilogue)) continue;
+    if (try_fused && !fused_epilogue(fusion, ep.act, want_bias, want_aux, epilogue)) continue;
     auto p = std::make_unique<Plan>();
     const cublasComputeType_t compute = (tf32_ && a.dtype == VT::F32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     check_cublas(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F), op);
@@ -110,7 +124,7 @@ Gemm::Plan& Gemm::plan(const Key& key, const GemmOperand& a, const GemmOperand& 
         set_desc(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(c_t), op);
         set_desc(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ep.bias, op);
       }
-      if (want_aux) {
+      if (want_aux && fusion == Fusion::All) {
         set_desc(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ep.aux, op);
         set_desc(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, N, op);
         set_desc(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, cuda_type(c_t), op);
@@ -137,7 +151,7 @@ Gemm::Plan& Gemm::plan(const Key& key, const GemmOperand& a, const GemmOperand& 
     cublasLtMatmulPreferenceDestroy(pref);
     if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
       p->algo = result.algo;
-      p->fused = try_fused;
+      p->fusion = fusion;
       return *plans_.emplace(key, std::move(p)).first->second;
     }
     if (!try_fused && st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) check_cublas(st, op);
@@ -172,16 +186,18 @@ void Gemm::run(void* c, VT c_t, const GemmOperand& a, const GemmOperand& b, floa
     return;
   }
   Plan& p = plan(key, a, b, c_t, ep, op);
-  // The plain product of an unfused plan lands in aux (the pre-activation) when one is wanted.
-  void* d = (!p.fused && ep.aux) ? ep.aux : c;
-  if (p.fused) {
-    if (ep.bias) set_desc(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ep.bias, op);
-    if (ep.aux) set_desc(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ep.aux, op);
-  }
+  // Without the whole epilogue, the product (biased with BiasOnly) lands in aux (the
+  // pre-activation) when one is wanted, and bias_activation does the rest from there.
+  void* d = (p.fusion != Fusion::All && ep.aux) ? ep.aux : c;
+  if (p.fusion != Fusion::None && ep.bias) set_desc(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ep.bias, op);
+  if (p.fusion == Fusion::All && ep.aux) set_desc(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ep.aux, op);
   check_cublas(cublasLtMatmul(handle_, p.desc, &alpha, b.data, p.la, a.data, p.lb, &beta, d, p.lc, d, p.lc, &p.algo,
                               workspace_(kWorkspaceBytes), kWorkspaceBytes, stream_),
                op);
-  if (!p.fused && has_epilogue) kernels::bias_activation(c, ep.aux, d, ep.bias, c_t, a.batch * M, N, ep.act, stream_);
+  if (p.fusion == Fusion::BiasOnly)  // y = act(d), d already the biased pre-activation
+    kernels::bias_activation(c, nullptr, d, nullptr, c_t, a.batch * M, N, ep.act, stream_);
+  else if (p.fusion == Fusion::None && has_epilogue)
+    kernels::bias_activation(c, ep.aux, d, ep.bias, c_t, a.batch * M, N, ep.act, stream_);
 }
 
 }  // namespace backend_cudnn

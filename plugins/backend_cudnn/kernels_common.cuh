@@ -165,12 +165,22 @@ __global__ void column_partials_kernel(float* partial, std::int64_t rows, std::i
   for (int k = 0; k < K; ++k) partial[(k * chunks + ch) * cols + c] = acc[k];
 }
 
-// Stage 2: out[c] += alpha * sum over ch (in order) of partial[ch][c].
+// Stage 2: out[c] += alpha * sum over ch (in order) of partial[ch][c]. The additions stay in
+// chunk order; the loads are issued 32 at a time (they do not depend on the sum), so a
+// column's up to 128 partials cost a few memory round trips instead of one each.
 template <class O>
 __global__ void column_finish_kernel(O* out, const float* partial, std::int64_t chunks, std::int64_t cols, float alpha) {
+  constexpr int kBatch = 32;
   for (std::int64_t c = first_index(); c < cols; c += grid_stride()) {
     float s = partial[c];
-    for (std::int64_t ch = 1; ch < chunks; ++ch) s += partial[ch * cols + c];
+    for (std::int64_t ch0 = 1; ch0 < chunks; ch0 += kBatch) {
+      float v[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) v[j] = ch0 + j < chunks ? partial[(ch0 + j) * cols + c] : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j)
+        if (ch0 + j < chunks) s += v[j];
+    }
     st(out, c, ld(out, c) + alpha * s);
   }
 }
