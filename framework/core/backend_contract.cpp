@@ -549,6 +549,31 @@ void dropout_add_forward(const Backend& be, const Tensor& y, const Tensor& x, co
   shape(op, "x", x, h.shape());
 }
 
+void compare_forward(const Backend& be, const Tensor& y, const Tensor& a, const Tensor& b) {
+  const char* op = "compare_forward";
+  supported(be, OptionalOp::compare, op);
+  allocated(op, "a", a);
+  allocated(op, "b", b);
+  allocated(op, "y", y);
+  if (const std::string p = compare_problem(y, a, b); !p.empty()) fail(op, p);
+}
+
+void permute_forward(const Backend& be, const Tensor& y, const Tensor& x, const Permutation& p) {
+  const char* op = "permute_forward";
+  supported(be, OptionalOp::permute, op);
+  allocated(op, "x", x);
+  allocated(op, "y", y);
+  if (const std::string problem = permute_problem(y, x, p); !problem.empty()) fail(op, problem);
+}
+// dy is y's gradient and dx x's: dy = dx permuted.
+void permute_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Permutation& p) {
+  const char* op = "permute_backward";
+  supported(be, OptionalOp::permute, op);
+  allocated(op, "dx", dx);
+  allocated(op, "dy", dy);
+  if (const std::string problem = permute_problem(dy, dx, p); !problem.empty()) fail(op, problem);
+}
+
 }  // namespace ablate::contract
 
 namespace ablate {

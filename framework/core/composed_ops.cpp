@@ -12,9 +12,6 @@
 #include "ablate/rope.hpp"
 
 namespace ablate::ops::composed {
-namespace {
-
-// A constant of `shape` and `dtype` on the graph's backend holding `values` (row-major floats).
 Var constant(Graph& g, const Shape& shape, DType dtype, const std::vector<float>& values) {
   Backend& be = g.backend();
   Tensor f = be.empty(shape, DType::F32);
@@ -24,6 +21,8 @@ Var constant(Graph& g, const Shape& shape, DType dtype, const std::vector<float>
   be.cast(t, f);
   return g.constant(t);
 }
+
+namespace {
 
 // x: [..., C] @ m: [C, cols] (row-major) -> [..., cols].
 Var times(Graph& g, const Var& x, const std::vector<float>& m, std::int64_t cols) {

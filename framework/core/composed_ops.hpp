@@ -4,11 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ablate/autograd.hpp"
 
 namespace ablate::ops::composed {
 
+// A constant of `shape` and `dtype` from host floats (copied as f32, cast if needed): the tables
+// the compositions below build, and ops::iota's ramp.
+Var constant(Graph& g, const Shape& shape, DType dtype, const std::vector<float>& values);
 // x: [..., C] -> [..., 1]: x @ ones[C, 1] (matmul).
 Var sum_last(Graph& g, const Var& x);
 // x: [..., C] -> [..., W]: x @ E[C, W] with E[offset + j, j] = 1 (matmul; exact for finite x).

@@ -4,6 +4,7 @@
 // closure until Graph::backward consumes the tape.
 #include "ablate/ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -71,8 +72,31 @@ Var matmul(Graph& g, const Var& a, const Var& b, bool trans_a, bool trans_b, flo
   return out;
 }
 
+namespace {
+
+// x[..., C] -> [..., width] (width >= C), zeros after column C.
+Var pad_last(Graph& g, const Var& x, std::int64_t width) {
+  if (x.shape().last() == width) return x;
+  Tensor zeros = g.backend().empty(x.shape().with_last(width - x.shape().last()), x.dtype());
+  g.backend().fill(zeros, 0.0f);
+  return concat_last(g, x, g.constant(zeros));
+}
+
+}  // namespace
+
 Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options) {
   const Shape& qs = q.shape();
+  const Shape& vs = v.shape();
+  if (qs.rank() == 4 && k.shape().rank() == 4 && vs.rank() == 4 && vs[3] != qs[3] && vs[3] > 0 &&
+      vs.with_last(1) == k.shape().with_last(1)) {
+    // v of another width than q and k: the backend op at the wider width W, zero columns added
+    // (q·k and p·v unchanged), then the output cut to v's width.
+    const std::int64_t W = std::max(qs[3], vs[3]);
+    AttentionOptions o = options;
+    if (o.scale == 0.0f) o.scale = 1.0f / std::sqrt(static_cast<float>(qs[3]));
+    const Var out = attention(g, pad_last(g, q, W), pad_last(g, k, W), pad_last(g, v, W), o);
+    return vs[3] < W ? slice_last(g, out, 0, vs[3]) : out;
+  }
   AttentionParams p;
   p.causal = options.causal;
   p.key_lengths = options.key_lengths;
@@ -230,6 +254,45 @@ Var concat_last(Graph& g, const Var& a, const Var& b) {
       g.backend().axpy(*d, part, 1.0f);
     }
   });
+  return out;
+}
+
+Var iota(Graph& g, const Shape& shape, float start, float step, DType dtype) {
+  require(dtype == DType::F32 || dtype == DType::BF16, "iota", "dtype must be f32 or bf16");
+  std::vector<float> values(static_cast<std::size_t>(shape.numel()));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(static_cast<double>(start) + static_cast<double>(step) * static_cast<double>(i));
+  return composed::constant(g, shape, dtype, values);
+}
+
+Var compare(Graph& g, const Var& a, const Var& b, Compare c) {
+  const std::string problem = compare_problem(a.value(), a.value(), b.value());  // y is a's shape and dtype
+  require(problem.empty(), "compare", problem);
+  require(g.backend().supports(OptionalOp::compare), "compare",
+          "this backend has no compare op (Backend::supports) and no composition from the core ops exists; run on a "
+          "backend that has it (reference, onednn)");
+  Tensor y = g.backend().empty(a.shape(), a.dtype());
+  g.backend().compare_forward(y, a.value(), b.value(), c);
+  return g.constant(y);  // a mask: no gradient flows through a comparison
+}
+
+Var permute(Graph& g, const Var& x, const std::vector<int>& axes) {
+  Permutation p;
+  require(axes.size() <= static_cast<std::size_t>(Shape::kMaxRank), "permute",
+          std::to_string(axes.size()) + " axes; x " + x.value().str() + " needs its rank");
+  p.rank = static_cast<int>(axes.size());
+  std::copy(axes.begin(), axes.end(), p.axes);
+  const std::string problem = permutation_problem(p, x.value());
+  require(problem.empty(), "permute", problem);
+  require(g.backend().supports(OptionalOp::permute), "permute",
+          "this backend has no permute op (Backend::supports) and no composition from the core ops exists; run on a "
+          "backend that has it (reference, onednn)");
+  std::vector<std::int64_t> dims(axes.size());
+  for (std::size_t i = 0; i < axes.size(); ++i) dims[i] = x.shape()[axes[i]];
+  Tensor y = g.backend().empty(Shape(dims), x.dtype());
+  g.backend().permute_forward(y, x.value(), p);
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x, p](const Tensor& dy) { g.backend().permute_backward(*g.grad_buffer(x), dy, p); });
   return out;
 }
 

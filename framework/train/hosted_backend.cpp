@@ -64,6 +64,9 @@ constexpr OpRow kRows[] = {
     {"pointwise_forward", ProfiledOp::RowwiseFwd},
     {"pointwise_backward", ProfiledOp::RowwiseBwd},
     {"dropout_add_forward", ProfiledOp::DropoutAddFwd},
+    {"compare_forward", ProfiledOp::IndexFwd},
+    {"permute_forward", ProfiledOp::IndexFwd},
+    {"permute_backward", ProfiledOp::IndexBwd},
 };
 consteval ProfiledOp row_of(std::string_view op) {
   for (const OpRow& r : kRows)

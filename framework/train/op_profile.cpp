@@ -44,6 +44,8 @@ constexpr OpName kNames[] = {
     {"slice/concat last", "bwd"},
     {"softmax/sum/exp/sigmoid", "fwd"},
     {"softmax/sum/exp/sigmoid", "bwd"},
+    {"compare/permute", "fwd"},
+    {"compare/permute", "bwd"},
     {"cross_entropy", "fwd+bwd"},
     {"axpy", "bwd"},
     {"sum_squares", "optim"},

@@ -43,6 +43,8 @@ enum class ProfiledOp : std::uint8_t {
   SliceBwd,
   RowwiseFwd,
   RowwiseBwd,
+  IndexFwd,  // compare, permute
+  IndexBwd,
   CrossEntropy,
   Axpy,
   SumSquares,

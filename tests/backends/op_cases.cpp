@@ -276,6 +276,7 @@ std::vector<OpCase> all_op_cases() {
   add_rope(cases);
   add_slice(cases);
   add_rowwise(cases);
+  add_index(cases);
   return cases;
 }
 

@@ -71,5 +71,6 @@ void add_loss_optim(std::vector<OpCase>& out);       // op_cases_optional_loss.c
 void add_rope(std::vector<OpCase>& out);             // op_cases_optional_loss.cpp
 void add_slice(std::vector<OpCase>& out);            // op_cases_optional_loss.cpp
 void add_rowwise(std::vector<OpCase>& out);          // op_cases_optional_loss.cpp
+void add_index(std::vector<OpCase>& out);            // op_cases_index.cpp
 
 }  // namespace ablate::testing::catalogue

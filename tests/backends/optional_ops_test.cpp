@@ -1,4 +1,4 @@
-// The optional ops (ablate::OptionalOp: rope, slice_last) on every backend plugin found: a backend
+// The optional ops (ablate::OptionalOp: rope, slice_last, compare, permute) on every backend plugin found: a backend
 // that says it supports an op refuses bad arguments with an ablate::Error naming the op and the
 // problem (the shape contracts of ablate/backend.hpp), and one that does not support it refuses
 // every call instead of computing something. Values are covered by the parity and gradient cases.
@@ -61,6 +61,32 @@ TEST_P(OptionalOps, SliceLastRefusesBadArgumentsNamingTheProblem) {
   expect_refused([&] { b.slice_last_forward(empty, x, 0); }, "slice_last_forward", "part's > 0", "empty part");
   expect_refused([&] { b.slice_last_backward(x, y, 5); }, "slice_last_backward", "must lie in [0, 6]", "backward past the end");
   EXPECT_NO_THROW(b.slice_last_forward(y, x, 3));  // ends exactly at the last column
+}
+
+TEST_P(OptionalOps, CompareAndPermuteRefuseBadArgumentsNamingTheProblem) {
+  Backend& b = be();
+  Tensor a = f32_tensor(b, {2, 3}, std::vector<float>(6, 1.0f)), y = b.empty({2, 3}, DType::F32);
+  Tensor rows = f32_tensor(b, {2}, {1.0f, 2.0f}), bf16 = b.empty({2, 3}, DType::BF16), yt = b.empty({3, 2}, DType::F32);
+  Permutation swap;
+  swap.rank = 2;
+  swap.axes[0] = 1;
+  swap.axes[1] = 0;
+  Permutation twice = swap;
+  twice.axes[1] = 1;
+  if (!b.supports(OptionalOp::compare))
+    expect_refused([&] { b.compare_forward(y, a, a, Compare::eq); }, "compare_forward", "supports", "unsupported");
+  else {
+    expect_refused([&] { b.compare_forward(y, a, rows, Compare::eq); }, "compare_forward", "trailing dims", "b [2] of a [2, 3]");
+    expect_refused([&] { b.compare_forward(y, a, bf16, Compare::eq); }, "compare_forward", "one dtype", "b bf16");
+    expect_refused([&] { b.compare_forward(yt, a, a, Compare::eq); }, "compare_forward", "a's shape", "y [3, 2]");
+  }
+  if (!b.supports(OptionalOp::permute)) {
+    expect_refused([&] { b.permute_forward(yt, a, swap); }, "permute_forward", "supports", "unsupported");
+    return;
+  }
+  expect_refused([&] { b.permute_forward(yt, a, twice); }, "permute_forward", "an order of 0 .. 1", "axis 1 twice");
+  expect_refused([&] { b.permute_forward(y, a, swap); }, "permute_forward", "permuted", "y not transposed");
+  expect_refused([&] { b.permute_backward(a, y, swap); }, "permute_backward", "permuted", "backward, dy not transposed");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryBackend, OptionalOps, ::testing::ValuesIn(builtin_backend_names()),

@@ -13,7 +13,7 @@ namespace ablate {
 // the API stable", says what does and does not bump it). PluginInfo keeps `api_version`, `abi_tag`,
 // `kind` and `name` as its first four fields forever, so the host can read them from a plugin of
 // any version (and say which plugin it refuses, and why).
-inline constexpr std::uint32_t kPluginApiVersion = 18;  // 2: Task::score_names, Task::text, Split::Test
+inline constexpr std::uint32_t kPluginApiVersion = 19;  // 2: Task::score_names, Task::text, Split::Test
                                                         // 3: TaskType::Classification, TaskInfo::num_classes
                                                         // 4: PositionalEncoding::max_positions
                                                         // 5: Backend::supports, rope; kind "attention",
@@ -47,6 +47,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 18;  // 2: Task::score_names,
                                                         //    ModelDims::layer and ::context;
                                                         //    PositionalEncoding::rotate_queries/keys;
                                                         //    Block::init_sublayers
+                                                        // 19: Backend ops compare_forward, permute_forward/
+                                                        //    backward (OptionalOp::compare, permute)
 
 }  // namespace ablate
 

@@ -122,6 +122,8 @@ struct AdamParams {
 // bias/slopes, k/v with fewer heads than q): a backend without them refuses such arguments.
 // softmax_last, sum_last and pointwise are the small general set a plugin composes its own ops from.
 // dropout_add is a fusion: a block's residual add of its dropped-out sublayer in one pass.
+// compare and permute are the index and layout ops a plugin builds masks and layouts from (no
+// composition from the core ops exists: ops.cpp refuses them where a backend lacks them).
 enum class OptionalOp {
   rope,
   slice_last,
@@ -131,7 +133,9 @@ enum class OptionalOp {
   sum_last,
   pointwise,
   attention_softcap,
-  dropout_add
+  dropout_add,
+  compare,
+  permute
 };
 inline const char* optional_op_name(OptionalOp op) {
   switch (op) {
@@ -144,9 +148,24 @@ inline const char* optional_op_name(OptionalOp op) {
     case OptionalOp::pointwise: return "pointwise";
     case OptionalOp::attention_softcap: return "attention_softcap";
     case OptionalOp::dropout_add: return "dropout_add";
+    case OptionalOp::compare: return "compare";
+    case OptionalOp::permute: return "permute";
   }
   return "?";
 }
+
+// The comparisons of Backend::compare_forward: y = (a OP b) ? 1 : 0.
+enum class Compare : std::uint8_t { eq = 0, ne = 1, lt = 2, le = 3, gt = 4, ge = 5 };
+inline const char* compare_name(Compare c) {
+  static const char* const names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  return names[static_cast<int>(c) % 6];
+}
+
+// An axis order for Backend::permute_forward: y's dim i is x's dim axes[i], for i < rank.
+struct Permutation {
+  int rank = 0;
+  int axes[Shape::kMaxRank] = {};
+};
 
 // The functions of Backend::pointwise_forward; each one's derivative is a function of its output.
 enum class Pointwise : std::uint8_t { exp = 0, sigmoid = 1 };
@@ -193,6 +212,89 @@ inline std::string slice_last_problem(const Tensor& whole, const Tensor& part, s
   if (offset < 0 || offset + part.shape().last() > whole.shape().last())
     return "offset " + std::to_string(offset) + " + width " + std::to_string(part.shape().last()) + " must lie in [0, " +
            std::to_string(whole.shape().last()) + "] of " + whole.str();
+  return {};
+}
+
+// compare: a (F32/BF16) and y of a's shape and dtype; b of a's dtype, and a's shape, a's trailing
+// dims (repeated over its leading ones) or one element.
+inline std::string compare_problem(const Tensor& y, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != DType::F32 && a.dtype() != DType::BF16) return "a " + a.str() + " must be f32 or bf16";
+  if (b.dtype() != a.dtype() || y.dtype() != a.dtype())
+    return "a " + a.str() + ", b " + b.str() + " and y " + y.str() + " must share one dtype";
+  if (y.shape() != a.shape()) return "y " + y.str() + " must be a's shape " + a.shape().str();
+  const Shape& as = a.shape();
+  const Shape& bs = b.shape();
+  bool trailing = bs.rank() <= as.rank() && bs.rank() > 0;
+  for (int i = 0; trailing && i < bs.rank(); ++i) trailing = bs[bs.rank() - 1 - i] == as[as.rank() - 1 - i];
+  if (!trailing && b.numel() != 1)
+    return "b " + b.str() + " must be a's shape, a's trailing dims or one element (a " + a.str() + ")";
+  return {};
+}
+// A permutation of x's axes: as many as x's rank, an order of 0 .. rank-1.
+inline std::string permutation_problem(const Permutation& p, const Tensor& x) {
+  const int r = x.shape().rank();
+  if (p.rank != r || r < 1) return "the permutation has " + std::to_string(p.rank) + " axes; x " + x.str() + " needs its rank";
+  bool seen[Shape::kMaxRank] = {};
+  for (int i = 0; i < r; ++i) {
+    if (p.axes[i] < 0 || p.axes[i] >= r || seen[p.axes[i]])
+      return "axes must be an order of 0 .. " + std::to_string(r - 1) + " (axis " + std::to_string(p.axes[i]) + " at " +
+             std::to_string(i) + ")";
+    seen[p.axes[i]] = true;
+  }
+  return {};
+}
+// permute's walk, for every backend: y's element at index (i_0, .., i_{r-1}) (row-major in y's
+// shape) is x's element at offset sum_k i_k * strides[k], strides[k] being x's stride of dim axes[k].
+struct PermutedStrides {
+  std::int64_t y_dims[Shape::kMaxRank] = {};
+  std::int64_t strides[Shape::kMaxRank] = {};
+  int rank = 0;
+  // x's offset of y's flat index j.
+  std::int64_t offset(std::int64_t j) const {
+    std::int64_t off = 0;
+    for (int k = rank - 1; k >= 0; --k) {
+      off += (j % y_dims[k]) * strides[k];
+      j /= y_dims[k];
+    }
+    return off;
+  }
+};
+inline PermutedStrides permuted_strides(const Shape& x, const Permutation& p) {
+  std::int64_t x_strides[Shape::kMaxRank] = {};
+  std::int64_t stride = 1;
+  for (int d = x.rank() - 1; d >= 0; --d) {
+    x_strides[d] = stride;
+    stride *= x[d];
+  }
+  PermutedStrides w;
+  w.rank = p.rank;
+  for (int k = 0; k < p.rank; ++k) {
+    w.y_dims[k] = x[p.axes[k]];
+    w.strides[k] = x_strides[p.axes[k]];
+  }
+  return w;
+}
+// compare's test, for every backend.
+inline bool compare_holds(Compare c, float a, float b) {
+  switch (c) {
+    case Compare::eq: return a == b;
+    case Compare::ne: return a != b;
+    case Compare::lt: return a < b;
+    case Compare::le: return a <= b;
+    case Compare::gt: return a > b;
+    case Compare::ge: return a >= b;
+  }
+  return false;
+}
+
+// permute: x and y of one float dtype, p a permutation of x's axes, y's dim i = x's dim axes[i].
+inline std::string permute_problem(const Tensor& y, const Tensor& x, const Permutation& p) {
+  if (x.dtype() != DType::F32 && x.dtype() != DType::BF16) return "x " + x.str() + " must be f32 or bf16";
+  if (y.dtype() != x.dtype()) return "x " + x.str() + " and y " + y.str() + " must share one dtype";
+  if (std::string problem = permutation_problem(p, x); !problem.empty()) return problem;
+  bool fits = y.shape().rank() == p.rank;
+  for (int i = 0; fits && i < p.rank; ++i) fits = y.shape()[i] == x.shape()[p.axes[i]];
+  if (!fits) return "y " + y.str() + " must be x " + x.str() + " permuted";
   return {};
 }
 
@@ -318,6 +420,9 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // dropout_add_forward(y, x, h, p, rng): y = x + d, d = dropout_forward(h, p, rng) as that op
   // would store it (rounded to the dtype; the same keep mask); x, h, y of one shape and float
   // dtype. Forward only: its gradient is dx += dy, dh += dropout_backward(dy) (ops::dropout_add).
+  // compare_forward(y, a, b, c): y = 1 where (a c b) holds, else 0, elementwise, b repeated over a
+  // (compare_problem); no gradient. permute_forward(y, x, p): y[i_0, .., i_{r-1}] = x at the index
+  // whose dim axes[k] is i_k (permute_problem); permute_backward(dx, dy, p): dx += dy permuted back.
 #define ABLATE_BACKEND_PUBLIC_OP(name, params, args, checks) void name params;
   ABLATE_BACKEND_OPS(ABLATE_BACKEND_PUBLIC_OP)
 #undef ABLATE_BACKEND_PUBLIC_OP

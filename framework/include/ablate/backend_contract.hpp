@@ -94,5 +94,8 @@ void sum_last_backward(const Backend& be, const Tensor& dx, const Tensor& dy);
 void pointwise_forward(const Backend& be, const Tensor& y, const Tensor& x);
 void pointwise_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Tensor& y);
 void dropout_add_forward(const Backend& be, const Tensor& y, const Tensor& x, const Tensor& h, float p);
+void compare_forward(const Backend& be, const Tensor& y, const Tensor& a, const Tensor& b);
+void permute_forward(const Backend& be, const Tensor& y, const Tensor& x, const Permutation& p);
+void permute_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Permutation& p);
 
 }  // namespace ablate::contract

@@ -46,8 +46,11 @@
   X(cast, (ablate::Tensor& y, const ablate::Tensor& x), (y, x), (y, x))
 
 // The optional ops (OptionalOp): a backend implements those it announces in supports(); the
-// others keep Backend's default, which the contract's refusal means is never reached.
-#define ABLATE_BACKEND_OPTIONAL_OPS(X) \
+// others keep Backend's default, which the contract's refusal means is never reached. Two lists:
+// the model ops (positions, slices, the small general set, fusions) and the index ops (compare,
+// permute); a backend with every optional op declares ABLATE_BACKEND_OPTIONAL_OPS, one with the
+// model ops only ABLATE_BACKEND_MODEL_OPS.
+#define ABLATE_BACKEND_MODEL_OPS(X) \
   X(rope_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Tensor& positions, int rotary, float base), (y, x, positions, rotary, base), (*this, y, x, positions, rotary, base)) \
   X(rope_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Tensor& positions, int rotary, float base), (dx, dy, positions, rotary, base), (*this, dx, dy, positions, rotary, base)) \
   X(slice_last_forward, (ablate::Tensor& y, const ablate::Tensor& x, std::int64_t offset), (y, x, offset), (*this, y, x, offset)) \
@@ -59,6 +62,11 @@
   X(pointwise_forward, (ablate::Tensor& y, const ablate::Tensor& x, ablate::Pointwise f), (y, x, f), (*this, y, x)) \
   X(pointwise_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Tensor& y, ablate::Pointwise f), (dx, dy, y, f), (*this, dx, dy, y)) \
   X(dropout_add_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Tensor& h, float p, const ablate::RngKey& rng), (y, x, h, p, rng), (*this, y, x, h, p))
+#define ABLATE_BACKEND_INDEX_OPS(X) \
+  X(compare_forward, (ablate::Tensor& y, const ablate::Tensor& a, const ablate::Tensor& b, ablate::Compare c), (y, a, b, c), (*this, y, a, b)) \
+  X(permute_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Permutation& p), (y, x, p), (*this, y, x, p)) \
+  X(permute_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Permutation& p), (dx, dy, p), (*this, dx, dy, p))
+#define ABLATE_BACKEND_OPTIONAL_OPS(X) ABLATE_BACKEND_MODEL_OPS(X) ABLATE_BACKEND_INDEX_OPS(X)
 // clang-format on
 
 #define ABLATE_BACKEND_OPS(X) ABLATE_BACKEND_CORE_OPS(X) ABLATE_BACKEND_OPTIONAL_OPS(X)
@@ -67,6 +75,7 @@
 // protected or private):
 //   ABLATE_BACKEND_CORE_OPS(ABLATE_BACKEND_OVERRIDE)
 //   ABLATE_BACKEND_OPTIONAL_OPS(ABLATE_BACKEND_OVERRIDE)  // if it has every optional op
+//   ABLATE_BACKEND_MODEL_OPS(ABLATE_BACKEND_OVERRIDE)     // or the model ops only
 #define ABLATE_BACKEND_OVERRIDE(name, params, args, checks) void do_##name params override;
 
 // A list without its parentheses: ABLATE_BACKEND_UNPAREN (y, value) is `y, value`, so that a

@@ -3,6 +3,8 @@
 // written in. Shapes use B, T, S, H, Dh, D, F, V, N as in backend.hpp.
 #pragma once
 
+#include <vector>
+
 #include "ablate/autograd.hpp"
 
 namespace ablate::ops {
@@ -24,9 +26,12 @@ struct AttentionOptions {
   Var bias;                 // F32 [1 or H, T, S] added to the logits (a learned one gets its gradient); undefined = none
   Tensor slopes;            // F32 [H] ALiBi slopes (Backend's AttentionParams); undefined = none
 };
-// out[B, H, T, Dh] from q[B, H, T, Dh], k/v[B, Hkv, S, Dh] (Hkv divides H: grouped-query attention
-// without repeating k and v; on a backend without grouped_attention, k and v are repeated). A bias
-// or slopes on a backend without attention_bias, and a softcap without attention_softcap, are refused.
+// out[B, H, T, Dv] from q[B, H, T, Dh], k[B, Hkv, S, Dh], v[B, Hkv, S, Dv] (Hkv divides H:
+// grouped-query attention without repeating k and v; on a backend without grouped_attention, k and
+// v are repeated). v may be narrower or wider than q and k (differential attention's v is twice
+// their width): the backend op then runs at the wider width with zero columns, which change
+// neither q·k nor p·v, and the output keeps v's width; scale's default stays 1/sqrt(Dh). A bias or
+// slopes on a backend without attention_bias, and a softcap without attention_softcap, are refused.
 Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options);
 
 // Rotary positions: x[B, H, T, Dh] (q or k) with its first `rotary` dims (0: all of Dh; even)
@@ -52,6 +57,16 @@ Var mean_last(Graph& g, const Var& x);
 Var exp(Graph& g, const Var& x);
 Var sigmoid(Graph& g, const Var& x);
 Var reshape(Graph& g, const Var& x, const Shape& shape);
+
+// The index and layout ops. iota: a constant of `shape` holding start + i * step at flat index i
+// (built on the host and copied: positions, frequencies, ramps); no gradient. compare: 1 where
+// (a c b) holds, else 0, in a's shape and dtype (b: a's shape, a's trailing dims or one element);
+// a mask, so no gradient flows through it. permute: y's dim i is x's dim axes[i] (rank <= 4); its
+// gradient is permuted back. compare and permute need the backend's op (OptionalOp::compare,
+// permute: reference, onednn); elsewhere they are refused (no composition from the core ops).
+Var iota(Graph& g, const Shape& shape, float start = 0.0f, float step = 1.0f, DType dtype = DType::F32);
+Var compare(Graph& g, const Var& a, const Var& b, Compare c);
+Var permute(Graph& g, const Var& x, const std::vector<int>& axes);
 
 Var layer_norm(Graph& g, const Var& x, const Var& gamma, const Var& beta, float eps = 1e-5f);
 Var rms_norm(Graph& g, const Var& x, const Var& gamma, float eps = 1e-6f);

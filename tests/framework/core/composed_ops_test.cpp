@@ -4,6 +4,8 @@
 #include "ablate/ops.hpp"
 
 #include <cmath>
+#include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -121,6 +123,17 @@ TEST(ComposedOps, GroupedAttentionRepeatsKeyValueHeads) {
   expect_composition_matches("attention 4 heads over 2 k/v heads", f, {{2, 4, 5, 3}, {2, 2, 5, 3}, {2, 2, 5, 3}});
 }
 
+// v of another width than q and k runs through slice_last/concat_last, composed here too.
+TEST(ComposedOps, AttentionWithAValueOfAnotherWidth) {
+  const GradcheckFn f = [](Graph& g, const std::vector<Var>& in) {
+    ops::AttentionOptions o;
+    o.causal = true;
+    return ops::attention(g, in[0], in[1], in[2], o);
+  };
+  expect_composition_matches("v wider than q and k", f, {{1, 2, 4, 3}, {1, 2, 4, 3}, {1, 2, 4, 5}});
+  expect_composition_matches("v narrower than q and k", f, {{1, 2, 4, 3}, {1, 2, 4, 3}, {1, 2, 4, 2}});
+}
+
 TEST(ComposedOps, WhatCannotBeComposedIsRefusedNamingTheOp) {
   Backend& be = bare_backend();
   Graph g(be, 1, 0, false, false);
@@ -141,6 +154,19 @@ TEST(ComposedOps, WhatCannotBeComposedIsRefusedNamingTheOp) {
     EXPECT_NE(std::string(e.what()).find("logit bias"), std::string::npos) << e.what();
   }
   EXPECT_THROW(ops::softmax_last(g, g.constant(be.empty({2, 0}, DType::F32))), Error) << "empty rows";
+  for (const auto& [name, call] : std::vector<std::pair<std::string, std::function<void()>>>{
+           {"compare", [&] { ops::compare(g, x, x, Compare::eq); }}, {"permute", [&] {
+                                                                        ops::permute(g, x, {1, 0});
+                                                                      }}}) {
+    try {
+      call();
+      ADD_FAILURE() << name << " ran on a backend without it";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no " + name + " op"), std::string::npos) << e.what();
+    }
+  }
+  const Var iota = ops::iota(g, {4}, 2.0f, -1.0f);  // a host-built constant: every backend has it
+  EXPECT_EQ(host(be, iota.value()), (std::vector<float>{2, 1, 0, -1}));
 }
 
 }  // namespace

@@ -237,6 +237,59 @@ TEST(Ops, ConcatThenSliceGivesThePartsBack) {
   EXPECT_THROW(ops::concat_last(g, a, g.constant(values({3, 5}))), Error) << "other rows";
 }
 
+// v of another width than q and k: attention with v = [v1 | v2] is [attention(v1) | attention(v2)]
+// (each output column a mix of its own v column), so a wide v is checked against two narrow
+// runs and a narrow one against a slice of a wide run; gradients by finite differences.
+TEST(Ops, AttentionTakesAValueOfAnotherWidthThanQueryAndKey) {
+  Backend& be = reference_backend();
+  const Tensor lengths = i32_tensor(be, {2}, {5, 3});
+  ops::AttentionOptions o;
+  o.causal = true;
+  o.key_lengths = &lengths;
+  Graph g(be, 1, 0);
+  const Var q = g.constant(values({2, 4, 5, 3})), k = g.constant(values({2, 2, 5, 3}, 1.0f));
+  const Var v1 = g.constant(values({2, 2, 5, 3}, 2.0f)), v2 = g.constant(values({2, 2, 5, 2}, 3.0f));
+  const Var wide = ops::attention(g, q, k, ops::concat_last(g, v1, v2), o);  // Dv 5 > Dh 3
+  ASSERT_EQ(wide.shape(), (Shape{2, 4, 5, 5}));
+  const Var joined = ops::concat_last(g, ops::attention(g, q, k, v1, o), ops::attention(g, q, k, v2, o));  // Dv 2 < Dh 3
+  const std::vector<float> want = host(be, joined.value()), got = host(be, wide.value());
+  ASSERT_EQ(want.size(), got.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f) << i;
+  ops::AttentionOptions scaled = o;
+  scaled.scale = 0.25f;  // an explicit scale is kept
+  EXPECT_NE(host(be, ops::attention(g, q, k, v2, scaled).value()), host(be, ops::attention(g, q, k, v2, o).value()));
+  for (const std::int64_t dv : {2, 5}) {
+    SCOPED_TRACE(dv);
+    expect_gradcheck([o](Graph& gg, const std::vector<Var>& in) { return ops::attention(gg, in[0], in[1], in[2], o); },
+                     values({2, 4, 5, 3}), values({2, 2, 5, 3}, 1.0f), values({2, 2, 5, dv}, 2.0f));
+  }
+  EXPECT_THROW(ops::attention(g, q, k, g.constant(values({2, 2, 4, 5})), o), Error) << "v with other keys than k";
+}
+
+TEST(Ops, IotaCompareAndPermute) {
+  Backend& be = reference_backend();
+  Graph g(be, 1, 0);
+  const Var ramp_var = ops::iota(g, {2, 3}, 1.0f, 0.5f);
+  EXPECT_EQ(host(be, ramp_var.value()), (std::vector<float>{1.0f, 1.5f, 2.0f, 2.5f, 3.0f, 3.5f}));
+  EXPECT_EQ(host(be, ops::iota(g, {3}, 0.0f, 1.0f, DType::BF16).value()), (std::vector<float>{0.0f, 1.0f, 2.0f}));
+  // a causal mask from two ramps: row t keeps columns s <= t
+  const Var cols = ops::iota(g, {3});                                                                   // s
+  const Var grid = ops::add(g, g.constant(f32_tensor(be, {3, 3}, std::vector<float>(9, 0.0f))), cols);  // [t, s] = s
+  const Var mask = ops::compare(g, ops::permute(g, grid, {1, 0}), cols, Compare::ge);                   // [t, s] = t >= s
+  EXPECT_EQ(host(be, mask.value()), (std::vector<float>{1, 0, 0, 1, 1, 0, 1, 1, 1}));
+  EXPECT_FALSE(mask.requires_grad()) << "a mask has no gradient";
+  EXPECT_EQ(host(be, ops::compare(g, ramp_var, g.constant(f32_tensor(be, {1}, {2.0f})), Compare::lt).value()),
+            (std::vector<float>{1, 1, 0, 0, 0, 0}));
+  // permute: [B, T, H, Dh] -> [B, H, T, Dh] is split_heads of the merged width
+  const Var x = g.constant(values({2, 3, 4, 5}));
+  const Var split = ops::split_heads(g, ops::reshape(g, x, {2, 3, 20}), 4);
+  EXPECT_EQ(host(be, ops::permute(g, x, {0, 2, 1, 3}).value()), host(be, split.value()));
+  expect_gradcheck([](Graph& gg, const std::vector<Var>& in) { return ops::permute(gg, in[0], {2, 0, 1}); }, values({2, 3, 4}));
+  EXPECT_THROW(ops::permute(g, x, {0, 1, 1, 3}), Error) << "an axis twice";
+  EXPECT_THROW(ops::permute(g, x, {0, 1, 2}), Error) << "too few axes";
+  EXPECT_THROW(ops::compare(g, x, g.constant(values({3})), Compare::eq), Error) << "b not trailing";
+}
+
 TEST(OpsGradcheck, EmbeddingScattersIntoTheTable) {
   const Tensor ids = i32_tensor(reference_backend(), {2, 3}, {1, 4, 1, 0, 2, 4});  // repeats accumulate
   expect_gradcheck([&ids](Graph& g, const std::vector<Var>& in) { return ops::embedding(g, ids, in[0]); }, values({5, 3}));
