@@ -549,6 +549,24 @@ void dropout_add_forward(const Backend& be, const Tensor& y, const Tensor& x, co
   shape(op, "x", x, h.shape());
 }
 
+void rope_frequencies_forward(const Backend& be, const Tensor& y, const Tensor& x, const Tensor& positions, const Tensor& freqs) {
+  const char* op = "rope_frequencies_forward";
+  supported(be, OptionalOp::rope_frequencies, op);
+  value(op, "x", x);
+  if (const std::string p = rope_frequencies_problem(x, positions, freqs); !p.empty()) fail(op, p);
+  same_dtype(op, "y", y, "x", x);
+  shape(op, "y", y, x.shape());
+}
+
+void rope_frequencies_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Tensor& positions,
+                               const Tensor& freqs) {
+  const char* op = "rope_frequencies_backward";
+  supported(be, OptionalOp::rope_frequencies, op);
+  value(op, "dy", dy);
+  if (const std::string p = rope_frequencies_problem(dy, positions, freqs); !p.empty()) fail(op, p);
+  grad(op, "dx", dx, "dy", dy, false);
+}
+
 void compare_forward(const Backend& be, const Tensor& y, const Tensor& a, const Tensor& b) {
   const char* op = "compare_forward";
   supported(be, OptionalOp::compare, op);

@@ -71,7 +71,11 @@ Var sigmoid(Graph& g, const Var& x) {
   return reshape(g, times(g, ops::softmax_last(g, pairs), {1.0f, 0.0f}, 1), x.shape());
 }
 
-Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base) {
+namespace {
+
+// x * cos + rotate_half(x) * sin on the first `rotary` dims, with angle(t, i) for pair i at row t.
+template <class Angle>
+Var rope_by_angles(Graph& g, const Var& x, const Tensor& positions, int rotary, Angle angle) {
   const std::int64_t T = x.shape()[2], Dh = x.shape()[3], half = rotary / 2;
   std::vector<std::int32_t> pos(static_cast<std::size_t>(T));
   g.backend().copy_to_host(pos.data(), positions);
@@ -81,7 +85,7 @@ Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base
     if (pos[static_cast<std::size_t>(t)] < 0)
       throw Error("ops::rope: positions hold " + std::to_string(pos[static_cast<std::size_t>(t)]) + "; expected positions >= 0");
     for (std::int64_t i = 0; i < half; ++i) {
-      const double a = rope_angle(pos[static_cast<std::size_t>(t)], i, rotary, base);
+      const double a = angle(pos[static_cast<std::size_t>(t)], i);
       for (std::int64_t d : {i, i + half}) {
         cos[static_cast<std::size_t>(t * Dh + d)] = static_cast<float>(std::cos(a));
         sin[static_cast<std::size_t>(t * Dh + d)] = static_cast<float>(std::sin(a));
@@ -94,6 +98,20 @@ Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base
   }
   const Var c = constant(g, {T, Dh}, x.dtype(), cos), s = constant(g, {T, Dh}, x.dtype(), sin);
   return add(g, mul(g, x, c), mul(g, times(g, x, turn, Dh), s));
+}
+
+}  // namespace
+
+Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base) {
+  return rope_by_angles(g, x, positions, rotary,
+                        [rotary, base](std::int32_t p, std::int64_t i) { return rope_angle(p, i, rotary, base); });
+}
+
+Var rope(Graph& g, const Var& x, const Tensor& positions, const Tensor& freqs) {
+  std::vector<float> f(static_cast<std::size_t>(freqs.numel()));
+  g.backend().copy_to_host(f.data(), freqs);
+  return rope_by_angles(g, x, positions, static_cast<int>(2 * f.size()),
+                        [&f](std::int32_t p, std::int64_t i) { return rope_frequency_angle(p, f[static_cast<std::size_t>(i)]); });
 }
 
 Var repeat_heads(Graph& g, const Var& kv, std::int64_t heads) {

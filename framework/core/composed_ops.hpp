@@ -27,6 +27,8 @@ Var sigmoid(Graph& g, const Var& x);
 // x: [B, H, T, Dh] -> x * cos + rotate_half(x) * sin, tables [T, Dh] built on the host from
 // positions (I32 [T], copied from the backend) with ablate::rope_angle (mul, matmul, add).
 Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base);
+// The same with given frequencies (F32 [R/2], copied from the backend): ablate::rope_frequency_angle.
+Var rope(Graph& g, const Var& x, const Tensor& positions, const Tensor& freqs);
 // kv: [B, Hkv, S, Dh] -> [B, H, S, Dh], head h a copy of kv head h / (H / Hkv) (matmul with a
 // 0/1 selection; its backward sums each group's gradients), for attention without grouped heads.
 Var repeat_heads(Graph& g, const Var& kv, std::int64_t heads);

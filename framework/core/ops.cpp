@@ -155,6 +155,19 @@ Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base
   return out;
 }
 
+Var rope(Graph& g, const Var& x, const Tensor& positions, const Tensor& freqs) {
+  const std::string problem = rope_frequencies_problem(x.value(), positions, freqs);
+  require(problem.empty(), "rope", problem);
+  if (!g.backend().supports(OptionalOp::rope_frequencies)) return composed::rope(g, x, positions, freqs);
+  Tensor y = g.backend().empty(x.shape(), x.dtype());
+  g.backend().rope_frequencies_forward(y, x.value(), positions, freqs);
+  Var out = g.result(y, {&x});
+  g.record(out, [&g, x, positions, freqs](const Tensor& dy) {
+    g.backend().rope_frequencies_backward(*g.grad_buffer(x), dy, positions, freqs);
+  });
+  return out;
+}
+
 Var slice_last(Graph& g, const Var& x, std::int64_t offset, std::int64_t width) {
   const Shape& s = x.shape();
   require(s.rank() > 0 && width > 0 && offset >= 0 && offset + width <= s.last(), "slice_last",

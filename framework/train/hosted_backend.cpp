@@ -64,6 +64,8 @@ constexpr OpRow kRows[] = {
     {"pointwise_forward", ProfiledOp::RowwiseFwd},
     {"pointwise_backward", ProfiledOp::RowwiseBwd},
     {"dropout_add_forward", ProfiledOp::DropoutAddFwd},
+    {"rope_frequencies_forward", ProfiledOp::RopeFwd},
+    {"rope_frequencies_backward", ProfiledOp::RopeBwd},
     {"compare_forward", ProfiledOp::IndexFwd},
     {"permute_forward", ProfiledOp::IndexFwd},
     {"permute_backward", ProfiledOp::IndexBwd},

@@ -80,8 +80,8 @@ class CudnnBackend final : public ablate::Backend {
 
   bool supports(ablate::OptionalOp op) const override {
     // every model op (rope, slice_last, attention bias, grouped k/v heads, softcap,
-    // softmax/sum/pointwise, dropout_add); not yet the index ops (compare, permute)
-    return op != ablate::OptionalOp::compare && op != ablate::OptionalOp::permute;
+    // softmax/sum/pointwise, dropout_add); not yet the extra ops (rope_frequencies, compare, permute)
+    return op != ablate::OptionalOp::compare && op != ablate::OptionalOp::permute && op != ablate::OptionalOp::rope_frequencies;
   }
 
  protected:

@@ -89,7 +89,8 @@ class OnednnBackend final : public ablate::Backend {
 
   bool supports(ablate::OptionalOp op) const override {
     (void)op;
-    return true;  // every optional op: rope, slice_last, attention bias and grouped k/v heads, softmax/sum/pointwise
+    return true;  // every optional op: rope (and with given frequencies), slice_last, attention bias and grouped k/v
+                  // heads, softmax/sum/pointwise, compare, permute
   }
 
  protected:
@@ -99,8 +100,12 @@ class OnednnBackend final : public ablate::Backend {
   ABLATE_BACKEND_OPTIONAL_OPS(ABLATE_BACKEND_OVERRIDE)
 
  private:
-  // rope's cos | sin [T, rotary/2] for `positions` (in slot kRope).
-  const float* rope_table(const Tensor& positions, std::int64_t T, int rotary, float base);
+  // rope's cos | sin [T, rotary/2] of angle(t, i) (in slot kRope), and the turns by such a table:
+  // y = R(angle) x forward, dx += R(-angle) dy backward (rope_ops.cpp).
+  template <class Angle>
+  const float* rope_table(std::int64_t T, int rotary, Angle angle);
+  void rope_turn(Tensor& y, const Tensor& x, const float* cs, int rotary);
+  void rope_turn_back(Tensor& dx, const Tensor& dy, const float* cs, int rotary);
   // C[batch, M, N] = alpha * A[batch, M, K] · B[batch, K, N] (+ bias[N]) (+ C if accumulate), then
   // the fused activation `act` (None/ReLU/GeluErf/GeluTanh/SiLU); c_dtype F32 or BF16.
   void gemm(void* c, DType c_dtype, const MatView& a, const MatView& b, float alpha, bool accumulate, const Tensor* bias,

@@ -44,6 +44,22 @@ void add_rope(std::vector<OpCase>& out) {
     const float base = p.base;
     c.forward = [=](OpRun& r) { r.backend.rope_forward(r["y"], r["x"], r["positions"], rotary, base); };
     c.backward = [=](OpRun& r) { r.backend.rope_backward(r["dx"], r["dy"], r["positions"], rotary, base); };
+    // The same turn with given frequencies: base's divided by 4 (interpolated positions), then
+    // rising and falling ones (YaRN-like per-pair scaling; a negative one turns the other way).
+    for (const bool interpolated : {true, false}) {
+      OpCase f = c;
+      f.op = "rope_frequencies";
+      f.name = cat(p.name, "_x", dims(p.x), "_r", rotary, interpolated ? "_interpolated" : "_mixed");
+      f.needs = {OptionalOp::rope_frequencies};
+      TensorSpec freqs = f32("freqs", Shape{rotary / 2});
+      for (int i = 0; i < rotary / 2; ++i)
+        freqs.fixed.push_back(interpolated ? 0.25 * std::pow(static_cast<double>(base), -2.0 * i / rotary)
+                                           : (i % 2 == 0 ? 1.0 : -0.5) / (1.0 + i));
+      f.inputs.push_back(freqs);
+      f.forward = [](OpRun& r) { r.backend.rope_frequencies_forward(r["y"], r["x"], r["positions"], r["freqs"]); };
+      f.backward = [](OpRun& r) { r.backend.rope_frequencies_backward(r["dx"], r["dy"], r["positions"], r["freqs"]); };
+      out.push_back(std::move(f));
+    }
     out.push_back(std::move(c));
   }
 }

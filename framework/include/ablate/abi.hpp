@@ -48,7 +48,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 19;  // 2: Task::score_names,
                                                         //    PositionalEncoding::rotate_queries/keys;
                                                         //    Block::init_sublayers
                                                         // 19: Backend ops compare_forward, permute_forward/
-                                                        //    backward (OptionalOp::compare, permute)
+                                                        //    backward, rope_frequencies_forward/backward
+                                                        //    (OptionalOp::compare, permute, rope_frequencies)
 
 }  // namespace ablate
 

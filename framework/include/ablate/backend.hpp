@@ -122,8 +122,10 @@ struct AdamParams {
 // bias/slopes, k/v with fewer heads than q): a backend without them refuses such arguments.
 // softmax_last, sum_last and pointwise are the small general set a plugin composes its own ops from.
 // dropout_add is a fusion: a block's residual add of its dropped-out sublayer in one pass.
-// compare and permute are the index and layout ops a plugin builds masks and layouts from (no
-// composition from the core ops exists: ops.cpp refuses them where a backend lacks them).
+// rope_frequencies is rope with the caller's frequency per pair (interpolated and YaRN-style
+// scaled rotary positions). compare and permute are the index and layout ops a plugin builds masks
+// and layouts from (no composition from the core ops exists: ops.cpp refuses them where a backend
+// lacks them).
 enum class OptionalOp {
   rope,
   slice_last,
@@ -135,7 +137,8 @@ enum class OptionalOp {
   attention_softcap,
   dropout_add,
   compare,
-  permute
+  permute,
+  rope_frequencies
 };
 inline const char* optional_op_name(OptionalOp op) {
   switch (op) {
@@ -150,6 +153,7 @@ inline const char* optional_op_name(OptionalOp op) {
     case OptionalOp::dropout_add: return "dropout_add";
     case OptionalOp::compare: return "compare";
     case OptionalOp::permute: return "permute";
+    case OptionalOp::rope_frequencies: return "rope_frequencies";
   }
   return "?";
 }
@@ -200,6 +204,17 @@ inline std::string rope_problem(const Tensor& x, const Tensor& positions, int ro
   if (rotary <= 0 || rotary % 2 != 0 || rotary > Dh)
     return "rotary " + std::to_string(rotary) + " must be even and in (0, Dh = " + std::to_string(Dh) + "]";
   if (!(base > 0.0f) || !std::isfinite(base)) return "base " + std::to_string(base) + " must be > 0";
+  return {};
+}
+// rope_frequencies: x [B, H, T, Dh], positions I32 [T], freqs F32 [R/2] with 0 < R <= Dh (R, the
+// rotary dims, is twice the number of frequencies).
+inline std::string rope_frequencies_problem(const Tensor& x, const Tensor& positions, const Tensor& freqs) {
+  if (x.shape().rank() != 4) return "x " + x.str() + " must be [B, H, T, Dh]";
+  const std::int64_t T = x.shape()[2], Dh = x.shape()[3];
+  if (positions.dtype() != DType::I32 || positions.shape() != Shape{T})
+    return "positions " + positions.str() + " must be i32[" + std::to_string(T) + "] for x " + x.str();
+  if (freqs.dtype() != DType::F32 || freqs.shape().rank() != 1 || freqs.numel() == 0 || 2 * freqs.numel() > Dh)
+    return "freqs " + freqs.str() + " must be f32[R/2], one frequency per turned pair, with 0 < R <= Dh = " + std::to_string(Dh);
   return {};
 }
 // slice_last: whole [N, C] and part [N, W] (any leading dims as N), one dtype, 0 <= offset,
@@ -420,6 +435,9 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // dropout_add_forward(y, x, h, p, rng): y = x + d, d = dropout_forward(h, p, rng) as that op
   // would store it (rounded to the dtype; the same keep mask); x, h, y of one shape and float
   // dtype. Forward only: its gradient is dx += dy, dh += dropout_backward(dy) (ops::dropout_add).
+  // rope_frequencies_forward(y, x, positions, freqs): rope_forward with pair i (i < R/2, R = 2
+  // |freqs|) turned by rope_frequency_angle(positions[t], freqs[i]) = positions[t] * freqs[i]
+  // instead of base's frequency (rope_frequencies_problem); freqs' values finite. Backward as rope's.
   // compare_forward(y, a, b, c): y = 1 where (a c b) holds, else 0, elementwise, b repeated over a
   // (compare_problem); no gradient. permute_forward(y, x, p): y[i_0, .., i_{r-1}] = x at the index
   // whose dim axes[k] is i_k (permute_problem); permute_backward(dx, dy, p): dx += dy permuted back.

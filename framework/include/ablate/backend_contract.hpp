@@ -94,6 +94,9 @@ void sum_last_backward(const Backend& be, const Tensor& dx, const Tensor& dy);
 void pointwise_forward(const Backend& be, const Tensor& y, const Tensor& x);
 void pointwise_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Tensor& y);
 void dropout_add_forward(const Backend& be, const Tensor& y, const Tensor& x, const Tensor& h, float p);
+void rope_frequencies_forward(const Backend& be, const Tensor& y, const Tensor& x, const Tensor& positions, const Tensor& freqs);
+void rope_frequencies_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Tensor& positions,
+                               const Tensor& freqs);
 void compare_forward(const Backend& be, const Tensor& y, const Tensor& a, const Tensor& b);
 void permute_forward(const Backend& be, const Tensor& y, const Tensor& x, const Permutation& p);
 void permute_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Permutation& p);

@@ -47,9 +47,9 @@
 
 // The optional ops (OptionalOp): a backend implements those it announces in supports(); the
 // others keep Backend's default, which the contract's refusal means is never reached. Two lists:
-// the model ops (positions, slices, the small general set, fusions) and the index ops (compare,
-// permute); a backend with every optional op declares ABLATE_BACKEND_OPTIONAL_OPS, one with the
-// model ops only ABLATE_BACKEND_MODEL_OPS.
+// the model ops (positions, slices, the small general set, fusions) and the extra ops of plugin
+// API 19 (rope with given frequencies, compare, permute); a backend with every optional op
+// declares ABLATE_BACKEND_OPTIONAL_OPS, one with the model ops only ABLATE_BACKEND_MODEL_OPS.
 #define ABLATE_BACKEND_MODEL_OPS(X) \
   X(rope_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Tensor& positions, int rotary, float base), (y, x, positions, rotary, base), (*this, y, x, positions, rotary, base)) \
   X(rope_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Tensor& positions, int rotary, float base), (dx, dy, positions, rotary, base), (*this, dx, dy, positions, rotary, base)) \
@@ -62,11 +62,13 @@
   X(pointwise_forward, (ablate::Tensor& y, const ablate::Tensor& x, ablate::Pointwise f), (y, x, f), (*this, y, x)) \
   X(pointwise_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Tensor& y, ablate::Pointwise f), (dx, dy, y, f), (*this, dx, dy, y)) \
   X(dropout_add_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Tensor& h, float p, const ablate::RngKey& rng), (y, x, h, p, rng), (*this, y, x, h, p))
-#define ABLATE_BACKEND_INDEX_OPS(X) \
+#define ABLATE_BACKEND_EXTRA_OPS(X) \
+  X(rope_frequencies_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Tensor& positions, const ablate::Tensor& freqs), (y, x, positions, freqs), (*this, y, x, positions, freqs)) \
+  X(rope_frequencies_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Tensor& positions, const ablate::Tensor& freqs), (dx, dy, positions, freqs), (*this, dx, dy, positions, freqs)) \
   X(compare_forward, (ablate::Tensor& y, const ablate::Tensor& a, const ablate::Tensor& b, ablate::Compare c), (y, a, b, c), (*this, y, a, b)) \
   X(permute_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Permutation& p), (y, x, p), (*this, y, x, p)) \
   X(permute_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Permutation& p), (dx, dy, p), (*this, dx, dy, p))
-#define ABLATE_BACKEND_OPTIONAL_OPS(X) ABLATE_BACKEND_MODEL_OPS(X) ABLATE_BACKEND_INDEX_OPS(X)
+#define ABLATE_BACKEND_OPTIONAL_OPS(X) ABLATE_BACKEND_MODEL_OPS(X) ABLATE_BACKEND_EXTRA_OPS(X)
 // clang-format on
 
 #define ABLATE_BACKEND_OPS(X) ABLATE_BACKEND_CORE_OPS(X) ABLATE_BACKEND_OPTIONAL_OPS(X)

@@ -39,6 +39,12 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
 // positions: I32 [T], absolute (cached decoding passes offset..offset+T-1), on the graph's backend.
 // On a backend without rope (Backend::supports) it is composed from mul, matmul and add.
 Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary = 0, float base = 10000.0f);
+// The same with the caller's frequency per pair: pair i (i < R/2) turns by positions[t] *
+// freqs[i] (freqs: F32 [R/2] on the graph's backend; R = 2 |freqs| rotary dims). Interpolated
+// positions (freqs / s), NTK-aware and YaRN's per-pair scaling are a table of frequencies built once
+// (or per call when the scale follows the length: R/2 floats, no synchronisation). On a backend
+// without rope_frequencies it is composed (tables built on the host from positions and freqs).
+Var rope(Graph& g, const Var& x, const Tensor& positions, const Tensor& freqs);
 
 // x[..., offset : offset + width] (the last dim sliced; e.g. q, k, v of unequal widths out of one
 // projection), and [a | b] joined along the last dim (same leading dims). Backends: OptionalOp::slice_last;

@@ -19,4 +19,10 @@ ABLATE_HOST_DEVICE inline double rope_angle(std::int64_t position, std::int64_t 
   return static_cast<double>(position) * ::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / rotary);
 }
 
+// The angle of pair i at `position` when the caller gives the pair's frequency (rope with given
+// frequencies: interpolated or YaRN-style scaled positions): position * freq.
+ABLATE_HOST_DEVICE inline double rope_frequency_angle(std::int64_t position, float freq) {
+  return static_cast<double>(position) * static_cast<double>(freq);
+}
+
 }  // namespace ablate

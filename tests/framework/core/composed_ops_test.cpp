@@ -112,6 +112,14 @@ TEST(ComposedOps, RopeMatchesTheKernelFullAndPartialAtAnOffset) {
   }
 }
 
+TEST(ComposedOps, RopeWithGivenFrequenciesMatchesTheKernel) {
+  const Tensor positions = i32_tensor(bare_backend(), {3}, {0, 4, 9});
+  const Tensor freqs = f32_tensor(bare_backend(), {2}, {0.7f, -0.05f});
+  expect_composition_matches("rope with frequencies",
+                             [&](Graph& g, const std::vector<Var>& in) { return ops::rope(g, in[0], positions, freqs); },
+                             {{2, 2, 3, 6}});
+}
+
 TEST(ComposedOps, GroupedAttentionRepeatsKeyValueHeads) {
   const Tensor lengths = i32_tensor(bare_backend(), {2}, {5, 3});
   const GradcheckFn f = [&lengths](Graph& g, const std::vector<Var>& in) {

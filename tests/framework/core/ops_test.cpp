@@ -218,6 +218,32 @@ TEST(Ops, RopeTurnsHandComputedPairsAndKeepsOnlyRelativePositionInTheProduct) {
   EXPECT_THROW(ops::rope(g, x, i32_tensor(be, {3}, {0, 1, 2})), Error) << "positions must be [T]";
 }
 
+// Given frequencies: base's frequencies give base's rope; a quarter of them at positions 0, 4, 8
+// is base's rope at 0, 1, 2 (linear interpolation); a partial rotary keeps the other dims.
+TEST(Ops, RopeWithGivenFrequenciesInterpolatesPositions) {
+  Backend& be = reference_backend();
+  Graph g(be, 1, 0);
+  const Var x = g.constant(values({2, 2, 3, 8}));
+  std::vector<float> base_freqs, quarter;
+  for (int i = 0; i < 4; ++i) {
+    base_freqs.push_back(static_cast<float>(std::pow(10000.0, -2.0 * i / 8)));
+    quarter.push_back(base_freqs.back() / 4.0f);
+  }
+  const Tensor near = i32_tensor(be, {3}, {0, 1, 2}), far = i32_tensor(be, {3}, {0, 4, 8});
+  const auto close = [](const std::vector<float>& a, const std::vector<float>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6f) << i;
+  };
+  close(host(be, ops::rope(g, x, near, f32_tensor(be, {4}, base_freqs)).value()), host(be, ops::rope(g, x, near).value()));
+  close(host(be, ops::rope(g, x, far, f32_tensor(be, {4}, quarter)).value()), host(be, ops::rope(g, x, near).value()));
+  close(host(be, ops::rope(g, x, near, f32_tensor(be, {2}, {1.0f, 0.01f})).value()),
+        host(be, ops::rope(g, x, near, 4, 1.0f / 0.0001f).value()));  // rotary 4: 1, 10000^(-1/2)
+  const Tensor freqs = f32_tensor(be, {3}, {0.5f, -0.25f, 2.0f});
+  expect_gradcheck([&](Graph& gg, const std::vector<Var>& in) { return ops::rope(gg, in[0], far, freqs); }, values({1, 2, 3, 7}));
+  EXPECT_THROW(ops::rope(g, x, near, f32_tensor(be, {5}, std::vector<float>(5, 1.0f))), Error) << "5 pairs of 8 dims";
+  EXPECT_THROW(ops::rope(g, x, near, f32_tensor(be, {2}, {1.0f, std::nanf("")})), Error) << "a NaN frequency";
+}
+
 TEST(OpsGradcheck, SliceAndConcatAlongTheLastDim) {
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::slice_last(g, in[0], 2, 3); }, values({2, 3, 7}));
   expect_gradcheck([](Graph& g, const std::vector<Var>& in) { return ops::concat_last(g, in[0], in[1]); }, values({2, 3, 4}),
