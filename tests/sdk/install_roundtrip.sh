@@ -170,10 +170,15 @@ PY
 # examples/ffn_reglu: an out-of-tree FFN; examples/positional_encoding_xpos: an encoding that
 # treats q and k apart (rotate_queries / rotate_keys); examples/attention_gated: an attention
 # variant composed from ablate::AttentionProjections (only its gate is its own);
-# examples/block_deepnorm: a block that scales its sublayers' initial weights (Block::init_sublayers).
-for name in ffn_reglu positional_encoding_xpos attention_gated block_deepnorm; do example_with_tests "$name"; done
+# examples/block_deepnorm: a block that scales its sublayers' initial weights (Block::init_sublayers);
+# examples/attention_differential: two maps over a v wider than q and k (ops::attention, API 19).
+for name in ffn_reglu positional_encoding_xpos attention_gated block_deepnorm attention_differential; do
+  example_with_tests "$name"
+done
 copy_run reglu "$work/ffn_reglu-build" "ffn/reglu 1.0.0" 10 -1 "layers: 1, ffn: reglu"
 copy_run gated "$work/attention_gated-build" "attention/gated 1.0.0" 300 0.4 "layers: 1, attention: gated"
+copy_run differential "$work/attention_differential-build" "attention/differential 1.0.0" 300 0.4 \
+  "layers: 1, attention: differential"
 copy_run deepnorm "$work/block_deepnorm-build" "block/deepnorm 1.0.0" 300 0.3 "layers: 4, block: deepnorm" 1.0e-3
 # Positions inside attention: the installed built-in rotary (q/k rotated) and alibi (logits biased
 # by distance), and the out-of-tree xpos.
@@ -181,5 +186,5 @@ for pe in rotary alibi xpos; do
   copy_run "$pe" "$work/positional_encoding_xpos-build" "positional_encoding/$pe" 300 0.4 \
     "layers: 1, block: pre_norm, positional_encoding: $pe"
 done
-echo "sdk round trip: installed ablate loads the out-of-tree plugins; ffn/reglu, xpos, gated and deepnorm pass their" \
+echo "sdk round trip: installed ablate loads the out-of-tree plugins; ffn/reglu, xpos, gated, differential and deepnorm pass their" \
   "kit tests and train the copy task, as do the installed rotary and alibi"
