@@ -171,8 +171,10 @@ PY
 # treats q and k apart (rotate_queries / rotate_keys); examples/attention_gated: an attention
 # variant composed from ablate::AttentionProjections (only its gate is its own);
 # examples/block_deepnorm: a block that scales its sublayers' initial weights (Block::init_sublayers);
-# examples/attention_differential: two maps over a v wider than q and k (ops::attention, API 19).
-for name in ffn_reglu positional_encoding_xpos attention_gated block_deepnorm attention_differential; do
+# examples/attention_differential: two maps over a v wider than q and k (ops::attention, API 19);
+# examples/positional_encoding_yarn: rotary frequencies by parts (ops::rope with a table, API 19).
+for name in ffn_reglu positional_encoding_xpos positional_encoding_yarn attention_gated block_deepnorm \
+  attention_differential; do
   example_with_tests "$name"
 done
 copy_run reglu "$work/ffn_reglu-build" "ffn/reglu 1.0.0" 10 -1 "layers: 1, ffn: reglu"
@@ -186,5 +188,7 @@ for pe in rotary alibi xpos; do
   copy_run "$pe" "$work/positional_encoding_xpos-build" "positional_encoding/$pe" 300 0.4 \
     "layers: 1, block: pre_norm, positional_encoding: $pe"
 done
-echo "sdk round trip: installed ablate loads the out-of-tree plugins; ffn/reglu, xpos, gated, differential and deepnorm pass their" \
+copy_run yarn "$work/positional_encoding_yarn-build" "positional_encoding/yarn 1.0.0" 300 0.4 \
+  "layers: 1, block: pre_norm, positional_encoding: {plugin: yarn, scale: 2}"
+echo "sdk round trip: installed ablate loads the out-of-tree plugins; ffn/reglu, xpos, yarn, gated, differential and deepnorm pass their" \
   "kit tests and train the copy task, as do the installed rotary and alibi"
