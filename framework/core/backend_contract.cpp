@@ -567,9 +567,11 @@ void rope_frequencies_backward(const Backend& be, const Tensor& dx, const Tensor
   grad(op, "dx", dx, "dy", dy, false);
 }
 
-void compare_forward(const Backend& be, const Tensor& y, const Tensor& a, const Tensor& b) {
+void compare_forward(const Backend& be, const Tensor& y, const Tensor& a, const Tensor& b, Compare c) {
   const char* op = "compare_forward";
   supported(be, OptionalOp::compare, op);
+  if (static_cast<int>(c) > static_cast<int>(Compare::ge))
+    fail(op, "comparison " + std::to_string(static_cast<int>(c)) + " is none of eq, ne, lt, le, gt, ge");
   allocated(op, "a", a);
   allocated(op, "b", b);
   allocated(op, "y", y);

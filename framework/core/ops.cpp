@@ -31,6 +31,13 @@ void require(bool ok, const char* op, const std::string& what) {
   if (!ok) throw Error(std::string("ops::") + op + ": " + what);
 }
 
+// An op with no composition from the core ops, on a backend without `needed`: refused, naming both.
+void require_backend_op(Graph& g, OptionalOp needed, const char* op) {
+  require(g.backend().supports(needed), op,
+          std::string("this backend has no ") + optional_op_name(needed) + " op (Backend::supports) and no composition of " + op +
+              " from the core ops exists; run on a backend that has it (reference, onednn)");
+}
+
 }  // namespace
 
 Var linear(Graph& g, const Var& x, const Var& w, const Var& b, Activation act) {
@@ -223,9 +230,7 @@ Var sum_last(Graph& g, const Var& x) {
 Var mean_last(Graph& g, const Var& x) { return scale(g, sum_last(g, x), 1.0f / static_cast<float>(x.shape().last())); }
 
 Var exp(Graph& g, const Var& x) {
-  require(rowwise_supported(g, OptionalOp::pointwise, x), "exp",
-          "this backend has no pointwise ops (Backend::supports) and no composition of exp from the core ops exists; "
-          "run on a backend that has it (reference, onednn)");
+  if (!rowwise_supported(g, OptionalOp::pointwise, x)) require_backend_op(g, OptionalOp::pointwise, "exp");
   return pointwise(g, x, Pointwise::exp);
 }
 Var sigmoid(Graph& g, const Var& x) {
@@ -281,9 +286,7 @@ Var iota(Graph& g, const Shape& shape, float start, float step, DType dtype) {
 Var compare(Graph& g, const Var& a, const Var& b, Compare c) {
   const std::string problem = compare_problem(a.value(), a.value(), b.value());  // y is a's shape and dtype
   require(problem.empty(), "compare", problem);
-  require(g.backend().supports(OptionalOp::compare), "compare",
-          "this backend has no compare op (Backend::supports) and no composition from the core ops exists; run on a "
-          "backend that has it (reference, onednn)");
+  require_backend_op(g, OptionalOp::compare, "compare");
   Tensor y = g.backend().empty(a.shape(), a.dtype());
   g.backend().compare_forward(y, a.value(), b.value(), c);
   return g.constant(y);  // a mask: no gradient flows through a comparison
@@ -297,9 +300,7 @@ Var permute(Graph& g, const Var& x, const std::vector<int>& axes) {
   std::copy(axes.begin(), axes.end(), p.axes);
   const std::string problem = permutation_problem(p, x.value());
   require(problem.empty(), "permute", problem);
-  require(g.backend().supports(OptionalOp::permute), "permute",
-          "this backend has no permute op (Backend::supports) and no composition from the core ops exists; run on a "
-          "backend that has it (reference, onednn)");
+  require_backend_op(g, OptionalOp::permute, "permute");
   std::vector<std::int64_t> dims(axes.size());
   for (std::size_t i = 0; i < axes.size(); ++i) dims[i] = x.shape()[axes[i]];
   Tensor y = g.backend().empty(Shape(dims), x.dtype());

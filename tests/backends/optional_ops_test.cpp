@@ -79,6 +79,7 @@ TEST_P(OptionalOps, CompareAndPermuteRefuseBadArgumentsNamingTheProblem) {
     expect_refused([&] { b.compare_forward(y, a, rows, Compare::eq); }, "compare_forward", "trailing dims", "b [2] of a [2, 3]");
     expect_refused([&] { b.compare_forward(y, a, bf16, Compare::eq); }, "compare_forward", "one dtype", "b bf16");
     expect_refused([&] { b.compare_forward(yt, a, a, Compare::eq); }, "compare_forward", "a's shape", "y [3, 2]");
+    expect_refused([&] { b.compare_forward(y, a, a, static_cast<Compare>(9)); }, "compare_forward", "none of eq", "comparison 9");
   }
   if (!b.supports(OptionalOp::permute)) {
     expect_refused([&] { b.permute_forward(yt, a, swap); }, "permute_forward", "supports", "unsupported");

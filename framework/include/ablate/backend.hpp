@@ -162,7 +162,7 @@ inline const char* optional_op_name(OptionalOp op) {
 enum class Compare : std::uint8_t { eq = 0, ne = 1, lt = 2, le = 3, gt = 4, ge = 5 };
 inline const char* compare_name(Compare c) {
   static const char* const names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-  return names[static_cast<int>(c) % 6];
+  return static_cast<int>(c) < 6 ? names[static_cast<int>(c)] : "?";
 }
 
 // An axis order for Backend::permute_forward: y's dim i is x's dim axes[i], for i < rank.

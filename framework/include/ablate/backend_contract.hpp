@@ -97,7 +97,7 @@ void dropout_add_forward(const Backend& be, const Tensor& y, const Tensor& x, co
 void rope_frequencies_forward(const Backend& be, const Tensor& y, const Tensor& x, const Tensor& positions, const Tensor& freqs);
 void rope_frequencies_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Tensor& positions,
                                const Tensor& freqs);
-void compare_forward(const Backend& be, const Tensor& y, const Tensor& a, const Tensor& b);
+void compare_forward(const Backend& be, const Tensor& y, const Tensor& a, const Tensor& b, Compare c);
 void permute_forward(const Backend& be, const Tensor& y, const Tensor& x, const Permutation& p);
 void permute_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Permutation& p);
 

@@ -65,7 +65,7 @@
 #define ABLATE_BACKEND_EXTRA_OPS(X) \
   X(rope_frequencies_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Tensor& positions, const ablate::Tensor& freqs), (y, x, positions, freqs), (*this, y, x, positions, freqs)) \
   X(rope_frequencies_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Tensor& positions, const ablate::Tensor& freqs), (dx, dy, positions, freqs), (*this, dx, dy, positions, freqs)) \
-  X(compare_forward, (ablate::Tensor& y, const ablate::Tensor& a, const ablate::Tensor& b, ablate::Compare c), (y, a, b, c), (*this, y, a, b)) \
+  X(compare_forward, (ablate::Tensor& y, const ablate::Tensor& a, const ablate::Tensor& b, ablate::Compare c), (y, a, b, c), (*this, y, a, b, c)) \
   X(permute_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Permutation& p), (y, x, p), (*this, y, x, p)) \
   X(permute_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Permutation& p), (dx, dy, p), (*this, dx, dy, p))
 #define ABLATE_BACKEND_OPTIONAL_OPS(X) ABLATE_BACKEND_MODEL_OPS(X) ABLATE_BACKEND_EXTRA_OPS(X)
