@@ -1,5 +1,5 @@
 // Kind "schedule": a learning-rate schedule, lr as a function of the optimizer step.
-// The built-in plugins (constant, noam, cosine) live in plugins/schedule_*; the out-of-tree
+// The built-in plugins (constant, noam, cosine, wsd, inverse_sqrt) live in plugins/schedule_*; the out-of-tree
 // example in examples/schedule_linear shows how a researcher adds one.
 #pragma once
 
