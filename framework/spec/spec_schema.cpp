@@ -319,7 +319,7 @@ const std::vector<SpecKey>& schema() {
     k.push_back(number(KEY(train.optimizer.eps), kPositive).def("1e-9").doc("added to Adam's denominator"));
     k.push_back(number(KEY(train.optimizer.weight_decay), kNonNegative).def("0.0").doc("(decoupled for `adamw`)"));
     k.push_back(plugin(KEY(train.schedule)).def("constant").doc(
-        "learning-rate schedule (`constant`, `noam`, `cosine`, `wsd`, `inverse_sqrt`); its options `lr`, `d_model`, `total_steps`, when "
+        "learning-rate schedule (`constant`, `noam`, `cosine`, `wsd`, `inverse_sqrt`, `linear`); its options `lr`, `d_model`, `total_steps`, when "
         "not set, take `train.optimizer.lr`, `model.d_model`, `train.steps`"));
     k.push_back(number(KEY(train.clip_grad_norm), kNonNegative).def("0.0").doc("global grad-norm clip; 0 = off"));
     k.push_back(number(KEY(train.label_smoothing), kUnit).def("0.0").doc("of the cross-entropy targets"));

@@ -1,4 +1,4 @@
-// Tests for the built-in schedule plugins (constant, noam, cosine, wsd, inverse_sqrt), loaded from the built-in
+// Tests for the built-in schedule plugins (constant, noam, cosine, wsd, inverse_sqrt, linear), loaded from the built-in
 // plugin dir as `ablate` loads them: each one's formula, defaults and refused options.
 #include <cmath>
 #include <iomanip>
@@ -92,6 +92,17 @@ TEST_F(Schedules, WsdRefusesInconsistentOptions) {
   EXPECT_THROW(registry.create<Schedule>("wsd", {{"total_steps", "10"}, {"decay", "1.5"}}), PluginError);
   EXPECT_THROW(registry.create<Schedule>("wsd", {{"total_steps", "10"}, {"shape", "step"}}), UsageError);
   EXPECT_THROW(registry.create<Schedule>("wsd", {{"total_steps", "10"}, {"min_lr", "0.1"}, {"lr", "0.01"}}), PluginError);
+}
+
+TEST_F(Schedules, LinearWarmsUpThenDecaysLinearlyToMinLr) {
+  auto s = registry.create<Schedule>("linear", {{"lr", "0.01"}, {"min_lr", "0.002"}, {"warmup", "100"}, {"total_steps", "500"}});
+  EXPECT_DOUBLE_EQ(s->learning_rate(50), 0.005);
+  EXPECT_DOUBLE_EQ(s->learning_rate(100), 0.01);
+  EXPECT_NEAR(s->learning_rate(300), 0.006, 1e-15) << "halfway: (lr + min_lr) / 2";
+  EXPECT_NEAR(s->learning_rate(500), 0.002, 1e-15);
+  EXPECT_DOUBLE_EQ(s->learning_rate(900), 0.002);
+  EXPECT_THROW(registry.create<Schedule>("linear", {{"warmup", "10"}, {"total_steps", "10"}}), PluginError);
+  EXPECT_THROW(registry.create<Schedule>("linear", {{"min_lr", "1"}, {"total_steps", "10"}}), PluginError);
 }
 
 TEST_F(Schedules, InverseSqrtWarmsUpThenDecaysWithTheRootOfTheStep) {

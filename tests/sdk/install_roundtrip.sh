@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The plugin SDK round trip: install Ablate into a temporary prefix, build the out-of-tree
-# example plugins against that install in separate build trees, load schedule/linear with the
+# example plugins against that install in separate build trees, load schedule/step with the
 # installed `ablate` (via ABLATE_PLUGIN_PATH, then installed next to the built-in plugins), check
 # installed plugins resolve their libraries, build a task on the installed synthetic helpers, build
 # the component examples with their tests (ablate_add_plugin TESTS, the installed test kit), pass
@@ -9,7 +9,7 @@
 set -euo pipefail
 build=$1
 examples=$2
-example=$examples/schedule_linear
+example=$examples/schedule_step
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -22,18 +22,18 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S "$example" -B "$work/example-build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/example-build"
-plugin="$work/example-build/schedule_linear.so"
+plugin="$work/example-build/schedule_step.so"
 [ -f "$plugin" ] || fail "the example did not build $plugin"
 
-check() {  # check <json> <expected path of schedule/linear>
+check() {  # check <json> <expected path of schedule/step>
   /usr/bin/python3 - "$1" "$2" "$work/prefix" <<'PY'
 import json, os, sys
 doc, want_path, prefix = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 ids = {(p["kind"], p["name"]): p for p in doc["plugins"]}
-linear = ids[("schedule", "linear")]
-assert os.path.realpath(linear["path"]) == os.path.realpath(want_path), linear["path"]
-assert [o["name"] for o in linear["options"]] == ["lr", "warmup", "total_steps"], linear["options"]
-assert linear["options"][2]["required"] is True
+step = ids[("schedule", "step")]
+assert os.path.realpath(step["path"]) == os.path.realpath(want_path), step["path"]
+assert [o["name"] for o in step["options"]] == ["lr", "gamma", "every", "warmup"], step["options"]
+assert step["options"][2]["required"] is True
 noam = ids[("schedule", "noam")]  # built-ins are found relative to the installed executable
 assert os.path.realpath(noam["path"]).startswith(os.path.realpath(prefix)), noam["path"]
 assert doc["problems"] == [], doc["problems"]
@@ -44,8 +44,8 @@ json=$(ABLATE_PLUGIN_PATH="$work/example-build" "$work/prefix/bin/ablate" plugin
 check "$json" "$plugin"
 
 cmake --install "$work/example-build" --prefix "$work/prefix" >/dev/null
-installed=$(find "$work/prefix" -name schedule_linear.so | head -1)
-[ -n "$installed" ] || fail "installing the example did not place schedule_linear.so"
+installed=$(find "$work/prefix" -name schedule_step.so | head -1)
+[ -n "$installed" ] || fail "installing the example did not place schedule_step.so"
 json=$("$work/prefix/bin/ablate" plugins --json)
 check "$json" "$installed"
 

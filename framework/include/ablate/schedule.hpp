@@ -1,6 +1,6 @@
 // Kind "schedule": a learning-rate schedule, lr as a function of the optimizer step.
-// The built-in plugins (constant, noam, cosine, wsd, inverse_sqrt) live in plugins/schedule_*; the out-of-tree
-// example in examples/schedule_linear shows how a researcher adds one.
+// The built-in plugins (constant, noam, cosine, wsd, inverse_sqrt, linear) live in plugins/schedule_*; the out-of-tree
+// example in examples/schedule_step shows how a researcher adds one.
 #pragma once
 
 #include <cstdint>
