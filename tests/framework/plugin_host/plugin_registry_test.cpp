@@ -25,7 +25,8 @@ TEST(PluginRegistry, ScansBuiltinDirectoryNextToTheExecutable) {
   EXPECT_TRUE(r.problems().empty());
   std::vector<std::string> ids;
   for (const PluginDescriptor* d : r.list("schedule")) ids.push_back(d->id());
-  EXPECT_EQ(ids, (std::vector<std::string>{"schedule/constant", "schedule/cosine", "schedule/noam"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"schedule/constant", "schedule/cosine", "schedule/inverse_sqrt", "schedule/linear",
+                                           "schedule/noam", "schedule/wsd"}));
 }
 
 TEST(PluginRegistry, LoadReadsInfoRecordAndOptions) {
@@ -177,7 +178,7 @@ TEST(PluginRegistry, UnknownPluginListsAvailableNamesAndSuggestsTheClosest) {
   const std::string e = error_of<PluginError>([&] { r.find("schedule", "nom"); });
   EXPECT_TRUE(contains(e, "unknown schedule plugin 'nom'")) << e;
   EXPECT_TRUE(contains(e, "did you mean 'noam'")) << e;
-  EXPECT_TRUE(contains(e, "constant, cosine, noam")) << e;
+  EXPECT_TRUE(contains(e, "constant, cosine, inverse_sqrt, linear, noam, wsd")) << e;
   const std::string k = error_of<PluginError>([&] { r.find("schedul", "noam"); });
   EXPECT_TRUE(contains(k, "no plugin of kind 'schedul'")) << k;
   EXPECT_TRUE(contains(k, "did you mean kind 'schedule'")) << k;
