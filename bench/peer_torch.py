@@ -3,7 +3,7 @@
 
 The model of an Ablate spec, transcribed from Ablate's source (framework/model/transformer.cpp
 and attention.cpp, framework/core/components.cpp, plugins/block_*, ffn_*, positional_encoding_*,
-framework/core/optimizer.cpp with the backend's adam_update): the same architecture, parameter
+plugins/common/adam_rule.hpp with the backend's adam_update): the same architecture, parameter
 names and shapes, initialisation scheme, dropout sites, loss and optimizer. bench/README.md says
 what is measured and how.
 
@@ -227,12 +227,14 @@ def key_mask(lengths, s):
 
 def make_optimizer(params, train):
     o = train["optimizer"]
-    kwargs = dict(lr=float(o["lr"]), betas=tuple(float(b) for b in o["betas"]), eps=float(o["eps"]),
-                  weight_decay=float(o["weight_decay"]))
     # Adam: L2 added to the gradient; AdamW: decoupled decay of the old weight (Ablate's conventions).
-    optimizer = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}.get(o["name"])
+    optimizer = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}.get(o["plugin"])
     if optimizer is None:
-        raise SystemExit(f"peer_torch: optimizer '{o['name']}' is not written here (adam, adamw)")
+        raise SystemExit(f"peer_torch: optimizer '{o['plugin']}' is not written here (adam, adamw)")
+    if o.get("groups"):
+        raise SystemExit("peer_torch: train.optimizer.groups is not written here")
+    kwargs = dict(lr=float(o["lr"]), betas=(float(o["beta1"]), float(o["beta2"])), eps=float(o["eps"]),
+                  weight_decay=float(o["weight_decay"]))
     params = list(params)
     try:
         return optimizer(params, fused=True, **kwargs)  # one fused kernel for all parameters (CPU: PyTorch >= 2.4)

@@ -2,6 +2,7 @@
 // initialisation from the Philox RNG.
 #include "ablate/parameters.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <memory>
@@ -89,7 +90,8 @@ Parameter& ParameterStore::add(const std::string& name, const Shape& shape, cons
     if (compute_ != DType::F32) backend_.cast(p.compute, p.value);
   }
   index_[name] = &p;
-  packed_ = {};  // the next packed() packs again, this one included
+  packed_ = {};    // the next packed() packs again, this one included
+  order_.clear();  // in creation order, until the driver orders the groups again
   return p;
 }
 
@@ -145,8 +147,14 @@ void ParameterStore::refresh_compute() {
 
 const PackedParameters& ParameterStore::packed(bool with_moments) {
   if (params_.empty()) return packed_;
+  std::vector<Parameter*> order = order_.empty() ? all() : order_;
   std::int64_t n = 0;
-  for (const Parameter& p : params_) n += padded(p.value.numel());
+  bool any_m = false, any_v = false;
+  for (const Parameter* p : order) {
+    n += padded(p->value.numel());
+    any_m = any_m || p->state != OptimizerState::none;
+    any_v = any_v || p->state == OptimizerState::m_and_v;
+  }
   auto zeros = [&](DType dtype) {
     Tensor t = backend_.empty({n}, dtype);
     backend_.fill(t, 0.0f);
@@ -157,10 +165,8 @@ const PackedParameters& ParameterStore::packed(bool with_moments) {
     packed_.grad = zeros(DType::F32);
     packed_.compute = compute_ == DType::F32 ? packed_.value : zeros(compute_);
   }
-  if (with_moments && !packed_.m.defined()) {
-    packed_.m = zeros(DType::F32);
-    packed_.v = zeros(DType::F32);
-  }
+  if (with_moments && any_m && !packed_.m.defined()) packed_.m = zeros(DType::F32);
+  if (with_moments && any_v && !packed_.v.defined()) packed_.v = zeros(DType::F32);
   // Each parameter tensor that is not its view yet (all of them, on the first call) is copied in
   // and replaced by the view; an undefined one (moments a checkpoint did not have) becomes zeros.
   std::int64_t offset = 0;
@@ -174,21 +180,57 @@ const PackedParameters& ParameterStore::packed(bool with_moments) {
       backend_.fill(view, 0.0f);
     t = std::move(view);
   };
-  for (Parameter& p : params_) {
-    const Shape shape = p.value.shape();
-    adopt(p.value, packed_.value, shape);
-    adopt(p.grad, packed_.grad, shape);
+  offsets_.clear();
+  for (Parameter* p : order) {
+    const Shape shape = p->value.shape();
+    offsets_[p] = offset;
+    adopt(p->value, packed_.value, shape);
+    adopt(p->grad, packed_.grad, shape);
     if (compute_ == DType::F32)
-      p.compute = p.value;
+      p->compute = p->value;
     else
-      adopt(p.compute, packed_.compute, shape);
+      adopt(p->compute, packed_.compute, shape);
     if (with_moments) {  // else left as they are: undefined ones (dropped by a checkpoint) stay so
-      adopt(p.m, packed_.m, shape);
-      adopt(p.v, packed_.v, shape);
+      if (p->state != OptimizerState::none) adopt(p->m, packed_.m, shape);
+      if (p->state == OptimizerState::m_and_v) adopt(p->v, packed_.v, shape);
     }
     offset += padded(shape.numel());
   }
   return packed_;
+}
+
+void ParameterStore::set_packing_order(const std::vector<Parameter*>& order) {
+  std::vector<Parameter*> sorted = order, mine = all();
+  std::sort(sorted.begin(), sorted.end());
+  std::sort(mine.begin(), mine.end());
+  if (sorted != mine)
+    throw Error("ParameterStore::set_packing_order: the order must name every parameter of the store once (" +
+                std::to_string(order.size()) + " given, " + std::to_string(mine.size()) + " in the store)");
+  if (order == (order_.empty() ? all() : order_)) return;
+  order_ = order;
+  packed_ = {};  // the next packed() packs again, in this order (the parameters' old views are copied in)
+}
+
+PackedSpan ParameterStore::packed_span(const std::vector<Parameter*>& members) {
+  if (members.empty() || !packed_.value.defined()) throw Error("ParameterStore::packed_span: pack first, and name a parameter");
+  std::int64_t begin = 0, end = 0;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const auto it = offsets_.find(members[i]);
+    if (it == offsets_.end()) throw Error("ParameterStore::packed_span: '" + members[i]->name + "' is not packed");
+    if (i > 0 && it->second != end)
+      throw Error("ParameterStore::packed_span: '" + members[i]->name + "' does not follow '" + members[i - 1]->name +
+                      "' in the packing order",
+                  "set_packing_order puts a group's parameters side by side");
+    if (i == 0) begin = it->second;
+    end = it->second + padded(members[i]->value.numel());
+  }
+  auto view = [&](const Tensor& flat) {
+    if (!flat.defined()) return Tensor();
+    const std::size_t bytes = static_cast<std::size_t>(end - begin) * dtype_size(flat.dtype());
+    return Tensor(std::shared_ptr<Storage>(new Storage{element_at(flat, begin), bytes}, KeepPacked{flat}), Shape{end - begin},
+                  flat.dtype());
+  };
+  return {view(packed_.value), view(packed_.grad), view(packed_.compute), view(packed_.m), view(packed_.v)};
 }
 
 }  // namespace ablate

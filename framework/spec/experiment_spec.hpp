@@ -23,13 +23,11 @@ using ablate::Arch;  // one enum each with the model's (core/architecture.hpp)
 using ablate::Pooling;
 using ablate::to_string;
 enum class Precision { f32, bf16 };
-enum class OptimizerName { adam, adamw };
 enum class MetricMode { max, min };
 enum class Metric { loss, perplexity, token_accuracy, exact_match };
 enum class ProbeKind { eval, repeated };  // log.attention.probe
 
 const char* to_string(Precision v);
-const char* to_string(OptimizerName v);
 const char* to_string(MetricMode v);
 const char* to_string(Metric v);
 const char* to_string(ProbeKind v);
@@ -75,12 +73,20 @@ struct ModelSpec {
   bool operator==(const ModelSpec&) const = default;
 };
 
+// One rule of train.optimizer.groups (ablate::OptimizerGroupRule once resolved).
+struct OptimizerGroupSpec {
+  std::string name;
+  std::vector<std::string> roles;  // parameter roles (matrix, vector, embedding, norm, output); empty: any
+  std::string match;               // glob on the dotted parameter name; "": any
+  std::optional<double> lr_scale, weight_decay;
+  bool operator==(const OptimizerGroupSpec&) const = default;
+};
+
 struct OptimizerSpec {
-  OptimizerName name{};
+  PluginRef plugin{};  // the update rule and its options (train.optimizer: {plugin: NAME, ...})
   double lr{};
-  std::array<double, 2> betas{};
-  double eps{};
   double weight_decay{};
+  std::vector<OptimizerGroupSpec> groups;
   bool operator==(const OptimizerSpec&) const = default;
 };
 
@@ -233,6 +239,11 @@ ExperimentSpec load_sweep_point(const std::filesystem::path& file, const std::ve
 // and is an error here.
 ExperimentSpec parse_spec(const std::string& yaml, const std::string& origin = "<spec>",
                           const std::vector<std::string>& overrides = {});
+
+// A resolved spec that an older Ablate wrote into a run (its checkpoint), in today's keys, so its
+// run can still be evaluated: train.optimizer's `name: NAME` becomes `plugin: NAME` and
+// `betas: [b1, b2]` the options `beta1`, `beta2` (plugin API 20). Other text is returned as it is.
+std::string upgraded_run_yaml(const std::string& yaml);
 
 // The spec from an already merged tree (what load_spec does after extends and overrides).
 ExperimentSpec spec_from_tree(const SpecTree& tree);

@@ -1,5 +1,5 @@
 // The spec keys that read and write themselves (the schema's `custom` keys, spec_schema.cpp): the
-// checked name, plugin_paths, Adam's betas, eval.metrics and eval.lengths, and the sweep's grid,
+// checked name, plugin_paths, the optimizer's groups, eval.metrics and eval.lengths, and the sweep's grid,
 // zip, seeds and runs: lists and pairs whose items are checked one by one.
 #include "spec/spec_schema.hpp"
 
@@ -120,20 +120,91 @@ YAML::Node write_plugin_paths(const ExperimentSpec& s) {
   return flow_node(paths);
 }
 
-void read_betas(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
-  const SpecTree* b = parent ? parent->find(key.leaf()) : nullptr;
-  if (!b) return;
-  r.marks().at[key.path] = b->mark;
-  if (b->kind != SpecTree::Kind::Sequence || b->items.size() != 2)
-    return r.error(b->mark, key.path, describe(*b) + " is not a pair; expected [beta1, beta2], each in [0, 1)");
-  for (std::size_t i = 0; i < 2; ++i)
-    if (auto v = r.float_value(b->items[i], key.path + "[" + std::to_string(i) + "]", kUnit)) s.train.optimizer.betas[i] = *v;
+// train.optimizer.groups: [{name, roles, match, lr_scale, weight_decay}, ...]. Each rule names a
+// group (not "default", the group of the rest; no name twice) and selects by roles and/or match.
+void read_optimizer_groups(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  const SpecTree* list = parent ? parent->find(key.leaf()) : nullptr;
+  if (!list || list->kind == SpecTree::Kind::Null) return;
+  r.marks().at[key.path] = list->mark;
+  auto& out = s.train.optimizer.groups;
+  out.clear();
+  if (list->kind != SpecTree::Kind::Sequence)
+    return r.error(list->mark, key.path,
+                   describe(*list) + " is not a list; expected a list of {name, roles, match, lr_scale, weight_decay}");
+  static const std::vector<std::string> fields = {"name", "roles", "match", "lr_scale", "weight_decay"};
+  static const std::vector<std::string> roles = {"matrix", "vector", "embedding", "norm", "output"};
+  for (std::size_t i = 0; i < list->items.size(); ++i) {
+    const SpecTree& g = list->items[i];
+    const std::string where = key.path + "[" + std::to_string(i) + "]";
+    if (!g.is_map()) {
+      r.error(g.mark, where, describe(g) + " is not a group; expected a map {name, roles, match, lr_scale, weight_decay}");
+      continue;
+    }
+    OptimizerGroupSpec group;
+    for (std::size_t j = 0; j < g.entries.size(); ++j) {
+      const auto& [field, value] = g.entries[j];
+      const std::string at = where + "." + field;
+      if (std::find(fields.begin(), fields.end(), field) == fields.end()) {
+        std::string what = "unknown key; expected one of " + join(fields, ", ");
+        if (auto near = closest_match(field, fields)) what += " (did you mean '" + *near + "'?)";
+        r.error(g.key_marks[j], at, what);
+      } else if (field == "roles") {
+        std::vector<const SpecTree*> items;  // a list, or one role
+        if (value.kind == SpecTree::Kind::Sequence)
+          for (const SpecTree& t : value.items) items.push_back(&t);
+        else
+          items.push_back(&value);
+        for (const SpecTree* t : items) {
+          if (t->is_scalar() && std::find(roles.begin(), roles.end(), t->text) != roles.end()) {
+            group.roles.push_back(t->text);
+            continue;
+          }
+          std::string what = describe(*t) + " is not a parameter role; expected a list of " + join(roles, ", ");
+          if (t->is_scalar())
+            if (auto near = closest_match(t->text, roles)) what += " (did you mean '" + *near + "'?)";
+          r.error(t->mark, at, what);
+        }
+      } else if (field == "name" || field == "match") {
+        if (!value.is_scalar() || value.text.empty()) {
+          r.error(value.mark, at, describe(value) + " is not a " + field + "; expected a non-empty string");
+          continue;
+        }
+        (field == "name" ? group.name : group.match) = value.text;
+      } else if (auto v = r.float_value(value, at, kNonNegative)) {
+        (field == "lr_scale" ? group.lr_scale : group.weight_decay) = *v;
+      }
+    }
+    if (group.name.empty()) {
+      r.error(g.mark, where, "a group without `name`; expected a name for the group (logged with the run)");
+    } else if (group.name == "default") {
+      r.error(g.mark, where + ".name", "'default' names the group of the parameters no rule takes; expected another name");
+    } else if (std::any_of(out.begin(), out.end(), [&](const OptimizerGroupSpec& o) { return o.name == group.name; })) {
+      r.error(g.mark, where + ".name", "'" + group.name + "' names two groups; expected distinct names");
+    }
+    if (group.roles.empty() && group.match.empty())
+      r.error(g.mark, where,
+              "selects every parameter; expected `roles`, `match` or both (the optimizer's own settings "
+              "apply to every parameter without a group)");
+    out.push_back(std::move(group));
+  }
 }
 
-YAML::Node write_betas(const ExperimentSpec& s) {
-  YAML::Node betas(YAML::NodeType::Sequence);
-  for (double b : s.train.optimizer.betas) betas.push_back(text_of(b));
-  return flow_node(betas);
+YAML::Node write_optimizer_groups(const ExperimentSpec& s) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const OptimizerGroupSpec& g : s.train.optimizer.groups) {
+    YAML::Node n(YAML::NodeType::Map);
+    n["name"] = g.name;
+    if (!g.roles.empty()) {
+      YAML::Node roles(YAML::NodeType::Sequence);
+      for (const std::string& role : g.roles) roles.push_back(role);
+      n["roles"] = flow_node(roles);
+    }
+    if (!g.match.empty()) n["match"] = g.match;
+    if (g.lr_scale) n["lr_scale"] = text_of(*g.lr_scale);
+    if (g.weight_decay) n["weight_decay"] = text_of(*g.weight_decay);
+    list.push_back(flow_node(n));
+  }
+  return flow_node(list);
 }
 
 // model.match_parameters: {KEY: VALUE, ...}, each KEY a model key other than d_ff (the knob it

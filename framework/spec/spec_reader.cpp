@@ -61,6 +61,10 @@ bool is_plugin_path(const std::string& path) {
   return std::any_of(s.begin(), s.end(), [&](const PluginSlot& p) { return p.path == path; });
 }
 
+PathKind path_kind(const std::string& path) {
+  return is_plugin_path(path) ? PathKind::plugin : is_key_below_plugin(path) ? PathKind::key_below_plugin : PathKind::other;
+}
+
 std::string child(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 // The keys allowed directly below `path` ("" for the top level), in schema order.
@@ -221,7 +225,8 @@ void Reader::read_plugin(const SpecTree* parent, const std::string& key, const s
   for (std::size_t i = 0; i < t->entries.size(); ++i) {
     const auto& [option, value] = t->entries[i];
     const std::string option_path = path + "." + option;
-    if (option == "plugin" || is_plugin_path(option_path)) continue;  // a nested plugin (task.tokenizer): read on its own
+    // A nested plugin (task.tokenizer) or a spec key beside the options (train.optimizer.lr): read on its own.
+    if (option == "plugin" || is_plugin_path(option_path) || is_key_below_plugin(option_path)) continue;
     marks_.at[option_path] = value.mark;
     marks_.keys[option_path] = t->key_marks[i];
     if (!value.is_scalar()) {
@@ -290,6 +295,10 @@ void read_section(Reader& r, const SpecTree* map, const std::string& path, Exper
       case KeyKind::value:
         key.read(r, map, key, s);
         if (!key.default_key.empty() && !(map && map->find(key.leaf())) && !r.failed(key.default_key)) copy_default(key, s);
+        if (has_keys_below(key.path)) {  // train.optimizer's lr, weight_decay, groups: in the plugin's own map
+          const SpecTree* own = map ? map->find(key.leaf()) : nullptr;
+          read_section(r, own && own->is_map() ? own : nullptr, key.path, s);
+        }
         break;
     }
   }
@@ -303,6 +312,7 @@ void set_defaults(ExperimentSpec& s, const std::string& path) {
     if (key.kind != KeyKind::value) continue;
     set_default(key, s);
     if (!key.default_key.empty()) copy_default(key, s);
+    if (has_keys_below(key.path)) set_defaults(s, key.path);
   }
 }
 
@@ -318,7 +328,7 @@ void apply_overrides(SpecTree& tree, const std::vector<std::string>& overrides) 
         errors.add(SourceMark{"--set " + o, 0, 0}, path, what);
         continue;
       }
-      merge_into(tree, top, "", is_plugin_path);
+      merge_into(tree, top, "", path_kind);
     } catch (const UsageError& e) {
       errors.add(SourceMark{e.what(), 0, 0}, "", "");
     }
@@ -383,13 +393,13 @@ ExperimentSpec spec_from_tree(const SpecTree& tree) {
 }
 
 ExperimentSpec load_spec(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
-  SpecTree tree = load_tree(file, is_plugin_path);
+  SpecTree tree = load_tree(file, path_kind);
   apply_overrides(tree, overrides);
   return spec_from_tree(tree);
 }
 
 ExperimentSpec load_sweep_point(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
-  SpecTree tree = load_tree(file, is_plugin_path, /*with_sweep=*/false);
+  SpecTree tree = load_tree(file, path_kind, /*with_sweep=*/false);
   apply_overrides(tree, overrides);
   return spec_from_tree(tree);
 }

@@ -13,7 +13,6 @@ using namespace detail;
 
 const char* to_string(ProbeKind v) { return v == ProbeKind::eval ? "eval" : "repeated"; }
 const char* to_string(Precision v) { return v == Precision::f32 ? "f32" : "bf16"; }
-const char* to_string(OptimizerName v) { return v == OptimizerName::adam ? "adam" : "adamw"; }
 const char* to_string(MetricMode v) { return v == MetricMode::max ? "max" : "min"; }
 const char* to_string(Metric v) {
   switch (v) {
@@ -33,6 +32,7 @@ const std::vector<PluginSlot>& plugin_slots() {
                                                 {"model.positional_encoding", "positional_encoding"},
                                                 {"model.ffn", "ffn"},
                                                 {"backend", "backend"},
+                                                {"train.optimizer", "optimizer"},
                                                 {"train.schedule", "schedule"}};
   return slots;
 }
@@ -49,6 +49,7 @@ PluginRef& plugin_at(ExperimentSpec& spec, const std::string& path) {
   if (path == "model.positional_encoding") return spec.model.positional_encoding;
   if (path == "model.ffn") return spec.model.ffn;
   if (path == "backend") return spec.backend;
+  if (path == "train.optimizer") return spec.train.optimizer.plugin;
   if (path == "train.schedule") return spec.train.schedule;
   throw Error("no plugin reference at spec path '" + path + "'");
 }
@@ -75,7 +76,6 @@ const Choices<Arch> kArch = {{"encoder", Arch::Encoder}, {"decoder", Arch::Decod
 const Choices<Pooling> kPooling = {{"mean", Pooling::Mean}, {"first", Pooling::First}};
 const Choices<ProbeKind> kProbeKind = {{"eval", ProbeKind::eval}, {"repeated", ProbeKind::repeated}};
 const Choices<Precision> kPrecision = {{"f32", Precision::f32}, {"bf16", Precision::bf16}};
-const Choices<OptimizerName> kOptimizer = {{"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}};
 const Choices<MetricMode> kMode = {{"max", MetricMode::max}, {"min", MetricMode::min}};
 
 YAML::Node plugin_node(const PluginRef& p) {
@@ -311,13 +311,18 @@ const std::vector<SpecKey>& schema() {
         "0: batches of `batch_size` examples; else batches of examples of similar length holding at most this many "
         "tokens (rows x the longest example's longer side with bos/eos, fairseq's `--max-tokens`), a micro-batch each "
         "with `accumulate`; `batch_size` then sizes the evaluation batches only"));
-    k.push_back(section("train.optimizer").doc("Adam's settings"));
-    k.push_back(choice(KEY(train.optimizer.name), kOptimizer).def("adam").doc("`adamw`: decoupled weight decay"));
+    k.push_back(plugin("train.optimizer", FIELD(train.optimizer.plugin)).def("adam").doc(
+        "the update rule (`adam`, `adamw`, `lion`, `sgd`, `muon`) and its options, e.g. `{plugin: adamw, beta2: 0.95, lr: 3e-4}`; "
+        "`lr`, `weight_decay` and `groups` below sit in the same map (docs/training.md, \"Optimizers\")"));
     k.push_back(number(KEY(train.optimizer.lr), kPositive).def("1e-3").doc("base learning rate"));
-    k.push_back(custom("train.optimizer.betas", "`[float, float]`, each in [0, 1)", read_betas, write_betas)
-                    .def("[0.9, 0.98]").doc("Adam's moment decay rates"));
-    k.push_back(number(KEY(train.optimizer.eps), kPositive).def("1e-9").doc("added to Adam's denominator"));
-    k.push_back(number(KEY(train.optimizer.weight_decay), kNonNegative).def("0.0").doc("(decoupled for `adamw`)"));
+    k.push_back(number(KEY(train.optimizer.weight_decay), kNonNegative).def("0.0").doc(
+        "weight decay of every group that sets none (`adam`, `sgd`: an L2 term in the gradient; `adamw`, `lion`: decoupled)"));
+    k.push_back(custom("train.optimizer.groups", "list of `{name, roles, match, lr_scale, weight_decay}`", read_optimizer_groups,
+                       write_optimizer_groups).def("[]").doc(
+        "parameter groups: a parameter joins the first group whose `roles` (of `matrix`, `vector`, `embedding`, `norm`, "
+        "`output`) and `match` (a glob on its dotted name) it fits, else the group `default`; `lr_scale` multiplies the "
+        "schedule's rate, `weight_decay` replaces the optimizer's. E.g. `[{name: no_decay, roles: [vector, norm, embedding], "
+        "weight_decay: 0}]`"));
     k.push_back(plugin(KEY(train.schedule)).def("constant").doc(
         "learning-rate schedule (`constant`, `noam`, `cosine`, `wsd`, `inverse_sqrt`, `linear`); its options `lr`, `d_model`, `total_steps`, when "
         "not set, take `train.optimizer.lr`, `model.d_model`, `train.steps`"));
@@ -446,6 +451,27 @@ bool is_child(const std::string& p, const std::string& parent) {
   if (parent.empty()) return p.find('.') == std::string::npos;
   return p.size() > parent.size() + 1 && p.starts_with(parent) && p[parent.size()] == '.' &&
          p.find('.', parent.size() + 1) == std::string::npos;
+}
+
+namespace {
+bool is_slot(const std::string& path) {
+  const auto& slots = plugin_slots();
+  return std::any_of(slots.begin(), slots.end(), [&](const PluginSlot& p) { return p.path == path; });
+}
+}  // namespace
+
+bool is_key_below_plugin(const std::string& path) {
+  const auto dot = path.rfind('.');
+  if (dot == std::string::npos || !is_slot(path.substr(0, dot)) || is_slot(path)) return false;
+  const auto& keys = schema();
+  return std::any_of(keys.begin(), keys.end(), [&](const SpecKey& k) { return k.path == path; });
+}
+
+bool has_keys_below(const std::string& path) {
+  if (!is_slot(path)) return false;
+  const auto& keys = schema();
+  return std::any_of(keys.begin(), keys.end(),
+                     [&](const SpecKey& k) { return is_child(k.path, path) && is_key_below_plugin(k.path); });
 }
 
 }  // namespace detail

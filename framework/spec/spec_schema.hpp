@@ -194,12 +194,17 @@ const std::vector<SpecKey>& schema();
 
 // True if `p` is a key directly below `parent` ("" for the top level).
 bool is_child(const std::string& p, const std::string& parent);
+// A spec key below a plugin key (train.optimizer.lr), written in the plugin's own map beside its
+// options, as opposed to a nested plugin (task.tokenizer); and whether the plugin key at `path`
+// has such keys.
+bool is_key_below_plugin(const std::string& path);
+bool has_keys_below(const std::string& path);
 
 // ---- the keys that read and write themselves: lists, pairs, the sweep (spec_custom_keys.cpp) ----
 
 void read_name(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_plugin_paths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
-void read_betas(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
+void read_optimizer_groups(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_metrics(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_grid(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_zip(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
@@ -210,7 +215,7 @@ void read_tune_grid(Reader& r, const SpecTree* parent, const SpecKey& key, Exper
 void read_tune_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_match_parameters(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 YAML::Node write_plugin_paths(const ExperimentSpec& s);
-YAML::Node write_betas(const ExperimentSpec& s);
+YAML::Node write_optimizer_groups(const ExperimentSpec& s);
 YAML::Node write_metrics(const ExperimentSpec& s);
 YAML::Node write_seeds(const ExperimentSpec& s);
 YAML::Node write_tune_seeds(const ExperimentSpec& s);

@@ -310,7 +310,7 @@ SpecTree parse_yaml(const std::string& text, const std::string& origin) {
 }
 
 void merge_into(SpecTree& base, const SpecTree& top, const std::string& path, const IsPluginRef& is_plugin_ref) {
-  const bool plugin = !path.empty() && is_plugin_ref(path);
+  const bool plugin = !path.empty() && is_plugin_ref(path) == PathKind::plugin;
   if (plugin && top.is_map() && base.is_scalar()) {
     // `block: pre_norm` below `block: {warmup: 10}`: options for the same plugin.
     SpecTree as_map;
@@ -321,6 +321,28 @@ void merge_into(SpecTree& base, const SpecTree& top, const std::string& path, co
     base = std::move(as_map);
   }
   if (top.kind == SpecTree::Kind::Null && base.is_map()) return;  // `model:` with every key commented out
+  // A plugin's options start afresh under a plugin named again: `block: pre_norm` (a name alone
+  // means the plugin's defaults) or `block: {plugin: another}`; the spec keys beside the options
+  // (train.optimizer's lr) stay unless `top` sets them.
+  auto restart = [&](SpecTree replaced) {
+    if (base.is_map())
+      for (std::size_t i = 0; i < base.entries.size(); ++i) {
+        const auto& [key, value] = base.entries[i];
+        if (is_plugin_ref(child_path(path, key)) != PathKind::key_below_plugin || replaced.find(key)) continue;
+        if (replaced.is_scalar()) {  // a name alone, with keys to keep: {plugin: NAME, ...}
+          SpecTree as_map;
+          as_map.kind = SpecTree::Kind::Map;
+          as_map.mark = replaced.mark;
+          as_map.entries.emplace_back("plugin", replaced);
+          as_map.key_marks.push_back(replaced.mark);
+          replaced = std::move(as_map);
+        }
+        replaced.entries.emplace_back(key, value);
+        replaced.key_marks.push_back(base.key_marks[i]);
+      }
+    base = std::move(replaced);
+  };
+  if (plugin && top.is_scalar() && top.kind != SpecTree::Kind::Null) return restart(top);
   if (!top.is_map() || !base.is_map()) {
     base = top;
     return;
@@ -328,10 +350,8 @@ void merge_into(SpecTree& base, const SpecTree& top, const std::string& path, co
   if (plugin) {
     const SpecTree* top_name = top.find("plugin");
     const SpecTree* base_name = base.find("plugin");
-    if (top_name && (!base_name || !base_name->is_scalar() || !top_name->is_scalar() || top_name->text != base_name->text)) {
-      base = top;  // another plugin: its options start afresh
-      return;
-    }
+    if (top_name && (!base_name || !base_name->is_scalar() || !top_name->is_scalar() || top_name->text != base_name->text))
+      return restart(top);
   }
   for (std::size_t i = 0; i < top.entries.size(); ++i) {
     const auto& [key, value] = top.entries[i];

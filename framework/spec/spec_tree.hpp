@@ -63,12 +63,15 @@ struct SpecTree {
 // duplicate key or a non-scalar key is a UsageError "ORIGIN:LINE:COLUMN: ...".
 SpecTree parse_yaml(const std::string& text, const std::string& origin);
 
-// True for the key paths whose value is a plugin reference ("model.block", "train.schedule", ...).
-using IsPluginRef = std::function<bool(const std::string& path)>;
+// What the schema holds at a key path: a plugin reference ("model.block", "train.schedule", ...),
+// a spec key in a plugin's own map beside its options ("train.optimizer.lr"), or anything else.
+enum class PathKind { other, plugin, key_below_plugin };
+using IsPluginRef = std::function<PathKind(const std::string& path)>;
 
 // Overlays `top` on `base` (the child overrides): maps merge key by key, everything else is
 // replaced; an empty value over a map changes nothing. At a plugin reference the options merge only if `top` keeps the plugin (names none
-// or the same one); naming another plugin replaces the reference with its options.
+// or the same one); naming another plugin replaces the reference with its options (the spec keys
+// beside them, train.optimizer's lr say, stay unless `top` sets them).
 void merge_into(SpecTree& base, const SpecTree& top, const std::string& path, const IsPluginRef& is_plugin_ref);
 
 // Loads `file` and, depth-first, the files it `extends:` (relative to the file), merged with the

@@ -43,6 +43,8 @@ YAML::Node write_section(const ExperimentSpec& s, const std::string& path) {
         break;
       case KeyKind::value:
         if (!key.omit_when_absent || key.present(s)) map[key.leaf()] = key.write(s);
+        if (has_keys_below(key.path))  // train.optimizer: lr, weight_decay, groups beside the plugin's options
+          for (const auto& entry : write_section(s, key.path)) map[key.leaf()][entry.first] = entry.second;
         break;
     }
   }
@@ -60,6 +62,33 @@ std::string resolved_yaml(const ExperimentSpec& s) {
 const std::vector<std::string>& execution_keys() {
   static const std::vector<std::string> keys = {"backend.threads"};
   return keys;
+}
+
+std::string upgraded_run_yaml(const std::string& yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception&) {
+    return yaml;  // not YAML: reading it reports why
+  }
+  YAML::Node optimizer = root.IsMap() && root["train"].IsMap() ? root["train"]["optimizer"] : YAML::Node();
+  if (!optimizer.IsMap() || !optimizer["name"] || optimizer["plugin"]) return yaml;
+  YAML::Node upgraded(YAML::NodeType::Map);  // `plugin:` first, then the options, then the rest as they were
+  upgraded["plugin"] = optimizer["name"];
+  for (const auto& entry : optimizer) {
+    const std::string key = entry.first.as<std::string>();
+    if (key == "name") continue;
+    if (key == "betas" && entry.second.IsSequence() && entry.second.size() == 2) {
+      upgraded["beta1"] = entry.second[0];
+      upgraded["beta2"] = entry.second[1];
+    } else {
+      upgraded[key] = entry.second;
+    }
+  }
+  root["train"]["optimizer"] = flow_node(upgraded);
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str()) + "\n";
 }
 
 std::string identity_yaml(ExperimentSpec spec) {

@@ -77,7 +77,10 @@ class Fd {
   int fd_;
 };
 
-bool has_moments(const Parameter& p) { return p.m.defined() && p.v.defined(); }
+// How many state tensors follow a parameter's value: 0, 1 (m) or 2 (m and v), and the flag byte
+// that says so (checkpoint.hpp).
+int state_count(const Parameter& p) { return p.m.defined() ? (p.v.defined() ? 2 : 1) : 0; }
+std::uint8_t state_flag(int count) { return count == 2 ? 1 : count == 1 ? 2 : 0; }
 
 // ---------------------------------------------------------------------------------------------
 // Writing
@@ -198,10 +201,10 @@ void check_saveable(const std::filesystem::path& file, const Parameter& p) {
                 "this is a bug in the optimizer or the model that built the store");
   };
   if (p.value.dtype() != DType::F32) bad("has a " + std::string(dtype_name(p.value.dtype())) + " master value");
-  if (p.m.defined() != p.v.defined()) bad("has only one of the two Adam moments");
-  if (has_moments(p) && (p.m.shape() != p.value.shape() || p.v.shape() != p.value.shape() || p.m.dtype() != DType::F32 ||
-                         p.v.dtype() != DType::F32))
-    bad("has moments " + p.m.str() + ", " + p.v.str() + " that do not match its value " + p.value.str());
+  if (p.v.defined() && !p.m.defined()) bad("has the optimizer state v without m");
+  for (const Tensor* t : {&p.m, &p.v})
+    if (t->defined() && (t->shape() != p.value.shape() || t->dtype() != DType::F32))
+      bad("has optimizer state " + t->str() + " that does not match its value " + p.value.str());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -211,7 +214,7 @@ void check_saveable(const std::filesystem::path& file, const Parameter& p) {
 struct Record {
   std::string name;
   Shape shape;
-  bool moments = false;
+  int states = 0;                 // optimizer state tensors after the value: 0, 1 (m), 2 (m and v)
   std::uint64_t data_offset = 0;  // file offset of the value (m and v follow when present)
 };
 
@@ -392,15 +395,13 @@ std::vector<Record> parse_payload(const Reader& in, std::uint64_t payload, std::
     }
     r.shape = Shape(dims);
     const auto moments = c.value<std::uint8_t>(what + " moments flag");
-    if (moments > 1)
-      in.fail("is malformed: " + what + " has moments flag " + std::to_string(moments) + ", not 0 or 1", kMalformedHint);
-    r.moments = moments == 1;
+    if (moments > 2)
+      in.fail("is malformed: " + what + " has moments flag " + std::to_string(moments) + ", not 0, 1 or 2", kMalformedHint);
+    r.states = moments == 1 ? 2 : moments == 2 ? 1 : 0;
     r.data_offset = c.offset();
     c.skip(bytes, what + " value");
-    if (r.moments) {
-      c.skip(bytes, what + " Adam m");
-      c.skip(bytes, what + " Adam v");
-    }
+    if (r.states >= 1) c.skip(bytes, what + " optimizer state m");
+    if (r.states == 2) c.skip(bytes, what + " optimizer state v");
     records.push_back(std::move(r));
   }
   if (c.left() != 0)
@@ -459,7 +460,7 @@ void save_checkpoint(const std::filesystem::path& file, ParameterStore& store, c
   std::int64_t largest = 0;
   for (const Parameter* p : params) {
     check_saveable(file, *p);
-    const auto data = static_cast<std::uint64_t>(p->value.bytes()) * (with_moments && has_moments(*p) ? 3 : 1);
+    const auto data = static_cast<std::uint64_t>(p->value.bytes()) * (1 + (with_moments ? state_count(*p) : 0));
     payload += 4 + p->name.size() + 4 + 8 * static_cast<std::uint64_t>(p->value.shape().rank()) + 1 + data;
     largest = std::max(largest, p->value.numel());
   }
@@ -498,8 +499,8 @@ void save_checkpoint(const std::filesystem::path& file, ParameterStore& store, c
     const Shape& shape = p->value.shape();
     w.value(static_cast<std::uint32_t>(shape.rank()));
     for (int d = 0; d < shape.rank(); ++d) w.value(static_cast<std::int64_t>(shape[d]));
-    const bool moments = with_moments && has_moments(*p);
-    w.value(static_cast<std::uint8_t>(moments ? 1 : 0));
+    const bool moments = with_moments && state_count(*p) > 0;
+    w.value(state_flag(moments ? state_count(*p) : 0));
     for (const Tensor* t : {&p->value, &p->m, &p->v}) {
       if (!t->defined() || t->bytes() == 0 || (!moments && t != &p->value)) continue;
       backend.copy_to_host(host.data(), *t);
@@ -554,13 +555,12 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& file, ParameterSto
   // first write, so from here only an I/O error on this second read can stop us half way.
   Backend& backend = store.backend();
   const std::vector<Parameter*> params = store.all();
-  std::vector<std::pair<Tensor, Tensor>> moments(params.size());  // m, v: the store's own, or new
+  std::vector<std::pair<Tensor, Tensor>> moments(params.size());  // m, v as the file has them: the store's own, or new
   for (std::size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = *params[i];
-    if (!matched[i]->moments) continue;
-    moments[i] = has_moments(p)
-                     ? std::pair(p.m, p.v)
-                     : std::pair(backend.empty(p.value.shape(), DType::F32), backend.empty(p.value.shape(), DType::F32));
+    const int states = matched[i]->states;
+    if (states >= 1) moments[i].first = p.m.defined() ? p.m : backend.empty(p.value.shape(), DType::F32);
+    if (states == 2) moments[i].second = p.v.defined() ? p.v : backend.empty(p.value.shape(), DType::F32);
   }
   std::vector<float> host;
   auto load = [&](Tensor& t, std::uint64_t offset) {
@@ -575,10 +575,8 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& file, ParameterSto
       const Record& r = *matched[i];
       const std::uint64_t bytes = p.value.bytes();
       load(p.value, r.data_offset);
-      if (r.moments) {
-        load(moments[i].first, r.data_offset + bytes);
-        load(moments[i].second, r.data_offset + 2 * bytes);
-      }
+      if (r.states >= 1) load(moments[i].first, r.data_offset + bytes);
+      if (r.states == 2) load(moments[i].second, r.data_offset + 2 * bytes);
       p.m = moments[i].first;  // undefined when the file has none: the optimizer starts afresh
       p.v = moments[i].second;
     }

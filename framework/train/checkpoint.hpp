@@ -1,4 +1,4 @@
-// Training checkpoints: every parameter's F32 master value and Adam moments, the training
+// Training checkpoints: every parameter's F32 master value and optimizer state, the training
 // progress and the run's resolved spec, in one checksummed binary file written atomically, so
 // a stopped run resumes exactly where it was and a damaged file is refused rather than loaded.
 #pragma once
@@ -30,9 +30,10 @@ namespace ablate::train {
 //                   u64 parameter count N, then N records in the store's creation order:
 //                     u32 name length K, then K bytes of the dotted name
 //                     u32 rank R (0-4), then R x i64 dims
-//                     u8 moments: 0 = none (saved before the first optimizer step),
-//                                 1 = Adam m and v follow the value
-//                     f32[numel] value, then if moments: f32[numel] m, f32[numel] v
+//                     u8 moments: 0 = none (saved before the first optimizer step, or a
+//                                 rule without state), 1 = the optimizer's m and v follow the
+//                                 value (Adam), 2 = m alone follows (Lion, SGD with momentum)
+//                     f32[numel] value, then f32[numel] m (1, 2), then f32[numel] v (1)
 //   24 + P  8     u64 FNV-1a 64 (offset basis 0xcbf29ce484222325, prime 0x100000001b3)
 //                 over the P payload bytes
 //
@@ -43,7 +44,7 @@ inline constexpr std::uint32_t kCheckpointFormatVersion = 2;
 // Training progress beside the weights: what a resumed run needs to continue exactly.
 struct TrainState {
   std::int64_t step = 0;             // optimizer steps completed (the next step is step + 1)
-  std::int64_t optimizer_steps = 0;  // Adam's bias-correction counter (Adam::steps_taken())
+  std::int64_t optimizer_steps = 0;  // the optimizer's update count (OptimizerDriver::steps_taken())
   std::int64_t tokens_seen = 0;      // target tokens trained on so far
   double flops_seen = 0.0;           // training FLOPs so far (train/compute.hpp); NaN after a version-1 checkpoint
   double elapsed_seconds = 0.0;      // training wall time before this checkpoint
@@ -58,7 +59,7 @@ struct TrainState {
   bool operator==(const TrainState&) const = default;
 };
 
-// Writes every parameter's value and (when defined) Adam moments, the state, and `spec_yaml`
+// Writes every parameter's value and (when defined) optimizer state, the state, and `spec_yaml`
 // (the run's resolved spec, so a resume can check it continues the same experiment) to `file`
 // atomically: written to a temporary file in the same directory ("<name>.tmp.<pid>.<n>"),
 // flushed and fsync'ed, then renamed over `file` (and the directory fsync'ed, best effort).

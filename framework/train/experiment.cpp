@@ -69,15 +69,16 @@ model::ComponentFactory component_factory(const spec::ExperimentSpec& spec, cons
   return c;
 }
 
-AdamConfig adam_config(const spec::ExperimentSpec& spec) {
-  const spec::OptimizerSpec& o = spec.train.optimizer;
-  AdamConfig c;
-  c.beta1 = static_cast<float>(o.betas[0]);
-  c.beta2 = static_cast<float>(o.betas[1]);
-  c.eps = static_cast<float>(o.eps);
-  c.weight_decay = static_cast<float>(o.weight_decay);
-  c.decoupled = o.name == spec::OptimizerName::adamw;
-  return c;
+std::vector<OptimizerGroupRule> optimizer_group_rules(const spec::ExperimentSpec& spec) {
+  std::vector<OptimizerGroupRule> out;
+  for (const spec::OptimizerGroupSpec& g : spec.train.optimizer.groups) {
+    OptimizerGroupRule r{g.name, {}, g.match, g.lr_scale, g.weight_decay};
+    for (const std::string& role : g.roles)
+      for (ParameterRole known : kParameterRoles)
+        if (role == parameter_role_name(known)) r.roles.push_back(known);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 std::optional<std::string> early_stopping_problem(const spec::ExperimentSpec& spec, const TaskInfo& task,
@@ -159,7 +160,9 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
   model = std::make_unique<model::Transformer>(config, component_factory(spec, registry), *store,
                                                static_cast<std::uint64_t>(spec.train.seed));
 
-  optimizer = std::make_unique<Adam>(*backend, adam_config(spec));
+  const spec::OptimizerSpec& o = spec.train.optimizer;
+  optimizer = std::make_unique<OptimizerDriver>(*backend, registry.create<Optimizer>(o.plugin.name, o.plugin.options),
+                                                o.weight_decay, optimizer_group_rules(spec));
 }
 
 std::vector<Example> Experiment::examples(Split split, const std::vector<std::int64_t>& indices, std::int64_t length) const {

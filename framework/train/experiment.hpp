@@ -34,8 +34,8 @@ model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo
 // asks (`spec` and `registry` must outlive the factory's use).
 model::ComponentFactory component_factory(const spec::ExperimentSpec& spec, const PluginRegistry& registry);
 
-// The spec's train.optimizer as the optimizer's config (every field from the spec).
-AdamConfig adam_config(const spec::ExperimentSpec& spec);
+// The spec's train.optimizer.groups as the driver's rules (roles by name).
+std::vector<OptimizerGroupRule> optimizer_group_rules(const spec::ExperimentSpec& spec);
 
 // The metrics a task/architecture pair can report, from those the spec asks for: exact_match
 // needs decoding, which a decoder-only LM does not offer. `skipped` receives the others, with why.
@@ -71,7 +71,7 @@ struct Experiment {
   std::shared_ptr<Schedule> schedule;
   std::unique_ptr<ParameterStore> store;
   std::unique_ptr<model::Transformer> model;
-  std::unique_ptr<Adam> optimizer;
+  std::unique_ptr<OptimizerDriver> optimizer;  // train.optimizer's rule over the store, with its groups
   DType compute = DType::F32;
   // model.match_parameters: the FFN width the model was built with and why; empty without it.
   std::optional<ParameterMatch> parameter_match;

@@ -215,6 +215,9 @@ void Trainer::open() {
     state_ = loaded.state;
     ex_.optimizer->set_steps_taken(state_.optimizer_steps);
   }
+  ex_.optimizer->form_groups(*ex_.store);  // after a checkpoint's state is in: the rule checks what it needs now
+  for (const std::string& g : ex_.optimizer->unmatched_rules())
+    out_ << "warning: train.optimizer.groups: group '" << g << "' matches no parameter of this model\n";
 
   std::vector<std::string> skipped;
   metrics_ = applicable_metrics(spec, ex_.task_info, &skipped);

@@ -49,7 +49,8 @@ LoadedSpec load_run_spec(const std::filesystem::path& run_dir, const SpecOptions
                        "to use another configuration, train it");
   }
   const std::filesystem::path checkpoint = train::run_checkpoint(run_dir);
-  return validated(spec::parse_spec(train::read_checkpoint(checkpoint).spec_yaml, checkpoint.string(), options.overrides),
+  return validated(spec::parse_spec(spec::upgraded_run_yaml(train::read_checkpoint(checkpoint).spec_yaml), checkpoint.string(),
+                                    options.overrides),
                    options.plugin_paths, err, run_dir);
 }
 

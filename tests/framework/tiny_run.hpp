@@ -29,7 +29,8 @@ struct TinyRun {
   std::string backend = "onednn";
   int steps = 400;
   int batch_size = 32;
-  std::string lr = "3.0e-3";  // optimizer: {lr: ...}
+  std::string lr = "3.0e-3";   // optimizer: {lr: ...}
+  std::string optimizer = "";  // more of train.optimizer's map, e.g. "plugin: lion, beta2: 0.95"
   std::string schedule = "";
   bool clip_grad_norm = true;  // clip_grad_norm: 1.0
   int seed = 1;
@@ -47,7 +48,10 @@ struct TinyRun {
          ", dropout: 0.0" + (embedding_dropout ? ", embedding_dropout: 0.0" : "") + (block.empty() ? "" : ", block: " + block) +
          "}\n";
     s += "backend: " + backend + "\n";
-    s += "train: {steps: " + n(steps) + ", batch_size: " + n(batch_size) + (lr.empty() ? "" : ", optimizer: {lr: " + lr + "}") +
+    s += "train: {steps: " + n(steps) + ", batch_size: " + n(batch_size) +
+         (lr.empty() && optimizer.empty()
+              ? ""
+              : ", optimizer: {" + (lr.empty() ? "" : "lr: " + lr + (optimizer.empty() ? "" : ", ")) + optimizer + "}") +
          (schedule.empty() ? "" : ", schedule: " + schedule) + (clip_grad_norm ? ", clip_grad_norm: 1.0" : "") +
          ", seed: " + n(seed) + "}\n";
     s += "log: {every: " + n(log_every) +

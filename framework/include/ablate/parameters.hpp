@@ -26,12 +26,18 @@ struct Init {
   static Init xavier_uniform() { return {Kind::XavierUniform, 0.0f}; }
 };
 
+// The state an optimizer keeps for a parameter: F32 tensors of the parameter's shape (Parameter::m,
+// Parameter::v), zero before the first update, saved in checkpoints. The optimizer says which
+// (Optimizer::state, ablate/optimizer.hpp): Adam both moments, Lion and SGD with momentum m alone.
+enum class OptimizerState : std::uint8_t { none = 0, m = 1, m_and_v = 2 };
+
 struct Parameter {
   std::string name;
   Tensor value;    // F32 master weights
   Tensor grad;     // F32, accumulated by backward; zeroed by ParameterStore::zero_grad
   Tensor compute;  // what ops read: `value` itself, or its BF16 copy under mixed precision
-  Tensor m, v;     // Adam moments (F32), allocated by the optimizer on first use
+  Tensor m, v;     // the optimizer's state (F32), allocated when packed with it (ParameterStore::packed)
+  OptimizerState state = OptimizerState::m_and_v;  // which of m, v it keeps: set by the optimizer driver
 };
 
 // Every parameter's tensors of one role side by side: value, grad, compute and the moments are
@@ -42,6 +48,13 @@ struct PackedParameters {
   static constexpr std::int64_t kAlign = 64;  // elements: 256-byte aligned f32, 128-byte bf16 views
   Tensor value, grad, compute;                // [N]: F32, F32, the compute dtype (`value` under F32)
   Tensor m, v;                                // [N] F32, once ParameterStore::packed(true) asked for them
+};
+
+// Packed views of a run of consecutive parameters (in packing order): what one optimizer group
+// updates with one call per op. Elements between the parameters are zero and stay zero under
+// every elementwise update (a zero gradient and zero state change nothing).
+struct PackedSpan {
+  Tensor value, grad, compute, m, v;  // [Ng] views into the store's PackedParameters (m, v: when packed)
 };
 
 class BOOST_SYMBOL_VISIBLE ParameterStore {
@@ -70,17 +83,25 @@ class BOOST_SYMBOL_VISIBLE ParameterStore {
   double grad_norm();
   // Re-derives the compute copies from the masters (after loading a checkpoint).
   void refresh_compute();
-  // The parameters packed (PackedParameters; with_moments: the Adam moments too, zero where a
-  // parameter has none). Packs on first use, and again after add(); a parameter tensor replaced
-  // since (a checkpoint's moments, say) is copied in and becomes a view again.
+  // The parameters packed (PackedParameters; with_moments: the optimizer state too, each
+  // parameter's m and v as its Parameter::state says, zero where a checkpoint had none). Packs on
+  // first use, and again after add() or set_packing_order(); a parameter tensor replaced since (a
+  // checkpoint's moments, say) is copied in and becomes a view again.
   const PackedParameters& packed(bool with_moments = false);
+  // Packs in this order from now on (a permutation of all(): the optimizer driver puts each group's
+  // parameters side by side). The default is creation order. Throws ablate::Error otherwise.
+  void set_packing_order(const std::vector<Parameter*>& order);
+  // The packed views of `members`, which must lie side by side in the packing order (after packed()).
+  PackedSpan packed_span(const std::vector<Parameter*>& members);
 
  private:
   Backend& backend_;
   DType compute_;
   std::deque<Parameter> params_;  // stable addresses
   std::map<std::string, Parameter*> index_;
-  PackedParameters packed_;  // empty until packed(); cleared by add()
+  PackedParameters packed_;                           // empty until packed(); cleared by add()
+  std::vector<Parameter*> order_;                     // packing order; empty: creation order
+  std::map<const Parameter*, std::int64_t> offsets_;  // each parameter's first element in packed_
 };
 
 // Host-side values of `init` for a tensor of `shape`: deterministic in (seed, name).

@@ -28,7 +28,7 @@ model:
   ffn: {plugin: gelu, approximate: tanh}
   d_model: 32
 train:
-  optimizer: {lr: 0.003, betas: [0.9, 0.98]}
+  optimizer: {plugin: adamw, lr: 0.003, beta2: 0.95}
   schedule: {plugin: noam, warmup: 400}
 eval: {metrics: [loss, exact_match]}
 sweep: {grid: {model.block: [pre_norm, post_norm]}}
@@ -41,7 +41,8 @@ note: ~
   EXPECT_EQ(c.count("model.ffn.plugin"), 0u);
   EXPECT_EQ(c.at("model.d_model"), "32");
   EXPECT_EQ(c.at("train.optimizer.lr"), "0.003");
-  EXPECT_EQ(c.at("train.optimizer.betas"), "[0.9, 0.98]");
+  EXPECT_EQ(c.at("train.optimizer"), "adamw");
+  EXPECT_EQ(c.at("train.optimizer.beta2"), "0.95");
   EXPECT_EQ(c.at("train.schedule"), "noam");
   EXPECT_EQ(c.at("train.schedule.warmup"), "400");
   EXPECT_EQ(c.at("eval.metrics"), "[loss, exact_match]");

@@ -62,7 +62,7 @@ struct TinyLayer {
 
   Backend& be;
   ParameterStore store;
-  Adam adam{be, AdamConfig{0.9f, 0.98f, 1e-9f, 0.0f, false}};
+  OptimizerDriver adam{be, testing::builtin_registry().create<Optimizer>("adam"), 0.0};
   Tensor ids, targets, lengths;
 };
 

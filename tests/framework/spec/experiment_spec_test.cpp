@@ -45,11 +45,10 @@ TEST(SpecLoad, MinimalSpecGetsTheTransformerBaseDefaults) {
   EXPECT_EQ(s.precision, Precision::f32);
   EXPECT_EQ(s.train.steps, 10);
   EXPECT_EQ(s.train.batch_size, 64);
-  EXPECT_EQ(s.train.optimizer.name, OptimizerName::adam);
+  EXPECT_EQ(s.train.optimizer.plugin, (PluginRef{"adam", {}}));  // its options' defaults come with the plugin
   EXPECT_DOUBLE_EQ(s.train.optimizer.lr, 1e-3);
-  EXPECT_EQ(s.train.optimizer.betas, (std::array<double, 2>{0.9, 0.98}));
-  EXPECT_DOUBLE_EQ(s.train.optimizer.eps, 1e-9);
   EXPECT_DOUBLE_EQ(s.train.optimizer.weight_decay, 0.0);
+  EXPECT_TRUE(s.train.optimizer.groups.empty());
   EXPECT_EQ(s.train.schedule.name, "constant");
   EXPECT_DOUBLE_EQ(s.train.clip_grad_norm, 0.0);
   EXPECT_DOUBLE_EQ(s.train.label_smoothing, 0.0);
@@ -103,9 +102,10 @@ TEST(SpecErrors, WrongTypeNamesTheValueAndTheExpectedType) {
 
 TEST(SpecErrors, OutOfRangeNamesTheRange) {
   const std::string e = parse_error(
-      "name: a\ntask: copy\ntrain: {steps: 0, optimizer: {betas: [0.9, 1.0], lr: 0}}\nmodel: {dropout: 1.0, norm_eps: -1}\n");
+      "name: a\ntask: copy\ntrain: {steps: 0, optimizer: {groups: [{name: g, roles: norm, lr_scale: -1}], lr: 0}}\n"
+      "model: {dropout: 1.0, norm_eps: -1}\n");
   EXPECT_TRUE(contains(e, "t.yaml:3:16: train.steps: 0 is out of range; expected an integer > 0")) << e;
-  EXPECT_TRUE(contains(e, "train.optimizer.betas[1]: 1.0 is out of range; expected a number in [0, 1)")) << e;
+  EXPECT_TRUE(contains(e, "train.optimizer.groups[0].lr_scale: -1 is out of range; expected a number >= 0")) << e;
   EXPECT_TRUE(contains(e, "train.optimizer.lr: 0 is out of range; expected a number > 0")) << e;
   EXPECT_TRUE(contains(e, "t.yaml:4:18: model.dropout: 1.0 is out of range; expected a number in [0, 1)")) << e;
   EXPECT_TRUE(contains(e, "model.norm_eps: -1 is out of range; expected a number > 0")) << e;
@@ -208,8 +208,9 @@ TEST(SpecExtends, ChainsMergeDepthFirstWithTheChildOverriding) {
   EXPECT_EQ(s.model.block, (PluginRef{"pre_norm", {}}));  // another plugin: the base's options go
   EXPECT_EQ(s.train.steps, 300);
   EXPECT_EQ(s.train.schedule, (PluginRef{"noam", {{"warmup", "200"}}}));  // same plugin: options merge
-  EXPECT_DOUBLE_EQ(s.train.optimizer.lr, 0.002);
-  EXPECT_EQ(s.train.optimizer.betas, (std::array<double, 2>{0.8, 0.9}));  // lists replace
+  EXPECT_EQ(s.train.optimizer.plugin, (PluginRef{"lion", {}}));           // another optimizer: the base's beta2 goes,
+  EXPECT_DOUBLE_EQ(s.train.optimizer.lr, 0.002);                          // the spec keys beside it stay
+  EXPECT_EQ(s.eval.lengths, (std::vector<std::int64_t>{16}));             // lists replace
   // Marks point into the file that wrote each value.
   EXPECT_EQ(s.marks.of("model.d_model").str(), (kData / "base.yaml").string() + ":6:12");
   EXPECT_EQ(s.marks.of("model.layers").str(), (kData / "middle.yaml").string() + ":5:11");
@@ -269,11 +270,11 @@ TEST(SpecExtends, PluginPathsAreRelativeToTheirFile) {
 
 TEST(SpecOverrides, SetReplacesValuesPluginsAndLists) {
   const ExperimentSpec s =
-      load_spec(kData / "base.yaml", {"model.d_model=256", "model.block=pre_norm", "train.optimizer.betas=[0.9,0.999]",
+      load_spec(kData / "base.yaml", {"model.d_model=256", "model.block=pre_norm", "train.optimizer.beta1=0.8",
                                       "train.schedule.warmup=50", "backend={plugin: reference}", "name=renamed"});
   EXPECT_EQ(s.model.d_model, 256);
   EXPECT_EQ(s.model.block, (PluginRef{"pre_norm", {}}));
-  EXPECT_EQ(s.train.optimizer.betas, (std::array<double, 2>{0.9, 0.999}));
+  EXPECT_EQ(s.train.optimizer.plugin, (PluginRef{"adam", {{"beta1", "0.8"}, {"beta2", "0.99"}}}));
   EXPECT_EQ(s.train.schedule, (PluginRef{"noam", {{"warmup", "50"}}}));
   EXPECT_EQ(s.backend, (PluginRef{"reference", {}}));
   EXPECT_EQ(s.name, "renamed");
@@ -312,12 +313,27 @@ TEST(SpecResolved, RoundTripGivesAnEqualSpec) {
   EXPECT_EQ(resolved_yaml(back), yaml);
 }
 
+TEST(SpecUpgrade, AnOlderRunsOptimizerReadsInTodaysKeys) {
+  const std::string old =
+      "name: x\ntask: copy\ntrain:\n  steps: 1\n  optimizer: {name: adamw, lr: 0.002, betas: [0.8, 0.95], eps: 1e-06, "
+      "weight_decay: 0.1}\n";
+  const ExperimentSpec s = parse_spec(upgraded_run_yaml(old), "old.yaml");
+  EXPECT_EQ(s.train.optimizer.plugin, (PluginRef{"adamw", {{"beta1", "0.8"}, {"beta2", "0.95"}, {"eps", "1e-06"}}}));
+  EXPECT_DOUBLE_EQ(s.train.optimizer.lr, 0.002);
+  EXPECT_DOUBLE_EQ(s.train.optimizer.weight_decay, 0.1);
+  const std::string today = resolved_yaml(s);
+  EXPECT_EQ(upgraded_run_yaml(today), today) << "today's keys are left as they are";
+  EXPECT_NE(usage_error([&] { parse_spec(old, "old.yaml"); }).find("write `plugin: NAME`, not `name: NAME`"), std::string::npos)
+      << "a spec file in the old keys is told what to write";
+}
+
 TEST(SpecResolved, WritesEveryDefault) {
   const std::string yaml = resolved_yaml(parse_spec(kMinimal, "t.yaml"));
-  for (const char* key : {"arch: encoder_decoder", "d_model: 512", "heads: 8", "encoder_layers: 6", "d_ff: 2048", "dropout: 0.1",
-                          "block: {plugin: post_norm}", "norm_eps: 1e-05", "backend: {plugin: onednn}", "precision: f32",
-                          "betas: [0.9, 0.98]", "eps: 1e-09", "schedule: {plugin: constant}", "early_stopping: ~",
-                          "metrics: [loss, perplexity, token_accuracy, exact_match]", "probe_examples: 4", "grid: {}"})
+  for (const char* key :
+       {"arch: encoder_decoder", "d_model: 512", "heads: 8", "encoder_layers: 6", "d_ff: 2048", "dropout: 0.1",
+        "block: {plugin: post_norm}", "norm_eps: 1e-05", "backend: {plugin: onednn}", "precision: f32",
+        "optimizer: {plugin: adam, lr: 0.001, weight_decay: 0.0, groups: []}", "schedule: {plugin: constant}",
+        "early_stopping: ~", "metrics: [loss, perplexity, token_accuracy, exact_match]", "probe_examples: 4", "grid: {}"})
     EXPECT_TRUE(contains(yaml, key)) << key << "\n" << yaml;
   EXPECT_EQ(parse_spec(yaml, "r.yaml"), parse_spec(kMinimal, "t.yaml"));
 }
@@ -327,7 +343,7 @@ TEST(SpecSweep, AxesAreKeptAsYamlValues) {
       parse_spec(std::string(kMinimal) +
                      "sweep:\n  grid: {model.block: [pre_norm, post_norm], train.schedule: [{plugin: noam, warmup: 4}]}\n"
                      "  zip: {model.d_model: [128, 256], model.d_ff: [512, 1024]}\n  seeds: [1, 2, 3]\n"
-                     "  runs: [{model.ffn: gelu, train.optimizer.betas: [0.9, 0.99]}]\n",
+                     "  runs: [{model.ffn: gelu, eval.lengths: [8, 16]}]\n",
                  "t.yaml");
   ASSERT_EQ(s.sweep.grid.size(), 2u);
   EXPECT_EQ(s.sweep.grid[0], (std::pair<std::string, std::vector<std::string>>{"model.block", {"pre_norm", "post_norm"}}));
@@ -335,7 +351,7 @@ TEST(SpecSweep, AxesAreKeptAsYamlValues) {
   EXPECT_EQ(s.sweep.zip.size(), 2u);
   EXPECT_EQ(s.sweep.seeds, (std::vector<std::int64_t>{1, 2, 3}));
   ASSERT_EQ(s.sweep.runs.size(), 1u);
-  EXPECT_EQ(s.sweep.runs[0][1], (std::pair<std::string, std::string>{"train.optimizer.betas", "[0.9, 0.99]"}));
+  EXPECT_EQ(s.sweep.runs[0][1], (std::pair<std::string, std::string>{"eval.lengths", "[8, 16]"}));
   EXPECT_EQ(parse_spec(resolved_yaml(s), "r.yaml"), s);
 }
 

@@ -28,6 +28,8 @@ class FakeCatalog final : public PluginCatalog {
     plugins_["backend"]["reference"] = {};
     plugins_["schedule"]["constant"] = {opt("lr", OptionType::Float, "0.001")};
     plugins_["schedule"]["noam"] = {opt("warmup", OptionType::Int, "4000"), opt("factor", OptionType::Float, "1.0")};
+    plugins_["optimizer"]["adam"] = {opt("beta1", OptionType::Float, "0.9"), opt("eps", OptionType::Float, "1e-9")};
+    plugins_["optimizer"]["lion"] = {opt("beta1", OptionType::Float, "0.9")};
   }
   std::optional<std::vector<OptionDescriptor>> options(const std::string& kind, const std::string& name) const override {
     const auto k = plugins_.find(kind);
@@ -62,12 +64,25 @@ TEST(SpecPlugins, ValidSpecGetsThePluginDefaults) {
   EXPECT_EQ(s.model.positional_encoding, (PluginRef{"sinusoidal", {{"base", "10000"}}}));
   EXPECT_EQ(s.backend, (PluginRef{"onednn", {{"threads", "2"}}}));
   EXPECT_EQ(s.train.schedule, (PluginRef{"noam", {{"factor", "1.0"}, {"warmup", "5"}}}));
+  EXPECT_EQ(s.train.optimizer.plugin, (PluginRef{"adam", {{"beta1", "0.9"}, {"eps", "1e-9"}}}));
   // The resolved spec carries the plugin defaults and still validates.
   const std::string yaml = resolved_yaml(s);
   EXPECT_TRUE(contains(yaml, "block: {plugin: post_norm, norm: layer_norm}")) << yaml;
   ExperimentSpec back = parse_spec(yaml, "r.yaml");
   validate_plugins(back, FakeCatalog());
   EXPECT_EQ(back, s);
+}
+
+// The optimizer's options sit beside the framework's keys in train.optimizer's map: an unknown
+// option is named with the rule's, the framework's keys are not options.
+TEST(SpecPlugins, OptimizerOptionsAreCheckedBesideTheFrameworksKeys) {
+  const std::string e = validation_error(
+      "name: a\ntask: {plugin: copy, vocab_size: 1}\ntrain:\n  steps: 1\n  optimizer: {plugin: lion, lr: 0.01, beta2: 0.9, weight_decay: 0.1}\n");
+  EXPECT_TRUE(
+      contains(e, "t.yaml:5:39: train.optimizer.beta2: optimizer plugin 'lion' has no option 'beta2'; expected one of beta1"))
+      << e;
+  EXPECT_FALSE(contains(e, "'lr'")) << e;
+  EXPECT_FALSE(contains(e, "weight_decay")) << e;
 }
 
 TEST(SpecPlugins, UnknownPluginListsTheAvailableNames) {

@@ -83,8 +83,8 @@ TEST(SweepExpansion, NoSweepIsTheBaseRunAndSeedsAloneRepeatIt) {
 }
 
 TEST(SweepExpansion, NamesAreFileSafeAndShortKeysStayUnambiguous) {
-  const auto points = spec::expand_sweep(sweep_of("  grid: {train.optimizer.betas: ['[0.9, 0.98]'], model.dropout: [0.1]}\n"));
-  EXPECT_EQ(names(points), std::vector<std::string>{"betas=_0.9__0.98_,dropout=0.1"});
+  const auto points = spec::expand_sweep(sweep_of("  grid: {eval.lengths: ['[8, 16]'], model.dropout: [0.1]}\n"));
+  EXPECT_EQ(names(points), std::vector<std::string>{"lengths=_8__16_,dropout=0.1"});
   EXPECT_EQ(spec::short_key("model.positional_encoding", {"model.positional_encoding"}), "pe");
   EXPECT_EQ(spec::short_key("model.dropout", {"model.dropout", "task.dropout"}), "model.dropout");
   EXPECT_EQ(spec::short_key("model.block", {"model.dropout", "model.block"}), "block");

@@ -43,29 +43,11 @@ TEST(SpecDefaults, ModelDimsAndModelConfigStartAtTheSpecsDefaults) {
   EXPECT_EQ(c.pooling, from_spec.pooling);
 }
 
-// beta1, beta2, eps, weight_decay and decoupled of `adam` (an AdamConfig, or the backend op's
-// AdamParams) against those `from_spec` has.
-template <class Adam>
-void expect_adam_of_spec(const Adam& adam, const AdamConfig& from_spec) {
-  EXPECT_EQ(adam.beta1, from_spec.beta1);
-  EXPECT_EQ(adam.beta2, from_spec.beta2);
-  EXPECT_EQ(adam.eps, from_spec.eps);
-  EXPECT_EQ(adam.weight_decay, from_spec.weight_decay);
-  EXPECT_EQ(adam.decoupled, from_spec.decoupled);
-}
-
-TEST(SpecDefaults, AdamConfigAndTheAdamOpStartAtTheSpecsDefaults) {
-  const AdamConfig from_spec = adam_config(defaults());
-  expect_adam_of_spec(AdamConfig{}, from_spec);
-  const AdamParams op;  // the backend op's parameters
-  EXPECT_EQ(op.lr, static_cast<float>(defaults().train.optimizer.lr));
-  expect_adam_of_spec(op, from_spec);
-}
-
 TEST(SpecDefaults, EveryConfigFieldFollowsTheSpec) {
   // Every value away from its default: a field the mapping forgot keeps its default and fails here.
   const spec::ExperimentSpec s = spec::parse_spec(
-      "name: x\ntask: copy\ntrain: {steps: 1, optimizer: {name: adamw, betas: [0.8, 0.9], eps: 1e-6, weight_decay: 0.1}}\n"
+      "name: x\ntask: copy\ntrain: {steps: 1, optimizer: {plugin: adamw, weight_decay: 0.1,\n"
+      "  groups: [{name: g, roles: [norm, output], match: '*.gamma', lr_scale: 2, weight_decay: 0}]}}\n"
       "model: {arch: decoder, d_model: 48, heads: 3, d_ff: 96, dropout: 0.2, attention_dropout: 0.3, norm_eps: 1e-6,\n"
       "        qkv_bias: false, out_bias: false, encoder_layers: 2, decoder_layers: 3, embedding_dropout: 0.4,\n"
       "        scale_embedding: false, embedding_norm: true, embedding_norm_eps: 1e-7, causal: false, final_norm: false,\n"
@@ -92,12 +74,13 @@ TEST(SpecDefaults, EveryConfigFieldFollowsTheSpec) {
   EXPECT_NE(c.final_norm, d.final_norm);
   EXPECT_NE(c.tie_embeddings, d.tie_embeddings);
   EXPECT_NE(c.pooling, d.pooling);
-  const AdamConfig a = adam_config(s), ad;
-  EXPECT_NE(a.beta1, ad.beta1);
-  EXPECT_NE(a.beta2, ad.beta2);
-  EXPECT_NE(a.eps, ad.eps);
-  EXPECT_NE(a.weight_decay, ad.weight_decay);
-  EXPECT_NE(a.decoupled, ad.decoupled);
+  const std::vector<OptimizerGroupRule> rules = optimizer_group_rules(s);
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0].name, "g");
+  EXPECT_EQ(rules[0].roles, (std::vector<ParameterRole>{ParameterRole::norm, ParameterRole::output}));
+  EXPECT_EQ(rules[0].match, "*.gamma");
+  EXPECT_EQ(rules[0].lr_scale, 2.0);
+  EXPECT_EQ(rules[0].weight_decay, 0.0);
 }
 
 }  // namespace
