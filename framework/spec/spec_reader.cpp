@@ -230,7 +230,9 @@ void Reader::read_plugin(const SpecTree* parent, const std::string& key, const s
     marks_.at[option_path] = value.mark;
     marks_.keys[option_path] = t->key_marks[i];
     if (!value.is_scalar()) {
-      error(value.mark, option_path, describe(value) + " is not a plugin option value; expected a bool, number or string");
+      error(value.mark, option_path,
+            describe(value) + " is not a plugin option value; expected a bool, number or string" +
+                (option == "betas" ? " (Adam's betas are the options beta1 and beta2: `beta1: 0.9, beta2: 0.98`)" : ""));
       continue;
     }
     ref.options[option] = value.text;

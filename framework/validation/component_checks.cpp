@@ -118,8 +118,8 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
   std::shared_ptr<Task> task;
   std::unique_ptr<train::TokenizerStore> tokenizers;  // the task's, while it is checked
   bool tokenizer_refused = false;                     // then the task is not prepared with it
-  for (const char* path :
-       {"task.tokenizer", "task", "model.block", "model.attention", "model.positional_encoding", "model.ffn", "train.schedule"}) {
+  for (const char* path : {"task.tokenizer", "task", "model.block", "model.attention", "model.positional_encoding", "model.ffn",
+                           "train.optimizer", "train.schedule"}) {
     const spec::PluginSlot& slot = *std::find_if(spec::plugin_slots().begin(), spec::plugin_slots().end(),
                                                  [&](const spec::PluginSlot& s) { return s.path == path; });
     const spec::PluginRef& ref = spec::plugin_at(spec, slot.path);

@@ -10,8 +10,15 @@
 #include <map>
 #include <string>
 
+#include <filesystem>
+#include <fstream>
+
 #include "ablate/optimizer.hpp"
+#include "framework/cli/cli_test_util.hpp"
 #include "framework/core/backend_fixture.hpp"
+#include "framework/test_dirs.hpp"
+#include "framework/tiny_run.hpp"
+#include "results/run_file.hpp"
 #include "plugin_host/plugin_registry.hpp"
 
 namespace ablate {
@@ -265,6 +272,52 @@ TEST_F(OptimizerOptions, MuonRefusesAModelWithoutMatrices) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no matrix parameter"), std::string::npos) << e.what();
   }
+}
+
+// A backend without the compare op (cudnn today): Lion refuses when the run starts, naming the op.
+TEST_F(OptimizerOptions, LionRefusesABackendWithoutCompare) {
+  struct NoCompare : testing::ForwardingBackend {
+    using ForwardingBackend::ForwardingBackend;
+    bool supports(OptionalOp op) const override { return op != OptionalOp::compare && in_->supports(op); }
+  };
+  NoCompare be(testing::builtin_backend("reference"));
+  ParameterStore store(be);
+  store.add("enc.ffn.in.weight", {2, 2}, Init::ones(), 1);
+  OptimizerDriver lion(be, registry.create<Optimizer>("lion"), 0.0);
+  try {
+    lion.form_groups(store);
+    ADD_FAILURE() << "accepted a backend without compare";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs the backend op compare"), std::string::npos) << e.what();
+  }
+}
+
+// Each rule trains the tiny copy task (TinyRun: 400 steps, clip 1) to exact copies at a learning
+// rate of its own kind (measured: adam 3e-3 and muon 3e-3 reach 0.97-1.0 exact match, lion 1e-3
+// 0.95, SGD with Nesterov momentum 0.1 1.0; lion 3e-4 only 0.89), and its run records the rule.
+TEST(OptimizerTraining, EachBuiltInRuleLearnsTheCopyTask) {
+  const std::filesystem::path dir = testing::fresh_dir("optimizer_training");
+  for (const auto& [rule, settings] :
+       std::vector<std::pair<std::string, std::string>>{{"adamw", "lr: 3.0e-3"},
+                                                        {"lion", "lr: 1.0e-3"},
+                                                        {"sgd", "lr: 0.1, momentum: 0.9, nesterov: true"},
+                                                        {"muon", "lr: 3.0e-3"}}) {
+    testing::TinyRun run;
+    run.lr = "";
+    run.optimizer = "plugin: " + rule + ", " + settings;
+    std::ofstream(dir / (rule + ".yaml")) << run.yaml();
+    const testing::CliResult r =
+        testing::run_cli({"run", (dir / (rule + ".yaml")).string(), "--out", (dir / rule).string(), "--progress", "quiet"});
+    ASSERT_EQ(r.code, 0) << rule << ": " << r.err;
+    const results::RunReader reader(dir / rule / "run.h5");
+    const results::MetricTable eval = reader.metrics(results::MetricSplit::Eval);
+    const auto col = std::find(eval.names.begin(), eval.names.end(), "exact_match");
+    ASSERT_NE(col, eval.names.end());
+    const double exact = eval.columns[static_cast<std::size_t>(col - eval.names.begin())].back();
+    EXPECT_GE(exact, 0.9) << rule << " did not learn to copy";
+    EXPECT_NE(reader.info().resolved_spec_yaml.find("optimizer: {plugin: " + rule), std::string::npos) << rule;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
