@@ -312,7 +312,7 @@ const std::vector<SpecKey>& schema() {
         "tokens (rows x the longest example's longer side with bos/eos, fairseq's `--max-tokens`), a micro-batch each "
         "with `accumulate`; `batch_size` then sizes the evaluation batches only"));
     k.push_back(plugin("train.optimizer", FIELD(train.optimizer.plugin)).def("adam").doc(
-        "the update rule (`adam`, `adamw`, `lion`, `sgd`, `muon`) and its options, e.g. `{plugin: adamw, beta2: 0.95, lr: 3e-4}`; "
+        "the update rule (`adam`, `adamw`, `lion`, `sgd`, `muon`, `adafactor`) and its options, e.g. `{plugin: adamw, beta2: 0.95, lr: 3e-4}`; "
         "`lr`, `weight_decay` and `groups` below sit in the same map (docs/training.md, \"Optimizers\")"));
     k.push_back(number(KEY(train.optimizer.lr), kPositive).def("1e-3").doc("base learning rate"));
     k.push_back(number(KEY(train.optimizer.weight_decay), kNonNegative).def("0.0").doc(

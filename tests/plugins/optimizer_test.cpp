@@ -1,4 +1,4 @@
-// Tests for the built-in optimizer plugins (adam, adamw, lion, sgd, muon), loaded as `ablate` loads them
+// Tests for the built-in optimizer plugins (adam, adamw, lion, sgd, muon, adafactor), loaded as `ablate` loads them
 // and driven by the OptimizerDriver training uses: each rule's step sequence on a small problem
 // against the same rule written here in double precision from its paper (Lion: Chen et al. 2023,
 // Algorithm 2; Muon: modded-nanogpt's code) or from torch.optim's documented algorithm (Adam, AdamW, SGD), on every CPU
@@ -133,6 +133,64 @@ Reference muon_reference(double mu) {
   return r;
 }
 
+// Adafactor as Hugging Face's transformers writes it (Shazeer & Stern 2018, Algorithm 4, with
+// T5's options), in double: beta2 = 1 - t^-0.8, row and column means of g^2 for a matrix (full
+// for a vector), the update clipped to RMS 1, the step lr * max(1e-3, RMS(w)), decay at that step.
+Reference adafactor_reference(double beta1) {
+  Reference r;
+  r.step = [=](Reference& s, const std::vector<double>& g, double lr, double wd, int t) {
+    const double beta2 = 1 - std::pow(static_cast<double>(t), -0.8), eps1 = 1e-30;
+    for (const auto& [first, rows_in, cols] : s.parts) {
+      const std::size_t rows = std::max<std::size_t>(rows_in, 1), n = rows * cols;
+      const bool factored = rows > 1 && cols > 1;
+      std::vector<double> u(n);
+      if (factored) {
+        for (std::size_t i = 0; i < rows; ++i) {
+          double mean = 0;
+          for (std::size_t j = 0; j < cols; ++j)
+            mean += g[first + i * cols + j] * g[first + i * cols + j] / static_cast<double>(cols);
+          s.v[first + i] = beta2 * s.v[first + i] + (1 - beta2) * mean;
+        }
+        for (std::size_t j = 0; j < cols; ++j) {
+          double mean = 0;
+          for (std::size_t i = 0; i < rows; ++i)
+            mean += g[first + i * cols + j] * g[first + i * cols + j] / static_cast<double>(rows);
+          s.v[first + rows + j] = beta2 * s.v[first + rows + j] + (1 - beta2) * mean;
+        }
+        double mean_rows = 0;
+        for (std::size_t i = 0; i < rows; ++i) mean_rows += (s.v[first + i] + eps1) / static_cast<double>(rows);
+        for (std::size_t i = 0; i < rows; ++i)
+          for (std::size_t j = 0; j < cols; ++j)
+            u[i * cols + j] = g[first + i * cols + j] * std::sqrt(mean_rows / (s.v[first + i] + eps1)) /
+                              std::sqrt(s.v[first + rows + j] + eps1);
+      } else {
+        for (std::size_t e = 0; e < n; ++e) {
+          s.v[first + e] = beta2 * s.v[first + e] + (1 - beta2) * g[first + e] * g[first + e];
+          u[e] = g[first + e] / std::sqrt(s.v[first + e] + eps1);
+        }
+      }
+      double su = 0, sw = 0;
+      for (std::size_t e = 0; e < n; ++e) {
+        su += u[e] * u[e];
+        sw += s.w[first + e] * s.w[first + e];
+      }
+      const double alpha = lr * std::max(1e-3, std::sqrt(sw / static_cast<double>(n)));
+      const double a = alpha / std::max(1.0, std::sqrt(su / static_cast<double>(n)));
+      for (std::size_t e = 0; e < n; ++e) {
+        double& w = s.w[first + e];
+        if (beta1 > 0) {
+          double& m = s.m[first + e];
+          m = beta1 * m + (1 - beta1) * a * u[e];
+          w = (1 - alpha * wd) * w - m;
+        } else {
+          w = (1 - alpha * wd) * w - a * u[e];
+        }
+      }
+    }
+  };
+  return r;
+}
+
 class OptimizerPlugins : public ::testing::TestWithParam<std::string> {
  protected:
   PluginRegistry& registry = testing::builtin_registry();
@@ -212,6 +270,11 @@ TEST_P(OptimizerPlugins, MuonFollowsModdedNanogptsAlgorithmWithAdamWForTheRest) 
   EXPECT_LT(worst_error("muon", {{"momentum", "0.9"}}, muon_reference(0.9), DType::BF16), 2e-6);
 }
 
+TEST_P(OptimizerPlugins, AdafactorFollowsTheHuggingFaceAlgorithm) {
+  EXPECT_LT(worst_error("adafactor", {}, adafactor_reference(0.0)), 1e-6);
+  EXPECT_LT(worst_error("adafactor", {{"beta1", "0.9"}}, adafactor_reference(0.9), DType::BF16), 1e-6);
+}
+
 INSTANTIATE_TEST_SUITE_P(CpuBackends, OptimizerPlugins, ::testing::Values("reference", "onednn"));
 
 class OptimizerOptions : public ::testing::Test {
@@ -228,6 +291,9 @@ TEST_F(OptimizerOptions, EachRuleKeepsTheStateItNeeds) {
   EXPECT_EQ(registry.create<Optimizer>("sgd", {{"momentum", "0.5"}})->state(ParameterRole::vector, s), OptimizerState::m);
   EXPECT_EQ(registry.create<Optimizer>("muon")->state(ParameterRole::matrix, s), OptimizerState::m);
   EXPECT_EQ(registry.create<Optimizer>("muon")->state(ParameterRole::embedding, s), OptimizerState::m_and_v);
+  EXPECT_EQ(registry.create<Optimizer>("adafactor")->state(ParameterRole::matrix, s), OptimizerState::m);
+  EXPECT_EQ(registry.create<Optimizer>("adafactor", {{"beta1", "0.9"}})->state(ParameterRole::matrix, s),
+            OptimizerState::m_and_v);
 }
 
 TEST_F(OptimizerOptions, AdamsDefaultsAreTheBackendOpsDefaults) {
@@ -301,7 +367,8 @@ TEST(OptimizerTraining, EachBuiltInRuleLearnsTheCopyTask) {
        std::vector<std::pair<std::string, std::string>>{{"adamw", "lr: 3.0e-3"},
                                                         {"lion", "lr: 1.0e-3"},
                                                         {"sgd", "lr: 0.1, momentum: 0.9, nesterov: true"},
-                                                        {"muon", "lr: 3.0e-3"}}) {
+                                                        {"muon", "lr: 3.0e-3"},
+                                                        {"adafactor", "lr: 1.0e-2"}}) {
     testing::TinyRun run;
     run.lr = "";
     run.optimizer = "plugin: " + rule + ", " + settings;

@@ -27,6 +27,10 @@ TEST(PluginRegistry, ScansBuiltinDirectoryNextToTheExecutable) {
   for (const PluginDescriptor* d : r.list("schedule")) ids.push_back(d->id());
   EXPECT_EQ(ids, (std::vector<std::string>{"schedule/constant", "schedule/cosine", "schedule/inverse_sqrt", "schedule/linear",
                                            "schedule/noam", "schedule/wsd"}));
+  ids.clear();
+  for (const PluginDescriptor* d : r.list("optimizer")) ids.push_back(d->id());
+  EXPECT_EQ(ids, (std::vector<std::string>{"optimizer/adafactor", "optimizer/adam", "optimizer/adamw", "optimizer/lion",
+                                           "optimizer/muon", "optimizer/sgd"}));
 }
 
 TEST(PluginRegistry, LoadReadsInfoRecordAndOptions) {
