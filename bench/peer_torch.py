@@ -225,17 +225,150 @@ def key_mask(lengths, s):
     return (torch.arange(s)[None, :] < lengths[:, None])[:, None, None, :]
 
 
-def make_optimizer(params, train):
+def parameter_role(name, shape):
+    """Ablate's ParameterRole of a parameter (framework/core/optimizer.cpp), from its name and shape."""
+    parts = name.split(".")
+    if any("norm" in part for part in parts):
+        return "norm"
+    if "layers" in parts and not {"self_attn", "cross_attn", "ffn"} & set(parts):
+        return "norm"
+    if "embedding" in parts or "positions" in parts:
+        return "embedding" if len(shape) >= 2 else "vector"
+    if len(shape) < 2:
+        return "vector"
+    return "output" if {"output", "classifier"} & set(parts) else "matrix"
+
+
+class Lion(torch.optim.Optimizer):
+    """Lion (Chen et al. 2023, Algorithm 2), written from the paper: plugins/optimizer_lion's peer."""
+
+    def __init__(self, params, lr, betas, weight_decay):
+        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            b1, b2 = group["betas"]
+            for p in group["params"]:
+                m = self.state[p].setdefault("m", torch.zeros_like(p))
+                g = p.grad if p.grad is not None else torch.zeros_like(p)
+                c = m * b1 + g * (1 - b1)
+                p.mul_(1 - group["lr"] * group["weight_decay"]).add_(torch.sign(c), alpha=-group["lr"])
+                m.mul_(b2).add_(g, alpha=1 - b2)
+
+
+class Muon(torch.optim.Optimizer):
+    """Muon as modded-nanogpt writes it (Nesterov momentum, 5 Newton-Schulz steps of the quintic), the
+    update at AdamW's RMS (0.2 sqrt(max(rows, cols)), Liu et al. 2025) for role "matrix"; AdamW
+    for the rest: plugins/optimizer_muon's peer."""
+
+    def __init__(self, named_params, lr, momentum, betas, eps, weight_decay, ns_steps=5):
+        named = list(named_params)
+        self.roles = {id(p): parameter_role(n, tuple(p.shape)) for n, p in named}
+        super().__init__([p for _, p in named], dict(lr=lr, momentum=momentum, betas=betas, eps=eps,
+                                                     weight_decay=weight_decay, ns_steps=ns_steps))
+
+    @staticmethod
+    def orthogonalise(g, steps):
+        a, b, c = 3.4445, -4.7750, 2.0315
+        x = g / (g.norm() + 1e-7)
+        tall = x.shape[0] > x.shape[1]
+        if tall:
+            x = x.T
+        for _ in range(steps):
+            s = x @ x.T
+            x = a * x + (b * s + c * s @ s) @ x
+        return x.T if tall else x
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            lr, wd = group["lr"], group["weight_decay"]
+            for p in group["params"]:
+                g = p.grad if p.grad is not None else torch.zeros_like(p)
+                state = self.state[p]
+                if self.roles[id(p)] == "matrix":
+                    m = state.setdefault("m", torch.zeros_like(p))
+                    mu = group["momentum"]
+                    m.mul_(mu).add_(g, alpha=1 - mu)
+                    u = g * (1 - mu) + m * mu
+                    shape = p.shape
+                    x = self.orthogonalise(u.reshape(-1, shape[-1]), group["ns_steps"]).reshape(shape)
+                    p.mul_(1 - lr * wd).add_(x, alpha=-lr * 0.2 * max(x.reshape(-1, shape[-1]).shape) ** 0.5)
+                    continue
+                b1, b2 = group["betas"]
+                t = state["t"] = state.get("t", 0) + 1
+                m = state.setdefault("m", torch.zeros_like(p))
+                v = state.setdefault("v", torch.zeros_like(p))
+                m.mul_(b1).add_(g, alpha=1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                p.mul_(1 - lr * wd)
+                p.addcdiv_(m / (1 - b1 ** t), (v / (1 - b2 ** t)).sqrt_().add_(group["eps"]), value=-lr)
+
+
+class Adafactor(torch.optim.Optimizer):
+    """Adafactor in Hugging Face's order (Shazeer & Stern 2018): beta2 = 1 - t^decay_rate, row and
+    column means of g^2 for a matrix, the update clipped to RMS clip_threshold, the step lr *
+    max(eps2, RMS(w)), decay at that step: plugins/optimizer_adafactor's peer."""
+
+    def __init__(self, params, lr, beta1, decay_rate, clip_threshold, eps1, eps2, scale_parameter, weight_decay):
+        super().__init__(params, dict(lr=lr, beta1=beta1, decay_rate=decay_rate, clip=clip_threshold, eps1=eps1, eps2=eps2,
+                                      scale=scale_parameter, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = (p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1, p.shape[-1])
+                state = self.state[p]
+                t = state["t"] = state.get("t", 0) + 1
+                beta2 = 1.0 - t ** group["decay_rate"]
+                g2 = g * g
+                if g.shape[0] > 1 and g.shape[1] > 1:
+                    rows = state.setdefault("rows", torch.zeros(g.shape[0], dtype=g.dtype))
+                    cols = state.setdefault("cols", torch.zeros(g.shape[1], dtype=g.dtype))
+                    rows.mul_(beta2).add_(g2.mean(dim=1), alpha=1 - beta2)
+                    cols.mul_(beta2).add_(g2.mean(dim=0), alpha=1 - beta2)
+                    r = ((rows + group["eps1"]) / (rows + group["eps1"]).mean()).rsqrt()
+                    u = g * r[:, None] * (cols + group["eps1"]).rsqrt()[None, :]
+                else:
+                    v = state.setdefault("v", torch.zeros_like(g))
+                    v.mul_(beta2).add_(g2, alpha=1 - beta2)
+                    u = g * (v + group["eps1"]).rsqrt()
+                w = p.view(-1, p.shape[-1])
+                alpha = group["lr"] * (max(group["eps2"], float(w.pow(2).mean().sqrt())) if group["scale"] else 1.0)
+                u = u * (alpha / max(1.0, float(u.pow(2).mean().sqrt()) / group["clip"]))
+                if group["beta1"] > 0:
+                    m = state.setdefault("m", torch.zeros_like(g))
+                    u = m.mul_(group["beta1"]).add_(u, alpha=1 - group["beta1"])
+                w.mul_(1 - alpha * group["weight_decay"]).sub_(u)
+
+
+def make_optimizer(named_params, train):
     o = train["optimizer"]
-    # Adam: L2 added to the gradient; AdamW: decoupled decay of the old weight (Ablate's conventions).
-    optimizer = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}.get(o["plugin"])
-    if optimizer is None:
-        raise SystemExit(f"peer_torch: optimizer '{o['plugin']}' is not written here (adam, adamw)")
     if o.get("groups"):
         raise SystemExit("peer_torch: train.optimizer.groups is not written here")
-    kwargs = dict(lr=float(o["lr"]), betas=(float(o["beta1"]), float(o["beta2"])), eps=float(o["eps"]),
-                  weight_decay=float(o["weight_decay"]))
-    params = list(params)
+    named = list(named_params)
+    params = [p for _, p in named]
+    lr, wd = float(o["lr"]), float(o["weight_decay"])
+    rule = o["plugin"]
+    if rule == "lion":
+        return Lion(params, lr, (float(o["beta1"]), float(o["beta2"])), wd)
+    if rule == "sgd":  # torch.optim.SGD: L2 decay in the gradient, dampening 0, as Ablate's
+        return torch.optim.SGD(params, lr=lr, momentum=float(o["momentum"]), nesterov=bool(o["nesterov"]), weight_decay=wd)
+    if rule == "adafactor":
+        return Adafactor(params, lr, float(o["beta1"]), float(o["decay_rate"]), float(o["clip_threshold"]), float(o["eps1"]),
+                         float(o["eps2"]), bool(o["scale_parameter"]), wd)
+    if rule == "muon":
+        if o.get("scale", "rms") != "rms":
+            raise SystemExit("peer_torch: muon's scale 'jordan' is not written here (rms)")
+        return Muon(named, lr, float(o["momentum"]), (float(o["beta1"]), float(o["beta2"])), float(o["eps"]), wd,
+                    int(o["ns_steps"]))
+    # Adam: L2 added to the gradient; AdamW: decoupled decay of the old weight (Ablate's conventions).
+    optimizer = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}.get(rule)
+    if optimizer is None:
+        raise SystemExit(f"peer_torch: optimizer '{rule}' is not written here (adam, adamw, lion, sgd, muon, adafactor)")
+    kwargs = dict(lr=lr, betas=(float(o["beta1"]), float(o["beta2"])), eps=float(o["eps"]), weight_decay=wd)
     try:
         return optimizer(params, fused=True, **kwargs)  # one fused kernel for all parameters (CPU: PyTorch >= 2.4)
     except (TypeError, RuntimeError):
@@ -278,7 +411,7 @@ def speed(args, spec):
     device = torch.device(args.device)
     model = Transformer(m, vocab, length + 1).to(device)
     model.train()
-    optimizer = make_optimizer(model.parameters(), train)
+    optimizer = make_optimizer(model.named_parameters(), train)
     forward = loss_of
     if args.compile:
         forward = torch.compile(loss_of)
@@ -340,7 +473,7 @@ def check(args):
     if args.float64:
         model.double()
     model.train()
-    optimizer = make_optimizer(model.parameters(), train)
+    optimizer = make_optimizer(model.named_parameters(), train)
     max_abs = max_rel = 0.0
     losses = []
     for s in range(len(reference)):

@@ -56,13 +56,8 @@ std::optional<bool> parse_bool(const std::string& s) {
 
 namespace {
 
-bool is_plugin_path(const std::string& path) {
-  const auto& s = plugin_slots();
-  return std::any_of(s.begin(), s.end(), [&](const PluginSlot& p) { return p.path == path; });
-}
-
 PathKind path_kind(const std::string& path) {
-  return is_plugin_path(path) ? PathKind::plugin : is_key_below_plugin(path) ? PathKind::key_below_plugin : PathKind::other;
+  return is_plugin_slot(path) ? PathKind::plugin : is_key_below_plugin(path) ? PathKind::key_below_plugin : PathKind::other;
 }
 
 std::string child(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
@@ -226,7 +221,7 @@ void Reader::read_plugin(const SpecTree* parent, const std::string& key, const s
     const auto& [option, value] = t->entries[i];
     const std::string option_path = path + "." + option;
     // A nested plugin (task.tokenizer) or a spec key beside the options (train.optimizer.lr): read on its own.
-    if (option == "plugin" || is_plugin_path(option_path) || is_key_below_plugin(option_path)) continue;
+    if (option == "plugin" || is_plugin_slot(option_path) || is_key_below_plugin(option_path)) continue;
     marks_.at[option_path] = value.mark;
     marks_.keys[option_path] = t->key_marks[i];
     if (!value.is_scalar()) {

@@ -453,22 +453,20 @@ bool is_child(const std::string& p, const std::string& parent) {
          p.find('.', parent.size() + 1) == std::string::npos;
 }
 
-namespace {
-bool is_slot(const std::string& path) {
+bool is_plugin_slot(const std::string& path) {
   const auto& slots = plugin_slots();
   return std::any_of(slots.begin(), slots.end(), [&](const PluginSlot& p) { return p.path == path; });
 }
-}  // namespace
 
 bool is_key_below_plugin(const std::string& path) {
   const auto dot = path.rfind('.');
-  if (dot == std::string::npos || !is_slot(path.substr(0, dot)) || is_slot(path)) return false;
+  if (dot == std::string::npos || !is_plugin_slot(path.substr(0, dot)) || is_plugin_slot(path)) return false;
   const auto& keys = schema();
   return std::any_of(keys.begin(), keys.end(), [&](const SpecKey& k) { return k.path == path; });
 }
 
 bool has_keys_below(const std::string& path) {
-  if (!is_slot(path)) return false;
+  if (!is_plugin_slot(path)) return false;
   const auto& keys = schema();
   return std::any_of(keys.begin(), keys.end(),
                      [&](const SpecKey& k) { return is_child(k.path, path) && is_key_below_plugin(k.path); });

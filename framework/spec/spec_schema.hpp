@@ -194,6 +194,8 @@ const std::vector<SpecKey>& schema();
 
 // True if `p` is a key directly below `parent` ("" for the top level).
 bool is_child(const std::string& p, const std::string& parent);
+// The path of a plugin slot (plugin_slots()).
+bool is_plugin_slot(const std::string& path);
 // A spec key below a plugin key (train.optimizer.lr), written in the plugin's own map beside its
 // options, as opposed to a nested plugin (task.tokenizer); and whether the plugin key at `path`
 // has such keys.

@@ -101,8 +101,8 @@ inline std::string attention_problem(const Tensor& q, const Tensor& k, const Ten
   return {};
 }
 
-// One Adam update's parameters (the optimizer fills every field from AdamConfig; the initial
-// values are the spec's defaults, held equal by tests/framework/train/experiment_test.cpp).
+// One Adam update's parameters (optimizer/adam and adamw fill every field; their option defaults
+// are these initial values, held equal by tests/plugins/optimizer_test.cpp).
 struct AdamParams {
   float lr = 1e-3f;
   float beta1 = 0.9f;
