@@ -309,17 +309,23 @@ SpecTree parse_yaml(const std::string& text, const std::string& origin) {
   return tree;
 }
 
+namespace {
+
+// A plugin named by its name alone (`pre_norm`) as the map `{plugin: pre_norm}`.
+SpecTree plugin_map(const SpecTree& name) {
+  SpecTree as_map;
+  as_map.kind = SpecTree::Kind::Map;
+  as_map.mark = name.mark;
+  as_map.entries.emplace_back("plugin", name);
+  as_map.key_marks.push_back(name.mark);
+  return as_map;
+}
+
+}  // namespace
+
 void merge_into(SpecTree& base, const SpecTree& top, const std::string& path, const IsPluginRef& is_plugin_ref) {
   const bool plugin = !path.empty() && is_plugin_ref(path) == PathKind::plugin;
-  if (plugin && top.is_map() && base.is_scalar()) {
-    // `block: pre_norm` below `block: {warmup: 10}`: options for the same plugin.
-    SpecTree as_map;
-    as_map.kind = SpecTree::Kind::Map;
-    as_map.mark = base.mark;
-    as_map.entries.emplace_back("plugin", base);
-    as_map.key_marks.push_back(base.mark);
-    base = std::move(as_map);
-  }
+  if (plugin && top.is_map() && base.is_scalar()) base = plugin_map(base);  // `block: pre_norm` below `block: {warmup: 10}`
   if (top.kind == SpecTree::Kind::Null && base.is_map()) return;  // `model:` with every key commented out
   // A plugin's options start afresh under a plugin named again: `block: pre_norm` (a name alone
   // means the plugin's defaults) or `block: {plugin: another}`; the spec keys beside the options
@@ -329,14 +335,7 @@ void merge_into(SpecTree& base, const SpecTree& top, const std::string& path, co
       for (std::size_t i = 0; i < base.entries.size(); ++i) {
         const auto& [key, value] = base.entries[i];
         if (is_plugin_ref(child_path(path, key)) != PathKind::key_below_plugin || replaced.find(key)) continue;
-        if (replaced.is_scalar()) {  // a name alone, with keys to keep: {plugin: NAME, ...}
-          SpecTree as_map;
-          as_map.kind = SpecTree::Kind::Map;
-          as_map.mark = replaced.mark;
-          as_map.entries.emplace_back("plugin", replaced);
-          as_map.key_marks.push_back(replaced.mark);
-          replaced = std::move(as_map);
-        }
+        if (replaced.is_scalar()) replaced = plugin_map(replaced);  // a name alone, with keys to keep
         replaced.entries.emplace_back(key, value);
         replaced.key_marks.push_back(base.key_marks[i]);
       }
