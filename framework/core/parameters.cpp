@@ -147,14 +147,20 @@ void ParameterStore::refresh_compute() {
 
 const PackedParameters& ParameterStore::packed(bool with_moments) {
   if (params_.empty()) return packed_;
-  std::vector<Parameter*> order = order_.empty() ? all() : order_;
+  auto in_order = [&](auto&& f) {  // the packing order, without a copy (this runs every step)
+    if (order_.empty())
+      for (Parameter& p : params_) f(p);
+    else
+      for (Parameter* p : order_) f(*p);
+  };
   std::int64_t n = 0;
   bool any_m = false, any_v = false;
-  for (const Parameter* p : order) {
-    n += padded(p->value.numel());
-    any_m = any_m || p->state != OptimizerState::none;
-    any_v = any_v || p->state == OptimizerState::m_and_v;
-  }
+  in_order([&](const Parameter& p) {
+    n += padded(p.value.numel());
+    any_m = any_m || p.state != OptimizerState::none;
+    any_v = any_v || p.state == OptimizerState::m_and_v;
+  });
+  const bool fresh = !packed_.value.defined();  // packing anew: the offsets are set again
   auto zeros = [&](DType dtype) {
     Tensor t = backend_.empty({n}, dtype);
     backend_.fill(t, 0.0f);
@@ -180,22 +186,22 @@ const PackedParameters& ParameterStore::packed(bool with_moments) {
       backend_.fill(view, 0.0f);
     t = std::move(view);
   };
-  offsets_.clear();
-  for (Parameter* p : order) {
-    const Shape shape = p->value.shape();
-    offsets_[p] = offset;
-    adopt(p->value, packed_.value, shape);
-    adopt(p->grad, packed_.grad, shape);
+  if (fresh) offsets_.clear();
+  in_order([&](Parameter& p) {
+    const Shape shape = p.value.shape();
+    if (fresh) offsets_[&p] = offset;
+    adopt(p.value, packed_.value, shape);
+    adopt(p.grad, packed_.grad, shape);
     if (compute_ == DType::F32)
-      p->compute = p->value;
+      p.compute = p.value;
     else
-      adopt(p->compute, packed_.compute, shape);
+      adopt(p.compute, packed_.compute, shape);
     if (with_moments) {  // else left as they are: undefined ones (dropped by a checkpoint) stay so
-      if (p->state != OptimizerState::none) adopt(p->m, packed_.m, shape);
-      if (p->state == OptimizerState::m_and_v) adopt(p->v, packed_.v, shape);
+      if (p.state != OptimizerState::none) adopt(p.m, packed_.m, shape);
+      if (p.state == OptimizerState::m_and_v) adopt(p.v, packed_.v, shape);
     }
     offset += padded(shape.numel());
-  }
+  });
   return packed_;
 }
 
