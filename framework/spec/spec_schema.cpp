@@ -316,7 +316,7 @@ const std::vector<SpecKey>& schema() {
         "`lr`, `weight_decay` and `groups` below sit in the same map (docs/training.md, \"Optimizers\")"));
     k.push_back(number(KEY(train.optimizer.lr), kPositive).def("1e-3").doc("base learning rate"));
     k.push_back(number(KEY(train.optimizer.weight_decay), kNonNegative).def("0.0").doc(
-        "weight decay of every group that sets none (`adam`, `sgd`: an L2 term in the gradient; `adamw`, `lion`: decoupled)"));
+        "weight decay of every group that sets none (`adam`, `sgd`: an L2 term in the gradient; the others: decoupled)"));
     k.push_back(custom("train.optimizer.groups", "list of `{name, roles, match, lr_scale, weight_decay}`", read_optimizer_groups,
                        write_optimizer_groups).def("[]").doc(
         "parameter groups: a parameter joins the first group whose `roles` (of `matrix`, `vector`, `embedding`, `norm`, "
