@@ -9,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "ablate/optimizer.hpp"
 #include "core/text.hpp"
 
 namespace ablate::spec {
@@ -132,7 +133,11 @@ void read_optimizer_groups(Reader& r, const SpecTree* parent, const SpecKey& key
     return r.error(list->mark, key.path,
                    describe(*list) + " is not a list; expected a list of {name, roles, match, lr_scale, weight_decay}");
   static const std::vector<std::string> fields = {"name", "roles", "match", "lr_scale", "weight_decay"};
-  static const std::vector<std::string> roles = {"matrix", "vector", "embedding", "norm", "output"};
+  static const std::vector<std::string> roles = [] {  // ablate::ParameterRole's names (ablate/optimizer.hpp)
+    std::vector<std::string> names;
+    for (ParameterRole r : kParameterRoles) names.emplace_back(parameter_role_name(r));
+    return names;
+  }();
   for (std::size_t i = 0; i < list->items.size(); ++i) {
     const SpecTree& g = list->items[i];
     const std::string where = key.path + "[" + std::to_string(i) + "]";

@@ -77,10 +77,11 @@ class Fd {
   int fd_;
 };
 
-// How many state tensors follow a parameter's value: 0, 1 (m) or 2 (m and v), and the flag byte
-// that says so (checkpoint.hpp).
+// How many state tensors follow a parameter's value: 0, 1 (m) or 2 (m and v).
 int state_count(const Parameter& p) { return p.m.defined() ? (p.v.defined() ? 2 : 1) : 0; }
-std::uint8_t state_flag(int count) { return count == 2 ? 1 : count == 1 ? 2 : 0; }
+// The moments flag byte for a count of state tensors, and the count for a flag (checkpoint.hpp:
+// flag 1 is m and v, flag 2 m alone): the map swaps 1 and 2, so it is its own inverse.
+int flag_or_count(int n) { return n == 2 ? 1 : n == 1 ? 2 : n; }
 
 // ---------------------------------------------------------------------------------------------
 // Writing
@@ -397,7 +398,7 @@ std::vector<Record> parse_payload(const Reader& in, std::uint64_t payload, std::
     const auto moments = c.value<std::uint8_t>(what + " moments flag");
     if (moments > 2)
       in.fail("is malformed: " + what + " has moments flag " + std::to_string(moments) + ", not 0, 1 or 2", kMalformedHint);
-    r.states = moments == 1 ? 2 : moments == 2 ? 1 : 0;
+    r.states = flag_or_count(moments);
     r.data_offset = c.offset();
     c.skip(bytes, what + " value");
     if (r.states >= 1) c.skip(bytes, what + " optimizer state m");
@@ -500,7 +501,7 @@ void save_checkpoint(const std::filesystem::path& file, ParameterStore& store, c
     w.value(static_cast<std::uint32_t>(shape.rank()));
     for (int d = 0; d < shape.rank(); ++d) w.value(static_cast<std::int64_t>(shape[d]));
     const bool moments = with_moments && state_count(*p) > 0;
-    w.value(state_flag(moments ? state_count(*p) : 0));
+    w.value(static_cast<std::uint8_t>(flag_or_count(moments ? state_count(*p) : 0)));
     for (const Tensor* t : {&p->value, &p->m, &p->v}) {
       if (!t->defined() || t->bytes() == 0 || (!moments && t != &p->value)) continue;
       backend.copy_to_host(host.data(), *t);

@@ -13,6 +13,7 @@
 #include <map>
 #include <vector>
 
+#include "../common/matrix_rule.hpp"
 #include "ablate/optimizer.hpp"
 
 namespace optimizer_adafactor {
@@ -42,7 +43,7 @@ class Adafactor final : public ablate::Optimizer {
     scratch_.clear();
     for (const ablate::OptimizerGroup& g : groups)
       for (const ablate::Parameter* p : g.parameters) {
-        const auto [r, c] = rows_cols(p->value.shape());
+        const auto [r, c] = ablate_plugins::rows_cols(p->value.shape());
         auto& s = scratch_[{r, c}];
         if (s[0].defined()) continue;
         auto t = [&](const ablate::Shape& shape) { return be.empty(shape, ablate::DType::F32); };
@@ -56,7 +57,7 @@ class Adafactor final : public ablate::Optimizer {
     const double t = static_cast<double>(step.step);
     const float beta2 = static_cast<float>(1.0 - std::pow(t, decay_));
     for (ablate::Parameter* p : group.parameters) {
-      const auto [r, c] = rows_cols(p->value.shape());
+      const auto [r, c] = ablate_plugins::rows_cols(p->value.shape());
       const bool factored = r > 1 && c > 1;
       auto& [u, g2, rows, cols, ones_c, ones_r, total] = scratch_.at({r, c});
       ablate::Tensor w = p->value.reshaped({r, c}), g = p->grad.reshaped({r, c});  // [r, c]
@@ -97,9 +98,10 @@ class Adafactor final : public ablate::Optimizer {
         be.add_forward(u, u, u, step.grad_scale, 0.0f);
       }
       // Clip the update to RMS <= clip_threshold; step size relative to the parameter's RMS.
-      const double rms_u = std::sqrt(sum_squares(be, u, total) / static_cast<double>(r * c));
+      const double rms_u = std::sqrt(ablate_plugins::host_sum_squares(be, u, total) / static_cast<double>(r * c));
       double alpha = step.lr * group.lr_scale;
-      if (scale_parameter_) alpha *= std::max(eps2_, std::sqrt(sum_squares(be, w, total) / static_cast<double>(r * c)));
+      if (scale_parameter_)
+        alpha *= std::max(eps2_, std::sqrt(ablate_plugins::host_sum_squares(be, w, total) / static_cast<double>(r * c)));
       const float a = static_cast<float>(alpha / std::max(1.0, rms_u / clip_));  // the clipped update's step
       const float keep = static_cast<float>(1.0 - alpha * group.weight_decay);   // decay at the relative step
       if (beta1_ > 0.0f) {
@@ -114,21 +116,12 @@ class Adafactor final : public ablate::Optimizer {
   }
 
  private:
-  // A parameter as Adafactor sees it: [rows, cols], cols its last dim; a vector is [1, n].
-  static std::pair<std::int64_t, std::int64_t> rows_cols(const ablate::Shape& s) { return {s.numel() / s.last(), s.last()}; }
   // `shape`'s elements of `t` from element `first` (a view: same storage).
   static ablate::Tensor view(const ablate::Tensor& t, std::int64_t first, const ablate::Shape& shape) {
     auto* at = static_cast<float*>(t.raw()) + first;
     return ablate::Tensor(std::shared_ptr<ablate::Storage>(new ablate::Storage{at, static_cast<std::size_t>(shape.numel()) * 4},
                                                            [keep = t](ablate::Storage* s) { delete s; }),
                           shape, ablate::DType::F32);
-  }
-  static double sum_squares(ablate::Backend& be, const ablate::Tensor& x, ablate::Tensor& total) {
-    be.fill(total, 0.0f);
-    be.sum_squares(total, x);
-    float out = 0.0f;
-    be.copy_to_host(&out, total);
-    return out;
   }
 
   float beta1_;

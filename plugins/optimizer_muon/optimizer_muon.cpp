@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "../common/matrix_rule.hpp"
 #include "ablate/optimizer.hpp"
 
 namespace optimizer_muon {
@@ -46,7 +47,7 @@ class Muon final : public ablate::Optimizer {
       for (std::size_t i = 0; i < g.parameters.size(); ++i) {
         if (g.roles[i] != ablate::ParameterRole::matrix) continue;
         any = true;
-        const auto [r, c] = rows_cols(g.parameters[i]->value.shape());
+        const auto [r, c] = ablate_plugins::rows_cols(g.parameters[i]->value.shape());
         const std::int64_t k = std::min(r, c);
         auto& s = scratch_[{r, c}];
         if (s[0].defined()) continue;
@@ -72,7 +73,7 @@ class Muon final : public ablate::Optimizer {
         be.adam_update(p.value, p.m, p.v, low ? &p.compute : nullptr, p.grad, adam);
         continue;
       }
-      const auto [r, c] = rows_cols(p.value.shape());
+      const auto [r, c] = ablate_plugins::rows_cols(p.value.shape());
       auto& [x, bx, a, aa, total] = scratch_.at({r, c});
       ablate::Tensor w = p.value.reshaped({r, c}), m = p.m.reshaped({r, c}), g = p.grad.reshaped({r, c});  // [r, c]
       const float s = step.grad_scale;
@@ -90,18 +91,12 @@ class Muon final : public ablate::Optimizer {
   }
 
  private:
-  // A parameter as the matrix Muon sees: [rows, cols] with cols its last dim.
-  static std::pair<std::int64_t, std::int64_t> rows_cols(const ablate::Shape& s) { return {s.numel() / s.last(), s.last()}; }
-
   // x [r, c] <- NS^k(x / |x|_F): with r <= c, A = x x^T [r, r], B = b A + c A A, x = a x + B x;
   // with r > c the same on x^T, written as A = x^T x [c, c], x = a x + x B (B is symmetric).
   void orthogonalise(ablate::Backend& be, ablate::Tensor& x, ablate::Tensor& bx, ablate::Tensor& a, ablate::Tensor& aa,
                      ablate::Tensor& total, std::int64_t r, std::int64_t c) const {
-    be.fill(total, 0.0f);
-    be.sum_squares(total, x);
-    float sum = 0.0f;
-    be.copy_to_host(&sum, total);
-    be.add_forward(x, x, x, 1.0f / (std::sqrt(sum) + 1e-7f), 0.0f);
+    const double sum = ablate_plugins::host_sum_squares(be, x, total);
+    be.add_forward(x, x, x, 1.0f / (std::sqrt(static_cast<float>(sum)) + 1e-7f), 0.0f);  // the float sum, as read
     const bool wide = r <= c;
     for (std::int64_t k = 0; k < steps_; ++k) {
       be.matmul_forward(a, x, x, /*trans_a=*/!wide, /*trans_b=*/wide, 1.0f);  // A = x x^T, or x^T x

@@ -81,8 +81,8 @@ Reference muon_reference(double mu) {
   r.step = [=](Reference& s, const std::vector<double>& g, double lr, double wd, int t) {
     Reference adamw = adam_reference(true, 0.9, 0.95, 1e-8);
     for (const auto& [first, rows, cols] : s.parts) {
-      const std::size_t n = rows == 0 ? 0 : rows * cols;
-      if (rows == 0) continue;
+      if (rows == 0) continue;  // not a matrix: AdamW below
+      const std::size_t n = rows * cols;
       std::vector<double> x(n);
       double norm = 0.0;
       for (std::size_t e = 0; e < n; ++e) {
