@@ -258,6 +258,23 @@ def spec_cases(c):
     refused("warmup_not_below_steps", ["train.schedule=cosine", "train.schedule.warmup=6"],
             "train.schedule: schedule plugin 'cosine' refuses its options", "warmup 6",
             "total_steps 6 is train.steps")
+    # The optimizer (docs/training.md, "Optimizers"): its options beside lr, weight_decay and groups.
+    refused("optimizer_unknown", ["train.optimizer=adamx"], "train.optimizer: unknown optimizer plugin 'adamx'",
+            "did you mean 'adam'?")
+    refused("optimizer_unknown_option", ["train.optimizer.beta3=0.9"],
+            "train.optimizer.beta3: optimizer plugin 'adam' has no option 'beta3'; expected one of beta1, beta2, eps")
+    refused("optimizer_beta_out_of_range", ["train.optimizer=lion", "train.optimizer.beta1=1.0"],
+            "train.optimizer: optimizer plugin 'lion' refuses its options", "beta1 and beta2 must be in [0, 1)")
+    refused("optimizer_negative_weight_decay", ["train.optimizer.weight_decay=-0.1"],
+            "train.optimizer.weight_decay: -0.1 is out of range; expected a number >= 0")
+    refused("optimizer_old_betas_key", ["train.optimizer.betas=[0.9, 0.99]"],
+            "train.optimizer.betas: a list is not a plugin option value", "the options beta1 and beta2")
+    refused("optimizer_old_name_key", [], "train.optimizer: no `plugin:` key", "write `plugin: NAME`, not `name: NAME`",
+            text=TINY.replace("schedule: {plugin: constant}}", "schedule: {plugin: constant}, optimizer: {name: adamw}}"))
+    refused("optimizer_group_named_default", ["train.optimizer.groups=[{name: default, roles: [norm]}]"],
+            "train.optimizer.groups[0].name: 'default' names the group of the parameters no rule takes")
+    refused("optimizer_group_unknown_role", ["train.optimizer.groups=[{name: g, roles: [bias]}]"],
+            "'bias' is not a parameter role; expected a list of matrix, vector, embedding, norm, output")
 
 
 # ---- spec files that are not specs: refused before (or instead of) reading them whole
