@@ -326,7 +326,7 @@ SpecTree plugin_map(const SpecTree& name) {
 void merge_into(SpecTree& base, const SpecTree& top, const std::string& path, const IsPluginRef& is_plugin_ref) {
   const bool plugin = !path.empty() && is_plugin_ref(path) == PathKind::plugin;
   if (plugin && top.is_map() && base.is_scalar()) base = plugin_map(base);  // `block: pre_norm` below `block: {warmup: 10}`
-  if (top.kind == SpecTree::Kind::Null && base.is_map()) return;  // `model:` with every key commented out
+  if (top.kind == SpecTree::Kind::Null && base.is_map()) return;            // `model:` with every key commented out
   // A plugin's options start afresh under a plugin named again: `block: pre_norm` (a name alone
   // means the plugin's defaults) or `block: {plugin: another}`; the spec keys beside the options
   // (train.optimizer's lr) stay unless `top` sets them.
