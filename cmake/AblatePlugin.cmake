@@ -88,6 +88,7 @@ function(_ablate_add_plugin_tests target)
   target_include_directories(${target}_tests PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
   if(TARGET ablate_warnings)  # in-tree only
     target_link_libraries(${target}_tests PRIVATE ablate_warnings)
+    target_compile_options(${target}_tests PRIVATE ${ABLATE_TEST_SOURCE_FLAGS})
   endif()
   # In-tree under ABLATE_SANITIZE: the kit's registry loads every built-in plugin, backend_onednn
   # too, so map libdnnl at start-up (plugins/backend_onednn/CMakeLists.txt says why); else nothing.

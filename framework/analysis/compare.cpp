@@ -411,7 +411,9 @@ RunStatus parse_run_status(const RunSummary& run) {
 }
 
 const std::vector<std::string>& replicate_keys() {
-  static const std::vector<std::string> keys = {"train.seed"};
+  // A branch's run (train.branch_from.run) is its seed's own stable run: the branch point
+  // (train.branch_from.step) and the spec's keys say which arm it is.
+  static const std::vector<std::string> keys = {"train.seed", "train.branch_from.run"};
   return keys;
 }
 
@@ -516,7 +518,10 @@ std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& ru
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
     if (is_excluded(key, ignore))
       throw UsageError("baseline '" + baseline + "': " + key + " does not define arms (" +
-                           (key == "train.seed" ? "seeds are replicates within an arm" : "it is ignored") + ")",
+                           (key == "train.seed"              ? "seeds are replicates within an arm"
+                            : key == "train.branch_from.run" ? "each seed branches from its own run"
+                                                             : "it is ignored") +
+                           ")",
                        arms_hint);
     const bool known = std::any_of(runs.begin(), runs.end(), [&](const RunSummary& r) { return r.config.count(key) > 0; });
     if (known)

@@ -42,7 +42,7 @@ const char* to_string(RunStatus status);
 RunStatus parse_run_status(const RunSummary& run);
 
 // Keys whose values differ between the runs of one arm by design (replicates), never arm axes:
-// exactly {"train.seed"}.
+// train.seed, and train.branch_from.run (a branch's seed's own stable run).
 const std::vector<std::string>& replicate_keys();
 
 // The config keys whose values differ across `runs` (a key missing from some runs but not all

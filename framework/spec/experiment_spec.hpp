@@ -105,6 +105,14 @@ struct BudgetSpec {
   bool operator==(const BudgetSpec&) const = default;
 };
 
+// train.branch_from: start from the training state another run kept at one of its
+// train.branch_points (docs/training.md, "Branches").
+struct BranchSpec {
+  std::string run;  // the run's directory
+  std::int64_t step{};
+  bool operator==(const BranchSpec&) const = default;
+};
+
 struct TrainSpec {
   std::int64_t steps{};  // required; with a budget, the most steps the budget may take
   std::int64_t batch_size{};
@@ -117,10 +125,12 @@ struct TrainSpec {
   std::int64_t seed{};
   bool deterministic{};
   std::optional<EarlyStoppingSpec> early_stopping;
-  std::optional<double> loss_threshold;  // stop when the train loss is below it
-  std::optional<BudgetSpec> budget;      // absent: train.steps steps
-  std::int64_t keep_checkpoints{};       // also keep the weights of the last N evaluations (checkpoint averaging); 0: none
-  double ema{};                          // decay of an exponential moving average of the weights; 0: none
+  std::optional<double> loss_threshold;     // stop when the train loss is below it
+  std::optional<BudgetSpec> budget;         // absent: train.steps steps
+  std::int64_t keep_checkpoints{};          // also keep the weights of the last N evaluations (checkpoint averaging); 0: none
+  double ema{};                             // decay of an exponential moving average of the weights; 0: none
+  std::vector<std::int64_t> branch_points;  // steps whose whole training state is kept for branches (ascending)
+  std::optional<BranchSpec> branch_from;    // absent: start from the initial weights
   bool operator==(const TrainSpec&) const = default;
 };
 

@@ -358,14 +358,28 @@ void read_tune_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, Expe
 }
 YAML::Node write_tune_seeds(const ExperimentSpec& s) { return int_list_node(s.sweep.tune.seeds); }
 
-void read_lengths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
-  read_int_list(r, parent, key, s.eval.lengths, 1, "length");
-  std::vector<std::int64_t> sorted = s.eval.lengths;
+namespace {
+// read_int_list of values >= 1 that must be distinct (`item` names one: "length", "step").
+void read_distinct_int_list(Reader& r, const SpecTree* parent, const SpecKey& key, std::vector<std::int64_t>& out,
+                            const std::string& item) {
+  read_int_list(r, parent, key, out, 1, item);
+  std::vector<std::int64_t> sorted = out;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-    r.error(r.marks().of(key.path), key.path, "lists a length twice; expected distinct lengths");
+    r.error(r.marks().of(key.path), key.path, "lists a " + item + " twice; expected distinct " + item + "s");
+}
+}  // namespace
+
+void read_lengths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_distinct_int_list(r, parent, key, s.eval.lengths, "length");
 }
 YAML::Node write_lengths(const ExperimentSpec& s) { return int_list_node(s.eval.lengths); }
+
+void read_branch_points(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
+  read_distinct_int_list(r, parent, key, s.train.branch_points, "step");
+  std::sort(s.train.branch_points.begin(), s.train.branch_points.end());
+}
+YAML::Node write_branch_points(const ExperimentSpec& s) { return int_list_node(s.train.branch_points); }
 
 void read_runs(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s) {
   const SpecTree* runs = parent ? parent->find(key.leaf()) : nullptr;

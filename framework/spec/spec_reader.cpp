@@ -385,6 +385,20 @@ ExperimentSpec spec_from_tree(const SpecTree& tree) {
     r.error(spec.marks.of("model.share_embeddings"), "model.share_embeddings",
             "true with model.arch " + std::string(m.arch == Arch::Decoder ? "decoder" : "encoder") +
                 ", which has one embedding table; expected false, or model.arch encoder_decoder");
+  // Branches (docs/training.md, "Branches"): points inside the run, a start before its end.
+  const TrainSpec& t = spec.train;
+  if (!r.failed("train.steps") && !t.branch_points.empty() && t.branch_points.back() >= t.steps)
+    r.error(spec.marks.of("train.branch_points"), "train.branch_points",
+            "lists step " + std::to_string(t.branch_points.back()) + ", not before train.steps " + std::to_string(t.steps) +
+                "; expected steps before the run's end (its checkpoint.bin keeps the last state)");
+  if (t.branch_from && !r.failed("train.steps") && !r.failed("train.branch_from.step") && t.branch_from->step >= t.steps)
+    r.error(spec.marks.of("train.branch_from.step"), "train.branch_from.step",
+            std::to_string(t.branch_from->step) + " is not before train.steps " + std::to_string(t.steps) +
+                "; expected a branch point the run trains on from");
+  if (t.branch_from && t.budget)
+    r.error(spec.marks.of("train.budget"), "train.budget",
+            "is set with train.branch_from; expected train.steps alone: a branch's length is counted in the steps "
+            "of the run it starts from");
   errors.throw_if_any("see docs/spec-reference.md for every key, its type and default");
   return spec;
 }

@@ -338,6 +338,31 @@ const std::vector<SpecKey>& schema() {
         "keep an exponential moving average of the weights with this decay (e.g. 0.999; warmed up as "
         "min(decay, (1 + step) / (10 + step))), saved with each checkpoint as `RUN/ema-STEP.bin`, so `ablate eval RUN "
         "--ema` scores it; training is unchanged and it is not part of the run's identity; 0 = none"));
+    k.push_back(custom("train.branch_points", "list of distinct int > 0", read_branch_points, write_branch_points)
+                    .def("[]").doc(
+                        "also keep the whole training state (weights, optimizer state, counters) after these steps, as "
+                        "`RUN/branch-points/step-STEP.bin`, so other runs can start from it with `train.branch_from` "
+                        "(a decay branched from a stable run: WSD-S); not part of the run's identity"));
+    k.back().omit_when_absent = true;  // runs made before branches keep their resolved YAML
+    k.back().present = [](const ExperimentSpec& s) { return !s.train.branch_points.empty(); };
+    {
+      SpecKey b = section("train.branch_from").shown("absent").doc(
+          "start from the training state run `run` kept after step `step` (its `train.branch_points`) instead of "
+          "the initial weights, and train on to `train.steps` with this spec's schedule. The spec must be that "
+          "run's but for `train.steps` and `train.schedule`, and the schedule must give the run's learning rates up "
+          "to `step` (docs/training.md, \"Branches\")");
+      b.kind = KeyKind::optional_section;
+      b.type = "map or absent";
+      b.omit_when_absent = true;
+      b.engage = [](ExperimentSpec& s) { s.train.branch_from.emplace(); };
+      b.present = [](const ExperimentSpec& s) { return s.train.branch_from.has_value(); };
+      k.push_back(std::move(b));
+    }
+    k.push_back(string_key("train.branch_from.run", FIELD(train.branch_from->run)).required().doc(
+        "the directory of the run whose branch point this run starts from, or a folder of runs (a sweep's) in "
+        "which exactly one run has this seed, this spec but for `train.steps` and `train.schedule`, and the point"));
+    k.push_back(integer("train.branch_from.step", FIELD(train.branch_from->step), 1).required().doc(
+        "the branch point: one of that run's `train.branch_points`"));
     {
       SpecKey es = section("train.early_stopping").shown("absent").doc(
           "stop when a metric reaches `target`, or after `patience` evaluations without improving");

@@ -212,6 +212,7 @@ void read_grid(Reader& r, const SpecTree* parent, const SpecKey& key, Experiment
 void read_zip(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_lengths(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
+void read_branch_points(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_runs(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_tune_grid(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
 void read_tune_seeds(Reader& r, const SpecTree* parent, const SpecKey& key, ExperimentSpec& s);
@@ -222,6 +223,7 @@ YAML::Node write_metrics(const ExperimentSpec& s);
 YAML::Node write_seeds(const ExperimentSpec& s);
 YAML::Node write_tune_seeds(const ExperimentSpec& s);
 YAML::Node write_lengths(const ExperimentSpec& s);
+YAML::Node write_branch_points(const ExperimentSpec& s);
 YAML::Node write_runs(const ExperimentSpec& s);
 YAML::Node write_match_parameters(const ExperimentSpec& s);
 

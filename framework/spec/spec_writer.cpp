@@ -95,6 +95,7 @@ std::string identity_yaml(ExperimentSpec spec) {
   spec.sweep = {};                  // a run is one point: its identity excludes the sweep around it
   spec.train.keep_checkpoints = 0;  // which checkpoints stay on disk changes no number the run computes
   spec.train.ema = 0.0;             // nor does an average kept beside the weights the optimizer trains
+  spec.train.branch_points = {};    // nor which training states stay on disk for branches
   for (const std::string& key : execution_keys())
     if (key.starts_with("backend.")) spec.backend.options.erase(key.substr(std::string("backend.").size()));
   return resolved_yaml(spec);

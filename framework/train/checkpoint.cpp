@@ -666,14 +666,37 @@ std::vector<std::filesystem::path> kept_checkpoints(const std::filesystem::path&
   return step_files(run_dir / "checkpoints", "step");
 }
 
-void keep_checkpoint(const std::filesystem::path& run_dir, ParameterStore& store, const TrainState& state,
-                     const std::string& spec_yaml, std::int64_t keep) {
-  const std::filesystem::path dir = run_dir / "checkpoints";
+namespace {
+// run_dir/name, created if missing.
+std::filesystem::path run_subdir(const std::filesystem::path& run_dir, const char* name) {
+  const std::filesystem::path dir = run_dir / name;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("cannot create " + dir.string() + ": " + ec.message(), "check that the run folder is writable");
+  return dir;
+}
+}  // namespace
+
+void keep_checkpoint(const std::filesystem::path& run_dir, ParameterStore& store, const TrainState& state,
+                     const std::string& spec_yaml, std::int64_t keep) {
+  const std::filesystem::path dir = run_subdir(run_dir, "checkpoints");
   save_checkpoint(step_file(dir, "step", state.step), store, state, spec_yaml, false);
   keep_newest(dir, "step", keep);
+}
+
+std::filesystem::path branch_point_file(const std::filesystem::path& run_dir, std::int64_t step) {
+  return step_file(run_dir / "branch-points", "step", step);
+}
+
+std::vector<std::int64_t> branch_point_steps(const std::filesystem::path& run_dir) {
+  std::vector<std::int64_t> steps;
+  for (const std::filesystem::path& f : step_files(run_dir / "branch-points", "step")) steps.push_back(step_of(f));
+  return steps;
+}
+
+void keep_branch_point(const std::filesystem::path& run_dir, ParameterStore& store, const TrainState& state,
+                       const std::string& spec_yaml) {
+  save_checkpoint(step_file(run_subdir(run_dir, "branch-points"), "step", state.step), store, state, spec_yaml);
 }
 
 }  // namespace ablate::train

@@ -114,4 +114,13 @@ std::vector<std::filesystem::path> kept_checkpoints(const std::filesystem::path&
 void keep_checkpoint(const std::filesystem::path& run_dir, ParameterStore& store, const TrainState& state,
                      const std::string& spec_yaml, std::int64_t keep);
 
+// The whole training states train.branch_points keeps (RUN/branch-points/step-STEP.bin: the
+// checkpoint format with the optimizer's state), where train.branch_from starts another run.
+std::filesystem::path branch_point_file(const std::filesystem::path& run_dir, std::int64_t step);
+// The steps of those a run keeps, ascending.
+std::vector<std::int64_t> branch_point_steps(const std::filesystem::path& run_dir);
+// Writes `store` with its optimizer state as RUN/branch-points/step-STEP.bin (STEP = state.step).
+void keep_branch_point(const std::filesystem::path& run_dir, ParameterStore& store, const TrainState& state,
+                       const std::string& spec_yaml);
+
 }  // namespace ablate::train

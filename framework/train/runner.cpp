@@ -7,6 +7,7 @@
 // and hands the run to a Trainer: open, then step / log / evaluate until a stopping rule, finish.
 #include "train/runner.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -98,7 +99,7 @@ class Trainer {
         profile_(options.profile ? std::make_shared<OpProfile>() : nullptr),
         // first: a spec problem leaves no directory behind. A new run reads no tokenizer its folder
         // may hold (left by a start killed before run.h5): it trains its own and writes it over.
-        ex_(spec, registry, profile_, options.resume ? dir.path() : std::filesystem::path()),
+        ex_(spec, registry, profile_, dir.tokenizer_dir(options.resume)),
         order_(data_order(spec, ex_)) {}
 
   void open();
@@ -132,6 +133,8 @@ class Trainer {
   void record_evaluation(std::int64_t step, bool last);
   // checkpoint.bin; at an evaluation (`evaluated`) also the weights train.keep_checkpoints keeps.
   void save(bool evaluated);
+  // The counters a checkpoint keeps that live elsewhere while training (wall time, optimizer steps).
+  void sync_state();
   RunResult finish(RunStatus status, std::string reason);
   double elapsed() const { return elapsed_before_ + std::chrono::duration<double>(Clock::now() - process_start_).count(); }
 
@@ -208,12 +211,19 @@ void Trainer::open() {
   dir_.prepare();
   ex_.tokenizers->save_to(dir_.path());  // the run reads text with these from now on
 
-  if (spec.train.ema > 0) ema_.emplace(*ex_.store, spec.train.ema);  // from the initial weights
   if (options_.resume && dir_.has_checkpoint()) {
-    if (ema_) ema_->restore(dir_.path(), read_checkpoint(dir_.checkpoint_file()).state.step);  // before the moments load
-    LoadedCheckpoint loaded = load_checkpoint(dir_.checkpoint_file(), *ex_.store);  // its spec was checked by RunDirectory
-    state_ = loaded.state;
+    if (spec.train.ema > 0) {
+      ema_.emplace(*ex_.store, spec.train.ema);
+      ema_->restore(dir_.path(), read_checkpoint(dir_.checkpoint_file()).state.step);  // before the moments load
+    }
+    state_ = load_checkpoint(dir_.checkpoint_file(), *ex_.store).state;  // its spec was checked by RunDirectory
     ex_.optimizer->set_steps_taken(state_.optimizer_steps);
+  } else {
+    if (dir_.branch_point()) {  // the whole state another run kept (RunDirectory checked it continues that run)
+      state_ = load_checkpoint(*dir_.branch_point(), *ex_.store).state;
+      ex_.optimizer->set_steps_taken(state_.optimizer_steps);
+    }
+    if (spec.train.ema > 0) ema_.emplace(*ex_.store, spec.train.ema);  // from the initial (or branch point's) weights
   }
   ex_.optimizer->form_groups(*ex_.store);  // after a checkpoint's state is in: the rule checks what it needs now
   for (const std::string& g : ex_.optimizer->unmatched_rules())
@@ -278,8 +288,11 @@ void Trainer::open() {
        << " parameters (" << counts.of("non_embedding") << " non-embedding); backend " << spec.backend.name << " ("
        << ex_.backend->caps().device << ", " << ex_.backend->caps().threads << " threads), "
        << precision_text(spec, ex_.backend->caps()) << "; "
-       << (options_.resume ? "resuming at step " + std::to_string(state_.step) : std::string("from step 0")) << " of " << steps_
-       << (budget_text_.empty() ? "" : " (" + budget_text_ + ")") << "\n";
+       << (options_.resume ? "resuming at step " + std::to_string(state_.step)
+           : dir_.branch_point().has_value()
+               ? "from step " + std::to_string(state_.step) + " of run " + dir_.branch_run().string()
+               : std::string("from step 0"))
+       << " of " << steps_ << (budget_text_.empty() ? "" : " (" + budget_text_ + ")") << "\n";
   if (ex_.parameter_match) out_ << ex_.parameter_match->text << "\n";
   progress_.emplace(out_, options_.progress, steps_, state_.step, spec.log.every);
   process_start_ = interval_start_ = Clock::now();
@@ -441,10 +454,14 @@ void Trainer::record_evaluation(std::int64_t step, bool last) {
   progress_->message(text);
 }
 
-void Trainer::save(bool evaluated) {
-  record_->flush();  // the run file holds every row up to the checkpoint before the checkpoint exists
+void Trainer::sync_state() {
   state_.elapsed_seconds = elapsed();
   state_.optimizer_steps = ex_.optimizer->steps_taken();
+}
+
+void Trainer::save(bool evaluated) {
+  record_->flush();  // the run file holds every row up to the checkpoint before the checkpoint exists
+  sync_state();
   if (ema_) ema_->save(dir_.path(), state_, identity_);  // before checkpoint.bin: a checkpoint always has its average
   save_checkpoint(dir_.checkpoint_file(), *ex_.store, state_, identity_);
   if (ema_) WeightEma::keep_newest(dir_.path());
@@ -483,6 +500,10 @@ RunResult Trainer::run() {
         phase = "evaluation";
         evaluate(step, stop);
         save(true);
+      }
+      if (std::binary_search(spec_.train.branch_points.begin(), spec_.train.branch_points.end(), step)) {
+        sync_state();
+        keep_branch_point(dir_.path(), *ex_.store, state_, identity_);  // train.branch_points: the whole state
       }
       if (stop) return finish(RunStatus::Completed, *stop);
       const bool at_stop = options_.stop_at > 0 && step >= options_.stop_at && step < steps_;

@@ -275,6 +275,25 @@ def spec_cases(c):
             "train.optimizer.groups[0].name: 'default' names the group of the parameters no rule takes")
     refused("optimizer_group_unknown_role", ["train.optimizer.groups=[{name: g, roles: [bias]}]"],
             "'bias' is not a parameter role; expected a list of matrix, vector, embedding, norm, output")
+    # Branches (docs/training.md, "Branches"): points inside the run, a start before the end, steps not budgets.
+    refused("branch_point_at_the_end", ["train.branch_points=[2, 6]"],
+            "train.branch_points: lists step 6, not before train.steps 6")
+    refused("branch_point_twice", ["train.branch_points=[2, 2]"], "train.branch_points: lists a step twice")
+    refused("branch_from_at_the_end", ["train.branch_from={run: elsewhere, step: 6}"],
+            "train.branch_from.step: 6 is not before train.steps 6")
+    refused("branch_from_without_run", ["train.branch_from={step: 2}"], "train.branch_from.run:")
+    refused("branch_from_with_a_budget", ["train.branch_from={run: elsewhere, step: 2}", "train.budget.tokens=100"],
+            "train.budget: is set with train.branch_from; expected train.steps alone")
+
+    def branch_from_no_run():  # known when the run starts: refused before its directory exists
+        spec = c.spec("branch_from_no_run", TINY)
+        out_dir = os.path.join(c.work, "branch_from_no_run")
+        code, out = c.run(["run", spec, "--out", out_dir, "--progress", "quiet", "--set",
+                           "train.branch_from={run: " + os.path.join(c.work, "nowhere") + ", step: 2}"])
+        expect(code, out, EXIT_USAGE, "train.branch_from: cannot start from run", "does not exist (the run keeps no branch points)")
+        assert not os.path.exists(out_dir), "a refused branch left its directory"
+        return None
+    c.case("spec", "branch_from_no_run", branch_from_no_run)
 
 
 # ---- spec files that are not specs: refused before (or instead of) reading them whole

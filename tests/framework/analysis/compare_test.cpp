@@ -98,7 +98,10 @@ void expect_error(F&& f, const std::string& message_part, const std::string& hin
 TEST(CompareKeys, VaryingKeysLeaveOutSeedsAndIgnoredKeys) {
   auto runs = synthetic_runs();
   EXPECT_EQ(varying_keys(runs), std::vector<std::string>{"model.block"});
-  EXPECT_EQ(replicate_keys(), std::vector<std::string>{"train.seed"});
+  EXPECT_EQ(replicate_keys(), (std::vector<std::string>{"train.seed", "train.branch_from.run"}));
+  for (std::size_t i = 0; i < runs.size(); ++i)  // each seed's branch from its own stable run: no arm axis
+    runs[i].config["train.branch_from.run"] = "results/stable/run" + std::to_string(i);
+  EXPECT_EQ(varying_keys(runs), std::vector<std::string>{"model.block"});
   runs[0].config["train.schedule.warmup"] = "400";  // present in one run only: differs
   runs[1].config["train.steps"] = "600";
   EXPECT_EQ(varying_keys(runs), (std::vector<std::string>{"model.block", "train.schedule.warmup", "train.steps"}));
