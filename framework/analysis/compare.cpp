@@ -4,6 +4,7 @@
 #include "analysis/compare.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <functional>
@@ -65,15 +66,26 @@ std::string trim(std::string s) {
   return s.substr(first, last - first + 1);
 }
 
-// "a=1,b=[0.9, 0.98]" -> {(a, 1), (b, [0.9, 0.98])}: commas inside brackets or braces stay in the value.
+// Whether `text` from `at` starts a "key.path=" (after spaces): where a baseline's next pair begins.
+bool starts_pair(const std::string& text, std::size_t at) {
+  const std::size_t eq = text.find('=', at);
+  if (eq == std::string::npos) return false;
+  const std::string key = trim(text.substr(at, eq - at));
+  return !key.empty() && std::all_of(key.begin(), key.end(),
+                                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; });
+}
+
+// "a=1,b=[0.9, 0.98]" -> {(a, 1), (b, [0.9, 0.98])}: commas inside brackets or braces stay in the
+// value, as do commas not followed by a key path and '=' ("description=one, two" is one pair).
 std::vector<std::pair<std::string, std::string>> parse_baseline(const std::string& text) {
   const std::string hint = "give the baseline arm as key=value[,key=value], e.g. model.block=post_norm";
   std::vector<std::string> pieces(1);
   int depth = 0;
-  for (const char ch : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
     if (ch == '[' || ch == '{' || ch == '(') ++depth;
     if (ch == ']' || ch == '}' || ch == ')') --depth;
-    if (ch == ',' && depth == 0) {
+    if (ch == ',' && depth == 0 && (pieces.back().find('=') == std::string::npos || starts_pair(text, i + 1))) {
       pieces.emplace_back();
     } else {
       pieces.back() += ch;
@@ -92,9 +104,11 @@ std::vector<std::pair<std::string, std::string>> parse_baseline(const std::strin
 bool is_excluded(const std::string& key, const std::vector<std::string>& ignore) {
   const auto& replicates = replicate_keys();
   const auto& execution = spec::execution_keys();  // speed, not what is computed
-  return std::find(replicates.begin(), replicates.end(), key) != replicates.end() ||
+  const auto& kept = spec::kept_files_keys();      // files beside the run, not what is computed
+  return key == "description" ||                   // free text (the sweeps compared may each have their own)
+         std::find(replicates.begin(), replicates.end(), key) != replicates.end() ||
          std::find(execution.begin(), execution.end(), key) != execution.end() ||
-         std::find(ignore.begin(), ignore.end(), key) != ignore.end();
+         std::find(kept.begin(), kept.end(), key) != kept.end() || std::find(ignore.begin(), ignore.end(), key) != ignore.end();
 }
 
 std::set<std::string> available_metrics(const std::vector<RunSummary>& runs) {

@@ -46,7 +46,8 @@ RunStatus parse_run_status(const RunSummary& run);
 const std::vector<std::string>& replicate_keys();
 
 // The config keys whose values differ across `runs` (a key missing from some runs but not all
-// counts as differing), except replicate_keys(), the execution keys (backend.threads) and `ignore`,
+// counts as differing), except replicate_keys(), the execution and kept-files keys
+// (spec/experiment_spec.hpp), `description` (free text), `ignore`,
 // and except options of a varying plugin whose value follows from the plugin alone
 // (model.ffn.approximation, set only for gelu, when model.ffn varies); sorted.
 std::vector<std::string> varying_keys(const std::vector<RunSummary>& runs, const std::vector<std::string>& ignore = {});

@@ -269,7 +269,13 @@ std::string resolved_yaml(const ExperimentSpec& spec);
 // of a run's identity (its id, the resume check), and `ablate compare` does not split arms by them.
 const std::vector<std::string>& execution_keys();
 
-// The identity of one run: resolved_yaml without the sweep section and the execution keys.
+// Keys that choose what a run keeps on disk beside its record (kept checkpoints, the weight
+// average, branch points), not what it computes: no part of its identity either, and `ablate
+// compare` does not split arms by them.
+const std::vector<std::string>& kept_files_keys();
+
+// The identity of one run: resolved_yaml without the sweep section, the execution keys and the
+// kept-files keys.
 std::string identity_yaml(ExperimentSpec spec);
 
 // One key as documented (docs/spec-reference.md, `ablate keys`), from the schema table.

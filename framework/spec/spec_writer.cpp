@@ -64,6 +64,11 @@ const std::vector<std::string>& execution_keys() {
   return keys;
 }
 
+const std::vector<std::string>& kept_files_keys() {
+  static const std::vector<std::string> keys = {"train.keep_checkpoints", "train.ema", "train.branch_points"};
+  return keys;
+}
+
 std::string upgraded_run_yaml(const std::string& yaml) {
   YAML::Node root;
   try {
@@ -92,10 +97,11 @@ std::string upgraded_run_yaml(const std::string& yaml) {
 }
 
 std::string identity_yaml(ExperimentSpec spec) {
-  spec.sweep = {};                  // a run is one point: its identity excludes the sweep around it
-  spec.train.keep_checkpoints = 0;  // which checkpoints stay on disk changes no number the run computes
-  spec.train.ema = 0.0;             // nor does an average kept beside the weights the optimizer trains
-  spec.train.branch_points = {};    // nor which training states stay on disk for branches
+  spec.sweep = {};  // a run is one point: its identity excludes the sweep around it
+  // kept_files_keys(): what stays on disk beside the run changes no number it computes
+  spec.train.keep_checkpoints = 0;
+  spec.train.ema = 0.0;  // an average kept beside the weights the optimizer trains
+  spec.train.branch_points = {};
   for (const std::string& key : execution_keys())
     if (key.starts_with("backend.")) spec.backend.options.erase(key.substr(std::string("backend.").size()));
   return resolved_yaml(spec);

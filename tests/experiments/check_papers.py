@@ -172,6 +172,31 @@ def check_recipes(out):
             expect(math.isfinite(final(f, metric)), name, f"{task}: {text(f.attrs['experiment'])} records {metric}")
 
 
+def check_wsd_branches(out, ablate):
+    name = "wsd_branches"
+    stable, decay = runs(out, name, "2_stable")[0], runs(out, name, "3_decays")[0]
+    cosine = runs(out, name, "4_cosine")[0]
+    point = resolved(decay, "train.branch_from.step")
+    steps = list(decay["metrics/train"]["step"])
+    expect(steps and min(steps) > point, name, f"the decay records only its own steps ({steps}, after {point})")
+    at = list(stable["metrics/train"]["step"]).index(steps[-1])
+    expect(float(decay["metrics/train"]["tokens"][-1]) == float(stable["metrics/train"]["tokens"][at]), name,
+           "the decay's token count continues the stable run's")
+    expect(float(decay["metrics/train"]["lr"][-1]) == 0.0 < float(stable["metrics/train"]["lr"][at]), name,
+           f"at step {steps[-1]} the decay has reached 0 and the stable run is at its peak")
+    cmp = os.path.join(out, "wsd_branches_compare")
+    code = subprocess.run([ablate, "compare"] + [os.path.join(out, name, d) for d in ("2_stable", "3_decays", "4_cosine")] +
+                          ["--metric", "test_loss", "--out", cmp], capture_output=True, text=True)
+    expect(code.returncode == 0, name, f"ablate compare exits 0 ({code.stderr[-300:]})")
+    with open(os.path.join(cmp, "summary.json")) as f:
+        s = json.load(f)
+    expect(len(s["arms"]) == 3, name, f"three arms (stable, decay, cosine): {[a['key_label'] for a in s['arms']]}")
+    keys = " ".join(a["key_label"] for a in s["arms"])
+    expect("branch_from.run" not in keys and "branch_points" not in keys, name,
+           "arms are not split by the branch's run nor by the points a run keeps")
+    expect(math.isfinite(final(cosine, "test_loss")), name, "the cosine baseline records test_loss")
+
+
 def main():
     out = sys.argv[1]
     check_length_extrapolation(out)
@@ -182,6 +207,7 @@ def main():
     check_recipes(out)
     check_scale_ladder(out, sys.argv[2])
     check_heads_compute(out)
+    check_wsd_branches(out, sys.argv[2])
 
 
 if __name__ == "__main__":

@@ -102,6 +102,10 @@ TEST(CompareKeys, VaryingKeysLeaveOutSeedsAndIgnoredKeys) {
   for (std::size_t i = 0; i < runs.size(); ++i)  // each seed's branch from its own stable run: no arm axis
     runs[i].config["train.branch_from.run"] = "results/stable/run" + std::to_string(i);
   EXPECT_EQ(varying_keys(runs), std::vector<std::string>{"model.block"});
+  runs[0].config["train.ema"] = "0.999";  // kept files: no part of what the arms compute
+  runs[1].config["train.branch_points"] = "[400, 800]";
+  runs[1].config["description"] = "free text";
+  EXPECT_EQ(varying_keys(runs), std::vector<std::string>{"model.block"});
   runs[0].config["train.schedule.warmup"] = "400";  // present in one run only: differs
   runs[1].config["train.steps"] = "600";
   EXPECT_EQ(varying_keys(runs), (std::vector<std::string>{"model.block", "train.schedule.warmup", "train.steps"}));
@@ -395,6 +399,24 @@ TEST(CompareBaseline, SeveralKeysAndBracketedValues) {
   EXPECT_EQ(c.arms[c.baseline].key_label, "model.block=pre_norm,train.optimizer.betas=[0.9, 0.999]");
   options.baseline = "model.block=pre_norm";
   expect_error([&] { compare(runs, options); }, "matches 2 arms", "add key=value pairs");
+}
+
+TEST(CompareBaseline, AnArmsKeyLabelFindsItEvenWithCommasInAValue) {
+  std::vector<RunSummary> runs;
+  for (const char* file : {"data/one, two.txt", "data/three, four.txt"}) {
+    for (const char* steps : {"500", "1000"}) {
+      RunSummary r;
+      r.run_id = std::string(file) + steps;
+      r.status = "completed";
+      r.config = {{"task.file", file}, {"train.steps", steps}};
+      r.final_metrics = {{"loss", 2.0}};
+      runs.push_back(r);
+    }
+  }
+  CompareOptions options;
+  options.baseline = "task.file=data/three, four.txt,train.steps=1000";  // a key_label, as reports pass it on
+  const Comparison c = compare(runs, options);
+  EXPECT_EQ(c.arms[c.baseline].key_label, options.baseline);
 }
 
 TEST(CompareBaseline, ErrorsSayWhatIsWrongAndWhatExists) {

@@ -4,6 +4,7 @@
 #include "spec/experiment_spec.hpp"
 
 #include <fstream>
+#include <map>
 
 #include "framework/spec/spec_test_util.hpp"
 
@@ -63,6 +64,23 @@ TEST(SpecLoad, MinimalSpecGetsTheTransformerBaseDefaults) {
   EXPECT_EQ(s.eval.metrics.size(), 4u);
   EXPECT_EQ(s.eval.batches, 8);
   EXPECT_TRUE(s.sweep.empty());
+}
+
+TEST(SpecIdentity, TheKeptFilesAndExecutionKeysAreNoPartOfIt) {
+  const ExperimentSpec plain = parse_spec(kMinimal, "t.yaml", {"train.steps=10"});
+  const std::map<std::string, std::string> values = {
+      {"train.keep_checkpoints", "3"}, {"train.ema", "0.9"}, {"train.branch_points", "[2, 5]"}, {"backend.threads", "2"}};
+  std::vector<std::string> keys = kept_files_keys();
+  keys.insert(keys.end(), execution_keys().begin(), execution_keys().end());
+  for (const std::string& key : keys) {
+    ASSERT_TRUE(values.count(key)) << key << ": give the test a value for it";
+    const ExperimentSpec set = parse_spec(kMinimal, "t.yaml", {"train.steps=10", key + "=" + values.at(key)});
+    EXPECT_NE(resolved_yaml(set), resolved_yaml(plain)) << key << " is recorded";
+    EXPECT_EQ(identity_yaml(set), identity_yaml(plain)) << key << " is no part of the run's identity";
+  }
+  EXPECT_NE(identity_yaml(parse_spec(kMinimal, "t.yaml", {"train.steps=10", "train.branch_from={run: r, step: 2}"})),
+            identity_yaml(plain))
+      << "where a run starts is part of it";
 }
 
 TEST(SpecLoad, LayersAndDropoutDefaultTheirSpecificForms) {
