@@ -38,7 +38,7 @@ po::options_description eval_options() {
   // clang-format off
   options.add_options()
       ("help,h", "show this help")
-      ("split", po::value<std::string>()->default_value("test"), "eval or test: the task's split to score")
+      ("split", po::value<std::string>(), "eval or test: the task's split to score (default: test when the task has one, else eval)")
       ("limit", po::value<std::int64_t>()->default_value(0), "score only the split's first N examples (0: all)")
       ("data", po::value<std::string>(), "score a new file in the task's format (the run's vocabularies) instead of a split")
       ("format", po::value<std::string>()->default_value("tsv"), "predictions as tsv or jsonl")
@@ -55,7 +55,8 @@ po::options_description eval_options() {
 
 train::RunEvalOptions read_eval_options(const po::variables_map& vm) {
   train::RunEvalOptions eval;
-  const std::string split = vm["split"].as<std::string>();
+  eval.split_given = vm.count("split") > 0;
+  const std::string split = eval.split_given ? vm["split"].as<std::string>() : "test";
   if (split == "test")
     eval.split = Split::Test;
   else if (split == "eval")
@@ -76,7 +77,7 @@ train::RunEvalOptions read_eval_options(const po::variables_map& vm) {
   eval.ema = vm.count("ema") > 0;
   if (vm.count("out")) eval.out_dir = vm["out"].as<std::string>();
   if (vm.count("data")) eval.data = vm["data"].as<std::string>();
-  if (vm.count("data") && !vm["split"].defaulted())
+  if (vm.count("data") && eval.split_given)
     throw UsageError("ablate eval: --data and --split " + split + " name two things to score",
                      "--data scores the file's examples, --split one of the task's splits: give one of them");
   train::check_eval_options(eval);  // before any run is looked at (a directory of runs may skip them all)
@@ -113,7 +114,7 @@ int evaluate_directory(const fs::path& dir, const train::RunEvalOptions& eval, c
   for (const fs::path& file : runs) {
     const fs::path run = file.parent_path();
     try {
-      if (const std::string why = skip_reason(file, train::eval_name(eval)); !why.empty()) {
+      if (const std::string why = skip_reason(file, train::eval_name(train::split_for_run(run, eval, nullptr))); !why.empty()) {
         out << "skipped " << run.string() << ": " << why << "\n";
         continue;
       }
@@ -142,7 +143,7 @@ int cmd_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
   add_run_argument(options);
   po::variables_map vm;
   if (!parse_command("eval", options, args, kRunArgument, vm, out)) return kExitOk;  // --help
-  const fs::path dir = run_argument(vm, "eval", "usage: ablate eval RUN_DIR [--split test]");
+  const fs::path dir = run_argument(vm, "eval", "usage: ablate eval RUN_DIR [--split test|eval]");
   const train::RunEvalOptions eval = read_eval_options(vm);
   if (!fs::exists(dir / "checkpoint.bin") && !fs::exists(dir / "run.h5") && fs::is_directory(dir))
     return evaluate_directory(dir, eval, spec_options(vm), out, err);

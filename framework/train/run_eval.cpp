@@ -318,9 +318,20 @@ void record_evaluation(const EvalPlace& p, std::int64_t step, const std::string&
 
 }  // namespace
 
+RunEvalOptions split_for_run(const fs::path& run_dir, RunEvalOptions options, std::ostream* out) {
+  if (options.split_given || !options.data.empty() || !fs::is_regular_file(run_dir / "run.h5")) return options;
+  const std::vector<std::string> names = results::RunReader(run_dir / "run.h5").metrics(results::MetricSplit::Eval).names;
+  const bool test = std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("test_"); });
+  options.split = test ? Split::Test : Split::Eval;
+  options.split_given = true;
+  if (!test && out) *out << "note: the run's task has no test split: scoring its eval split\n";
+  return options;
+}
+
 RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
-                           const RunEvalOptions& options, std::ostream& out) {
+                           const RunEvalOptions& given, std::ostream& out) {
   run_checkpoint(run_dir);  // the first thing to say when there is none
+  const RunEvalOptions options = split_for_run(run_dir, given, &out);
   check_eval_options(options);
   EvalPlace place = eval_place(run_dir, options);
   // before anything in the folder is touched; --data takes only how to read text from the run's data

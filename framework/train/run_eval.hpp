@@ -23,6 +23,9 @@ enum class PredictionFormat { Tsv, Jsonl };
 
 struct RunEvalOptions {
   Split split = Split::Test;
+  // false (`ablate eval` without --split): the test split when the run's task has one, else the
+  // eval split, with a note (split_for_run).
+  bool split_given = true;
   // The directory the files go to; empty: RUN/evals/<split>. It must not hold an evaluation
   // already (nothing is written over).
   std::filesystem::path out_dir;
@@ -91,6 +94,11 @@ TrainedRun open_trained_run(const std::filesystem::path& run_dir, const spec::Ex
 // written now (before anything is written); when the record fails, the files written go too.
 RunEvalResult evaluate_run(const std::filesystem::path& run_dir, const spec::ExperimentSpec& spec, const PluginRegistry& registry,
                            const RunEvalOptions& options, std::ostream& out);
+
+// `options` with the split an evaluation of `run_dir` scores: as given, or (split_given false, no
+// --data) the test split when the run's task has one (its run file records test_ columns), else
+// the eval split, said in a note to `out` (when not null).
+RunEvalOptions split_for_run(const std::filesystem::path& run_dir, RunEvalOptions options, std::ostream* out);
 
 // Throws UsageError for options no evaluation can run with: limit < 0, beam < 1, a --data file
 // that does not exist. evaluate_run checks them first; the CLI checks once before any run.

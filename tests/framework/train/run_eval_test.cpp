@@ -172,6 +172,34 @@ TEST_F(RunEvalTest, EvaluationsAreRecordedInTheRunFileAndNeverWrittenOver) {
   fs::remove_all(run);
 }
 
+TEST_F(RunEvalTest, WithoutASplitTheTestSplitWhenTheTaskHasOneElseTheEvalSplit) {
+  const fs::path out = dir_ / "no_split";  // the copy task has no test split
+  auto r = run_cli({"eval", run_dir().string(), "--limit", "5", "--out", out.string()});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("note: the run's task has no test split: scoring its eval split"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(out / "scores.json").find("\"split\": \"eval\""), std::string::npos) << slurp(out / "scores.json");
+  fs::remove_all(out);
+
+  const fs::path lm = dir_ / "lm";  // a language model over a file: its last 5% is a test split
+  std::ofstream(dir_ / "lm.yaml") << testing::TinyRun{.name = "lm_test_split",
+                                                      .task =
+                                                          "{plugin: language_model, file: /usr/share/common-licenses/GPL-3, "
+                                                          "tokens: char, context: 16, test_fraction: 0.05}",
+                                                      .arch = "decoder",
+                                                      .steps = 4,
+                                                      .eval_every = 4,
+                                                      .metrics = "loss",
+                                                      .generate = "{max_tokens: 0}"}
+                                         .yaml();
+  r = run_cli({"run", (dir_ / "lm.yaml").string(), "--out", lm.string(), "--progress", "quiet"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  r = run_cli({"eval", lm.string(), "--limit", "4"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
+  EXPECT_EQ(r.out.find("note: the run's task has no test split"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(lm / "evals" / "test" / "scores.json").find("\"split\": \"test\""), std::string::npos);
+  fs::remove_all(lm);
+}
+
 TEST_F(RunEvalTest, ADirectoryOfRunsEvaluatesEachCompletedRunOnce) {
   const fs::path sweep = dir_ / "sweep";
   for (const char* arm : {"a", "b"}) {
@@ -186,7 +214,7 @@ TEST_F(RunEvalTest, ADirectoryOfRunsEvaluatesEachCompletedRunOnce) {
     ASSERT_TRUE(fs::exists(scores)) << scores;
     EXPECT_NE(slurp(scores).find("\"examples\": 8"), std::string::npos);
   }
-  r = run_cli({"eval", sweep.string(), "--split", "eval"});  // again: nothing is written over
+  r = run_cli({"eval", sweep.string()});  // again (the eval split: the task has no test split): nothing is written over
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   EXPECT_NE(r.out.find("0 run(s) evaluated"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("evaluated already"), std::string::npos) << r.out;
