@@ -132,4 +132,11 @@ std::string printf_text(double v, const char* format) {
   return buf;
 }
 
+std::string fit_width(std::string_view s, std::size_t width) {
+  if (s.size() <= width) return std::string(s);
+  std::size_t cut = width - 3;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // a continuation byte
+  return std::string(s.substr(0, cut)) + "...";
+}
+
 }  // namespace ablate

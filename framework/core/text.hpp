@@ -42,4 +42,8 @@ std::string number_text(double v);
 // `v` as printf writes it with one numeric conversion (`format`: "%.4g", "%.1f").
 std::string printf_text(double v, const char* format);
 
+// `s` cut to at most `width` bytes (width >= 3), its end replaced by "..." when it is longer; a
+// UTF-8 character is never split.
+std::string fit_width(std::string_view s, std::size_t width);
+
 }  // namespace ablate

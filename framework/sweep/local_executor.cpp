@@ -79,19 +79,24 @@ struct Child {
   Clock::time_point start;
 };
 
-std::string ended_line(const TaskOutcome& o, std::size_t finished, std::size_t total) {
+}  // namespace
+
+std::string ended_line(const TaskOutcome& o, std::size_t finished, std::size_t total, std::size_t width) {
   std::string what = to_string(o.phase.phase);
   if (o.failed() && o.phase.phase != RunPhase::Failed) what = "failed";
-  std::ostringstream line;
-  line << "[" << finished << "/" << total << "] " << what << "  " << o.name;
-  if (o.phase.phase != RunPhase::Pending) line << ": step " << o.phase.step;
-  if (!o.phase.reason.empty()) line << ", " << o.phase.reason;
-  if (o.failed()) line << " (log: " << o.log.string() << ")";
-  line << " (" << train::format_duration(o.seconds) << ")";
-  return line.str();
+  std::ostringstream head;
+  head << "[" << finished << "/" << total << "] " << what << "  " << o.name;
+  if (o.phase.phase != RunPhase::Pending) head << ": step " << o.phase.step;
+  const std::string tail = " (" + train::format_duration(o.seconds) + ")";
+  // The reason where it says more than "done" does, cut to what the width leaves.
+  std::string line = head.str();
+  const std::string& reason = o.phase.reason;
+  const std::size_t room = width > line.size() + tail.size() + 2 ? width - line.size() - tail.size() - 2 : 0;
+  if (!reason.empty() && reason != "reached train.steps" && room >= 12) line += ", " + fit_width(reason, room);
+  line = fit_width(line + tail, std::max<std::size_t>(width, 3));
+  if (o.failed()) line += "\n    log: " + o.log.string();  // a path is not cut
+  return line;
 }
-
-}  // namespace
 
 bool TaskOutcome::failed() const {
   if (phase.phase == RunPhase::Failed) return true;
@@ -165,7 +170,7 @@ LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks
       o.phase.reason = "ablate run exited with status " + std::to_string(o.exit_code) + " before recording a run";
       if (const std::string error = last_error_line(o.log); !error.empty()) o.phase.reason += ": " + error;
     }
-    display.event(ended_line(o, ++finished, tasks.size()));
+    display.event(ended_line(o, ++finished, tasks.size(), SweepDisplay::kLineWidth));
   };
 
   while (true) {
@@ -185,7 +190,7 @@ LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks
                     "check that the sweep directory is writable");
       running.push_back({next, spawn(executable, t, report.outcomes[next].log), Clock::now()});
       report.outcomes[next].started = true;
-      display.event("start  " + t.name + (t.resume ? " (resuming)" : ""));
+      display.event(fit_width("start  " + t.name + (t.resume ? " (resuming)" : ""), SweepDisplay::kLineWidth));
       ++next;
     }
     if (running.empty()) break;

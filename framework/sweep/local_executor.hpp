@@ -36,6 +36,11 @@ struct TaskOutcome {
   bool failed() const;  // failed run, or a child that ended in error before recording a run
 };
 
+// The line a run's end prints: "[3/16] done  NAME: step 700, REASON (11s)", at most `width`
+// bytes (the reason cut first; "reached train.steps" left out as "done" says it), and for a
+// failed run a second line with the path of its log.
+std::string ended_line(const TaskOutcome& outcome, std::size_t finished, std::size_t total, std::size_t width);
+
 struct LocalOptions {
   int jobs = 1;  // children at a time
   train::ProgressMode progress = train::ProgressMode::Lines;

@@ -25,7 +25,7 @@ bool SweepDisplay::status_due() const {
 }
 
 void SweepDisplay::status(const std::string& line) {
-  status_ = line;
+  status_ = fit_width(line, kLineWidth);
   if (!status_due()) return;
   if (mode_ == train::ProgressMode::Bar) {
     clear();
@@ -47,7 +47,7 @@ void SweepDisplay::clear() {
 }
 
 void SweepDisplay::draw() {
-  out_ << (status_.size() > kBarWidth ? status_.substr(0, kBarWidth - 3) + "..." : status_) << std::flush;
+  out_ << status_ << std::flush;
   drawn_ = true;
   last_ = std::chrono::steady_clock::now();
 }

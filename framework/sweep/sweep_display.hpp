@@ -17,7 +17,9 @@ class SweepDisplay {
  public:
   static constexpr double kBarRedrawSeconds = 1.0;
   static constexpr double kHeartbeatSeconds = 60.0;  // Lines: a status line this often
-  static constexpr std::size_t kBarWidth = 118;      // a wrapped line cannot be redrawn in place
+  // The widest line it prints (a wrapped bar cannot be redrawn in place; a log stays readable);
+  // longer status lines are cut, event lines are fitted by their makers (ended_line).
+  static constexpr std::size_t kLineWidth = 100;
 
   SweepDisplay(std::ostream& out, train::ProgressMode mode) : out_(out), mode_(mode) {}
   ~SweepDisplay() { finish(); }

@@ -420,10 +420,10 @@ void Trainer::evaluate(std::int64_t step, std::optional<std::string>& stop) {
       ++state_.evals_since_best;
     }
     if (reached(*es, value))
-      stop = "early stopping: " + es->metric + " " + number_text(value) + " reached target " + number_text(*es->target);
+      stop = "early stopping: " + es->metric + " " + printf_text(value, "%.4g") + " reached target " + number_text(*es->target);
     else if (es->patience > 0 && state_.evals_since_best >= es->patience)
       stop = "early stopping: " + es->metric + " did not improve in " + std::to_string(es->patience) + " evaluations (best " +
-             number_text(state_.best_metric) + " at step " + std::to_string(state_.best_step) + ")";
+             printf_text(state_.best_metric, "%.4g") + " at step " + std::to_string(state_.best_step) + ")";
   }
   record_evaluation(step, stop.has_value() || step == steps_);
 }

@@ -23,6 +23,13 @@ TEST(ClosestMatch, SuggestsNearTyposAndPrefixesOnly) {
   EXPECT_EQ(closest_match("x", {}), std::nullopt);
 }
 
+TEST(FitWidth, CutsLongTextWithAnEllipsisNeverInsideACharacter) {
+  EXPECT_EQ(fit_width("short", 10), "short");
+  EXPECT_EQ(fit_width("exactly10!", 10), "exactly10!");
+  EXPECT_EQ(fit_width("a longer line", 10), "a longe...");
+  EXPECT_EQ(fit_width("ab\xc3\xa9" "cdefgh", 6), "ab...") << "the 2-byte e-acute is not split";
+}
+
 TEST(JsonQuote, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(json_quote("plain"), "\"plain\"");
   EXPECT_EQ(json_quote("a\"b\\c"), "\"a\\\"b\\\\c\"");

@@ -20,6 +20,7 @@
 #include "framework/spec/spec_test_util.hpp"
 #include "results/run_file.hpp"
 #include "spec/sweep_expansion.hpp"
+#include "sweep/local_executor.hpp"
 #include "sweep/manifest.hpp"
 #include "sweep/run_state.hpp"
 #include "sweep/slurm_executor.hpp"
@@ -42,6 +43,30 @@ std::vector<std::string> names(const std::vector<spec::SweepPoint>& points) {
 
 spec::SweepSpec sweep_of(const std::string& yaml_sweep) {
   return spec::parse_spec("name: s\ntask: copy\ntrain: {steps: 10}\nsweep:\n" + yaml_sweep).sweep;
+}
+
+TEST(SweepLines, ARunsEndFitsInAHundredColumnsAndAFailureNamesItsLog) {
+  TaskOutcome o;
+  o.name = "block=pre_norm,pe=sinusoidal,ffn=relu,seed=1";
+  o.phase = {RunPhase::Completed, 700, "early stopping: exact_match 0.9902 reached target 0.99", false};
+  o.seconds = 11;
+  o.started = true;
+  o.exit_code = 0;
+  std::string line = ended_line(o, 1, 16, 100);
+  EXPECT_EQ(line, "[1/16] done  block=pre_norm,pe=sinusoidal,ffn=relu,seed=1: step 700, early stopping: exact_... (11s)");
+  EXPECT_EQ(line.size(), 100u);
+  o.phase.reason = "reached train.steps";  // what "done" says already
+  EXPECT_EQ(ended_line(o, 16, 16, 100), "[16/16] done  block=pre_norm,pe=sinusoidal,ffn=relu,seed=1: step 700 (11s)");
+  o.name = std::string(150, 'n');
+  EXPECT_EQ(ended_line(o, 2, 16, 100).size(), 100u);
+  o.name = "a";
+  o.phase = {RunPhase::Failed, 3, "ablate: error: spec problem", false};
+  o.log = "/a/long/" + std::string(120, 'p') + "/ablate.log";
+  line = ended_line(o, 3, 16, 100);
+  const auto newline = line.find('\n');
+  ASSERT_NE(newline, std::string::npos) << line;
+  EXPECT_LE(newline, 100u);
+  EXPECT_EQ(line.substr(newline + 1), "    log: " + o.log.string()) << "a path is never cut";
 }
 
 TEST(SweepExpansion, GridIsCartesianFirstAxisSlowestAndSeedsFastest) {
