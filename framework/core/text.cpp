@@ -132,6 +132,15 @@ std::string printf_text(double v, const char* format) {
   return buf;
 }
 
+std::string ids_text(const std::vector<std::int32_t>& ids) {
+  std::string s;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
 std::string fit_width(std::string_view s, std::size_t width) {
   if (s.size() <= width) return std::string(s);
   std::size_t cut = width - 3;

@@ -42,6 +42,9 @@ std::string number_text(double v);
 // `v` as printf writes it with one numeric conversion (`format`: "%.4g", "%.1f").
 std::string printf_text(double v, const char* format);
 
+// Token ids as text: "3 4 5" (space-separated), what commands print for a task without text.
+std::string ids_text(const std::vector<std::int32_t>& ids);
+
 // `s` cut to at most `width` bytes (width >= 3), its end replaced by "..." when it is longer; a
 // UTF-8 character is never split.
 std::string fit_width(std::string_view s, std::size_t width);

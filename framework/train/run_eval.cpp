@@ -40,13 +40,7 @@ void check_same_run(const fs::path& file, const std::string& run_id, const fs::p
 
 // A sample's text, or its token ids separated by spaces where the task has no text.
 std::string shown(const std::string& text, const std::vector<std::int32_t>& ids) {
-  if (!text.empty() || ids.empty()) return text;
-  std::string s;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (i) s += ' ';
-    s += std::to_string(ids[i]);
-  }
-  return s;
+  return !text.empty() || ids.empty() ? text : ids_text(ids);
 }
 
 // A TSV field: tabs, newlines and backslashes escaped (\t, \n, \r, \\), so each example is one line.

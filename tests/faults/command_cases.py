@@ -159,6 +159,9 @@ def trained_run_cases(c):
         f.write("mine")
     case("export_over_a_file", ["export", run_dir, "--out", taken], "already exists")
     case("generate_with_a_seq2seq_model", ["generate", run_dir, "--prompt", "3 4"], "decoder-only language model")
-    case("translate_a_task_without_text", ["translate", run_dir], "has no text")
+    words = os.path.join(c.work, "words.txt")  # the run's task has no text: a line is token ids
+    with open(words, "w") as f:
+        f.write("a b\n")
+    case("translate_words_for_a_task_without_text", ["translate", run_dir, "--input", words], "'a' is not a token id")
     case("translate_beam_zero", ["translate", run_dir, "--beam", "0"], "--beam must be >= 1")
     case("translate_max_len_negative", ["translate", run_dir, "--max-len", "-3"], "--max-len must be >= 0")

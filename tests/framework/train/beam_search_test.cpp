@@ -90,12 +90,25 @@ TEST_F(BeamSearchTest, ATrainedCopyModelKeepsItsExactCopiesUnderBeamFour) {
   }
 }
 
+TEST_F(BeamSearchTest, TranslateReadsAndWritesTokenIdsWhereTheTaskHasNoText) {
+  std::ofstream(dir_ / "ids.txt") << "3 4 5\n7 6\n";  // the copy task's content ids, 3 .. 7
+  for (const char* beam : {"1", "3"}) {
+    const auto r = run_cli({"translate", (dir_ / "trained").string(), "--input", (dir_ / "ids.txt").string(), "--beam", beam});
+    ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+    EXPECT_EQ(r.out, "3 4 5\n7 6\n") << "beam " << beam << ": the trained model copies";
+  }
+}
+
 TEST_F(BeamSearchTest, TranslateRefusesRunsAndInputsItCannotTranslate) {
-  // The copy task has no text: nothing to read a sentence with.
+  // The copy task has no text: a line is token ids.
   std::ofstream(dir_ / "lines.txt") << "a b\n";
   auto r = run_cli({"translate", (dir_ / "trained").string(), "--input", (dir_ / "lines.txt").string()});
   EXPECT_EQ(r.code, cli::kExitUsage);
-  EXPECT_NE(r.err.find("has no text"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("line 1: 'a' is not a token id of the run's task (3 to 7)"), std::string::npos) << r.err;
+  std::ofstream(dir_ / "lines.txt") << "3 8\n";
+  r = run_cli({"translate", (dir_ / "trained").string(), "--input", (dir_ / "lines.txt").string()});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("'8' is not a token id"), std::string::npos) << r.err;
   r = run_cli({"translate", (dir_ / "trained").string(), "--input", (dir_ / "lines.txt").string(), "--beam", "0"});
   EXPECT_EQ(r.code, cli::kExitUsage);
   EXPECT_NE(r.err.find("--beam must be >= 1"), std::string::npos) << r.err;
