@@ -119,10 +119,13 @@ fs::path find_branch_run(const spec::ExperimentSpec& spec, const std::string& do
     if (!fs::exists(it->path() / "run.h5", ec)) continue;
     it.disable_recursion_pending();
     runs.push_back(it->path());
-    const spec::ExperimentSpec parent = spec_of_run(it->path());
-    if (parent.train.seed == spec.train.seed && fs::exists(branch_point_file(it->path(), spec.train.branch_from->step), ec) &&
-        identity_as_branch_of(spec, parent) == spec::identity_yaml(parent))
-      matching.push_back(it->path());
+    if (!fs::exists(branch_point_file(it->path(), spec.train.branch_from->step), ec)) continue;
+    try {
+      const spec::ExperimentSpec parent = spec_of_run(it->path());
+      if (parent.train.seed == spec.train.seed && identity_as_branch_of(spec, parent) == spec::identity_yaml(parent))
+        matching.push_back(it->path());
+    } catch (const Error&) {  // a run file this build cannot read (damaged, another version): not the run
+    }
   }
   if (matching.size() == 1) return matching.front();
   if (matching.empty())

@@ -98,7 +98,8 @@ class Trainer {
         out_(out),
         profile_(options.profile ? std::make_shared<OpProfile>() : nullptr),
         // first: a spec problem leaves no directory behind. A new run reads no tokenizer its folder
-        // may hold (left by a start killed before run.h5): it trains its own and writes it over.
+        // may hold (left by a start killed before run.h5): it trains its own and writes it over;
+        // a branch (train.branch_from) reads its run's, whose token ids it continues to train.
         ex_(spec, registry, profile_, dir.tokenizer_dir(options.resume)),
         order_(data_order(spec, ex_)) {}
 
