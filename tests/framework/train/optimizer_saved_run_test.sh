@@ -2,7 +2,7 @@
 # Adam and AdamW as plugins train bit for bit as the framework's built-in Adam did: the fixture
 # tests/fixtures/optimizer_before/spec.yaml rerun under adam (L2 decay), adamw (betas 0.9/0.95)
 # and adamw in bf16 must log the same per-step train loss and grad norm, to the last bit, as the
-# build before optimizers became plugins saved in losses.txt (commit 808cf4b, onednn, 1 thread).
+# build before optimizers became plugins saved in losses.txt (commit 808cf4b, the reference backend).
 # Usage: optimizer_saved_run_test.sh <path/to/ablate>
 set -euo pipefail
 ablate=$1
