@@ -211,10 +211,13 @@ LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks
     if (display.status_due()) {  // the line reads every running run's file: only when it is shown
       std::vector<const Task*> active;
       for (const Child& c : running) active.push_back(&tasks[c.task]);
-      std::string line = "sweep: " + std::to_string(finished) + "/" + std::to_string(tasks.size()) +
-                         " finished, running: " + running_steps(active);
-      if (next < tasks.size()) line += ", " + std::to_string(tasks.size() - next) + " waiting";
-      display.status(line + " (" + train::format_duration(seconds_since(sweep_start)) + ")");
+      const std::string head = "sweep: " + std::to_string(finished) + "/" + std::to_string(tasks.size()) + " finished, ";
+      const std::string tail = (next < tasks.size() ? ", " + std::to_string(tasks.size() - next) + " waiting" : std::string()) +
+                               " (" + train::format_duration(seconds_since(sweep_start)) + ")";
+      const std::size_t room = SweepDisplay::kLineWidth > head.size() + tail.size() + 12
+                                   ? SweepDisplay::kLineWidth - head.size() - tail.size()
+                                   : 12;  // the running runs' steps, cut to what the counts leave
+      display.status(head + fit_width("running: " + running_steps(active), room) + tail);
     }
     std::this_thread::sleep_for(kPollInterval);
   }

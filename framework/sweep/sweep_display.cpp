@@ -31,7 +31,7 @@ void SweepDisplay::status(const std::string& line) {
     clear();
     draw();
   } else {
-    out_ << line << "\n" << std::flush;
+    out_ << status_ << "\n" << std::flush;
     last_ = std::chrono::steady_clock::now();
   }
 }

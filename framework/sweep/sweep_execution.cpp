@@ -66,7 +66,7 @@ ExecutionReport execute_sweep(const SweepPlan& plan, const validation::LoadedSpe
   const Schedule schedule = schedule_runs(plan, manifest, *base.registry, read_phases(plan), schedule_options, out);
   const std::vector<Task>& tasks = schedule.tasks;
   out << "sweep " << plan.experiment << ": " << plan.runs.size() << " runs in " << dir.string() << " (" << added
-      << " new to the manifest): " << tasks.size() << " to run (" << schedule.resumed << " resumed), " << schedule.done
+      << " new to the manifest)\n  " << tasks.size() << " to run (" << schedule.resumed << " resumed), " << schedule.done
       << " already done or diverged, " << schedule.busy << " running or queued elsewhere";
   if (schedule.failed) out << ", " << schedule.failed << " failed (not rerun: add --rerun-failed)";
   out << "\n";

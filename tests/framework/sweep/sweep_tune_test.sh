@@ -116,7 +116,7 @@ grep -q "tuning cost: 6 runs, 200 steps trained in all" "$tmp/half1.log" || fail
 [ "$(find "$tmp/half" -maxdepth 2 -name run.h5 | wc -l)" -eq 4 ] || fail "halving: expected 4 confirmation runs"
 cp "$tmp/half/tuning/selection.yaml" "$tmp/half_selection.yaml"
 halving > "$tmp/half2.log" 2>&1 || { cat "$tmp/half2.log"; fail "the halving sweep run again failed"; }
-[ "$(grep -c ': 0 to run' "$tmp/half2.log")" -eq 3 ] || { cat "$tmp/half2.log"; fail "halving again: something ran"; }
+[ "$(grep -c '^  0 to run' "$tmp/half2.log")" -eq 3 ] || { cat "$tmp/half2.log"; fail "halving again: something ran"; }
 same_choices "$tmp/half/tuning/selection.yaml" "$tmp/half_selection.yaml" || fail "halving again: other choices"
 
 # 5. --dry-run; seeds that overlap run nothing
