@@ -27,7 +27,11 @@ TEST(FitWidth, CutsLongTextWithAnEllipsisNeverInsideACharacter) {
   EXPECT_EQ(fit_width("short", 10), "short");
   EXPECT_EQ(fit_width("exactly10!", 10), "exactly10!");
   EXPECT_EQ(fit_width("a longer line", 10), "a longe...");
-  EXPECT_EQ(fit_width("ab\xc3\xa9" "cdefgh", 6), "ab...") << "the 2-byte e-acute is not split";
+  EXPECT_EQ(fit_width("ab\xc3\xa9"
+                      "cdefgh",
+                      6),
+            "ab...")
+      << "the 2-byte e-acute is not split";
 }
 
 TEST(JsonQuote, EscapesQuotesBackslashesAndControlCharacters) {
