@@ -79,6 +79,14 @@ struct Child {
   Clock::time_point start;
 };
 
+// head + middle + tail in at most `width` bytes: the middle cut to what head and tail leave (left
+// out when under 14 bytes would be left), then the whole line if it is still longer.
+std::string fit_line(const std::string& head, const std::string& middle, const std::string& tail, std::size_t width) {
+  const std::size_t used = head.size() + tail.size();
+  const std::string kept = width >= used + 14 ? fit_width(middle, width - used) : std::string();
+  return fit_width(head + kept + tail, std::max<std::size_t>(width, 3));
+}
+
 }  // namespace
 
 std::string ended_line(const TaskOutcome& o, std::size_t finished, std::size_t total, std::size_t width) {
@@ -88,12 +96,9 @@ std::string ended_line(const TaskOutcome& o, std::size_t finished, std::size_t t
   head << "[" << finished << "/" << total << "] " << what << "  " << o.name;
   if (o.phase.phase != RunPhase::Pending) head << ": step " << o.phase.step;
   const std::string tail = " (" + train::format_duration(o.seconds) + ")";
-  // The reason where it says more than "done" does, cut to what the width leaves.
-  std::string line = head.str();
-  const std::string& reason = o.phase.reason;
-  const std::size_t room = width > line.size() + tail.size() + 2 ? width - line.size() - tail.size() - 2 : 0;
-  if (!reason.empty() && reason != "reached train.steps" && room >= 12) line += ", " + fit_width(reason, room);
-  line = fit_width(line + tail, std::max<std::size_t>(width, 3));
+  const std::string& reason = o.phase.reason;  // where it says more than "done" does
+  const bool says_more = !reason.empty() && reason != "reached train.steps";
+  std::string line = fit_line(head.str(), says_more ? ", " + reason : std::string(), tail, width);
   if (o.failed()) line += "\n    log: " + o.log.string();  // a path is not cut
   return line;
 }
@@ -214,10 +219,7 @@ LocalReport run_local(const fs::path& executable, const std::vector<Task>& tasks
       const std::string head = "sweep: " + std::to_string(finished) + "/" + std::to_string(tasks.size()) + " finished, ";
       const std::string tail = (next < tasks.size() ? ", " + std::to_string(tasks.size() - next) + " waiting" : std::string()) +
                                " (" + train::format_duration(seconds_since(sweep_start)) + ")";
-      const std::size_t room = SweepDisplay::kLineWidth > head.size() + tail.size() + 12
-                                   ? SweepDisplay::kLineWidth - head.size() - tail.size()
-                                   : 12;  // the running runs' steps, cut to what the counts leave
-      display.status(head + fit_width("running: " + running_steps(active), room) + tail);
+      display.status(fit_line(head, "running: " + running_steps(active), tail, SweepDisplay::kLineWidth));
     }
     std::this_thread::sleep_for(kPollInterval);
   }

@@ -684,19 +684,24 @@ void keep_checkpoint(const std::filesystem::path& run_dir, ParameterStore& store
   keep_newest(dir, "step", keep);
 }
 
+namespace {
+constexpr const char* kBranchPoints = "branch-points";  // RUN/branch-points/step-STEP.bin
+}  // namespace
+
 std::filesystem::path branch_point_file(const std::filesystem::path& run_dir, std::int64_t step) {
-  return step_file(run_dir / "branch-points", "step", step);
+  return step_file(run_dir / kBranchPoints, "step", step);
 }
 
 std::vector<std::int64_t> branch_point_steps(const std::filesystem::path& run_dir) {
   std::vector<std::int64_t> steps;
-  for (const std::filesystem::path& f : step_files(run_dir / "branch-points", "step")) steps.push_back(step_of(f));
+  for (const std::filesystem::path& f : step_files(run_dir / kBranchPoints, "step")) steps.push_back(step_of(f));
   return steps;
 }
 
 void keep_branch_point(const std::filesystem::path& run_dir, ParameterStore& store, const TrainState& state,
                        const std::string& spec_yaml) {
-  save_checkpoint(step_file(run_subdir(run_dir, "branch-points"), "step", state.step), store, state, spec_yaml);
+  run_subdir(run_dir, kBranchPoints);
+  save_checkpoint(branch_point_file(run_dir, state.step), store, state, spec_yaml);
 }
 
 }  // namespace ablate::train

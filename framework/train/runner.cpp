@@ -212,20 +212,18 @@ void Trainer::open() {
   dir_.prepare();
   ex_.tokenizers->save_to(dir_.path());  // the run reads text with these from now on
 
-  if (options_.resume && dir_.has_checkpoint()) {
-    if (spec.train.ema > 0) {
-      ema_.emplace(*ex_.store, spec.train.ema);
-      ema_->restore(dir_.path(), read_checkpoint(dir_.checkpoint_file()).state.step);  // before the moments load
-    }
-    state_ = load_checkpoint(dir_.checkpoint_file(), *ex_.store).state;  // its spec was checked by RunDirectory
-    ex_.optimizer->set_steps_taken(state_.optimizer_steps);
-  } else {
-    if (dir_.branch_point()) {  // the whole state another run kept (RunDirectory checked it continues that run)
-      state_ = load_checkpoint(*dir_.branch_point(), *ex_.store).state;
-      ex_.optimizer->set_steps_taken(state_.optimizer_steps);
-    }
-    if (spec.train.ema > 0) ema_.emplace(*ex_.store, spec.train.ema);  // from the initial (or branch point's) weights
+  // Where training starts: the run's own checkpoint (a resume), the whole state another run kept
+  // (a branch), or the initial weights; RunDirectory checked that either file continues this run.
+  const bool resuming = options_.resume && dir_.has_checkpoint();
+  if (resuming && spec.train.ema > 0) {
+    ema_.emplace(*ex_.store, spec.train.ema);
+    ema_->restore(dir_.path(), read_checkpoint(dir_.checkpoint_file()).state.step);  // before the moments load
   }
+  if (const std::optional<std::filesystem::path> start = resuming ? dir_.checkpoint_file() : dir_.branch_point()) {
+    state_ = load_checkpoint(*start, *ex_.store).state;
+    ex_.optimizer->set_steps_taken(state_.optimizer_steps);
+  }
+  if (!resuming && spec.train.ema > 0) ema_.emplace(*ex_.store, spec.train.ema);  // from the initial (or branch point's) weights
   ex_.optimizer->form_groups(*ex_.store);  // after a checkpoint's state is in: the rule checks what it needs now
   for (const std::string& g : ex_.optimizer->unmatched_rules())
     out_ << "warning: train.optimizer.groups: group '" << g << "' matches no parameter of this model\n";

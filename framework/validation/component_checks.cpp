@@ -24,8 +24,9 @@ namespace ablate::validation {
 namespace {
 
 // Roughly what training `spec` on `task` needs, in bytes: f32 weights, gradients and two Adam
-// moments per parameter (16 bytes; Adam's state, the most a built-in optimizer keeps), and what one step keeps for backward: per token and layer
-// ~(14 D + 3 F) floats and the attention probabilities, plus the logits and their gradient.
+// moments per parameter (16 bytes; Adam's state, the most a built-in optimizer keeps), and what
+// one step keeps for backward: per token and layer ~(14 D + 3 F) floats and the attention
+// probabilities, plus the logits and their gradient.
 // In long double: absurd sizes must not overflow on the way to being refused.
 struct MemoryEstimate {
   long double parameters = 0, parameter_bytes = 0, activation_bytes = 0;
