@@ -163,5 +163,30 @@ def trained_run_cases(c):
     with open(words, "w") as f:
         f.write("a b\n")
     case("translate_words_for_a_task_without_text", ["translate", run_dir, "--input", words], "'a' is not a token id")
+    # A branch (train.branch_from, docs/training.md "Branches") that would not continue its run:
+    # refused before its directory exists.
+    stable = os.path.join(c.work, "branch_stable")
+
+    def train_stable():
+        if not os.path.exists(os.path.join(stable, "checkpoint.bin")):
+            code, out = c.run(["run", c.spec("branch_stable"), "--out", stable, "--progress", "quiet",
+                               "--set", "train.branch_points=[2]"])
+            assert code == 0, out[-600:]
+
+    def branch(name, sets, *needles, run=stable):
+        out_dir = os.path.join(c.work, name)
+        args = ["run", c.spec(name), "--out", out_dir, "--progress", "quiet",
+                "--set", "train.branch_from={run: " + run + ", step: 2}"]
+        for s in sets:
+            args += ["--set", s]
+        case(name, args, *needles, absent=out_dir, setup=train_stable)
+
+    branch("branch_from_a_run_without_points", [], "does not exist (the run keeps no branch points)", run=run_dir)
+    branch("branch_from_a_missing_point", ["train.branch_from.step=4"], "step-0000000004.bin does not exist",
+           "it keeps steps 2")
+    branch("branch_with_another_model", ["model.d_model=32"], "differs from this one in more than train.steps",
+           "d_model: 16', now '  d_model: 32'")
+    branch("branch_with_another_schedule_before_the_point", ["train.schedule=cosine"],
+           "at step 1 train.schedule gives learning rate", "the run's (constant) gave")
     case("translate_beam_zero", ["translate", run_dir, "--beam", "0"], "--beam must be >= 1")
     case("translate_max_len_negative", ["translate", run_dir, "--max-len", "-3"], "--max-len must be >= 0")
