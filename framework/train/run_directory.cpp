@@ -157,7 +157,8 @@ void RunDirectory::check_branch(const spec::ExperimentSpec& spec, const PluginRe
   }
   // The branch point's spec (that run's identity), given this spec's length, schedule and names,
   // must be this spec.
-  const spec::ExperimentSpec parent = spec::parse_spec(spec::upgraded_run_yaml(read_checkpoint(file).spec_yaml), file.string());
+  const std::string point_yaml = read_checkpoint(file).spec_yaml;
+  const spec::ExperimentSpec parent = spec::parse_spec(spec::upgraded_run_yaml(point_yaml), file.string());
   if (parent.train.budget)
     throw UsageError(doing + ": that run trained for a train.budget, and a branch counts train.steps",
                      "branch from a run of train.steps alone");
@@ -181,6 +182,10 @@ void RunDirectory::check_branch(const spec::ExperimentSpec& spec, const PluginRe
                      "decay at or after it (decay <= 1 - step / train.steps)");
   }
   const results::RunInfo info = results::RunReader(parent_dir / "run.h5").info();
+  if (run_id_of_identity(point_yaml) != info.run_id)
+    throw UsageError(doing + ": " + file.string() + " holds another run's state than " + (parent_dir / "run.h5").string() +
+                         " (run " + info.run_id + ")",
+                     "a run folder's branch-points/ belong to its run.h5: remove what was copied in");
   const CodeIdentity code = code_identity(spec, registry);
   if (info.code_id != code.id)
     throw UsageError(doing + ": the run was made by other code; now: " + code_difference(info.plugin_code, code.parts),

@@ -188,5 +188,19 @@ def trained_run_cases(c):
            "d_model: 16', now '  d_model: 32'")
     branch("branch_with_another_schedule_before_the_point", ["train.schedule=cosine"],
            "at step 1 train.schedule gives learning rate", "the run's (constant) gave")
+    other = os.path.join(c.work, "branch_other_seed")
+
+    def copy_points_into_another_run():  # the stable run's points copied into a run of seed 2
+        train_stable()
+        if not os.path.exists(os.path.join(other, "checkpoint.bin")):
+            code, out = c.run(["run", c.spec("branch_other_seed"), "--out", other, "--progress", "quiet",
+                               "--set", "train.seed=2"])
+            assert code == 0, out[-600:]
+            shutil.copytree(os.path.join(stable, "branch-points"), os.path.join(other, "branch-points"))
+    out_dir = os.path.join(c.work, "branch_from_points_of_another_run")
+    case("branch_from_points_of_another_run",
+         ["run", c.spec("branch_from_points_of_another_run"), "--out", out_dir, "--progress", "quiet",
+          "--set", "train.branch_from={run: " + other + ", step: 2}"],
+         "holds another run's state than", "remove what was copied in", absent=out_dir, setup=copy_points_into_another_run)
     case("translate_beam_zero", ["translate", run_dir, "--beam", "0"], "--beam must be >= 1")
     case("translate_max_len_negative", ["translate", run_dir, "--max-len", "-3"], "--max-len must be >= 0")
