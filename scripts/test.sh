@@ -27,13 +27,19 @@ fi
 echo "== Release build and tests (build/)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
-# A failed test is run once more, alone, at the end: its output is then the log's last lines (what
-# a CI that keeps only the tail shows), and whether it fails again alone says flaky or not. The
-# first failure fails the run either way.
+# A failed test is run once more, alone, at the end, and then its output from the first run is
+# printed again: both are then the log's last lines (what a CI that keeps only the tail shows), and
+# whether it fails again alone says flaky or not. The first failure fails the run either way.
 run_ctest() {
-  ctest --test-dir "$1" --output-on-failure -j2 && return 0
+  local log="$1/ctest-first-run.log"
+  ctest --test-dir "$1" --output-on-failure -j2 2>&1 | tee "$log" && return 0
   echo "== the failed tests of $1 once more, one at a time (the run fails either way)"
   ctest --test-dir "$1" --rerun-failed --output-on-failure || true
+  echo "== what the failed tests of $1 printed in the first run (the last 60 lines)"
+  # A failed test's output follows its "***Failed" line up to the next test's Start or result line.
+  awk '/Test +#[0-9]+: .*\*\*\*/ { keep = 1; n = 0 }
+       keep && n > 0 && /^ *(Start +[0-9]+:|[0-9]+\/[0-9]+ Test +#)/ { keep = 0 }
+       keep { print; n++ }' "$log" | tail -n 60
   return 1
 }
 run_ctest build
