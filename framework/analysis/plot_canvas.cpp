@@ -9,6 +9,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -17,6 +19,7 @@
 
 #include "ablate/error.hpp"
 #include "core/atomic_file.hpp"
+#include "core/text.hpp"
 
 namespace ablate::analysis {
 namespace fs = std::filesystem;
@@ -53,6 +56,63 @@ std::string pixelated_images(std::string svg) {
   const std::string from = "<image ", to = "<image style=\"image-rendering:pixelated\" ";
   for (auto at = svg.find(from); at != std::string::npos; at = svg.find(from, at + to.size())) svg.replace(at, from.size(), to);
   return svg;
+}
+
+// An SVG figure's text layer, found from any context drawing on the figure's surface.
+const cairo_user_data_key_t kSvgTextKey{};
+
+std::string* svg_text_layer(cairo_t* cr) {
+  return static_cast<std::string*>(cairo_surface_get_user_data(cairo_get_target(cr), &kSvgTextKey));
+}
+
+// A coordinate as SVG text: two decimals (a hundredth of a pixel), no trailing zeros.
+std::string svg_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  std::string s = buf;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s == "-0" ? "0" : s;
+}
+
+// cairo writes coordinates with six decimals; two are a hundredth of a pixel. Rewrites every
+// number with more than two decimals (ids, colours' percentages and base64 data have none).
+std::string rounded_numbers(const std::string& svg) {
+  std::string out;
+  out.reserve(svg.size());
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (std::size_t i = 0; i < svg.size();) {
+    const bool starts =
+        is_digit(svg[i]) &&
+        (i == 0 || !(std::isalnum(static_cast<unsigned char>(svg[i - 1])) || svg[i - 1] == '.' || svg[i - 1] == '_'));
+    if (!starts) {
+      out += svg[i++];
+      continue;
+    }
+    std::size_t end = i;
+    while (end < svg.size() && is_digit(svg[end])) ++end;
+    std::size_t decimals = 0;
+    if (end < svg.size() && svg[end] == '.') {
+      std::size_t k = end + 1;
+      while (k < svg.size() && is_digit(svg[k])) ++k;
+      decimals = k - end - 1;
+      if (decimals > 0) end = k;
+    }
+    out += decimals > 2 ? svg_number(std::strtod(svg.substr(i, end - i).c_str(), nullptr)) : svg.substr(i, end - i);
+    i = end;
+  }
+  return out;
+}
+
+// cairo's SVG with the text layer on top: the drawing's numbers rounded, the <text> elements
+// (their font the one cairo measured with, then look-alikes) before the closing tag.
+std::string with_text_layer(const std::string& svg, const std::string& text) {
+  std::string out = rounded_numbers(svg);
+  const auto close = out.rfind("</svg>");
+  if (text.empty() || close == std::string::npos) return out;
+  return out.substr(0, close) +
+         "<g font-family=\"DejaVu Sans,Verdana,Bitstream Vera Sans,sans-serif\" style=\"white-space:pre\">\n" + text + "</g>\n" +
+         out.substr(close);
 }
 
 }  // namespace
@@ -92,7 +152,7 @@ void Figure::finish() {
   } else {
     cairo_surface_finish(surface_.get());
     check(cairo_surface_status(surface_.get()), "writing the SVG");
-    bytes = pixelated_images(std::move(svg_));
+    bytes = pixelated_images(with_text_layer(svg_, svg_text_));
   }
   surface_.reset();
   write_file_atomically(file_, bytes);
@@ -104,6 +164,7 @@ void Figure::create_surface(double width, double height, double scale, double de
   } else {
     surface_.reset(cairo_svg_surface_create_for_stream(write_to_string, &svg_, width, height));
     cairo_svg_surface_set_document_unit(surface_.get(), CAIRO_SVG_UNIT_PX);
+    check(cairo_surface_set_user_data(surface_.get(), &kSvgTextKey, &svg_text_, nullptr), "keeping the text layer");
   }
   check(cairo_surface_status(surface_.get()), "creating the surface");
   cr_.reset(cairo_create(surface_.get()));
@@ -218,8 +279,30 @@ void draw_text(cairo_t* cr, double x, double y, const std::string& text, double 
   cairo_save(cr);
   cairo_translate(cr, x, y);
   if (angle != 0) cairo_rotate(cr, angle);
-  cairo_move_to(cr, dx, dy);
-  cairo_show_text(cr, text.c_str());
+  if (std::string* layer = svg_text_layer(cr)) {
+    // The anchor and the baseline as cairo measured; the browser aligns by text-anchor, so text
+    // in a wider fallback font still ends where a right-aligned label must.
+    double px = 0, py = dy, ux = 1, uy = 0;
+    cairo_user_to_device(cr, &px, &py);
+    cairo_user_to_device_distance(cr, &ux, &uy);
+    double r = 0, g = 0, b = 0, a = 1;
+    cairo_pattern_get_rgba(cairo_get_source(cr), &r, &g, &b, &a);  // not a solid colour: black
+    char fill[48];
+    std::snprintf(fill, sizeof fill, "#%02x%02x%02x", int(std::lround(r * 255)), int(std::lround(g * 255)),
+                  int(std::lround(b * 255)));
+    const double degrees = std::atan2(uy, ux) * 180 / kPi;
+    std::string e = "<text x=\"" + svg_number(px) + "\" y=\"" + svg_number(py) + "\" font-size=\"" + svg_number(size) + "\"";
+    if (bold) e += " font-weight=\"bold\"";
+    if (h != HAlign::Left) e += h == HAlign::Center ? " text-anchor=\"middle\"" : " text-anchor=\"end\"";
+    e += std::string(" fill=\"") + fill + "\"";
+    if (a < 1) e += " fill-opacity=\"" + svg_number(a) + "\"";
+    if (std::abs(degrees) > 1e-9)
+      e += " transform=\"rotate(" + svg_number(degrees) + " " + svg_number(px) + " " + svg_number(py) + ")\"";
+    *layer += e + ">" + xml_escape(text) + "</text>\n";
+  } else {
+    cairo_move_to(cr, dx, dy);
+    cairo_show_text(cr, text.c_str());
+  }
   cairo_restore(cr);
 }
 

@@ -55,7 +55,8 @@ class Figure {
 
   std::filesystem::path file_;
   FigureFormat format_;
-  std::string svg_;  // an SVG is assembled here, then written at finish()
+  std::string svg_;       // an SVG is assembled here, then written at finish()
+  std::string svg_text_;  // an SVG's text as <text> elements (draw_text), put on top at finish()
   SurfacePtr surface_;
   ContextPtr cr_;
 };
@@ -87,6 +88,8 @@ double line_height(cairo_t* cr, double size);
 // Shortens cleaned text with '…' until it fits max_width.
 std::string fit_text(cairo_t* cr, std::string text, double size, double max_width, bool bold = false);
 // Draws cleaned text anchored at (x, y); `angle` turns it about the anchor (-pi/2: reads upwards).
+// In an SVG figure the text becomes an SVG <text> element (selectable, a few dozen bytes) rather
+// than cairo's glyph outlines (a path per glyph shape, most of a figure's bytes).
 void draw_text(cairo_t* cr, double x, double y, const std::string& text, double size, HAlign h, VAlign v, bool bold = false,
                double angle = 0);
 

@@ -93,6 +93,21 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
 std::string json_quote(std::string_view text) {
   const std::string s = valid_utf8(text);
   std::string out = "\"";

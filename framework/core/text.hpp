@@ -37,6 +37,9 @@ std::string valid_utf8(std::string_view s);
 // `s` as a JSON string literal, quotes included (invalid UTF-8 as by valid_utf8).
 std::string json_quote(std::string_view s);
 
+// `s` with & < > " as character references: text for XML and HTML content and attributes.
+std::string xml_escape(std::string_view s);
+
 // The shortest text that reads back as the same double ("0.1", "1e-05"); "nan", "inf", "-inf".
 std::string number_text(double v);
 // `v` as printf writes it with one numeric conversion (`format`: "%.4g", "%.1f").

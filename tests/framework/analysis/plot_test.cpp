@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -201,6 +202,32 @@ TEST_F(PlotTest, PlotLineSvgParsesWithSize) {
   EXPECT_TRUE(svg_parses(dir_ / "loss.svg"));
   EXPECT_EQ(svg_attribute(dir_ / "loss.svg", "width"), "900px");
   EXPECT_EQ(svg_attribute(dir_ / "loss.svg", "height"), "560px");
+}
+
+// An SVG's text is SVG <text> (selectable; report.html was 7.4 MB of glyph outlines), escaped,
+// drawn over the plot, the y title turned to read upwards; coordinates carry two decimals at most.
+TEST_F(PlotTest, SvgTextIsTextAndNumbersAreRounded) {
+  LinePlot p = two_series();
+  p.title = "loss <&> \"quoted\" · ünïcode";
+  p.y_label = "loss (nats)";
+  line_plot(dir_ / "text.svg", p);
+  const std::string svg = read_all(dir_ / "text.svg");
+  EXPECT_EQ(svg.find("<symbol"), std::string::npos) << "glyph outlines are still drawn";
+  const auto title = svg.find(">loss &lt;&amp;&gt; &quot;quoted&quot; · ünïcode</text>");
+  ASSERT_NE(title, std::string::npos);
+  EXPECT_NE(svg.rfind("font-weight=\"bold\"", title), std::string::npos);
+  const auto y_title = svg.find(">loss (nats)</text>");
+  ASSERT_NE(y_title, std::string::npos);
+  const auto y_tag = svg.rfind("<text ", y_title);
+  EXPECT_NE(svg.substr(y_tag, y_title - y_tag).find("transform=\"rotate(-90 "), std::string::npos)
+      << svg.substr(y_tag, y_title - y_tag);
+  EXPECT_GT(svg.find("<text "), svg.rfind("<path")) << "text must lie over the drawing";
+  for (std::size_t i = 0; (i = svg.find('.', i)) != std::string::npos; ++i) {
+    std::size_t digits = 0;
+    while (i + 1 + digits < svg.size() && std::isdigit(static_cast<unsigned char>(svg[i + 1 + digits]))) ++digits;
+    ASSERT_LE(digits, 2u) << "a number with more decimals: " << svg.substr(i > 12 ? i - 12 : 0, 24);
+  }
+  EXPECT_TRUE(svg_parses(dir_ / "text.svg"));
 }
 
 TEST_F(PlotTest, PlotLineSkipsNanAndNonPositiveOnLog) {
