@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Ablate's build and tests need, and only those that are missing
-# (apt-get; as root directly or through sudo), then the two PyPI packages of two agreement tests
+# (apt-get; as root directly or through sudo), then the PyPI packages of four agreement tests
 # into tests/.venv (as the calling user). Idempotent.
 set -euo pipefail
 
@@ -34,14 +34,15 @@ for p in "${PACKAGES[@]}"; do
 done
 
 # Not Debian packages: sacrebleu (ctest plugins.translation_sacrebleu: Ablate's BLEU against it),
-# safetensors (ctest docs.load_in_torch reads `ablate export`'s file with it) and sentencepiece
-# (ctest plugins.sentencepiece_agreement: the tokenizer plugin's ids against it), pinned, into a
+# safetensors (ctest docs.load_in_torch reads `ablate export`'s file with it), sentencepiece
+# (ctest plugins.sentencepiece_agreement: the tokenizer plugin's ids against it) and tensorboard
+# (ctest results.tensorboard reads log.tensorboard's event files with it), pinned, into a
 # virtual environment that also sees Debian's packages (torch, numpy, h5py, yaml). Without PyPI
 # those tests skip, saying so.
-PYPI_PACKAGES=(sacrebleu==2.6.0 safetensors==0.8.0 sentencepiece==0.2.0)
+PYPI_PACKAGES=(sacrebleu==2.6.0 safetensors==0.8.0 sentencepiece==0.2.0 tensorboard==2.18.0)
 VENV="$(cd "$(dirname "$0")/.." && pwd)/tests/.venv"
 python_packages() {
-  if "$VENV/bin/python" -c 'import sacrebleu, safetensors, sentencepiece' 2>/dev/null; then
+  if "$VENV/bin/python" -c 'import sacrebleu, safetensors, sentencepiece, tensorboard' 2>/dev/null; then
     echo "setup: ${PYPI_PACKAGES[*]} are installed in tests/.venv"
     return
   fi
@@ -49,7 +50,7 @@ python_packages() {
   if ! { /usr/bin/python3 -m venv --system-site-packages "$VENV" &&
          "$VENV/bin/pip" install -q --disable-pip-version-check "${PYPI_PACKAGES[@]}"; }; then
     echo "setup: warning: could not install ${PYPI_PACKAGES[*]} (no PyPI here?): the sacrebleu," \
-         "safetensors and sentencepiece checks will skip" >&2
+         "safetensors, sentencepiece and tensorboard checks will skip" >&2
   fi
 }
 

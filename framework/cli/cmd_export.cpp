@@ -1,5 +1,6 @@
 // `ablate export RUN --format safetensors`: a trained run's weights in a file Python's
-// `safetensors` and PyTorch load, with the spec and vocabularies beside them (run_export.hpp).
+// `safetensors` and PyTorch load, with the spec and vocabularies beside them (run_export.hpp);
+// `--format tensorboard`: its run.h5 as a TensorBoard event file (results/tensorboard.hpp).
 #include <filesystem>
 #include <ostream>
 
@@ -7,6 +8,8 @@
 #include "cli/cli.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/spec_loading.hpp"
+#include "results/run_file.hpp"
+#include "results/tensorboard.hpp"
 #include "train/run_export.hpp"
 
 namespace ablate::cli {
@@ -15,24 +18,40 @@ namespace po = boost::program_options;
 int cmd_export(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description options(
       "ablate export RUN_DIR [options]\n\n"
-      "Writes the weights of a run's checkpoint (RUN_DIR/checkpoint.bin) as safetensors: every parameter under\n"
-      "its dotted name (f32), and as metadata the resolved spec, the run id, the checkpoint's step and the\n"
-      "task's vocabularies. docs/examples/load_in_torch.py rebuilds the model in PyTorch from it. An existing\n"
-      "file is never written over. Exit 0 done, 2 bad arguments (no checkpoint, the file exists), 3 plugin error.\n\n"
+      "--format safetensors (the default) writes the weights of a run's checkpoint (RUN_DIR/checkpoint.bin): every\n"
+      "parameter under its dotted name (f32), and as metadata the resolved spec, the run id, the checkpoint's step\n"
+      "and the task's vocabularies. docs/examples/load_in_torch.py rebuilds the model in PyTorch from it.\n"
+      "--format tensorboard writes what run.h5 holds (train and eval metrics, per-layer statistics, decoded\n"
+      "samples, the resolved spec) as one TensorBoard event file in RUN_DIR (or --out DIR), as log.tensorboard\n"
+      "does while a run trains. An existing file is never written over. Exit 0 done, 2 bad arguments (no\n"
+      "checkpoint, the file exists, event files already there), 3 plugin error.\n\n"
       "Options");
   // clang-format off
   options.add_options()
       ("help,h", "show this help")
-      ("format", po::value<std::string>()->default_value("safetensors"), "the file format: safetensors")
-      ("out,o", po::value<std::string>(), "the file to write (default RUN_DIR/model.safetensors)");
+      ("format", po::value<std::string>()->default_value("safetensors"), "safetensors | tensorboard")
+      ("out,o", po::value<std::string>(),
+       "the file to write (default RUN_DIR/model.safetensors); for tensorboard, the folder (default RUN_DIR)");
   // clang-format on
   add_spec_options(options, nullptr);
   add_run_argument(options);
   po::variables_map vm;
   if (!parse_command("export", options, args, kRunArgument, vm, out)) return kExitOk;  // --help
   const std::filesystem::path dir = run_argument(vm, "export", "usage: ablate export RUN_DIR [--out FILE]");
-  if (vm["format"].as<std::string>() != "safetensors")
-    throw UsageError("ablate export: --format " + vm["format"].as<std::string>() + ": expected safetensors");
+  const std::string format = vm["format"].as<std::string>();
+  if (format == "tensorboard") {
+    if (!std::filesystem::is_regular_file(dir / "run.h5"))
+      throw UsageError("ablate export: " + (dir / "run.h5").string() + " is missing: " + dir.string() + " is not a run's folder",
+                       "name the folder `ablate run` wrote (it holds run.h5)");
+    const results::RunReader run(dir / "run.h5");
+    const std::filesystem::path file =
+        results::export_tensorboard(run, vm.count("out") ? std::filesystem::path(vm["out"].as<std::string>()) : dir);
+    out << "exported run " << run.info().run_id << " (step " << run.state().step << ") to " << file.string() << " ("
+        << std::filesystem::file_size(file) << " bytes); view it with: tensorboard --logdir " << file.parent_path().string()
+        << "\n";
+    return kExitOk;
+  }
+  if (format != "safetensors") throw UsageError("ablate export: --format " + format + ": expected safetensors or tensorboard");
   const std::filesystem::path file =
       vm.count("out") ? std::filesystem::path(vm["out"].as<std::string>()) : dir / "model.safetensors";
   if (std::filesystem::exists(file))  // before the model is built: said at once

@@ -145,6 +145,7 @@ struct LogSpec {
   std::int64_t every{};
   bool stats = true;  // per-layer statistics at each log row
   AttentionLogSpec attention;
+  bool tensorboard = false;  // a TensorBoard event file beside run.h5 (results/tensorboard.hpp)
   bool operator==(const LogSpec&) const = default;
 };
 

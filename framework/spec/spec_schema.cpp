@@ -401,6 +401,12 @@ const std::vector<SpecKey>& schema() {
     k.push_back(boolean(KEY(log.stats)).def("true").doc(
         "record the per-layer statistics at each `log.every` row; each costs a forward pass of the probe batch with "
         "its attention probabilities read back (seconds at long sequences on a GPU); false = off"));
+    k.push_back(boolean(KEY(log.tensorboard)).def("false").doc(
+        "also write the run's train and eval metrics, per-layer statistics, decoded samples and resolved spec to a "
+        "TensorBoard event file beside `run.h5` as they are logged (`ablate sweep` links each run into "
+        "`SWEEP/tensorboard/`); not part of the run's identity (docs/results-format.md, \"TensorBoard\")"));
+    k.back().omit_when_absent = true;  // runs made before it keep their resolved YAML
+    k.back().present = [](const ExperimentSpec& s) { return s.log.tensorboard; };
     k.push_back(section("log.attention").doc("attention tensors of a fixed probe batch"));
     k.push_back(integer(KEY(log.attention.every), 0).def("0").doc(
         "steps between attention-tensor records of the probe batch (every layer, head and kind, and the "

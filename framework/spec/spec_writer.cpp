@@ -65,7 +65,7 @@ const std::vector<std::string>& execution_keys() {
 }
 
 const std::vector<std::string>& kept_files_keys() {
-  static const std::vector<std::string> keys = {"train.keep_checkpoints", "train.ema", "train.branch_points"};
+  static const std::vector<std::string> keys = {"train.keep_checkpoints", "train.ema", "train.branch_points", "log.tensorboard"};
   return keys;
 }
 
@@ -102,6 +102,7 @@ std::string identity_yaml(ExperimentSpec spec) {
   spec.train.keep_checkpoints = 0;
   spec.train.ema = 0.0;  // an average kept beside the weights the optimizer trains
   spec.train.branch_points = {};
+  spec.log.tensorboard = false;  // a copy of the run's rows in TensorBoard's format
   for (const std::string& key : execution_keys())
     if (key.starts_with("backend.")) spec.backend.options.erase(key.substr(std::string("backend.").size()));
   return resolved_yaml(spec);

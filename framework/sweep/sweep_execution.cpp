@@ -3,6 +3,8 @@
 #include "sweep/sweep_execution.hpp"
 
 #include <algorithm>
+#include <map>
+#include <ostream>
 #include <system_error>
 #include <thread>
 
@@ -41,6 +43,30 @@ bool submit_to_slurm(const SweepPlan& plan, const validation::LoadedSpec& base, 
   return interrupted;
 }
 
+// log.tensorboard: SWEEP/tensorboard/<point name> links to each run's folder (where its event
+// file is), so that `tensorboard --logdir SWEEP/tensorboard` lists the runs by arm and seed.
+void link_tensorboard_runs(const SweepPlan& plan, std::ostream& out) {
+  std::map<std::string, int> uses;
+  auto name_of = [](const SweepRun& run) {
+    std::string name = run.point.name;
+    std::replace(name.begin(), name.end(), '/', '_');
+    return name;
+  };
+  for (const SweepRun& run : plan.runs) ++uses[name_of(run)];
+  const fs::path links = plan.dir / "tensorboard";
+  for (const SweepRun& run : plan.runs) {
+    if (!run.spec.log.tensorboard) continue;
+    const std::string name = uses[name_of(run)] > 1 ? run.folder : name_of(run);  // two runs of one point: by folder
+    std::error_code ec;
+    fs::create_directories(links, ec);
+    const fs::path link = links / name;
+    if (fs::is_symlink(fs::symlink_status(link, ec))) continue;  // linked by an earlier invocation
+    ec.clear();                                                  // not there yet (symlink_status says so through ec)
+    fs::create_directory_symlink(fs::path("..") / run.folder, link, ec);
+    if (ec) out << "warning: cannot link " << link.string() << " to the run's folder: " << ec.message() << "\n";
+  }
+}
+
 }  // namespace
 
 ExecutionReport execute_sweep(const SweepPlan& plan, const validation::LoadedSpec& base, const ExecutionOptions& options,
@@ -57,6 +83,7 @@ ExecutionReport execute_sweep(const SweepPlan& plan, const validation::LoadedSpe
   manifest.baseline = options.baseline;
   manifest.tuned_keys = options.tuned_keys;
   write_manifest(dir, manifest);
+  link_tensorboard_runs(plan, out);
 
   ScheduleOptions schedule_options;
   schedule_options.rerun_failed = options.rerun_failed;

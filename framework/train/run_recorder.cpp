@@ -3,6 +3,7 @@
 #include "train/run_recorder.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "ablate/error.hpp"
@@ -131,10 +132,42 @@ RunRecorder::RunRecorder(Experiment& ex, std::vector<std::string> train_metrics,
 
 void RunRecorder::create(const std::filesystem::path& file, const results::RunInfo& info) {
   writer_.emplace(results::RunWriter::create(file, info, layout_));
+  if (ex_.spec.log.tensorboard) {
+    events_.emplace(results::EventFile::create(file.parent_path()));
+    results::tensorboard_spec(*events_, info, results::wall_time_now());
+  }
 }
 
 void RunRecorder::resume(const std::filesystem::path& file, std::int64_t step) {
   writer_.emplace(results::RunWriter::resume(file, step, &layout_));
+  // The event file, like the run file, drops what the stopped run logged after the checkpoint.
+  if (ex_.spec.log.tensorboard) events_.emplace(results::EventFile::resume(file.parent_path(), step));
+}
+
+void RunRecorder::train(std::int64_t step, const std::vector<double>& values) {
+  writer_->append_train(step, values);
+  if (events_) results::tensorboard_metrics(*events_, "train", layout_.train_metrics, step, values, results::wall_time_now());
+}
+
+void RunRecorder::eval(std::int64_t step, const std::map<std::string, double>& values) {
+  writer_->append_eval(step, values);
+  if (!events_) return;
+  std::vector<double> row;
+  for (const std::string& name : layout_.eval_metrics) {
+    const auto it = values.find(name);
+    row.push_back(it == values.end() ? std::nan("") : it->second);
+  }
+  results::tensorboard_metrics(*events_, "eval", layout_.eval_metrics, step, row, results::wall_time_now());
+}
+
+void RunRecorder::samples(std::int64_t step, const results::SamplesLog& log) {
+  writer_->append_samples(step, log);
+  if (events_) results::tensorboard_samples(*events_, step, log, results::wall_time_now());
+}
+
+void RunRecorder::flush() {
+  writer_->flush();
+  if (events_) events_->flush();
 }
 
 RunRecorder::ProbePass RunRecorder::probe_pass(std::int64_t step) {
@@ -173,6 +206,7 @@ void RunRecorder::record_stats(std::int64_t step, const ProbePass& pass) {
   log.tables = {residual, grads};
   for (const auto& e : entropy) log.entropy.emplace_back(e);
   writer_->append_stats(step, log);
+  if (events_) results::tensorboard_stats(*events_, layout_, step, log, results::wall_time_now());
 }
 
 void RunRecorder::record_attention(std::int64_t step, const ProbePass& pass) {

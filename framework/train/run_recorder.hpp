@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "results/run_file.hpp"
+#include "results/tensorboard.hpp"
 #include "train/experiment.hpp"
 
 namespace ablate::train {
@@ -30,14 +31,15 @@ class RunRecorder {
   void create(const std::filesystem::path& file, const results::RunInfo& info);
   void resume(const std::filesystem::path& file, std::int64_t step);
 
-  void train(std::int64_t step, const std::vector<double>& values) { writer_->append_train(step, values); }
-  void eval(std::int64_t step, const std::map<std::string, double>& values) { writer_->append_eval(step, values); }
-  void samples(std::int64_t step, const results::SamplesLog& log) { writer_->append_samples(step, log); }
+  // Each row goes to the run file and, with log.tensorboard, to the run's TensorBoard event file.
+  void train(std::int64_t step, const std::vector<double>& values);
+  void eval(std::int64_t step, const std::map<std::string, double>& values);
+  void samples(std::int64_t step, const results::SamplesLog& log);
   // One probe pass at `step`, recorded as per-layer statistics (with the gradients of that step's
   // backward) and/or as the probe's attention of every layer and kind plus its greedy decoding.
   void probe(std::int64_t step, bool stats, bool attention);
   void state(const results::RunState& s) { writer_->set_state(s); }
-  void flush() { writer_->flush(); }
+  void flush();
 
  private:
   // One probe forward pass: the captured attention (host copies, slot order) and layer outputs.
@@ -55,6 +57,7 @@ class RunRecorder {
   std::vector<std::int32_t> src_lengths_, tgt_lengths_;  // of the probe, per stack's queries
   std::vector<std::string> layers_;                      // parameter layer names, stats columns
   std::optional<results::RunWriter> writer_;
+  std::optional<results::EventFile> events_;  // log.tensorboard: beside the run file
 };
 
 }  // namespace ablate::train

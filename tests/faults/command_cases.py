@@ -158,6 +158,17 @@ def trained_run_cases(c):
     with open(taken, "w") as f:
         f.write("mine")
     case("export_over_a_file", ["export", run_dir, "--out", taken], "already exists")
+    case("export_tensorboard_without_run_file", ["export", empty, "--format", "tensorboard"], "run.h5",
+         "not_a_run", absent=os.path.join(empty, "events.out.tfevents"))
+    case("export_unknown_format", ["export", run_dir, "--format", "onnx"], "expected safetensors or tensorboard")
+    exported = os.path.join(c.work, "exported_tensorboard")
+
+    def export_once():
+        if not os.path.isdir(exported):
+            code, out = c.run(["export", run_dir, "--format", "tensorboard", "--out", exported])
+            assert code == 0, out[-600:]
+    case("export_tensorboard_twice", ["export", run_dir, "--format", "tensorboard", "--out", exported],
+         "already holds a TensorBoard event file", setup=export_once)
     case("generate_with_a_seq2seq_model", ["generate", run_dir, "--prompt", "3 4"], "decoder-only language model")
     words = os.path.join(c.work, "words.txt")  # the run's task has no text: a line is token ids
     with open(words, "w") as f:

@@ -68,8 +68,11 @@ TEST(SpecLoad, MinimalSpecGetsTheTransformerBaseDefaults) {
 
 TEST(SpecIdentity, TheKeptFilesAndExecutionKeysAreNoPartOfIt) {
   const ExperimentSpec plain = parse_spec(kMinimal, "t.yaml", {"train.steps=10"});
-  const std::map<std::string, std::string> values = {
-      {"train.keep_checkpoints", "3"}, {"train.ema", "0.9"}, {"train.branch_points", "[2, 5]"}, {"backend.threads", "2"}};
+  const std::map<std::string, std::string> values = {{"train.keep_checkpoints", "3"},
+                                                     {"train.ema", "0.9"},
+                                                     {"train.branch_points", "[2, 5]"},
+                                                     {"log.tensorboard", "true"},
+                                                     {"backend.threads", "2"}};
   std::vector<std::string> keys = kept_files_keys();
   keys.insert(keys.end(), execution_keys().begin(), execution_keys().end());
   for (const std::string& key : keys) {
