@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Ablate's build and tests need, and only those that are missing
-# (apt-get; as root directly or through sudo), then the PyPI packages of four agreement tests
+# (apt-get; as root directly or through sudo), then the PyPI packages of five agreement tests
 # into tests/.venv (as the calling user). Idempotent.
 set -euo pipefail
 
@@ -36,14 +36,16 @@ done
 
 # Not Debian packages: sacrebleu (ctest plugins.translation_sacrebleu: Ablate's BLEU against it),
 # safetensors (ctest docs.load_in_torch reads `ablate export`'s file with it), sentencepiece
-# (ctest plugins.sentencepiece_agreement: the tokenizer plugin's ids against it) and tensorboard
-# (ctest results.tensorboard reads log.tensorboard's event files with it), pinned, into a
+# (ctest plugins.sentencepiece_agreement: the tokenizer plugin's ids against it), tensorboard
+# (ctest results.tensorboard reads log.tensorboard's event files with it) and transformers (ctest
+# train.hf_export loads `ablate export --format hf`; 4.44 is the last to run on Debian's torch 1.13),
+# pinned, into a
 # virtual environment that also sees Debian's packages (torch, numpy, h5py, yaml). Without PyPI
 # those tests skip, saying so.
-PYPI_PACKAGES=(sacrebleu==2.6.0 safetensors==0.8.0 sentencepiece==0.2.0 tensorboard==2.18.0)
+PYPI_PACKAGES=(sacrebleu==2.6.0 safetensors==0.8.0 sentencepiece==0.2.0 tensorboard==2.18.0 transformers==4.44.2)
 VENV="$(cd "$(dirname "$0")/.." && pwd)/tests/.venv"
 python_packages() {
-  if "$VENV/bin/python" -c 'import sacrebleu, safetensors, sentencepiece, tensorboard' 2>/dev/null; then
+  if "$VENV/bin/python" -c 'import sacrebleu, safetensors, sentencepiece, tensorboard, transformers' 2>/dev/null; then
     echo "setup: ${PYPI_PACKAGES[*]} are installed in tests/.venv"
     return
   fi
@@ -51,7 +53,7 @@ python_packages() {
   if ! { /usr/bin/python3 -m venv --system-site-packages "$VENV" &&
          "$VENV/bin/pip" install -q --disable-pip-version-check "${PYPI_PACKAGES[@]}"; }; then
     echo "setup: warning: could not install ${PYPI_PACKAGES[*]} (no PyPI here?): the sacrebleu," \
-         "safetensors, sentencepiece and tensorboard checks will skip" >&2
+         "safetensors, sentencepiece, tensorboard and transformers checks will skip" >&2
   fi
 }
 

@@ -160,7 +160,9 @@ def trained_run_cases(c):
     case("export_over_a_file", ["export", run_dir, "--out", taken], "already exists")
     case("export_tensorboard_without_run_file", ["export", empty, "--format", "tensorboard"], "run.h5",
          "not_a_run", absent=os.path.join(empty, "events.out.tfevents"))
-    case("export_unknown_format", ["export", run_dir, "--format", "onnx"], "expected safetensors or tensorboard")
+    case("export_unknown_format", ["export", run_dir, "--format", "onnx"], "expected safetensors, tensorboard or hf")
+    case("export_hf_of_a_seq2seq_model", ["export", run_dir, "--format", "hf"], "model.arch encoder_decoder",
+         "no counterpart", absent=os.path.join(run_dir, "hf"))
     exported = os.path.join(c.work, "exported_tensorboard")
 
     def export_once():
