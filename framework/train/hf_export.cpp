@@ -16,6 +16,7 @@
 #include "core/atomic_file.hpp"
 #include "core/text.hpp"
 #include "train/run_export.hpp"
+#include "train/tokenizer_store.hpp"
 
 namespace ablate::train {
 namespace fs = std::filesystem;
@@ -87,7 +88,7 @@ std::string hf_architecture(const spec::ExperimentSpec& spec) {
   refuse("model.block.norm " + norm + " with model.positional_encoding " + pe + " and model.ffn " + m.ffn.name);
 }
 
-HfExportResult export_hf(TrainedRun& run, const fs::path& dir) {
+HfExportResult export_hf(TrainedRun& run, const fs::path& run_dir, const fs::path& dir) {
   Experiment& ex = *run.experiment;
   const std::string arch = hf_architecture(ex.spec);
   std::error_code ec;
@@ -214,13 +215,27 @@ HfExportResult export_hf(TrainedRun& run, const fs::path& dir) {
   const std::vector<SafeTensor> check = {
       {"input_ids", "I64", {E, T}, id_bytes}, {"lengths", "I64", {E}, length_bytes}, f32_tensor("logits", {E, T, V}, logits)};
 
+  // The run's SentencePiece model: its ids are the run's (pad 0, bos 1, eos 2, unk 3; the trainer's
+  // default pieces <s>, </s>), and LlamaTokenizer puts bos first as the run's decoder input has it.
+  std::string sentencepiece;
+  if (const fs::path file = run_dir / "tokenizer-text.bin"; fs::exists(file, ec))
+    if (StoredTokenizer t = read_stored_tokenizer(file); t.plugin == "tokenizer/sentencepiece") sentencepiece = t.bytes;
+
   fs::create_directories(dir, ec);
   if (ec) throw UsageError("ablate export: cannot create " + dir.string() + ": " + ec.message(), "check the path");
   write_file_atomically(dir / "model.safetensors", safetensors_bytes(out, {{"format", "pt"}}));
   write_file_atomically(dir / "config.json", config);
   write_file_atomically(dir / "ablate_logits.safetensors",
                         safetensors_bytes(check, {{"run_id", run.run_id}, {"checkpoint_step", std::to_string(run.step)}}));
-  return {arch, dir, static_cast<std::int64_t>(out.size()), E};
+  if (!sentencepiece.empty()) {
+    write_file_atomically(dir / "tokenizer.model", sentencepiece);
+    write_file_atomically(
+        dir / "tokenizer_config.json",
+        "{\n  \"tokenizer_class\": \"LlamaTokenizer\",\n  \"legacy\": true,\n  \"add_bos_token\": true,\n"
+        "  \"add_eos_token\": false,\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n"
+        "  \"unk_token\": \"<unk>\",\n  \"pad_token\": \"<pad>\",\n  \"clean_up_tokenization_spaces\": false\n}\n");
+  }
+  return {arch, dir, static_cast<std::int64_t>(out.size()), E, !sentencepiece.empty()};
 }
 
 }  // namespace ablate::train

@@ -23,13 +23,16 @@ struct HfExportResult {
   std::filesystem::path dir;
   std::int64_t tensors = 0;
   std::int64_t check_examples = 0;  // rows of ablate_logits.safetensors
+  bool tokenizer = false;           // tokenizer.model written
 };
 
 // Writes into `dir` (created; refused when it exists and is not empty): config.json,
 // model.safetensors (the weights under transformers' names, q/k/v split, GPT-2's Conv1D weights
 // transposed, absent biases as zeros) and ablate_logits.safetensors: the first eval examples'
 // decoder input ids [B, T] (I64, bos first, padded with 0 after `lengths` [B]) and Ablate's logits
-// for them [B, T, V] (F32), so that a loaded model can be checked against the run.
-HfExportResult export_hf(TrainedRun& run, const std::filesystem::path& dir);
+// for them [B, T, V] (F32), so that a loaded model can be checked against the run. Where the run
+// read text through a SentencePiece tokenizer (run_dir/tokenizer-text.bin), also its model as
+// tokenizer.model with a tokenizer_config.json for transformers' LlamaTokenizer: the same ids.
+HfExportResult export_hf(TrainedRun& run, const std::filesystem::path& run_dir, const std::filesystem::path& dir);
 
 }  // namespace ablate::train

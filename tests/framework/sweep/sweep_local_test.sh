@@ -45,7 +45,7 @@ for _ in $(seq 1 6000); do [ "$(max_step "$tmp/kill")" -ge 30 ] && break; sleep 
 [ "$(max_step "$tmp/kill")" -ge 30 ] || { kill -KILL -- -"$pid"; cat "$tmp/kill1.log"; fail "the sweep never got going"; }
 kill -KILL -- -"$pid"
 wait "$pid" 2>/dev/null || true
-sleep 0.5
+gone "$tmp/kill/" || fail "the killed runs did not exit"
 "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/kill" --status > "$tmp/kill_status.log" 2>&1
 grep -q "4 runs: 4 done" "$tmp/kill_status.log" && fail "SIGKILL came too late: every run was already done"
 grep -Eq "^  interrupted .*ended without recording" "$tmp/kill_status.log" || { cat "$tmp/kill_status.log"; fail "no killed run shows as interrupted"; }

@@ -1,6 +1,7 @@
 # What the `ablate sweep` shell tests share (sourced by sweep_local_test.sh and
 # sweep_tune_test.sh): a scratch directory removed at exit (with any run still writing there),
-# failing with every log's tail, and polling how far a sweep's runs have got.
+# failing with every log's tail, polling how far a sweep's runs have got, and waiting for killed
+# runs to be gone.
 tmp=$(mktemp -d)
 cleanup() { pkill -KILL -f -- "--out $tmp/" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
@@ -11,4 +12,9 @@ fail() {  # the message, then the tail of every log this test wrote
 }
 max_step() {  # the highest step any run directly under a sweep directory has logged (its ablate.log; fast to poll)
   cat "$1"/*/ablate.log 2>/dev/null | sed -n 's/^step \([0-9]*\)\/.*/\1/p' | sort -n | tail -1 | grep . || echo 0
+}
+gone() {  # waits (up to 60 s) until no process has "--out $1" on its command line: a SIGKILLed run
+  # in an fsync can outlive the sweep that started it, and while it lives it holds its run file
+  for _ in $(seq 1 600); do pgrep -f -- "--out $1" > /dev/null || return 0; sleep 0.1; done
+  return 1
 }

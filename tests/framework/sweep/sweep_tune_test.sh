@@ -83,7 +83,7 @@ pid=$!
 for _ in $(seq 1 6000); do [ "$(max_step "$tmp/k1/tuning")" -ge 30 ] && break; sleep 0.02; done
 kill -KILL -- -"$pid"
 wait "$pid" 2>/dev/null || true
-sleep 0.5
+gone "$tmp/k1/" || fail "the killed runs did not exit"
 sweep --out "$tmp/k1" --status > "$tmp/k1_status.log" 2>&1
 grep -q "confirmation phase: waits for tuning" "$tmp/k1_status.log" || { cat "$tmp/k1_status.log"; fail "SIGKILL came after tuning"; }
 sweep --out "$tmp/k1" --jobs 2 --no-compare > "$tmp/k1b.log" 2>&1 || { cat "$tmp/k1b.log"; fail "the sweep after SIGKILL in tuning failed"; }
@@ -97,7 +97,7 @@ pid=$!
 for _ in $(seq 1 12000); do [ "$(max_step "$tmp/k2")" -ge 30 ] && break; sleep 0.02; done
 kill -KILL -- -"$pid"
 wait "$pid" 2>/dev/null || true
-sleep 0.5
+gone "$tmp/k2/" || fail "the killed runs did not exit"
 sweep --out "$tmp/k2" --status > "$tmp/k2_status.log" 2>&1
 grep -q "^confirmation phase: 2 arms x 2 seeds" "$tmp/k2_status.log" || { cat "$tmp/k2_status.log"; fail "status: no confirmation phase"; }
 grep -q "4 runs: 4 done" "$tmp/k2_status.log" && fail "SIGKILL came after the confirmation runs"
