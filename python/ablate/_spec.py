@@ -26,10 +26,10 @@ def _unquote(text):
     return text
 
 
-def _split_flow(body):
-    """The top-level comma-separated items of a flow collection's inside."""
-    items, depth, quote, start = [], 0, None, 0
-    for i, ch in enumerate(body):
+def _top_level(text):
+    """(index, character) of each character of `text` outside quotes and nested brackets."""
+    depth, quote = 0, None
+    for i, ch in enumerate(text):
         if quote:
             if ch == quote:
                 quote = None
@@ -39,7 +39,15 @@ def _split_flow(body):
             depth += 1
         elif ch in "]}":
             depth -= 1
-        elif ch == "," and depth == 0:
+        elif depth == 0:
+            yield i, ch
+
+
+def _split_flow(body):
+    """The top-level comma-separated items of a flow collection's inside."""
+    items, start = [], 0
+    for i, ch in _top_level(body):
+        if ch == ",":
             items.append(body[start:i])
             start = i + 1
     if body[start:].strip():
@@ -49,18 +57,8 @@ def _split_flow(body):
 
 def _key_value(item):
     """'key: value' split at the first ': ' outside quotes and brackets."""
-    depth, quote = 0, None
-    for i, ch in enumerate(item):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        elif ch == ":" and depth == 0 and (i + 1 == len(item) or item[i + 1] == " "):
+    for i, ch in _top_level(item):
+        if ch == ":" and (i + 1 == len(item) or item[i + 1] == " "):
             return item[:i].strip(), item[i + 1 :].strip()
     raise SpecError(f"not 'key: value': {item!r}")
 
