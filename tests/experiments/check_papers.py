@@ -197,6 +197,25 @@ def check_wsd_branches(out, ablate):
     expect(math.isfinite(final(cosine, "test_loss")), name, "the cosine baseline records test_loss")
 
 
+def check_qk_norm_lr(out):
+    name = "qk_norm_lr"
+    files = runs(out, name, name)
+    loss, entropy = {}, {}
+    for f in files:
+        expect(text(f.attrs["status"]) == "completed", text(f.attrs["run_id"]), "completed")
+        arm = (float(resolved(f, "train.optimizer.lr")), str(resolved(f, "model.attention.qk_norm")))
+        loss[arm] = final(f, "test_loss")
+        heads = []
+        f["stats/attention_entropy"].visititems(
+            lambda _, d: heads.extend(d[-1].tolist()) if isinstance(d, h5py.Dataset) and len(d) else None)
+        entropy[arm] = min(heads)
+    top = max(lr for lr, _ in loss)
+    expect(loss[(top, "layer_norm")] < loss[(top, "none")] - 0.1, name,
+           f"at lr {top:g} QK-layernorm ends lower (test log-ppl {loss[(top, 'layer_norm')]:.3f} vs {loss[(top, 'none')]:.3f})")
+    expect(entropy[(top, "none")] < 0.05, name,
+           f"at lr {top:g} without QK-norm a head's attention collapses (smallest entropy {entropy[(top, 'none')]:.3f})")
+
+
 def main():
     out = sys.argv[1]
     check_length_extrapolation(out)
@@ -208,6 +227,7 @@ def main():
     check_scale_ladder(out, sys.argv[2])
     check_heads_compute(out)
     check_wsd_branches(out, sys.argv[2])
+    check_qk_norm_lr(out)
 
 
 if __name__ == "__main__":
