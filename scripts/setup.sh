@@ -18,7 +18,7 @@ PACKAGES=(
   libcairo2-dev                      # PNG/SVG figures rendered in-process (framework/analysis/)
   libsentencepiece-dev               # SentencePiece 0.1.97: the subword tokenizer plugin (plugins/tokenizer_sentencepiece)
   python3-h5py python3-numpy         # tests read run files the way researchers do, with h5py
-  python3-pandas python3-setuptools  # the `ablate` Python package (python/): pip-installed and tested
+  python3-pandas python3-setuptools python3-wheel python3-pip  # the `ablate` Python package (python/): pip-installed, tested
   python3-scipy                      # analysis.scaling_fit: the power-law fit against scipy's curve_fit
   python3-torch libopenblas0-openmp python3-yaml  # bench.peer_agreement: the PyTorch peer (bench/), on the OpenMP OpenBLAS
   slurmctld slurmd slurm-client munge  # Slurm 22.05: `ablate sweep --executor slurm` test on a loopback cluster
