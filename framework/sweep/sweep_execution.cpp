@@ -59,10 +59,13 @@ void link_tensorboard_runs(const SweepPlan& plan, std::ostream& out) {
     const std::string name = uses[name_of(run)] > 1 ? run.folder : name_of(run);  // two runs of one point: by folder
     std::error_code ec;
     fs::create_directories(links, ec);
-    const fs::path link = links / name;
-    if (fs::is_symlink(fs::symlink_status(link, ec))) continue;  // linked by an earlier invocation
-    ec.clear();                                                  // not there yet (symlink_status says so through ec)
-    fs::create_directory_symlink(fs::path("..") / run.folder, link, ec);
+    const fs::path link = links / name, target = fs::path("..") / run.folder;
+    if (fs::is_symlink(fs::symlink_status(link, ec))) {
+      if (fs::read_symlink(link, ec) == target) continue;  // linked by an earlier invocation
+      fs::remove(link, ec);                                // to the folder of an earlier spec of this point
+    }
+    ec.clear();  // not there yet (symlink_status says so through ec)
+    fs::create_directory_symlink(target, link, ec);
     if (ec) out << "warning: cannot link " << link.string() << " to the run's folder: " << ec.message() << "\n";
   }
 }

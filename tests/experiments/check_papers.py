@@ -216,6 +216,18 @@ def check_qk_norm_lr(out):
            f"at lr {top:g} without QK-norm a head's attention collapses (smallest entropy {entropy[(top, 'none')]:.3f})")
 
 
+def check_without_tears(out):
+    name = "without_tears"
+    cells = {}
+    for f in runs(out, name, name):
+        expect(text(f.attrs["status"]) == "completed", text(f.attrs["run_id"]), "completed")
+        cells[(str(resolved(f, "model.block")), yaml.safe_load(text(f.attrs["resolved_spec_yaml"]))["model"]["block"]["norm"])] = \
+            final(f, "test_bleu")
+    expect(sorted(cells) == [("post_norm", "layer_norm"), ("post_norm", "scale_norm"), ("pre_norm", "layer_norm"),
+                             ("pre_norm", "scale_norm")], name, f"the 2 x 2 cells of block and norm ran: {sorted(cells)}")
+    expect(all(math.isfinite(v) for v in cells.values()), name, "each records test BLEU (no trend held at both sizes)")
+
+
 def main():
     out = sys.argv[1]
     check_length_extrapolation(out)
@@ -228,6 +240,7 @@ def main():
     check_heads_compute(out)
     check_wsd_branches(out, sys.argv[2])
     check_qk_norm_lr(out)
+    check_without_tears(out)
 
 
 if __name__ == "__main__":

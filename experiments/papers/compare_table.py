@@ -1,0 +1,69 @@
+"""A paper README's table from `ablate compare`'s summary.json, so tables are generated, never
+edited by hand:
+  /usr/bin/python3 experiments/papers/compare_table.py results/<name>/summary.json [--paper 'ARM=TEXT' ...]
+Prints a Markdown table (arm, mean ± sample sd (n), Δ against the baseline with its 95% interval,
+p and Holm's p of compare's test, and a column of the paper's number per arm when --paper gives
+it), then the main effects of a factorial design when compare estimated them. The numbers are
+summary.json's, rounded for reading; the test is the one compare chose (paired by seed where the
+seeds pair, else Welch's), named under the table.
+"""
+import argparse
+import json
+
+
+def number(v, digits):
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def signed(v, digits):
+    return "—" if v is None else f"{v:+.{digits}f}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("summary")
+    parser.add_argument("--paper", action="append", default=[], help="ARM=TEXT: the paper's number for an arm")
+    parser.add_argument("--digits", type=int, default=2)
+    args = parser.parse_args()
+    s = json.load(open(args.summary))
+    paper = dict(p.split("=", 1) for p in args.paper)
+    d = args.digits
+    head = f"| arm | {s['value']} | Δ vs baseline [95% CI] | p | p(Holm) |"
+    rule = "|---|---:|---|---:|---:|"
+    if paper:
+        head, rule = head + " paper |", rule + "---|"
+    print(head)
+    print(rule)
+    tests = set()
+    for arm in s["arms"]:
+        t = arm.get("test") or {}
+        if t.get("name"):
+            tests.add(t["name"])
+        sd = f" ± {arm['std']:.{d}f}" if arm.get("std") is not None and arm["n"] > 1 else ""
+        value = f"{number(arm.get('mean'), d)}{sd} (n {arm['n']})"
+        if arm["baseline"]:
+            delta, p, holm = "baseline", "—", "—"
+        else:
+            ci = t.get("ci") or [None, None]
+            delta = f"{signed(arm.get('delta'), d)} [{signed(ci[0], d)}, {signed(ci[1], d)}]"
+            p = "—" if t.get("p") is None else f"{t['p']:.2g}"
+            holm = "—" if t.get("p_holm") is None else f"{t['p_holm']:.2g}"
+        row = f"| {arm['label']} | {value} | {delta} | {p} | {holm} |"
+        if paper:
+            row += f" {paper.get(arm['label'], '—')} |"
+        print(row)
+    print(f"\n{s['metric']} ({s['summary']}), {'higher' if s['higher_is_better'] else 'lower'} is better; "
+          f"test: {', '.join(sorted(tests)) or 'none'}; Holm over the arms tested against the baseline.")
+    f = s.get("factorial") or {}
+    if f.get("defined"):
+        print(f"\n| main effect | estimate [95% CI] | p |\n|---|---|---:|")
+        for e in f["main_effects"]:
+            print(f"| {e['factor']}: {e['level']} − {e['reference']} | {signed(e['estimate'], d)} "
+                  f"[{signed(e['ci'][0], d)}, {signed(e['ci'][1], d)}] | {e['p']:.2g} |")
+        for term in f.get("terms", []):
+            if "×" in term["name"]:
+                print(f"\ninteraction {term['name']}: F {term['F']:.2f}, p {term['p']:.2g}")
+
+
+if __name__ == "__main__":
+    main()
