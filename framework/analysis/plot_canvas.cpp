@@ -67,9 +67,7 @@ std::string* svg_text_layer(cairo_t* cr) {
 
 // A coordinate as SVG text: two decimals (a hundredth of a pixel), no trailing zeros.
 std::string svg_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  std::string s = buf;
+  std::string s = printf_text(v, "%.2f");
   while (s.back() == '0') s.pop_back();
   if (s.back() == '.') s.pop_back();
   return s == "-0" ? "0" : s;

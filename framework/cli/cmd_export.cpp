@@ -66,7 +66,7 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out, std::ost
     LoadedSpec loaded = validation::load_run_spec(dir, spec_options(vm), err);
     train::hf_architecture(loaded.spec);  // a model that does not map is refused before it is built
     train::TrainedRun run = train::open_trained_run(dir, loaded.spec, *loaded.registry, err);
-    const train::HfExportResult r = train::export_hf(run, dir, folder);
+    const train::HfExportResult r = train::export_hf(run, folder);
     out << "exported run " << run.run_id << " (step " << run.step << ") as a transformers " << r.architecture << " (" << r.tensors
         << " tensors) to " << r.dir.string() << "; load it with AutoModelForCausalLM.from_pretrained(\"" << r.dir.string()
         << "\"); ablate_logits.safetensors holds Ablate's logits on " << r.check_examples << " eval examples"

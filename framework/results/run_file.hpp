@@ -37,8 +37,12 @@ enum class AttentionMask { None, Causal, KeyPadding, CausalKeyPadding };
 const char* to_string(AttentionMask m);  // none | causal | key_padding | causal+key_padding
 AttentionMask parse_attention_mask(std::string_view text);
 
-// The current time as ISO-8601 UTC, "2025-01-31T12:00:00Z".
+// The current time as ISO-8601 UTC, "2025-01-31T12:00:00Z"; such a text as seconds since the
+// epoch (0 when it does not read as one).
 std::string utc_now_iso8601();
+double iso8601_seconds(const std::string& text);
+// This machine's host name ("unknown" when the system does not say).
+std::string host_name();
 
 // The run's identity: root attributes written once, when the file is created.
 struct RunInfo {

@@ -1,5 +1,7 @@
 // The run file's vocabulary (run_file.hpp): statuses and masks as text, slot paths, the time
 // stamp format, and the validation of a RunLayout before anything is written.
+#include <unistd.h>
+
 #include <ctime>
 #include <initializer_list>
 #include <set>
@@ -105,13 +107,28 @@ AttentionMask parse_attention_mask(std::string_view text) {
                      "attention mask");
 }
 
+namespace {
+constexpr const char* kIso8601 = "%Y-%m-%dT%H:%M:%SZ";
+}  // namespace
+
 std::string utc_now_iso8601() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::strftime(buf, sizeof buf, kIso8601, &tm);
   return buf;
+}
+
+double iso8601_seconds(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), kIso8601, &tm);
+  return end && *end == '\0' ? static_cast<double>(timegm(&tm)) : 0.0;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 && buf[0] ? std::string(buf) : std::string("unknown");
 }
 
 std::string AttentionSlot::path() const { return "/attention/" + stack + "/" + kind + "/layer_" + std::to_string(layer); }

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <system_error>
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -136,18 +137,6 @@ std::size_t records_through(std::string_view data, std::int64_t step) {
   return at;
 }
 
-std::string host_name() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof buf - 1) == 0 && buf[0] ? std::string(buf) : std::string("localhost");
-}
-
-// "2025-01-31T12:00:00Z" as seconds since the epoch; 0 when it does not read.
-double epoch_seconds(const std::string& iso) {
-  std::tm tm{};
-  if (!strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return 0;
-  return static_cast<double>(timegm(&tm));
-}
-
 std::string markdown_cell(const std::string& s) {
   std::string out;
   for (const char ch : s) out += ch == '|' ? std::string("\\|") : ch == '\n' ? std::string(" ") : std::string(1, ch);
@@ -159,32 +148,44 @@ std::string markdown_cell(const std::string& s) {
 double wall_time_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // ---- EventFile -----------------------------------------------------------------------------
-EventFile::EventFile(fs::path path, std::FILE* f) : path_(std::move(path)), file_(f) {}
-EventFile::EventFile(EventFile&& o) noexcept : path_(std::move(o.path_)), file_(std::exchange(o.file_, nullptr)) {}
+EventFile::EventFile(fs::path path, std::FILE* f, fs::path partial)
+    : path_(std::move(path)), partial_(std::move(partial)), file_(f) {}
+EventFile::EventFile(EventFile&& o) noexcept
+    : path_(std::move(o.path_)), partial_(std::exchange(o.partial_, {})), file_(std::exchange(o.file_, nullptr)) {}
 EventFile& EventFile::operator=(EventFile&& o) noexcept {
   if (this != &o) {
-    if (file_) std::fclose(file_);
+    close();
     path_ = std::move(o.path_);
+    partial_ = std::exchange(o.partial_, {});
     file_ = std::exchange(o.file_, nullptr);
   }
   return *this;
 }
-EventFile::~EventFile() {
+EventFile::~EventFile() { close(); }
+
+void EventFile::close() noexcept {
   if (file_) std::fclose(file_);
+  file_ = nullptr;
+  std::error_code ec;
+  if (!partial_.empty()) fs::remove(partial_, ec);  // never published: no half file under an event file's name
+  partial_.clear();
 }
 
 EventFile EventFile::create(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   const double now = wall_time_now();
-  const fs::path path = dir / ("events.out.tfevents." + std::to_string(static_cast<std::int64_t>(now)) + "." + host_name() + "." +
-                               std::to_string(::getpid()));
-  std::FILE* f = ec ? nullptr : std::fopen(path.c_str(), "wbx");  // x: never over an existing file
+  const std::string tail = std::to_string(static_cast<std::int64_t>(now)) + "." + host_name() + "." + std::to_string(::getpid());
+  const fs::path path = dir / ("events.out.tfevents." + tail);
+  // Written first under a name TensorBoard does not read ("tfevents" is what it looks for).
+  const fs::path partial = dir / (".events-partial." + tail);
+  if (!ec && fs::exists(path, ec)) ec = std::make_error_code(std::errc::file_exists);
+  std::FILE* f = ec ? nullptr : std::fopen(partial.c_str(), "wbx");  // x: never over an existing file
   if (!f)
     throw Error("cannot create the TensorBoard event file " + path.string() + ": " +
                     (ec ? ec.message() : std::string(std::strerror(errno))),
                 "check that the directory is writable");
-  EventFile file(path, f);
+  EventFile file(path, f, partial);
   std::string version = event(now, 0);
   bytes_field(version, 3, "brain.Event:2");
   file.record(version);
@@ -197,14 +198,18 @@ EventFile EventFile::resume(const fs::path& dir, std::int64_t step) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (entry.path().filename().string().starts_with("events.out.tfevents.")) found.push_back(entry.path());
-  if (found.empty()) return create(dir);
+  if (found.empty()) {
+    EventFile fresh = create(dir);
+    fresh.publish();
+    return fresh;
+  }
   // The newest: names start with the creation second (same width for centuries).
   const fs::path path = *std::max_element(found.begin(), found.end());
   std::FILE* f = std::fopen(path.c_str(), "r+b");
   if (!f)
     throw Error("cannot reopen the TensorBoard event file " + path.string() + ": " + std::strerror(errno),
                 "check that the run's folder is writable");
-  EventFile file(path, f);
+  EventFile file(path, f, {});
   std::string data;
   char buf[1 << 16];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) data.append(buf, n);
@@ -260,11 +265,28 @@ void EventFile::flush() {
                 "check the disk space");
 }
 
+void EventFile::publish() {
+  if (partial_.empty()) return;
+  flush();
+  std::error_code ec;
+  fs::rename(partial_, path_, ec);
+  if (ec)
+    throw Error("cannot write the TensorBoard event file " + path_.string() + ": " + ec.message(),
+                "check that the directory is writable");
+  partial_.clear();
+}
+
 // ---- a run's rows --------------------------------------------------------------------------
 void tensorboard_metrics(EventFile& f, std::string_view split, const std::vector<std::string>& names, std::int64_t step,
                          std::span<const double> values, double wall_time) {
   for (std::size_t i = 0; i < names.size() && i < values.size(); ++i)
     if (std::isfinite(values[i])) f.scalar(step, std::string(split) + "/" + names[i], static_cast<float>(values[i]), wall_time);
+}
+
+void tensorboard_metrics(EventFile& f, std::string_view split, const std::map<std::string, double>& values, std::int64_t step,
+                         double wall_time) {
+  for (const auto& [name, value] : values)
+    if (std::isfinite(value)) f.scalar(step, std::string(split) + "/" + name, static_cast<float>(value), wall_time);
 }
 
 void tensorboard_stats(EventFile& f, const RunLayout& layout, std::int64_t step, const StatsLog& log, double wall_time) {
@@ -316,21 +338,22 @@ fs::path export_tensorboard(const RunReader& run, const fs::path& dir) {
                          "a run is exported once (TensorBoard would show its rows twice): name another folder with --out");
   const RunInfo& info = run.info();
   const RunLayout& layout = run.layout();
-  const double start = epoch_seconds(info.created);
-  const MetricTable train = run.metrics(MetricSplit::Train);
+  const double start = iso8601_seconds(info.created);
+  const MetricTable train = run.metrics(MetricSplit::Train), eval = run.metrics(MetricSplit::Eval);
   const std::vector<double>* elapsed = train.find("elapsed_s");
-  // A row's wall time: the start plus the elapsed seconds of the last train row at or before it.
+  // A row's wall time: the start plus the elapsed seconds of the last train row at or before it
+  // (train steps increase strictly).
   auto wall = [&](std::int64_t step) {
-    double t = start;
-    for (std::size_t i = 0; elapsed && i < train.steps.size() && train.steps[i] <= step; ++i)
-      if (std::isfinite((*elapsed)[i])) t = start + (*elapsed)[i];
-    return t;
+    const auto after = std::upper_bound(train.steps.begin(), train.steps.end(), step);
+    if (!elapsed || after == train.steps.begin()) return start;
+    const double e = (*elapsed)[static_cast<std::size_t>(after - train.steps.begin() - 1)];
+    return std::isfinite(e) ? start + e : start;
   };
 
   EventFile f = EventFile::create(dir);
   tensorboard_spec(f, info, start);
   for (const MetricSplit split : {MetricSplit::Train, MetricSplit::Eval}) {
-    const MetricTable table = split == MetricSplit::Train ? train : run.metrics(MetricSplit::Eval);
+    const MetricTable& table = split == MetricSplit::Train ? train : eval;
     std::vector<double> row(table.names.size());
     for (std::size_t r = 0; r < table.steps.size(); ++r) {
       for (std::size_t c = 0; c < table.names.size(); ++c) row[c] = table.columns[c][r];
@@ -357,7 +380,7 @@ fs::path export_tensorboard(const RunReader& run, const fs::path& dir) {
     SamplesRecord s = run.samples(r);
     tensorboard_samples(f, s.step, {std::move(s.src), std::move(s.reference), std::move(s.prediction)}, wall(s.step));
   }
-  f.flush();
+  f.publish();
   return f.path();
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,7 +24,8 @@ std::uint32_t masked_crc32c(std::string_view bytes);
 // TensorBoard following the file). Each file opens with its file_version event.
 class EventFile {
  public:
-  // A new file in `dir` (created if missing) named events.out.tfevents.SECONDS.HOST.PID.
+  // A new file in `dir` (created if missing) to be named events.out.tfevents.SECONDS.HOST.PID,
+  // written under a temporary name until publish() (destroyed unpublished, it is removed).
   static EventFile create(const std::filesystem::path& dir);
   // A resumed run continues the newest event file in `dir`, cut before its first record past
   // `step` (or a torn one a killed writer left): as run.h5 drops the rows logged after the
@@ -39,11 +41,15 @@ class EventFile {
   void scalar(std::int64_t step, const std::string& tag, float value, double wall_time);
   void text(std::int64_t step, const std::string& tag, const std::string& markdown, double wall_time);
   void flush();
+  // Flushes and renames a created file to its name; from then on TensorBoard reads it.
+  void publish();
 
  private:
-  EventFile(std::filesystem::path path, std::FILE* f);
+  EventFile(std::filesystem::path path, std::FILE* f, std::filesystem::path partial);
   void record(const std::string& event);
+  void close() noexcept;
   std::filesystem::path path_;
+  std::filesystem::path partial_;  // the temporary name until publish(); empty after
   std::FILE* file_ = nullptr;
 };
 
@@ -51,9 +57,11 @@ double wall_time_now();
 
 // What a run's rows are in TensorBoard; the live run (train/run_recorder) and the export of a
 // finished run file call the same functions, so both write the same tags and values.
-// train/<metric>, eval/<metric>: one scalar per finite value.
+// train/<metric>, eval/<metric>: one scalar per finite value; a row by its names, or by name.
 void tensorboard_metrics(EventFile& f, std::string_view split, const std::vector<std::string>& names, std::int64_t step,
                          std::span<const double> values, double wall_time);
+void tensorboard_metrics(EventFile& f, std::string_view split, const std::map<std::string, double>& values, std::int64_t step,
+                         double wall_time);
 // stats/<table>/<column> and attention_entropy/<stack>.<kind>.layer_<l>/head_<h>.
 void tensorboard_stats(EventFile& f, const RunLayout& layout, std::int64_t step, const StatsLog& log, double wall_time);
 // samples: a Markdown table of the decoded eval examples.

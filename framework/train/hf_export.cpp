@@ -3,6 +3,8 @@
 // examples to check a loaded model against.
 #include "train/hf_export.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,7 +18,6 @@
 #include "core/atomic_file.hpp"
 #include "core/text.hpp"
 #include "train/run_export.hpp"
-#include "train/tokenizer_store.hpp"
 
 namespace ablate::train {
 namespace fs = std::filesystem;
@@ -56,8 +57,6 @@ std::vector<float> transposed(const HostParam& p) {
   return out;
 }
 
-std::string number(double v) { return number_text(v); }
-
 }  // namespace
 
 std::string hf_architecture(const spec::ExperimentSpec& spec) {
@@ -88,7 +87,7 @@ std::string hf_architecture(const spec::ExperimentSpec& spec) {
   refuse("model.block.norm " + norm + " with model.positional_encoding " + pe + " and model.ffn " + m.ffn.name);
 }
 
-HfExportResult export_hf(TrainedRun& run, const fs::path& run_dir, const fs::path& dir) {
+HfExportResult export_hf(TrainedRun& run, const fs::path& dir) {
   Experiment& ex = *run.experiment;
   const std::string arch = hf_architecture(ex.spec);
   std::error_code ec;
@@ -158,7 +157,7 @@ HfExportResult export_hf(TrainedRun& run, const fs::path& run_dir, const fs::pat
         ",\n  \"hidden_size\": " + std::to_string(D) + ",\n  \"intermediate_size\": " + std::to_string(F) +
         ",\n  \"num_hidden_layers\": " + std::to_string(L) + ",\n  \"num_attention_heads\": " + std::to_string(H) +
         ",\n  \"num_key_value_heads\": " + std::to_string(K / Dh) +
-        ",\n  \"hidden_act\": \"silu\",\n  \"max_position_embeddings\": 4096,\n  \"rms_norm_eps\": " + number(m.norm_eps) +
+        ",\n  \"hidden_act\": \"silu\",\n  \"max_position_embeddings\": 4096,\n  \"rms_norm_eps\": " + number_text(m.norm_eps) +
         ",\n  \"rope_theta\": " + option(m.positional_encoding, "base", "10000") +
         ",\n  \"attention_bias\": " + (attention_bias ? "true" : "false") +
         ",\n  \"mlp_bias\": " + (mlp_bias ? "true" : "false") + ",\n  \"tie_word_embeddings\": true";
@@ -191,7 +190,7 @@ HfExportResult export_hf(TrainedRun& run, const fs::path& run_dir, const fs::pat
         ",\n  \"n_embd\": " + std::to_string(D) + ",\n  \"n_layer\": " + std::to_string(L) +
         ",\n  \"n_head\": " + std::to_string(H) + ",\n  \"n_inner\": " + std::to_string(F) +
         ",\n  \"n_positions\": " + std::to_string(positions.shape[0]) + ",\n  \"activation_function\": \"" + act +
-        "\",\n  \"layer_norm_epsilon\": " + number(m.norm_eps) +
+        "\",\n  \"layer_norm_epsilon\": " + number_text(m.norm_eps) +
         ",\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n  \"tie_word_embeddings\": true";
   }
   config += ",\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2,\n  \"pad_token_id\": 0,\n  \"torch_dtype\": \"float32\"" +
@@ -215,25 +214,37 @@ HfExportResult export_hf(TrainedRun& run, const fs::path& run_dir, const fs::pat
   const std::vector<SafeTensor> check = {
       {"input_ids", "I64", {E, T}, id_bytes}, {"lengths", "I64", {E}, length_bytes}, f32_tensor("logits", {E, T, V}, logits)};
 
-  // The run's SentencePiece model: its ids are the run's (pad 0, bos 1, eos 2, unk 3; the trainer's
-  // default pieces <s>, </s>), and LlamaTokenizer puts bos first as the run's decoder input has it.
-  std::string sentencepiece;
-  if (const fs::path file = run_dir / "tokenizer-text.bin"; fs::exists(file, ec))
-    if (StoredTokenizer t = read_stored_tokenizer(file); t.plugin == "tokenizer/sentencepiece") sentencepiece = t.bytes;
+  // The run's SentencePiece model, as the run restored it from its folder: its ids are the run's
+  // (pad 0, bos 1, eos 2, unk 3; the trainer's default pieces <s>, </s>), and LlamaTokenizer puts
+  // bos first as the run's decoder input has it.
+  const std::string sentencepiece =
+      ex.spec.task_tokenizer.name == "sentencepiece" ? ex.tokenizers->tokenizer("text")->save() : std::string();
 
-  fs::create_directories(dir, ec);
-  if (ec) throw UsageError("ablate export: cannot create " + dir.string() + ": " + ec.message(), "check the path");
-  write_file_atomically(dir / "model.safetensors", safetensors_bytes(out, {{"format", "pt"}}));
-  write_file_atomically(dir / "config.json", config);
-  write_file_atomically(dir / "ablate_logits.safetensors",
-                        safetensors_bytes(check, {{"run_id", run.run_id}, {"checkpoint_step", std::to_string(run.step)}}));
-  if (!sentencepiece.empty()) {
-    write_file_atomically(dir / "tokenizer.model", sentencepiece);
-    write_file_atomically(
-        dir / "tokenizer_config.json",
-        "{\n  \"tokenizer_class\": \"LlamaTokenizer\",\n  \"legacy\": true,\n  \"add_bos_token\": true,\n"
-        "  \"add_eos_token\": false,\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n"
-        "  \"unk_token\": \"<unk>\",\n  \"pad_token\": \"<pad>\",\n  \"clean_up_tokenization_spaces\": false\n}\n");
+  // The folder appears whole or not at all: written under a temporary name beside it, renamed.
+  fs::path target = fs::absolute(dir).lexically_normal();
+  if (target.filename().empty()) target = target.parent_path();
+  const fs::path partial = target.parent_path() / ("." + target.filename().string() + ".partial-" + std::to_string(::getpid()));
+  try {
+    fs::create_directories(partial);
+    write_file_atomically(partial / "model.safetensors", safetensors_bytes(out, {{"format", "pt"}}));
+    write_file_atomically(partial / "config.json", config);
+    write_file_atomically(partial / "ablate_logits.safetensors",
+                          safetensors_bytes(check, {{"run_id", run.run_id}, {"checkpoint_step", std::to_string(run.step)}}));
+    if (!sentencepiece.empty()) {
+      write_file_atomically(partial / "tokenizer.model", sentencepiece);
+      write_file_atomically(
+          partial / "tokenizer_config.json",
+          "{\n  \"tokenizer_class\": \"LlamaTokenizer\",\n  \"legacy\": true,\n  \"add_bos_token\": true,\n"
+          "  \"add_eos_token\": false,\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n"
+          "  \"unk_token\": \"<unk>\",\n  \"pad_token\": \"<pad>\",\n  \"clean_up_tokenization_spaces\": false\n}\n");
+    }
+    fs::rename(partial, target);  // over an empty folder too
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(partial, ec);
+    throw UsageError("ablate export: cannot write " + target.string() + ": " + e.code().message(), "check the path");
+  } catch (...) {
+    fs::remove_all(partial, ec);
+    throw;
   }
   return {arch, dir, static_cast<std::int64_t>(out.size()), E, !sentencepiece.empty()};
 }

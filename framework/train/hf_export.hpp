@@ -31,8 +31,9 @@ struct HfExportResult {
 // transposed, absent biases as zeros) and ablate_logits.safetensors: the first eval examples'
 // decoder input ids [B, T] (I64, bos first, padded with 0 after `lengths` [B]) and Ablate's logits
 // for them [B, T, V] (F32), so that a loaded model can be checked against the run. Where the run
-// read text through a SentencePiece tokenizer (run_dir/tokenizer-text.bin), also its model as
-// tokenizer.model with a tokenizer_config.json for transformers' LlamaTokenizer: the same ids.
-HfExportResult export_hf(TrainedRun& run, const std::filesystem::path& run_dir, const std::filesystem::path& dir);
+// read text through a SentencePiece tokenizer (task.tokenizer), also its model as tokenizer.model
+// with a tokenizer_config.json for transformers' LlamaTokenizer: the same ids. The folder is
+// written under a temporary name beside `dir` and renamed: it appears whole or not at all.
+HfExportResult export_hf(TrainedRun& run, const std::filesystem::path& dir);
 
 }  // namespace ablate::train

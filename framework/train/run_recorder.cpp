@@ -3,7 +3,6 @@
 #include "train/run_recorder.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 
 #include "ablate/error.hpp"
@@ -135,6 +134,7 @@ void RunRecorder::create(const std::filesystem::path& file, const results::RunIn
   if (ex_.spec.log.tensorboard) {
     events_.emplace(results::EventFile::create(file.parent_path()));
     results::tensorboard_spec(*events_, info, results::wall_time_now());
+    events_->publish();
   }
 }
 
@@ -151,13 +151,7 @@ void RunRecorder::train(std::int64_t step, const std::vector<double>& values) {
 
 void RunRecorder::eval(std::int64_t step, const std::map<std::string, double>& values) {
   writer_->append_eval(step, values);
-  if (!events_) return;
-  std::vector<double> row;
-  for (const std::string& name : layout_.eval_metrics) {
-    const auto it = values.find(name);
-    row.push_back(it == values.end() ? std::nan("") : it->second);
-  }
-  results::tensorboard_metrics(*events_, "eval", layout_.eval_metrics, step, row, results::wall_time_now());
+  if (events_) results::tensorboard_metrics(*events_, "eval", values, step, results::wall_time_now());
 }
 
 void RunRecorder::samples(std::int64_t step, const results::SamplesLog& log) {

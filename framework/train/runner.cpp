@@ -15,7 +15,6 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
-#include <unistd.h>
 
 #include "ablate/error.hpp"
 #include "ablate/ops.hpp"
@@ -40,11 +39,6 @@ std::atomic<bool> g_stop_requested{false};
 const std::vector<std::string> kTrainColumns = {"loss",         "token_accuracy", "lr",     "grad_norm",
                                                 "tokens_per_s", "elapsed_s",      "tokens", "flops"};
 constexpr std::int64_t kSamples = 5;  // decoded eval examples kept per evaluation (tasks with text)
-
-std::string host_name() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
-}
 
 std::string metrics_text(const std::map<std::string, double>& m) {
   std::string s;
@@ -276,7 +270,7 @@ void Trainer::open() {
     info.parameter_kinds = counts.kinds;
     info.parameter_counts = counts.counts;
     if (ex_.parameter_match) info.parameter_match = ex_.parameter_match->text;
-    info.host = host_name();
+    info.host = results::host_name();
     record_->create(dir_.run_file(), info);
   }
   result_.status = RunStatus::Running;

@@ -1,6 +1,6 @@
 // Tests for the TensorBoard event file writer (framework/results/tensorboard): the CRC-32C against
-// its published check value, and a resumed run's file cut back to its checkpoint step (torn
-// tails and later steps dropped). What TensorBoard itself reads: ctest results.tensorboard.
+// its published check value, a file under its name only once published, and a resumed run's file
+// cut back to its checkpoint step (torn tails and later steps dropped). What TensorBoard itself reads: ctest results.tensorboard.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -22,10 +22,18 @@ TEST(EventFile, ResumeCutsTheFileBackToTheStepAndTornTails) {
   const fs::path dir = ablate::testing::fresh_dir("event_file", false);
   std::uintmax_t after_step2 = 0, after_step3 = 0;
   fs::path path;
+  {  // created unpublished, destroyed: nothing is left
+    EventFile f = EventFile::create(dir);
+    f.scalar(1, "train/loss", 1.0f, 1001.0);
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
   {
     EventFile f = EventFile::create(dir);
     path = f.path();
     EXPECT_TRUE(path.filename().string().starts_with("events.out.tfevents.")) << path;
+    EXPECT_FALSE(fs::exists(path)) << "an event file's name before publish()";
+    f.publish();
+    EXPECT_TRUE(fs::exists(path));
     for (int step = 1; step <= 5; ++step) {
       f.scalar(step, "train/loss", 1.0f / static_cast<float>(step), 1000.0 + step);
       f.text(step, "samples", "| a | b |", 1000.0 + step);
