@@ -3,7 +3,7 @@
 import os
 import shutil
 
-from corpus import EXIT_OK, EXIT_PLUGIN, EXIT_USAGE, expect, run_file_state
+from corpus import EXIT_OK, EXIT_PLUGIN, EXIT_USAGE, TINY, expect, run_file_state
 
 
 # ---- plugins that throw, from every call, each way
@@ -163,6 +163,31 @@ def trained_run_cases(c):
     case("export_unknown_format", ["export", run_dir, "--format", "onnx"], "expected safetensors, tensorboard or hf")
     case("export_hf_of_a_seq2seq_model", ["export", run_dir, "--format", "hf"], "model.arch encoder_decoder",
          "no counterpart", absent=os.path.join(run_dir, "hf"))
+    # --format hf of decoder-only runs: a component without a transformers counterpart is named;
+    # a folder that holds files is not written into (the file there stays as it was)
+    lm_text = TINY.replace("task: {plugin: copy, vocab_size: 8, min_len: 2, max_len: 4, train_examples: 64, eval_examples: 16}",
+                           "task: {plugin: language_model, vocab_size: 12, min_len: 6, max_len: 12, train_examples: 64, "
+                           "eval_examples: 16}").replace("arch: encoder_decoder", "arch: decoder")
+    assert lm_text != TINY
+    llama_dir, post_norm_dir = os.path.join(c.work, "trained_llama"), os.path.join(c.work, "trained_post_norm_lm")
+    llama = c.spec("trained_llama", lm_text.replace(
+        "dropout: 0.0}", "dropout: 0.0, block: {plugin: pre_norm, norm: rms_norm}, positional_encoding: rotary, "
+        "ffn: swiglu, scale_embedding: false}"))
+    post_norm = c.spec("trained_post_norm_lm", lm_text.replace("dropout: 0.0}", "dropout: 0.0, scale_embedding: false}"))
+    occupied = os.path.join(c.work, "hf_occupied")
+
+    def train_lms():
+        for spec, out in ((llama, llama_dir), (post_norm, post_norm_dir)):
+            if not os.path.exists(os.path.join(out, "checkpoint.bin")):
+                code, text = c.run(["run", spec, "--out", out, "--progress", "quiet"])
+                assert code == 0, text[-600:]
+        os.makedirs(occupied, exist_ok=True)
+        with open(os.path.join(occupied, "notes.txt"), "w") as f:
+            f.write("mine")
+    case("export_hf_of_a_post_norm_model", ["export", post_norm_dir, "--format", "hf"], "model.block post_norm",
+         "no counterpart", absent=os.path.join(post_norm_dir, "hf"), setup=train_lms)
+    case("export_hf_into_a_folder_with_files", ["export", llama_dir, "--format", "hf", "--out", occupied],
+         "is not an empty folder", absent=os.path.join(occupied, "config.json"), setup=train_lms)
     exported = os.path.join(c.work, "exported_tensorboard")
 
     def export_once():
