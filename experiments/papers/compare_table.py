@@ -1,6 +1,7 @@
 """A paper README's table from `ablate compare`'s summary.json, so tables are generated, never
 edited by hand:
   /usr/bin/python3 experiments/papers/compare_table.py results/<name>/summary.json [--paper 'ARM=TEXT' ...]
+  /usr/bin/python3 experiments/papers/compare_table.py A/summary.json B/summary.json ...   # metrics side by side
 Prints a Markdown table (arm, mean ± sample sd (n), Δ against the baseline with its 95% interval,
 p and Holm's p of compare's test, and a column of the paper's number per arm when --paper gives
 it), then the main effects of a factorial design when compare estimated them. The numbers are
@@ -19,15 +20,35 @@ def signed(v, digits):
     return "—" if v is None else f"{v:+.{digits}f}"
 
 
+def wide(summaries, d):
+    """One row per arm, one column per summary (its metric's mean ± sd, n): lengths side by side."""
+    print("| arm | " + " | ".join(s["value"] for s in summaries) + " |")
+    print("|---|" + "---:|" * len(summaries))
+    for arm in summaries[0]["arms"]:
+        cells = []
+        for s in summaries:
+            a = next(x for x in s["arms"] if x["label"] == arm["label"])
+            if a.get("mean") is None:
+                cells.append(f"n/a ({a['counts']['missing_metric']} runs without it)")
+                continue
+            sd = f" ± {a['std']:.{d}f}" if a.get("std") is not None and a["n"] > 1 else ""
+            cells.append(f"{a['mean']:.{d}f}{sd} (n {a['n']})")
+        print(f"| {arm['label']} | " + " | ".join(cells) + " |")
+    print()
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("summary")
+    parser.add_argument("summary", nargs="+", help="summary.json; several (one metric each, the same arms): a wide "
+                        "table of each metric's mean ± sd, then the last one's Δ and tests")
     parser.add_argument("--paper", action="append", default=[], help="ARM=TEXT: the paper's number for an arm")
     parser.add_argument("--digits", type=int, default=2)
     args = parser.parse_args()
-    s = json.load(open(args.summary))
     paper = dict(p.split("=", 1) for p in args.paper)
     d = args.digits
+    if len(args.summary) > 1:
+        wide([json.load(open(path)) for path in args.summary], d)
+    s = json.load(open(args.summary[-1]))
     head = f"| arm | {s['value']} | Δ vs baseline [95% CI] | p | p(Holm) |"
     rule = "|---|---:|---|---:|---:|"
     if paper:

@@ -99,7 +99,8 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
 
 // The default baseline of a sweep's comparison: the spec's own base configuration as the arm
 // `ablate compare` names it ("model.block=post_norm,model.heads=8"), over every key the grid and
-// the explicit runs vary, when the grid holds it; "" otherwise (compare then takes its first arm).
+// the explicit runs vary (that the base has), when the grid holds it or there is no grid (the base
+// is then a point beside the runs); "" otherwise (compare then takes its first arm).
 std::string base_arm(const spec::ExperimentSpec& base);
 
 }  // namespace ablate::cli

@@ -56,7 +56,8 @@ fs::path executable_path() {
 }  // namespace
 
 std::string base_arm(const spec::ExperimentSpec& base) {
-  if (!base.sweep.zip.empty() || base.sweep.grid.empty()) return "";
+  // Without a grid the base configuration is the one point, and the runs are arms beside it.
+  if (!base.sweep.zip.empty() || (base.sweep.grid.empty() && base.sweep.runs.empty())) return "";
   const std::map<std::string, std::string> flat = analysis::flatten_spec(spec::resolved_yaml(base));
   std::vector<std::string> parts, keys;
   const auto add = [&](const std::string& key) {  // the base's value of a varied key; false if it has none
@@ -71,9 +72,11 @@ std::string base_arm(const spec::ExperimentSpec& base) {
     const auto it = flat.find(key);
     if (it == flat.end() || std::find(values.begin(), values.end(), it->second) == values.end() || !add(key)) return "";
   }
-  for (const auto& run : base.sweep.runs)  // keys only an explicit run sets tell its arm from the base's
-    for (const auto& [key, value] : run)
-      if (!add(key)) return "";
+  // Keys only an explicit run sets tell its arm from the base's; an option of a plugin the base
+  // does not use (a run's `model.block.gate` of rezero) has no base value, and that run's plugin
+  // key tells it apart.
+  for (const auto& run : base.sweep.runs)
+    for (const auto& [key, value] : run) add(key);
   return join(parts, ",");
 }
 

@@ -428,7 +428,8 @@ const std::vector<SpecKey>& schema() {
                         "also evaluate the metrics on eval examples of exactly these lengths (content tokens: a seq2seq "
                         "task's source, a language model's text), recorded as `METRIC_at_LENGTH` columns (`loss_at_128`): "
                         "length extrapolation. The task must make such examples (the synthetic tasks do); a length past "
-                        "what the positional encoding represents (`learned`'s `max_len`) is recorded as NaN, with a note"));
+                        "what the positional encoding represents (`learned`'s `max_len`) is recorded as NaN, with a note. "
+                        "A test split the task cuts at the length is scored once, at the end: `test_loss_at_128`"));
     k.push_back(section("eval.generate").doc("continuations a language model with text records at each evaluation"));
     k.push_back(integer(KEY(eval.generate.prompt_tokens), 0).def("16").doc(
         "a language model with text records continuations of 5 eval examples at each evaluation (`/samples`); the "

@@ -147,7 +147,8 @@ class Trainer {
   bool generate_ = false;              // a language model's sampled continuations
   std::vector<spec::Metric> metrics_;
   std::vector<std::string> base_cols_, eval_cols_;
-  std::vector<std::int64_t> lengths_;  // eval.lengths evaluated (the others are NaN)
+  std::vector<std::int64_t> lengths_;       // eval.lengths evaluated (the others are NaN)
+  std::vector<std::int64_t> test_lengths_;  // of those, the ones the test split has windows of
   bool has_test_ = false;
   std::int64_t samples_ = 0;
   std::optional<RunRecorder> record_;
@@ -244,6 +245,14 @@ void Trainer::open() {
   has_test_ = ex_.size(Split::Test) > 0;
   if (has_test_)
     for (const std::string& c : base_cols_) eval_cols_.push_back("test_" + c);
+  // The test split at eval.lengths too (test_METRIC_at_LENGTH), where the task cuts it at that
+  // length: a sweep tunes on the eval split and reports extrapolation on text it never chose by.
+  if (has_test_)
+    for (std::int64_t length : lengths_)
+      if (ex_.size(Split::Test, length) > 0) {
+        test_lengths_.push_back(length);
+        for (const std::string& c : base_cols_) eval_cols_.push_back("test_" + at_length(c, length));
+      }
   // Decoded eval samples as text, where the task has text and decoding runs; a language model's
   // sampled continuations (generate implies text).
   const bool decodes = std::find(metrics_.begin(), metrics_.end(), spec::Metric::exact_match) != metrics_.end();
@@ -428,6 +437,11 @@ void Trainer::record_evaluation(std::int64_t step, bool last) {
     const std::map<std::string, double> test = train::evaluate(ex_, metrics_, Split::Test).metrics;
     for (const auto& [k, v] : test) row["test_" + k] = result_.eval["test_" + k] = v;
     text += "\ntest @ " + std::to_string(step) + ": " + metrics_text(test);
+    for (std::int64_t length : test_lengths_) {
+      const std::map<std::string, double> at = train::evaluate(ex_, metrics_, Split::Test, 0, length).metrics;
+      for (const auto& [k, v] : at) row["test_" + at_length(k, length)] = result_.eval["test_" + at_length(k, length)] = v;
+      text += "\ntest at length " + std::to_string(length) + ": " + metrics_text(at);
+    }
   }
   for (auto it = row.begin(); it != row.end();)  // the declared columns
     it = std::find(eval_cols_.begin(), eval_cols_.end(), it->first) == eval_cols_.end() ? row.erase(it) : std::next(it);

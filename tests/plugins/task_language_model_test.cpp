@@ -154,7 +154,8 @@ TEST_F(LanguageModelTextRun, GenerateSettingsAreCheckedAgainstTheTaskAndTheModel
 }
 
 // eval.lengths on text (split: contiguous, the default): the held-out stretch scored in windows
-// of 16 and 64 tokens besides the trained 32, each a column of finite losses; split: random,
+// of 16 and 64 tokens besides the trained 32, each a column of finite losses, and the test
+// stretch at the end (test_loss_at_16, ...); split: random,
 // whose eval windows are not adjacent, is refused before anything is written.
 TEST_F(LanguageModelTextRun, EvalLengthsScoreTheHeldOutStretchAtEachLength) {
   const std::vector<std::string> lengths = {"--set", "train.steps=20",        "--set", "eval.every=20",
@@ -162,12 +163,18 @@ TEST_F(LanguageModelTextRun, EvalLengthsScoreTheHeldOutStretchAtEachLength) {
   const auto r = run("lengths", lengths);
   ASSERT_EQ(r.code, cli::kExitOk) << r.out << r.err;
   const results::MetricTable eval = results::RunReader(dir.path() / "lengths" / "run.h5").metrics(results::MetricSplit::Eval);
-  for (const char* name : {"loss", "loss_at_16", "loss_at_64"}) {
+  const auto last = [&](const std::string& name) {
     const auto it = std::find(eval.names.begin(), eval.names.end(), name);
-    ASSERT_NE(it, eval.names.end()) << "no eval column " << name;
-    const double loss = eval.columns[static_cast<std::size_t>(it - eval.names.begin())].back();
+    EXPECT_NE(it, eval.names.end()) << "no eval column " << name;
+    return it == eval.names.end() ? std::nan("") : eval.columns[static_cast<std::size_t>(it - eval.names.begin())].back();
+  };
+  // The test split at each length too, once at the end (a sweep tunes on eval, reports on test).
+  for (const char* name : {"loss", "loss_at_16", "loss_at_64", "test_loss", "test_loss_at_16", "test_loss_at_64"}) {
+    const double loss = last(name);
     EXPECT_TRUE(std::isfinite(loss) && loss > 0.0) << name << " " << loss;
   }
+  EXPECT_NE(last("test_loss_at_16"), last("loss_at_16")) << "the test stretch is other text than the eval stretch";
+  EXPECT_NE(last("test_loss_at_16"), last("test_loss_at_64"));
   std::vector<std::string> random = lengths;
   random.insert(random.end(), {"--set", "task.split=random"});
   const auto refused = run("random", random);

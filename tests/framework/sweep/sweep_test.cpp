@@ -359,5 +359,17 @@ TEST(SweepBaseline, TheBaseArmNamesEveryKeyTheGridAndTheRunsVary) {
       << "the base configuration (8 heads) is not an arm of the grid";
 }
 
+// Without a grid the base is a point beside the explicit runs (a leaderboard: one component changed
+// per run), and it is the baseline; an option only another plugin has names no base value.
+TEST(SweepBaseline, WithoutAGridTheBaseConfigurationIsTheBaselineOfTheRuns) {
+  const std::string base = "name: s\ntask: copy\ntrain: {steps: 10}\nmodel: {heads: 8, block: pre_norm}\n";
+  EXPECT_EQ(cli::base_arm(spec::parse_spec(base + "sweep:\n  runs:\n    - {model.ffn: gelu}\n"
+                                                  "    - {model.block: rezero, model.block.gate: channel}\n",
+                                           "s.yaml")),
+            "model.ffn=relu,model.block=pre_norm");
+  EXPECT_EQ(cli::base_arm(spec::parse_spec(base + "sweep: {seeds: [1, 2]}\n", "s.yaml")), "")
+      << "one point: no arm to compare it with";
+}
+
 }  // namespace
 }  // namespace ablate::sweep

@@ -1,0 +1,344 @@
+"""The leaderboard: every built-in variant as one arm that changes one component of a base (the
+modern and the 2017 recipe, modern.yaml and vaswani_2017.yaml beside this file), each at its own
+learning rate and at matched FLOPs, compared by the test loss with ablate compare. From the root:
+  /usr/bin/python3 experiments/leaderboard/leaderboard.py run            # runs or resumes, then the table
+  /usr/bin/python3 experiments/leaderboard/leaderboard.py table          # docs/leaderboard.md again
+  /usr/bin/python3 experiments/leaderboard/leaderboard.py add -p DIR --set model.ffn=reglu
+`add` puts a new arm (a plugin of your own) into a base's sweep, runs it (tuned, 3 seeds; the
+base's runs are reused) and prints where it ranks. --profile ci runs each spec at its `# ci:` size.
+"""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from ablate import flat_spec  # noqa: E402  (the repository's package, python/)
+
+BASES = {"modern": "modern.yaml", "vaswani_2017": "vaswani_2017.yaml"}
+TITLES = {"modern": "Modern base (pre-RMSNorm, rotary, SwiGLU, GQA, AdamW + cosine)",
+          "vaswani_2017": "2017 base (post-LN, sinusoidal, ReLU, MHA, Adam + inverse sqrt, dropout and label smoothing 0.1)"}
+# The component an arm's first key changes, for the table's `kind` column.
+KINDS = [("model.block.norm", "norm"), ("model.block", "block"), ("model.positional_encoding", "positions"),
+         ("model.ffn", "FFN"), ("model.attention", "attention"), ("train.optimizer", "optimizer"),
+         ("train.schedule", "schedule")]
+METRIC = "test_loss"
+
+
+def fail(message):
+    sys.exit(f"leaderboard.py: {message}")
+
+
+def ci_sets(spec):
+    """The --set options of the spec's `# ci:` line."""
+    for line in open(spec):
+        if line.startswith("# ci:"):
+            return shlex.split(line[len("# ci:"):])
+    fail(f"{spec} has no '# ci:' line; expected one with the CI size's --set options")
+
+
+def committed_runs(spec, sets):
+    """The base's arms: the spec's sweep.runs, or the profile's `--set sweep.runs=[...]`."""
+    import yaml
+    runs = yaml.safe_load(open(spec))["sweep"]["runs"]
+    for option, value in zip(sets, sets[1:]):
+        if option == "--set" and value.startswith("sweep.runs="):
+            runs = yaml.safe_load(value[len("sweep.runs="):])
+    return runs
+
+
+def effective_spec(args, base, sets):
+    """The spec a base's sweep runs: the committed one, or, once `add` gave arms of your own, a spec
+    beside the results (added.yaml) that extends it with those arms after the committed ones. The
+    added arms and the plugin directories they need are kept in added.json there."""
+    spec = os.path.join(HERE, BASES[base])
+    out = os.path.join(args.out, base)
+    record = os.path.join(out, "added.json")
+    added = json.load(open(record)) if os.path.exists(record) else {"arms": [], "plugin_paths": []}
+    for p in getattr(args, "new_plugin_paths", []):
+        if p not in added["plugin_paths"]:
+            added["plugin_paths"].append(p)
+    for arm in getattr(args, "new_arms", {}).get(base, []):
+        if arm not in added["arms"]:
+            added["arms"].append(arm)
+    if not added["arms"]:
+        return spec, sets, added["plugin_paths"]
+    os.makedirs(out, exist_ok=True)
+    with open(record, "w") as f:
+        json.dump(added, f, indent=1)
+    runs = committed_runs(spec, sets) + added["arms"]
+    path = os.path.join(out, "added.yaml")
+    with open(path, "w") as f:  # JSON is YAML's flow style
+        f.write("# written by experiments/leaderboard/leaderboard.py add: the committed arms and yours\n")
+        f.write(f"extends: {json.dumps(spec)}\nsweep:\n  runs: {json.dumps(runs)}\n")
+    kept = []  # the profile's sweep.runs are in the file now
+    for option, value in zip(sets[::2], sets[1::2]):
+        if not (option == "--set" and value.startswith("sweep.runs=")):
+            kept += [option, value]
+    return path, kept, added["plugin_paths"]
+
+
+def call(cmd):
+    print("+ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    rc = subprocess.call(cmd, cwd=ROOT)
+    if rc != 0:
+        fail(f"{os.path.basename(cmd[0])} {cmd[1]} exited {rc}")
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def sweep(args, base):
+    """Runs or resumes one base's sweep, then compares every arm its directory holds."""
+    sets = ci_sets(os.path.join(HERE, BASES[base])) if args.profile == "ci" else []
+    spec, sets, plugin_paths = effective_spec(args, base, sets)
+    out = os.path.join(args.out, base)
+    cmd = [args.ablate, "sweep", spec, "--jobs", str(args.jobs), "--threads-per-run", "1", "--out", out, "--no-compare"]
+    for p in plugin_paths:
+        cmd += ["-p", p]
+    if args.data:  # another copy of the corpus (a test's); the runs are other runs then
+        sets = sets + ["--set", f"task.file={os.path.abspath(args.data)}"]
+    start = time.time()
+    call(cmd + sets)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "sessions.tsv"), "a") as f:  # what the table says of wall time and machine
+        f.write(f"{datetime.datetime.now(datetime.timezone.utc).date()}\t{time.time() - start:.0f}\t{os.cpu_count()}\t{cpu_model()}\n")
+    # The directory's runs of every version of the spec (arms added by `add` too), by the test loss.
+    call([args.ablate, "compare", out, "--metric", METRIC])
+
+
+def changed(arm, base):
+    """The keys where the arm differs from the base (compare keys every arm by all varied keys)."""
+    if base is None or arm is base:
+        return {}
+    return {k: v for k, v in arm["values"].items() if base["values"].get(k) != v}
+
+
+def arm_label(values):
+    return ", ".join(f"{k.split('.', 1)[1] if k.count('.') else k}={v}" for k, v in values.items()) or "base"
+
+
+def kind_of(values):
+    for key in values:
+        for prefix, kind in KINDS:
+            if key.startswith(prefix):
+                return kind
+        return "setting"
+    return "base"
+
+
+def chosen_lr(arm):
+    """The learning rate the arm's runs trained at (sweep.tune's choice), from their run files."""
+    import h5py
+    rates = set()
+    for r in arm["runs"]:
+        try:
+            with h5py.File(r["path"], "r") as f:
+                text = f.attrs["resolved_spec_yaml"]
+                rates.add(flat_spec(text.decode() if isinstance(text, bytes) else text).get("train.optimizer.lr"))
+        except OSError:
+            continue
+    return ", ".join(sorted(str(r) for r in rates if r is not None)) or "—"
+
+
+def fmt(v, digits, signed=False):
+    if v is None:
+        return "—"
+    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+
+
+def rows_of(summary):
+    """The arms, the base first, then the others by their change of the test loss (best first)."""
+    arms = summary["arms"]
+    base = [a for a in arms if a["baseline"]]
+    if not base:
+        fail("the comparison names no baseline arm; expected the base configuration (the sweep's manifest)")
+    rest = sorted((a for a in arms if not a["baseline"]), key=lambda a: (a["delta"] is None, a["delta"] or 0.0))
+    return base + rest
+
+
+def table(summary, mark=None):
+    head = ("| rank | arm | kind | Δ test loss [95% CI] | p (Holm) | test loss, mean ± sd (n) | parameters | "
+            "FLOPs/token | tokens/s | learning rate |\n|---|---|---|---|---|---|---|---|---|---|\n")
+    lines, rank = [], 0
+    rows = rows_of(summary)
+    for a in rows:
+        change = changed(a, rows[0])
+        test = a["test"] or {}
+        ci = test.get("ci") or [None, None]
+        if a["baseline"]:
+            where, delta = "base", "0 (the base)"
+        else:
+            rank += 1
+            where = str(rank)
+            delta = f"{fmt(a['delta'], 4, True)} [{fmt(ci[0], 4, True)}, {fmt(ci[1], 4, True)}]"
+        counts = a["counts"]
+        spread = f"{fmt(a['mean'], 4)} ± {fmt(a['std'], 4)} ({a['n']})"
+        if counts["diverged"] or counts["failed"] or counts["missing_metric"]:
+            spread += f"; {counts['diverged']} diverged, {counts['failed']} failed, {counts['missing_metric']} without it"
+        compute = a.get("compute") or {}
+        label = arm_label(change)
+        if mark and all(a["values"].get(k) == v for k, v in mark.items()):
+            label = f"**{label}** (new)"
+        lines.append(f"| {where} | {label} | {kind_of(change)} | {delta} | {fmt(test.get('p_holm'), 3)} | {spread} | "
+                     f"{compute.get('parameters', '—')} | {fmt(compute.get('flops_per_token'), 0)} | "
+                     f"{fmt((a.get('tokens_per_s') or {}).get('mean'), 0)} | {chosen_lr(a)} |")
+    return head + "\n".join(lines) + "\n"
+
+
+def figure(summary, path):
+    """A forest plot of each arm's Δ test loss with its 95% interval (SVG, no plotting library)."""
+    rows = rows_of(summary)
+    arms = [a for a in rows[1:] if a["delta"] is not None]
+    if not arms:
+        return False
+    ends = []
+    for a in arms:
+        ci = (a["test"] or {}).get("ci") or [None, None]
+        ends += [a["delta"]] + [c for c in ci if c is not None]
+    lo, hi = min(ends + [0.0]), max(ends + [0.0])
+    pad = (hi - lo) * 0.05 or 0.01
+    lo, hi = lo - pad, hi + pad
+    left, width, row, top = 300, 420, 18, 30
+    height = top + row * len(arms) + 40
+    x = lambda v: left + (v - lo) / (hi - lo) * width  # noqa: E731
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 20}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<text x="{left}" y="16">Δ test loss against the base, 95% CI (negative: better; filled: p(Holm) &lt; 0.05)</text>',
+           f'<line x1="{x(0):.1f}" y1="{top - 6}" x2="{x(0):.1f}" y2="{height - 34}" stroke="#888"/>']
+    for i, a in enumerate(arms):
+        y = top + row * i + row / 2
+        ci = (a["test"] or {}).get("ci") or [None, None]
+        significant = ((a["test"] or {}).get("p_holm") or 1.0) < 0.05
+        label = arm_label(changed(a, rows[0])).replace("&", "&amp;").replace("<", "&lt;")
+        out.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{label}</text>')
+        if ci[0] is not None and ci[1] is not None:
+            out.append(f'<line x1="{x(ci[0]):.1f}" y1="{y:.1f}" x2="{x(ci[1]):.1f}" y2="{y:.1f}" stroke="#246"/>')
+        fill = "#246" if significant else "white"
+        out.append(f'<circle cx="{x(a["delta"]):.1f}" cy="{y:.1f}" r="4" fill="{fill}" stroke="#246"/>')
+    for t in range(6):  # the axis
+        v = lo + (hi - lo) * t / 5
+        out.append(f'<text x="{x(v):.1f}" y="{height - 18}" text-anchor="middle">{v:+.3f}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return True
+
+
+def sessions(out):
+    path = os.path.join(out, "sessions.tsv")
+    if not os.path.exists(path):
+        return "no record of the sessions that ran it"
+    rows = [line.rstrip("\n").split("\t") for line in open(path) if line.strip()]
+    seconds = sum(float(r[1]) for r in rows)
+    machines = sorted({f"{r[3]}, {r[2]} cores" for r in rows})
+    dates = sorted({r[0] for r in rows})
+    return (f"wall time {seconds / 60:.0f} min over {len(rows)} invocation(s) of `leaderboard.py`, "
+            f"{' to '.join([dates[0], dates[-1]] if len(dates) > 1 else dates)}, on {'; '.join(machines)}")
+
+
+def write_table(args):
+    parts = ["<!-- generated by experiments/leaderboard/leaderboard.py table: do not edit by hand -->\n\n",
+             "# The leaderboard\n\n",
+             "Every built-in variant, each as one arm that changes one component of a base, on one setup, with\n"
+             "each arm's learning rate tuned and every arm at the same training FLOPs. The setup, the choices\n"
+             "and how to add an arm of your own: experiments/leaderboard/README.md. Regenerate with\n"
+             "`/usr/bin/python3 experiments/leaderboard/leaderboard.py table`.\n\n",
+             "Δ is the arm's test loss (nats per character) minus the base's, paired by seed, with its 95% interval\n"
+             "and Holm's p over the base's arms; a negative Δ is better. Ranks follow Δ, and arms whose intervals\n"
+             "overlap are not ordered by this table.\n"]
+    figures = os.path.join(os.path.dirname(os.path.abspath(args.table)), "leaderboard")
+    found = False
+    for base in BASES:
+        path = os.path.join(args.out, base, "summary.json")
+        parts.append(f"\n## {TITLES[base]}\n")
+        if not os.path.exists(path):
+            parts.append(f"\nNot run yet (no {os.path.relpath(path, ROOT)}).\n")
+            continue
+        found = True
+        summary = json.load(open(path))
+        parts.append(f"\n{sessions(os.path.join(args.out, base))}.\n\n")
+        parts.append(table(summary))
+        os.makedirs(figures, exist_ok=True)
+        svg = os.path.join(figures, f"{base}.svg")
+        if figure(summary, svg):
+            parts.append(f"\n![Δ test loss per arm, {base} base]({os.path.relpath(svg, os.path.dirname(os.path.abspath(args.table)))})\n")
+        for note in summary.get("notes", []):
+            parts.append(f"\n- {note}")
+        parts.append("\n")
+    if not found:
+        fail(f"no base has results under {args.out}; run `leaderboard.py run` first")
+    with open(args.table, "w") as f:
+        f.write("".join(parts))
+    print(f"leaderboard.py: wrote {args.table}")
+
+
+def add(args):
+    arm = {}
+    for item in args.set:
+        if "=" not in item:
+            fail(f"--set {item!r}: expected KEY=VALUE, e.g. model.ffn=reglu")
+        k, v = item.split("=", 1)
+        arm[k] = v
+    if not arm:
+        fail("add needs the arm: --set KEY=VALUE (one or more, e.g. --set model.ffn=reglu)")
+    import yaml
+    args.new_arms = {args.base: [{k: yaml.safe_load(v) for k, v in arm.items()}]}
+    args.new_plugin_paths = [os.path.abspath(p) for p in args.plugin_path]
+    sweep(args, args.base)
+    summary = json.load(open(os.path.join(args.out, args.base, "summary.json")))
+    print(table(summary, mark=arm))
+    ranked = rows_of(summary)[1:]
+    for i, a in enumerate(ranked, 1):
+        if all(a["values"].get(k) == v for k, v in arm.items()):
+            test = a["test"] or {}
+            print(f"leaderboard.py: {arm_label(arm)} ranks {i} of {len(ranked)} arms of the {args.base} base: "
+                  f"Δ test loss {fmt(a['delta'], 4, True)} (p Holm {fmt(test.get('p_holm'), 3)})")
+            return
+    fail(f"the arm {arm_label(arm)} is not among the compared arms of {args.out}/{args.base}; see its sweep's output above")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["run", "table", "add"])
+    parser.add_argument("--out", default=os.path.join(ROOT, "results", "leaderboard"), help="results directory")
+    parser.add_argument("--table", default=os.path.join(ROOT, "docs", "leaderboard.md"), help="the table's file")
+    parser.add_argument("--ablate", default=os.path.join(ROOT, "build", "bin", "ablate"))
+    parser.add_argument("--profile", choices=["full", "ci"], default="full")
+    parser.add_argument("--bases", default=",".join(BASES), help="run: comma-separated bases")
+    parser.add_argument("--base", choices=list(BASES), default="modern", help="add: the base to add the arm to")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--data", help="the Bible text to read instead of data/bible_lm/web_en.txt")
+    parser.add_argument("-p", "--plugin-path", action="append", default=[], help="a plugin directory (add)")
+    parser.add_argument("--set", action="append", default=[], help="add: KEY=VALUE of the new arm")
+    args = parser.parse_args()
+    args.out = os.path.abspath(args.out)
+    if args.command != "table" and not os.access(args.ablate, os.X_OK):
+        fail(f"{args.ablate} is not an executable; build first (README) or pass --ablate PATH")
+    if args.command == "run":
+        for base in args.bases.split(","):
+            if base not in BASES:
+                fail(f"--bases: unknown base {base!r}; expected some of {', '.join(BASES)}")
+            sweep(args, base)
+        write_table(args)
+    elif args.command == "table":
+        write_table(args)
+    else:
+        add(args)
+
+
+if __name__ == "__main__":
+    main()

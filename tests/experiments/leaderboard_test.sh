@@ -1,0 +1,59 @@
+#!/bin/bash
+# The leaderboard's pipeline at CI size (experiments/leaderboard, each spec's "# ci:" line): both
+# bases run, tuned per arm, compared, and the table and its figures written; then an arm of an
+# out-of-tree plugin (examples/ffn_reglu) joins the modern base with `leaderboard.py add -p DIR`,
+# reusing the base's runs, and its rank is printed.
+# Usage: leaderboard_test.sh ABLATE_BINARY
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/work_dir.sh" leaderboard "$1"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+bible=$(bible_lm)
+lb=(/usr/bin/python3 experiments/leaderboard/leaderboard.py --profile ci --ablate "$ablate" --out "$out/lb"
+  --table "$out/docs/leaderboard.md" --data "$bible")
+mkdir -p "$out/docs"
+"${lb[@]}" run > "$out/run.log" 2>&1 || { tail -40 "$out/run.log" >&2; fail "leaderboard.py run --profile ci"; }
+
+/usr/bin/python3 - "$out" <<'PY'
+import os, re, sys
+out = sys.argv[1]
+text = open(os.path.join(out, "docs", "leaderboard.md")).read()
+for base, arms in (("modern", ["ffn=relu", "optimizer=sgd"]), ("vaswani_2017", ["block=pre_norm"])):
+    section = text.split("## ")[1 if base == "modern" else 2]
+    rows = [l for l in section.splitlines() if l.startswith("| ") and not l.startswith("| rank")]
+    assert rows[0].startswith("| base | base |"), rows[0]
+    labels = [r.split(" | ")[1] for r in rows[1:]]
+    assert sorted(labels) == sorted(arms), (base, labels)
+    deltas = [float(r.split(" | ")[3].split()[0]) for r in rows[1:]]
+    assert deltas == sorted(deltas), f"{base}: not ranked by Δ: {deltas}"
+    for r in rows:
+        cells = r.split(" | ")
+        assert re.fullmatch(r"\d+", cells[6]) and re.fullmatch(r"\d+", cells[7]), f"parameters, FLOPs/token: {r}"
+        assert re.fullmatch(r"[0-9.e-]+", cells[9].rstrip(" |")), f"learning rate: {r}"
+    svg = os.path.join(out, "docs", "leaderboard", base + ".svg")
+    assert open(svg).read().count("<circle") == len(arms), svg
+print("leaderboard table: both bases, ranked by Δ, with parameters, FLOPs/token and the learning rates")
+PY
+
+# An arm of a plugin of your own: examples/ffn_reglu built out of tree against an install of this
+# build (docs/writing-plugins.md); the base's runs are done, so only the new arm's run.
+build=$(cd "$(dirname "$ablate")/.." && pwd)
+cmake --install "$build" --prefix "$out/prefix" > /dev/null
+generator=()
+command -v ninja > /dev/null && generator=(-G Ninja)
+cmake -S examples/ffn_reglu -B "$out/reglu" "${generator[@]}" -DCMAKE_PREFIX_PATH="$out/prefix" > "$out/reglu.log" 2>&1 &&
+  cmake --build "$out/reglu" --target ffn_reglu >> "$out/reglu.log" 2>&1 ||
+  { tail -20 "$out/reglu.log" >&2; fail "examples/ffn_reglu did not build against the install"; }
+"${lb[@]}" add -p "$out/reglu" --set model.ffn=reglu > "$out/add.log" 2>&1 || { tail -40 "$out/add.log" >&2; fail "leaderboard.py add"; }
+grep -Eq "ffn=reglu ranks [1-3] of 3 arms of the modern base" "$out/add.log" || { tail -20 "$out/add.log" >&2; fail "no rank line"; }
+grep -q '\*\*ffn=reglu\*\* (new)' "$out/add.log" || fail "the new arm is not marked in the table"
+/usr/bin/python3 - "$out/add.log" <<'PY'
+import re, sys
+log = open(sys.argv[1]).read()
+# The base's and the committed arms' runs are done: every run `add` started is the new arm's.
+started = re.findall(r"^start +(\S+)", log, re.M)
+assert started and all("ffn=reglu" in name for name in started), f"add started other runs than the new arm's: {started}"
+print(f"leaderboard add: {len(started)} runs started, all of the new arm; the rest reused")
+PY
+echo "PASS: the leaderboard runs at CI size, writes its table and figures, and ranks an added arm"
