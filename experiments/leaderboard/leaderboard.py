@@ -10,6 +10,7 @@ base's runs are reused) and prints where it ranks. --profile ci runs each spec a
 import argparse
 import datetime
 import json
+import math
 import os
 import shlex
 import subprocess
@@ -56,7 +57,8 @@ def committed_runs(spec, sets):
 def effective_spec(args, base, sets):
     """The spec a base's sweep runs: the committed one, or, once `add` gave arms of your own, a spec
     beside the results (added.yaml) that extends it with those arms after the committed ones. The
-    added arms and the plugin directories they need are kept in added.json there."""
+    added arms and the plugin directories they need are kept in added.json there, once their
+    sweep has run (an arm the sweep refuses is not kept)."""
     spec = os.path.join(HERE, BASES[base])
     out = os.path.join(args.out, base)
     record = os.path.join(out, "added.json")
@@ -68,10 +70,8 @@ def effective_spec(args, base, sets):
         if arm not in added["arms"]:
             added["arms"].append(arm)
     if not added["arms"]:
-        return spec, sets, added["plugin_paths"]
+        return spec, sets, added
     os.makedirs(out, exist_ok=True)
-    with open(record, "w") as f:
-        json.dump(added, f, indent=1)
     runs = committed_runs(spec, sets) + added["arms"]
     path = os.path.join(out, "added.yaml")
     with open(path, "w") as f:  # JSON is YAML's flow style
@@ -81,7 +81,7 @@ def effective_spec(args, base, sets):
     for option, value in zip(sets[::2], sets[1::2]):
         if not (option == "--set" and value.startswith("sweep.runs=")):
             kept += [option, value]
-    return path, kept, added["plugin_paths"]
+    return path, kept, added
 
 
 def call(cmd):
@@ -104,16 +104,19 @@ def cpu_model():
 def sweep(args, base):
     """Runs or resumes one base's sweep, then compares every arm its directory holds."""
     sets = ci_sets(os.path.join(HERE, BASES[base])) if args.profile == "ci" else []
-    spec, sets, plugin_paths = effective_spec(args, base, sets)
+    spec, sets, added = effective_spec(args, base, sets)
     out = os.path.join(args.out, base)
     cmd = [args.ablate, "sweep", spec, "--jobs", str(args.jobs), "--threads-per-run", "1", "--out", out, "--no-compare"]
-    for p in plugin_paths:
+    for p in added["plugin_paths"]:
         cmd += ["-p", p]
     if args.data:  # another copy of the corpus (a test's); the runs are other runs then
         sets = sets + ["--set", f"task.file={os.path.abspath(args.data)}"]
     start = time.time()
     call(cmd + sets)
     os.makedirs(out, exist_ok=True)
+    if added["arms"]:
+        with open(os.path.join(out, "added.json"), "w") as f:
+            json.dump(added, f, indent=1)
     with open(os.path.join(out, "sessions.tsv"), "a") as f:  # what the table says of wall time and machine
         f.write(f"{datetime.datetime.now(datetime.timezone.utc).date()}\t{time.time() - start:.0f}\t{os.cpu_count()}\t{cpu_model()}\n")
     # The directory's runs of every version of the spec (arms added by `add` too), by the test loss.
@@ -199,6 +202,18 @@ def table(summary, mark=None):
     return head + "\n".join(lines) + "\n"
 
 
+def ticks(lo, hi):
+    """Round values (1, 2 or 5 times a power of ten apart) across [lo, hi], four to ten of them."""
+    span = hi - lo
+    step = 10 ** math.floor(math.log10(span / 4))
+    for m in (1, 2, 5, 10):
+        if span / (step * m) <= 10:
+            step *= m
+            break
+    first = math.ceil(lo / step)
+    return [i * step for i in range(first, math.floor(hi / step) + 1)]
+
+
 def figure(summary, path):
     """A forest plot of each arm's Δ test loss with its 95% interval (SVG, no plotting library)."""
     rows = rows_of(summary)
@@ -229,9 +244,9 @@ def figure(summary, path):
             out.append(f'<line x1="{x(ci[0]):.1f}" y1="{y:.1f}" x2="{x(ci[1]):.1f}" y2="{y:.1f}" stroke="#246"/>')
         fill = "#246" if significant else "white"
         out.append(f'<circle cx="{x(a["delta"]):.1f}" cy="{y:.1f}" r="4" fill="{fill}" stroke="#246"/>')
-    for t in range(6):  # the axis
-        v = lo + (hi - lo) * t / 5
-        out.append(f'<text x="{x(v):.1f}" y="{height - 18}" text-anchor="middle">{v:+.3f}</text>')
+    for v in ticks(lo, hi):  # the axis
+        out.append(f'<line x1="{x(v):.1f}" y1="{height - 34}" x2="{x(v):.1f}" y2="{height - 30}" stroke="#888"/>')
+        out.append(f'<text x="{x(v):.1f}" y="{height - 18}" text-anchor="middle">{v:+.3g}</text>')
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
@@ -259,7 +274,8 @@ def write_table(args):
              "`/usr/bin/python3 experiments/leaderboard/leaderboard.py table`.\n\n",
              "Δ is the arm's test loss (nats per character) minus the base's, paired by seed, with its 95% interval\n"
              "and Holm's p over the base's arms; a negative Δ is better. Ranks follow Δ, and arms whose intervals\n"
-             "overlap are not ordered by this table.\n"]
+             "overlap are not ordered by this table. FLOPs/token are training FLOPs (docs/training.md, \"Compute\");\n"
+             "tokens/s were measured with two runs at a time, one thread each, on the machine named under each base.\n"]
     figures = os.path.join(os.path.dirname(os.path.abspath(args.table)), "leaderboard")
     found = False
     for base in BASES:

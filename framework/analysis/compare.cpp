@@ -196,10 +196,13 @@ void summarize(Arm& arm, const Comparison& c, const std::vector<RunSummary>& run
 }
 
 // Every arm's values come from the same seeds, each once, and there are at least two: the seeds
-// are then blocks (a seed's runs share data order and initialisation draws).
+// are then blocks (a seed's runs share data order and initialisation draws). An arm without any
+// value (learned positions past their table: NaN at every length it cannot represent) is tested
+// against nothing and does not stop the others from pairing.
 bool same_seeds_everywhere(const std::vector<Arm>& arms) {
   std::optional<std::set<std::string>> first;
   for (const auto& arm : arms) {
+    if (arm.value_seeds.empty()) continue;
     const std::set<std::string> seeds(arm.value_seeds.begin(), arm.value_seeds.end());
     if (seeds.size() != arm.value_seeds.size() || seeds.count("") > 0) return false;
     if (!first)
@@ -226,9 +229,11 @@ void test_against_baseline(Comparison& c, const CompareOptions& options) {
     if (arm.is_baseline) continue;
     arm.delta = arm.mean - base.mean;
     // Paired: this arm's values in the order of the baseline's seeds.
-    const std::vector<double> a = c.paired ? by_seed(arm, base.value_seeds) : arm.metric_values;
+    // An arm without values has no pairs: its test is undefined, with the note below.
+    const bool paired = c.paired && !arm.metric_values.empty();
+    const std::vector<double> a = paired ? by_seed(arm, base.value_seeds) : arm.metric_values;
     const std::vector<double>& b = base.metric_values;
-    if (c.paired) {
+    if (paired) {
       arm.test = paired_t_test(a, b, confidence);
     } else {
       arm.test = welch_t_test(a, b, confidence);
@@ -524,12 +529,19 @@ std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& ru
   if (baseline.empty()) return 0;
   const auto& arms = grouping.arms;
   const auto& keys = grouping.keys;
-  const auto wanted = parse_baseline(baseline);
+  const auto pairs = parse_baseline(baseline);
+  const bool any_key = std::any_of(pairs.begin(), pairs.end(),
+                                   [&](const auto& kv) { return std::find(keys.begin(), keys.end(), kv.first) != keys.end(); });
+  std::vector<std::pair<std::string, std::string>> wanted;     // the pairs that tell arms apart
+  std::vector<std::pair<std::string, std::string>> runs_have;  // other settings the base's runs have
   std::vector<std::string> labels;
   for (const auto& arm : arms) labels.push_back(arm.key_label);
   const std::string arms_hint = "the arms are: " + join(labels, "; ");
-  for (const auto& [key, value] : wanted) {
-    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+  for (const auto& [key, value] : pairs) {
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      wanted.emplace_back(key, value);
+      continue;
+    }
     if (is_excluded(key, ignore))
       throw UsageError("baseline '" + baseline + "': " + key + " does not define arms (" +
                            (key == "train.seed"              ? "seeds are replicates within an arm"
@@ -538,6 +550,13 @@ std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& ru
                            ")",
                        arms_hint);
     const bool known = std::any_of(runs.begin(), runs.end(), [&](const RunSummary& r) { return r.config.count(key) > 0; });
+    // Beside keys that define arms, another setting (a sweep's base names its plugins' options,
+    // which go with the plugin key that defines the arm) narrows the arms to those whose runs have
+    // it at that value, or not at all. Alone, it cannot tell arms apart.
+    if (known && any_key) {
+      runs_have.emplace_back(key, value);
+      continue;
+    }
     if (known)
       throw UsageError("baseline '" + baseline + "': " + key +
                            " has the same value in every run, so it does not "
@@ -553,7 +572,13 @@ std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& ru
       const auto it = arms[i].values.find(kv.first);
       return it != arms[i].values.end() && value_matches(it->second, kv.second);
     });
-    if (all) matches.push_back(i);
+    const bool have = std::all_of(runs_have.begin(), runs_have.end(), [&](const auto& kv) {
+      return std::all_of(arms[i].members.begin(), arms[i].members.end(), [&](std::size_t m) {
+        const auto it = runs[m].config.find(kv.first);
+        return it == runs[m].config.end() || value_matches(it->second, kv.second);
+      });
+    });
+    if (all && have) matches.push_back(i);
   }
   if (matches.empty()) throw UsageError("baseline '" + baseline + "' matches no arm", arms_hint);
   if (matches.size() > 1) {
@@ -565,7 +590,12 @@ std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& ru
   return matches.front();
 }
 
-bool higher_is_better_by_name(const std::string& metric) {
+bool higher_is_better_by_name(const std::string& name) {
+  // METRIC_at_LENGTH (eval.lengths: loss_at_512, test_perplexity_at_512) goes METRIC's way.
+  std::string metric = name;
+  if (const auto at = metric.rfind("_at_");
+      at != std::string::npos && at + 4 < metric.size() && metric.find_first_not_of("0123456789", at + 4) == std::string::npos)
+    metric.resize(at);
   const auto ends_with = [&](const std::string& suffix) {
     return metric.size() >= suffix.size() && metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0;
   };

@@ -148,7 +148,7 @@ class Trainer {
   std::vector<spec::Metric> metrics_;
   std::vector<std::string> base_cols_, eval_cols_;
   std::vector<std::int64_t> lengths_;       // eval.lengths evaluated (the others are NaN)
-  std::vector<std::int64_t> test_lengths_;  // of those, the ones the test split has windows of
+  std::vector<std::int64_t> test_lengths_;  // eval.lengths the test split has windows of
   bool has_test_ = false;
   std::int64_t samples_ = 0;
   std::optional<RunRecorder> record_;
@@ -247,8 +247,9 @@ void Trainer::open() {
     for (const std::string& c : base_cols_) eval_cols_.push_back("test_" + c);
   // The test split at eval.lengths too (test_METRIC_at_LENGTH), where the task cuts it at that
   // length: a sweep tunes on the eval split and reports extrapolation on text it never chose by.
+  // A length past what the encoding represents is NaN here too.
   if (has_test_)
-    for (std::int64_t length : lengths_)
+    for (std::int64_t length : spec.eval.lengths)
       if (ex_.size(Split::Test, length) > 0) {
         test_lengths_.push_back(length);
         for (const std::string& c : base_cols_) eval_cols_.push_back("test_" + at_length(c, length));
@@ -438,6 +439,11 @@ void Trainer::record_evaluation(std::int64_t step, bool last) {
     for (const auto& [k, v] : test) row["test_" + k] = result_.eval["test_" + k] = v;
     text += "\ntest @ " + std::to_string(step) + ": " + metrics_text(test);
     for (std::int64_t length : test_lengths_) {
+      if (std::find(lengths_.begin(), lengths_.end(), length) == lengths_.end()) {  // not represented
+        for (const std::string& c : base_cols_)
+          row["test_" + at_length(c, length)] = result_.eval["test_" + at_length(c, length)] = std::nan("");
+        continue;
+      }
       const std::map<std::string, double> at = train::evaluate(ex_, metrics_, Split::Test, 0, length).metrics;
       for (const auto& [k, v] : at) row["test_" + at_length(k, length)] = result_.eval["test_" + at_length(k, length)] = v;
       text += "\ntest at length " + std::to_string(length) + ": " + metrics_text(at);

@@ -73,6 +73,21 @@ def check_length_extrapolation(out):
     # does, rotary worst; at 300 steps ALiBi does), so it is not asserted here.
 
 
+def check_length_extrapolation_text(out):
+    name = "length_extrapolation_text"
+    arms = by_arm(runs(out, "length_extrapolation", name), "model.positional_encoding")
+    expect(set(arms) == {"sinusoidal", "learned", "alibi"}, name, f"the CI size's three arms: {sorted(arms)}")
+    ppl = {pe: (mean([final(f, "test_perplexity_at_64") for f in fs]), mean([final(f, "test_perplexity_at_512") for f in fs]))
+           for pe, fs in arms.items()}
+    for pe, (at_l, at_8l) in ppl.items():
+        print(f"     {pe}: test perplexity at 64 {at_l:.1f}, at 512 {at_8l:.1f}")
+    expect(math.isfinite(ppl["learned"][0]) and math.isnan(ppl["learned"][1]), name,
+           "learned positions (max_len 65) are scored on the test split at 64 and NaN at 512")
+    expect(ppl["sinusoidal"][1] > ppl["sinusoidal"][0], name, "sinusoidal positions are worse at 8L than at L on held-out text")
+    # Which encoding extrapolates best changed with the size (README.md: ALiBi at 100 steps,
+    # sinusoidal and T5's bias at 600), so it is not asserted.
+
+
 def check_prenorm_warmup(out):
     name = "prenorm_warmup"
     arms = by_arm(runs(out, name, name), "model.block")
@@ -230,6 +245,7 @@ def check_without_tears(out):
 def main():
     out = sys.argv[1]
     check_length_extrapolation(out)
+    check_length_extrapolation_text(out)
     check_prenorm_warmup(out)
     check_glu_variants(out)
     check_glu_variants_tuned(out)

@@ -45,6 +45,10 @@ command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S examples/ffn_reglu -B "$out/reglu" "${generator[@]}" -DCMAKE_PREFIX_PATH="$out/prefix" > "$out/reglu.log" 2>&1 &&
   cmake --build "$out/reglu" --target ffn_reglu >> "$out/reglu.log" 2>&1 ||
   { tail -20 "$out/reglu.log" >&2; fail "examples/ffn_reglu did not build against the install"; }
+# An arm the sweep refuses (an FFN no plugin provides) fails with the sweep's error and is not kept.
+if "${lb[@]}" add --set model.ffn=no_such_ffn > "$out/bad.log" 2>&1; then fail "add of an unknown FFN succeeded"; fi
+grep -q "no_such_ffn" "$out/bad.log" || { tail -20 "$out/bad.log" >&2; fail "the refusal does not name the plugin"; }
+[ ! -f "$out/lb/modern/added.json" ] || fail "a refused arm was kept in added.json"
 "${lb[@]}" add -p "$out/reglu" --set model.ffn=reglu > "$out/add.log" 2>&1 || { tail -40 "$out/add.log" >&2; fail "leaderboard.py add"; }
 grep -Eq "ffn=reglu ranks [1-3] of 3 arms of the modern base" "$out/add.log" || { tail -20 "$out/add.log" >&2; fail "no rank line"; }
 grep -q '\*\*ffn=reglu\*\* (new)' "$out/add.log" || fail "the new arm is not marked in the table"

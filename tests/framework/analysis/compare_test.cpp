@@ -213,6 +213,11 @@ TEST(CompareKeys, MetricDirectionFromItsName) {
   EXPECT_FALSE(higher_is_better_by_name("perplexity"));
   EXPECT_FALSE(higher_is_better_by_name("decoded_loss"));
   EXPECT_TRUE(higher_is_better_by_name("lossless_rate"));
+  // eval.lengths' columns go their metric's way
+  EXPECT_FALSE(higher_is_better_by_name("loss_at_128"));
+  EXPECT_FALSE(higher_is_better_by_name("test_perplexity_at_512"));
+  EXPECT_TRUE(higher_is_better_by_name("token_accuracy_at_64"));
+  EXPECT_TRUE(higher_is_better_by_name("loss_at_best"));  // not a length: the name as it stands
 }
 
 TEST(CompareSynthetic, MeansStdsDeltaAndWelch) {
@@ -428,6 +433,14 @@ TEST(CompareBaseline, ErrorsSayWhatIsWrongAndWhatExists) {
   expect_error([&] { compare(runs, options); }, "seeds are replicates");
   options.baseline = "train.steps=300";
   expect_error([&] { compare(runs, options); }, "same value in every run", "arms differ in: model.block");
+  // Beside a key that defines arms, another setting narrows the arms to those whose runs have it
+  // (or lack it: a sweep's base configuration names its plugins' options); at a value no run has,
+  // nothing is left.
+  options.baseline = "model.block=pre_norm,train.steps=300";
+  EXPECT_EQ(compare(runs, options).arms[compare(runs, options).baseline].values.at("model.block"), "pre_norm");
+  options.baseline = "model.block=pre_norm,train.steps=999";
+  expect_error([&] { compare(runs, options); }, "matches no arm", "model.block=post_norm; model.block=pre_norm");
+  options.baseline = "train.steps=300";
   options.baseline_is_default = true;  // a sweep's base configuration that names no arm: the first arm, said so
   const Comparison fallback = compare(runs, options);
   EXPECT_EQ(fallback.baseline, 0u);
@@ -691,6 +704,21 @@ TEST(CompareSynthetic, SameSeedsInEveryArmArePaired) {
   EXPECT_GT(pre.bootstrap.low, 0.0);
   ASSERT_TRUE(pre.seeds_needed.has_value());
   EXPECT_LE(*pre.seeds_needed, 5u);
+
+  // An arm without a value in any run (learned positions scored past their table: NaN) is tested
+  // against nothing; the others still pair by seed.
+  for (std::size_t s = 0; s < base.size(); ++s)
+    runs.push_back(
+        make_run("learned" + std::to_string(s), "sandwich_norm", static_cast<int>(s + 1), "completed", std::nan(""), {}, 100));
+  const Comparison with_empty = compare(runs);
+  EXPECT_TRUE(with_empty.paired);
+  for (const Arm& arm : with_empty.arms)
+    if (arm.label.find("sandwich_norm") != std::string::npos) {
+      EXPECT_TRUE(arm.metric_values.empty());
+      EXPECT_FALSE(arm.test.defined());
+    } else if (!arm.is_baseline) {
+      EXPECT_DOUBLE_EQ(arm.test.p, want.p);
+    }
 }
 
 // Runs /usr/bin/python3 on `json`, printing what `expression` (of the parsed document d) gives.
