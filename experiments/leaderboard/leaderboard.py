@@ -84,11 +84,12 @@ def effective_spec(args, base, sets):
     return path, kept, added
 
 
-def call(cmd):
+def call(cmd, check=True):
     print("+ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
     rc = subprocess.call(cmd, cwd=ROOT)
-    if rc != 0:
+    if rc != 0 and check:
         fail(f"{os.path.basename(cmd[0])} {cmd[1]} exited {rc}")
+    return rc
 
 
 def cpu_model():
@@ -112,13 +113,15 @@ def sweep(args, base):
     if args.data:  # another copy of the corpus (a test's); the runs are other runs then
         sets = sets + ["--set", f"task.file={os.path.abspath(args.data)}"]
     start = time.time()
-    call(cmd + sets)
-    os.makedirs(out, exist_ok=True)
+    rc = call(cmd + sets, check=False)
+    if os.path.isdir(out):  # what the table says of wall time and machine, stopped sweeps' time too
+        with open(os.path.join(out, "sessions.tsv"), "a") as f:
+            f.write(f"{datetime.datetime.now(datetime.timezone.utc).date()}\t{time.time() - start:.0f}\t{os.cpu_count()}\t{cpu_model()}\n")
+    if rc != 0:
+        fail(f"ablate sweep exited {rc}; run the same command again to resume")
     if added["arms"]:
         with open(os.path.join(out, "added.json"), "w") as f:
             json.dump(added, f, indent=1)
-    with open(os.path.join(out, "sessions.tsv"), "a") as f:  # what the table says of wall time and machine
-        f.write(f"{datetime.datetime.now(datetime.timezone.utc).date()}\t{time.time() - start:.0f}\t{os.cpu_count()}\t{cpu_model()}\n")
     # The directory's runs of every version of the spec (arms added by `add` too), by the test loss.
     call([args.ablate, "compare", out, "--metric", METRIC])
 
@@ -227,7 +230,8 @@ def figure(summary, path):
     lo, hi = min(ends + [0.0]), max(ends + [0.0])
     pad = (hi - lo) * 0.05 or 0.01
     lo, hi = lo - pad, hi + pad
-    left, width, row, top = 300, 420, 18, 30
+    labels = [arm_label(changed(a, rows[0])) for a in arms]
+    left, width, row, top = 20 + 7 * max(len(t) for t in labels), 420, 18, 30  # 11 px sans: under 7 px a character
     height = top + row * len(arms) + 40
     x = lambda v: left + (v - lo) / (hi - lo) * width  # noqa: E731
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 20}" height="{height}" '
@@ -238,7 +242,7 @@ def figure(summary, path):
         y = top + row * i + row / 2
         ci = (a["test"] or {}).get("ci") or [None, None]
         significant = ((a["test"] or {}).get("p_holm") or 1.0) < 0.05
-        label = arm_label(changed(a, rows[0])).replace("&", "&amp;").replace("<", "&lt;")
+        label = labels[i].replace("&", "&amp;").replace("<", "&lt;")
         out.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{label}</text>')
         if ci[0] is not None and ci[1] is not None:
             out.append(f'<line x1="{x(ci[0]):.1f}" y1="{y:.1f}" x2="{x(ci[1]):.1f}" y2="{y:.1f}" stroke="#246"/>')
@@ -282,7 +286,8 @@ def write_table(args):
         path = os.path.join(args.out, base, "summary.json")
         parts.append(f"\n## {TITLES[base]}\n")
         if not os.path.exists(path):
-            parts.append(f"\nNot run yet (no {os.path.relpath(path, ROOT)}).\n")
+            parts.append(f"\nNot compared yet (no {os.path.relpath(path, ROOT)}): `leaderboard.py run --bases {base}` runs it, "
+                         "or resumes where it stopped.\n")
             continue
         found = True
         summary = json.load(open(path))
