@@ -58,14 +58,17 @@ class Norm(nn.Module):
 
 def attend(q, k, v, mask, causal, dropout):
     """softmax(q·k^T / sqrt(Dh), masked) · v over [B, H, T|S, Dh]. mask: bool, True = may attend
-    (causal already folded in), or None with `causal` alone."""
+    (causal already folded in), or float added to the logits ([.., T, S], -inf = may not), or None
+    with `causal` alone."""
     if HAS_SDPA:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal and mask is None)
     scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
     if mask is None and causal:
         mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
-    if mask is not None:
+    if mask is not None and mask.dtype == torch.bool:
         scores = scores.masked_fill(~mask, float("-inf"))
+    elif mask is not None:  # additive (ALiBi's biases, -inf where masked)
+        scores = scores + mask
     probs = F.dropout(torch.softmax(scores, dim=-1), dropout, training=dropout > 0)
     return torch.matmul(probs, v)
 
@@ -84,13 +87,21 @@ class Attention(nn.Module):
             self.qkv = linear(d, 3 * d, m["qkv_bias"])
         self.out = linear(d, d, m["out_bias"])
 
-    def forward(self, x, memory, mask, causal):
+    def forward(self, x, memory, mask, causal, slopes=None):
         b, t, d = x.shape
         if self.cross:
             q, (k, v) = self.q(x), self.kv(memory).split(d, dim=-1)
         else:
             q, k, v = self.qkv(x).split(d, dim=-1)
         q, k, v = (z.reshape(b, z.shape[1], self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        if slopes is not None:  # ALiBi: -m_h |i - j| on every logit, [H, T, T], masked keys -inf
+            i = torch.arange(t, device=x.device)
+            bias = -slopes[:, None, None] * (i[:, None] - i[None, :]).abs().float()
+            allowed = torch.ones(t, t, dtype=torch.bool, device=x.device).tril() if causal else None
+            if mask is not None:
+                allowed = mask if allowed is None else mask & allowed
+            mask = bias if allowed is None else torch.where(allowed, bias, torch.tensor(float("-inf")))
+            causal = False
         y = attend(q, k, v, mask, causal, self.dropout if self.training else 0.0)
         return self.out(y.transpose(1, 2).reshape(b, t, d))
 
@@ -136,19 +147,31 @@ class Layer(nn.Module):
             return x + F.dropout(f(norm(x)), self.dropout, self.training)
         return norm(x + F.dropout(f(x), self.dropout, self.training))
 
-    def forward(self, x, self_mask, causal, memory, cross_mask):
-        x = self.sublayer(0, x, lambda h: self.self_attn(h, None, self_mask, causal))
+    def forward(self, x, self_mask, causal, memory, cross_mask, slopes=None):
+        x = self.sublayer(0, x, lambda h: self.self_attn(h, None, self_mask, causal, slopes))
         if self.cross_attn is not None:
             x = self.sublayer(1, x, lambda h: self.cross_attn(h, memory, cross_mask, False))
         return self.sublayer(2 if self.cross_attn is not None else 1, x, self.ffn)
 
 
-class Positions(nn.Module):
-    """positional_encoding/learned (weight [max_len, D], N(0, 0.02)) or /sinusoidal (fixed table)."""
+def alibi_slopes(heads):
+    """ALiBi's slopes [H], from Press et al. 2022 (section 3 and their code's rule for H not a power
+    of two): 2^(-8 i / n), i = 1 .. n, for n the largest power of two <= H, then every other slope
+    of 2n. Written here from the paper, not from Ablate's plugin, so that the two can disagree."""
+    n = 2 ** int(math.floor(math.log2(heads)))
+    slopes = [2.0 ** (-8.0 * i / n) for i in range(1, n + 1)]
+    slopes += [2.0 ** (-8.0 * i / (2 * n)) for i in range(1, 2 * n + 1, 2)][: heads - n]
+    return torch.tensor(slopes, dtype=torch.float32)
 
-    def __init__(self, pe, d, max_positions):
+
+class Positions(nn.Module):
+    """positional_encoding/learned (weight [max_len, D], N(0, 0.02)), /sinusoidal (fixed table), or
+    /alibi (nothing added to the embeddings; `slopes` [H] for every self-attention's logits)."""
+
+    def __init__(self, pe, d, max_positions, heads):
         super().__init__()
         self.learned = pe["plugin"] == "learned"
+        self.slopes = alibi_slopes(heads) if pe["plugin"] == "alibi" else None
         if self.learned:
             self.weight = nn.Parameter(torch.empty(int(pe["max_len"]), d).normal_(0.0, 0.02))
         elif pe["plugin"] == "sinusoidal":
@@ -156,10 +179,12 @@ class Positions(nn.Module):
             j = torch.arange(d)
             angle = pos / torch.pow(float(pe["base"]), (j - j % 2).double() / d)
             self.register_buffer("table", torch.where(j % 2 == 0, torch.sin(angle), torch.cos(angle)).float(), persistent=False)
-        else:
-            raise SystemExit(f"peer_torch: positional_encoding '{pe['plugin']}' is not written here (learned, sinusoidal)")
+        elif self.slopes is None:
+            raise SystemExit(f"peer_torch: positional_encoding '{pe['plugin']}' is not written here (learned, sinusoidal, alibi)")
 
     def forward(self, x):
+        if self.slopes is not None:
+            return x
         return x + (self.weight if self.learned else self.table)[: x.shape[1]]
 
 
@@ -174,7 +199,7 @@ class Stack(nn.Module):
         self.dropout = float(m["embedding_dropout"])
         self.embedding = nn.Embedding(vocab, d)
         nn.init.normal_(self.embedding.weight, 0.0, d ** -0.5)
-        self.positions = Positions(m["positional_encoding"], d, max_positions)
+        self.positions = Positions(m["positional_encoding"], d, max_positions, m["heads"])
         self.embedding_norm = Norm("layer_norm", d, float(m["embedding_norm_eps"])) if m["embedding_norm"] else None
         self.layers = nn.ModuleList(Layer(m, cross) for _ in range(layers))
         wants_final = m["block"]["plugin"] == "pre_norm"
@@ -188,7 +213,7 @@ class Stack(nn.Module):
             x = self.embedding_norm(x)
         x = F.dropout(x, self.dropout, self.training)
         for layer in self.layers:
-            x = layer(x, self_mask, causal, memory, cross_mask)
+            x = layer(x, self_mask, causal, memory, cross_mask, self.positions.slopes)
         return self.final_norm(x) if self.final_norm is not None else x
 
 

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -44,11 +45,16 @@ def ci_sets(spec):
     fail(f"{spec} has no '# ci:' line; expected one with the CI size's --set options")
 
 
+def set_pairs(sets):
+    """(option, value) pairs of a `--set K=V --set K=V ...` list (a `# ci:` line's)."""
+    return list(zip(sets[::2], sets[1::2]))
+
+
 def committed_runs(spec, sets):
     """The base's arms: the spec's sweep.runs, or the profile's `--set sweep.runs=[...]`."""
     import yaml
     runs = yaml.safe_load(open(spec))["sweep"]["runs"]
-    for option, value in zip(sets, sets[1:]):
+    for option, value in set_pairs(sets):
         if option == "--set" and value.startswith("sweep.runs="):
             runs = yaml.safe_load(value[len("sweep.runs="):])
     return runs
@@ -78,7 +84,7 @@ def effective_spec(args, base, sets):
         f.write("# written by experiments/leaderboard/leaderboard.py add: the committed arms and yours\n")
         f.write(f"extends: {json.dumps(spec)}\nsweep:\n  runs: {json.dumps(runs)}\n")
     kept = []  # the profile's sweep.runs are in the file now
-    for option, value in zip(sets[::2], sets[1::2]):
+    for option, value in set_pairs(sets):
         if not (option == "--set" and value.startswith("sweep.runs=")):
             kept += [option, value]
     return path, kept, added
@@ -201,7 +207,7 @@ def table(summary, mark=None):
             label = f"**{label}** (new)"
         lines.append(f"| {where} | {label} | {kind_of(change)} | {delta} | {fmt(test.get('p_holm'), 3)} | {spread} | "
                      f"{compute.get('parameters', '—')} | {fmt(compute.get('flops_per_token'), 0)} | "
-                     f"{fmt((a.get('tokens_per_s') or {}).get('mean'), 0)} | {chosen_lr(a)} |")
+                     f"{fmt((a.get('tokens_per_s') or {}).get('mean'), 0)} | {a.get('learning_rate') or chosen_lr(a)} |")
     return head + "\n".join(lines) + "\n"
 
 
@@ -257,8 +263,40 @@ def figure(summary, path):
     return True
 
 
-def sessions(out):
-    path = os.path.join(out, "sessions.tsv")
+def results_of(args, base, figures):
+    """A base's compared results and the record of its sessions: from its runs under --out when they
+    are there (copied beside the figures with each arm's learning rate, so that the table can be
+    written again in a checkout without the runs: results/ is not committed), else from that copy. Returns (summary or None,
+    sessions.tsv path, the copy's path or, when there is none, what is missing)."""
+    out = os.path.join(args.out, base)
+    copy = {"summary.json": os.path.join(figures, f"{base}.summary.json"),
+            "sessions.tsv": os.path.join(figures, f"{base}.sessions.tsv")}
+    local = os.path.join(out, "summary.json")
+    if os.path.exists(local):
+        os.makedirs(figures, exist_ok=True)
+        summary = json.load(open(local))
+        for a in summary["arms"]:  # what the copy cannot read from run files
+            a["learning_rate"] = chosen_lr(a)
+        with open(copy["summary.json"], "w") as f:
+            json.dump(summary, f, indent=1)
+        if os.path.exists(os.path.join(out, "sessions.tsv")):
+            shutil.copyfile(os.path.join(out, "sessions.tsv"), copy["sessions.tsv"])
+        elif os.path.exists(copy["sessions.tsv"]):  # an older copy's record is not this one's
+            os.remove(copy["sessions.tsv"])
+    elif os.path.exists(copy["summary.json"]):
+        print(f"leaderboard.py: the {base} base's runs are not in {rel(out)}; its table comes from {rel(copy['summary.json'])}")
+    else:
+        return None, None, f"{rel(local)}, no {rel(copy['summary.json'])}"
+    return json.load(open(copy["summary.json"])), copy["sessions.tsv"], rel(copy["summary.json"])
+
+
+def rel(path):
+    """A path as the table shows it: from the repository root when it is inside it."""
+    r = os.path.relpath(path, ROOT)
+    return path if r.startswith("..") else r
+
+
+def sessions(path):
     if not os.path.exists(path):
         return "no record of the sessions that ran it"
     rows = [line.rstrip("\n").split("\t") for line in open(path) if line.strip()]
@@ -283,15 +321,14 @@ def write_table(args):
     figures = os.path.join(os.path.dirname(os.path.abspath(args.table)), "leaderboard")
     found = False
     for base in BASES:
-        path = os.path.join(args.out, base, "summary.json")
         parts.append(f"\n## {TITLES[base]}\n")
-        if not os.path.exists(path):
-            parts.append(f"\nNot compared yet (no {os.path.relpath(path, ROOT)}): `leaderboard.py run --bases {base}` runs it, "
+        summary, record, origin = results_of(args, base, figures)
+        if summary is None:
+            parts.append(f"\nNot compared yet (no {origin}): `leaderboard.py run --bases {base}` runs it, "
                          "or resumes where it stopped.\n")
             continue
         found = True
-        summary = json.load(open(path))
-        parts.append(f"\n{sessions(os.path.join(args.out, base))}.\n\n")
+        parts.append(f"\n{sessions(record)}; `ablate compare`'s summary: {origin}.\n\n")
         parts.append(table(summary))
         os.makedirs(figures, exist_ok=True)
         svg = os.path.join(figures, f"{base}.svg")
