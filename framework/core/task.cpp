@@ -28,7 +28,7 @@ HostBatch make_batch(const std::vector<Example>& examples) {
     b.tgt_in[trow] = TaskInfo::kBos;
     std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_in.begin() + static_cast<std::ptrdiff_t>(trow + 1));
     std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_out.begin() + static_cast<std::ptrdiff_t>(trow));
-    b.tgt_out[trow + e.tgt.size()] = TaskInfo::kEos;
+    if (!e.cut) b.tgt_out[trow + e.tgt.size()] = TaskInfo::kEos;  // a cut window's last position predicts nothing
     b.src_lengths.push_back(static_cast<std::int32_t>(e.src.size()));
     b.tgt_lengths.push_back(static_cast<std::int32_t>(e.tgt.size() + 1));
   }

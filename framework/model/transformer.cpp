@@ -124,7 +124,7 @@ DeviceBatch upload_batch(Backend& be, const HostBatch& hb, const ModelConfig& co
   d.tgt_in = upload_i32(be, {hb.B, hb.T}, hb.tgt_in);
   d.tgt_lengths = upload_i32(be, {hb.B}, hb.tgt_lengths);
   d.targets = upload_i32(be, {hb.B, hb.T}, hb.tgt_out);
-  for (std::int32_t len : hb.tgt_lengths) d.target_tokens += len;
+  d.target_tokens = std::count_if(hb.tgt_out.begin(), hb.tgt_out.end(), [](std::int32_t t) { return t != HostBatch::kIgnore; });
   return d;
 }
 

@@ -148,6 +148,7 @@ ablate::Example ShardLanguageModel::example(Split split, std::int64_t index) con
          std::to_string(n) + " windows");
   ablate::Example e;
   e.tgt = tokens_at(split, index * settings_.context, settings_.context);
+  e.cut = true;  // a window of the shards' stream
   return e;
 }
 
@@ -163,6 +164,7 @@ ablate::Example ShardLanguageModel::example_at_length(Split split, std::int64_t 
          "index with 0 .. size_at_length(split, length) - 1");
   ablate::Example e;
   e.tgt = tokens_at(split, index * length, length);
+  e.cut = true;
   return e;
 }
 

@@ -36,8 +36,10 @@ std::vector<ablate::Example> windows_of(const std::vector<std::int32_t>& ids, st
                                         std::int64_t cut = 0) {
   const std::int64_t windows = static_cast<std::int64_t>(ids.size()) / context;
   std::vector<ablate::Example> out(static_cast<std::size_t>(windows));
-  for (std::int64_t w = 0; w < windows; ++w)
+  for (std::int64_t w = 0; w < windows; ++w) {
     out[static_cast<std::size_t>(w)].tgt.assign(ids.begin() + w * context, ids.begin() + (w + 1) * context);
+    out[static_cast<std::size_t>(w)].cut = true;
+  }
   const std::int64_t left = static_cast<std::int64_t>(ids.size()) - windows * context + cut;
   report.read = windows + (left > 0 ? 1 : 0);  // the file's windows, the last one partial
   if (left > 0) {
@@ -182,6 +184,7 @@ ablate::Example TextLanguageModel::example(ablate::Split split, std::int64_t ind
   const auto first = ids_.begin() + static_cast<std::ptrdiff_t>(window_of(split, index) * context);
   ablate::Example e;
   e.tgt.assign(first, first + static_cast<std::ptrdiff_t>(context));
+  e.cut = true;  // a window of the file's text: the text goes on after it
   return e;
 }
 
@@ -204,6 +207,7 @@ ablate::Example TextLanguageModel::example_at_length(ablate::Split split, std::i
   const std::int64_t first = window_of(split, 0) * settings_.stream.context + index * length;
   ablate::Example e;
   e.tgt.assign(ids_.begin() + first, ids_.begin() + first + length);
+  e.cut = true;
   return e;
 }
 

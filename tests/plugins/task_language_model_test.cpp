@@ -44,12 +44,12 @@ class LanguageModelTextRun : public ::testing::Test {
                             .arch = "decoder",
                             .layers = 2,
                             .backend = "{plugin: onednn, threads: 1}",
-                            .steps = 160,
+                            .steps = 120,
                             .batch_size = 16,
                             .lr = "5.0e-3",
                             .clip_grad_norm = false,
                             .log_every = 40,
-                            .eval_every = 80,
+                            .eval_every = 40,
                             .eval_batches = 1,
                             .metrics = "loss, perplexity, token_accuracy",
                             .generate = "{prompt_tokens: 8, max_tokens: 16, temperature: 0.5}"}
@@ -76,7 +76,9 @@ TEST_F(LanguageModelTextRun, TinyCharModelBeatsTheUnigramBaselineAndRecordsConti
   const results::RunReader reader(dir.path() / "run" / "run.h5");
   EXPECT_EQ(reader.state().status, results::RunStatus::Completed);
   const results::MetricTable eval = reader.metrics(results::MetricSplit::Eval);
-  ASSERT_EQ(eval.steps, (std::vector<std::int64_t>{80, 160}));
+  // The fixture's text is small: past ~100 steps the model learns the train windows by heart and
+  // the eval perplexity rises again, so the run stops at 120.
+  ASSERT_EQ(eval.steps, (std::vector<std::int64_t>{40, 80, 120}));
   const auto column = [&](const std::string& name) -> const std::vector<double>& {
     for (std::size_t i = 0; i < eval.names.size(); ++i)
       if (eval.names[i] == name) return eval.columns[i];

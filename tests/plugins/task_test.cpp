@@ -124,6 +124,7 @@ TEST_F(Tasks, LanguageModelIsAMarkovChainWithFewSuccessors) {
   for (std::int64_t i = 0; i < 2000; ++i) {
     const Example e = lm->example(Split::Train, i);
     EXPECT_TRUE(e.src.empty());
+    EXPECT_FALSE(e.cut) << "a whole sequence of the chain: eos ends it";
     for (std::size_t t = 1; t < e.tgt.size(); ++t) successors[e.tgt[t - 1]].insert(e.tgt[t]);
   }
   EXPECT_EQ(successors.size(), 29u) << "every content token is followed by something";
@@ -215,6 +216,19 @@ TEST(MakeBatch, LanguageModelBatchesHaveNoSource) {
   EXPECT_EQ(b.tgt_in, (Tokens{TaskInfo::kBos, 4, TaskInfo::kBos, TaskInfo::kPad}));
   EXPECT_EQ(b.tgt_out, (Tokens{4, TaskInfo::kEos, TaskInfo::kEos, HostBatch::kIgnore}));
   EXPECT_EQ(b.tgt_lengths, (Tokens{2, 1}));
+}
+
+// A window cut from a longer text (Example::cut): its tokens are predicted, then nothing (its
+// last position ignored, not eos), beside a whole example in the same batch.
+TEST(MakeBatch, ACutWindowPredictsNoEos) {
+  Example cut{{}, {4, 5, 6}};
+  cut.cut = true;
+  const HostBatch b = make_batch({cut, {{}, {7}}});
+  constexpr std::int32_t P = TaskInfo::kPad, S = TaskInfo::kBos, E = TaskInfo::kEos, I = HostBatch::kIgnore;
+  EXPECT_EQ(b.T, 4);
+  EXPECT_EQ(b.tgt_in, (Tokens{S, 4, 5, 6, S, 7, P, P}));
+  EXPECT_EQ(b.tgt_out, (Tokens{4, 5, 6, I, 7, E, I, I}));
+  EXPECT_EQ(b.tgt_lengths, (Tokens{4, 2})) << "the cut window's last position is still read (causal), only not scored";
 }
 
 TEST_F(Tasks, DefaultScoreCountsExactMatchesAndTokenAccuracy) {

@@ -38,6 +38,10 @@ struct Example {
   // tokenization), for scores that read text as papers do (sacreBLEU, chrF); empty where the task
   // has none.
   std::string reference;
+  // The target is a window cut from a longer text (a language model's stretch of a file or of
+  // token shards): the text goes on after it, so nothing is predicted after its last token (no
+  // eos target; make_batch ignores that position). False: the target is whole and eos ends it.
+  bool cut = false;
   bool operator==(const Example&) const = default;
 };
 
@@ -46,7 +50,7 @@ struct HostBatch {
   std::int64_t B = 0, S = 0, T = 0;
   std::vector<std::int32_t> src, src_lengths;  // [B, S] padded with kPad; [B]
   std::vector<std::int32_t> tgt_in,
-      tgt_out;  // [B, T]: kBos + tgt (teacher forcing), kPad at padding / tgt + kEos, kIgnore at padding
+      tgt_out;  // [B, T]: kBos + tgt (teacher forcing), kPad at padding / tgt + kEos (a cut one's: kIgnore), kIgnore at padding
   std::vector<std::int32_t> tgt_lengths;  // [B]: tgt.size() + 1
   static constexpr std::int32_t kIgnore = -100;
 };
@@ -138,7 +142,8 @@ class BOOST_SYMBOL_VISIBLE Task : public Component {
   virtual std::vector<Example> read_examples(const std::string& file, ReadReport& report) const;
 };
 
-// Pads to the longest example in the batch; throws ablate::Error on an empty batch.
+// Pads to the longest example in the batch (eos after each target but a cut one's); throws
+// ablate::Error on an empty batch.
 HostBatch make_batch(const std::vector<Example>& examples);
 
 }  // namespace ablate

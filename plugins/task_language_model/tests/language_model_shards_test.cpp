@@ -65,6 +65,7 @@ TEST_F(LanguageModelShards, WindowsAreTheShardsTokensAndTheHeldOutTailIsContiguo
   const auto expect_window = [&](Split split, std::int64_t index, std::int64_t first_token) {
     const std::vector<std::int32_t> tgt = t->example(split, index).tgt;
     ASSERT_EQ(tgt.size(), 64u);
+    EXPECT_TRUE(t->example(split, index).cut) << "a window of the shards' stream: no eos after it";
     for (std::int64_t i = 0; i < 64; ++i)
       ASSERT_EQ(tgt[static_cast<std::size_t>(i)], (first_token + i) % 1000 + 3) << "window " << index << " token " << i;
   };
@@ -81,6 +82,7 @@ TEST_F(LanguageModelShards, WindowsAreTheShardsTokensAndTheHeldOutTailIsContiguo
   EXPECT_EQ(t->size_at_length(Split::Eval, 32), 6);
   EXPECT_EQ(t->size_at_length(Split::Eval, 128), 1);
   EXPECT_EQ(t->example_at_length(Split::Eval, 5, 32).tgt.front(), (1000 + 5 * 64 + 5 * 32) % 1000 + 3);
+  EXPECT_TRUE(t->example_at_length(Split::Eval, 5, 32).cut);
   EXPECT_EQ(t->text(t->example(Split::Eval, 0).tgt, true), "") << "ids without a tokenizer have no text";
 }
 

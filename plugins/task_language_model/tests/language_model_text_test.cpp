@@ -198,6 +198,7 @@ TEST_F(LanguageModelTextTask, WindowsAreTheFileCutInOrder) {
       const ablate::Example e = t->example(split, i);
       EXPECT_TRUE(e.src.empty());
       ASSERT_EQ(e.tgt.size(), 32u);
+      EXPECT_TRUE(e.cut) << "a window of the file: the text goes on, no eos is predicted after it";
       const std::int64_t w = t->window_of(split, i);
       if (split == Split::Train) {  // eval/test windows may hold <unk>
         EXPECT_EQ(t->text(e.tgt, true), text.substr(static_cast<std::size_t>(w * 32), 32)) << "window " << w;
@@ -217,6 +218,7 @@ TEST_F(LanguageModelTextTask, ReadExamplesCutsWholeWindowsAndReportsThePartialOn
   const std::vector<ablate::Example> got = t->read_examples(write("new.txt", text), report);
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(t->text(got[2].tgt, true), text.substr(64, 32));
+  for (const ablate::Example& e : got) EXPECT_TRUE(e.cut);
   EXPECT_EQ(report.read, 4);
   EXPECT_EQ(report.dropped, 1);
   EXPECT_EQ(report.dropped_why, "the last 5 tokens, fewer than a window of context 32 (a language model scores whole windows)");
@@ -287,10 +289,12 @@ TEST_F(LanguageModelTextTask, OtherLengthsCutTheHeldOutStretch) {
   for (std::int64_t length : {1, 16, 32, 64, 100, 224}) {
     const std::int64_t n = t->size_at_length(Split::Eval, length);
     EXPECT_EQ(n, 224 / length) << length;
-    for (std::int64_t i = 0; i < n; ++i)
-      EXPECT_EQ(t->example_at_length(Split::Eval, i, length).tgt,
-                std::vector<std::int32_t>(stretch.begin() + i * length, stretch.begin() + (i + 1) * length))
+    for (std::int64_t i = 0; i < n; ++i) {
+      const ablate::Example e = t->example_at_length(Split::Eval, i, length);
+      EXPECT_EQ(e.tgt, std::vector<std::int32_t>(stretch.begin() + i * length, stretch.begin() + (i + 1) * length))
           << "length " << length << ", window " << i;
+      EXPECT_TRUE(e.cut) << "length " << length;
+    }
     EXPECT_THROW(t->example_at_length(Split::Eval, n, length), ablate::Error);
   }
   EXPECT_EQ(t->size_at_length(Split::Eval, 225), 0);
@@ -487,6 +491,8 @@ TEST(LanguageModelWithATokenizer, SplitsByLinesAndTheTokenizerLearnsFromTheTrain
   EXPECT_EQ(task->info().vocab_size, 4 + 9) << "the 8 words and the line break of the train lines";
   EXPECT_EQ(task->text(task->example(Split::Test, 0).tgt, true), "<unk> the cat sat on the mat and")
       << "zebra is held out: the tokenizer never saw it";
+  EXPECT_TRUE(task->example(Split::Test, 0).cut);
+  EXPECT_TRUE(task->example_at_length(Split::Test, 1, 4).cut);
   std::int64_t unknown = 0;
   EXPECT_EQ(task->encode("zebra cat", true, &unknown).size(), 2u);
   EXPECT_EQ(unknown, 1);

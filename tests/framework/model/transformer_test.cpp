@@ -385,6 +385,16 @@ TEST(Transformer, ClassifierPoolsOnlyValidPositions) {
   EXPECT_THROW(batch_of(be(), {{{3, 4}, {1, 2}}}, c), Error);  // two target tokens
 }
 
+// target_tokens counts the positions the loss scores: a cut window's tokens without an eos after
+// them, a whole sequence's with it (the weights of micro-batches, tokens/s and train.budget.tokens).
+TEST(Transformer, DecoderTargetTokensCountWhatTheLossScores) {
+  const ModelConfig c = tiny(Arch::Decoder);
+  Example cut{{}, {4, 5, 6}};
+  cut.cut = true;
+  EXPECT_EQ(batch_of(be(), {cut, {{}, {7}}}, c).target_tokens, 3 + 2);
+  EXPECT_EQ(batch_of(be(), {{{}, {4, 5, 6}}}, c).target_tokens, 4);
+}
+
 TEST(Transformer, EncoderTaggingNeedsTargetsAsLongAsSources) {
   const ModelConfig c = tiny(Arch::Encoder);
   Built m = build(be(), c);
