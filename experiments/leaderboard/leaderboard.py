@@ -1,6 +1,6 @@
 """The leaderboard: every built-in variant as one arm that changes one component of a base (the
 modern and the 2017 recipe, modern.yaml and vaswani_2017.yaml beside this file), each at its own
-learning rate and at matched FLOPs, compared by the test loss with ablate compare. From the root:
+learning rate and at matched FLOPs, compared by the test bits per byte with ablate compare. From the root:
   /usr/bin/python3 experiments/leaderboard/leaderboard.py run            # runs or resumes, then the table
   /usr/bin/python3 experiments/leaderboard/leaderboard.py table          # docs/leaderboard.md again
   /usr/bin/python3 experiments/leaderboard/leaderboard.py add -p DIR --set model.ffn=reglu
@@ -27,10 +27,12 @@ BASES = {"modern": "modern.yaml", "vaswani_2017": "vaswani_2017.yaml"}
 TITLES = {"modern": "Modern base (pre-RMSNorm, rotary, SwiGLU, GQA, AdamW + cosine)",
           "vaswani_2017": "2017 base (post-LN, sinusoidal, ReLU, MHA, Adam + inverse sqrt, dropout and label smoothing 0.1)"}
 # The component an arm's first key changes, for the table's `kind` column.
-KINDS = [("model.block.norm", "norm"), ("model.block", "block"), ("model.positional_encoding", "positions"),
+KINDS = [("task.tokenizer", "tokenizer"), ("model.block.norm", "norm"), ("model.block", "block"), ("model.positional_encoding", "positions"),
          ("model.ffn", "FFN"), ("model.attention", "attention"), ("train.optimizer", "optimizer"),
          ("train.schedule", "schedule")]
-METRIC = "test_loss"
+# Bits per byte of the test text (eval.metrics bits_per_byte): the loss per token would favour a
+# tokenizer with longer tokens; for the bases' characters (ASCII) it is the loss in bits.
+METRIC = "test_bits_per_byte"
 
 
 def fail(message):
@@ -128,7 +130,7 @@ def sweep(args, base):
     if added["arms"]:
         with open(os.path.join(out, "added.json"), "w") as f:
             json.dump(added, f, indent=1)
-    # The directory's runs of every version of the spec (arms added by `add` too), by the test loss.
+    # The directory's runs of every version of the spec (arms added by `add` too), by METRIC.
     call([args.ablate, "compare", out, "--metric", METRIC])
 
 
@@ -173,7 +175,7 @@ def fmt(v, digits, signed=False):
 
 
 def rows_of(summary):
-    """The arms, the base first, then the others by their change of the test loss (best first)."""
+    """The arms, the base first, then the others by their change of METRIC (best first)."""
     arms = summary["arms"]
     base = [a for a in arms if a["baseline"]]
     if not base:
@@ -183,7 +185,7 @@ def rows_of(summary):
 
 
 def table(summary, mark=None):
-    head = ("| rank | arm | kind | Δ test loss [95% CI] | p (Holm) | test loss, mean ± sd (n) | parameters | "
+    head = ("| rank | arm | kind | Δ test bits/byte [95% CI] | p (Holm) | test bits/byte, mean ± sd (n) | parameters | "
             "FLOPs/token | tokens/s | learning rate |\n|---|---|---|---|---|---|---|---|---|---|\n")
     lines, rank = [], 0
     rows = rows_of(summary)
@@ -224,7 +226,7 @@ def ticks(lo, hi):
 
 
 def figure(summary, path):
-    """A forest plot of each arm's Δ test loss with its 95% interval (SVG, no plotting library)."""
+    """A forest plot of each arm's Δ METRIC with its 95% interval (SVG, no plotting library)."""
     rows = rows_of(summary)
     arms = [a for a in rows[1:] if a["delta"] is not None]
     if not arms:
@@ -242,7 +244,7 @@ def figure(summary, path):
     x = lambda v: left + (v - lo) / (hi - lo) * width  # noqa: E731
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 20}" height="{height}" '
            f'font-family="sans-serif" font-size="11">',
-           f'<text x="{left}" y="16">Δ test loss against the base, 95% CI (negative: better; filled: p(Holm) &lt; 0.05)</text>',
+           f'<text x="{left}" y="16">Δ test bits per byte against the base, 95% CI (negative: better; filled: p(Holm) &lt; 0.05)</text>',
            f'<line x1="{x(0):.1f}" y1="{top - 6}" x2="{x(0):.1f}" y2="{height - 34}" stroke="#888"/>']
     for i, a in enumerate(arms):
         y = top + row * i + row / 2
@@ -314,10 +316,13 @@ def write_table(args):
              "each arm's learning rate tuned and every arm at the same training FLOPs. The setup, the choices\n"
              "and how to add an arm of your own: experiments/leaderboard/README.md. Regenerate with\n"
              "`/usr/bin/python3 experiments/leaderboard/leaderboard.py table`.\n\n",
-             "Δ is the arm's test loss (nats per character) minus the base's, paired by seed, with its 95% interval\n"
+             "Δ is the arm's test bits per byte (the loss summed over the test text in bits, per byte of it: comparable\n"
+             "across tokenizers; for the bases' characters the loss in bits) minus the base's, paired by seed, with its 95% interval\n"
              "and Holm's p over the base's arms; a negative Δ is better. Ranks follow Δ, and arms whose intervals\n"
              "overlap are not ordered by this table. FLOPs/token are training FLOPs (docs/training.md, \"Compute\");\n"
-             "tokens/s were measured with two runs at a time, one thread each, on the machine named under each base.\n"]
+             "tokens/s were measured with two runs at a time, one thread each, on the machine named under each base.\n"
+             "A token is a character, or for a tokenizer arm a subword of several bytes (its windows of 64 tokens\n"
+             "hold more text).\n"]
     figures = os.path.join(os.path.dirname(os.path.abspath(args.table)), "leaderboard")
     found = False
     for base in BASES:
@@ -333,7 +338,7 @@ def write_table(args):
         os.makedirs(figures, exist_ok=True)
         svg = os.path.join(figures, f"{base}.svg")
         if figure(summary, svg):
-            parts.append(f"\n![Δ test loss per arm, {base} base]({os.path.relpath(svg, os.path.dirname(os.path.abspath(args.table)))})\n")
+            parts.append(f"\n![Δ test bits per byte per arm, {base} base]({os.path.relpath(svg, os.path.dirname(os.path.abspath(args.table)))})\n")
         for note in summary.get("notes", []):
             parts.append(f"\n- {note}")
         parts.append("\n")
@@ -364,7 +369,7 @@ def add(args):
         if all(a["values"].get(k) == v for k, v in arm.items()):
             test = a["test"] or {}
             print(f"leaderboard.py: {arm_label(arm)} ranks {i} of {len(ranked)} arms of the {args.base} base: "
-                  f"Δ test loss {fmt(a['delta'], 4, True)} (p Holm {fmt(test.get('p_holm'), 3)})")
+                  f"Δ test bits per byte {fmt(a['delta'], 4, True)} (p Holm {fmt(test.get('p_holm'), 3)})")
             return
     fail(f"the arm {arm_label(arm)} is not among the compared arms of {args.out}/{args.base}; see its sweep's output above")
 

@@ -599,8 +599,9 @@ bool higher_is_better_by_name(const std::string& name) {
   const auto ends_with = [&](const std::string& suffix) {
     return metric.size() >= suffix.size() && metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return !(metric == "loss" || metric == "perplexity" || ends_with("_loss") || ends_with("_perplexity") || ends_with("/loss") ||
-           ends_with("/perplexity"));  // evals/test/loss: `ablate eval`'s scores
+  for (const char* lower : {"loss", "perplexity", "bits_per_byte"})  // evals/test/loss: `ablate eval`'s scores
+    if (metric == lower || ends_with(std::string("_") + lower) || ends_with(std::string("/") + lower)) return false;
+  return true;
 }
 
 // The early-stopping metric, direction and target every run shares, if they all share one.

@@ -52,8 +52,9 @@ const std::vector<std::string>& replicate_keys();
 // (model.ffn.approximation, set only for gelu, when model.ffn varies); sorted.
 std::vector<std::string> varying_keys(const std::vector<RunSummary>& runs, const std::vector<std::string>& ignore = {});
 
-// Whether larger values of `metric` are better, from its name: lower for "loss", "perplexity" and
-// names ending in "_loss" / "_perplexity"; higher for everything else (accuracies, exact match).
+// Whether larger values of `metric` are better, from its name: lower for "loss", "perplexity",
+// "bits_per_byte" and names ending in "_" or "/" and one of them; higher for everything else
+// (accuracies, exact match).
 bool higher_is_better_by_name(const std::string& metric);
 
 // Runs grouped into arms by their values of the varying keys (one grouping for the comparison,

@@ -24,7 +24,7 @@ using ablate::Pooling;
 using ablate::to_string;
 enum class Precision { f32, bf16 };
 enum class MetricMode { max, min };
-enum class Metric { loss, perplexity, token_accuracy, exact_match };
+enum class Metric { loss, perplexity, token_accuracy, exact_match, bits_per_byte };
 enum class ProbeKind { eval, repeated };  // log.attention.probe
 
 const char* to_string(Precision v);

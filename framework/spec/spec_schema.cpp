@@ -20,6 +20,7 @@ const char* to_string(Metric v) {
     case Metric::perplexity: return "perplexity";
     case Metric::token_accuracy: return "token_accuracy";
     case Metric::exact_match: return "exact_match";
+    case Metric::bits_per_byte: return "bits_per_byte";
   }
   return "?";
 }
@@ -66,7 +67,8 @@ std::string range_text(const char* what, const Range& r) {
 const Choices<Metric> kMetric = {{"loss", Metric::loss},
                                  {"perplexity", Metric::perplexity},
                                  {"token_accuracy", Metric::token_accuracy},
-                                 {"exact_match", Metric::exact_match}};
+                                 {"exact_match", Metric::exact_match},
+                                 {"bits_per_byte", Metric::bits_per_byte}};
 
 }  // namespace detail
 
@@ -417,11 +419,13 @@ const std::vector<SpecKey>& schema() {
         "repeated as the second half (the same in every run), where induction heads show (docs/analysis.md)"));
     k.push_back(section("eval").doc("evaluation on the task's eval split"));
     k.push_back(integer(KEY(eval.every), 1).def("500").doc("steps between evaluations"));
-    k.push_back(custom("eval.metrics", "list of `loss`, `perplexity`, `token_accuracy`, `exact_match`", read_metrics,
-                       write_metrics)
+    k.push_back(custom("eval.metrics", "list of `loss`, `perplexity`, `token_accuracy`, `exact_match`, `bits_per_byte`",
+                       read_metrics, write_metrics)
                     .def("[loss, perplexity, token_accuracy, exact_match]").doc(
                         "each at most once; `exact_match` (greedy decoding) is skipped for a language model, with a "
-                        "note; it also records `decoded_token_accuracy`"));
+                        "note; it also records `decoded_token_accuracy`. `bits_per_byte`: the loss summed over the scored "
+                        "targets, in bits, per UTF-8 byte of the text they spell, so that models with different tokenizers "
+                        "compare (docs/training.md, \"Evaluation\"); skipped, with a note, for a task without text"));
     k.push_back(integer(KEY(eval.batches), 1).def("8").doc("batches per evaluation"));
     k.push_back(custom("eval.lengths", "list of distinct int > 0", read_lengths, write_lengths)
                     .def("[]").doc(

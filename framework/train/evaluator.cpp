@@ -33,6 +33,14 @@ std::vector<std::string> evaluated_names(const std::vector<spec::Metric>& metric
 
 std::string at_length(const std::string& metric, std::int64_t length) { return metric + "_at_" + std::to_string(length); }
 
+std::int64_t text_bytes(const Experiment& ex, const std::vector<std::int32_t>& tokens, std::int32_t before) {
+  if (before < 0) return static_cast<std::int64_t>(ex.text(tokens, true).size());
+  std::vector<std::int32_t> ids = {before};
+  const auto own = static_cast<std::int64_t>(ex.text(ids, true).size());
+  ids.insert(ids.end(), tokens.begin(), tokens.end());
+  return static_cast<std::int64_t>(ex.text(ids, true).size()) - own;
+}
+
 std::int64_t positions_needed(const Experiment& ex, std::int64_t length) {
   const spec::Arch arch = ex.spec.model.arch;
   return std::max(arch != spec::Arch::Decoder ? length : 0, arch != spec::Arch::Encoder ? length + 1 : 0);
@@ -46,10 +54,13 @@ Evaluation evaluate_fetched(Experiment& ex, const std::vector<spec::Metric>& met
                             std::size_t samples, std::int64_t max_decode, const BeamOptions* beam) {
   const auto wants = [&](spec::Metric m) { return std::find(metrics.begin(), metrics.end(), m) != metrics.end(); };
   const bool decode = wants(spec::Metric::exact_match);
-  const bool forced = wants(spec::Metric::loss) || wants(spec::Metric::perplexity) || wants(spec::Metric::token_accuracy);
+  const bool bytes_wanted = wants(spec::Metric::bits_per_byte);
+  const bool forced =
+      wants(spec::Metric::loss) || wants(spec::Metric::perplexity) || wants(spec::Metric::token_accuracy) || bytes_wanted;
   const std::int64_t batch_size = ex.spec.train.batch_size;
 
-  double loss_sum = 0.0, rows = 0.0, correct = 0.0;
+  double loss_sum = 0.0, rows = 0.0, correct = 0.0, bytes = 0.0;
+  std::int32_t last = -1;  // the last target token evaluated: what a cut window's text follows
   std::vector<Example> references;
   std::vector<std::vector<std::int32_t>> predictions;
   for (std::int64_t first = 0; first < n; first += batch_size) {
@@ -63,6 +74,11 @@ Evaluation evaluate_fetched(Experiment& ex, const std::vector<spec::Metric>& met
       loss_sum += static_cast<double>(loss) * ce.rows;
       rows += ce.rows;
       correct += ce.correct;
+      if (bytes_wanted)  // applicable_metrics asks for it only where the task has text
+        for (const Example& e : examples) {
+          bytes += static_cast<double>(text_bytes(ex, e.tgt, e.cut ? last : -1));
+          if (!e.tgt.empty()) last = e.tgt.back();
+        }
     }
     if (decode) {
       references.insert(references.end(), std::make_move_iterator(examples.begin()), std::make_move_iterator(examples.end()));
@@ -87,6 +103,7 @@ Evaluation evaluate_fetched(Experiment& ex, const std::vector<spec::Metric>& met
   if (wants(spec::Metric::loss)) out["loss"] = loss;
   if (wants(spec::Metric::perplexity)) out["perplexity"] = std::exp(loss);
   if (wants(spec::Metric::token_accuracy)) out["token_accuracy"] = rows > 0 ? correct / rows : 0.0;
+  if (bytes_wanted) out["bits_per_byte"] = bytes > 0 ? loss_sum / std::log(2.0) / bytes : std::nan("");
   if (decode && !references.empty()) {
     for (const auto& [name, value] : ex.score(references, predictions)) out[decoded_name(name)] = value;
     for (std::size_t i = 0; i < std::min(samples, references.size()); ++i)

@@ -33,6 +33,10 @@ struct Evaluation {
 //   loss          mean cross entropy per target token (no label smoothing)
 //   perplexity    exp(loss)
 //   token_accuracy  teacher-forced argmax accuracy over target tokens
+//   bits_per_byte the cross entropy summed over the target tokens, in bits, per UTF-8 byte of
+//                 the text the targets spell (text_bytes): comparable across tokenizers. A cut
+//                 window follows the last token of the example evaluated before it (consecutive
+//                 in a contiguous split; the first starts a line, as a held-out stretch does)
 //   exact_match and the task's other scores (Task::score_names) of greedy-decoded predictions;
 //                 a score named like a teacher-forced metric gets the prefix decoded_
 //                 (decoded_token_accuracy)
@@ -47,6 +51,13 @@ Evaluation evaluate(Experiment& experiment, const std::vector<spec::Metric>& met
 // decoding up to the task's max_tgt_len.
 Evaluation evaluate_examples(Experiment& experiment, const std::vector<spec::Metric>& metrics,
                              const std::vector<Example>& examples, std::size_t samples, const BeamOptions* beam = nullptr);
+
+// The UTF-8 bytes of the text `tokens` (target side, content ids) spell where they follow the
+// token `before` (-1: they start a line): the task's text of both, less `before`'s own, so that a
+// window that starts at a word counts the space its first piece stands for (SentencePiece's
+// decoding drops it at the start of a line, where the text has none) and the bytes of a stretch's
+// windows add up to the stretch's. For a task with text (Experiment::has_text()).
+std::int64_t text_bytes(const Experiment& experiment, const std::vector<std::int32_t>& tokens, std::int32_t before = -1);
 
 // The column of `metric` evaluated at `length` (eval.lengths): "loss_at_128".
 std::string at_length(const std::string& metric, std::int64_t length);

@@ -81,21 +81,27 @@ std::vector<OptimizerGroupRule> optimizer_group_rules(const spec::ExperimentSpec
   return out;
 }
 
-std::optional<std::string> early_stopping_problem(const spec::ExperimentSpec& spec, const TaskInfo& task,
+std::optional<std::string> early_stopping_problem(const spec::ExperimentSpec& spec, const TaskInfo& task, bool has_text,
                                                   const std::vector<std::string>& score_names) {
   if (!spec.train.early_stopping) return std::nullopt;
-  const std::vector<std::string> names = evaluated_names(applicable_metrics(spec, task, nullptr), score_names);
+  const std::vector<std::string> names = evaluated_names(applicable_metrics(spec, task, has_text, nullptr), score_names);
   if (std::find(names.begin(), names.end(), spec.train.early_stopping->metric) != names.end()) return std::nullopt;
   return "'" + spec.train.early_stopping->metric + "' is not evaluated for this task and eval.metrics; expected one of " +
          join(names, ", ");
 }
 
-std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, const TaskInfo& task,
+std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, const TaskInfo& task, bool has_text,
                                              std::vector<std::string>* skipped) {
   std::vector<spec::Metric> out;
   for (spec::Metric m : spec.eval.metrics) {
     if (m == spec::Metric::exact_match && task.type == TaskType::LanguageModel) {
       if (skipped) skipped->push_back("exact_match (greedy decoding of a target; a language model has none)");
+      continue;
+    }
+    if (m == spec::Metric::bits_per_byte && (!has_text || task.type == TaskType::Classification)) {
+      if (skipped)
+        skipped->push_back("bits_per_byte (bits per byte of the target text; task/" + spec.task.name +
+                           (has_text ? "'s targets are classes)" : "'s tokens spell no text)"));
       continue;
     }
     out.push_back(m);
@@ -142,7 +148,7 @@ Experiment::Experiment(const spec::ExperimentSpec& s, const PluginRegistry& regi
                      "', a sequence-to-sequence task (source -> target); expected encoder_decoder (or encoder for "
                      "length-preserving tasks)",
                  "set model.arch: encoder_decoder");
-  if (auto problem = early_stopping_problem(spec, task_info, score_names()))
+  if (auto problem = early_stopping_problem(spec, task_info, has_text(), score_names()))
     spec_problem(spec, "train.early_stopping.metric", *problem, "early stopping watches one of the evaluated metrics");
 
   if (spec.precision == spec::Precision::bf16) {
@@ -218,7 +224,12 @@ Experiment::PositionLimit Experiment::decoding_limit() const {
                                             " positions needs more than a quarter of this machine's memory"};
 }
 
-bool Experiment::has_text() const { return size(Split::Eval) > 0 && !text(examples(Split::Eval, {0}).front().tgt, true).empty(); }
+bool task_has_text(const Task& task) {
+  return plugin_call(task, "text",
+                     [&] { return task.size(Split::Eval) > 0 && !task.text(task.example(Split::Eval, 0).tgt, true).empty(); });
+}
+
+bool Experiment::has_text() const { return task_has_text(*task); }
 
 std::map<std::string, double> Experiment::score(const std::vector<Example>& references,
                                                 const std::vector<std::vector<std::int32_t>>& predictions) const {

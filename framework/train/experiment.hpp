@@ -38,13 +38,17 @@ model::ComponentFactory component_factory(const spec::ExperimentSpec& spec, cons
 std::vector<OptimizerGroupRule> optimizer_group_rules(const spec::ExperimentSpec& spec);
 
 // The metrics a task/architecture pair can report, from those the spec asks for: exact_match
-// needs decoding, which a decoder-only LM does not offer. `skipped` receives the others, with why.
-std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, const TaskInfo& task,
+// needs decoding, which a decoder-only LM does not offer; bits_per_byte needs text (`has_text`:
+// Experiment::has_text()). `skipped` receives the others, with why.
+std::vector<spec::Metric> applicable_metrics(const spec::ExperimentSpec& spec, const TaskInfo& task, bool has_text,
                                              std::vector<std::string>* skipped);
+
+// Whether `task`'s tokens spell text: its first eval example reads as text (not synthetic ids).
+bool task_has_text(const Task& task);
 
 // What is wrong with train.early_stopping.metric, or nullopt: it must be one of the columns the
 // run evaluates (the spec's applicable eval.metrics and, with decoding, the task's scores).
-std::optional<std::string> early_stopping_problem(const spec::ExperimentSpec& spec, const TaskInfo& task,
+std::optional<std::string> early_stopping_problem(const spec::ExperimentSpec& spec, const TaskInfo& task, bool has_text,
                                                   const std::vector<std::string>& score_names);
 
 // This machine's physical memory in bytes (sysconf), 0 if unknown: what validation's memory

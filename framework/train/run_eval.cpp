@@ -363,7 +363,7 @@ RunEvalResult evaluate_run(const fs::path& run_dir, const spec::ExperimentSpec& 
   }
   const EvalInput in = eval_input(ex, options, out);
   std::vector<std::string> skipped;
-  const std::vector<spec::Metric> metrics = applicable_metrics(ex.spec, ex.task_info, &skipped);
+  const std::vector<spec::Metric> metrics = applicable_metrics(ex.spec, ex.task_info, ex.has_text(), &skipped);
   for (const std::string& s : skipped) out << "note: metric skipped: " << s << "\n";
   const bool decodes = std::find(metrics.begin(), metrics.end(), spec::Metric::exact_match) != metrics.end();
   out << "evaluating " << run_dir.string() << " (step " << run.step

@@ -224,7 +224,7 @@ void Trainer::open() {
     out_ << "warning: train.optimizer.groups: group '" << g << "' matches no parameter of this model\n";
 
   std::vector<std::string> skipped;
-  metrics_ = applicable_metrics(spec, ex_.task_info, &skipped);
+  metrics_ = applicable_metrics(spec, ex_.task_info, ex_.has_text(), &skipped);
   for (const std::string& s : skipped) out_ << "note: eval metric skipped: " << s << "\n";
   if (!generate_note.empty()) out_ << "note: skipped: " << generate_note << "\n";
   base_cols_ = evaluated_names(metrics_, ex_.score_names());

@@ -164,7 +164,7 @@ void check_components(spec::ExperimentSpec& spec, const PluginRegistry& registry
                  "true, but task plugin '" + spec.task.name +
                      "' gives its source and target ids from two vocabularies (an id would embed two different "
                      "tokens); expected one vocabulary (translation: joint_vocabulary: true), or false");
-    if (auto problem = train::early_stopping_problem(spec, info, scores))
+    if (auto problem = train::early_stopping_problem(spec, info, train::task_has_text(*task), scores))
       errors.add(spec.marks.of("train.early_stopping.metric"), "train.early_stopping.metric", *problem);
     for (std::int64_t length : spec.eval.lengths)
       if (plugin_call(*task, "size_at_length", [&] { return task->size_at_length(Split::Eval, length); }) <= 0) {

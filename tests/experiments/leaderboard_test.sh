@@ -19,7 +19,7 @@ mkdir -p "$out/docs"
 import os, re, sys
 out = sys.argv[1]
 text = open(os.path.join(out, "docs", "leaderboard.md")).read()
-for base, arms in (("modern", ["ffn=relu", "optimizer=sgd"]), ("vaswani_2017", ["block=pre_norm"])):
+for base, arms in (("modern", ["ffn=relu", "optimizer=sgd"]), ("vaswani_2017", ["block=pre_norm", "tokenizer=sentencepiece"])):
     section = text.split("## ")[1 if base == "modern" else 2]
     rows = [l for l in section.splitlines() if l.startswith("| ") and not l.startswith("| rank")]
     assert rows[0].startswith("| base | base |"), rows[0]

@@ -218,6 +218,10 @@ TEST(CompareKeys, MetricDirectionFromItsName) {
   EXPECT_FALSE(higher_is_better_by_name("test_perplexity_at_512"));
   EXPECT_TRUE(higher_is_better_by_name("token_accuracy_at_64"));
   EXPECT_TRUE(higher_is_better_by_name("loss_at_best"));  // not a length: the name as it stands
+  EXPECT_FALSE(higher_is_better_by_name("bits_per_byte"));
+  EXPECT_FALSE(higher_is_better_by_name("test_bits_per_byte_at_256"));
+  EXPECT_FALSE(higher_is_better_by_name("evals/test/bits_per_byte"));
+  EXPECT_FALSE(higher_is_better_by_name("evals/test/loss"));
 }
 
 TEST(CompareSynthetic, MeansStdsDeltaAndWelch) {
