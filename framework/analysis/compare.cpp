@@ -143,7 +143,7 @@ std::string key_label(const std::vector<std::string>& keys, const std::vector<st
     if (values[i])
       set.push_back(keys[i] + "=" + *values[i]);
     else
-      unset.push_back(keys[i] + "=(unset)");
+      unset.push_back(keys[i] + "=" + kUnset);
   }
   return join(set.empty() ? unset : set, ",");
 }
@@ -487,7 +487,7 @@ std::string short_label(const std::vector<std::string>& keys, const std::map<std
   std::vector<std::string> parts;
   for (const auto& key : keys) {
     const auto it = values.find(key);
-    parts.push_back(it == values.end() ? std::string("(unset)") : it->second);
+    parts.push_back(it == values.end() ? std::string(kUnset) : it->second);
   }
   return join(parts, " · ");
 }
@@ -570,6 +570,7 @@ std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& ru
   for (std::size_t i = 0; i < arms.size(); ++i) {
     const bool all = std::all_of(wanted.begin(), wanted.end(), [&](const auto& kv) {
       const auto it = arms[i].values.find(kv.first);
+      if (kv.second == kUnset) return it == arms[i].values.end();  // KEY=(unset): the arm's runs lack it
       return it != arms[i].values.end() && value_matches(it->second, kv.second);
     });
     const bool have = std::all_of(runs_have.begin(), runs_have.end(), [&](const auto& kv) {
@@ -698,7 +699,7 @@ Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& op
     for (const std::string& key : options.tuned_keys)
       for (std::size_t m : group.members) {
         const auto it = runs[m].config.find(key);
-        const std::string value = it == runs[m].config.end() ? "(unset)" : it->second;
+        const std::string value = it == runs[m].config.end() ? kUnset : it->second;
         const auto [at, added] = arm.tuned.emplace(key, value);
         if (!added && at->second != value) at->second = "mixed";
       }

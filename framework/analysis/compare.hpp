@@ -71,8 +71,10 @@ struct Grouping {
   std::vector<ArmGroup> arms;
 };
 Grouping group_runs(const std::vector<RunSummary>& runs, const std::vector<std::string>& ignore = {});
+// How an arm's label, and a baseline, write a key the arm's runs do not set.
+inline constexpr const char* kUnset = "(unset)";
 // The index of the arm named by "key=value[,key=value]" (values match numerically too: 1e-3 and
-// 0.001); 0 for an empty text. Throws ablate::UsageError, with the arms in the hint, for a text
+// 0.001; "key=(unset)": the arm's runs do not set it); 0 for an empty text. Throws ablate::UsageError, with the arms in the hint, for a text
 // that is not key=value pairs, a key that does not tell arms apart, or no or several matching arms.
 std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& runs, const std::string& baseline,
                      const std::vector<std::string>& ignore = {});

@@ -60,21 +60,20 @@ std::string base_arm(const spec::ExperimentSpec& base) {
   if (!base.sweep.zip.empty() || (base.sweep.grid.empty() && base.sweep.runs.empty())) return "";
   const std::map<std::string, std::string> flat = analysis::flatten_spec(spec::resolved_yaml(base));
   std::vector<std::string> parts, keys;
-  const auto add = [&](const std::string& key) {  // the base's value of a varied key; false if it has none
-    if (key == "train.seed" || std::find(keys.begin(), keys.end(), key) != keys.end()) return true;
+  const auto add = [&](const std::string& key) {  // the base's value of a varied key, or (unset)
+    if (key == "train.seed" || std::find(keys.begin(), keys.end(), key) != keys.end()) return;
     const auto it = flat.find(key);
-    if (it == flat.end()) return false;
     keys.push_back(key);
-    parts.push_back(key + "=" + it->second);
-    return true;
+    parts.push_back(key + "=" + (it == flat.end() ? std::string(analysis::kUnset) : it->second));
   };
   for (const auto& [key, values] : base.sweep.grid) {
     const auto it = flat.find(key);
-    if (it == flat.end() || std::find(values.begin(), values.end(), it->second) == values.end() || !add(key)) return "";
+    if (it == flat.end() || std::find(values.begin(), values.end(), it->second) == values.end()) return "";
+    add(key);
   }
-  // Keys only an explicit run sets tell its arm from the base's; an option of a plugin the base
-  // does not use (a run's `model.block.gate` of rezero) has no base value, and that run's plugin
-  // key tells it apart.
+  // Keys only an explicit run sets tell its arm from the base's. A key the base does not set (a
+  // run's `task.tokenizer` where the base reads the task's own tokens; a run's `model.block.gate`
+  // of rezero, an option of a plugin the base does not use) is one the base's runs lack: (unset).
   for (const auto& run : base.sweep.runs)
     for (const auto& [key, value] : run) add(key);
   return join(parts, ",");

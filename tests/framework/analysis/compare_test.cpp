@@ -428,6 +428,31 @@ TEST(CompareBaseline, AnArmsKeyLabelFindsItEvenWithCommasInAValue) {
   EXPECT_EQ(c.arms[c.baseline].key_label, options.baseline);
 }
 
+// KEY=(unset) names the arm whose runs do not set KEY: a leaderboard's base beside arms that add a
+// tokenizer the base does not name, whose other keys are the base's.
+TEST(CompareBaseline, UnsetNamesTheArmWithoutTheKey) {
+  std::vector<RunSummary> runs;
+  for (const char* tokenizer : {"", "sentencepiece", "char"})
+    for (int seed = 1; seed <= 2; ++seed) {
+      RunSummary r;
+      r.run_id = std::string("r_") + tokenizer + std::to_string(seed);
+      r.status = "completed";
+      r.config = {{"model.block", "pre_norm"}, {"train.seed", std::to_string(seed)}};
+      if (*tokenizer) r.config["task.tokenizer"] = tokenizer;
+      r.final_metrics = {{"loss", 2.0 + seed}};
+      runs.push_back(r);
+    }
+  CompareOptions options;
+  options.baseline = "model.block=pre_norm,task.tokenizer=(unset)";
+  const Comparison c = compare(runs, options);
+  EXPECT_EQ(c.arms[c.baseline].values.count("task.tokenizer"), 0u);
+  EXPECT_EQ(c.arms[c.baseline].runs.size(), 2u);
+  options.baseline = "task.tokenizer=(unset)";
+  EXPECT_EQ(compare(runs, options).baseline, c.baseline);
+  options.baseline = "task.tokenizer=char";
+  EXPECT_EQ(compare(runs, options).arms[compare(runs, options).baseline].values.at("task.tokenizer"), "char");
+}
+
 TEST(CompareBaseline, ErrorsSayWhatIsWrongAndWhatExists) {
   const auto runs = synthetic_runs();
   CompareOptions options;

@@ -360,13 +360,15 @@ TEST(SweepBaseline, TheBaseArmNamesEveryKeyTheGridAndTheRunsVary) {
 }
 
 // Without a grid the base is a point beside the explicit runs (a leaderboard: one component changed
-// per run), and it is the baseline; an option only another plugin has names no base value.
+// per run), and it is the baseline; a key the base does not set (an option only another plugin has,
+// a tokenizer where the base reads the task's own tokens) is one the base's runs lack: (unset).
 TEST(SweepBaseline, WithoutAGridTheBaseConfigurationIsTheBaselineOfTheRuns) {
   const std::string base = "name: s\ntask: copy\ntrain: {steps: 10}\nmodel: {heads: 8, block: pre_norm}\n";
   EXPECT_EQ(cli::base_arm(spec::parse_spec(base + "sweep:\n  runs:\n    - {model.ffn: gelu}\n"
-                                                  "    - {model.block: rezero, model.block.gate: channel}\n",
+                                                  "    - {model.block: rezero, model.block.gate: channel}\n"
+                                                  "    - {task.tokenizer: sentencepiece}\n",
                                            "s.yaml")),
-            "model.ffn=relu,model.block=pre_norm");
+            "model.ffn=relu,model.block=pre_norm,model.block.gate=(unset),task.tokenizer=(unset)");
   EXPECT_EQ(cli::base_arm(spec::parse_spec(base + "sweep: {seeds: [1, 2]}\n", "s.yaml")), "")
       << "one point: no arm to compare it with";
 }
