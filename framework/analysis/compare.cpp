@@ -591,6 +591,15 @@ std::size_t find_arm(const Grouping& grouping, const std::vector<RunSummary>& ru
   return matches.front();
 }
 
+std::string arm_selector(const Comparison& c, std::size_t arm) {
+  std::vector<std::string> parts;
+  for (const std::string& key : c.keys) {
+    const auto it = c.arms[arm].values.find(key);
+    parts.push_back(key + "=" + (it == c.arms[arm].values.end() ? std::string(kUnset) : it->second));
+  }
+  return join(parts, ",");
+}
+
 bool higher_is_better_by_name(const std::string& name) {
   // METRIC_at_LENGTH (eval.lengths: loss_at_512, test_perplexity_at_512) goes METRIC's way.
   std::string metric = name;

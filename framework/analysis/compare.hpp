@@ -171,6 +171,10 @@ struct Comparison {
 // status, a metric no run has, or a baseline that names no arm (or several).
 Comparison compare(const std::vector<RunSummary>& runs, const CompareOptions& options = {});
 
+// A baseline text that names arm `arm` of `c` alone: every varying key at its value, KEY=(unset)
+// for those its runs lack (the arm's key_label leaves them out, and may then match several arms).
+std::string arm_selector(const Comparison& c, std::size_t arm);
+
 // Throws the UsageError compare() would throw for options.baseline (naming no arm, or several) on
 // runs of these resolved specs (RunInfo::resolved_spec_yaml): `ablate sweep --baseline` checked
 // before any run trains. An empty baseline passes.

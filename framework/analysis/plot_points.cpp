@@ -91,6 +91,9 @@ Layout lay_out(const GroupedPoints& plot, double ylo, double yhi) {
   // an entry wider than it (labels are never shortened).
   l.W = std::max({l.W, title_block_width(m, l.title, l.subtitle), flow_legend(m, l.legend, 1e9).min_width});
   l.flow = flow_legend(m, l.legend, l.W - 2 * kPad);
+  // The figure grows by the legend's rows past the first (a leaderboard's 30 arms wrap into many),
+  // so the plot keeps the room `height` gives it.
+  if (l.flow.rows.size() > 1) l.H += l.flow.height * double(l.flow.rows.size() - 1) / double(l.flow.rows.size());
   l.slot = (l.W - left - right_pad) / double(nc);
   if (l.slot < 4)
     throw Error("grouped points '" + plot.title + "': " + std::to_string(nc) + " categories do not fit in width " +

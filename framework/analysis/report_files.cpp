@@ -133,7 +133,7 @@ std::string html_with_figures(const Comparison& c, const fs::path& scratch, Curv
       options.out_dir = scratch / "all";
       options.format = "svg";
       options.x = curves_x;
-      if (c.arms.size() > 1) options.baseline = c.arms[c.baseline].key_label;
+      if (c.arms.size() > 1) options.baseline = arm_selector(c, c.baseline);
       const FigureReport report = draw_figures(all, options);
       for (const auto& note : report.notes) notes.push_back("report.html: " + note);
       figures = html_figures(report, "curves_" + c.metric, true);
@@ -198,7 +198,7 @@ Analysis analyse(const std::vector<fs::path>& paths, const CompareOptions& optio
     FigureOptions figures;
     figures.out_dir = *figures_dir;
     figures.x = curves_x;
-    if (a.comparison.arms.size() > 1) figures.baseline = a.comparison.arms[a.comparison.baseline].key_label;
+    if (a.comparison.arms.size() > 1) figures.baseline = arm_selector(a.comparison, a.comparison.baseline);
     const FigureReport report = draw_figures(files, figures);
     a.written.insert(a.written.end(), report.written.begin(), report.written.end());
     a.notes.insert(a.notes.end(), report.notes.begin(), report.notes.end());

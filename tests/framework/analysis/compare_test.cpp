@@ -451,6 +451,13 @@ TEST(CompareBaseline, UnsetNamesTheArmWithoutTheKey) {
   EXPECT_EQ(compare(runs, options).baseline, c.baseline);
   options.baseline = "task.tokenizer=char";
   EXPECT_EQ(compare(runs, options).arms[compare(runs, options).baseline].values.at("task.tokenizer"), "char");
+  // What a report hands its figures: each arm's selector names that arm alone, where the unset
+  // arm's key_label ("task.tokenizer=(unset)" only when no key is set) would not in general.
+  for (std::size_t i = 0; i < c.arms.size(); ++i) {
+    options.baseline = arm_selector(c, i);
+    EXPECT_EQ(compare(runs, options).baseline, i) << options.baseline;
+  }
+  EXPECT_EQ(arm_selector(c, c.baseline), "task.tokenizer=(unset)");
 }
 
 TEST(CompareBaseline, ErrorsSayWhatIsWrongAndWhatExists) {

@@ -464,6 +464,18 @@ TEST_F(PlotTest, PlotGroupedPointsPngAndSvg) {
   EXPECT_TRUE(svg_parses(dir_ / "entropy.svg"));
   EXPECT_EQ(svg_attribute(dir_ / "entropy.svg", "width"), "700px");
   EXPECT_EQ(svg_attribute(dir_ / "entropy.svg", "height"), "400px");
+
+  // 36 arms (a leaderboard's): the legend wraps into rows and the figure grows by them, where a
+  // fixed 480 left no room for the plot.
+  GroupedPoints many = g;
+  many.series.clear();
+  for (int i = 0; i < 36; ++i)
+    many.series.push_back({"model.attention.qk_norm=layer_norm arm " + std::to_string(i), {1.0, 1.1, 0.9, 1.2}, {}});
+  const PlotLayout tall = grouped_points(dir_ / "many.svg", many);
+  EXPECT_GT(tall.size.height, 480);
+  EXPECT_GE(tall.area.height, 200) << "the plot keeps its room";
+  EXPECT_EQ(tall.legend.size(), 36u);
+  for (const Rect& box : tall.legend_boxes) EXPECT_LE(box.y + box.height, tall.size.height) << "every legend row inside";
 }
 
 // The arms of a 2 x 2 x 2 grid by their short labels (values only), as group_runs() names them.
