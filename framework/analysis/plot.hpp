@@ -127,7 +127,7 @@ struct GroupedPoints {
   std::vector<PointSeries> series;
   bool include_zero = false;  // extend the y axis to 0
   int width = 0;              // 0 = from the number of categories and arms (wider for a long title or legend label)
-  int height = 480;  // with a one-row legend; each further row of legend adds its height
+  int height = 480;           // with a one-row legend; each further row of legend adds its height
   double png_scale = 2;
 };
 PlotLayout grouped_points(const std::filesystem::path& file, const GroupedPoints& plot);
