@@ -13,7 +13,6 @@ import json
 import math
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -45,6 +44,15 @@ def ci_sets(spec):
         if line.startswith("# ci:"):
             return shlex.split(line[len("# ci:"):])
     fail(f"{spec} has no '# ci:' line; expected one with the CI size's --set options")
+
+
+def write_file(path, text):
+    """Writes `text` to `path` through a temporary name and a rename: an interrupted write leaves
+    the old file, never half a new one."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def set_pairs(sets):
@@ -82,9 +90,8 @@ def effective_spec(args, base, sets):
     os.makedirs(out, exist_ok=True)
     runs = committed_runs(spec, sets) + added["arms"]
     path = os.path.join(out, "added.yaml")
-    with open(path, "w") as f:  # JSON is YAML's flow style
-        f.write("# written by experiments/leaderboard/leaderboard.py add: the committed arms and yours\n")
-        f.write(f"extends: {json.dumps(spec)}\nsweep:\n  runs: {json.dumps(runs)}\n")
+    write_file(path, "# written by experiments/leaderboard/leaderboard.py add: the committed arms and yours\n"  # JSON is YAML's flow style
+               f"extends: {json.dumps(spec)}\nsweep:\n  runs: {json.dumps(runs)}\n")
     kept = []  # the profile's sweep.runs are in the file now
     for option, value in set_pairs(sets):
         if not (option == "--set" and value.startswith("sweep.runs=")):
@@ -123,13 +130,14 @@ def sweep(args, base):
     start = time.time()
     rc = call(cmd + sets, check=False)
     if os.path.isdir(out):  # what the table says of wall time and machine, stopped sweeps' time too
-        with open(os.path.join(out, "sessions.tsv"), "a") as f:
-            f.write(f"{datetime.datetime.now(datetime.timezone.utc).date()}\t{time.time() - start:.0f}\t{os.cpu_count()}\t{cpu_model()}\n")
+        record = os.path.join(out, "sessions.tsv")
+        before = open(record).read() if os.path.exists(record) else ""
+        write_file(record, before + f"{datetime.datetime.now(datetime.timezone.utc).date()}\t{time.time() - start:.0f}\t"
+                                    f"{os.cpu_count()}\t{cpu_model()}\n")
     if rc != 0:
         fail(f"ablate sweep exited {rc}; run the same command again to resume")
     if added["arms"]:
-        with open(os.path.join(out, "added.json"), "w") as f:
-            json.dump(added, f, indent=1)
+        write_file(os.path.join(out, "added.json"), json.dumps(added, indent=1))
     # The directory's runs of every version of the spec (arms added by `add` too), by METRIC.
     call([args.ablate, "compare", out, "--metric", METRIC])
 
@@ -260,8 +268,7 @@ def figure(summary, path):
         out.append(f'<line x1="{x(v):.1f}" y1="{height - 34}" x2="{x(v):.1f}" y2="{height - 30}" stroke="#888"/>')
         out.append(f'<text x="{x(v):.1f}" y="{height - 18}" text-anchor="middle">{v:+.3g}</text>')
     out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    write_file(path, "\n".join(out) + "\n")
     return True
 
 
@@ -279,17 +286,17 @@ def results_of(args, base, figures):
         summary = json.load(open(local))
         for a in summary["arms"]:  # what the copy cannot read from run files
             a["learning_rate"] = chosen_lr(a)
-        with open(copy["summary.json"], "w") as f:
-            json.dump(summary, f, indent=1)
+        write_file(copy["summary.json"], json.dumps(summary, indent=1))
         if os.path.exists(os.path.join(out, "sessions.tsv")):
-            shutil.copyfile(os.path.join(out, "sessions.tsv"), copy["sessions.tsv"])
+            write_file(copy["sessions.tsv"], open(os.path.join(out, "sessions.tsv")).read())
         elif os.path.exists(copy["sessions.tsv"]):  # an older copy's record is not this one's
             os.remove(copy["sessions.tsv"])
     elif os.path.exists(copy["summary.json"]):
         print(f"leaderboard.py: the {base} base's runs are not in {rel(out)}; its table comes from {rel(copy['summary.json'])}")
+        summary = json.load(open(copy["summary.json"]))
     else:
         return None, None, f"{rel(local)}, no {rel(copy['summary.json'])}"
-    return json.load(open(copy["summary.json"])), copy["sessions.tsv"], rel(copy["summary.json"])
+    return summary, copy["sessions.tsv"], rel(copy["summary.json"])
 
 
 def rel(path):
@@ -344,8 +351,7 @@ def write_table(args):
         parts.append("\n")
     if not found:
         fail(f"no base has results under {args.out}; run `leaderboard.py run` first")
-    with open(args.table, "w") as f:
-        f.write("".join(parts))
+    write_file(args.table, "".join(parts))
     print(f"leaderboard.py: wrote {args.table}")
 
 
