@@ -224,9 +224,10 @@ Experiment::PositionLimit Experiment::decoding_limit() const {
                                             " positions needs more than a quarter of this machine's memory"};
 }
 
-bool task_has_text(const Task& task) {
-  return plugin_call(task, "text",
-                     [&] { return task.size(Split::Eval) > 0 && !task.text(task.example(Split::Eval, 0).tgt, true).empty(); });
+bool task_has_text(const Task& task) {  // each plugin call named as Experiment's wrappers name it
+  if (plugin_call(task, "size", [&] { return task.size(Split::Eval); }) <= 0) return false;
+  const Example first = plugin_call(task, "example", [&] { return task.example(Split::Eval, 0); });
+  return !plugin_call(task, "text", [&] { return task.text(first.tgt, true); }).empty();
 }
 
 bool Experiment::has_text() const { return task_has_text(*task); }
