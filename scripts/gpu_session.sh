@@ -105,6 +105,18 @@ check)
       for be in cudnn onednn; do
         step "train_B_variant_$be" 180 build/bin/ablate run bench/configs/B_decoder_lm.yaml --set backend.plugin=$be \
           "${variant[@]}" -o "$runs/B_variant_$be"
+      done
+      # The optimizers written with backend ops (Lion's sign by compare, Muon's Newton-Schulz
+      # matmuls, Adafactor's factored means), f32, 10 steps each logged, on the GPU and the CPU:
+      # the two loss columns of each should agree.
+      for opt in lion muon adafactor; do
+        for be in cudnn onednn; do
+          threads=()
+          [ "$be" = onednn ] && threads=(--set backend.threads=16)
+          step "train_B_${opt}_$be" 120 build/bin/ablate run bench/configs/B_decoder_lm.yaml --set backend.plugin=$be \
+            "${threads[@]}" --set train.optimizer.plugin=$opt --set train.steps=10 --set log.every=1 --progress lines \
+            -o "$runs/B_${opt}_$be"
+        done
       done ;;
     profile) step profile_C 180 build/bin/ablate run bench/configs/C_gpu_large.yaml --profile \
         --progress lines -o "$runs/C_profile" ;;

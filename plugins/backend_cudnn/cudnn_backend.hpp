@@ -78,17 +78,16 @@ class CudnnBackend final : public ablate::Backend {
 
   void synchronize() override;
 
-  bool supports(ablate::OptionalOp op) const override {
-    // every model op (rope, slice_last, attention bias, grouped k/v heads, softcap,
-    // softmax/sum/pointwise, dropout_add); not yet the extra ops (rope_frequencies, compare, permute)
-    return op != ablate::OptionalOp::compare && op != ablate::OptionalOp::permute && op != ablate::OptionalOp::rope_frequencies;
-  }
+  // Every optional op: the model ops (rope, slice_last, attention bias, grouped k/v heads,
+  // softcap, softmax/sum/pointwise, dropout_add) and the extra ops (rope_frequencies, compare,
+  // permute).
+  bool supports(ablate::OptionalOp) const override { return true; }
 
  protected:
-  // Every core and model op (ablate/backend_ops.hpp), in the *_ops.cpp files; Backend's
+  // Every core and optional op (ablate/backend_ops.hpp), in the *_ops.cpp files; Backend's
   // public op checks the contract and calls these.
   ABLATE_BACKEND_CORE_OPS(ABLATE_BACKEND_OVERRIDE)
-  ABLATE_BACKEND_MODEL_OPS(ABLATE_BACKEND_OVERRIDE)
+  ABLATE_BACKEND_OPTIONAL_OPS(ABLATE_BACKEND_OVERRIDE)
 
  private:
   // Device scratch of at least `bytes` bytes for `slot`, valid until the slot is asked again.

@@ -85,10 +85,10 @@ __global__ void mul_backward_kernel(T* da, T* db, const T* dy, const T* a, const
 }
 
 // One thread per (row, pair i < rotary/2) and per copied dim: rope's rotation (or its transpose,
-// accumulated, for backward).
+// accumulated, for backward), by base's frequencies or the given ones.
 template <class T>
-__global__ void rope_kernel(T* y, const T* x, const std::int32_t* positions, std::int64_t rows, std::int64_t T_len,
-                            std::int64_t Dh, int rotary, float base, bool backward) {
+__global__ void rope_kernel(T* y, const T* x, const std::int32_t* positions, const float* freqs, std::int64_t rows,
+                            std::int64_t T_len, std::int64_t Dh, int rotary, float base, bool backward) {
   const std::int64_t half = rotary / 2, width = half + (Dh - rotary), n = rows * width;
   for (std::int64_t k = first_index(); k < n; k += grid_stride()) {
     const std::int64_t r = k / width, j = k % width;
@@ -99,7 +99,8 @@ __global__ void rope_kernel(T* y, const T* x, const std::int32_t* positions, std
       st(yr, d, (backward ? ld(yr, d) : 0.0f) + ld(xr, d));
       continue;
     }
-    const double angle = ablate::rope_angle(positions[r % T_len], j, rotary, base);
+    const std::int32_t p = positions[r % T_len];
+    const double angle = freqs ? ablate::rope_frequency_angle(p, freqs[j]) : ablate::rope_angle(p, j, rotary, base);
     const float c = static_cast<float>(cos(angle)), sn = static_cast<float>(backward ? -sin(angle) : sin(angle));
     const float a = ld(xr, j), b = ld(xr, j + half);
     st(yr, j, (backward ? ld(yr, j) : 0.0f) + a * c - b * sn);
@@ -383,16 +384,17 @@ void mul_backward(void* da, void* db, const void* dy, const void* a, const void*
   });
 }
 
-void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int64_t rows, std::int64_t T, std::int64_t Dh,
-          int rotary, float base, bool backward, cudaStream_t s) {
+void rope(void* y, const void* x, const std::int32_t* positions, const float* freqs, VT t, std::int64_t rows, std::int64_t T,
+          std::int64_t Dh, int rotary, float base, bool backward, cudaStream_t s) {
   const std::int64_t n = rows * (rotary / 2 + (Dh - rotary));
   if (n == 0) return;
   with_type(t, [&](auto k) {
     using V = type_of<decltype(k)>;
-    rope_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<V*>(y), static_cast<const V*>(x), positions, rows, T, Dh, rotary,
-                                                 base, backward);
+    rope_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<V*>(y), static_cast<const V*>(x), positions, freqs, rows, T, Dh,
+                                                 rotary, base, backward);
   });
-  check_launch(backward ? "rope_backward" : "rope_forward");
+  check_launch(freqs ? (backward ? "rope_frequencies_backward" : "rope_frequencies_forward")
+                     : (backward ? "rope_backward" : "rope_forward"));
 }
 
 void slice_last(void* part, void* whole, VT t, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset, bool backward,

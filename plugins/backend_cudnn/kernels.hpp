@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include "ablate/index_math.hpp"
 #include "ablate/philox.hpp"
 
 namespace backend_cudnn::kernels {
@@ -51,14 +52,22 @@ void mul_forward(void* y, const void* a, const void* b, VT t, std::int64_t n, st
 void mul_backward(void* da, void* db, const void* dy, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb,
                   void* scratch, cudaStream_t s);
 // Rotary positions on x[rows = B*H*T, Dh] (row r at positions[r % T], I32 on the device): the
-// first `rotary` dims turn by ablate::rope_angle, the rest are copied. backward: dx += R(-angle) dy
-// (y = dx, x = dy). Positions are not checked on the host (that would synchronise).
-void rope(void* y, const void* x, const std::int32_t* positions, VT t, std::int64_t rows, std::int64_t T, std::int64_t Dh,
-          int rotary, float base, bool backward, cudaStream_t s);
+// first `rotary` dims turn by ablate::rope_angle (freqs null), or by ablate::rope_frequency_angle
+// with pair i's frequency freqs[i] (F32 [rotary/2] on the device), the rest are copied. backward:
+// dx += R(-angle) dy (y = dx, x = dy). Positions and frequencies are not checked on the host (that
+// would synchronise).
+void rope(void* y, const void* x, const std::int32_t* positions, const float* freqs, VT t, std::int64_t rows, std::int64_t T,
+          std::int64_t Dh, int rotary, float base, bool backward, cudaStream_t s);
 // part[N, W] and whole[N, C] at column `offset`: forward part = whole[:, offset:offset+W];
 // backward whole[:, offset:offset+W] += part.
 void slice_last(void* part, void* whole, VT t, std::int64_t N, std::int64_t C, std::int64_t W, std::int64_t offset, bool backward,
                 cudaStream_t s);
+// --- index and layout (index_kernels.cu)
+// y[i] = (a[i] c b[i % nb]) ? 1 : 0 (ablate::compare_holds).
+void compare(void* y, const void* a, const void* b, VT t, std::int64_t n, std::int64_t nb, ablate::Compare c, cudaStream_t s);
+// forward: y[j] = x[w.offset(j)] over y's n elements; backward: x[w.offset(j)] += y[j] (x = dx, y = dy).
+void permute(void* y, void* x, VT t, const ablate::PermutedStrides& w, std::int64_t n, bool backward, cudaStream_t s);
+
 void activation_forward(void* y, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s);
 // dx += dy * act'(x).
 void activation_backward(void* dx, const void* dy, const void* x, VT t, std::int64_t n, Act act, cudaStream_t s);

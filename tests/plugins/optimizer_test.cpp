@@ -340,7 +340,8 @@ TEST_F(OptimizerOptions, MuonRefusesAModelWithoutMatrices) {
   }
 }
 
-// A backend without the compare op (cudnn today): Lion refuses when the run starts, naming the op.
+// A backend without the compare op (a plugin backend may lack it): Lion refuses when the run
+// starts, naming the op.
 TEST_F(OptimizerOptions, LionRefusesABackendWithoutCompare) {
   struct NoCompare : testing::ForwardingBackend {
     using ForwardingBackend::ForwardingBackend;

@@ -31,6 +31,7 @@
 
 #include "ablate/backend_ops.hpp"
 #include "ablate/error.hpp"
+#include "ablate/index_math.hpp"
 #include "ablate/philox.hpp"
 #include "ablate/plugin.hpp"
 #include "ablate/rope.hpp"
@@ -158,8 +159,7 @@ inline const char* optional_op_name(OptionalOp op) {
   return "?";
 }
 
-// The comparisons of Backend::compare_forward: y = (a OP b) ? 1 : 0.
-enum class Compare : std::uint8_t { eq = 0, ne = 1, lt = 2, le = 3, gt = 4, ge = 5 };
+// Compare (the comparisons of Backend::compare_forward) is in ablate/index_math.hpp.
 inline const char* compare_name(Compare c) {
   static const char* const names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
   return static_cast<int>(c) < 6 ? names[static_cast<int>(c)] : "?";
@@ -258,22 +258,8 @@ inline std::string permutation_problem(const Permutation& p, const Tensor& x) {
   }
   return {};
 }
-// permute's walk, for every backend: y's element at index (i_0, .., i_{r-1}) (row-major in y's
-// shape) is x's element at offset sum_k i_k * strides[k], strides[k] being x's stride of dim axes[k].
-struct PermutedStrides {
-  std::int64_t y_dims[Shape::kMaxRank] = {};
-  std::int64_t strides[Shape::kMaxRank] = {};
-  int rank = 0;
-  // x's offset of y's flat index j.
-  std::int64_t offset(std::int64_t j) const {
-    std::int64_t off = 0;
-    for (int k = rank - 1; k >= 0; --k) {
-      off += (j % y_dims[k]) * strides[k];
-      j /= y_dims[k];
-    }
-    return off;
-  }
-};
+// permute's walk, for every backend (PermutedStrides: ablate/index_math.hpp).
+static_assert(PermutedStrides::kMaxRank == Shape::kMaxRank, "a permutation's walk holds every rank a Shape has");
 inline PermutedStrides permuted_strides(const Shape& x, const Permutation& p) {
   std::int64_t x_strides[Shape::kMaxRank] = {};
   std::int64_t stride = 1;
@@ -289,19 +275,6 @@ inline PermutedStrides permuted_strides(const Shape& x, const Permutation& p) {
   }
   return w;
 }
-// compare's test, for every backend.
-inline bool compare_holds(Compare c, float a, float b) {
-  switch (c) {
-    case Compare::eq: return a == b;
-    case Compare::ne: return a != b;
-    case Compare::lt: return a < b;
-    case Compare::le: return a <= b;
-    case Compare::gt: return a > b;
-    case Compare::ge: return a >= b;
-  }
-  return false;
-}
-
 // permute: x and y of one float dtype, p a permutation of x's axes, y's dim i = x's dim axes[i].
 inline std::string permute_problem(const Tensor& y, const Tensor& x, const Permutation& p) {
   if (x.dtype() != DType::F32 && x.dtype() != DType::BF16) return "x " + x.str() + " must be f32 or bf16";

@@ -5,23 +5,19 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define ABLATE_HOST_DEVICE __host__ __device__
-#else
-#define ABLATE_HOST_DEVICE
-#endif
+#include "ablate/host_device.hpp"
 
 namespace ablate {
 
 // The angle by which rope turns pair i (i < rotary / 2) at `position`: position * base^(-2i/rotary)
 // (RoFormer's frequencies).
-ABLATE_HOST_DEVICE inline double rope_angle(std::int64_t position, std::int64_t i, int rotary, float base) {
+ABLATE_HD inline double rope_angle(std::int64_t position, std::int64_t i, int rotary, float base) {
   return static_cast<double>(position) * ::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / rotary);
 }
 
 // The angle of pair i at `position` when the caller gives the pair's frequency (rope with given
 // frequencies: interpolated or YaRN-style scaled positions): position * freq.
-ABLATE_HOST_DEVICE inline double rope_frequency_angle(std::int64_t position, float freq) {
+ABLATE_HD inline double rope_frequency_angle(std::int64_t position, float freq) {
   return static_cast<double>(position) * static_cast<double>(freq);
 }
 
