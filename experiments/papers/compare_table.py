@@ -4,7 +4,8 @@ edited by hand:
   /usr/bin/python3 experiments/papers/compare_table.py A/summary.json B/summary.json ...   # metrics side by side
 Prints a Markdown table (arm, mean ± sample sd (n), Δ against the baseline with its 95% interval,
 p and Holm's p of compare's test, and a column of the paper's number per arm when --paper gives
-it), then the main effects of a factorial design when compare estimated them. The numbers are
+it), then the main effects of a factorial design when compare estimated them. --setting KEY adds a
+column with each arm's value of a spec key (as its runs' run.h5 record it: a tuned learning rate). The numbers are
 summary.json's, rounded for reading; the test is the one compare chose (paired by seed where the
 seeds pair, else Welch's), named under the table.
 """
@@ -18,6 +19,34 @@ def number(v, digits):
 
 def signed(v, digits):
     return "—" if v is None else f"{v:+.{digits}f}"
+
+
+def short(x):
+    """A setting's number as a README writes it: 3e-4, 1e-2, 0.2, 512."""
+    if x == 0 or abs(x) >= 0.1:
+        return f"{x:g}"
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def setting(arm, key):
+    """The arm's value of a dotted spec key, from its runs' resolved specs ("mixed" when they differ)."""
+    import h5py  # Debian's python3-h5py and python3-yaml, needed for --setting only
+    import yaml
+
+    values = set()
+    for run in arm.get("runs", []):
+        with h5py.File(run["path"], "r") as f:
+            node = yaml.safe_load(f.attrs["resolved_spec_yaml"])
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, str):  # PyYAML reads 1e-04 (no dot) as a string
+            try:
+                node = float(node)
+            except ValueError:
+                pass
+        values.add("—" if node is None else short(node) if isinstance(node, float) else str(node))
+    return values.pop() if len(values) == 1 else "mixed" if values else "—"
 
 
 def wide(summaries, d):
@@ -43,14 +72,16 @@ def main():
                         "table of each metric's mean ± sd, then the last one's Δ and tests")
     parser.add_argument("--paper", action="append", default=[], help="ARM=TEXT: the paper's number for an arm")
     parser.add_argument("--digits", type=int, default=2)
+    parser.add_argument("--setting", action="append", default=[], help="KEY: a column of each arm's value of a "
+                        "spec key (e.g. train.optimizer.lr, tuned per arm)")
     args = parser.parse_args()
     paper = dict(p.split("=", 1) for p in args.paper)
     d = args.digits
     if len(args.summary) > 1:
         wide([json.load(open(path)) for path in args.summary], d)
     s = json.load(open(args.summary[-1]))
-    head = f"| arm | {s['value']} | Δ vs baseline [95% CI] | p | p(Holm) |"
-    rule = "|---|---:|---|---:|---:|"
+    head = "| arm | " + "".join(f"{k} | " for k in args.setting) + f"{s['value']} | Δ vs baseline [95% CI] | p | p(Holm) |"
+    rule = "|---|" + "---:|" * len(args.setting) + "---:|---|---:|---:|"
     if paper:
         head, rule = head + " paper |", rule + "---|"
     print(head)
@@ -69,7 +100,8 @@ def main():
             delta = f"{signed(arm.get('delta'), d)} [{signed(ci[0], d)}, {signed(ci[1], d)}]"
             p = "—" if t.get("p") is None else f"{t['p']:.2g}"
             holm = "—" if t.get("p_holm") is None else f"{t['p_holm']:.2g}"
-        row = f"| {arm['label']} | {value} | {delta} | {p} | {holm} |"
+        settings = "".join(f"{setting(arm, k)} | " for k in args.setting)
+        row = f"| {arm['label']} | {settings}{value} | {delta} | {p} | {holm} |"
         if paper:
             row += f" {paper.get(arm['label'], '—')} |"
         print(row)
