@@ -221,8 +221,25 @@ std::int64_t Transformer::max_positions() const {
   return limit;
 }
 
+Var Transformer::fix_norm(Graph& g, const Var& x) const {
+  if (config_.fixnorm <= 0) return x;
+  const std::int64_t D = config_.dims.d_model;
+  Backend& be = g.backend();
+  const Tensor gain = fixnorm_gain_.get({&be, x.dtype()}, [&] {
+    const std::vector<float> host(static_cast<std::size_t>(D), config_.fixnorm / std::sqrt(static_cast<float>(D)));
+    Tensor f32 = be.empty({D}, DType::F32);
+    be.copy_from_host(f32, host.data());
+    if (x.dtype() == DType::F32) return f32;
+    Tensor out = be.empty({D}, x.dtype());  // the compute dtype under mixed precision
+    be.cast(out, f32);
+    return out;
+  });
+  // rms_norm(x) = x / sqrt(mean(x^2) + eps) * gain = x * fixnorm / ||x|| (eps far below mean(x^2))
+  return ops::rms_norm(g, x, g.constant(gain, "fixnorm_gain"), 1e-12f);
+}
+
 Var Transformer::embed(Graph& g, const Stack& stack, const Tensor& ids, std::int64_t offset) const {
-  Var x = ops::embedding(g, ids, g.parameter(*stack.embedding));  // [B, T, D]
+  Var x = fix_norm(g, ops::embedding(g, ids, g.parameter(*stack.embedding)));  // [B, T, D]
   if (config_.scale_embedding) x = ops::scale(g, x, std::sqrt(static_cast<float>(config_.dims.d_model)));
   x = plugin_call(*stack.positions, "forward", [&] { return stack.positions->forward(g, x, offset); });
   if (stack.embedding_norm) x = (*stack.embedding_norm)(g, x);
@@ -328,8 +345,8 @@ std::vector<Transformer::LayerCache> Transformer::new_caches(const Stack& stack,
 }
 
 Var Transformer::project_vocab(Graph& g, const Stack& stack, const Var& h) const {
-  if (out_w_) return ops::linear(g, h, g.parameter(*out_w_), g.parameter(*out_b_));
-  return ops::linear(g, h, g.parameter(*stack.embedding), Var());  // tied: logits = h · E^T
+  if (out_w_) return ops::linear(g, h, fix_norm(g, g.parameter(*out_w_)), g.parameter(*out_b_));
+  return ops::linear(g, h, fix_norm(g, g.parameter(*stack.embedding)), Var());  // tied: logits = h · E^T
 }
 
 Var Transformer::logits(Graph& g, const DeviceBatch& batch, ForwardCapture* capture) const {

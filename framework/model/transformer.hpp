@@ -12,10 +12,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ablate/attention.hpp"
 #include "ablate/components.hpp"
+#include "ablate/constant_cache.hpp"
 #include "ablate/philox.hpp"
 #include "ablate/task.hpp"
 #include "core/architecture.hpp"
@@ -37,6 +39,9 @@ struct ModelConfig {
   bool scale_embedding = true;     // embeddings * sqrt(D) before the positions are added
   bool embedding_norm = false;     // LayerNorm(embeddings + positions) before the embedding dropout (BERT)
   float embedding_norm_eps = 1e-12f;
+  // > 0: FixNorm: every word embedding (the tables and the vocabulary projection's rows, not a
+  // classifier's) divided by its L2 norm and multiplied by this length before use.
+  float fixnorm = 0.0f;
   bool causal = true;               // decoder self-attention masks later positions (false: the future leaks)
   bool final_norm = true;           // a norm after a stack whose blocks want one (pre-norm)
   bool tie_embeddings = true;       // the output projection is the (decoder's) embedding table
@@ -188,6 +193,9 @@ class Transformer {
   std::vector<LayerCache> new_caches(const Stack& stack, std::int64_t capacity) const;
   // h [B, T, D] -> [B, T, V]
   Var project_vocab(Graph& g, const Stack& stack, const Var& h) const;
+  // FixNorm (config_.fixnorm > 0): rows [N, D] -> rows * fixnorm / ||row||, as RMS norm with a
+  // constant gain fixnorm / sqrt(D) (uploaded once per backend and dtype); x itself when off.
+  Var fix_norm(Graph& g, const Var& x) const;
   std::vector<std::vector<std::int32_t>> decode_seq2seq(Backend& backend, const DeviceBatch& batch, std::int64_t max_len,
                                                         ForwardCapture* cross) const;
 
@@ -195,6 +203,7 @@ class Transformer {
   std::optional<Stack> encoder_, decoder_;
   Parameter* out_w_ = nullptr;  // [V, D] (untied) or [C, D] (classifier)
   Parameter* out_b_ = nullptr;
+  ConstantCache<std::pair<const Backend*, DType>> fixnorm_gain_;  // [D] of fix_norm
 };
 
 }  // namespace ablate::model

@@ -64,6 +64,7 @@ struct ModelSpec {
   bool scale_embedding{};  // embeddings * sqrt(d_model)
   bool embedding_norm{};   // LayerNorm over (embedding + position), before the embedding dropout (BERT)
   double embedding_norm_eps{};
+  double fixnorm{};         // > 0: word embeddings (tables, vocabulary projection rows) at this L2 length (FixNorm)
   bool causal{};            // decoder self-attention sees only earlier positions (false: the future leaks)
   bool final_norm{};        // a norm after the stack (pre-norm blocks)
   bool tie_embeddings{};    // decoder embedding shared with the output projection

@@ -284,6 +284,10 @@ const std::vector<SpecKey>& schema() {
     k.push_back(boolean(KEY(model.embedding_norm)).def("false").doc(
         "LayerNorm over embeddings + positions, before the embedding dropout (BERT)"));
     k.push_back(number(KEY(model.embedding_norm_eps), kPositive).def("1e-12").doc("epsilon of that norm (BERT's value)"));
+    k.push_back(number(KEY(model.fixnorm), kNonNegative).def("0.0").doc(
+        "FixNorm (Nguyen & Chiang 2018; Nguyen & Salazar 2019): every word embedding, in the embedding tables and the "
+        "vocabulary projection's rows, divided by its L2 norm and multiplied by this length before use (before "
+        "`scale_embedding`); 0 = off"));
     k.push_back(boolean(KEY(model.causal)).def("true").doc(
         "causal mask on decoder self-attention; `false` lets each position see the future (a demonstration of "
         "leakage: teacher-forced loss falls, generation does not improve)"));

@@ -47,6 +47,7 @@ model::ModelConfig model_config(const spec::ExperimentSpec& spec, const TaskInfo
   c.scale_embedding = m.scale_embedding;
   c.embedding_norm = m.embedding_norm;
   c.embedding_norm_eps = static_cast<float>(m.embedding_norm_eps);
+  c.fixnorm = static_cast<float>(m.fixnorm);
   c.causal = m.causal;
   c.final_norm = m.final_norm;
   c.tie_embeddings = m.tie_embeddings;

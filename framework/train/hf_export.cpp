@@ -33,7 +33,7 @@ std::string option(const spec::PluginRef& ref, const std::string& key, const std
   throw UsageError("ablate export --format hf: " + what + " has no counterpart in a transformers Llama or GPT-2",
                    "Llama: model.block pre_norm with norm rms_norm, positional_encoding rotary (fraction 1), ffn swiglu; "
                    "GPT-2: pre_norm with layer_norm, learned positions, relu or gelu; both: arch decoder, attention mha "
-                   "without qk_norm or logit_softcap, final_norm, tie_embeddings, no scale_embedding or embedding_norm");
+                   "without qk_norm or logit_softcap, final_norm, tie_embeddings, no scale_embedding, embedding_norm or fixnorm");
 }
 
 // A parameter's host copy.
@@ -68,6 +68,7 @@ std::string hf_architecture(const spec::ExperimentSpec& spec) {
   if (!m.tie_embeddings) refuse("model.tie_embeddings false (the output projection has a bias)");
   if (m.scale_embedding) refuse("model.scale_embedding true (embeddings times sqrt(d_model))");
   if (m.embedding_norm) refuse("model.embedding_norm true");
+  if (m.fixnorm > 0) refuse("model.fixnorm " + std::to_string(m.fixnorm) + " (embeddings of a fixed length)");
   if (m.attention.name != "mha") refuse("model.attention " + m.attention.name);
   if (const std::string q = option(m.attention, "qk_norm", "none"); q != "none") refuse("model.attention.qk_norm " + q);
   if (const std::string c = option(m.attention, "logit_softcap", "0"); std::stod(c) != 0)

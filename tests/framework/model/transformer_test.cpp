@@ -157,6 +157,61 @@ TEST(Transformer, EmbeddingNormNormalisesTheEmbeddingsWithItsOwnEpsilon) {
   EXPECT_EQ(m.store->numel(), build(be(), c, "pre_norm", "learned").store->numel() + 2 * D);
 }
 
+// Multiplies parameter `name` of a built model by `factor` (its value and compute copy).
+void scale_parameter(Built& m, const std::string& name, float factor) {
+  Parameter& p = m.store->get(name);
+  std::vector<float> host(static_cast<std::size_t>(p.value.numel()));
+  be().copy_to_host(host.data(), p.value);
+  for (float& v : host) v *= factor;
+  be().copy_from_host(p.value, host.data());
+  m.store->refresh_compute();
+}
+
+// FixNorm: with no layers and an identity output projection the logits are the embeddings, of
+// length L, times the projection's rows, each of length L too: sum of squares L^4 per position;
+// scaling a table changes nothing then, and something without FixNorm (tied: both ends at once).
+TEST(Transformer, FixNormGivesEveryWordEmbeddingItsLengthInTheTablesAndTheProjection) {
+  ModelConfig c = tiny(Arch::Encoder);
+  c.encoder_layers = 0;
+  c.tie_embeddings = false;
+  c.scale_embedding = false;
+  c.fixnorm = 2.0f;
+  Built m = build(be(), c, "pre_norm", "none");
+  const std::int64_t D = c.dims.d_model, V = c.vocab_size;
+  std::vector<float> identity(static_cast<std::size_t>(V * D), 0.0f);  // output.weight [V, D]: rows 0..D-1 = 3 I
+  for (std::int64_t i = 0; i < D; ++i) identity[static_cast<std::size_t>(i * D + i)] = 3.0f;
+  identity[static_cast<std::size_t>((V - 1) * D)] = 1e-3f;  // a short row, lengthened too
+  be().copy_from_host(m.store->get("output.weight").value, identity.data());
+  m.store->refresh_compute();
+  const DeviceBatch batch = batch_of(be(), {{{3, 4, 5, 6}, {3, 4, 5, 6}}}, c);
+  const std::vector<float> out = logits_of(be(), *m.model, batch);  // [1, 4, V]
+  for (std::int64_t t = 0; t < 4; ++t) {
+    double squares = 0.0;
+    for (std::int64_t i = 0; i < D; ++i) squares += std::pow(out[static_cast<std::size_t>(t * V + i)], 2);
+    EXPECT_NEAR(squares, 16.0, 1e-3) << "position " << t << ": |x| = |row| = 2";
+    EXPECT_NEAR(out[static_cast<std::size_t>(t * V + V - 1)], out[static_cast<std::size_t>(t * V)], 1e-5)
+        << "the short row (1e-3 e_0) and row 0 (3 e_0) are both 2 e_0";
+  }
+  scale_parameter(m, "encoder.embedding.weight", 5.0f);
+  const std::vector<float> scaled = logits_of(be(), *m.model, batch);
+  for (std::size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(scaled[i], out[i], 1e-5) << "logit " << i;
+  for (const float length : {1.5f, 0.0f}) {  // tied: the decoder's table is both ends
+    ModelConfig tied = tiny(Arch::Decoder);
+    tied.fixnorm = length;
+    Built d = build(be(), tied, "pre_norm", "learned");
+    const DeviceBatch b = batch_of(be(), {{{}, {3, 4, 5, 6}}}, tied);
+    const std::vector<float> before = logits_of(be(), *d.model, b);
+    scale_parameter(d, "decoder.embedding.weight", 5.0f);
+    const std::vector<float> after = logits_of(be(), *d.model, b);
+    double moved = 0.0;
+    for (std::size_t i = 0; i < before.size(); ++i) moved = std::max(moved, std::abs(double(after[i]) - before[i]));
+    if (length > 0)
+      EXPECT_LT(moved, 1e-4) << "FixNorm: the tied table's scale changes no logit";
+    else
+      EXPECT_GT(moved, 1e-2) << "without FixNorm the table's scale moves the logits";
+  }
+}
+
 TEST(Transformer, PaddingDoesNotChangeTheValidPositions) {
   const ModelConfig c = tiny(Arch::EncoderDecoder);
   for (const char* pe : {"sinusoidal", "rotary", "alibi", "t5_relative_bias"}) {

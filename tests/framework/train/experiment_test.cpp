@@ -37,6 +37,7 @@ TEST(SpecDefaults, ModelDimsAndModelConfigStartAtTheSpecsDefaults) {
   EXPECT_EQ(c.scale_embedding, from_spec.scale_embedding);
   EXPECT_EQ(c.embedding_norm, from_spec.embedding_norm);
   EXPECT_EQ(c.embedding_norm_eps, from_spec.embedding_norm_eps);
+  EXPECT_EQ(c.fixnorm, from_spec.fixnorm);
   EXPECT_EQ(c.causal, from_spec.causal);
   EXPECT_EQ(c.final_norm, from_spec.final_norm);
   EXPECT_EQ(c.tie_embeddings, from_spec.tie_embeddings);
@@ -51,7 +52,7 @@ TEST(SpecDefaults, EveryConfigFieldFollowsTheSpec) {
       "model: {arch: decoder, d_model: 48, heads: 3, d_ff: 96, dropout: 0.2, attention_dropout: 0.3, norm_eps: 1e-6,\n"
       "        qkv_bias: false, out_bias: false, encoder_layers: 2, decoder_layers: 3, embedding_dropout: 0.4,\n"
       "        scale_embedding: false, embedding_norm: true, embedding_norm_eps: 1e-7, causal: false, final_norm: false,\n"
-      "        tie_embeddings: false, pooling: first}\n",
+      "        tie_embeddings: false, pooling: first, fixnorm: 2.5}\n",
       "t.yaml");
   const model::ModelConfig c = model_config(s, TaskInfo{TaskType::LanguageModel, 50, 16, 16});
   const model::ModelConfig d;
@@ -70,6 +71,7 @@ TEST(SpecDefaults, EveryConfigFieldFollowsTheSpec) {
   EXPECT_NE(c.scale_embedding, d.scale_embedding);
   EXPECT_NE(c.embedding_norm, d.embedding_norm);
   EXPECT_NE(c.embedding_norm_eps, d.embedding_norm_eps);
+  EXPECT_NE(c.fixnorm, d.fixnorm);
   EXPECT_NE(c.causal, d.causal);
   EXPECT_NE(c.final_norm, d.final_norm);
   EXPECT_NE(c.tie_embeddings, d.tie_embeddings);
