@@ -187,6 +187,24 @@ def check_recipes(out):
             expect(math.isfinite(final(f, metric)), name, f"{task}: {text(f.attrs['experiment'])} records {metric}")
 
 
+def check_recipes_tuned(out):
+    """Each recipe's tuning tried its grid and the comparison runs at the settings it chose."""
+    name = "recipes"
+    for spec, rate in (("lm_vaswani_2017_tuned", "train.schedule.factor"), ("lm_modern_tuned", "train.optimizer.lr")):
+        d = os.path.join(out, name, spec)
+        with open(os.path.join(d, "tuning", "selection.yaml")) as f:
+            (arm,) = yaml.safe_load(f)["arms"]
+        tried = len(glob.glob(os.path.join(d, "tuning", "*", "run.h5")))
+        expect(tried == 2, name, f"{spec}: {tried} tuning runs (dropout 0 and 0.1 at the CI size)")
+        keys = (rate, "model.dropout", "train.label_smoothing")
+        chosen = tuple(float(arm["chosen"][k]) for k in keys)
+        for f in runs(out, name, spec):
+            ran = tuple(float(resolved(f, k)) for k in keys)
+            expect(ran == chosen, name, f"{spec}: confirmed at the chosen {dict(zip(keys, chosen))} (ran {ran})")
+            expect(int(resolved(f, "train.seed")) == 2 and math.isfinite(final(f, "test_loss")), name,
+                   f"{spec}: the fresh seed records test_loss")
+
+
 def check_wsd_branches(out, ablate):
     name = "wsd_branches"
     stable, decay = runs(out, name, "2_stable")[0], runs(out, name, "3_decays")[0]
@@ -242,6 +260,19 @@ def check_without_tears(out):
     expect(all(math.isfinite(v) for v in cells.values()), name, "each records test BLEU (no trend held at both sizes)")
 
 
+
+def check_without_tears_tuned(out):
+    """The paper's arms one on another: post-LN, pre-LN, + ScaleNorm, + FixNorm, each records BLEU."""
+    name = "without_tears_tuned"
+    cells = {}
+    for f in runs(out, "without_tears", name):
+        cell = (str(resolved(f, "model.block")), str(resolved(f, "model.block.norm")), float(resolved(f, "model.fixnorm")))
+        cells[cell] = final(f, "test_bleu")
+    expect(sorted(cells) == [("post_norm", "layer_norm", 0.0), ("pre_norm", "layer_norm", 0.0),
+                             ("pre_norm", "scale_norm", 0.0), ("pre_norm", "scale_norm", 1.0)], name,
+           f"the four arms ran: {sorted(cells)}")
+    expect(all(math.isfinite(v) for v in cells.values()), name, "each records test BLEU")
+
 def main():
     out = sys.argv[1]
     check_length_extrapolation(out)
@@ -251,11 +282,13 @@ def main():
     check_glu_variants_tuned(out)
     check_heads_positions(out)
     check_recipes(out)
+    check_recipes_tuned(out)
     check_scale_ladder(out, sys.argv[2])
     check_heads_compute(out)
     check_wsd_branches(out, sys.argv[2])
     check_qk_norm_lr(out)
     check_without_tears(out)
+    check_without_tears_tuned(out)
 
 
 if __name__ == "__main__":
