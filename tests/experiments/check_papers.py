@@ -13,6 +13,10 @@ import sys
 import h5py
 import yaml
 
+PAPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments", "papers")
+sys.path.insert(0, PAPERS)
+import compare_table  # noqa: E402  (experiments/papers: the README tables' maker)
+
 
 def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
@@ -104,7 +108,7 @@ def check_glu_variants(out):
         expect(math.isfinite(loss) and loss < math.log(80), name, f"{ffn}: test log-perplexity {loss:.3f} below uniform (ln 80)")
 
 
-def check_glu_variants_tuned(out):
+def check_glu_variants_tuned(out, ablate):
     name = "glu_variants_tuned"
     d = os.path.join(out, "glu_variants", name)
     tuning = sorted(glob.glob(os.path.join(d, "tuning", "*", "run.h5")))
@@ -117,6 +121,17 @@ def check_glu_variants_tuned(out):
         lrs = {float(resolved(f, "train.optimizer.lr")) for f in fs}
         expect(lrs == {chosen[ffn]}, name, f"{ffn}: confirmed at its chosen lr {chosen[ffn]} (runs at {sorted(lrs)})")
         expect(all(int(resolved(f, "train.seed")) == 3 for f in fs), name, f"{ffn}: confirmed on the fresh seed only")
+    # The README's table command: compare_table.py --setting prints each arm's tuned rate.
+    cmp = os.path.join(out, "glu_variants_tuned_compare")
+    code = subprocess.run([ablate, "compare", d, "--metric", "test_loss", "--out", cmp], capture_output=True, text=True)
+    expect(code.returncode == 0, name, f"ablate compare exits 0 ({code.stderr[-300:]})")
+    table = subprocess.run([sys.executable, os.path.join(PAPERS, "compare_table.py"), os.path.join(cmp, "summary.json"),
+                            "--setting", "train.optimizer.lr"], capture_output=True, text=True)
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.stdout.splitlines()]
+    rows = {c[0]: c[1] for c in cells if len(c) > 3}
+    for ffn, lr in chosen.items():
+        expect(rows.get(ffn) == compare_table.short(lr), name,
+               f"compare_table.py --setting: {ffn} at {compare_table.short(lr)} ({rows.get(ffn)!r})")
 
 
 def check_heads_positions(out):
@@ -279,7 +294,7 @@ def main():
     check_length_extrapolation_text(out)
     check_prenorm_warmup(out)
     check_glu_variants(out)
-    check_glu_variants_tuned(out)
+    check_glu_variants_tuned(out, sys.argv[2])
     check_heads_positions(out)
     check_recipes(out)
     check_recipes_tuned(out)
