@@ -100,6 +100,22 @@ def check_prenorm_warmup(out):
            f"without warm-up at lr 2e-3, pre-LN learns more than post-LN (token accuracy {acc['pre_norm']:.3f} vs {acc['post_norm']:.3f})")
 
 
+
+def check_prenorm_warmup_tuned(out):
+    """Both blocks without warm-up, each confirmed at the rate its tuning chose, on the fresh seed."""
+    name = "prenorm_warmup_tuned"
+    d = os.path.join(out, "prenorm_warmup", name)
+    with open(os.path.join(d, "tuning", "selection.yaml")) as f:
+        chosen = {a["arm"]: float(a["chosen"]["train.optimizer.lr"]) for a in yaml.safe_load(f)["arms"]}
+    arms = by_arm(runs(out, "prenorm_warmup", name), "model.block")
+    expect(set(arms) == {"post_norm", "pre_norm"}, name, f"confirmation arms {sorted(arms)}")
+    for block, fs in arms.items():
+        (lr,) = [v for arm, v in chosen.items() if f"block={block}" in arm]
+        for f in fs:
+            expect(float(resolved(f, "train.optimizer.lr")) == lr and int(resolved(f, "train.seed")) == 2, name,
+                   f"{block}: confirmed at its chosen lr {lr} on seed 2")
+            expect(math.isfinite(final(f, "token_accuracy")), name, f"{block}: final token accuracy recorded")
+
 def check_glu_variants(out):
     name = "glu_variants"
     arms = by_arm(runs(out, name, name), "model.ffn")
@@ -293,6 +309,7 @@ def main():
     check_length_extrapolation(out)
     check_length_extrapolation_text(out)
     check_prenorm_warmup(out)
+    check_prenorm_warmup_tuned(out)
     check_glu_variants(out)
     check_glu_variants_tuned(out, sys.argv[2])
     check_heads_positions(out)
