@@ -11,6 +11,8 @@ seeds pair, else Welch's), named under the table.
 """
 import argparse
 import json
+import os
+import sys
 
 
 def number(v, digits):
@@ -30,22 +32,22 @@ def short(x):
 
 
 def setting(arm, key):
-    """The arm's value of a dotted spec key, from its runs' resolved specs ("mixed" when they differ)."""
-    import h5py  # Debian's python3-h5py and python3-yaml, needed for --setting only
-    import yaml
+    """The arm's value of a dotted spec key, from its runs' resolved specs as `ablate compare` flattens
+    them (python/ablate's flat_spec; a plugin key is its plugin's name), "mixed" when they differ."""
+    import h5py  # Debian's python3-h5py, needed for --setting only
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import ablate
 
     values = set()
     for run in arm.get("runs", []):
         with h5py.File(run["path"], "r") as f:
-            node = yaml.safe_load(f.attrs["resolved_spec_yaml"])
-        for part in key.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, str):  # PyYAML reads 1e-04 (no dot) as a string
-            try:
-                node = float(node)
-            except ValueError:
-                pass
-        values.add("—" if node is None else short(node) if isinstance(node, float) else str(node))
+            text = f.attrs["resolved_spec_yaml"]
+        value = ablate.flat_spec(text.decode() if isinstance(text, bytes) else text).get(key)
+        try:
+            values.add(short(float(value)))
+        except (TypeError, ValueError):  # absent or null: —; a word (a plugin's name): itself
+            values.add("—" if value in (None, "null") else value)
     return values.pop() if len(values) == 1 else "mixed" if values else "—"
 
 
