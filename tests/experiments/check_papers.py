@@ -59,6 +59,21 @@ def by_arm(files, key):
     return arms
 
 
+def selection(d):
+    """The arms of a tuned sweep's tuning/selection.yaml: [{arm, chosen: {key: value}, ...}]."""
+    with open(os.path.join(d, "tuning", "selection.yaml")) as f:
+        return yaml.safe_load(f)["arms"]
+
+
+def expect_confirmed(name, label, files, chosen, seed):
+    """Each confirmation run of an arm carries the settings its tuning chose, on the fresh seed."""
+    want = {k: float(v) for k, v in chosen.items()}
+    for f in files:
+        ran = {k: float(resolved(f, k)) for k in want}
+        expect(ran == want, name, f"{label}: confirmed at its chosen {want} (ran {ran})")
+        expect(int(resolved(f, "train.seed")) == seed, name, f"{label}: confirmed on the fresh seed {seed}")
+
+
 def check_length_extrapolation(out):
     name = "length_extrapolation"
     arms = by_arm(runs(out, name, name), "model.positional_encoding")
@@ -99,22 +114,18 @@ def check_prenorm_warmup(out):
     expect(acc["pre_norm"] > acc["post_norm"], name,
            f"without warm-up at lr 2e-3, pre-LN learns more than post-LN (token accuracy {acc['pre_norm']:.3f} vs {acc['post_norm']:.3f})")
 
-
-
 def check_prenorm_warmup_tuned(out):
     """Both blocks without warm-up, each confirmed at the rate its tuning chose, on the fresh seed."""
     name = "prenorm_warmup_tuned"
-    d = os.path.join(out, "prenorm_warmup", name)
-    with open(os.path.join(d, "tuning", "selection.yaml")) as f:
-        chosen = {a["arm"]: float(a["chosen"]["train.optimizer.lr"]) for a in yaml.safe_load(f)["arms"]}
+    chosen = selection(os.path.join(out, "prenorm_warmup", name))
     arms = by_arm(runs(out, "prenorm_warmup", name), "model.block")
     expect(set(arms) == {"post_norm", "pre_norm"}, name, f"confirmation arms {sorted(arms)}")
     for block, fs in arms.items():
-        (lr,) = [v for arm, v in chosen.items() if f"block={block}" in arm]
+        (settings,) = [a["chosen"] for a in chosen if f"block={block}" in a["arm"]]
+        expect_confirmed(name, block, fs, settings, 2)
         for f in fs:
-            expect(float(resolved(f, "train.optimizer.lr")) == lr and int(resolved(f, "train.seed")) == 2, name,
-                   f"{block}: confirmed at its chosen lr {lr} on seed 2")
             expect(math.isfinite(final(f, "token_accuracy")), name, f"{block}: final token accuracy recorded")
+
 
 def check_glu_variants(out):
     name = "glu_variants"
@@ -129,14 +140,11 @@ def check_glu_variants_tuned(out, ablate):
     d = os.path.join(out, "glu_variants", name)
     tuning = sorted(glob.glob(os.path.join(d, "tuning", "*", "run.h5")))
     expect(len(tuning) == 4, name, f"{len(tuning)} tuning runs (2 arms x 2 learning rates x 1 seed)")
-    with open(os.path.join(d, "tuning", "selection.yaml")) as f:
-        chosen = {a["arm"].split("=")[1]: float(a["chosen"]["train.optimizer.lr"]) for a in yaml.safe_load(f)["arms"]}
+    chosen = {a["arm"].split("=")[1]: float(a["chosen"]["train.optimizer.lr"]) for a in selection(d)}
     arms = by_arm(runs(out, "glu_variants", name), "model.ffn")
     expect(set(arms) == {"relu", "swiglu"}, name, f"confirmation arms {sorted(arms)}")
     for ffn, fs in arms.items():
-        lrs = {float(resolved(f, "train.optimizer.lr")) for f in fs}
-        expect(lrs == {chosen[ffn]}, name, f"{ffn}: confirmed at its chosen lr {chosen[ffn]} (runs at {sorted(lrs)})")
-        expect(all(int(resolved(f, "train.seed")) == 3 for f in fs), name, f"{ffn}: confirmed on the fresh seed only")
+        expect_confirmed(name, ffn, fs, {"train.optimizer.lr": chosen[ffn]}, 3)
     # The README's table command: compare_table.py --setting prints each arm's tuned rate.
     cmp = os.path.join(out, "glu_variants_tuned_compare")
     code = subprocess.run([ablate, "compare", d, "--metric", "test_loss", "--out", cmp], capture_output=True, text=True)
@@ -223,17 +231,14 @@ def check_recipes_tuned(out):
     name = "recipes"
     for spec, rate in (("lm_vaswani_2017_tuned", "train.schedule.factor"), ("lm_modern_tuned", "train.optimizer.lr")):
         d = os.path.join(out, name, spec)
-        with open(os.path.join(d, "tuning", "selection.yaml")) as f:
-            (arm,) = yaml.safe_load(f)["arms"]
+        (arm,) = selection(d)
         tried = len(glob.glob(os.path.join(d, "tuning", "*", "run.h5")))
         expect(tried == 2, name, f"{spec}: {tried} tuning runs (dropout 0 and 0.1 at the CI size)")
         keys = (rate, "model.dropout", "train.label_smoothing")
-        chosen = tuple(float(arm["chosen"][k]) for k in keys)
-        for f in runs(out, name, spec):
-            ran = tuple(float(resolved(f, k)) for k in keys)
-            expect(ran == chosen, name, f"{spec}: confirmed at the chosen {dict(zip(keys, chosen))} (ran {ran})")
-            expect(int(resolved(f, "train.seed")) == 2 and math.isfinite(final(f, "test_loss")), name,
-                   f"{spec}: the fresh seed records test_loss")
+        fs = runs(out, name, spec)
+        expect_confirmed(name, spec, fs, {k: arm["chosen"][k] for k in keys}, 2)
+        for f in fs:
+            expect(math.isfinite(final(f, "test_loss")), name, f"{spec}: the fresh seed records test_loss")
 
 
 def check_wsd_branches(out, ablate):
@@ -291,7 +296,6 @@ def check_without_tears(out):
     expect(all(math.isfinite(v) for v in cells.values()), name, "each records test BLEU (no trend held at both sizes)")
 
 
-
 def check_without_tears_tuned(out):
     """The paper's arms one on another: post-LN, pre-LN, + ScaleNorm, + FixNorm, each records BLEU."""
     name = "without_tears_tuned"
@@ -303,6 +307,7 @@ def check_without_tears_tuned(out):
                              ("pre_norm", "scale_norm", 0.0), ("pre_norm", "scale_norm", 1.0)], name,
            f"the four arms ran: {sorted(cells)}")
     expect(all(math.isfinite(v) for v in cells.values()), name, "each records test BLEU")
+
 
 def main():
     out = sys.argv[1]
