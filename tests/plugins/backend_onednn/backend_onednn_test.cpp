@@ -720,17 +720,31 @@ TEST(OnednnCache, WarmSequenceCreatesNoPrimitiveAndAllocatesNothing) {
 
 }  // namespace
 
-// The vectorised Philox (8 blocks per step) equals ablate::philox_uniform4 everywhere, including
-// counters above 2^32 and unaligned starts.
+// Each Philox path (AVX-512: 16 blocks per step, AVX2: 8, and the dispatch that picks one at run
+// time) equals ablate::philox_uniform4 everywhere, including counters whose low word wraps inside
+// a step, counters above 2^32, unaligned starts and tails; a path this CPU lacks is skipped.
 TEST(OnednnKernels, VectorPhiloxEqualsScalarPhilox) {
+  using Path = std::int64_t (*)(float*, const ablate::RngKey&, std::uint64_t, std::int64_t);
+  const Path dispatch = [](float* u, const ablate::RngKey& k, std::uint64_t b, std::int64_t n) -> std::int64_t {
+    backend_onednn::philox_uniforms(u, k, b, n);
+    return n;
+  };
+  std::vector<std::pair<const char*, Path>> paths{{"dispatch", dispatch}};
+#if defined(__x86_64__)
+  if (backend_onednn::cpu_has_avx512()) paths.emplace_back("avx512", &backend_onednn::philox_uniforms_avx512);
+  if (backend_onednn::cpu_has_avx2()) paths.emplace_back("avx2", &backend_onednn::philox_uniforms_avx2);
+#endif
   const ablate::RngKey key{0xfedcba9876543210ULL, 0x3'0000'0011ULL, 0xabcdef};
-  std::vector<float> u(4 * 37);
-  for (std::uint64_t blk0 : {std::uint64_t{0}, std::uint64_t{5}, (std::uint64_t{1} << 32) - 3, std::uint64_t{1} << 40}) {
-    backend_onednn::philox_uniforms(u.data(), key, blk0, 37);
-    for (int i = 0; i < 37; ++i) {
-      float r[4];
-      ablate::philox_uniform4(key, blk0 + static_cast<std::uint64_t>(i), r);
-      for (int j = 0; j < 4; ++j) ASSERT_EQ(u[4 * i + j], r[j]) << blk0 << " " << i << " " << j;
+  for (const auto& [name, path] : paths) {
+    std::vector<float> u(4 * 37, -1.0f);
+    for (std::uint64_t blk0 : {std::uint64_t{0}, std::uint64_t{5}, (std::uint64_t{1} << 32) - 3, std::uint64_t{1} << 40}) {
+      const std::int64_t done = path(u.data(), key, blk0, 37);
+      EXPECT_EQ(done, std::string(name) == "dispatch" ? 37 : 32) << name;  // the vector paths leave the tail
+      for (std::int64_t i = 0; i < done; ++i) {
+        float r[4];
+        ablate::philox_uniform4(key, blk0 + static_cast<std::uint64_t>(i), r);
+        for (int j = 0; j < 4; ++j) ASSERT_EQ(u[4 * i + j], r[j]) << name << " " << blk0 << " " << i << " " << j;
+      }
     }
   }
 }
