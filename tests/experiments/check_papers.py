@@ -166,6 +166,41 @@ def check_heads_positions(out):
         expect(all(math.isfinite(final(f, "test_bleu")) for f in fs), name, f"{heads} heads: test BLEU recorded")
 
 
+def check_heads_positions_bpe(out, ablate):
+    """The joint-BPE rerun: tuned arms confirmed on the fresh seed, and the README's pipeline (beam
+    search on the average of the last kept checkpoints, then compare on that evaluation) end to end."""
+    name = "heads_positions_bpe"
+    d = os.path.join(out, "heads_positions", name)
+    chosen = {a["arm"].split("=")[1]: a["chosen"] for a in selection(d)}
+    arms = by_arm(runs(out, "heads_positions", name), "model.heads")
+    expect(set(arms) == {"1", "8"} == set(chosen), name, f"arms heads {sorted(arms)}, tuned {sorted(chosen)}")
+    for heads, fs in arms.items():
+        expect_confirmed(name, f"{heads} heads", fs, chosen[heads], 2)
+        for f in fs:
+            run_dir = os.path.dirname(f.filename)
+            expect(os.path.isfile(os.path.join(run_dir, "tokenizer-joint.bin")), name, f"{heads} heads: one joint tokenizer")
+            kept = glob.glob(os.path.join(run_dir, "checkpoints", "step-*.bin"))
+            expect(len(kept) == 2, name, f"{heads} heads: the weights of both evaluations kept ({len(kept)})")
+    code = subprocess.run([ablate, "eval", d, "--split", "test", "--limit", "16", "--beam", "4", "--average-last", "2",
+                           "--set", "backend.threads=1"], capture_output=True, text=True)
+    expect(code.returncode == 0, name, f"ablate eval --beam 4 --average-last 2 exits 0 ({code.stderr[-300:]})")
+    cmp = os.path.join(out, "heads_positions_bpe_compare")
+    code = subprocess.run([ablate, "compare", d, "--metric", "evals/test-avg2/sacrebleu", "--out", cmp],
+                          capture_output=True, text=True)
+    expect(code.returncode == 0, name, f"ablate compare on the averaged beam evaluation exits 0 ({code.stderr[-300:]})")
+    with open(os.path.join(cmp, "summary.json")) as f:
+        s = json.load(f)
+    for arm in s["arms"]:
+        heads = arm["key_label"].split("=")[1]
+        with open(os.path.join(os.path.dirname(arms[heads][0].filename), "evals", "test-avg2", "scores.json")) as f:
+            scored = json.load(f)
+        expect(scored["decoding"] == "beam 4, length penalty 1" and scored["averaged_checkpoints"] == [50, 100], name,
+               f"{heads} heads: beam 4 on the average of steps 50 and 100 ({scored['decoding']}, {scored['averaged_checkpoints']})")
+        bleu = scored["metrics"]["sacrebleu"]
+        expect(arm["n"] == 1 and math.isclose(arm["mean"], bleu, abs_tol=1e-9), name,
+               f"{heads} heads: compare reads the evaluation's sacreBLEU ({arm['mean']} = {bleu})")
+
+
 def check_scale_ladder(out, ablate):
     name = "scale_ladder"
     d = os.path.join(out, name, name)
@@ -318,6 +353,7 @@ def main():
     check_glu_variants(out)
     check_glu_variants_tuned(out, sys.argv[2])
     check_heads_positions(out)
+    check_heads_positions_bpe(out, sys.argv[2])
     check_recipes(out)
     check_recipes_tuned(out)
     check_scale_ladder(out, sys.argv[2])
