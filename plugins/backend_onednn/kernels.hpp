@@ -160,8 +160,10 @@ inline bool cpu_has_avx2() {
 // The first 16*k blocks (k as many as fit) by AVX-512; returns how many it did. (GCC 12 warns that
 // its own _mm512_undefined_* placeholders "may be used uninitialized" when a function's target
 // attribute, not the command line, enables AVX-512: a false positive, silenced here.)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 __attribute__((target("avx512f"))) inline std::int64_t philox_uniforms_avx512(float* u, const ablate::RngKey& key,
                                                                               std::uint64_t blk0, std::int64_t nblk) {
   const __m512i m0 = _mm512_set1_epi32(static_cast<int>(0xD2511F53u)), m1 = _mm512_set1_epi32(static_cast<int>(0xCD9E8D57u));
@@ -222,7 +224,9 @@ __attribute__((target("avx512f"))) inline std::int64_t philox_uniforms_avx512(fl
   }
   return i;
 }
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 // The first 8*k blocks by AVX2; returns how many it did.
 __attribute__((target("avx2"))) inline std::int64_t philox_uniforms_avx2(float* u, const ablate::RngKey& key, std::uint64_t blk0,
