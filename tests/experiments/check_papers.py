@@ -59,6 +59,14 @@ def by_arm(files, key):
     return arms
 
 
+def compare(ablate, name, dirs, cmp, *args):
+    """`ablate compare DIRS --out CMP ARGS` must exit 0; returns the summary.json it wrote."""
+    code = subprocess.run([ablate, "compare", *dirs, "--out", cmp, *args], capture_output=True, text=True)
+    expect(code.returncode == 0, name, f"ablate compare {' '.join(args)} exits 0 ({code.stderr[-300:]})")
+    with open(os.path.join(cmp, "summary.json")) as f:
+        return json.load(f)
+
+
 def selection(d):
     """The arms of a tuned sweep's tuning/selection.yaml: [{arm, chosen: {key: value}, ...}]."""
     with open(os.path.join(d, "tuning", "selection.yaml")) as f:
@@ -147,8 +155,7 @@ def check_glu_variants_tuned(out, ablate):
         expect_confirmed(name, ffn, fs, {"train.optimizer.lr": chosen[ffn]}, 3)
     # The README's table command: compare_table.py --setting prints each arm's tuned rate.
     cmp = os.path.join(out, "glu_variants_tuned_compare")
-    code = subprocess.run([ablate, "compare", d, "--metric", "test_loss", "--out", cmp], capture_output=True, text=True)
-    expect(code.returncode == 0, name, f"ablate compare exits 0 ({code.stderr[-300:]})")
+    compare(ablate, name, [d], cmp, "--metric", "test_loss")
     table = subprocess.run([sys.executable, os.path.join(PAPERS, "compare_table.py"), os.path.join(cmp, "summary.json"),
                             "--setting", "train.optimizer.lr"], capture_output=True, text=True)
     cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.stdout.splitlines()]
@@ -184,12 +191,7 @@ def check_heads_positions_bpe(out, ablate):
     code = subprocess.run([ablate, "eval", d, "--split", "test", "--limit", "16", "--beam", "4", "--average-last", "2",
                            "--set", "backend.threads=1"], capture_output=True, text=True)
     expect(code.returncode == 0, name, f"ablate eval --beam 4 --average-last 2 exits 0 ({code.stderr[-300:]})")
-    cmp = os.path.join(out, "heads_positions_bpe_compare")
-    code = subprocess.run([ablate, "compare", d, "--metric", "evals/test-avg2/sacrebleu", "--out", cmp],
-                          capture_output=True, text=True)
-    expect(code.returncode == 0, name, f"ablate compare on the averaged beam evaluation exits 0 ({code.stderr[-300:]})")
-    with open(os.path.join(cmp, "summary.json")) as f:
-        s = json.load(f)
+    s = compare(ablate, name, [d], os.path.join(out, "heads_positions_bpe_compare"), "--metric", "evals/test-avg2/sacrebleu")
     for arm in s["arms"]:
         heads = arm["key_label"].split("=")[1]
         with open(os.path.join(os.path.dirname(arms[heads][0].filename), "evals", "test-avg2", "scores.json")) as f:
@@ -207,11 +209,7 @@ def check_scale_ladder(out, ablate):
     files = runs(out, name, name)
     expect(len(files) == 6, name, f"{len(files)} runs (2 FFNs x 3 sizes x 1 seed)")
     cmp = os.path.join(out, "scale_ladder_compare")
-    code = subprocess.run([ablate, "compare", d, "--metric", "test_loss", "--scale", "model.d_model,model.d_ff",
-                           "--out", cmp], capture_output=True, text=True)
-    expect(code.returncode == 0, name, f"ablate compare --scale exits 0 ({code.stderr[-300:]})")
-    with open(os.path.join(cmp, "summary.json")) as f:
-        s = json.load(f)["scaling"]
+    s = compare(ablate, name, [d], cmp, "--metric", "test_loss", "--scale", "model.d_model,model.d_ff")["scaling"]
     expect([x["label"] for x in s["series"]] == ["relu", "swiglu"], name, "two series, relu and swiglu")
     for series in s["series"]:
         n = [p["n"] for p in series["points"]]
@@ -222,7 +220,6 @@ def check_scale_ladder(out, ablate):
 def check_heads_compute(out):
     """Equal FLOPs budgets and a parameter match: what each arm spent, not how it scored."""
     name = "heads_compute"
-    d = os.path.join(out, name, name)
     spent, kinds = {}, {}
     for f in runs(out, name, name):
         expect(text(f.attrs["status"]) == "completed", name, f"{text(f.attrs['run_id'])} completed")
@@ -288,12 +285,8 @@ def check_wsd_branches(out, ablate):
            "the decay's token count continues the stable run's")
     expect(float(decay["metrics/train"]["lr"][-1]) == 0.0 < float(stable["metrics/train"]["lr"][at]), name,
            f"at step {steps[-1]} the decay has reached 0 and the stable run is at its peak")
-    cmp = os.path.join(out, "wsd_branches_compare")
-    code = subprocess.run([ablate, "compare"] + [os.path.join(out, name, d) for d in ("2_stable", "3_decays", "4_cosine")] +
-                          ["--metric", "test_loss", "--out", cmp], capture_output=True, text=True)
-    expect(code.returncode == 0, name, f"ablate compare exits 0 ({code.stderr[-300:]})")
-    with open(os.path.join(cmp, "summary.json")) as f:
-        s = json.load(f)
+    s = compare(ablate, name, [os.path.join(out, name, d) for d in ("2_stable", "3_decays", "4_cosine")],
+                os.path.join(out, "wsd_branches_compare"), "--metric", "test_loss")
     expect(len(s["arms"]) == 3, name, f"three arms (stable, decay, cosine): {[a['key_label'] for a in s['arms']]}")
     keys = " ".join(a["key_label"] for a in s["arms"])
     expect("branch_from.run" not in keys and "branch_points" not in keys, name,
