@@ -6,36 +6,27 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/work_dir.sh" papers "$1"
 
-bible=$(bible_en_es)
-web_en=$(bible_lm)
-
-# spec_chain SPEC: SPEC and every file its `extends:` chain loads (paths relative to each file), so
-# a child spec that names no data file of its own still gets its base's file replaced.
-spec_chain() {
-  local spec=$1 base
-  while [ -n "$spec" ]; do
-    echo "$spec"
-    base=$(sed -n 's/^extends:[[:space:]]*\([^#[:space:]]*\).*/\1/p' "$spec")
-    [ -n "$base" ] && base=$(dirname "$spec")/$base
-    spec=$base
-  done
-}
+# The specs read data/bible_en_es/bible_en_es.tsv and data/bible_lm/web_en.txt relative to the
+# directory ablate runs in (directly or through the spec they extend): run from a scratch directory
+# whose data/ links to the corpora, so every spec reads them by the path it was committed with (and
+# check_papers.py's `ablate eval` of a run by the path its run recorded).
+bible=$(realpath "$(bible_en_es)")
+web_en=$(realpath "$(bible_lm)")
+mkdir -p "$out/cwd/data/bible_en_es" "$out/cwd/data/bible_lm"
+ln -s "$bible" "$out/cwd/data/bible_en_es/bible_en_es.tsv"
+ln -s "$web_en" "$out/cwd/data/bible_lm/web_en.txt"
 
 for spec in experiments/papers/*/*.yaml; do
   group=$(basename "$(dirname "$spec")")
   name=$(basename "$spec" .yaml)
   ci=$(sed -n 's/^# ci://p' "$spec")
   [ -n "$ci" ] || { echo "FAIL: $spec has no '# ci:' line (the reduced-size overrides the test runs it with)" >&2; exit 1; }
-  data=()
-  mapfile -t chain < <(spec_chain "$spec")
-  grep -q 'bible_en_es.tsv' "${chain[@]}" && data=(--set "task.file=$bible")
-  grep -q 'web_en.txt' "${chain[@]}" && data=(--set "task.file=$web_en")
   start=$SECONDS
   eval "set -- $ci"  # the ci line: --set arguments, values with spaces in single quotes
-  "$ablate" sweep "$spec" "$@" "${data[@]}" --out "$out/$group/$name" --jobs 2 --threads-per-run 1 --progress quiet \
+  (cd "$out/cwd" && "$ablate" sweep "$root/$spec" "$@" --out "$out/$group/$name" --jobs 2 --threads-per-run 1 --progress quiet) \
     > "$out/$name.log" 2>&1 || { echo "FAIL: ablate sweep $spec $ci" >&2; tail -30 "$out/$name.log" >&2; exit 1; }
   echo "$group/$name: ran in $((SECONDS - start)) s"
 done
 
-/usr/bin/python3 "$here/check_papers.py" "$out" "$ablate"
+(cd "$out/cwd" && /usr/bin/python3 "$here/check_papers.py" "$out" "$ablate")  # its evals read the runs' data too
 echo "PASS: every paper ablation runs at CI size and shows the trends that hold there"

@@ -11,13 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/work_dir.sh" real_data "$1"
 export ABLATE_CACHE_DIR="$out/cache"
 
-bible=data/bible_en_es/bible_en_es.tsv
-if [ ! -f "$bible" ]; then
-  scripts/prepare_bible_en_es.sh --out "$out/bible" > "$out/bible.log" 2>&1 ||
-    { echo "FAIL: scripts/prepare_bible_en_es.sh (the Bible corpus)" >&2; tail -5 "$out/bible.log" >&2; exit 1; }
-  bible=$out/bible/bible_en_es.tsv
-fi
-cut -f1 "$bible" > "$out/web_en.txt"  # what scripts/prepare_bible_lm.sh writes
+bible=$(bible_en_es)
+web_en=$(bible_lm)
 
 run() {  # run SPEC FILE TOKENIZER_FILE TEST_PATTERN: the spec at its ci size on FILE
   local spec=$1 file=$2 stored=$3 pattern=$4 name
@@ -34,5 +29,5 @@ run() {  # run SPEC FILE TOKENIZER_FILE TEST_PATTERN: the spec at its ci size on
 }
 run experiments/translation/bible_en_es_bpe.yaml "$bible" tokenizer-joint.bin \
   '^test @ [0-9]+: .*chrf [0-9.]+ .*sacrebleu [0-9.]+'
-run experiments/language_model/bible_web_bpe.yaml "$out/web_en.txt" tokenizer-text.bin '^test @ [0-9]+: .*perplexity [0-9.]+'
+run experiments/language_model/bible_web_bpe.yaml "$web_en" tokenizer-text.bin '^test @ [0-9]+: .*perplexity [0-9.]+'
 echo "PASS: the subword specs run at CI size and record their test scores"
