@@ -1,11 +1,12 @@
 // ablate_op_bench: times backend/onednn's GEMM-heavy ops at Transformer shapes (tokens 4096,
 // d 512, d_ff 2048; attention B 16, H 8, T = S 128, Dh 64) in f32 and bf16, and the linear
-// layers of benchmark config A (f32), next to a plain oneDNN matmul at the same sizes (the
+// layers and attention of benchmark config A (f32), next to a plain oneDNN matmul at the same sizes (the
 // achievable peak here: f32, and bf16 where the CPU has bf16 instructions), and prints one table.
 //
-//   ablate_op_bench [--threads 2] [--reps 7]
+//   ablate_op_bench [--threads 2] [--reps 7] [--only TEXT]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -155,26 +156,26 @@ void add_batched_matmul(std::vector<Row>& rows, const std::shared_ptr<Backend>& 
                   3 * 2.0 * B * H * T * S * Dh});
 }
 
-// attention B16 H8 T=S=128 Dh64, causal, dropout 0.1
-void add_attention(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, const Sizes& z, DType dt) {
+// attention at sizes z, dropout 0.1 (causal or not): q/k/v [B, H, T|S, Dh]
+void add_attention(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, const Sizes& z, bool causal, DType dt) {
   const std::int64_t B = z.B, H = z.H, T = z.T, S = z.S, Dh = z.Dh;
-  const std::string tag = ablate::dtype_name(dt);
+  const std::string shape = "B" + std::to_string(B) + " H" + std::to_string(H) + " T=S=" + std::to_string(T) + " Dh" +
+                            std::to_string(Dh) + (causal ? " causal" : "") + " drop0.1 " + ablate::dtype_name(dt);
   Tensor q = random_tensor(*be, {B, H, T, Dh}, dt, 8), k = random_tensor(*be, {B, H, S, Dh}, dt, 9),
          v = random_tensor(*be, {B, H, S, Dh}, dt, 10), out = be->empty({B, H, T, Dh}, dt),
          lse = be->empty({B, H, T}, DType::F32), dout = random_tensor(*be, {B, H, T, Dh}, dt, 11), dq = be->empty(q.shape(), dt),
          dk = be->empty(k.shape(), dt), dv = be->empty(v.shape(), dt);
   for (Tensor* t : {&dq, &dk, &dv}) be->fill(*t, 0);
   ablate::AttentionParams p;
-  p.causal = true;
-  p.scale = 0.125f;
+  p.causal = causal;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(Dh));
   p.dropout = 0.1f;
   p.rng = {1, 1, 1};
   // FLOPs counted as 2 GEMMs forward and 4 backward, over the full T x S square (the causal
-  // half is still computed by the GEMMs; the recomputed QK^T is not counted).
+  // half is still counted; the recomputed QK^T is not).
   const double g = 2.0 * B * H * T * S * Dh;
-  rows.push_back({"attention fwd B16 H8 T=S=128 Dh64 causal drop0.1 " + tag,
-                  [=]() mutable { be->attention_forward(out, lse, nullptr, q, k, v, p); }, 2 * g});
-  rows.push_back({"attention fwd+bwd B16 H8 T=S=128 Dh64 causal drop0.1 " + tag,
+  rows.push_back({"attention fwd " + shape, [=]() mutable { be->attention_forward(out, lse, nullptr, q, k, v, p); }, 2 * g});
+  rows.push_back({"attention fwd+bwd " + shape,
                   [=]() mutable {
                     be->attention_forward(out, lse, nullptr, q, k, v, p);
                     be->attention_backward(&dq, &dk, &dv, dout, out, lse, q, k, v, p);
@@ -213,13 +214,16 @@ void print_table(const std::vector<Row>& rows, int threads, int reps, bool bf16_
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 7;
+  std::string only;  // --only TEXT: just the rows whose name has TEXT (and the peaks)
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--threads"))
       threads = std::stoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--reps"))
       reps = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--only"))
+      only = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--reps R]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads N] [--reps R] [--only TEXT]\n", argv[0]);
       return 2;
     }
   }
@@ -252,13 +256,18 @@ int main(int argc, char** argv) {
   add_linear(rows, be, 2048, 256, 1024, Activation::ReLU, DType::F32);
   add_linear(rows, be, 2048, 1024, 256, Activation::None, DType::F32);
   add_linear(rows, be, 2048, 256, 1000, Activation::None, DType::F32);
+  add_attention(rows, be, Sizes{64, 4, 32, 32, 64}, false, DType::F32);  // A's encoder self and cross attention
   for (DType dt : {DType::F32, DType::BF16}) {
     // both FFN layers of a d 512 model: x[N, D] -> h[N, F] (relu) -> y[N, D]
     add_linear(rows, be, N, D, F, Activation::ReLU, dt);
     add_linear(rows, be, N, F, D, Activation::None, dt);
     add_batched_matmul(rows, be, sizes, dt);
-    add_attention(rows, be, sizes, dt);
+    add_attention(rows, be, sizes, true, dt);
   }
+  const std::size_t peaks = bf16_isa ? 4 : 2;
+  rows.erase(std::remove_if(rows.begin() + static_cast<std::ptrdiff_t>(peaks), rows.end(),
+                            [&](const Row& r) { return r.name.find(only) == std::string::npos; }),
+             rows.end());
   measure(rows, reps);
   print_table(rows, threads, reps, bf16_isa);
   return 0;

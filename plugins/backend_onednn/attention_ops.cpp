@@ -10,6 +10,7 @@
 
 #include "kernels.hpp"
 #include "onednn_backend.hpp"
+#include "small_gemm.hpp"
 
 namespace backend_onednn {
 
@@ -90,6 +91,258 @@ void accumulate_bias_grad(Tensor& dbias, const float* dS, const AttDims& d) {
   }
 }
 
+// The scale of a kept element, 1 / (1 - p) (0 when p = 1: nothing is kept).
+inline float keep_inv(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+
+// Forward row r of the scores [S], in place, n visible keys: cap, bias, softmax over j < n (zeros
+// after; a row with no key is all zeros, lse -inf), a copy to `probs` (if any), then times the
+// dropout scales `keep` (if any; keep_scales of the row's counters r S + j, j < n).
+inline void softmax_row(float* row, float& lse, float* probs, std::int64_t r, std::int64_t n, const AttDims& d,
+                        const ablate::AttentionParams& prm, const float* keep) {
+  const std::int64_t S = d.S;
+  if (n <= 0) {
+    lse = -std::numeric_limits<float>::infinity();
+    std::fill(row, row + S, 0.0f);
+    if (probs) std::fill(probs, probs + S, 0.0f);
+    return;
+  }
+  if (prm.softcap > 0.0f) cap_logits(row, nullptr, n, prm.softcap);
+  add_logit_bias(row, d, prm, r, n);
+  const float mx = row_max(row, n);
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float e = fast_exp(row[j] - mx);
+    row[j] = e;
+    sum += e;
+  }
+  const float rs = 1.0f / sum;
+  lse = mx + std::log(sum);
+#pragma omp simd
+  for (std::int64_t j = 0; j < n; ++j) row[j] *= rs;
+  std::fill(row + n, row + S, 0.0f);
+  if (probs) std::memcpy(probs, row, static_cast<std::size_t>(S) * sizeof(float));
+  if (keep) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) row[j] *= keep[j];
+  }
+}
+
+// Backward: P's row r [S] recomputed in place from its scores and lse `l`, n keys (0 for a row the
+// forward pass masked entirely): cap (its slopes into `slope` when not null), bias, exp(x - l) for
+// j < n, zeros after.
+inline void probs_row(float* row, float* slope, std::int64_t r, std::int64_t n, float l, const AttDims& d,
+                      const ablate::AttentionParams& prm) {
+  if (slope) cap_logits(row, slope, n, prm.softcap);
+  add_logit_bias(row, d, prm, r, n);
+#pragma omp simd
+  for (std::int64_t j = 0; j < n; ++j) row[j] = fast_exp(row[j] - l);
+  std::fill(row + n, row + d.S, 0.0f);
+}
+
+// Backward: dS's row [S] in place from dP' (g), P, n keys: dP = dP' ⊙ keep (when `keep`), dS = P ⊙
+// (dP - sum_j P_j dP_j), times the cap's slopes (when `slope`); zeros from n on.
+inline void dscores_row(float* g, const float* P, const float* keep, const float* slope, std::int64_t n, std::int64_t S) {
+  if (keep) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) g[j] *= keep[j];
+  }
+  float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+  for (std::int64_t j = 0; j < n; ++j) dot += P[j] * g[j];
+#pragma omp simd
+  for (std::int64_t j = 0; j < n; ++j) g[j] = P[j] * (g[j] - dot);
+  if (slope) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) g[j] *= slope[j];
+  }
+  std::fill(g + n, g + S, 0.0f);
+}
+
+// --- The fused path: one (batch, k/v head) tile at a time, each thread on its own tiles, with the
+// tile's small GEMMs on small_gemm (AVX-512) so scores, P and dP stay in cache. For tiles of up to
+// 128 x 128 scores (any T x S within it), rows of Dh <= 256, f32 or bf16 tensors, and no bias
+// gradient (its rows are shared across the batch).
+bool fused_attention_fits(const AttDims& d, const ablate::AttentionParams& prm) {
+#if defined(__x86_64__)
+  return cpu_has_avx512() && !prm.dbias && d.S <= 256 && d.T * d.S <= 128 * 128 && d.Dh <= 256;
+#else
+  (void)d, (void)prm;
+  return false;
+#endif
+}
+
+#if defined(__x86_64__)
+// One thread's scratch for a tile, as offsets into its block of floats.
+struct TileScratch {
+  std::int64_t kT, vT, P, Pd, dP, slope, keep, u, q, k, v, dout, o, dk, dv, total;
+  explicit TileScratch(const AttDims& d) {
+    const std::int64_t TS = d.T * d.S, SD = d.S * d.Dh, TD = d.T * d.Dh;
+    std::int64_t at = 0;
+    const auto take = [&](std::int64_t n) {
+      const std::int64_t o = at;
+      at += (n + 15) / 16 * 16;  // 64-byte steps
+      return o;
+    };
+    kT = take(SD), vT = take(SD), P = take(TS), Pd = take(TS), dP = take(TS), slope = take(TS), keep = take(TS),
+    u = take(TS + 16);
+    q = take(TD), k = take(SD), v = take(SD), dout = take(TD), o = take(TD), dk = take(SD), dv = take(SD);
+    total = at;
+  }
+};
+
+// n elements of t from element `off` as f32: t's own memory, or widened into `buf`.
+inline const float* tile_f32(const Tensor& t, std::int64_t off, std::int64_t n, float* buf) {
+  if (t.dtype() == DType::F32) return t.data<float>() + off;
+  const auto* s = static_cast<const bf16_t*>(t.raw()) + off;
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) buf[i] = ld(s, i);
+  return buf;
+}
+
+// dst (+)= src, n elements, dst f32 or bf16 (a tile computed in f32 scratch).
+inline void tile_store(Tensor& t, std::int64_t off, const float* src, std::int64_t n, bool acc) {
+  with_float("attention", t, [&](auto* p) {
+    auto* dst = p + off;
+    if (acc) {
+#pragma omp simd
+      for (std::int64_t i = 0; i < n; ++i) st(dst, i, ld(dst, i) + src[i]);
+    } else {
+#pragma omp simd
+      for (std::int64_t i = 0; i < n; ++i) st(dst, i, src[i]);
+    }
+  });
+}
+
+// The dropout scales of query head bh's whole [T, S] tile (row i's keys at keep + i S): its
+// counters (bh T + i) S + j are one contiguous range, so one Philox call draws them all. `u`: T S + 16.
+inline const float* tile_keep_scales(float* keep, float* u, std::int64_t bh, const AttDims& d,
+                                     const ablate::AttentionParams& prm) {
+  const std::int64_t TS = d.T * d.S;
+  keep_scales(keep, u, static_cast<std::uint64_t>(bh * TS), TS, prm.dropout, keep_inv(prm.dropout), prm.rng);
+  return keep;
+}
+
+// Row blocks of the tile's T query rows: f(i0, m, n) for rows i0 .. i0 + m - 1, n = the keys the
+// block's last row sees (masks are prefixes that never shrink down the rows, so no row of the
+// block sees more).
+template <class F>
+inline void row_blocks(const AttDims& d, const ablate::AttentionParams& prm, const std::int32_t* lens, std::int64_t b, F&& f) {
+  for (std::int64_t i0 = 0; i0 < d.T; i0 += 8) {
+    const std::int64_t m = std::min<std::int64_t>(8, d.T - i0);
+    f(i0, m, std::max<std::int64_t>(visible_keys(d, prm, lens, b, i0 + m - 1), 0));
+  }
+}
+
+// The forward pass, tile by tile (same results as the unfused path up to the GEMMs' summation order).
+void fused_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const ablate::AttentionParams& prm, const AttDims& d, float* work, int threads) {
+  const std::int64_t T = d.T, S = d.S, Dh = d.Dh, G = d.H / d.Hkv;
+  const TileScratch z(d);
+  const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
+  float* lse_p = lse.data<float>();
+  float* pr = probs ? probs->data<float>() : nullptr;
+  const bool f32_out = out.dtype() == DType::F32, drop = prm.dropout > 0.0f;
+#pragma omp parallel for num_threads(team_size({d.B * d.H, T, S, Dh}, threads)) schedule(static)
+  for (std::int64_t bg = 0; bg < d.B * d.Hkv; ++bg) {
+    float* w = work + static_cast<std::int64_t>(omp_get_thread_num()) * z.total;
+    const std::int64_t b = bg / d.Hkv;
+    const float* kp = tile_f32(k, bg * S * Dh, S * Dh, w + z.k);
+    const float* vp = tile_f32(v, bg * S * Dh, S * Dh, w + z.v);
+    transpose_small(w + z.kT, kp, S, Dh);
+    for (std::int64_t hh = 0; hh < G; ++hh) {
+      const std::int64_t bh = b * d.H + bg % d.Hkv * G + hh;  // query head of the group
+      const float* qp = tile_f32(q, bh * T * Dh, T * Dh, w + z.q);
+      float* P = w + z.P;
+      float* o = f32_out ? out.data<float>() + bh * T * Dh : w + z.o;
+      const float* keep = drop ? tile_keep_scales(w + z.keep, w + z.u, bh, d, prm) : nullptr;
+      row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
+        // scores[i0 : i0 + m, :n] = scale q · k^T; then each row's softmax and dropout
+        small_gemm(m, n, Dh, qp + i0 * Dh, Dh, 1, w + z.kT, S, P + i0 * S, S, prm.scale, false);
+        for (std::int64_t i = i0; i < i0 + m; ++i) {
+          const std::int64_t r = bh * T + i;
+          softmax_row(P + i * S, lse_p[r], pr ? pr + r * S : nullptr, r, visible_keys(d, prm, lens, b, i), d, prm,
+                      keep ? keep + i * S : nullptr);
+        }
+        // out[i0 : i0 + m] = P'[rows, :n] · v[:n]  (P' is 0 past each row's keys)
+        small_gemm(m, Dh, n, P + i0 * S, S, 1, vp, Dh, o + i0 * Dh, Dh, 1.0f, false);
+      });
+      if (!f32_out) tile_store(out, bh * T * Dh, o, T * Dh, false);
+    }
+  }
+}
+
+// The backward pass, tile by tile: P (and P') recomputed, dv, dP, dS, dq, dk; a group's heads
+// summed into its k/v head's dk, dv in order (one thread owns the tile).
+void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& lse, const Tensor& q,
+                              const Tensor& k, const Tensor& v, const ablate::AttentionParams& prm, const AttDims& d, float* work,
+                              int threads) {
+  const std::int64_t T = d.T, S = d.S, Dh = d.Dh, G = d.H / d.Hkv;
+  const TileScratch z(d);
+  const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
+  const float* lse_p = lse.data<float>();
+  const bool drop = prm.dropout > 0.0f, grads = dq || dk;
+  const auto f32 = [](const Tensor* t) { return t && t->dtype() == DType::F32; };
+#pragma omp parallel for num_threads(team_size({d.B * d.H, T, S, Dh}, threads)) schedule(static)
+  for (std::int64_t bg = 0; bg < d.B * d.Hkv; ++bg) {
+    float* w = work + static_cast<std::int64_t>(omp_get_thread_num()) * z.total;
+    const std::int64_t b = bg / d.Hkv, kv = bg * S * Dh;
+    const float* kp = tile_f32(k, kv, S * Dh, w + z.k);
+    const float* vp = tile_f32(v, kv, S * Dh, w + z.v);
+    transpose_small(w + z.kT, kp, S, Dh);
+    if (grads) transpose_small(w + z.vT, vp, S, Dh);
+    // dk, dv of the tile: the tensors' own rows (f32) or f32 sums stored once at the end
+    float* dkp = f32(dk) ? dk->data<float>() + kv : w + z.dk;
+    float* dvp = f32(dv) ? dv->data<float>() + kv : w + z.dv;
+    if (dk && !f32(dk)) std::fill(dkp, dkp + S * Dh, 0.0f);
+    if (dv && !f32(dv)) std::fill(dvp, dvp + S * Dh, 0.0f);
+    for (std::int64_t hh = 0; hh < G; ++hh) {
+      const std::int64_t bh = b * d.H + bg % d.Hkv * G + hh, off = bh * T * Dh;
+      const float* qp = tile_f32(q, off, T * Dh, w + z.q);
+      const float* dop = tile_f32(dout, off, T * Dh, w + z.dout);
+      float *P = w + z.P, *Pd = drop ? w + z.Pd : P, *dP = w + z.dP, *slope = prm.softcap > 0.0f ? w + z.slope : nullptr;
+      const float* keep = drop ? tile_keep_scales(w + z.keep, w + z.u, bh, d, prm) : nullptr;
+      // P[T, S] = softmax rows from the scores and lse; P' = P ⊙ keep
+      row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
+        small_gemm(m, n, Dh, qp + i0 * Dh, Dh, 1, w + z.kT, S, P + i0 * S, S, prm.scale, false);
+        for (std::int64_t i = i0; i < i0 + m; ++i) {
+          const std::int64_t r = bh * T + i, nk = backward_keys(d, prm, lens, lse_p, r);
+          probs_row(P + i * S, slope ? slope + i * S : nullptr, r, nk, lse_p[r], d, prm);
+          if (drop) {
+            float* pd = Pd + i * S;
+#pragma omp simd
+            for (std::int64_t j = 0; j < nk; ++j) pd[j] = keep[i * S + j] * P[i * S + j];
+            std::fill(pd + nk, pd + S, 0.0f);
+          }
+        }
+      });
+      // dv[S, Dh] += P'^T[S, T] · dout[T, Dh]
+      if (dv) small_gemm(S, Dh, T, Pd, 1, S, dop, Dh, dvp, Dh, 1.0f, true);
+      if (!grads) continue;
+      row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
+        // dP'[rows, :n] = dout · v^T; dS in place
+        small_gemm(m, n, Dh, dop + i0 * Dh, Dh, 1, w + z.vT, S, dP + i0 * S, S, 1.0f, false);
+        for (std::int64_t i = i0; i < i0 + m; ++i) {
+          const std::int64_t nk = backward_keys(d, prm, lens, lse_p, bh * T + i);
+          dscores_row(dP + i * S, P + i * S, keep ? keep + i * S : nullptr, slope ? slope + i * S : nullptr, nk, S);
+        }
+      });
+      // dq[T, Dh] += scale dS · k;  dk[S, Dh] += scale dS^T · q
+      if (dq) {
+        float* dqp = f32(dq) ? dq->data<float>() + off : w + z.o;
+        row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
+          small_gemm(m, Dh, n, dP + i0 * S, S, 1, kp, Dh, dqp + i0 * Dh, Dh, prm.scale, f32(dq));
+        });
+        if (!f32(dq)) tile_store(*dq, off, dqp, T * Dh, true);
+      }
+      if (dk) small_gemm(S, Dh, T, dP, 1, S, qp, Dh, dkp, Dh, prm.scale, true);
+    }
+    if (dk && !f32(dk)) tile_store(*dk, kv, dkp, S * Dh, true);
+    if (dv && !f32(dv)) tile_store(*dv, kv, dvp, S * Dh, true);
+  }
+}
+#endif
+
 }  // namespace
 
 void OnednnBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
@@ -99,6 +352,12 @@ void OnednnBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs
   const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
   const std::int64_t BG = d.B * d.Hkv, GT = d.H / d.Hkv * T;  // groups, and a group's query rows
   if (BH * T == 0) return;
+#if defined(__x86_64__)
+  if (fused_attention_fits(d, prm)) {
+    fused_attention_forward(out, lse, probs, q, k, v, prm, d, scratch_f32(kAttS, threads_ * TileScratch(d).total), threads_);
+    return;
+  }
+#endif
   // scores[BG, G*T, S] (= [BH, T, S]) = scale q[BG, G*T, Dh] · k^T[BG, Dh, S]
   float* sc = scratch_f32(kAttS, BH * T * S);
   gemm(sc, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr, Activation::None,
@@ -106,46 +365,15 @@ void OnednnBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
   float* lse_p = lse.data<float>();
   float* pr = probs ? probs->data<float>() : nullptr;
-  const float p = prm.dropout;
-  const bool drop = p > 0.0f;
-  const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   const std::int64_t per_thread = 2 * S + 16;  // keep scales [S] + Philox uniforms [S + 16]
-  float* mask = drop ? scratch_f32(kAttP, static_cast<std::int64_t>(threads_) * per_thread) : nullptr;
-  const float ninf = -std::numeric_limits<float>::infinity();
+  float* mask = prm.dropout > 0.0f ? scratch_f32(kAttP, static_cast<std::int64_t>(threads_) * per_thread) : nullptr;
   // One fused pass per row: mask, max, exp, sum, lse, probs, dropout (in place in sc).
 #pragma omp parallel for num_threads(team_size({BH, T, S}, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
-    const std::int64_t b = r / (d.H * T), i = r % T;
-    const std::int64_t n = visible_keys(d, prm, lens, b, i);
-    float* row = sc + r * S;
-    if (n <= 0) {
-      lse_p[r] = ninf;
-      std::fill(row, row + S, 0.0f);
-      if (pr) std::fill(pr + r * S, pr + (r + 1) * S, 0.0f);
-      continue;
-    }
-    if (prm.softcap > 0.0f) cap_logits(row, nullptr, n, prm.softcap);
-    add_logit_bias(row, d, prm, r, n);
-    const float mx = row_max(row, n);
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (std::int64_t j = 0; j < n; ++j) {
-      const float e = fast_exp(row[j] - mx);
-      row[j] = e;
-      sum += e;
-    }
-    const float rs = 1.0f / sum;
-    lse_p[r] = mx + std::log(sum);
-#pragma omp simd
-    for (std::int64_t j = 0; j < n; ++j) row[j] *= rs;
-    std::fill(row + n, row + S, 0.0f);
-    if (pr) std::memcpy(pr + r * S, row, static_cast<std::size_t>(S) * sizeof(float));
-    if (drop) {
-      float* m = mask + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread;
-      keep_scales(m, m + S, static_cast<std::uint64_t>(r * S), n, p, inv, prm.rng);
-#pragma omp simd
-      for (std::int64_t j = 0; j < n; ++j) row[j] *= m[j];
-    }
+    const std::int64_t n = visible_keys(d, prm, lens, r / (d.H * T), r % T);
+    float* keep = mask ? mask + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread : nullptr;
+    if (keep) keep_scales(keep, keep + S, static_cast<std::uint64_t>(r * S), n, prm.dropout, keep_inv(prm.dropout), prm.rng);
+    softmax_row(sc + r * S, lse_p[r], pr ? pr + r * S : nullptr, r, n, d, prm, keep);
   }
   // out[BG, G*T, Dh] = P'[BG, G*T, S] · v[BG, S, Dh]
   gemm(out.raw(), out.dtype(), MatView{sc, DType::F32, BG, GT, S, false}, view_of(v, BG, S, Dh, false), 1.0f, false, nullptr,
@@ -161,11 +389,18 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
   const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
   const std::int64_t BG = d.B * d.Hkv, GT = d.H / d.Hkv * T;  // groups, and a group's query rows
   if (BH * T * S == 0) return;
+#if defined(__x86_64__)
+  if (fused_attention_fits(d, prm)) {
+    fused_attention_backward(dq, dk, dv, dout, lse, q, k, v, prm, d, scratch_f32(kAttS, threads_ * TileScratch(d).total),
+                             threads_);
+    return;
+  }
+#endif
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
   const float* lse_p = lse.data<float>();
   const float p = prm.dropout;
   const bool drop = p > 0.0f;
-  const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const float inv = keep_inv(p);
 
   // P[BH, T, S] recomputed from the scores and lse; P' = P ⊙ keep / (1 - p).
   float* P = scratch_f32(kAttS, BH * T * S);
@@ -179,12 +414,7 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
   for (std::int64_t r = 0; r < BH * T; ++r) {
     const std::int64_t n = backward_keys(d, prm, lens, lse_p, r);
     float* row = P + r * S;
-    if (cap_slope) cap_logits(row, cap_slope + r * S, n, prm.softcap);
-    add_logit_bias(row, d, prm, r, n);
-    const float l = lse_p[r];
-#pragma omp simd
-    for (std::int64_t j = 0; j < n; ++j) row[j] = fast_exp(row[j] - l);
-    std::fill(row + n, row + S, 0.0f);
+    probs_row(row, cap_slope ? cap_slope + r * S : nullptr, r, n, lse_p[r], d, prm);
     if (drop) {
       float* m = Pd + r * S;
       keep_scales(m, tbuf + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread + S, static_cast<std::uint64_t>(r * S),
@@ -205,21 +435,13 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
   // dS = P ⊙ (dP - sum_j P_j dP_j), with dP = dP' ⊙ keep / (1 - p)   (in place in dP)
 #pragma omp parallel for num_threads(team_size({BH, T, S}, threads_)) schedule(static)
   for (std::int64_t r = 0; r < BH * T; ++r) {
-    float* g = dP + r * S;
-    const float* pr = P + r * S;
+    const std::int64_t n = backward_keys(d, prm, lens, lse_p, r);
+    float* keep = nullptr;
     if (drop) {
-      const std::int64_t n = backward_keys(d, prm, lens, lse_p, r);
-      float* m = tbuf + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread;
-      keep_scales(m, m + S, static_cast<std::uint64_t>(r * S), n, p, inv, prm.rng);
-      std::fill(m + n, m + S, 0.0f);
-#pragma omp simd
-      for (std::int64_t j = 0; j < S; ++j) g[j] *= m[j];
+      keep = tbuf + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread;
+      keep_scales(keep, keep + S, static_cast<std::uint64_t>(r * S), n, p, inv, prm.rng);
     }
-    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-    for (std::int64_t j = 0; j < S; ++j) dot += pr[j] * g[j];
-#pragma omp simd
-    for (std::int64_t j = 0; j < S; ++j) g[j] = pr[j] * (g[j] - dot);
+    dscores_row(dP + r * S, P + r * S, keep, nullptr, n, S);  // the cap's slopes after the bias gradient
   }
   if (prm.dbias) accumulate_bias_grad(*prm.dbias, dP, d);
   // Through the softcap: dS ⊙ (1 - tanh^2) for q and k (the bias was added after the cap). Rows past

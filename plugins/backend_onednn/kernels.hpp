@@ -146,7 +146,7 @@ inline float row_max(const T* x, std::int64_t n) {
 // --- Philox, many blocks at once: u[4*i + j] = philox_uniform4(key, blk0 + i)[j] for i < nblk,
 // bit-identical to ablate::philox_uniform4 (tests check). The vector paths are chosen at run time
 // by what the CPU has (cpu_has_avx512 / cpu_has_avx2), so a portable build runs them too: 16
-// blocks per step with AVX-512, 8 with AVX2, the rest one at a time.
+// blocks per step with AVX-512, then 8 with AVX2 (a row of 32 keys is 8 blocks), the rest one at a time.
 #if defined(__x86_64__)
 inline bool cpu_has_avx512() {
   static const bool has = __builtin_cpu_supports("avx512f");
@@ -281,10 +281,8 @@ __attribute__((target("avx2"))) inline std::int64_t philox_uniforms_avx2(float* 
 inline void philox_uniforms(float* u, const ablate::RngKey& key, std::uint64_t blk0, std::int64_t nblk) {
   std::int64_t i = 0;
 #if defined(__x86_64__)
-  if (cpu_has_avx512())
-    i = philox_uniforms_avx512(u, key, blk0, nblk);
-  else if (cpu_has_avx2())
-    i = philox_uniforms_avx2(u, key, blk0, nblk);
+  if (cpu_has_avx512()) i = philox_uniforms_avx512(u, key, blk0, nblk);
+  if (cpu_has_avx2()) i += philox_uniforms_avx2(u + 4 * i, key, blk0 + static_cast<std::uint64_t>(i), nblk - i);  // 8 at a time
 #endif
   for (; i < nblk; ++i) ablate::philox_uniform4(key, blk0 + static_cast<std::uint64_t>(i), u + 4 * i);
 }

@@ -131,6 +131,8 @@ void add_plain_attention(std::vector<OpCase>& out) {
       {"long", 1, 3, 33, 65, 5, false, {}, 0, 0.0f, false},
       {"long_padding_dropout", 2, 1, 33, 65, 5, false, {65, 17}, 0, 0.1f, true},
       {"large_causal_offset_padding_dropout", 2, 4, 64, 72, 8, true, {72, 40}, 8, 0.1f, true},  // above the grain
+      // More keys than backend/onednn's fused tiles take (S > 256): its batched-GEMM path on any CPU.
+      {"wide_padding_dropout", 2, 2, 3, 300, 4, false, {300, 131}, 0, 0.1f, true},
       // Shapes a GPU backend runs as one fused kernel (cudnn: bf16, Dh a multiple of 8, no probs, no
       // offset; tests/plugins/backend_cudnn checks that it did): masks, dropout, an item without keys.
       {"sdpa_causal_dropout", 2, 4, 128, 128, 64, true, {}, 0, 0.1f, false},

@@ -19,6 +19,7 @@
 #include "ablate/philox.hpp"
 #include "kernels.hpp"
 #include "onednn_backend.hpp"
+#include "small_gemm.hpp"
 #include "backends/backend_test_util.hpp"
 
 namespace backend_onednn {
@@ -720,7 +721,7 @@ TEST(OnednnCache, WarmSequenceCreatesNoPrimitiveAndAllocatesNothing) {
 
 }  // namespace
 
-// Each Philox path (AVX-512: 16 blocks per step, AVX2: 8, and the dispatch that picks one at run
+// Each Philox path (AVX-512: 16 blocks per step, AVX2: 8, and the dispatch that chains them at run
 // time) equals ablate::philox_uniform4 everywhere, including counters whose low word wraps inside
 // a step, counters above 2^32, unaligned starts and tails; a path this CPU lacks is skipped.
 TEST(OnednnKernels, VectorPhiloxEqualsScalarPhilox) {
@@ -736,10 +737,11 @@ TEST(OnednnKernels, VectorPhiloxEqualsScalarPhilox) {
 #endif
   const ablate::RngKey key{0xfedcba9876543210ULL, 0x3'0000'0011ULL, 0xabcdef};
   for (const auto& [name, path] : paths) {
-    std::vector<float> u(4 * 37, -1.0f);
+    std::vector<float> u(4 * 45, -1.0f);
     for (std::uint64_t blk0 : {std::uint64_t{0}, std::uint64_t{5}, (std::uint64_t{1} << 32) - 3, std::uint64_t{1} << 40}) {
-      const std::int64_t done = path(u.data(), key, blk0, 37);
-      EXPECT_EQ(done, std::string(name) == "dispatch" ? 37 : 32) << name;  // the vector paths leave the tail
+      const std::int64_t done = path(u.data(), key, blk0, 45);
+      // the vector paths leave the tail (the dispatch: AVX-512 32 blocks, AVX2 8 more, then one by one)
+      EXPECT_EQ(done, std::string(name) == "dispatch" ? 45 : std::string(name) == "avx512" ? 32 : 40) << name;
       for (std::int64_t i = 0; i < done; ++i) {
         float r[4];
         ablate::philox_uniform4(key, blk0 + static_cast<std::uint64_t>(i), r);
@@ -747,6 +749,59 @@ TEST(OnednnKernels, VectorPhiloxEqualsScalarPhilox) {
       }
     }
   }
+}
+
+// The attention tiles' AVX-512 GEMM block (small_gemm.hpp) against a double loop, for A read in
+// either layout, every row and column remainder, K = 0, accumulate or not; it writes nothing
+// outside C's [M, N]. And the register transpose, exactly, at every edge. Skipped without AVX-512.
+TEST(OnednnKernels, SmallGemmAndTransposeMatchNaiveLoops) {
+#if defined(__x86_64__)
+  if (!backend_onednn::cpu_has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512: the fused attention tiles are not used";
+  std::mt19937 gen(3);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(gen);
+    return v;
+  };
+  for (std::int64_t M : {1, 5, 8, 13, 33})
+    for (std::int64_t N : {1, 7, 16, 17, 32, 64, 65, 100})
+      for (std::int64_t K : {0, 1, 9, 64})
+        for (const bool trans_a : {false, true})
+          for (const bool acc : {false, true}) {
+            const std::vector<float> a = random(static_cast<std::size_t>(std::max<std::int64_t>(M * K, 1)));
+            const std::vector<float> b = random(static_cast<std::size_t>(std::max<std::int64_t>(K * N, 1)));
+            const std::int64_t ldc = N + 3, ai = trans_a ? 1 : K, ak = trans_a ? M : 1;
+            std::vector<float> c = random(static_cast<std::size_t>(M * ldc));
+            const std::vector<float> c0 = c;
+            backend_onednn::small_gemm(M, N, K, a.data(), ai, ak, b.data(), N, c.data(), ldc, 0.5f, acc);
+            for (std::int64_t i = 0; i < M; ++i)
+              for (std::int64_t j = 0; j < ldc; ++j) {
+                const std::size_t at = static_cast<std::size_t>(i * ldc + j);
+                if (j >= N) {
+                  ASSERT_EQ(c[at], c0[at]) << "wrote past N at " << i << "," << j;
+                  continue;
+                }
+                double want = acc ? c0[at] : 0.0;
+                for (std::int64_t k = 0; k < K; ++k)
+                  want += 0.5 * double(a[static_cast<std::size_t>(i * ai + k * ak)]) * b[static_cast<std::size_t>(k * N + j)];
+                ASSERT_NEAR(c[at], want, 1e-5 * (1.0 + std::fabs(want))) << "M " << M << " N " << N << " K " << K << " trans_a "
+                                                                         << trans_a << " acc " << acc << " at " << i << "," << j;
+              }
+          }
+  for (std::int64_t R : {1, 3, 16, 17, 31, 64, 100})
+    for (std::int64_t C : {1, 5, 16, 33, 64}) {
+      const std::vector<float> src = random(static_cast<std::size_t>(R * C));
+      std::vector<float> dst(static_cast<std::size_t>(R * C + 16), 7.0f);
+      backend_onednn::transpose_small(dst.data(), src.data(), R, C);
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t c = 0; c < C; ++c)
+          ASSERT_EQ(dst[static_cast<std::size_t>(c * R + r)], src[static_cast<std::size_t>(r * C + c)]) << R << "x" << C;
+      for (std::size_t i = static_cast<std::size_t>(R * C); i < dst.size(); ++i) ASSERT_EQ(dst[i], 7.0f) << "wrote past the end";
+    }
+#else
+  GTEST_SKIP() << "not x86-64";
+#endif
 }
 
 // The branch-free exp / erfc / tanh behind softmax, cross-entropy and the activations stay within
