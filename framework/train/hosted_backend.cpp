@@ -19,12 +19,12 @@ struct OpRow {
   ProfiledOp row;
 };
 constexpr OpRow kRows[] = {
-    {"fill", ProfiledOp::Memory},
-    {"copy_from_host", ProfiledOp::Memory},
-    {"copy_to_host", ProfiledOp::Memory},
-    {"copy", ProfiledOp::Memory},
-    {"cast", ProfiledOp::Memory},
-    {"write_time_slice", ProfiledOp::Memory},
+    {"fill", ProfiledOp::MemFill},
+    {"copy_from_host", ProfiledOp::MemCopy},
+    {"copy_to_host", ProfiledOp::MemCopy},
+    {"copy", ProfiledOp::MemCopy},
+    {"cast", ProfiledOp::MemCast},
+    {"write_time_slice", ProfiledOp::MemCopy},
     {"linear_forward", ProfiledOp::LinearFwd},
     {"linear_backward", ProfiledOp::LinearBwd},
     {"matmul_forward", ProfiledOp::MatmulFwd},
@@ -138,7 +138,7 @@ void HostedBackend::timed(ProfiledOp op, double flops, F&& call) {
 
 Tensor HostedBackend::empty(const Shape& shape, DType dtype) {
   Tensor t;
-  timed(ProfiledOp::Memory, 0.0, [&] { t = inner_->empty(shape, dtype); });
+  timed(ProfiledOp::MemAlloc, 0.0, [&] { t = inner_->empty(shape, dtype); });
   return t;
 }
 

@@ -50,7 +50,10 @@ constexpr OpName kNames[] = {
     {"axpy", "bwd"},
     {"sum_squares", "optim"},
     {"adam_update", "optim"},
-    {"memory (alloc, fill, copy, cast)", "-"},
+    {"memory: alloc", "-"},
+    {"memory: fill", "-"},
+    {"memory: copy", "-"},
+    {"memory: cast", "-"},
 };
 static_assert(std::size(kNames) == static_cast<std::size_t>(ProfiledOp::Count), "one name per profiled op");
 

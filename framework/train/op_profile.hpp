@@ -49,7 +49,10 @@ enum class ProfiledOp : std::uint8_t {
   Axpy,
   SumSquares,
   AdamUpdate,
-  Memory,  // empty, fill, copies, cast, KV-cache writes
+  MemAlloc,  // empty: a new tensor
+  MemFill,
+  MemCopy,  // copies (and from/to the host), KV-cache writes
+  MemCast,
   Count
 };
 
