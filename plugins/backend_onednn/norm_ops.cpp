@@ -55,44 +55,45 @@ void OnednnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* d
   const float* mp = mean.data<float>();
   const float* rp = rstd.data<float>();
   with_floats(op, std::tie(x, dy), [&](const auto* xp, const auto* dyp) {
-    if (dx) {
-      with_float(op, *dx, [&](auto* dxp) {
-#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
-        for (std::int64_t r = 0; r < N; ++r) {
-          const auto* xr = xp + r * D;
-          const auto* dr = dyp + r * D;
-          auto* o = dxp + r * D;
-          const float mu = mp[r], rs = rp[r];
-          float s1 = 0.0f, s2 = 0.0f;
+    // dx's row r (when dx), and (when acc) row r's dgamma | dbeta terms: one pass over x and dy.
+    const auto row = [&](auto* dxp, std::int64_t r, float* acc) {
+      const auto* xr = xp + r * D;
+      const auto* dr = dyp + r * D;
+      const float mu = mp[r], rs = rp[r];
+      if (dxp) {
+        auto* o = dxp + r * D;
+        float s1 = 0.0f, s2 = 0.0f;
 #pragma omp simd reduction(+ : s1, s2)
-          for (std::int64_t j = 0; j < D; ++j) {
-            const float dxh = ld(dr, j) * g[j];
-            s1 += dxh;
-            s2 += dxh * (ld(xr, j) - mu) * rs;
-          }
-          const float m1 = s1 / static_cast<float>(D), m2 = s2 / static_cast<float>(D);
-#pragma omp simd
-          for (std::int64_t j = 0; j < D; ++j) {
-            const float xh = (ld(xr, j) - mu) * rs;
-            st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - m1 - xh * m2));
-          }
+        for (std::int64_t j = 0; j < D; ++j) {
+          const float dxh = ld(dr, j) * g[j];
+          s1 += dxh;
+          s2 += dxh * (ld(xr, j) - mu) * rs;
         }
-      });
-    }
-    if (dgamma || dbeta) {
-      float* sums = scratch_f32(kSums, 2 * D);  // [dgamma | dbeta]
-      float* partial = scratch_f32(kPartial, 64 * 2 * D);
-      chunked_column_sum(sums, partial, N, 2 * D, threads_, [&](std::int64_t r, float* acc) {
-        const auto* xr = xp + r * D;
-        const auto* dr = dyp + r * D;
-        const float mu = mp[r], rs = rp[r];
+        const float m1 = s1 / static_cast<float>(D), m2 = s2 / static_cast<float>(D);
+#pragma omp simd
+        for (std::int64_t j = 0; j < D; ++j) {
+          const float xh = (ld(xr, j) - mu) * rs;
+          st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - m1 - xh * m2));
+        }
+      }
+      if (acc) {
 #pragma omp simd
         for (std::int64_t j = 0; j < D; ++j) {
           const float d = ld(dr, j);
           acc[j] += d * (ld(xr, j) - mu) * rs;
           acc[D + j] += d;
         }
-      });
+      }
+    };
+    const auto rows = [&](auto* dxp) {
+      if (!dgamma && !dbeta) {
+#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
+        for (std::int64_t r = 0; r < N; ++r) row(dxp, r, nullptr);
+        return;
+      }
+      float* sums = scratch_f32(kSums, 2 * D);  // [dgamma | dbeta]
+      float* partial = scratch_f32(kPartial, 64 * 2 * D);
+      chunked_column_sum(sums, partial, N, 2 * D, threads_, [&](std::int64_t r, float* acc) { row(dxp, r, acc); });
       if (dgamma)
         with_float(op, *dgamma, [&](auto* p) {
 #pragma omp simd
@@ -103,7 +104,11 @@ void OnednnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* d
 #pragma omp simd
           for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[D + j]);
         });
-    }
+    };
+    if (dx)
+      with_float(op, *dx, rows);
+    else
+      rows(static_cast<float*>(nullptr));
   });
 }
 
@@ -141,38 +146,43 @@ void OnednnBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tenso
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   const float* rp = rstd.data<float>();
   with_floats(op, std::tie(x, dy), [&](const auto* xp, const auto* dyp) {
-    if (dx) {
-      with_float(op, *dx, [&](auto* dxp) {
-#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
-        for (std::int64_t r = 0; r < N; ++r) {
-          const auto* xr = xp + r * D;
-          const auto* dr = dyp + r * D;
-          auto* o = dxp + r * D;
-          const float rs = rp[r];
-          float s2 = 0.0f;
+    // dx's row r (when dx), and (when acc) row r's dgamma terms: one pass over x and dy.
+    const auto row = [&](auto* dxp, std::int64_t r, float* acc) {
+      const auto* xr = xp + r * D;
+      const auto* dr = dyp + r * D;
+      const float rs = rp[r];
+      if (dxp) {
+        auto* o = dxp + r * D;
+        float s2 = 0.0f;
 #pragma omp simd reduction(+ : s2)
-          for (std::int64_t j = 0; j < D; ++j) s2 += ld(dr, j) * g[j] * ld(xr, j) * rs;
-          const float m2 = s2 / static_cast<float>(D);
+        for (std::int64_t j = 0; j < D; ++j) s2 += ld(dr, j) * g[j] * ld(xr, j) * rs;
+        const float m2 = s2 / static_cast<float>(D);
 #pragma omp simd
-          for (std::int64_t j = 0; j < D; ++j) st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - ld(xr, j) * rs * m2));
-        }
-      });
-    }
-    if (dgamma) {
-      float* sums = scratch_f32(kSums, D);
-      float* partial = scratch_f32(kPartial, 64 * D);
-      chunked_column_sum(sums, partial, N, D, threads_, [&](std::int64_t r, float* acc) {
-        const auto* xr = xp + r * D;
-        const auto* dr = dyp + r * D;
-        const float rs = rp[r];
+        for (std::int64_t j = 0; j < D; ++j) st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - ld(xr, j) * rs * m2));
+      }
+      if (acc) {
 #pragma omp simd
         for (std::int64_t j = 0; j < D; ++j) acc[j] += ld(dr, j) * ld(xr, j) * rs;
-      });
+      }
+    };
+    const auto rows = [&](auto* dxp) {
+      if (!dgamma) {
+#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
+        for (std::int64_t r = 0; r < N; ++r) row(dxp, r, nullptr);
+        return;
+      }
+      float* sums = scratch_f32(kSums, D);
+      float* partial = scratch_f32(kPartial, 64 * D);
+      chunked_column_sum(sums, partial, N, D, threads_, [&](std::int64_t r, float* acc) { row(dxp, r, acc); });
       with_float(op, *dgamma, [&](auto* p) {
 #pragma omp simd
         for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[j]);
       });
-    }
+    };
+    if (dx)
+      with_float(op, *dx, rows);
+    else
+      rows(static_cast<float*>(nullptr));
   });
 }
 
