@@ -85,6 +85,14 @@ Tensor* Graph::grad_buffer(const Var& v) {
   return &s.grad;
 }
 
+Tensor* Graph::fresh_grad_buffer(const Var& v) {
+  if (!v.requires_grad()) return nullptr;
+  Var::State& s = *v.state_;
+  if (s.grad.defined() || s.parameter) return nullptr;
+  s.grad = backend_.empty(s.value.shape(), s.value.dtype());
+  return &s.grad;
+}
+
 bool Graph::pass_grad(const Var& v, const Tensor& dy) {
   if (!v.requires_grad()) return true;
   Var::State& s = *v.state_;

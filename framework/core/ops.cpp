@@ -406,6 +406,17 @@ Var scale(Graph& g, const Var& x, float alpha) {
   return out;
 }
 
+namespace {
+// dx (+)= dropout_backward(dy): into a fresh buffer as dropout_forward of dy (the same key, so the
+// same mask and scale: the values the accumulation into zeros would give), else added.
+void dropout_grad(Graph& g, const Var& x, const Tensor& dy, float p, const RngKey& key) {
+  if (Tensor* fresh = g.fresh_grad_buffer(x))
+    g.backend().dropout_forward(*fresh, dy, p, key);
+  else if (Tensor* dx = g.grad_buffer(x))
+    g.backend().dropout_backward(*dx, dy, p, key);
+}
+}  // namespace
+
 Var dropout(Graph& g, const Var& x, float p) {
   require(p >= 0.0f && p < 1.0f, "dropout", "p must be in [0, 1), got " + std::to_string(p));
   if (!g.training() || p == 0.0f) return x;
@@ -413,7 +424,7 @@ Var dropout(Graph& g, const Var& x, float p) {
   Tensor y = g.backend().empty(x.shape(), x.dtype());
   g.backend().dropout_forward(y, x.value(), p, key);
   Var out = g.result(y, {&x});
-  g.record(out, [&g, x, p, key](const Tensor& dy) { g.backend().dropout_backward(*g.grad_buffer(x), dy, p, key); });
+  g.record(out, [&g, x, p, key](const Tensor& dy) { dropout_grad(g, x, dy, p, key); });
   return out;
 }
 
@@ -427,7 +438,7 @@ Var dropout_add(Graph& g, const Var& x, const Var& h, float p) {
   g.backend().dropout_add_forward(y, x.value(), h.value(), p, key);
   Var out = g.result(y, {&x, &h});
   g.record(out, [&g, x, h, p, key](const Tensor& dy) {
-    if (Tensor* dh = g.grad_buffer(h)) g.backend().dropout_backward(*dh, dy, p, key);  // first: x that is h accumulates
+    dropout_grad(g, h, dy, p, key);  // first: x that is h accumulates
     if (!g.pass_grad(x, dy)) g.backend().axpy(*g.grad_buffer(x), dy, 1.0f);
   });
   return out;
@@ -457,7 +468,13 @@ Var split_heads(Graph& g, const Var& x, int heads, int parts, int part) {
   Tensor y = g.backend().empty({xs[0], heads, xs[1], dh}, x.dtype());
   g.backend().split_heads_forward(y, x.value(), parts, part);
   Var out = g.result(y, {&x});
-  g.record(out, [&g, x, parts, part](const Tensor& dy) { g.backend().split_heads_backward(*g.grad_buffer(x), dy, parts, part); });
+  g.record(out, [&g, x, parts, part](const Tensor& dy) {
+    Tensor* fresh = parts == 1 ? g.fresh_grad_buffer(x) : nullptr;  // one part: dy merged is all of dx
+    if (fresh)
+      g.backend().merge_heads_forward(*fresh, dy);
+    else if (Tensor* dx = g.grad_buffer(x))
+      g.backend().split_heads_backward(*dx, dy, parts, part);
+  });
   return out;
 }
 
@@ -467,7 +484,12 @@ Var merge_heads(Graph& g, const Var& x) {
   Tensor y = g.backend().empty({xs[0], xs[2], xs[1] * xs[3]}, x.dtype());
   g.backend().merge_heads_forward(y, x.value());
   Var out = g.result(y, {&x});
-  g.record(out, [&g, x](const Tensor& dy) { g.backend().merge_heads_backward(*g.grad_buffer(x), dy); });
+  g.record(out, [&g, x](const Tensor& dy) {
+    if (Tensor* fresh = g.fresh_grad_buffer(x))  // dy split into heads is all of dx
+      g.backend().split_heads_forward(*fresh, dy, 1, 0);
+    else if (Tensor* dx = g.grad_buffer(x))
+      g.backend().merge_heads_backward(*dx, dy);
+  });
   return out;
 }
 

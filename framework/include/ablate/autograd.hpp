@@ -82,6 +82,11 @@ class BOOST_SYMBOL_VISIBLE Graph {
   // skips v. False when v must accumulate instead (it has a buffer, is a parameter, or dy's shape
   // or dtype differs); true too when v needs no gradient.
   bool pass_grad(const Var& v, const Tensor& dy);
+  // For an op that can write its whole gradient to v rather than add it (dropout's is a dropout of
+  // dy with the same mask): v's new, *unzeroed* gradient buffer when v has none yet, which the
+  // caller must then overwrite entirely; nullptr when v already has one or is a parameter (then
+  // grad_buffer and add) or needs no gradient. Saves the zero-fill and its re-read.
+  Tensor* fresh_grad_buffer(const Var& v);
   // The RNG identity of the next random op in this pass.
   RngKey next_rng();
   // Matrix-product FLOPs of this pass's forward so far, 2 per multiply-add: ops::linear, matmul and
