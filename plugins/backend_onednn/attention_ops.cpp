@@ -1,6 +1,7 @@
-// backend/onednn: scaled dot-product attention (QK^T and PV on oneDNN; masks, bias, ALiBi
-// slopes, soft-capping, softmax and dropout fused per row here; grouped k/v heads as GEMM
-// batches), the head split/merge copies and the KV-cache time-slice write.
+// backend/onednn: scaled dot-product attention (with AVX-512, tiles that fit in cache fused per
+// (batch, k/v head) on small_gemm.hpp; otherwise QK^T and PV as oneDNN GEMM batches; both with masks,
+// bias, ALiBi slopes, soft-capping, softmax and dropout per row here), the head split/merge copies
+// and the KV-cache time-slice write.
 #include <omp.h>
 
 #include <algorithm>
