@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 
 #include "kernels.hpp"
 #include "onednn_backend.hpp"
