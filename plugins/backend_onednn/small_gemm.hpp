@@ -67,7 +67,7 @@ __attribute__((target("avx512f"))) inline void small_gemm_block(std::int64_t K, 
 using SmallGemmBlock = void (*)(std::int64_t, const float*, std::int64_t, std::int64_t, const float*, std::int64_t, float*,
                                 std::int64_t, float, bool, __mmask16);
 
-// The block for m rows (1..kRows(V)) and V column groups (1..4): up to 8 rows of 1-2 groups, 4 of 3-4.
+// The block for m rows and V column groups (1..4): m up to 8 for 1-2 groups, up to 4 for 3-4.
 inline SmallGemmBlock small_gemm_block_for(int m, int V) {
   static constexpr SmallGemmBlock narrow[8][2] = {
       {small_gemm_block<1, 1>, small_gemm_block<1, 2>}, {small_gemm_block<2, 1>, small_gemm_block<2, 2>},
