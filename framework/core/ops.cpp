@@ -512,6 +512,8 @@ CrossEntropyResult cross_entropy(Graph& g, const Var& logits, const Tensor& targ
   g.record(r.loss, [&g, logits, dlogits](const Tensor& dloss) {
     float scale = 0.0f;  // d(total)/d(loss): 1 when the loss is the objective itself
     g.backend().copy_to_host(&scale, dloss);
+    // The objective itself: dlogits is the gradient, handed over (no zero-fill, no pass over it).
+    if (scale == 1.0f && g.pass_grad(logits, dlogits.reshaped(logits.shape()))) return;
     Grad2d dx = grad2d(g, logits);
     g.backend().axpy(dx.view, dlogits, scale);
   });
