@@ -92,9 +92,6 @@ void accumulate_bias_grad(Tensor& dbias, const float* dS, const AttDims& d) {
   }
 }
 
-// The scale of a kept element, 1 / (1 - p) (0 when p = 1: nothing is kept).
-inline float keep_inv(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
-
 // Forward row r of the scores [S], in place, n visible keys: cap, bias, softmax over j < n (zeros
 // after; a row with no key is all zeros, lse -inf), a copy to `probs` (if any), then times the
 // dropout scales `keep` (if any; keep_scales of the row's counters r S + j, j < n).

@@ -183,7 +183,7 @@ void OnednnBackend::do_axpy(Tensor& y, const Tensor& x, float alpha) {
 
 void OnednnBackend::do_dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
   const char* op = "dropout_forward";
-  const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const float inv = keep_inv(p);
   set_threads();
   with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
     for_each_keep(x.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
@@ -195,7 +195,7 @@ void OnednnBackend::do_dropout_forward(Tensor& y, const Tensor& x, float p, cons
 
 void OnednnBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
   const char* op = "dropout_backward";
-  const float inv = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const float inv = keep_inv(p);
   set_threads();
   with_floats(op, std::tie(dy, dx), [&](const auto* dyp, auto* dxp) {
     for_each_keep(dy.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
@@ -208,7 +208,7 @@ void OnednnBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, c
 // y = x + dropout(h) as dropout_forward stores it, in one pass (the residual add of a block).
 void OnednnBackend::do_dropout_add_forward(Tensor& y, const Tensor& x, const Tensor& h, float p, const ablate::RngKey& rng) {
   const char* op = "dropout_add_forward";
-  const float inv = 1.0f / (1.0f - p);
+  const float inv = keep_inv(p);
   set_threads();
   with_floats(op, std::tie(x, h, y), [&](const auto* xp, const auto* hp, auto* yp) {
     for_each_keep(h.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {

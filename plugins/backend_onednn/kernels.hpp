@@ -287,6 +287,9 @@ inline void philox_uniforms(float* u, const ablate::RngKey& key, std::uint64_t b
   for (; i < nblk; ++i) ablate::philox_uniform4(key, blk0 + static_cast<std::uint64_t>(i), u + 4 * i);
 }
 
+// The scale of a kept element, 1 / (1 - p) (0 when p = 1: nothing is kept).
+inline float keep_inv(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+
 // m[j] = keep(base + j) ? inv : 0 for j < n, keep = dropout_keep(key, base + j, p). `u` is
 // scratch of at least n + 8 floats.
 inline void keep_scales(float* m, float* u, std::uint64_t base, std::int64_t n, float p, float inv, const ablate::RngKey& key) {
