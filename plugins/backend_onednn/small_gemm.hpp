@@ -24,6 +24,9 @@ namespace backend_onednn {
 #define ABLATE_UNROLL _Pragma("GCC unroll 8")
 #endif
 
+// The first n lanes of 16 (all 16 for n >= 16).
+inline __mmask16 first_lanes(std::int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << n) - 1); }
+
 // One block: C[M, 16 V] (=, or += when acc) alpha * sum_{k < K} A(i, k) * B[k, 0:16 V] with
 // A(i, k) = a[i * ai + k * ak] (any layout: each element is broadcast), B's row k at b + k * ldb,
 // C's row i at c + i * ldc; the last 16-wide column group reads and writes only the lanes of `tail`.
@@ -88,7 +91,7 @@ inline void small_gemm(std::int64_t M, std::int64_t N, std::int64_t K, const flo
   for (std::int64_t n0 = 0; n0 < N; n0 += 64) {
     const std::int64_t w = std::min<std::int64_t>(64, N - n0);
     const int V = static_cast<int>((w + 15) / 16);
-    const __mmask16 tail = w % 16 ? static_cast<__mmask16>((1u << (w % 16)) - 1) : __mmask16(0xFFFF);
+    const __mmask16 tail = first_lanes(w - 16 * (V - 1));
     const int rows = V <= 2 ? 8 : 4;
     for (std::int64_t i0 = 0; i0 < M; i0 += rows) {
       const int m = static_cast<int>(std::min<std::int64_t>(rows, M - i0));
@@ -112,13 +115,11 @@ __attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
   }
-  const auto lo = unpack_lo64;
-  const auto hi = unpack_hi64;
   for (int g = 0; g < 16; g += 4) {  // u[g + k]: 128-bit lane L holds column 4 L + k of rows g .. g + 3
-    u[g] = lo(t[g], t[g + 2]);
-    u[g + 1] = hi(t[g], t[g + 2]);
-    u[g + 2] = lo(t[g + 1], t[g + 3]);
-    u[g + 3] = hi(t[g + 1], t[g + 3]);
+    u[g] = unpack_lo64(t[g], t[g + 2]);
+    u[g + 1] = unpack_hi64(t[g], t[g + 2]);
+    u[g + 2] = unpack_lo64(t[g + 1], t[g + 3]);
+    u[g + 3] = unpack_hi64(t[g + 1], t[g + 3]);
   }
   for (int k = 0; k < 4; ++k) {  // t[k]: columns k, 8 + k of rows 0-7 (lanes 0-1 | 2-3); t[4 + k]: 4 + k, 12 + k
     t[k] = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88);
@@ -136,11 +137,10 @@ __attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
 
 // dst[C, R] = src[R, C]^T, both row-major, in 16 x 16 blocks (edges masked).
 __attribute__((target("avx512f"))) inline void transpose_small(float* dst, const float* src, std::int64_t R, std::int64_t C) {
-  const auto lanes = [](std::int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << n) - 1); };
   for (std::int64_t r0 = 0; r0 < R; r0 += 16) {
-    const __mmask16 rows = lanes(R - r0);
+    const __mmask16 rows = first_lanes(R - r0);
     for (std::int64_t c0 = 0; c0 < C; c0 += 16) {
-      const __mmask16 cols = lanes(C - c0);
+      const __mmask16 cols = first_lanes(C - c0);
       __m512 r[16];
       for (int i = 0; i < 16; ++i) r[i] = r0 + i < R ? _mm512_maskz_loadu_ps(cols, src + (r0 + i) * C + c0) : _mm512_setzero_ps();
       transpose16(r);
