@@ -8,6 +8,37 @@
 
 namespace backend_onednn {
 
+namespace {
+// A norm backward's pass over its N rows of D: row(dxp, r, acc) with dx's data typed by its dtype
+// (a null float* without dx) and, when width > 0, acc a row of `width` column sums that
+// chunked_column_sum adds into `sums` in a fixed order (partial: its 64 x width scratch); without
+// sums, a plain parallel loop.
+template <class Row>
+void norm_backward_rows(const char* op, Tensor* dx, std::int64_t N, std::int64_t D, std::int64_t width, float* sums,
+                        float* partial, int threads, Row&& row) {
+  const auto rows = [&](auto* dxp) {
+    if (width == 0) {
+#pragma omp parallel for num_threads(team_size({N, D}, threads)) schedule(static)
+      for (std::int64_t r = 0; r < N; ++r) row(dxp, r, nullptr);
+    } else {
+      chunked_column_sum(sums, partial, N, width, threads, [&](std::int64_t r, float* acc) { row(dxp, r, acc); });
+    }
+  };
+  if (dx)
+    with_float(op, *dx, rows);
+  else
+    rows(static_cast<float*>(nullptr));
+}
+
+// A norm parameter's gradient: p[j] += sums[j] for j < D.
+void add_column_sums(const char* op, Tensor& p, const float* sums, std::int64_t D) {
+  with_float(op, p, [&](auto* pp) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < D; ++j) st(pp, j, ld(pp, j) + sums[j]);
+  });
+}
+}  // namespace
+
 // ------------------------------------------------------------------------------------------
 // layer norm: y[N, D] = (x - mean) * rstd * gamma[D] + beta[D]; mean[N], rstd[N] saved (F32)
 
@@ -54,6 +85,9 @@ void OnednnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* d
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   const float* mp = mean.data<float>();
   const float* rp = rstd.data<float>();
+  const std::int64_t width = dgamma || dbeta ? 2 * D : 0;  // [dgamma | dbeta] sums
+  float* sums = width ? scratch_f32(kSums, width) : nullptr;
+  float* partial = width ? scratch_f32(kPartial, 64 * width) : nullptr;
   with_floats(op, std::tie(x, dy), [&](const auto* xp, const auto* dyp) {
     // dx's row r (when dx), and (when acc) row r's dgamma | dbeta terms: one pass over x and dy.
     const auto row = [&](auto* dxp, std::int64_t r, float* acc) {
@@ -85,31 +119,10 @@ void OnednnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* d
         }
       }
     };
-    const auto rows = [&](auto* dxp) {
-      if (!dgamma && !dbeta) {
-#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
-        for (std::int64_t r = 0; r < N; ++r) row(dxp, r, nullptr);
-        return;
-      }
-      float* sums = scratch_f32(kSums, 2 * D);  // [dgamma | dbeta]
-      float* partial = scratch_f32(kPartial, 64 * 2 * D);
-      chunked_column_sum(sums, partial, N, 2 * D, threads_, [&](std::int64_t r, float* acc) { row(dxp, r, acc); });
-      if (dgamma)
-        with_float(op, *dgamma, [&](auto* p) {
-#pragma omp simd
-          for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[j]);
-        });
-      if (dbeta)
-        with_float(op, *dbeta, [&](auto* p) {
-#pragma omp simd
-          for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[D + j]);
-        });
-    };
-    if (dx)
-      with_float(op, *dx, rows);
-    else
-      rows(static_cast<float*>(nullptr));
+    norm_backward_rows(op, dx, N, D, width, sums, partial, threads_, row);
   });
+  if (dgamma) add_column_sums(op, *dgamma, sums, D);
+  if (dbeta) add_column_sums(op, *dbeta, sums + D, D);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -145,6 +158,9 @@ void OnednnBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tenso
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
   const float* rp = rstd.data<float>();
+  const std::int64_t width = dgamma ? D : 0;
+  float* sums = width ? scratch_f32(kSums, width) : nullptr;
+  float* partial = width ? scratch_f32(kPartial, 64 * width) : nullptr;
   with_floats(op, std::tie(x, dy), [&](const auto* xp, const auto* dyp) {
     // dx's row r (when dx), and (when acc) row r's dgamma terms: one pass over x and dy.
     const auto row = [&](auto* dxp, std::int64_t r, float* acc) {
@@ -165,25 +181,9 @@ void OnednnBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tenso
         for (std::int64_t j = 0; j < D; ++j) acc[j] += ld(dr, j) * ld(xr, j) * rs;
       }
     };
-    const auto rows = [&](auto* dxp) {
-      if (!dgamma) {
-#pragma omp parallel for num_threads(team_size({N, D}, threads_)) schedule(static)
-        for (std::int64_t r = 0; r < N; ++r) row(dxp, r, nullptr);
-        return;
-      }
-      float* sums = scratch_f32(kSums, D);
-      float* partial = scratch_f32(kPartial, 64 * D);
-      chunked_column_sum(sums, partial, N, D, threads_, [&](std::int64_t r, float* acc) { row(dxp, r, acc); });
-      with_float(op, *dgamma, [&](auto* p) {
-#pragma omp simd
-        for (std::int64_t j = 0; j < D; ++j) st(p, j, ld(p, j) + sums[j]);
-      });
-    };
-    if (dx)
-      with_float(op, *dx, rows);
-    else
-      rows(static_cast<float*>(nullptr));
+    norm_backward_rows(op, dx, N, D, width, sums, partial, threads_, row);
   });
+  if (dgamma) add_column_sums(op, *dgamma, sums, D);
 }
 
 }  // namespace backend_onednn
