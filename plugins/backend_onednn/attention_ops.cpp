@@ -160,17 +160,12 @@ inline void dscores_row(float* g, const float* P, const float* keep, const float
 // --- The fused path: one (batch, k/v head) tile at a time, each thread on its own tiles, with the
 // tile's small GEMMs on small_gemm (AVX-512) so scores, P and dP stay in cache. For tiles of up to
 // 128 x 128 scores (any T x S within it), rows of Dh <= 256, f32 or bf16 tensors, and no bias
-// gradient (its rows are shared across the batch).
-bool fused_attention_fits(const AttDims& d, const ablate::AttentionParams& prm) {
+// gradient (its rows are shared across the batch). Only on x86-64.
 #if defined(__x86_64__)
+bool fused_attention_fits(const AttDims& d, const ablate::AttentionParams& prm) {
   return cpu_has_avx512() && !prm.dbias && d.S <= 256 && d.T * d.S <= 128 * 128 && d.Dh <= 256;
-#else
-  (void)d, (void)prm;
-  return false;
-#endif
 }
 
-#if defined(__x86_64__)
 // One thread's scratch for a tile, as offsets into its block of floats.
 struct TileScratch {
   std::int64_t kT, vT, P, Pd, dP, slope, keep, u, q, k, v, dout, o, dk, dv, total;
