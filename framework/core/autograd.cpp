@@ -72,16 +72,13 @@ void Graph::record(const Var& output, std::function<void(const Tensor&)> backwar
 }
 
 Tensor* Graph::grad_buffer(const Var& v) {
+  if (Tensor* fresh = fresh_grad_buffer(v)) {  // a new buffer: zeroed for the additions
+    backend_.fill(*fresh, 0.0f);
+    return fresh;
+  }
   if (!v.requires_grad()) return nullptr;
   Var::State& s = *v.state_;
-  if (!s.grad.defined()) {
-    if (s.parameter) {
-      s.grad = s.parameter->grad;  // shared storage: accumulates into the store (zeroed per step)
-    } else {
-      s.grad = backend_.empty(s.value.shape(), s.value.dtype());
-      backend_.fill(s.grad, 0.0f);
-    }
-  }
+  if (!s.grad.defined()) s.grad = s.parameter->grad;  // shared storage: accumulates into the store (zeroed per step)
   return &s.grad;
 }
 
