@@ -27,6 +27,20 @@ def datasets(f):
     return found
 
 
+def difference(x, y):
+    """Where two arrays first differ, short enough to read in a CI log."""
+    if x.shape != y.shape:
+        return f"shape {x.shape} vs {y.shape}: {np.ravel(x)[:12]!r} vs {np.ravel(y)[:12]!r}"
+    same = (x == y) | ((x != x) & (y != y)) if x.dtype.kind == "f" else x == y
+    first = np.unravel_index(int(np.argmin(same)), x.shape) if x.ndim else ()
+    count = int(np.size(same) - np.count_nonzero(same))
+    return f"{count} of {x.size} values, first at {tuple(int(i) for i in first)}: {x[first]!r} vs {y[first]!r}"
+
+
+def resumes(f):
+    return [int(s) for s in f["resumes/step"][()]] if "resumes/step" in f else "none"
+
+
 def status(f):
     v = f.attrs["status"]
     return v.decode() if isinstance(v, bytes) else str(v)
@@ -53,7 +67,8 @@ def main(a, b):
             sys.exit(f"{run}: repeated train steps in {a}")
         for name in sorted(da):
             if da[name].shape != db[name].shape or not np.array_equal(da[name], db[name], equal_nan=da[name].dtype.kind == "f"):
-                sys.exit(f"{run}: {name} differs: {da[name]!r} vs {db[name]!r}")
+                sys.exit(f"{run}: {name} differs: {difference(da[name], db[name])}; the runs' resume records: "
+                         f"{resumes(fa)} in {a}, {resumes(fb)} in {b}")
     print(f"{len(runs)} runs identical")
 
 

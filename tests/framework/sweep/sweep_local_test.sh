@@ -52,7 +52,7 @@ grep -Eq "^  interrupted .*ended without recording" "$tmp/kill_status.log" || { 
 sweep --out "$tmp/kill" --jobs 2 > "$tmp/kill2.log" 2>&1 || { cat "$tmp/kill2.log"; fail "the sweep after SIGKILL failed"; }
 grep -Eq "to run \([1-9][0-9]* resumed\)" "$tmp/kill2.log" || { cat "$tmp/kill2.log"; fail "nothing was resumed"; }
 grep -q "4 runs: 4 done" "$tmp/kill2.log" || { cat "$tmp/kill2.log"; fail "after SIGKILL: not 4 done"; }
-/usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/kill" || fail "the resumed sweep's results differ from the uninterrupted sweep's"
+same_results "$tmp/ref" "$tmp/kill" || fail "the resumed sweep's results differ from the uninterrupted sweep's"
 
 # 3. Ctrl-C: SIGINT to the whole foreground group, as a terminal sends it
 setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/int" --jobs 2 --progress lines --no-compare > "$tmp/int1.log" 2>&1 &
@@ -64,7 +64,7 @@ set +e; wait "$pid"; code=$?; set -e
 grep -q "interrupted runs resume" "$tmp/int1.log" || { cat "$tmp/int1.log"; fail "Ctrl-C: no resume hint"; }
 grep -Eq "\] interrupted  " "$tmp/int1.log" || { cat "$tmp/int1.log"; fail "Ctrl-C: no run recorded as interrupted"; }
 sweep --out "$tmp/int" --jobs 2 > "$tmp/int2.log" 2>&1 || { cat "$tmp/int2.log"; fail "the sweep after Ctrl-C failed"; }
-/usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/int" || fail "results after Ctrl-C differ"
+same_results "$tmp/ref" "$tmp/int" || fail "results after Ctrl-C differ"
 
 # 4. a crashing run
 setsid "$ablate" sweep "$tmp/spec.yaml" --out "$tmp/crash" --jobs 2 --progress lines --no-compare > "$tmp/crash1.log" 2>&1 &
@@ -84,7 +84,7 @@ set +e; sweep --out "$tmp/crash" > "$tmp/crash2.log" 2>&1; code=$?; set -e
 grep -q "0 to run" "$tmp/crash2.log" && grep -q "not rerun: add --rerun-failed" "$tmp/crash2.log" || { cat "$tmp/crash2.log"; fail "the failed run was rerun without --rerun-failed"; }
 sweep --out "$tmp/crash" --rerun-failed > "$tmp/crash3.log" 2>&1 || { cat "$tmp/crash3.log"; fail "--rerun-failed failed"; }
 ls -d "$tmp/crash/.attempts/block=pre_norm,seed=1-"*".1" > /dev/null || fail "the failed run's folder was not kept under .attempts/"
-/usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/crash" || fail "results after --rerun-failed differ"
+same_results "$tmp/ref" "$tmp/crash" || fail "results after --rerun-failed differ"
 
 # 5. an arm that cannot be made (its task refuses its options): a spec error, nothing runs
 cat > "$tmp/invalid.yaml" <<YAML

@@ -87,8 +87,8 @@ gone "$tmp/k1/" || fail "the killed runs did not exit"
 sweep --out "$tmp/k1" --status > "$tmp/k1_status.log" 2>&1
 grep -q "confirmation phase: waits for tuning" "$tmp/k1_status.log" || { cat "$tmp/k1_status.log"; fail "SIGKILL came after tuning"; }
 sweep --out "$tmp/k1" --jobs 2 --no-compare > "$tmp/k1b.log" 2>&1 || { cat "$tmp/k1b.log"; fail "the sweep after SIGKILL in tuning failed"; }
-/usr/bin/python3 "$here/same_results.py" "$tmp/ref/tuning" "$tmp/k1/tuning" || fail "tuning runs after SIGKILL differ"
-/usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/k1" || fail "confirmation runs after SIGKILL in tuning differ"
+same_results "$tmp/ref/tuning" "$tmp/k1/tuning" || fail "tuning runs after SIGKILL differ"
+same_results "$tmp/ref" "$tmp/k1" || fail "confirmation runs after SIGKILL in tuning differ"
 same_choices "$tmp/ref/tuning/selection.yaml" "$tmp/k1/tuning/selection.yaml" || fail "other choices after SIGKILL in tuning"
 
 # 3. SIGKILL in the confirmation phase
@@ -103,8 +103,8 @@ grep -q "^confirmation phase: 2 arms x 2 seeds" "$tmp/k2_status.log" || { cat "$
 grep -q "4 runs: 4 done" "$tmp/k2_status.log" && fail "SIGKILL came after the confirmation runs"
 sweep --out "$tmp/k2" --jobs 2 --no-compare > "$tmp/k2b.log" 2>&1 || { cat "$tmp/k2b.log"; fail "the sweep after SIGKILL in confirmation failed"; }
 grep -q "0 to run (0 resumed), 6 already done" "$tmp/k2b.log" || { cat "$tmp/k2b.log"; fail "tuning ran again"; }
-/usr/bin/python3 "$here/same_results.py" "$tmp/ref/tuning" "$tmp/k2/tuning" || fail "tuning runs differ"
-/usr/bin/python3 "$here/same_results.py" "$tmp/ref" "$tmp/k2" || fail "confirmation runs after SIGKILL differ"
+same_results "$tmp/ref/tuning" "$tmp/k2/tuning" || fail "tuning runs differ"
+same_results "$tmp/ref" "$tmp/k2" || fail "confirmation runs after SIGKILL differ"
 
 # 4. successive halving (eta 3 from step 20: rungs 20, then 60): each arm keeps one of its three
 #    settings at step 20; 4 runs stop there, 2 train on; the same command again trains nothing more
