@@ -1,9 +1,10 @@
 // ablate_op_bench: times backend/onednn's GEMM-heavy ops at Transformer shapes (tokens 4096,
 // d 512, d_ff 2048; attention B 16, H 8, T = S 128, Dh 64) in f32 and bf16, and the linear
 // layers and attention of benchmark config A (f32), next to a plain oneDNN matmul at the same sizes (the
-// achievable peak here: f32, and bf16 where the CPU has bf16 instructions), and prints one table.
+// achievable peak here: f32, and bf16 where the CPU has bf16 instructions), and prints one table;
+// then config A's memory-bound ops (dropout, fill, copy, heads, layer norm) with their GB/s.
 //
-//   ablate_op_bench [--threads 2] [--reps 7] [--only TEXT]
+//   ablate_op_bench [--threads 2] [--reps 7] [--only TEXT]  (TEXT picks rows of both tables)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,10 +38,12 @@ struct Timing {
 // One benchmarked operation. All ops are timed in interleaved rounds (op 1, op 2, ..., then
 // again), so a burst of load from other processes spreads over every row instead of one.
 struct Row {
-  Row(std::string n, std::function<void()> f, double fl) : name(std::move(n)), run(std::move(f)), flops(fl) {}
+  Row(std::string n, std::function<void()> f, double fl, double by = 0)
+      : name(std::move(n)), run(std::move(f)), flops(fl), bytes(by) {}
   std::string name;
   std::function<void()> run;
   double flops;
+  double bytes;                                        // a memory-bound row: the bytes it must read and write (flops 0)
   bool bf16 = name.find("bf16") != std::string::npos;  // %peak against the bf16 peak, where measured
   std::vector<double> seconds;
   Timing t{};
@@ -183,6 +186,45 @@ void add_attention(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, c
                   6 * g});
 }
 
+// Config A's memory-bound ops (2048 tokens, d 256, d_ff 1024, 4 heads of 64), f32, each with the
+// bytes it must move at the least (one read of each input, one write of each output; an
+// accumulating gradient reads its output too).
+void add_memory_ops(std::vector<Row>& rows, const std::shared_ptr<Backend>& be) {
+  const std::int64_t B = 64, T = 32, D = 256, F = 1024, H = 4, Dh = D / H, N = B * T;
+  const ablate::RngKey key{1, 1, 1};
+  Tensor h = random_tensor(*be, {N, F}, DType::F32, 12), hy = be->empty({N, F}, DType::F32),
+         x = random_tensor(*be, {N, D}, DType::F32, 13), r = random_tensor(*be, {N, D}, DType::F32, 14),
+         y = be->empty({N, D}, DType::F32), dx = be->empty({N, D}, DType::F32),
+         qkv = random_tensor(*be, {B, T, 3 * D}, DType::F32, 15), q = be->empty({B, H, T, Dh}, DType::F32),
+         merged = be->empty({B, T, D}, DType::F32), gamma = random_tensor(*be, {D}, DType::F32, 16),
+         beta = random_tensor(*be, {D}, DType::F32, 17), mean = be->empty({N}, DType::F32), rstd = be->empty({N}, DType::F32),
+         dgamma = be->empty({D}, DType::F32), dbeta = be->empty({D}, DType::F32);
+  for (Tensor* t : {&dx, &dgamma, &dbeta}) be->fill(*t, 0);
+  const double f = 4.0, nf = static_cast<double>(N * F), nd = static_cast<double>(N * D);
+  rows.push_back({"fill [2048,1024] f32", [=]() mutable { be->fill(hy, 0.0f); }, 0, f * nf});
+  rows.push_back({"copy [2048,1024] f32", [=]() mutable { be->copy(hy, h); }, 0, 2 * f * nf});
+  rows.push_back({"dropout fwd [2048,1024] p0.1 f32", [=]() mutable { be->dropout_forward(hy, h, 0.1f, key); }, 0, 2 * f * nf});
+  rows.push_back(
+      {"dropout bwd (dx +=) [2048,1024] p0.1 f32", [=]() mutable { be->dropout_backward(hy, h, 0.1f, key); }, 0, 3 * f * nf});
+  rows.push_back(
+      {"dropout_add fwd [2048,256] p0.1 f32", [=]() mutable { be->dropout_add_forward(y, x, r, 0.1f, key); }, 0, 3 * f * nd});
+  rows.push_back(
+      {"split_heads fwd [64,32,768] part 0 f32", [=]() mutable { be->split_heads_forward(q, qkv, 3, 0); }, 0, 2 * f * nd});
+  rows.push_back({"merge_heads fwd [64,4,32,64] f32", [=]() mutable { be->merge_heads_forward(merged, q); }, 0, 2 * f * nd});
+  rows.push_back({"layer_norm fwd [2048,256] f32",
+                  [=]() mutable { be->layer_norm_forward(y, mean, rstd, x, gamma, beta, 1e-5f); }, 0, 2 * f * nd});
+  rows.push_back({"layer_norm bwd (dx +=) [2048,256] f32",
+                  [=]() mutable { be->layer_norm_backward(&dx, &dgamma, &dbeta, r, x, mean, rstd, gamma); }, 0, 4 * f * nd});
+}
+
+// The memory-bound rows: median ms and GB/s of the bytes each must move.
+void print_memory_table(const std::vector<Row>& rows) {
+  std::printf("\n%-58s %9s %7s %9s\n", "memory-bound op", "ms", "spread", "GB/s");
+  for (const Row& r : rows)
+    std::printf("%-58s %9.3f %6.0f%% %9.1f\n", r.name.c_str(), r.t.median_s * 1e3, 100.0 * (r.t.max_s - r.t.min_s) / r.t.median_s,
+                r.bytes / r.t.median_s / 1e9);
+}
+
 // The table: each row's median time, spread and GFLOP/s against the plain matmuls' peak (f32, and
 // bf16 where measured: rows 2 and 3).
 void print_table(const std::vector<Row>& rows, int threads, int reps, bool bf16_isa) {
@@ -270,5 +312,13 @@ int main(int argc, char** argv) {
              rows.end());
   measure(rows, reps);
   print_table(rows, threads, reps, bf16_isa);
+  std::vector<Row> memory;
+  add_memory_ops(memory, be);
+  memory.erase(std::remove_if(memory.begin(), memory.end(), [&](const Row& r) { return r.name.find(only) == std::string::npos; }),
+               memory.end());
+  if (!memory.empty()) {
+    measure(memory, reps);
+    print_memory_table(memory);
+  }
   return 0;
 }

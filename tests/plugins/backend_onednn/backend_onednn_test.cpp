@@ -721,9 +721,10 @@ TEST(OnednnCache, WarmSequenceCreatesNoPrimitiveAndAllocatesNothing) {
 
 }  // namespace
 
-// Each Philox path (AVX-512: 16 blocks per step, AVX2: 8, and the dispatch that chains them at run
-// time) equals ablate::philox_uniform4 everywhere, including counters whose low word wraps inside
-// a step, counters above 2^32, unaligned starts and tails; a path this CPU lacks is skipped.
+// Each Philox path (AVX-512: 8 groups of 16 blocks per step, then 16 at a time; AVX2: 8 groups of
+// 8, then 8; and the dispatch that chains them at run time) equals ablate::philox_uniform4
+// everywhere, including counters whose low word wraps inside a step, counters above 2^32, unaligned
+// starts and tails; a path this CPU lacks is skipped.
 TEST(OnednnKernels, VectorPhiloxEqualsScalarPhilox) {
   using Path = std::int64_t (*)(float*, const ablate::RngKey&, std::uint64_t, std::int64_t);
   const Path dispatch = [](float* u, const ablate::RngKey& k, std::uint64_t b, std::int64_t n) -> std::int64_t {
@@ -737,11 +738,12 @@ TEST(OnednnKernels, VectorPhiloxEqualsScalarPhilox) {
 #endif
   const ablate::RngKey key{0xfedcba9876543210ULL, 0x3'0000'0011ULL, 0xabcdef};
   for (const auto& [name, path] : paths) {
-    std::vector<float> u(4 * 45, -1.0f);
+    std::vector<float> u(4 * 173, -1.0f);
     for (std::uint64_t blk0 : {std::uint64_t{0}, std::uint64_t{5}, (std::uint64_t{1} << 32) - 3, std::uint64_t{1} << 40}) {
-      const std::int64_t done = path(u.data(), key, blk0, 45);
-      // the vector paths leave the tail (the dispatch: AVX-512 32 blocks, AVX2 8 more, then one by one)
-      EXPECT_EQ(done, std::string(name) == "dispatch" ? 45 : std::string(name) == "avx512" ? 32 : 40) << name;
+      const std::int64_t done = path(u.data(), key, blk0, 173);
+      // the vector paths leave the tail (the dispatch: AVX-512 128 + 32 blocks, AVX2 8 more, then
+      // one by one; AVX2 alone: 64 + 64 + 5 x 8)
+      EXPECT_EQ(done, std::string(name) == "dispatch" ? 173 : std::string(name) == "avx512" ? 160 : 168) << name;
       for (std::int64_t i = 0; i < done; ++i) {
         float r[4];
         ablate::philox_uniform4(key, blk0 + static_cast<std::uint64_t>(i), r);
