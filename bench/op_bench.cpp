@@ -135,7 +135,7 @@ void add_linear(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, std:
   rows.push_back({"linear fwd+bwd " + shape,
                   [=]() mutable {
                     be->linear_forward(y, nullptr, x, w, &b, act);
-                    be->linear_backward(&dx, &dw, &db, dy, x, w, nullptr, y, act);
+                    be->linear_backward(&dx, &dw, &db, dy, x, w, nullptr, y, act, ablate::GradStore::Add);
                   },
                   3 * 2.0 * n * in * out});
 }
@@ -213,8 +213,14 @@ void add_memory_ops(std::vector<Row>& rows, const std::shared_ptr<Backend>& be) 
   rows.push_back({"merge_heads fwd [64,4,32,64] f32", [=]() mutable { be->merge_heads_forward(merged, q); }, 0, 2 * f * nd});
   rows.push_back({"layer_norm fwd [2048,256] f32",
                   [=]() mutable { be->layer_norm_forward(y, mean, rstd, x, gamma, beta, 1e-5f); }, 0, 2 * f * nd});
-  rows.push_back({"layer_norm bwd (dx +=) [2048,256] f32",
-                  [=]() mutable { be->layer_norm_backward(&dx, &dgamma, &dbeta, r, x, mean, rstd, gamma); }, 0, 4 * f * nd});
+  rows.push_back(
+      {"layer_norm bwd (dx +=) [2048,256] f32",
+       [=]() mutable { be->layer_norm_backward(&dx, &dgamma, &dbeta, r, x, mean, rstd, gamma, ablate::GradStore::Add); }, 0,
+       4 * f * nd});
+  rows.push_back(
+      {"layer_norm bwd (dx =) [2048,256] f32",
+       [=]() mutable { be->layer_norm_backward(&dx, &dgamma, &dbeta, r, x, mean, rstd, gamma, ablate::GradStore::Write); }, 0,
+       3 * f * nd});
 }
 
 // The memory-bound rows: median ms and GB/s of the bytes each must move.

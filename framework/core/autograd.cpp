@@ -90,6 +90,11 @@ Tensor* Graph::fresh_grad_buffer(const Var& v) {
   return &s.grad;
 }
 
+Graph::GradOut Graph::grad_out(const Var& v) {
+  if (Tensor* fresh = fresh_grad_buffer(v)) return {fresh, GradStore::Write};
+  return {grad_buffer(v), GradStore::Add};
+}
+
 bool Graph::pass_grad(const Var& v, const Tensor& dy) {
   if (!v.requires_grad()) return true;
   Var::State& s = *v.state_;

@@ -17,14 +17,15 @@ namespace {
 // t viewed as [rows, last].
 Tensor rows2d(const Tensor& t) { return t.reshaped({t.shape().rows(), t.shape().last()}); }
 
-// A gradient buffer viewed as [rows, last], or nullptr.
+// A gradient output viewed as [rows, last] (or nullptr), with how the op stores it (Graph::grad_out).
 struct Grad2d {
   Tensor view;
+  GradStore store;
   Tensor* get() { return view.defined() ? &view : nullptr; }
 };
 Grad2d grad2d(Graph& g, const Var& v) {
-  Tensor* t = g.grad_buffer(v);
-  return Grad2d{t ? rows2d(*t) : Tensor()};
+  const Graph::GradOut out = g.grad_out(v);
+  return Grad2d{out.grad ? rows2d(*out.grad) : Tensor(), out.store};
 }
 
 void require(bool ok, const char* op, const std::string& what) {
@@ -56,7 +57,7 @@ Var linear(Graph& g, const Var& x, const Var& w, const Var& b, Activation act) {
     Grad2d dx = grad2d(g, x);
     Tensor* db = b.defined() ? g.grad_buffer(b) : nullptr;
     g.backend().linear_backward(dx.get(), g.grad_buffer(w), db, rows2d(dy), x2, w.value(), pre.defined() ? &pre : nullptr, y2,
-                                act);
+                                act, dx.store);
   });
   return out;
 }
@@ -141,8 +142,16 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
     bp.bias = bias.defined() ? &bias.value() : nullptr;
     bp.slopes = slopes.defined() ? &slopes : nullptr;
     bp.dbias = bias.defined() ? g.grad_buffer(bias) : nullptr;
-    g.backend().attention_backward(g.grad_buffer(q), g.grad_buffer(k), g.grad_buffer(v), dout, out, lse, q.value(), k.value(),
-                                   v.value(), bp);
+    // New buffers are written, not zeroed and added to; unless two of q, k, v are one node (one
+    // buffer, which every part adds to).
+    const bool shared = &q.value() == &k.value() || &q.value() == &v.value() || &k.value() == &v.value();
+    const Graph::GradOut dq = shared ? Graph::GradOut{g.grad_buffer(q), GradStore::Add} : g.grad_out(q);
+    const Graph::GradOut dk = shared ? Graph::GradOut{g.grad_buffer(k), GradStore::Add} : g.grad_out(k);
+    const Graph::GradOut dv = shared ? Graph::GradOut{g.grad_buffer(v), GradStore::Add} : g.grad_out(v);
+    bp.dq_store = dq.store;
+    bp.dk_store = dk.store;
+    bp.dv_store = dv.store;
+    g.backend().attention_backward(dq.grad, dk.grad, dv.grad, dout, out, lse, q.value(), k.value(), v.value(), bp);
   });
   return result;
 }
@@ -323,7 +332,7 @@ Var layer_norm(Graph& g, const Var& x, const Var& gamma, const Var& beta, float 
   g.record(out, [&g, x, gamma, beta, x2, mean, rstd](const Tensor& dy) {
     Grad2d dx = grad2d(g, x);
     g.backend().layer_norm_backward(dx.get(), g.grad_buffer(gamma), g.grad_buffer(beta), rows2d(dy), x2, mean, rstd,
-                                    gamma.value());
+                                    gamma.value(), dx.store);
   });
   return out;
 }
@@ -339,7 +348,7 @@ Var rms_norm(Graph& g, const Var& x, const Var& gamma, float eps) {
   Var out = g.result(y, {&x, &gamma});
   g.record(out, [&g, x, gamma, x2, rstd](const Tensor& dy) {
     Grad2d dx = grad2d(g, x);
-    g.backend().rms_norm_backward(dx.get(), g.grad_buffer(gamma), rows2d(dy), x2, rstd, gamma.value());
+    g.backend().rms_norm_backward(dx.get(), g.grad_buffer(gamma), rows2d(dy), x2, rstd, gamma.value(), dx.store);
   });
   return out;
 }
@@ -514,8 +523,8 @@ CrossEntropyResult cross_entropy(Graph& g, const Var& logits, const Tensor& targ
     g.backend().copy_to_host(&scale, dloss);
     // The objective itself: dlogits is the gradient, handed over (no zero-fill, no pass over it).
     if (scale == 1.0f && g.pass_grad(logits, dlogits.reshaped(logits.shape()))) return;
-    Grad2d dx = grad2d(g, logits);
-    g.backend().axpy(dx.view, dlogits, scale);
+    Tensor dx = rows2d(*g.grad_buffer(logits));  // axpy adds: a zeroed buffer when new
+    g.backend().axpy(dx, dlogits, scale);
   });
   return r;
 }

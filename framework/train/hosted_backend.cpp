@@ -83,7 +83,7 @@ double work(Tensor&, Tensor*, const Tensor& x, const Tensor& w, const Tensor*, A
   return 2.0 * d(x.shape().rows()) * d(w.shape()[0]) * d(w.shape()[1]);
 }
 double work(Tensor* dx, Tensor* dw, Tensor*, const Tensor&, const Tensor& x, const Tensor& w, const Tensor*, const Tensor&,
-            Activation) {
+            Activation, GradStore) {
   return 2.0 * d(x.shape().rows()) * d(w.shape()[0]) * d(w.shape()[1]) * ((dx ? 1.0 : 0.0) + (dw ? 1.0 : 0.0));
 }
 // matmul: 2 * Bt * M * N * K of c[Bt, M, N] = op(a) · op(b) (backward: one per gradient).

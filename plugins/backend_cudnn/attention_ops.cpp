@@ -93,6 +93,9 @@ void CudnnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, con
   const kernels::AttentionShape a = attention_shape(q, k, params);
   const VT t = value_type(q);
   const std::int64_t Dh = q.shape()[3], BH = a.B * a.H;
+  zero_if_written(dq, params.dq_store);  // the paths below add
+  zero_if_written(dk, params.dk_store);
+  zero_if_written(dv, params.dv_store);
 
   const auto cfg = out.defined() ? fused_attention(a, Dh, q.dtype(), false, params.scale, true) : std::nullopt;
   if (cfg) {

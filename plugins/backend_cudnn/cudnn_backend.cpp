@@ -102,6 +102,10 @@ void* CudnnBackend::scratch(Slot slot, std::size_t bytes) {
   return s->data;
 }
 
+void CudnnBackend::zero_if_written(Tensor* grad, ablate::GradStore store) {
+  if (grad && store == ablate::GradStore::Write) do_fill(*grad, 0.0f);
+}
+
 void CudnnBackend::do_fill(Tensor& y, float value) {
   kernels::fill(y.raw(), static_cast<int>(y.dtype()), y.numel(), value, stream_);
 }

@@ -100,6 +100,8 @@ class CudnnBackend final : public ablate::Backend {
   std::optional<SdpaConfig> fused_attention(const kernels::AttentionShape& a, std::int64_t Dh, DType dtype, bool probs,
                                             float scale, bool backward);
   const void* dropout_mask(const kernels::AttentionShape& a);  // BF16 [B, H, T, S] factors in kAttPd
+  // A gradient output stored as Write, zeroed so that the kernels' additions write it (GradStore).
+  void zero_if_written(Tensor* grad, ablate::GradStore store);
 
   RuntimeConfig config_;
   std::string device_name_;

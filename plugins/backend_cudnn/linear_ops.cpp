@@ -30,7 +30,7 @@ void CudnnBackend::do_linear_forward(Tensor& y, Tensor* pre, const Tensor& x, co
 }
 
 void CudnnBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                                      const Tensor* pre, const Tensor& y, ablate::Activation act) {
+                                      const Tensor* pre, const Tensor& y, ablate::Activation act, ablate::GradStore dx_store) {
   const char* op = "linear_backward";
   const auto [t, N, I, O] = linear_dims(x, w);
   // g = dy ⊙ act'(pre), or dy itself without an activation
@@ -42,8 +42,8 @@ void CudnnBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const 
     g = gbuf;
   }
   const GemmOperand gop{g, t, 1, N, O, false};
-  if (dx) {  // dx[N, I] += g[N, O] · w[O, I]
-    gemm_->run(dx->raw(), t, gop, operand(w, 1, O, I, false), 1.0f, 1.0f, {}, op);
+  if (dx) {  // dx[N, I] += g[N, O] · w[O, I] (=, beta 0, for Write: the old dx is not read)
+    gemm_->run(dx->raw(), t, gop, operand(w, 1, O, I, false), 1.0f, dx_store == ablate::GradStore::Write ? 0.0f : 1.0f, {}, op);
   }
   if (dw) {  // dw[O, I] += g^T[O, N] · x[N, I]
     const VT wt = value_type(*dw);

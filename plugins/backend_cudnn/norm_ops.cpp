@@ -22,12 +22,14 @@ void CudnnBackend::do_layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd, 
 }
 
 void CudnnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                                          const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
+                                          const Tensor& mean, const Tensor& rstd, const Tensor& gamma,
+                                          ablate::GradStore dx_store) {
   const char* op = "layer_norm_backward";
   const auto [t, rows, D] = norm_dims(x);
   const VT gt = dgamma ? value_type(*dgamma) : VT::F32;
   const VT bt = dbeta ? value_type(*dbeta) : VT::F32;
   if (rows == 0) return;
+  zero_if_written(dx, dx_store);
   // cuDNN writes dx, dgamma and dbeta (F32); they are then added to the caller's gradients.
   void* gx = scratch(kGradA, x.bytes());
   auto* gg = static_cast<float*>(scratch(kGradB, static_cast<std::size_t>(D) * sizeof(float)));
@@ -52,8 +54,9 @@ void CudnnBackend::do_rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x,
 }
 
 void CudnnBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
-                                        const Tensor& gamma) {
+                                        const Tensor& gamma, ablate::GradStore dx_store) {
   const auto [t, rows, D] = norm_dims(x);
+  zero_if_written(dx, dx_store);
   const VT gt = dgamma ? value_type(*dgamma) : VT::F32;
   kernels::rms_norm_backward(dx ? dx->raw() : nullptr, dgamma ? dgamma->raw() : nullptr, gt, dy.raw(), x.raw(),
                              rstd.data<float>(), gamma.raw(), t, rows, D,

@@ -266,7 +266,8 @@ void fused_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tens
 }
 
 // The backward pass, tile by tile: P (and P') recomputed, dv, dP, dS, dq, dk; a group's heads
-// summed into its k/v head's dk, dv in order (one thread owns the tile).
+// summed into its k/v head's dk, dv in order (one thread owns the tile). A gradient whose store is
+// Write takes the first head's product (or the tile's f32 sums) as it is.
 void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& lse, const Tensor& q,
                               const Tensor& k, const Tensor& v, const ablate::AttentionParams& prm, const AttDims& d, float* work,
                               int threads) {
@@ -275,6 +276,8 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
   const float* lse_p = lse.data<float>();
   const bool drop = prm.dropout > 0.0f, grads = dq || dk;
+  const bool add_dq = prm.dq_store == GradStore::Add, add_dk = prm.dk_store == GradStore::Add,
+             add_dv = prm.dv_store == GradStore::Add;
   const auto f32 = [](const Tensor* t) { return t && t->dtype() == DType::F32; };
 #pragma omp parallel for num_threads(team_size({d.B * d.H, T, S, Dh}, threads)) schedule(static)
   for (std::int64_t bg = 0; bg < d.B * d.Hkv; ++bg) {
@@ -310,7 +313,8 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
         }
       });
       // dv[S, Dh] += P'^T[S, T] · dout[T, Dh]
-      if (dv) small_gemm(S, Dh, T, Pd, 1, S, dop, Dh, dvp, Dh, 1.0f, true);
+      const bool first = hh == 0;  // of the group: it writes a Write gradient's tile (f32) or the zeroed sums (bf16)
+      if (dv) small_gemm(S, Dh, T, Pd, 1, S, dop, Dh, dvp, Dh, 1.0f, !(first && !add_dv && f32(dv)));
       if (!grads) continue;
       row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
         // dP'[rows, :n] = dout · v^T; dS in place
@@ -324,14 +328,14 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
       if (dq) {
         float* dqp = f32(dq) ? dq->data<float>() + off : w + z.o;
         row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
-          small_gemm(m, Dh, n, dP + i0 * S, S, 1, kp, Dh, dqp + i0 * Dh, Dh, prm.scale, f32(dq));
+          small_gemm(m, Dh, n, dP + i0 * S, S, 1, kp, Dh, dqp + i0 * Dh, Dh, prm.scale, f32(dq) && add_dq);
         });
-        if (!f32(dq)) tile_store(*dq, off, dqp, T * Dh, true);
+        if (!f32(dq)) tile_store(*dq, off, dqp, T * Dh, add_dq);
       }
-      if (dk) small_gemm(S, Dh, T, dP, 1, S, qp, Dh, dkp, Dh, prm.scale, true);
+      if (dk) small_gemm(S, Dh, T, dP, 1, S, qp, Dh, dkp, Dh, prm.scale, !(first && !add_dk && f32(dk)));
     }
-    if (dk && !f32(dk)) tile_store(*dk, kv, dkp, S * Dh, true);
-    if (dv && !f32(dv)) tile_store(*dv, kv, dvp, S * Dh, true);
+    if (dk && !f32(dk)) tile_store(*dk, kv, dkp, S * Dh, add_dk);
+    if (dv && !f32(dv)) tile_store(*dv, kv, dvp, S * Dh, add_dv);
   }
 }
 #endif
@@ -418,9 +422,10 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
     }
   }
   // dv[BG, S, Dh] += P'^T[BG, S, G*T] · dout[BG, G*T, Dh]
+  const auto add = [](GradStore s) { return s == GradStore::Add; };
   if (dv)
-    gemm(dv->raw(), dv->dtype(), MatView{Pd, DType::F32, BG, S, GT, true}, view_of(dout, BG, GT, Dh, false), 1.0f, true, nullptr,
-         Activation::None, op);
+    gemm(dv->raw(), dv->dtype(), MatView{Pd, DType::F32, BG, S, GT, true}, view_of(dout, BG, GT, Dh, false), 1.0f,
+         add(prm.dv_store), nullptr, Activation::None, op);
   if (!dq && !dk && !prm.dbias) return;
   // dP'[BG, G*T, S] = dout[BG, G*T, Dh] · v^T[BG, Dh, S]
   float* dP = scratch_f32(kAttD, BH * T * S);
@@ -451,12 +456,12 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
   }
   // dq[BG, G*T, Dh] += scale dS[BG, G*T, S] · k[BG, S, Dh]
   if (dq)
-    gemm(dq->raw(), dq->dtype(), MatView{dP, DType::F32, BG, GT, S, false}, view_of(k, BG, S, Dh, false), prm.scale, true,
-         nullptr, Activation::None, op);
+    gemm(dq->raw(), dq->dtype(), MatView{dP, DType::F32, BG, GT, S, false}, view_of(k, BG, S, Dh, false), prm.scale,
+         add(prm.dq_store), nullptr, Activation::None, op);
   // dk[BG, S, Dh] += scale dS^T[BG, S, G*T] · q[BG, G*T, Dh]  (the group's heads summed)
   if (dk)
-    gemm(dk->raw(), dk->dtype(), MatView{dP, DType::F32, BG, S, GT, true}, view_of(q, BG, GT, Dh, false), prm.scale, true,
-         nullptr, Activation::None, op);
+    gemm(dk->raw(), dk->dtype(), MatView{dP, DType::F32, BG, S, GT, true}, view_of(q, BG, GT, Dh, false), prm.scale,
+         add(prm.dk_store), nullptr, Activation::None, op);
 }
 
 // ------------------------------------------------------------------------------------------

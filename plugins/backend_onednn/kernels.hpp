@@ -64,6 +64,18 @@ inline void st(bf16_t* p, std::int64_t i, float v) {
   p[i] = static_cast<bf16_t>(nan ? ((u >> 16) | 0x40u) : r);
 }
 
+// A gradient row o[0 : n] += f(j) (add), or = f(j) (a Write store: the old values never read).
+template <class T, class F>
+inline void put_row(T* o, std::int64_t n, bool add, F&& f) {
+  if (add) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) st(o, j, ld(o, j) + f(j));
+  } else {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) st(o, j, f(j));
+  }
+}
+
 // v as a store into T's array would leave it: f32 itself, bf16 rounded (a fused op that must equal
 // the composition of two ops, the first of which stored its result).
 #pragma omp declare simd

@@ -71,7 +71,7 @@ void OnednnBackend::do_linear_forward(Tensor& y, Tensor* pre, const Tensor& x, c
 }
 
 void OnednnBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                                       const Tensor* pre, const Tensor& y, Activation act) {
+                                       const Tensor* pre, const Tensor& y, Activation act, GradStore dx_store) {
   const char* op = "linear_backward";
   const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
   if (!dx && !dw && !db) return;
@@ -116,8 +116,9 @@ void OnednnBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const
   // (an sgemm problem: bf16 operands on bf16 instructions take the matmul primitive instead)
   const bool pad = aliasing_shape(O, I) && (dx || dw) && g_dtype == DType::F32;
   if (pad) g = padded(g, kPadA);
-  // dx[N, I] += g[N, O] · w[O, I]
-  if (dx) gemm(dx->raw(), dx->dtype(), g, view_of(w, 1, O, I, false), 1.0f, true, nullptr, Activation::None, op);
+  // dx[N, I] += g[N, O] · w[O, I]  (= for Write)
+  if (dx)
+    gemm(dx->raw(), dx->dtype(), g, view_of(w, 1, O, I, false), 1.0f, dx_store == GradStore::Add, nullptr, Activation::None, op);
   // dw[O, I] += g^T[O, N] · x[N, I]
   if (dw) {
     const MatView xv = pad ? padded(view_of(x, 1, N, I, false), kPadB) : view_of(x, 1, N, I, false);

@@ -75,11 +75,12 @@ void OnednnBackend::do_layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rstd,
   });
 }
 
-// dx += rstd * (dxh - mean(dxh) - xh * mean(dxh * xh)), dxh = dy * gamma, xh = (x - mean) * rstd;
+// dx += rstd * (dxh - mean(dxh) - xh * mean(dxh * xh)) (= for Write), dxh = dy * gamma, xh = (x - mean) * rstd;
 // dgamma += sum_rows(dy * xh); dbeta += sum_rows(dy).
 void OnednnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
+                                           const Tensor& mean, const Tensor& rstd, const Tensor& gamma, GradStore dx_store) {
   const char* op = "layer_norm_backward";
+  const bool add = dx_store == GradStore::Add;
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
@@ -104,11 +105,7 @@ void OnednnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* d
           s2 += dxh * (ld(xr, j) - mu) * rs;
         }
         const float m1 = s1 / static_cast<float>(D), m2 = s2 / static_cast<float>(D);
-#pragma omp simd
-        for (std::int64_t j = 0; j < D; ++j) {
-          const float xh = (ld(xr, j) - mu) * rs;
-          st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - m1 - xh * m2));
-        }
+        put_row(o, D, add, [&](std::int64_t j) { return rs * (ld(dr, j) * g[j] - m1 - (ld(xr, j) - mu) * rs * m2); });
       }
       if (acc) {
 #pragma omp simd
@@ -150,10 +147,12 @@ void OnednnBackend::do_rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor& x
   });
 }
 
-// dx += rstd * (dxh - xh * mean(dxh * xh)), dxh = dy * gamma, xh = x * rstd; dgamma += sum_rows(dy * xh).
+// dx += rstd * (dxh - xh * mean(dxh * xh)) (= for Write), dxh = dy * gamma, xh = x * rstd; dgamma +=
+// sum_rows(dy * xh).
 void OnednnBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
-                                         const Tensor& gamma) {
+                                         const Tensor& gamma, GradStore dx_store) {
   const char* op = "rms_norm_backward";
+  const bool add = dx_store == GradStore::Add;
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   set_threads();
   const float* g = as_f32(gamma.raw(), gamma.dtype(), D, kVecA);
@@ -173,8 +172,7 @@ void OnednnBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tenso
 #pragma omp simd reduction(+ : s2)
         for (std::int64_t j = 0; j < D; ++j) s2 += ld(dr, j) * g[j] * ld(xr, j) * rs;
         const float m2 = s2 / static_cast<float>(D);
-#pragma omp simd
-        for (std::int64_t j = 0; j < D; ++j) st(o, j, ld(o, j) + rs * (ld(dr, j) * g[j] - ld(xr, j) * rs * m2));
+        put_row(o, D, add, [&](std::int64_t j) { return rs * (ld(dr, j) * g[j] - ld(xr, j) * rs * m2); });
       }
       if (acc) {
 #pragma omp simd

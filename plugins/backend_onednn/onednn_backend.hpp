@@ -19,6 +19,7 @@
 namespace backend_onednn {
 
 using ablate::DType;
+using ablate::GradStore;
 using ablate::Tensor;
 
 // Primitive-cache counters, for tests: a warm op sequence must create no new primitive.

@@ -180,9 +180,9 @@ void ReferenceBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv,
           }
         }
       }
-  accumulate(dq, gq);
-  accumulate(dk, gk);
-  accumulate(dv, gvv);
+  accumulate(dq, gq, params.dq_store);
+  accumulate(dk, gk, params.dk_store);
+  accumulate(dv, gvv, params.dv_store);
   if (params.dbias) accumulate(params.dbias, gbias);
 }
 

@@ -39,9 +39,10 @@ void product(std::vector<double>& out, std::int64_t R, std::int64_t C, std::int6
 }
 }  // namespace
 
-// g = dy ⊙ act'(pre) (ReLU: from y); dx[N, I] += g·w, dw[O, I] += g^T·x, db[O] += sum_rows(g).
+// g = dy ⊙ act'(pre) (ReLU: from y); dx[N, I] += g·w (= for Write), dw[O, I] += g^T·x, db[O] +=
+// sum_rows(g).
 void ReferenceBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                                          const Tensor* pre, const Tensor& y, Activation act) {
+                                          const Tensor* pre, const Tensor& y, Activation act, ablate::GradStore dx_store) {
   const std::int64_t N = x.shape().rows(), I = x.shape().last(), O = w.shape()[0];
   std::vector<double> g = load(dy);
   if (ablate::activation_needs_pre(act)) {
@@ -59,7 +60,7 @@ void ReferenceBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, co
   if (dx) {  // dx[n, i] += sum_o g[n, o] w[o, i]
     std::vector<double> d(xv.size(), 0.0);
     product(d, N, I, O, G, W, [&](std::int64_t n, std::int64_t i) { return at(n, i, I); });
-    accumulate(dx, d);
+    accumulate(dx, d, dx_store);
   }
   if (dw) {  // dw[o, i] += sum_n g[n, o] x[n, i]
     std::vector<double> d(wv.size(), 0.0);

@@ -36,7 +36,8 @@ void ReferenceBackend::do_layer_norm_forward(Tensor& y, Tensor& mean, Tensor& rs
 // dx += rstd * (g - mean_row(g) - xhat * mean_row(g * xhat)); dgamma += sum_rows(dy * xhat);
 // dbeta += sum_rows(dy).
 void ReferenceBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor& dy, const Tensor& x,
-                                              const Tensor& mean, const Tensor& rstd, const Tensor& gamma) {
+                                              const Tensor& mean, const Tensor& rstd, const Tensor& gamma,
+                                              ablate::GradStore dx_store) {
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   const std::vector<double> xv = load(x), gy = load(dy), mv = load(mean), rv = load(rstd), gm = load(gamma);
   std::vector<double> gx(xv.size(), 0.0), gg(static_cast<std::size_t>(D), 0.0), gb(static_cast<std::size_t>(D), 0.0);
@@ -61,7 +62,7 @@ void ReferenceBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor
       gx[static_cast<std::size_t>(n * D + j)] = r * (g[jj] - mean_g - xhat[jj] * mean_gx);
     }
   }
-  accumulate(dx, gx);
+  accumulate(dx, gx, dx_store);
   accumulate(dgamma, gg);
   accumulate(dbeta, gb);
 }
@@ -87,7 +88,7 @@ void ReferenceBackend::do_rms_norm_forward(Tensor& y, Tensor& rstd, const Tensor
 // xhat = x * rstd, g = dy * gamma: dx += rstd * (g - xhat * mean_row(g * xhat));
 // dgamma += sum_rows(dy * xhat).
 void ReferenceBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tensor& dy, const Tensor& x, const Tensor& rstd,
-                                            const Tensor& gamma) {
+                                            const Tensor& gamma, ablate::GradStore dx_store) {
   const std::int64_t N = x.shape().rows(), D = x.shape().last();
   const std::vector<double> xv = load(x), gy = load(dy), rv = load(rstd), gm = load(gamma);
   std::vector<double> gx(xv.size(), 0.0), gg(static_cast<std::size_t>(D), 0.0);
@@ -106,7 +107,7 @@ void ReferenceBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Te
       gx[i] = r * (gy[i] * gm[static_cast<std::size_t>(j)] - xv[i] * r * mean_gx);
     }
   }
-  accumulate(dx, gx);
+  accumulate(dx, gx, dx_store);
   accumulate(dgamma, gg);
 }
 

@@ -63,6 +63,14 @@ void accumulate(Tensor* t, const std::vector<double>& delta) {
   store(*t, sum);
 }
 
+void accumulate(Tensor* t, const std::vector<double>& delta, ablate::GradStore store) {
+  if (t == nullptr) return;
+  if (store == ablate::GradStore::Write)
+    backend_reference::store(*t, delta);
+  else
+    accumulate(t, delta);
+}
+
 double activate(Activation act, double x) {
   switch (act) {
     case Activation::None: return x;

@@ -60,6 +60,8 @@ std::vector<double> load(const Tensor& t);
 std::vector<std::int32_t> load_i32(const Tensor& t);
 void store(Tensor& t, const std::vector<double>& values);
 void accumulate(Tensor* t, const std::vector<double>& delta);
+// A gradient output: += delta (GradStore::Add) or = delta (Write); nothing for null.
+void accumulate(Tensor* t, const std::vector<double>& delta, ablate::GradStore store);
 
 // Activations and their derivatives, in double (shared by linear and activation ops).
 double activate(Activation act, double x);

@@ -40,7 +40,7 @@ GradCheckResult check_gradients(Backend& be, const OpCase& c, const GradCheckOpt
     std::vector<double> grad(x0.size());
     double gmax = 0;
     for (std::size_t i = 0; i < x0.size(); ++i) {
-      grad[i] = static_cast<double>(after[i]) - static_cast<double>(before[i]);
+      grad[i] = static_cast<double>(after[i]) - (grad_store(c, name) == GradStore::Write ? 0.0 : static_cast<double>(before[i]));
       gmax = std::max(gmax, std::abs(grad[i]));
     }
     std::vector<std::size_t> idx(x0.size());

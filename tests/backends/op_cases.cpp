@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "ablate/bf16.hpp"
@@ -152,11 +153,20 @@ HostMap gradients(const OpCase& c, const std::string& tag, const std::vector<std
 }  // namespace
 
 HostMap case_grad_prefill(const OpCase& c, DType dtype) {
-  return gradients(c, "prefill", c.grad_inputs, c.inputs, [dtype](TensorSpec& s) {
+  HostMap m = gradients(c, "prefill", c.grad_inputs, c.inputs, [dtype](TensorSpec& s) {
     s.fixed.clear();
     s.lo = -0.5, s.hi = 0.5, s.min_abs = 0;
     return grad_dtype_of(s.role, dtype);
   });
+  for (const std::string& name : c.written) {
+    std::vector<float>& v = m.at("d" + name);
+    std::fill(v.begin(), v.end(), std::numeric_limits<float>::quiet_NaN());
+  }
+  return m;
+}
+
+GradStore grad_store(const OpCase& c, const std::string& input) {
+  return std::find(c.written.begin(), c.written.end(), input) != c.written.end() ? GradStore::Write : GradStore::Add;
 }
 
 HostMap case_upstream(const OpCase& c, DType dtype) {

@@ -52,6 +52,8 @@ struct OpCase {
   std::vector<TensorSpec> inputs;         // generated from the case's seed and uploaded
   std::vector<TensorSpec> outputs;        // allocated (empty) before forward
   std::vector<std::string> grad_inputs;   // inputs that get gradients "d<name>", pre-filled (checks +=)
+  std::vector<std::string> written;       // of those, the ones backward stores as GradStore::Write: pre-filled
+                                          // with NaN (a read of the old contents shows), holding the gradient alone
   std::vector<std::string> grad_outputs;  // outputs that get random upstream gradients "d<name>"
   std::vector<std::string> inplace;       // inputs the forward updates, reported as results
   std::function<void(OpRun&)> forward;
@@ -66,7 +68,8 @@ struct OpCase {
 using HostMap = std::map<std::string, std::vector<float>>;
 
 // Every result of a run, as floats: the outputs, the in-place inputs, and the gradients
-// "d<input>" (pre-fill included: they hold pre-fill + gradient after backward).
+// "d<input>" (pre-fill included: they hold pre-fill + gradient after backward; a written one, the
+// gradient alone).
 struct OpResult {
   HostMap values;
 };
@@ -81,7 +84,9 @@ std::vector<int> gradcheck_case_indices();
 // the role makes them bf16), the gradient pre-fill per grad input, and the upstream gradient per
 // grad output.
 HostMap case_inputs(const OpCase& c, DType dtype);
-HostMap case_grad_prefill(const OpCase& c, DType dtype);
+HostMap case_grad_prefill(const OpCase& c, DType dtype);  // NaN for the written ones
+// How the case's backward stores the gradient of `input`: Write when it is in c.written.
+GradStore grad_store(const OpCase& c, const std::string& input);
 HostMap case_upstream(const OpCase& c, DType dtype);
 
 // A wrong argument (tests of the op contract, backend_contract_test.cpp): the tensor `name` (an

@@ -16,7 +16,8 @@ void add_linear(std::vector<OpCase>& out) {
     std::int64_t O;
     Activation act;
     bool bias, pre, dx;
-    bool dw = true;  // false: only dx (and db) requested
+    bool dw = true;      // false: only dx (and db) requested
+    bool write = false;  // dx stored as GradStore::Write
   };
   const Activation acts[] = {Activation::None, Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU};
   std::vector<L> ls;
@@ -32,12 +33,17 @@ void add_linear(std::vector<OpCase>& out) {
   // (aliasing_shape: 4 KiB rows against a short side).
   ls.push_back({Shape{2, 12, 256}, 1024, Activation::None, true, false, true});
   ls.push_back({Shape{24, 1024}, 256, Activation::None, true, false, true});
+  // dx written, not added (a new gradient buffer): plain, through ReLU, threaded, padded
+  ls.push_back({Shape{3, 7}, 5, Activation::None, true, false, true, true, true});
+  ls.push_back({Shape{65, 16}, 9, Activation::ReLU, true, false, true, true, true});
+  ls.push_back({Shape{3, 100, 130}, 129, Activation::GeluErf, true, true, true, true, true});
+  ls.push_back({Shape{24, 1024}, 256, Activation::None, true, false, true, true, true});
   for (const L& l : ls) {
     OpCase c;
     c.op = "linear";
     const std::int64_t N = l.x.rows(), I = l.x.last();
     c.name = "x" + dims(l.x) + "_O" + num(l.O) + "_" + act_tag(l.act) + (l.bias ? "" : "_nobias") + (l.pre ? "" : "_nopre") +
-             (l.dx ? "" : "_nodx") + (l.dw ? "" : "_nodw");
+             (l.dx ? "" : "_nodx") + (l.dw ? "" : "_nodw") + (l.write ? "_write" : "");
     c.reduction = static_cast<double>(std::max(I, std::max(N, l.O)));
     c.inputs = {value("x", l.x), param("w", Shape{l.O, I})};
     if (l.act == Activation::ReLU) c.inputs[0].min_abs = 0.05;
@@ -49,10 +55,12 @@ void add_linear(std::vector<OpCase>& out) {
     if (l.dx) c.grad_inputs.push_back("x");
     if (l.bias) c.grad_inputs.push_back("b");
     c.grad_outputs = {"y"};
+    if (l.write) c.written = {"x"};
     const Activation act = l.act;
+    const GradStore store = grad_store(c, "x");
     c.forward = [act](OpRun& r) { r.backend.linear_forward(r["y"], r.opt("pre"), r["x"], r["w"], r.opt("b"), act); };
-    c.backward = [act](OpRun& r) {
-      r.backend.linear_backward(r.opt("dx"), r.opt("dw"), r.opt("db"), r["dy"], r["x"], r["w"], r.opt("pre"), r["y"], act);
+    c.backward = [act, store](OpRun& r) {
+      r.backend.linear_backward(r.opt("dx"), r.opt("dw"), r.opt("db"), r["dy"], r["x"], r["w"], r.opt("pre"), r["y"], act, store);
     };
     // The large shapes (a backend's threaded and padded paths) are parity only: finite differences
     // rerun their millions of multiply-adds per checked element (~45 s each under ASan), and the
@@ -105,6 +113,14 @@ AttentionParams base_params(bool causal, std::int64_t offset, std::int64_t Dh, f
   return p;
 }
 
+// p with the stores of the case's written gradients (dq, dk, dv) set to Write.
+AttentionParams written_params(const OpCase& c, AttentionParams p) {
+  p.dq_store = grad_store(c, "q");
+  p.dk_store = grad_store(c, "k");
+  p.dv_store = grad_store(c, "v");
+  return p;
+}
+
 namespace {
 // Attention with as many k/v heads as q heads: the masks, offsets, dropout and probabilities.
 void add_plain_attention(std::vector<OpCase>& out) {
@@ -116,6 +132,7 @@ void add_plain_attention(std::vector<OpCase>& out) {
     std::int64_t offset;
     float dropout;
     bool probs;
+    bool write = false;  // dq, dk, dv stored as GradStore::Write
   };
   std::vector<A> as = {
       {"none", 2, 2, 5, 7, 4, false, {}, 0, 0.0f, true},
@@ -138,6 +155,12 @@ void add_plain_attention(std::vector<OpCase>& out) {
       {"sdpa_causal_dropout", 2, 4, 128, 128, 64, true, {}, 0, 0.1f, false},
       {"sdpa_padding_dropout", 2, 2, 96, 160, 64, false, {160, 77}, 0, 0.2f, false},
       {"sdpa_causal_padding_Dh128", 3, 2, 64, 64, 128, true, {64, 0, 33}, 0, 0.0f, false},
+      // Gradients written, not added (new buffers): queries and keys nobody sees are written 0, on
+      // onednn's fused tiles and its batched-GEMM path (S > 256).
+      {"padding_write", 3, 2, 5, 7, 4, false, {7, 3, 0}, 0, 0.0f, false, true},
+      {"causal_padding_dropout_write", 3, 2, 7, 7, 4, true, {5, 7, 0}, 0, 0.3f, false, true},
+      {"large_causal_offset_padding_dropout_write", 2, 4, 64, 72, 8, true, {72, 40}, 8, 0.1f, false, true},
+      {"wide_padding_dropout_write", 2, 2, 3, 300, 4, false, {300, 131}, 0, 0.1f, false, true},
   };
   for (const A& a : as) {
     OpCase c;
@@ -152,7 +175,8 @@ void add_plain_attention(std::vector<OpCase>& out) {
     if (a.probs) c.outputs.push_back(f32("probs", Shape{a.B, a.H, a.T, a.S}));
     c.grad_inputs = {"q", "k", "v"};
     c.grad_outputs = {"out"};
-    const AttentionParams base = base_params(a.causal, a.offset, a.Dh, a.dropout);
+    if (a.write) c.written = {"q", "k", "v"};
+    const AttentionParams base = written_params(c, base_params(a.causal, a.offset, a.Dh, a.dropout));
     c.forward = [base](OpRun& r) {
       AttentionParams p = base;
       p.key_lengths = r.opt("key_lengths");
@@ -181,6 +205,7 @@ void add_extended_attention(std::vector<OpCase>& out) {
     bool slopes;
     float dropout;
     float softcap = 0.0f;  // 0: none
+    bool write = false;    // dq, dk, dv stored as GradStore::Write (a group's first head writes dk, dv)
   };
   const std::vector<X> xs = {
       {"gqa", 2, 4, 2, 5, 7, 4, false, {}, 0, 0, false, 0.0f},
@@ -193,6 +218,8 @@ void add_extended_attention(std::vector<OpCase>& out) {
       {"large_gqa_bias_alibi", 2, 8, 2, 40, 48, 8, true, {48, 30}, 8, 1, true, 0.0f},  // above the grain
       {"softcap", 2, 2, 2, 5, 7, 4, false, {7, 4}, 0, 0, false, 0.0f, 0.8f},  // q·k up to ~4.5 scaled: well into tanh's bend
       {"softcap_gqa_bias_alibi_causal_dropout", 2, 4, 2, 6, 6, 4, true, {6, 5}, 0, 4, true, 0.2f, 1.5f},
+      {"gqa_write", 2, 4, 2, 5, 7, 4, false, {}, 0, 0, false, 0.0f, 0.0f, true},
+      {"mqa_causal_padding_dropout_write", 2, 3, 1, 6, 6, 4, true, {6, 3}, 0, 0, false, 0.2f, 0.0f, true},
   };
   for (const X& a : xs) {
     OpCase c;
@@ -215,7 +242,8 @@ void add_extended_attention(std::vector<OpCase>& out) {
     c.outputs = {value("out", Shape{a.B, a.H, a.T, a.Dh}), f32("lse", Shape{a.B, a.H, a.T}),
                  f32("probs", Shape{a.B, a.H, a.T, a.S})};
     c.grad_outputs = {"out"};
-    AttentionParams base = base_params(a.causal, a.offset, a.Dh, a.dropout);
+    if (a.write) c.written = {"q", "k", "v"};
+    AttentionParams base = written_params(c, base_params(a.causal, a.offset, a.Dh, a.dropout));
     base.softcap = a.softcap;
     const auto params = [base](OpRun& r) {
       AttentionParams p = base;

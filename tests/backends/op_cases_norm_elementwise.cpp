@@ -13,39 +13,48 @@ namespace ablate::testing::catalogue {
 void add_norms(std::vector<OpCase>& out) {
   const std::vector<Shape> shapes = {Shape{1, 1},     Shape{3, 7},    Shape{7, 33},  Shape{2, 3, 65},
                                      Shape{300, 130}, Shape{40, 256}, Shape{5, 384}, Shape{17, 1024}};
-  for (const Shape& s : shapes) {
+  // dx written, not added (a new gradient buffer), at a small, a threaded and a wide shape
+  const std::vector<Shape> written = {Shape{3, 7}, Shape{300, 130}, Shape{17, 1024}};
+  std::vector<std::pair<Shape, bool>> runs;
+  for (const Shape& s : shapes) runs.emplace_back(s, false);
+  for (const Shape& s : written) runs.emplace_back(s, true);
+  for (const auto& [s, write] : runs) {
     const std::int64_t D = s.last();
     {
       OpCase c;
       c.op = "layer_norm";
-      c.name = cat("x", dims(s));
+      c.name = cat("x", dims(s), write ? "_write" : "");
       c.reduction = static_cast<double>(D);
       c.inputs = {value("x", s, -2, 2), param("gamma", Shape{D}, 0.5, 1.5), param("beta", Shape{D})};
       c.outputs = {value("y", s), f32("mean", Shape{s.rows()}), f32("rstd", Shape{s.rows()})};
       c.grad_inputs = {"x", "gamma", "beta"};
       c.grad_outputs = {"y"};
+      if (write) c.written = {"x"};
+      const GradStore store = grad_store(c, "x");
       c.forward = [](OpRun& r) {
         r.backend.layer_norm_forward(r["y"], r["mean"], r["rstd"], r["x"], r["gamma"], r["beta"], 1e-5f);
       };
-      c.backward = [](OpRun& r) {
+      c.backward = [store](OpRun& r) {
         r.backend.layer_norm_backward(r.opt("dx"), r.opt("dgamma"), r.opt("dbeta"), r["dy"], r["x"], r["mean"], r["rstd"],
-                                      r["gamma"]);
+                                      r["gamma"], store);
       };
       out.push_back(std::move(c));
     }
     {
       OpCase c;
       c.op = "rms_norm";
-      c.name = cat("x", dims(s));
+      c.name = cat("x", dims(s), write ? "_write" : "");
       c.reduction = static_cast<double>(D);
       c.inputs = {value("x", s, -2, 2), param("gamma", Shape{D}, 0.5, 1.5)};
       c.inputs[0].min_abs = 0.25;  // D = 1: y = x rstd is steep within sqrt(eps) of 0
       c.outputs = {value("y", s), f32("rstd", Shape{s.rows()})};
       c.grad_inputs = {"x", "gamma"};
       c.grad_outputs = {"y"};
+      if (write) c.written = {"x"};
+      const GradStore store = grad_store(c, "x");
       c.forward = [](OpRun& r) { r.backend.rms_norm_forward(r["y"], r["rstd"], r["x"], r["gamma"], 1e-5f); };
-      c.backward = [](OpRun& r) {
-        r.backend.rms_norm_backward(r.opt("dx"), r.opt("dgamma"), r["dy"], r["x"], r["rstd"], r["gamma"]);
+      c.backward = [store](OpRun& r) {
+        r.backend.rms_norm_backward(r.opt("dx"), r.opt("dgamma"), r["dy"], r["x"], r["rstd"], r["gamma"], store);
       };
       out.push_back(std::move(c));
     }

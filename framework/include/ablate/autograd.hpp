@@ -87,6 +87,14 @@ class BOOST_SYMBOL_VISIBLE Graph {
   // caller must then overwrite entirely; nullptr when v already has one or is a parameter (then
   // grad_buffer and add) or needs no gradient. Saves the zero-fill and its re-read.
   Tensor* fresh_grad_buffer(const Var& v);
+  // For a backward op with a GradStore for this output (linear, the norms, attention): v's new,
+  // unzeroed buffer and Write when v has none yet, else its buffer (grad_buffer) and Add; {nullptr,
+  // Add} when v needs no gradient.
+  struct GradOut {
+    Tensor* grad;
+    GradStore store;
+  };
+  GradOut grad_out(const Var& v);
   // The RNG identity of the next random op in this pass.
   RngKey next_rng();
   // Matrix-product FLOPs of this pass's forward so far, 2 per multiply-add: ops::linear, matmul and

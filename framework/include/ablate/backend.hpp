@@ -47,6 +47,12 @@ inline bool activation_needs_pre(Activation a) {
   return a == Activation::GeluErf || a == Activation::GeluTanh || a == Activation::SiLU;
 }
 
+// How a backward op stores a gradient output: Add (+= d(loss)/d(input): the contract of every
+// gradient output) or Write (= d(loss)/d(input): every element written, the old contents never
+// read). The framework asks for Write where an input's gradient buffer is new (Graph::grad_out),
+// which saves zeroing it and reading the zeros back.
+enum class GradStore : std::uint8_t { Add = 0, Write = 1 };
+
 // Masks: none (causal = false, key_lengths = null), causal (query i sees keys j <= i +
 // query_offset), key padding (query sees keys j < key_lengths[b]); causal and padding combine.
 // Logits of head h, query i, key j (before the mask):
@@ -68,6 +74,7 @@ struct AttentionParams {
   const Tensor* slopes = nullptr;  // F32 [H]: ALiBi slopes; null = none
   Tensor* dbias = nullptr;         // backward only, F32 like bias: += d(loss)/d(bias) summed over B (and heads
                                    // for a [1, T, S] bias); null = not needed
+  GradStore dq_store = GradStore::Add, dk_store = GradStore::Add, dv_store = GradStore::Add;  // backward only
 };
 
 // The shape contract of attention's arguments beyond the core q/k/v, one definition for every
@@ -326,8 +333,8 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // linear_forward(y, pre, x, w, b, act): y[N, O] = act(x[N, I] · w[O, I]^T + b[O]); pre[N, O]
   // keeps x·w^T + b when act needs it for backward (GeluErf/GeluTanh/SiLU). pre may be null for
   // None/ReLU, and always when no backward will run (evaluation); backward then requires it for
-  // those acts. linear_backward(dx, dw, db, dy, x, w, pre, y, act): dx[N, I] += g·w,
-  // dw[O, I] += g^T·x, db[O] += sum_rows(g), with g = dy ⊙ act'(pre or y).
+  // those acts. linear_backward(dx, dw, db, dy, x, w, pre, y, act, dx_store): dx[N, I] += g·w
+  // (= with GradStore::Write), dw[O, I] += g^T·x, db[O] += sum_rows(g), with g = dy ⊙ act'(pre or y).
   //
   // matmul_forward(c, a, b, trans_a, trans_b, alpha), batched: c[Bt, M, N] = alpha * op(a) ·
   // op(b); op(a) = a[Bt, M, K] or a[Bt, K, M]^T. a, b and c have the same batch Bt (no
@@ -341,12 +348,14 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // out = 0 and lse = -inf. probs[B, H, T, S] (F32, optional): the probabilities before dropout,
   // for logging. query_offset only matters with causal; dropout must be in [0, 1).
   // attention_backward(dq, dk, dv, dout, out, lse, q, k, v, params): dq, dk, dv += (shapes of
-  // q, k, v); params.dbias += the bias's gradient.
+  // q, k, v; = where params.dq/dk/dv_store say Write: rows no query sees are then written 0);
+  // params.dbias += the bias's gradient.
   //
   // layer_norm_forward(y, mean, rstd, x, gamma, beta, eps), over the last dim: y[N, D] =
   // (x - mean) * rstd * gamma[D] + beta[D]; mean[N], rstd[N] (F32) saved for backward.
   // rms_norm_forward(y, rstd, x, gamma, eps): y[N, D] = x * rstd * gamma[D], rstd =
-  // 1/sqrt(mean(x^2) + eps). Their backwards: dx, dgamma (, dbeta) +=.
+  // 1/sqrt(mean(x^2) + eps). Their backwards (..., dx_store): dx += (= with GradStore::Write),
+  // dgamma (, dbeta) +=.
   //
   // Elementwise (any shape): activation_forward(y, x, act); activation_backward: dx +=.
   // add_forward(y, a, b, alpha, beta): y = alpha * a + beta * b, where b is either a's shape or

@@ -228,6 +228,94 @@ TEST(Ops, FreshGradientBuffersEqualTheAccumulationIntoZerosBitForBit) {
     }
 }
 
+// Graph::grad_out: linear, layer/RMS norm and attention write an input's new gradient buffer
+// (GradStore::Write: no zero-fill) and add to one that exists, a second consumer of the same
+// input adds, and attention over one node as q, k and v adds all three parts to its one buffer;
+// each equals the backward ops' accumulation into zeros, on the reference backend (whose new
+// buffers hold NaN: an element left unwritten shows) and onednn, in f32 and bf16.
+TEST(Ops, NewGradientBuffersAreWrittenAndEqualTheAccumulationIntoZeros) {
+  for (const char* name : {"reference", "onednn"})
+    for (const DType dtype : {DType::F32, DType::BF16}) {
+      const std::string where = std::string(name) + " " + dtype_name(dtype);
+      auto be = testing::new_builtin_backend(name, {});
+      const auto tensor = [&](const Shape& shape, float phase) {
+        Tensor t = be->empty(shape, dtype);
+        be->cast(t, f32_tensor(*be, shape, ramp(shape.numel(), phase)));
+        return t;
+      };
+      const auto zeros = [&](const Shape& shape) {
+        Tensor t = be->empty(shape, dtype);
+        be->fill(t, 0.0f);
+        return t;
+      };
+      const Shape xs{2, 5, 12}, ws{6, 12}, ys{2, 5, 6}, hs{1, 2, 3, 4};
+      {  // x into two linears: the second's backward (first in the tape's reverse) writes, the first adds
+        Graph g(*be, 7, 3, true);
+        Var x = g.leaf(tensor(xs, 0.0f)), w1 = g.leaf(tensor(ws, 0.5f)), w2 = g.leaf(tensor(ws, 0.7f));
+        Var y1 = ops::linear(g, x, w1, Var{}), y2 = ops::linear(g, x, w2, Var{}, Activation::ReLU);
+        Tensor dy1 = tensor(ys, 2.0f), dy2 = tensor(ys, 3.0f);
+        g.backward(y2, dy2);  // (two outputs: each backward runs its own tape)
+        Graph g2(*be, 7, 3, true);
+        Var x2 = g2.leaf(tensor(xs, 0.0f));
+        Var z1 = ops::linear(g2, x2, g2.leaf(tensor(ws, 0.5f)), Var{});
+        Var z2 = ops::linear(g2, x2, g2.leaf(tensor(ws, 0.7f)), Var{}, Activation::ReLU);
+        g2.backward(ops::add(g2, z1, z2), tensor(ys, 2.0f));
+        Tensor want = zeros(xs), want2 = zeros(xs);
+        be->linear_backward(&want, nullptr, nullptr, dy2.reshaped({10, 6}), x.value().reshaped({10, 12}), w2.value(), nullptr,
+                            y2.value().reshaped({10, 6}), Activation::ReLU, GradStore::Add);
+        EXPECT_EQ(host(*be, x.grad()), host(*be, want)) << "one linear, written: " << where;
+        be->linear_backward(&want2, nullptr, nullptr, dy1.reshaped({10, 6}), x.value().reshaped({10, 12}), w2.value(), nullptr,
+                            z2.value().reshaped({10, 6}), Activation::ReLU, GradStore::Add);
+        be->linear_backward(&want2, nullptr, nullptr, dy1.reshaped({10, 6}), x.value().reshaped({10, 12}), w1.value(), nullptr,
+                            z1.value().reshaped({10, 6}), Activation::None, GradStore::Add);
+        EXPECT_EQ(host(*be, x2.grad()), host(*be, want2)) << "written, then added: " << where;
+      }
+      {  // layer norm and RMS norm of leaves
+        Graph g(*be, 7, 3, true);
+        Var a = g.leaf(tensor(xs, 0.1f)), b = g.leaf(tensor(xs, 0.2f));
+        Var gamma = g.leaf(tensor({12}, 0.3f)), beta = g.leaf(tensor({12}, 0.4f));
+        Var ln = ops::layer_norm(g, a, gamma, beta, 1e-5f), rms = ops::rms_norm(g, b, gamma, 1e-5f);
+        Tensor dy = tensor(xs, 1.5f);
+        g.backward(ops::add(g, ln, rms), dy);
+        Tensor y = be->empty({10, 12}, dtype), mean = be->empty({10}, DType::F32), rstd = be->empty({10}, DType::F32);
+        Tensor want_a = zeros({10, 12}), want_b = zeros({10, 12});
+        be->layer_norm_forward(y, mean, rstd, a.value().reshaped({10, 12}), gamma.value(), beta.value(), 1e-5f);
+        be->layer_norm_backward(&want_a, nullptr, nullptr, dy.reshaped({10, 12}), a.value().reshaped({10, 12}), mean, rstd,
+                                gamma.value(), GradStore::Add);
+        be->rms_norm_forward(y, rstd, b.value().reshaped({10, 12}), gamma.value(), 1e-5f);
+        be->rms_norm_backward(&want_b, nullptr, dy.reshaped({10, 12}), b.value().reshaped({10, 12}), rstd, gamma.value(),
+                              GradStore::Add);
+        EXPECT_EQ(host(*be, a.grad()), host(*be, want_a)) << "layer norm: " << where;
+        EXPECT_EQ(host(*be, b.grad()), host(*be, want_b)) << "RMS norm: " << where;
+      }
+      {  // attention: q, k, v written; one node as q, k and v: its three parts added
+        Graph g(*be, 7, 3, true);
+        Var q = g.leaf(tensor(hs, 0.1f)), k = g.leaf(tensor(hs, 0.2f)), v = g.leaf(tensor(hs, 0.3f)),
+            s = g.leaf(tensor(hs, 0.4f));
+        ops::AttentionOptions o;
+        o.causal = true;
+        Var out = ops::add(g, ops::attention(g, q, k, v, o), ops::attention(g, s, s, s, o));
+        Tensor dout = tensor(hs, 0.9f);
+        g.backward(out, dout);
+        AttentionParams p;
+        p.causal = true;
+        p.scale = 0.5f;  // 1 / sqrt(Dh)
+        const auto want = [&](const Var& a, const Var& b, const Var& c, Tensor* dq, Tensor* dk, Tensor* dv) {
+          Tensor o1 = be->empty(hs, dtype), lse = be->empty({1, 2, 3}, DType::F32);
+          be->attention_forward(o1, lse, nullptr, a.value(), b.value(), c.value(), p);
+          be->attention_backward(dq, dk, dv, dout, o1, lse, a.value(), b.value(), c.value(), p);
+        };
+        Tensor dq = zeros(hs), dk = zeros(hs), dv = zeros(hs), ds = zeros(hs);
+        want(q, k, v, &dq, &dk, &dv);
+        want(s, s, s, &ds, &ds, &ds);
+        EXPECT_EQ(host(*be, q.grad()), host(*be, dq)) << "dq: " << where;
+        EXPECT_EQ(host(*be, k.grad()), host(*be, dk)) << "dk: " << where;
+        EXPECT_EQ(host(*be, v.grad()), host(*be, dv)) << "dv: " << where;
+        EXPECT_EQ(host(*be, s.grad()), host(*be, ds)) << "one node as q, k, v: " << where;
+      }
+    }
+}
+
 TEST(OpsGradcheck, RopeFullAndPartialAtAnOffset) {
   Backend& be = reference_backend();
   const Tensor positions = i32_tensor(be, {3}, {4, 5, 6});

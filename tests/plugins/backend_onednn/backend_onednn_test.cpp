@@ -32,6 +32,7 @@ namespace {
 using ablate::Activation;
 using ablate::Backend;
 using ablate::DType;
+using ablate::GradStore;
 using ablate::Shape;
 using ablate::Tensor;
 
@@ -158,7 +159,7 @@ TEST_F(Onednn, LinearMatchesNaiveLoops) {
 
     Tensor dx = make(*be, {N, I}, std::vector<float>(N * I, 1.0f)), dw = make(*be, {O, I}, std::vector<float>(O * I, 2.0f)),
            db = make(*be, {O}, std::vector<float>(O, -1.0f));
-    be->linear_backward(&dx, &dw, &db, dy, x, w, need_pre ? &pre : nullptr, y, act);
+    be->linear_backward(&dx, &dw, &db, dy, x, w, need_pre ? &pre : nullptr, y, act, GradStore::Add);
     std::vector<double> g(N * O);
     const double h = 1e-4;
     for (int k = 0; k < N * O; ++k) {
@@ -183,7 +184,8 @@ TEST_F(Onednn, LinearMatchesNaiveLoops) {
 TEST_F(Onednn, LinearBackwardWithoutPreForGeluThrows) {
   Tensor x = make(*be, {2, 3}, randn(6, 1)), w = make(*be, {4, 3}, randn(12, 2)), y = be->empty({2, 4}, DType::F32),
          dy = make(*be, {2, 4}, randn(8, 3)), dx = be->empty({2, 3}, DType::F32);
-  EXPECT_THROW(be->linear_backward(&dx, nullptr, nullptr, dy, x, w, nullptr, y, Activation::GeluErf), ablate::Error);
+  EXPECT_THROW(be->linear_backward(&dx, nullptr, nullptr, dy, x, w, nullptr, y, Activation::GeluErf, GradStore::Add),
+               ablate::Error);
   Tensor bad = be->empty({5, 3}, DType::F32);
   try {
     be->linear_forward(y, nullptr, x, bad, nullptr, Activation::None);
@@ -426,7 +428,7 @@ TEST_F(Onednn, LayerNormNormalisesAndBackwardMatchesFiniteDifferences) {
   be->fill(dx, 0.0f);
   be->fill(dg, 0.0f);
   be->fill(db, 0.0f);
-  be->layer_norm_backward(&dx, &dg, &db, dy, x, mean, rstd, gamma);
+  be->layer_norm_backward(&dx, &dg, &db, dy, x, mean, rstd, gamma, GradStore::Add);
   const double h = 1e-5;
   std::vector<double> dx_ref(N * D), dg_ref(D), db_ref(D);
   for (int i = 0; i < N * D; ++i) {
@@ -458,7 +460,7 @@ TEST_F(Onednn, RmsNormMatchesNaive) {
   be->rms_norm_forward(y, rstd, x, g, 1e-6f);
   be->fill(dx, 0.0f);
   be->fill(dg, 0.0f);
-  be->rms_norm_backward(&dx, &dg, dy, x, rstd, g);
+  be->rms_norm_backward(&dx, &dg, dy, x, rstd, g, GradStore::Add);
   std::vector<double> y_ref(N * D), dx_ref(N * D), dg_ref(D, 0.0);
   for (int r = 0; r < N; ++r) {
     double ms = 0;
@@ -636,12 +638,12 @@ TEST_F(Onednn, Bf16LinearAndAttentionTrackF32) {
   Tensor dw = be->empty({O, I}, DType::F32), dx = be->empty({N, I}, DType::BF16);
   be->fill(dw, 0.0f);
   be->fill(dx, 0.0f);
-  be->linear_backward(&dx, &dw, nullptr, dy, x, w, &pre, y, Activation::GeluTanh);
+  be->linear_backward(&dx, &dw, nullptr, dy, x, w, &pre, y, Activation::GeluTanh, GradStore::Add);
   Tensor xf = make(*be, {N, I}, xv), wf = make(*be, {O, I}, wv), yf = be->empty({N, O}, DType::F32),
          pf = be->empty({N, O}, DType::F32), dyf = make(*be, {N, O}, dyv), dwf = be->empty({O, I}, DType::F32);
   be->linear_forward(yf, &pf, xf, wf, nullptr, Activation::GeluTanh);
   be->fill(dwf, 0.0f);
-  be->linear_backward(nullptr, &dwf, nullptr, dyf, xf, wf, &pf, yf, Activation::GeluTanh);
+  be->linear_backward(nullptr, &dwf, nullptr, dyf, xf, wf, &pf, yf, Activation::GeluTanh, GradStore::Add);
   const auto a = read(*be, y), b = read(*be, yf), c = read(*be, dw), d = read(*be, dwf);
   for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 0.03 * (1 + std::fabs(b[i]))) << i;
   for (std::size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], d[i], 0.05 * (1 + std::fabs(d[i]))) << i;
@@ -678,8 +680,8 @@ std::vector<float> op_sequence(Backend& be, DType dt) {
   be.split_heads_backward(dqkv, dq, 3, 0);
   be.split_heads_backward(dqkv, dk, 3, 1);
   be.split_heads_backward(dqkv, dv, 3, 2);
-  be.linear_backward(&dh, &dw2, nullptr, dqkv.reshaped({B * T, 3 * D}), h, w2, nullptr, qkv2, Activation::None);
-  be.linear_backward(&dx, &dw1, &db1, dh, x, w1, &pre, h, Activation::GeluErf);
+  be.linear_backward(&dh, &dw2, nullptr, dqkv.reshaped({B * T, 3 * D}), h, w2, nullptr, qkv2, Activation::None, GradStore::Add);
+  be.linear_backward(&dx, &dw1, &db1, dh, x, w1, &pre, h, Activation::GeluErf, GradStore::Add);
   Tensor mean = be.empty({B * T}, DType::F32), rstd = be.empty({B * T}, DType::F32), ln = be.empty({B * T, D}, dt);
   Tensor gamma = make(be, {D}, randn(D, 94), dt), beta = make(be, {D}, randn(D, 95), dt);
   be.layer_norm_forward(ln, mean, rstd, dx, gamma, beta, 1e-5f);

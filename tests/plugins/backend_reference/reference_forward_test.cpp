@@ -277,9 +277,9 @@ TEST(ReferenceBackend, BackwardAccumulatesAndNullGradientsAreSkipped) {
   Tensor y = be.empty(Shape{2, 1}, DType::F32), dy = f32_tensor(be, Shape{2, 1}, {1, 1});
   be.linear_forward(y, nullptr, x, w, nullptr, Activation::None);
   Tensor dw = f32_tensor(be, Shape{1, 3}, {10, 10, 10});
-  be.linear_backward(nullptr, &dw, nullptr, dy, x, w, nullptr, y, Activation::None);
+  be.linear_backward(nullptr, &dw, nullptr, dy, x, w, nullptr, y, Activation::None, GradStore::Add);
   EXPECT_EQ(host(be, dw), (std::vector<float>{15, 17, 19}));
-  be.linear_backward(nullptr, &dw, nullptr, dy, x, w, nullptr, y, Activation::None);
+  be.linear_backward(nullptr, &dw, nullptr, dy, x, w, nullptr, y, Activation::None, GradStore::Add);
   EXPECT_EQ(host(be, dw), (std::vector<float>{20, 24, 28}));
 }
 

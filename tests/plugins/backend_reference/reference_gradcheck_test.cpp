@@ -64,9 +64,9 @@ class DwScaledBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
   void do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                          const Tensor* pre, const Tensor& y, Activation a) override {
+                          const Tensor* pre, const Tensor& y, Activation a, GradStore s) override {
     std::vector<float> before = dw ? host(*in_, *dw) : std::vector<float>{};
-    in_->linear_backward(dx, dw, db, dy, x, w, pre, y, a);
+    in_->linear_backward(dx, dw, db, dy, x, w, pre, y, a, s);
     if (!dw) return;
     std::vector<float> after = host(*in_, *dw);
     for (std::size_t i = 0; i < after.size(); ++i) after[i] = before[i] + 1.01f * (after[i] - before[i]);
@@ -80,11 +80,12 @@ class LayerNormMissingTermBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
   void do_layer_norm_backward(Tensor* dx, Tensor* dg, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& m,
-                              const Tensor& r, const Tensor& g) override {
-    in_->layer_norm_backward(nullptr, dg, db, dy, x, m, r, g);
+                              const Tensor& r, const Tensor& g, GradStore s) override {
+    in_->layer_norm_backward(nullptr, dg, db, dy, x, m, r, g, s);
     if (!dx) return;
     const std::vector<float> gy = host(*in_, dy), rv = host(*in_, r), gm = host(*in_, g);
-    std::vector<float> out = host(*in_, *dx);
+    std::vector<float> out =
+        s == GradStore::Write ? std::vector<float>(static_cast<std::size_t>(dx->numel()), 0.0f) : host(*in_, *dx);
     const std::int64_t D = x.shape().last(), N = x.shape().rows();
     for (std::int64_t n = 0; n < N; ++n) {
       double mean_g = 0;
