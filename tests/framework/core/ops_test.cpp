@@ -184,6 +184,23 @@ TEST(Ops, DropoutAddEqualsTheAddOfADropoutBitForBit) {
     }
 }
 
+// Tensors of one dtype on one backend, for the gradient-buffer tests: tensor(shape, phase) holds
+// ramp values, zeros(shape) zeros.
+struct Typed {
+  Backend& be;
+  DType dtype;
+  Tensor operator()(const Shape& shape, float phase) const {
+    Tensor t = be.empty(shape, dtype);
+    be.cast(t, f32_tensor(be, shape, ramp(shape.numel(), phase)));
+    return t;
+  }
+  Tensor zeros(const Shape& shape) const {
+    Tensor t = be.empty(shape, dtype);
+    be.fill(t, 0.0f);
+    return t;
+  }
+};
+
 // Gradients written whole into a fresh, unzeroed buffer (dropout: dropout_forward of dy with the
 // op's key; merge_heads: split_heads_forward; one-part split_heads: merge_heads_forward) equal the
 // backward ops' accumulation into zeros bit for bit, on the reference and onednn backends, in f32
@@ -193,16 +210,7 @@ TEST(Ops, FreshGradientBuffersEqualTheAccumulationIntoZerosBitForBit) {
   for (const char* name : {"reference", "onednn"})
     for (const DType dtype : {DType::F32, DType::BF16}) {
       auto be = testing::new_builtin_backend(name, {});
-      const auto tensor = [&](const Shape& shape, float phase) {
-        Tensor t = be->empty(shape, dtype);
-        be->cast(t, f32_tensor(*be, shape, ramp(shape.numel(), phase)));
-        return t;
-      };
-      const auto zeros = [&](const Shape& shape) {
-        Tensor t = be->empty(shape, dtype);
-        be->fill(t, 0.0f);
-        return t;
-      };
+      const Typed tensor{*be, dtype};
       Graph g(*be, 7, 3, true);
       const Shape xs{2, 5, 12};
       Var x = g.leaf(tensor(xs, 0.0f)), w = g.leaf(tensor(xs, 0.5f)), c = g.constant(tensor(xs, 0.3f));
@@ -215,9 +223,9 @@ TEST(Ops, FreshGradientBuffersEqualTheAccumulationIntoZerosBitForBit) {
       Tensor dy = tensor(xs, 2.0f);
       g.backward(ops::add(g, dropped, twice), dy);
 
-      Tensor want_x = zeros(xs), want_w = zeros(xs);
+      Tensor want_x = tensor.zeros(xs), want_w = tensor.zeros(xs);
       be->dropout_backward(want_x, dy, 0.3f, key);
-      Tensor dheads = zeros({2, 3, 5, 4});
+      Tensor dheads = tensor.zeros({2, 3, 5, 4});
       be->merge_heads_backward(dheads, dy);
       be->dropout_backward(want_w, dy, 0.3f, key2);  // in the tape's reverse order: dropout(w) first
       be->split_heads_backward(want_w, dheads, 1, 0);
@@ -238,16 +246,7 @@ TEST(Ops, NewGradientBuffersAreWrittenAndEqualTheAccumulationIntoZeros) {
     for (const DType dtype : {DType::F32, DType::BF16}) {
       const std::string where = std::string(name) + " " + dtype_name(dtype);
       auto be = testing::new_builtin_backend(name, {});
-      const auto tensor = [&](const Shape& shape, float phase) {
-        Tensor t = be->empty(shape, dtype);
-        be->cast(t, f32_tensor(*be, shape, ramp(shape.numel(), phase)));
-        return t;
-      };
-      const auto zeros = [&](const Shape& shape) {
-        Tensor t = be->empty(shape, dtype);
-        be->fill(t, 0.0f);
-        return t;
-      };
+      const Typed tensor{*be, dtype};
       const Shape xs{2, 5, 12}, ws{6, 12}, ys{2, 5, 6}, hs{1, 2, 3, 4};
       {  // x into two linears: the second's backward (first in the tape's reverse) writes, the first adds
         Graph g(*be, 7, 3, true);
@@ -260,7 +259,7 @@ TEST(Ops, NewGradientBuffersAreWrittenAndEqualTheAccumulationIntoZeros) {
         Var z1 = ops::linear(g2, x2, g2.leaf(tensor(ws, 0.5f)), Var{});
         Var z2 = ops::linear(g2, x2, g2.leaf(tensor(ws, 0.7f)), Var{}, Activation::ReLU);
         g2.backward(ops::add(g2, z1, z2), tensor(ys, 2.0f));
-        Tensor want = zeros(xs), want2 = zeros(xs);
+        Tensor want = tensor.zeros(xs), want2 = tensor.zeros(xs);
         be->linear_backward(&want, nullptr, nullptr, dy2.reshaped({10, 6}), x.value().reshaped({10, 12}), w2.value(), nullptr,
                             y2.value().reshaped({10, 6}), Activation::ReLU, GradStore::Add);
         EXPECT_EQ(host(*be, x.grad()), host(*be, want)) << "one linear, written: " << where;
@@ -278,7 +277,7 @@ TEST(Ops, NewGradientBuffersAreWrittenAndEqualTheAccumulationIntoZeros) {
         Tensor dy = tensor(xs, 1.5f);
         g.backward(ops::add(g, ln, rms), dy);
         Tensor y = be->empty({10, 12}, dtype), mean = be->empty({10}, DType::F32), rstd = be->empty({10}, DType::F32);
-        Tensor want_a = zeros({10, 12}), want_b = zeros({10, 12});
+        Tensor want_a = tensor.zeros({10, 12}), want_b = tensor.zeros({10, 12});
         be->layer_norm_forward(y, mean, rstd, a.value().reshaped({10, 12}), gamma.value(), beta.value(), 1e-5f);
         be->layer_norm_backward(&want_a, nullptr, nullptr, dy.reshaped({10, 12}), a.value().reshaped({10, 12}), mean, rstd,
                                 gamma.value(), GradStore::Add);
@@ -305,7 +304,7 @@ TEST(Ops, NewGradientBuffersAreWrittenAndEqualTheAccumulationIntoZeros) {
           be->attention_forward(o1, lse, nullptr, a.value(), b.value(), c.value(), p);
           be->attention_backward(dq, dk, dv, dout, o1, lse, a.value(), b.value(), c.value(), p);
         };
-        Tensor dq = zeros(hs), dk = zeros(hs), dv = zeros(hs), ds = zeros(hs);
+        Tensor dq = tensor.zeros(hs), dk = tensor.zeros(hs), dv = tensor.zeros(hs), ds = tensor.zeros(hs);
         want(q, k, v, &dq, &dk, &dv);
         want(s, s, s, &ds, &ds, &ds);
         EXPECT_EQ(host(*be, q.grad()), host(*be, dq)) << "dq: " << where;
