@@ -37,10 +37,11 @@ GradCheckResult check_gradients(Backend& be, const OpCase& c, const GradCheckOpt
     const std::vector<float>& x0 = inputs.at(name);
     const std::vector<float>& after = analytic.values.at("d" + name);
     const std::vector<float>& before = prefill.at("d" + name);
+    const bool written = grad_store(c, name) == GradStore::Write;  // it holds the gradient alone
     std::vector<double> grad(x0.size());
     double gmax = 0;
     for (std::size_t i = 0; i < x0.size(); ++i) {
-      grad[i] = static_cast<double>(after[i]) - (grad_store(c, name) == GradStore::Write ? 0.0 : static_cast<double>(before[i]));
+      grad[i] = static_cast<double>(after[i]) - (written ? 0.0 : static_cast<double>(before[i]));
       gmax = std::max(gmax, std::abs(grad[i]));
     }
     std::vector<std::size_t> idx(x0.size());
