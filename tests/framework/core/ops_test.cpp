@@ -248,26 +248,29 @@ TEST(Ops, NewGradientBuffersAreWrittenAndEqualTheAccumulationIntoZeros) {
       auto be = testing::new_builtin_backend(name, {});
       const Typed tensor{*be, dtype};
       const Shape xs{2, 5, 12}, ws{6, 12}, ys{2, 5, 6}, hs{1, 2, 3, 4};
-      {  // x into two linears: the second's backward (first in the tape's reverse) writes, the first adds
+      {  // one linear reached from x: it writes x's new buffer
+        Graph g(*be, 7, 3, true);
+        Var x = g.leaf(tensor(xs, 0.0f)), w = g.leaf(tensor(ws, 0.7f));
+        Var y = ops::linear(g, x, w, Var{}, Activation::ReLU);
+        Tensor dy = tensor(ys, 3.0f);
+        g.backward(y, dy);
+        Tensor want = tensor.zeros(xs);
+        be->linear_backward(&want, nullptr, nullptr, dy.reshaped({10, 6}), x.value().reshaped({10, 12}), w.value(), nullptr,
+                            y.value().reshaped({10, 6}), Activation::ReLU, GradStore::Add);
+        EXPECT_EQ(host(*be, x.grad()), host(*be, want)) << "one linear, written: " << where;
+      }
+      {  // two linears of x: the later one's backward (first in the tape's reverse) writes, the earlier adds
         Graph g(*be, 7, 3, true);
         Var x = g.leaf(tensor(xs, 0.0f)), w1 = g.leaf(tensor(ws, 0.5f)), w2 = g.leaf(tensor(ws, 0.7f));
-        Var y1 = ops::linear(g, x, w1, Var{}), y2 = ops::linear(g, x, w2, Var{}, Activation::ReLU);
-        Tensor dy1 = tensor(ys, 2.0f), dy2 = tensor(ys, 3.0f);
-        g.backward(y2, dy2);  // (two outputs: each backward runs its own tape)
-        Graph g2(*be, 7, 3, true);
-        Var x2 = g2.leaf(tensor(xs, 0.0f));
-        Var z1 = ops::linear(g2, x2, g2.leaf(tensor(ws, 0.5f)), Var{});
-        Var z2 = ops::linear(g2, x2, g2.leaf(tensor(ws, 0.7f)), Var{}, Activation::ReLU);
-        g2.backward(ops::add(g2, z1, z2), tensor(ys, 2.0f));
-        Tensor want = tensor.zeros(xs), want2 = tensor.zeros(xs);
-        be->linear_backward(&want, nullptr, nullptr, dy2.reshaped({10, 6}), x.value().reshaped({10, 12}), w2.value(), nullptr,
-                            y2.value().reshaped({10, 6}), Activation::ReLU, GradStore::Add);
-        EXPECT_EQ(host(*be, x.grad()), host(*be, want)) << "one linear, written: " << where;
-        be->linear_backward(&want2, nullptr, nullptr, dy1.reshaped({10, 6}), x.value().reshaped({10, 12}), w2.value(), nullptr,
+        Var z1 = ops::linear(g, x, w1, Var{}), z2 = ops::linear(g, x, w2, Var{}, Activation::ReLU);
+        Tensor dy = tensor(ys, 2.0f);
+        g.backward(ops::add(g, z1, z2), dy);
+        Tensor want = tensor.zeros(xs);
+        be->linear_backward(&want, nullptr, nullptr, dy.reshaped({10, 6}), x.value().reshaped({10, 12}), w2.value(), nullptr,
                             z2.value().reshaped({10, 6}), Activation::ReLU, GradStore::Add);
-        be->linear_backward(&want2, nullptr, nullptr, dy1.reshaped({10, 6}), x.value().reshaped({10, 12}), w1.value(), nullptr,
+        be->linear_backward(&want, nullptr, nullptr, dy.reshaped({10, 6}), x.value().reshaped({10, 12}), w1.value(), nullptr,
                             z1.value().reshaped({10, 6}), Activation::None, GradStore::Add);
-        EXPECT_EQ(host(*be, x2.grad()), host(*be, want2)) << "written, then added: " << where;
+        EXPECT_EQ(host(*be, x.grad()), host(*be, want)) << "written, then added: " << where;
       }
       {  // layer norm and RMS norm of leaves
         Graph g(*be, 7, 3, true);
