@@ -145,9 +145,8 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
     // New buffers are written, not zeroed and added to; unless two of q, k, v are one node (one
     // buffer, which every part adds to).
     const bool shared = &q.value() == &k.value() || &q.value() == &v.value() || &k.value() == &v.value();
-    const Graph::GradOut dq = shared ? Graph::GradOut{g.grad_buffer(q), GradStore::Add} : g.grad_out(q);
-    const Graph::GradOut dk = shared ? Graph::GradOut{g.grad_buffer(k), GradStore::Add} : g.grad_out(k);
-    const Graph::GradOut dv = shared ? Graph::GradOut{g.grad_buffer(v), GradStore::Add} : g.grad_out(v);
+    const auto grad_of = [&](const Var& x) { return shared ? Graph::GradOut{g.grad_buffer(x), GradStore::Add} : g.grad_out(x); };
+    const Graph::GradOut dq = grad_of(q), dk = grad_of(k), dv = grad_of(v);
     bp.dq_store = dq.store;
     bp.dk_store = dk.store;
     bp.dv_store = dv.store;

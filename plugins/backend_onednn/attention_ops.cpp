@@ -266,8 +266,9 @@ void fused_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tens
 }
 
 // The backward pass, tile by tile: P (and P') recomputed, dv, dP, dS, dq, dk; a group's heads
-// summed into its k/v head's dk, dv in order (one thread owns the tile). A gradient whose store is
-// Write takes the first head's product (or the tile's f32 sums) as it is.
+// summed into its k/v head's dk, dv in order (one thread owns the tile). The first product into a
+// tile's gradient adds to it only where it is the tensor's own (f32) Add gradient: an f32 scratch
+// tile or a Write gradient takes it as it is, the next heads add.
 void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& lse, const Tensor& q,
                               const Tensor& k, const Tensor& v, const ablate::AttentionParams& prm, const AttDims& d, float* work,
                               int threads) {
@@ -279,6 +280,8 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
   const bool add_dq = prm.dq_store == GradStore::Add, add_dk = prm.dk_store == GradStore::Add,
              add_dv = prm.dv_store == GradStore::Add;
   const auto f32 = [](const Tensor* t) { return t && t->dtype() == DType::F32; };
+  // Whether a product adds to its destination: not the first into a scratch tile or a Write gradient.
+  const auto adds = [&](bool first, bool add, const Tensor* t) { return !first || (add && f32(t)); };
 #pragma omp parallel for num_threads(team_size({d.B * d.H, T, S, Dh}, threads)) schedule(static)
   for (std::int64_t bg = 0; bg < d.B * d.Hkv; ++bg) {
     float* w = work + static_cast<std::int64_t>(omp_get_thread_num()) * z.total;
@@ -290,8 +293,6 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
     // dk, dv of the tile: the tensors' own rows (f32) or f32 sums stored once at the end
     float* dkp = f32(dk) ? dk->data<float>() + kv : w + z.dk;
     float* dvp = f32(dv) ? dv->data<float>() + kv : w + z.dv;
-    if (dk && !f32(dk)) std::fill(dkp, dkp + S * Dh, 0.0f);
-    if (dv && !f32(dv)) std::fill(dvp, dvp + S * Dh, 0.0f);
     for (std::int64_t hh = 0; hh < G; ++hh) {
       const std::int64_t bh = b * d.H + bg % d.Hkv * G + hh, off = bh * T * Dh;
       const float* qp = tile_f32(q, off, T * Dh, w + z.q);
@@ -313,8 +314,8 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
         }
       });
       // dv[S, Dh] += P'^T[S, T] · dout[T, Dh]
-      const bool first = hh == 0;  // of the group: it writes a Write gradient's tile (f32) or the zeroed sums (bf16)
-      if (dv) small_gemm(S, Dh, T, Pd, 1, S, dop, Dh, dvp, Dh, 1.0f, !(first && !add_dv && f32(dv)));
+      const bool first = hh == 0;  // of the group
+      if (dv) small_gemm(S, Dh, T, Pd, 1, S, dop, Dh, dvp, Dh, 1.0f, adds(first, add_dv, dv));
       if (!grads) continue;
       row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
         // dP'[rows, :n] = dout · v^T; dS in place
@@ -328,11 +329,11 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
       if (dq) {
         float* dqp = f32(dq) ? dq->data<float>() + off : w + z.o;
         row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
-          small_gemm(m, Dh, n, dP + i0 * S, S, 1, kp, Dh, dqp + i0 * Dh, Dh, prm.scale, f32(dq) && add_dq);
+          small_gemm(m, Dh, n, dP + i0 * S, S, 1, kp, Dh, dqp + i0 * Dh, Dh, prm.scale, adds(true, add_dq, dq));
         });
         if (!f32(dq)) tile_store(*dq, off, dqp, T * Dh, add_dq);
       }
-      if (dk) small_gemm(S, Dh, T, dP, 1, S, qp, Dh, dkp, Dh, prm.scale, !(first && !add_dk && f32(dk)));
+      if (dk) small_gemm(S, Dh, T, dP, 1, S, qp, Dh, dkp, Dh, prm.scale, adds(first, add_dk, dk));
     }
     if (dk && !f32(dk)) tile_store(*dk, kv, dkp, S * Dh, add_dk);
     if (dv && !f32(dv)) tile_store(*dv, kv, dvp, S * Dh, add_dv);
