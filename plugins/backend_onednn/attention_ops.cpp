@@ -212,7 +212,7 @@ inline void tile_store(Tensor& t, std::int64_t off, const float* src, std::int64
 inline const float* tile_keep_scales(float* keep, float* u, std::int64_t bh, const AttDims& d,
                                      const ablate::AttentionParams& prm) {
   const std::int64_t TS = d.T * d.S;
-  keep_scales(keep, u, static_cast<std::uint64_t>(bh * TS), TS, prm.dropout, keep_inv(prm.dropout), prm.rng);
+  keep_scales(keep, u, static_cast<std::uint64_t>(bh * TS), TS, prm.dropout, prm.rng);
   return keep;
 }
 
@@ -370,7 +370,7 @@ void OnednnBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs
   for (std::int64_t r = 0; r < BH * T; ++r) {
     const std::int64_t n = visible_keys(d, prm, lens, r / (d.H * T), r % T);
     float* keep = mask ? mask + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread : nullptr;
-    if (keep) keep_scales(keep, keep + S, static_cast<std::uint64_t>(r * S), n, prm.dropout, keep_inv(prm.dropout), prm.rng);
+    if (keep) keep_scales(keep, keep + S, static_cast<std::uint64_t>(r * S), n, prm.dropout, prm.rng);
     softmax_row(sc + r * S, lse_p[r], pr ? pr + r * S : nullptr, r, n, d, prm, keep);
   }
   // out[BG, G*T, Dh] = P'[BG, G*T, S] · v[BG, S, Dh]
@@ -398,7 +398,6 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
   const float* lse_p = lse.data<float>();
   const float p = prm.dropout;
   const bool drop = p > 0.0f;
-  const float inv = keep_inv(p);
 
   // P[BH, T, S] recomputed from the scores and lse; P' = P ⊙ keep / (1 - p).
   float* P = scratch_f32(kAttS, BH * T * S);
@@ -416,7 +415,7 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
     if (drop) {
       float* m = Pd + r * S;
       keep_scales(m, tbuf + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread + S, static_cast<std::uint64_t>(r * S),
-                  n, p, inv, prm.rng);
+                  n, p, prm.rng);
 #pragma omp simd
       for (std::int64_t j = 0; j < n; ++j) m[j] *= row[j];
       std::fill(m + n, m + S, 0.0f);
@@ -438,7 +437,7 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
     float* keep = nullptr;
     if (drop) {
       keep = tbuf + static_cast<std::int64_t>(omp_get_thread_num()) * per_thread;
-      keep_scales(keep, keep + S, static_cast<std::uint64_t>(r * S), n, p, inv, prm.rng);
+      keep_scales(keep, keep + S, static_cast<std::uint64_t>(r * S), n, p, prm.rng);
     }
     dscores_row(dP + r * S, P + r * S, keep, nullptr, n, S);  // the cap's slopes after the bias gradient
   }

@@ -15,9 +15,9 @@ using ablate::Activation;
 namespace {
 
 // Calls f(i0, len, m) over fixed chunks [i0, i0 + len) of [0, n), 1024 elements each, split
-// across threads, with m[j] = dropout_keep(key, i0 + j, p) ? inv : 0 (Philox 8 blocks at a time).
+// across threads, with m[j] = dropout_keep(key, i0 + j, p) ? keep_inv(p) : 0 (keep_scales).
 template <class F>
-void for_each_keep(std::int64_t n, float p, float inv, const ablate::RngKey& key, int threads, F&& f) {
+void for_each_keep(std::int64_t n, float p, const ablate::RngKey& key, int threads, F&& f) {
   constexpr std::int64_t kChunk = 1024;
   const std::int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel num_threads(team_size(n, threads))
@@ -26,7 +26,7 @@ void for_each_keep(std::int64_t n, float p, float inv, const ablate::RngKey& key
 #pragma omp for schedule(static)
     for (std::int64_t c = 0; c < chunks; ++c) {
       const std::int64_t i0 = c * kChunk, len = std::min(kChunk, n - i0);
-      keep_scales(m, u, static_cast<std::uint64_t>(i0), len, p, inv, key);
+      keep_scales(m, u, static_cast<std::uint64_t>(i0), len, p, key);
       f(i0, len, m);
     }
   }
@@ -183,10 +183,9 @@ void OnednnBackend::do_axpy(Tensor& y, const Tensor& x, float alpha) {
 
 void OnednnBackend::do_dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
   const char* op = "dropout_forward";
-  const float inv = keep_inv(p);
   set_threads();
   with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
-    for_each_keep(x.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
+    for_each_keep(x.numel(), p, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
 #pragma omp simd
       for (std::int64_t j = 0; j < len; ++j) st(yp, i0 + j, ld(xp, i0 + j) * m[j]);
     });
@@ -195,10 +194,9 @@ void OnednnBackend::do_dropout_forward(Tensor& y, const Tensor& x, float p, cons
 
 void OnednnBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, const ablate::RngKey& rng) {
   const char* op = "dropout_backward";
-  const float inv = keep_inv(p);
   set_threads();
   with_floats(op, std::tie(dy, dx), [&](const auto* dyp, auto* dxp) {
-    for_each_keep(dy.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
+    for_each_keep(dy.numel(), p, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
 #pragma omp simd
       for (std::int64_t j = 0; j < len; ++j) st(dxp, i0 + j, ld(dxp, i0 + j) + ld(dyp, i0 + j) * m[j]);
     });
@@ -208,10 +206,9 @@ void OnednnBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p, c
 // y = x + dropout(h) as dropout_forward stores it, in one pass (the residual add of a block).
 void OnednnBackend::do_dropout_add_forward(Tensor& y, const Tensor& x, const Tensor& h, float p, const ablate::RngKey& rng) {
   const char* op = "dropout_add_forward";
-  const float inv = keep_inv(p);
   set_threads();
   with_floats(op, std::tie(x, h, y), [&](const auto* xp, const auto* hp, auto* yp) {
-    for_each_keep(h.numel(), p, inv, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
+    for_each_keep(h.numel(), p, rng, threads_, [&](std::int64_t i0, std::int64_t len, const float* m) {
 #pragma omp simd
       for (std::int64_t j = 0; j < len; ++j) st(yp, i0 + j, ld(xp, i0 + j) + stored_as(hp, ld(hp, i0 + j) * m[j]));
     });

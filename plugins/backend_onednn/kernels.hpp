@@ -331,10 +331,11 @@ inline void philox_uniforms(float* u, const ablate::RngKey& key, std::uint64_t b
 // The scale of a kept element, 1 / (1 - p) (0 when p = 1: nothing is kept).
 inline float keep_inv(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
-// m[j] = keep(base + j) ? inv : 0 for j < n, keep = dropout_keep(key, base + j, p). `u` is
-// scratch of at least n + 8 floats.
-inline void keep_scales(float* m, float* u, std::uint64_t base, std::int64_t n, float p, float inv, const ablate::RngKey& key) {
+// m[j] = keep(base + j) ? keep_inv(p) : 0 for j < n, keep = dropout_keep(key, base + j, p). `u`
+// is scratch of at least n + 8 floats.
+inline void keep_scales(float* m, float* u, std::uint64_t base, std::int64_t n, float p, const ablate::RngKey& key) {
   if (n <= 0) return;
+  const float inv = keep_inv(p);
   const std::uint64_t blk0 = base / 4, blk1 = (base + static_cast<std::uint64_t>(n) - 1) / 4;
   philox_uniforms(u, key, blk0, static_cast<std::int64_t>(blk1 - blk0 + 1));
   const float* uu = u + (base - 4 * blk0);
