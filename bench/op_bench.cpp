@@ -313,15 +313,13 @@ int main(int argc, char** argv) {
     add_attention(rows, be, sizes, true, dt);
   }
   const std::size_t peaks = bf16_isa ? 4 : 2;
-  rows.erase(std::remove_if(rows.begin() + static_cast<std::ptrdiff_t>(peaks), rows.end(),
-                            [&](const Row& r) { return r.name.find(only) == std::string::npos; }),
-             rows.end());
+  const auto unwanted = [&](const Row& r) { return r.name.find(only) == std::string::npos; };  // --only
+  rows.erase(std::remove_if(rows.begin() + static_cast<std::ptrdiff_t>(peaks), rows.end(), unwanted), rows.end());
   measure(rows, reps);
   print_table(rows, threads, reps, bf16_isa);
   std::vector<Row> memory;
   add_memory_ops(memory, be);
-  memory.erase(std::remove_if(memory.begin(), memory.end(), [&](const Row& r) { return r.name.find(only) == std::string::npos; }),
-               memory.end());
+  memory.erase(std::remove_if(memory.begin(), memory.end(), unwanted), memory.end());
   if (!memory.empty()) {
     measure(memory, reps);
     print_memory_table(memory);
