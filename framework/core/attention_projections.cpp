@@ -42,13 +42,29 @@ void AttentionProjections::build(const ParamScope& scope, const ModelDims& dims,
   if (dims.out_bias) out_b_ = &scope.param("out.bias", {d}, Init::zeros());
 }
 
+void AttentionProjections::check_built() const {
+  if (!out_w_) throw Error(plugin_ + ": forward before build", "call build(scope, dims, role) once first");
+}
+
+Var AttentionProjections::project_in(Graph& g, const Var& x) const {
+  return ops::linear(g, x, g.parameter(*in_w_), bias(g, in_b_));
+}
+
+Var AttentionProjections::project_memory(Graph& g, const Var& m) const {
+  return ops::linear(g, m, g.parameter(*kv_w_), bias(g, kv_b_));
+}
+
+Var AttentionProjections::project_out(Graph& g, const Var& x) const {
+  return ops::linear(g, x, g.parameter(*out_w_), bias(g, out_b_));
+}
+
 AttentionProjections::Heads AttentionProjections::heads(Graph& g, const AttentionCall& call,
                                                         const BeforePositions& before_positions) const {
-  if (!out_w_) throw Error(plugin_ + ": forward before build", "call build(scope, dims, role) once first");
+  check_built();
   const auto before = [&](const Var& x, bool key) { return before_positions ? before_positions(g, x, key) : x; };
   Heads h;
   if (role_ == AttentionRole::Self) {
-    const Var qkv = ops::linear(g, call.x, g.parameter(*in_w_), bias(g, in_b_));  // [B, T, D + 2K]
+    const Var qkv = project_in(g, call.x);           // [B, T, D + 2K]
     if (kv_heads_ == heads_) {                       // three equal parts: split straight from the fused projection
       h.q = ops::split_heads(g, qkv, heads_, 3, 0);  // [B, H, T, Dh]
       h.kv = {ops::split_heads(g, qkv, heads_, 3, 1), ops::split_heads(g, qkv, heads_, 3, 2)};
@@ -61,12 +77,12 @@ AttentionProjections::Heads AttentionProjections::heads(Graph& g, const Attentio
     if (call.positions) h.kv.k = call.positions->keys(g, h.kv.k);
     if (call.cache) h.kv = call.cache->append(g, h.kv.k, h.kv.v);  // [B, Hkv, S, Dh]: every step's keys
   } else {
-    h.q = ops::split_heads(g, ops::linear(g, call.x, g.parameter(*in_w_), bias(g, in_b_)), heads_);  // [B, H, T, Dh]
+    h.q = ops::split_heads(g, project_in(g, call.x), heads_);  // [B, H, T, Dh]
     if (call.cache && call.cache->has_memory()) {
       h.kv = call.cache->memory();
     } else {
       if (!call.memory.defined()) throw Error(plugin_ + ": a cross-attention call without the encoder output");
-      const Var m = ops::linear(g, call.memory, g.parameter(*kv_w_), bias(g, kv_b_));             // [B, S, 2K]
+      const Var m = project_memory(g, call.memory);                                               // [B, S, 2K]
       h.kv = {ops::split_heads(g, m, kv_heads_, 2, 0), ops::split_heads(g, m, kv_heads_, 2, 1)};  // [B, Hkv, S, Dh]
       h.kv.k = before(h.kv.k, true);
       if (call.positions) h.kv.k = call.positions->keys(g, h.kv.k);
@@ -79,7 +95,34 @@ AttentionProjections::Heads AttentionProjections::heads(Graph& g, const Attentio
 }
 
 Var AttentionProjections::output(Graph& g, const Var& heads) const {
-  return ops::linear(g, ops::merge_heads(g, heads), g.parameter(*out_w_), bias(g, out_b_));  // [B, T, D]
+  return project_out(g, ops::merge_heads(g, heads));  // [B, T, D]
+}
+
+Var AttentionProjections::attend(Graph& g, const AttentionCall& call, const ops::AttentionOptions& options,
+                                 const BeforePositions& before_positions) const {
+  if (before_positions || call.positions || call.cache) {  // the heads are acted on, or kept: split
+    const Heads h = heads(g, call, before_positions);
+    return output(g, ops::attention(g, h.q, h.kv.k, h.kv.v, options));
+  }
+  check_built();
+  PackedHeads layout;
+  layout.heads = heads_;
+  layout.kv_heads = kv_heads_;
+  layout.head_dim = width_ / heads_;
+  Var o;  // [B, T, D]
+  if (role_ == AttentionRole::Self) {
+    const Var qkv = project_in(g, call.x);  // [B, T, D + 2K]: q | k | v
+    layout.k_col = width_;
+    layout.v_col = width_ + kv_width_;
+    o = ops::packed_attention(g, qkv, qkv, qkv, layout, options);
+  } else {
+    if (!call.memory.defined()) throw Error(plugin_ + ": a cross-attention call without the encoder output");
+    const Var q = project_in(g, call.x);            // [B, T, D], first: the tape's order as heads() makes it
+    const Var kv = project_memory(g, call.memory);  // [B, S, 2K]: k | v
+    layout.v_col = kv_width_;
+    o = ops::packed_attention(g, q, kv, kv, layout, options);
+  }
+  return project_out(g, o);
 }
 
 }  // namespace ablate

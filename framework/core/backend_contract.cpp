@@ -58,7 +58,9 @@ void attention_common(const Backend& be, const char* op, const Tensor& lse, cons
   same_dtype(op, "k", k, "q", q);
   same_dtype(op, "v", v, "q", q);
   if (const std::string problem = attention_problem(q, k, v, p); !problem.empty()) fail(op, problem);
-  const std::int64_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2];
+  if (p.packed.packed()) supported(be, OptionalOp::packed_heads, op);
+  const AttentionShape a = attention_shape(q, k, p);
+  const std::int64_t B = a.B, H = a.H, T = a.T;
   dtype(op, "lse", lse, DType::F32);
   shape(op, "lse", lse, Shape{B, H, T});
   if (p.key_lengths != nullptr) {
@@ -68,7 +70,7 @@ void attention_common(const Backend& be, const char* op, const Tensor& lse, cons
   if (!(p.dropout >= 0.0f && p.dropout < 1.0f)) fail(op, "dropout " + std::to_string(p.dropout) + " must be in [0, 1)");
   if (p.bias || p.slopes) supported(be, OptionalOp::attention_bias, op);
   if (p.softcap > 0.0f) supported(be, OptionalOp::attention_softcap, op);
-  if (k.shape()[1] != H) supported(be, OptionalOp::grouped_attention, op);
+  if (a.Hkv != H) supported(be, OptionalOp::grouped_attention, op);
 }
 
 // x: [N, D] (any leading dims); gamma (and beta): [D] in x's dtype; statistics F32 [N].
@@ -256,18 +258,19 @@ void matmul_backward(const Tensor* da, const Tensor* db, const Tensor& dc, const
 }
 
 // ---------------------------------------------------------------------------- attention
-// q: [B, H, T, Dh], k/v: [B, Hkv, S, Dh], out: [B, H, T, Dh], lse: F32 [B, H, T],
-// probs: F32 [B, H, T, S] or null, key_lengths: I32 [B]; bias, slopes, dbias as attention_problem.
+// q: [B, H, T, Dh], k/v: [B, Hkv, S, Dh], out: [B, H, T, Dh] (packed: [B, T, Wq], [B, S, Wk or Wv],
+// [B, T, H Dh]), lse: F32 [B, H, T], probs: F32 [B, H, T, S] or null, key_lengths: I32 [B]; bias,
+// slopes, dbias as attention_problem.
 void attention_forward(const Backend& be, const Tensor& out, const Tensor& lse, const Tensor* probs, const Tensor& q,
                        const Tensor& k, const Tensor& v, const AttentionParams& params) {
   const char* op = "attention_forward";
   attention_common(be, op, lse, q, k, v, params);
   same_dtype(op, "out", out, "q", q);
-  shape(op, "out", out, q.shape());
+  shape(op, "out", out, attention_out_shape(q, params));
   if (probs) {
     dtype(op, "probs", *probs, DType::F32);
-    const Shape& s = q.shape();
-    shape(op, "probs", *probs, Shape{s[0], s[1], s[2], k.shape()[2]});
+    const AttentionShape a = attention_shape(q, k, params);
+    shape(op, "probs", *probs, Shape{a.B, a.H, a.T, a.S});
   }
 }
 
@@ -277,9 +280,9 @@ void attention_backward(const Backend& be, const Tensor* dq, const Tensor* dk, c
   const char* op = "attention_backward";
   attention_common(be, op, lse, q, k, v, params);
   same_dtype(op, "dout", dout, "q", q);
-  shape(op, "dout", dout, q.shape());
+  shape(op, "dout", dout, attention_out_shape(q, params));
   same_dtype(op, "out", out, "q", q);
-  shape(op, "out", out, q.shape());
+  shape(op, "out", out, attention_out_shape(q, params));
   if (dq) grad(op, "dq", *dq, "q", q, false);
   if (dk) grad(op, "dk", *dk, "k", k, false);
   if (dv) grad(op, "dv", *dv, "v", v, false);

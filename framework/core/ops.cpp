@@ -5,8 +5,10 @@
 #include "ablate/ops.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "ablate/error.hpp"
 #include "composed_ops.hpp"
@@ -92,20 +94,50 @@ Var pad_last(Graph& g, const Var& x, std::int64_t width) {
 
 }  // namespace
 
-Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options) {
-  const Shape& qs = q.shape();
-  const Shape& vs = v.shape();
-  if (qs.rank() == 4 && k.shape().rank() == 4 && vs.rank() == 4 && vs[3] != qs[3] && vs[3] > 0 &&
-      vs.with_last(1) == k.shape().with_last(1)) {
-    // v of another width than q and k: the backend op at the wider width W, zero columns added
-    // (q·k and p·v unchanged), then the output cut to v's width.
-    const std::int64_t W = std::max(qs[3], vs[3]);
-    AttentionOptions o = options;
-    if (o.scale == 0.0f) o.scale = 1.0f / std::sqrt(static_cast<float>(qs[3]));
-    const Var out = attention(g, pad_last(g, q, W), pad_last(g, k, W), pad_last(g, v, W), o);
-    return vs[3] < W ? slice_last(g, out, 0, vs[3]) : out;
+namespace {
+
+// One attention part (q, k or v) as its gradient sees it: the Var, and the columns of its rows the
+// part's heads take (all of them in the split layout).
+struct AttentionPart {
+  const Var* x;
+  std::int64_t col, width;
+};
+
+// The gradient outputs of q, k, v: a Var's parts write its new buffer when between them they cover
+// its columns exactly once (a fused projection's q, k, v packed; a Var of its own in the split
+// layout); otherwise (two parts on one split Var, or columns no part takes) they add into a zeroed one.
+std::array<Graph::GradOut, 3> attention_grads(Graph& g, const std::array<AttentionPart, 3>& parts) {
+  std::array<Graph::GradOut, 3> out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const Tensor* node = &parts[i].x->value();
+    std::size_t first = 0;
+    while (&parts[first].x->value() != node) ++first;
+    if (first != i) {  // the node's first part decided
+      out[i] = out[first];
+      continue;
+    }
+    std::vector<std::pair<std::int64_t, std::int64_t>> cols;  // [col, col + width) of the node's parts
+    for (const AttentionPart& p : parts)
+      if (&p.x->value() == node) cols.emplace_back(p.col, p.col + p.width);
+    std::sort(cols.begin(), cols.end());
+    std::int64_t at = 0;
+    bool tiles = true;
+    for (const auto& [from, to] : cols) {
+      tiles = tiles && from == at;
+      at = to;
+    }
+    tiles = tiles && at == node->shape().last();
+    out[i] = tiles ? g.grad_out(*parts[i].x) : Graph::GradOut{g.grad_buffer(*parts[i].x), GradStore::Add};
   }
+  return out;
+}
+
+// The attention node, split or packed (params.packed), once the callers have checked what the
+// backend has: the params from the options, the output, the FLOP count, the backward.
+Var attention_node(Graph& g, const Var& q, const Var& k, const Var& v, const PackedHeads& layout,
+                   const AttentionOptions& options) {
   AttentionParams p;
+  p.packed = layout;
   p.causal = options.causal;
   p.key_lengths = options.key_lengths;
   p.query_offset = options.query_offset;
@@ -121,38 +153,83 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
           "this backend has no attention logit bias or ALiBi slopes (Backend::supports); run on reference or onednn");
   require(p.softcap == 0.0f || be.supports(OptionalOp::attention_softcap), "attention",
           "this backend has no attention logit soft-capping (Backend::supports); run on reference or onednn");
-  if (k.shape()[1] != qs[1] && !be.supports(OptionalOp::grouped_attention))  // composed: k/v heads repeated
-    return attention(g, q, composed::repeat_heads(g, k, qs[1]), composed::repeat_heads(g, v, qs[1]), options);
-  p.scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(qs[3]));
+  const AttentionShape a = attention_shape(q.value(), k.value(), p);
+  p.scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(a.Dh));
   if (g.training() && options.dropout > 0.0f) {
     p.dropout = options.dropout;
     p.rng = g.next_rng();
   }
-  Tensor out = be.empty(qs, q.dtype());
-  Tensor lse = be.empty({qs[0], qs[1], qs[2]}, DType::F32);
-  if (options.probs) *options.probs = be.empty({qs[0], qs[1], qs[2], k.shape()[2]}, DType::F32);
+  Tensor out = be.empty(attention_out_shape(q.value(), p), q.dtype());
+  Tensor lse = be.empty({a.B, a.H, a.T}, DType::F32);
+  if (options.probs) *options.probs = be.empty({a.B, a.H, a.T, a.S}, DType::F32);
   // q k^T and p v in full ([B, H, T, S] each, masks not subtracted: bench/compare.py's convention)
-  const double pairs =
-      static_cast<double>(qs[0]) * static_cast<double>(qs[1]) * static_cast<double>(qs[2]) * static_cast<double>(k.shape()[2]);
-  g.add_flops(2.0 * pairs * static_cast<double>(qs[3] + v.shape()[3]));
+  const std::int64_t dv = layout.packed() ? a.Dh : v.shape()[3];
+  const double pairs = static_cast<double>(a.B) * static_cast<double>(a.H) * static_cast<double>(a.T) * static_cast<double>(a.S);
+  g.add_flops(2.0 * pairs * static_cast<double>(a.Dh + dv));
   be.attention_forward(out, lse, options.probs, q.value(), k.value(), v.value(), p);
   Var result = bias.defined() ? g.result(out, {&q, &k, &v, &bias}) : g.result(out, {&q, &k, &v});
-  g.record(result, [&g, q, k, v, out, lse, p, bias, slopes](const Tensor& dout) {
+  g.record(result, [&g, q, k, v, out, lse, p, bias, slopes, a](const Tensor& dout) {
     AttentionParams bp = p;  // pointing into this closure's own copies
     bp.bias = bias.defined() ? &bias.value() : nullptr;
     bp.slopes = slopes.defined() ? &slopes : nullptr;
     bp.dbias = bias.defined() ? g.grad_buffer(bias) : nullptr;
-    // New buffers are written, not zeroed and added to; unless two of q, k, v are one node (one
-    // buffer, which every part adds to).
-    const bool shared = &q.value() == &k.value() || &q.value() == &v.value() || &k.value() == &v.value();
-    const auto grad_of = [&](const Var& x) { return shared ? Graph::GradOut{g.grad_buffer(x), GradStore::Add} : g.grad_out(x); };
-    const Graph::GradOut dq = grad_of(q), dk = grad_of(k), dv = grad_of(v);
-    bp.dq_store = dq.store;
-    bp.dk_store = dk.store;
-    bp.dv_store = dv.store;
-    g.backend().attention_backward(dq.grad, dk.grad, dv.grad, dout, out, lse, q.value(), k.value(), v.value(), bp);
+    const PackedHeads& l = p.packed;
+    const auto part = [&](const Var& x, std::int64_t col, std::int64_t heads) {
+      return l.packed() ? AttentionPart{&x, col, heads * a.Dh} : AttentionPart{&x, 0, x.shape().last()};
+    };
+    const std::array<Graph::GradOut, 3> d =
+        attention_grads(g, {part(q, l.q_col, a.H), part(k, l.k_col, a.Hkv), part(v, l.v_col, a.Hkv)});
+    bp.dq_store = d[0].store;
+    bp.dk_store = d[1].store;
+    bp.dv_store = d[2].store;
+    g.backend().attention_backward(d[0].grad, d[1].grad, d[2].grad, dout, out, lse, q.value(), k.value(), v.value(), bp);
   });
   return result;
+}
+
+}  // namespace
+
+Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options) {
+  const Shape& qs = q.shape();
+  const Shape& vs = v.shape();
+  if (qs.rank() == 4 && k.shape().rank() == 4 && vs.rank() == 4 && vs[3] != qs[3] && vs[3] > 0 &&
+      vs.with_last(1) == k.shape().with_last(1)) {
+    // v of another width than q and k: the backend op at the wider width W, zero columns added
+    // (q·k and p·v unchanged), then the output cut to v's width.
+    const std::int64_t W = std::max(qs[3], vs[3]);
+    AttentionOptions o = options;
+    if (o.scale == 0.0f) o.scale = 1.0f / std::sqrt(static_cast<float>(qs[3]));
+    const Var out = attention(g, pad_last(g, q, W), pad_last(g, k, W), pad_last(g, v, W), o);
+    return vs[3] < W ? slice_last(g, out, 0, vs[3]) : out;
+  }
+  const std::string problem = attention_problem(q.value(), k.value(), v.value(), AttentionParams{});
+  require(problem.empty(), "attention", problem);
+  if (k.shape()[1] != qs[1] && !g.backend().supports(OptionalOp::grouped_attention))  // composed: k/v heads repeated
+    return attention(g, q, composed::repeat_heads(g, k, qs[1]), composed::repeat_heads(g, v, qs[1]), options);
+  return attention_node(g, q, k, v, PackedHeads{}, options);
+}
+
+Var packed_attention(Graph& g, const Var& q, const Var& k, const Var& v, const PackedHeads& layout,
+                     const AttentionOptions& options) {
+  require(layout.packed(), "packed_attention", "the layout has no heads (PackedHeads::heads must be > 0)");
+  AttentionParams probe;
+  probe.packed = layout;
+  const std::string problem = attention_problem(q.value(), k.value(), v.value(), probe);
+  require(problem.empty(), "packed_attention", problem);
+  const Backend& be = g.backend();
+  if (be.supports(OptionalOp::packed_heads) && (layout.kv_heads == layout.heads || be.supports(OptionalOp::grouped_attention)))
+    return attention_node(g, q, k, v, layout, options);
+  // composed: each part's heads split out of its rows (straight from an equal part of a fused
+  // projection, else from the columns cut first), attention, the heads merged
+  const std::int64_t Dh = layout.head_dim;
+  const auto heads_of = [&](const Var& x, std::int64_t col, std::int64_t n) {
+    const std::int64_t w = n * Dh, W = x.shape().last();
+    if (W % w == 0 && col % w == 0)
+      return split_heads(g, x, static_cast<int>(n), static_cast<int>(W / w), static_cast<int>(col / w));
+    return split_heads(g, slice_last(g, x, col, w), static_cast<int>(n));
+  };
+  return merge_heads(g, attention(g, heads_of(q, layout.q_col, layout.heads), heads_of(k, layout.k_col, layout.kv_heads),
+                                  heads_of(v, layout.v_col, layout.kv_heads), options));
 }
 
 Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base) {

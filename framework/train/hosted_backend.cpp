@@ -96,15 +96,17 @@ double work(Tensor* da, Tensor* db, const Tensor& dc, const Tensor& a, const Ten
   return matmul_work(dc, a, trans_a) * ((da ? 1.0 : 0.0) + (db ? 1.0 : 0.0));
 }
 // attention: q·k^T and p·v, dense (a causal mask is not subtracted): 4 * B * H * T * S * Dh; backward twice that.
-double attention_work(const Tensor& q, const Tensor& k) {
-  return 4.0 * d(q.shape().rows()) * d(k.shape()[k.shape().rank() - 2]) * d(q.shape().last());
+// Heads split or packed (AttentionParams::packed).
+double attention_work(const Tensor& q, const Tensor& k, const AttentionParams& p) {
+  const AttentionShape a = attention_shape(q, k, p);
+  return 4.0 * d(a.B) * d(a.H) * d(a.T) * d(a.S) * d(a.Dh);
 }
-double work(Tensor&, Tensor&, Tensor*, const Tensor& q, const Tensor& k, const Tensor&, const AttentionParams&) {
-  return attention_work(q, k);
+double work(Tensor&, Tensor&, Tensor*, const Tensor& q, const Tensor& k, const Tensor&, const AttentionParams& p) {
+  return attention_work(q, k, p);
 }
 double work(Tensor*, Tensor*, Tensor*, const Tensor&, const Tensor&, const Tensor&, const Tensor& q, const Tensor& k,
-            const Tensor&, const AttentionParams&) {
-  return 2.0 * attention_work(q, k);
+            const Tensor&, const AttentionParams& p) {
+  return 2.0 * attention_work(q, k, p);
 }
 template <typename... A>
 double work(const A&...) {

@@ -1,6 +1,7 @@
 // Plugin attention/mha: multi-head attention of "Attention Is All You Need" (section 3.2.2), the
 // default attention sublayer: a fused q/k/v projection for self-attention (q, and a fused k/v of the
-// memory, for cross-attention), heads split and merged by backend ops, scaled dot-product attention.
+// memory, for cross-attention), scaled dot-product attention reading the heads where the projection
+// keeps them (ops::packed_attention; split and merged by backend ops where something acts on them).
 // Options: kv_heads < heads shares each k/v head among a group of query heads (grouped-query
 // attention, Ainslie et al. 2023; 1 = multi-query, Shazeer 2019) without repeating k and v;
 // qk_norm normalises each head's q and k (Dehghani et al. 2023); logit_softcap bounds the logits.
@@ -56,15 +57,13 @@ class MultiHeadAttention final : public ablate::Attention {
 
   // x: [B, T, D] (memory: [B, S, D]) -> [B, T, D]
   Var forward(ablate::Graph& g, const ablate::AttentionCall& call) const override {
-    const ablate::AttentionProjections::Heads h =
-        projections_.heads(g, call, [this](ablate::Graph& g, const Var& x, bool key) {  // qk norm, before positions
-          const std::optional<ablate::NormLayer>& norm = key ? k_norm_ : q_norm_;
-          return norm ? (*norm)(g, x) : x;
-        });
     ablate::ops::AttentionOptions mask = call.mask;
     mask.dropout = dropout_;
     mask.softcap = softcap_;
-    return projections_.output(g, ablate::ops::attention(g, h.q, h.kv.k, h.kv.v, mask));  // heads [B, H, T, Dh]
+    if (!q_norm_) return projections_.attend(g, call, mask);
+    return projections_.attend(g, call, mask, [this](ablate::Graph& g, const Var& x, bool key) {  // qk norm, before positions
+      return (key ? *k_norm_ : *q_norm_)(g, x);
+    });
   }
 
  private:
@@ -87,7 +86,7 @@ constexpr ablate::OptionInfo kOptions[] = {
 
 ablate::Component* create(const ablate::Options& o) { return new MultiHeadAttention(o); }
 
-ABLATE_PLUGIN("attention", "mha", "1.3.0",
+ABLATE_PLUGIN("attention", "mha", "1.3.1",
               "multi-head attention, fused q/k/v projection, scaled dot-product (Vaswani et al. 2017); grouped k/v heads, "
               "qk norm, logit soft-capping",
               ablate::options_of(kOptions), create)

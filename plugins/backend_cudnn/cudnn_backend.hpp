@@ -80,8 +80,9 @@ class CudnnBackend final : public ablate::Backend {
 
   // Every optional op: the model ops (rope, slice_last, attention bias, grouped k/v heads,
   // softcap, softmax/sum/pointwise, dropout_add) and the extra ops (rope_frequencies, compare,
-  // permute).
-  bool supports(ablate::OptionalOp) const override { return true; }
+  // permute); not packed_heads (attention over heads in the projections' rows: ops.cpp splits and
+  // merges them here).
+  bool supports(ablate::OptionalOp op) const override { return op != ablate::OptionalOp::packed_heads; }
 
  protected:
   // Every core and optional op (ablate/backend_ops.hpp), in the *_ops.cpp files; Backend's

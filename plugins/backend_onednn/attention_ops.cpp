@@ -1,7 +1,8 @@
 // backend/onednn: scaled dot-product attention (with AVX-512, tiles that fit in cache fused per
 // (batch, k/v head) on small_gemm.hpp; otherwise QK^T and PV as oneDNN GEMM batches; both with masks,
-// bias, ALiBi slopes, soft-capping, softmax and dropout per row here), the head split/merge copies
-// and the KV-cache time-slice write.
+// bias, ALiBi slopes, soft-capping, softmax and dropout per row here; heads split or packed in the
+// projections' rows, which the fused tiles read in place), the head split/merge copies and the
+// KV-cache time-slice write.
 #include <omp.h>
 
 #include <algorithm>
@@ -18,6 +19,34 @@ namespace backend_onednn {
 using ablate::Activation;
 
 // ------------------------------------------------------------------------------------------
+// heads: split x[B, T, P*H*Dh] part -> y[B, H, T, Dh]; merge x[B, H, T, Dh] -> y[B, T, H*Dh]
+
+namespace {
+// Copies (or adds, when `acc`) rows of Dh between packed rows [B, T, W] (H heads from column
+// `col`) and [B, H, T, Dh]. to_heads: heads[b, h, t, :] (op)= packed[b, t, col + h Dh :]; else the reverse.
+template <class Src, class Dst>
+void heads_copy(Dst* dst, const Src* src, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh, std::int64_t W,
+                std::int64_t col, bool to_heads, bool acc, int threads) {
+#pragma omp parallel for num_threads(team_size({B, H, T, Dh}, threads)) schedule(static) collapse(3)
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t t = 0; t < T; ++t) {
+        const std::int64_t hoff = ((b * H + h) * T + t) * Dh, poff = (b * T + t) * W + col + h * Dh;
+        const Src* s = src + (to_heads ? poff : hoff);
+        Dst* d = dst + (to_heads ? hoff : poff);
+        if (acc) {
+#pragma omp simd
+          for (std::int64_t e = 0; e < Dh; ++e) st(d, e, ld(d, e) + ld(s, e));
+        } else {
+#pragma omp simd
+          for (std::int64_t e = 0; e < Dh; ++e) st(d, e, ld(s, e));
+        }
+      }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
 // attention: out[B, H, T, Dh] = dropout(softmax(mask(scale q·k^T + bias))) · v — forward and backward
 // (k/v [B, Hkv, S, Dh]: grouped-query attention batches each group of query heads against its k/v head)
 
@@ -29,10 +58,71 @@ struct AttDims {
                      // group is one [G*T, Dh] block against one k/v head (no repeated k/v)
 };
 
-// The sizes of q [B, H, T, Dh] and k [B, Hkv, S, Dh] (checked by ablate::contract).
-AttDims attention_dims(const Tensor& q, const Tensor& k) {
-  return AttDims{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3], k.shape()[1]};
+// The sizes of q [B, H, T, Dh] and k [B, Hkv, S, Dh], or packed (checked by ablate::contract).
+AttDims attention_dims(const Tensor& q, const Tensor& k, const ablate::AttentionParams& prm) {
+  const ablate::AttentionShape a = ablate::attention_shape(q, k, prm);
+  return AttDims{a.B, a.H, a.T, a.S, a.Dh, a.Hkv};
 }
+
+// Where one tensor's heads lie: row t of head h of batch item b starts at element base(b, h) + t ld.
+struct HeadRows {
+  std::int64_t batch, head, ld, col;
+  std::int64_t base(std::int64_t b, std::int64_t h) const { return b * batch + h * head + col; }
+};
+// n heads of L rows in the split layout [B, n, L, Dh].
+HeadRows split_rows(std::int64_t n, std::int64_t L, std::int64_t Dh) { return {n * L * Dh, L * Dh, Dh, 0}; }
+// Heads of Dh at column `col` of x's rows [B, L, W] (AttentionParams::packed).
+HeadRows packed_rows(const Tensor& x, std::int64_t col, std::int64_t Dh) {
+  return {x.shape()[1] * x.shape()[2], Dh, x.shape()[2], col};
+}
+
+// The rows of q (and dq), k (dk), v (dv) and out (dout), split or packed.
+struct AttLayout {
+  HeadRows q, k, v, o;
+  AttLayout(const Tensor& q_, const Tensor& k_, const Tensor& v_, const AttDims& d, const ablate::AttentionParams& prm) {
+    const ablate::PackedHeads& l = prm.packed;
+    if (l.packed()) {
+      q = packed_rows(q_, l.q_col, d.Dh), k = packed_rows(k_, l.k_col, d.Dh), v = packed_rows(v_, l.v_col, d.Dh);
+      o = {d.T * d.H * d.Dh, d.Dh, d.H * d.Dh, 0};  // [B, T, H Dh]
+    } else {
+      q = o = split_rows(d.H, d.T, d.Dh), k = v = split_rows(d.Hkv, d.S, d.Dh);
+    }
+  }
+};
+
+// Split copies of packed q, k, v (AttentionParams::packed), for the paths that take split heads,
+// and the way back for their results.
+struct PackedCopies {
+  Tensor q, k, v;                  // [B, H, T, Dh], [B, Hkv, S, Dh] x 2
+  ablate::AttentionParams params;  // the call's, split
+  int threads;
+  PackedCopies(OnednnBackend& be, const Tensor& q_, const Tensor& k_, const Tensor& v_, const AttDims& d,
+               const ablate::AttentionParams& prm, int threads_)
+      : q(be.empty({d.B, d.H, d.T, d.Dh}, q_.dtype())),
+        k(be.empty({d.B, d.Hkv, d.S, d.Dh}, k_.dtype())),
+        v(be.empty({d.B, d.Hkv, d.S, d.Dh}, v_.dtype())),
+        params(prm),
+        threads(threads_) {
+    params.packed = {};
+    split(q, q_, prm.packed.q_col);
+    split(k, k_, prm.packed.k_col);
+    split(v, v_, prm.packed.v_col);
+  }
+  // heads [B, n, L, Dh] = the heads of rows [B, L, W] from column `col`
+  void split(Tensor& heads, const Tensor& rows, std::int64_t col) const {
+    const ablate::Shape& s = heads.shape();
+    with_floats("attention", std::tie(rows, heads), [&](const auto* r, auto* h) {
+      heads_copy(h, r, s[0], s[2], s[1], s[3], rows.shape()[2], col, true, false, threads);
+    });
+  }
+  // rows [B, L, W] from column `col` (GradStore) heads [B, n, L, Dh]; the other columns untouched
+  void merge(Tensor& rows, const Tensor& heads, std::int64_t col, GradStore store) const {
+    const ablate::Shape& s = heads.shape();
+    with_floats("attention", std::tie(heads, rows), [&](const auto* h, auto* r) {
+      heads_copy(r, h, s[0], s[2], s[1], s[3], rows.shape()[2], col, false, store == GradStore::Add, threads);
+    });
+  }
+};
 
 // Caps the n visible scaled logits of a row at softcap: x -> c tanh(x / c); `slope` (if not null)
 // receives the derivative 1 - tanh(x / c)^2 of each.
@@ -184,25 +274,39 @@ struct TileScratch {
   }
 };
 
-// n elements of t from element `off` as f32: t's own memory, or widened into `buf`.
-inline const float* tile_f32(const Tensor& t, std::int64_t off, std::int64_t n, float* buf) {
-  if (t.dtype() == DType::F32) return t.data<float>() + off;
+// A head's rows in f32: row i at p + i ld.
+struct Rows {
+  const float* p;
+  std::int64_t ld;
+};
+
+// The n rows of Dh of one head of t from element `off`, `rs` apart, as f32: t's own memory, or
+// widened into `buf` (rows Dh apart).
+inline Rows tile_f32(const Tensor& t, std::int64_t off, std::int64_t rs, std::int64_t n, std::int64_t Dh, float* buf) {
+  if (t.dtype() == DType::F32) return {t.data<float>() + off, rs};
   const auto* s = static_cast<const bf16_t*>(t.raw()) + off;
+  for (std::int64_t i = 0; i < n; ++i) {
 #pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) buf[i] = ld(s, i);
-  return buf;
+    for (std::int64_t e = 0; e < Dh; ++e) buf[i * Dh + e] = ld(s, i * rs + e);
+  }
+  return {buf, Dh};
 }
 
-// dst (+)= src, n elements, dst f32 or bf16 (a tile computed in f32 scratch).
-inline void tile_store(Tensor& t, std::int64_t off, const float* src, std::int64_t n, bool acc) {
+// The n rows of Dh of one head of t from element `off`, `rs` apart, (+)= src's rows (Dh apart), t
+// f32 or bf16 (a tile computed in f32 scratch).
+inline void tile_store(Tensor& t, std::int64_t off, std::int64_t rs, const float* src, std::int64_t n, std::int64_t Dh,
+                       bool acc) {
   with_float("attention", t, [&](auto* p) {
-    auto* dst = p + off;
-    if (acc) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      auto* dst = p + off + i * rs;
+      const float* row = src + i * Dh;
+      if (acc) {
 #pragma omp simd
-      for (std::int64_t i = 0; i < n; ++i) st(dst, i, ld(dst, i) + src[i]);
-    } else {
+        for (std::int64_t e = 0; e < Dh; ++e) st(dst, e, ld(dst, e) + row[e]);
+      } else {
 #pragma omp simd
-      for (std::int64_t i = 0; i < n; ++i) st(dst, i, src[i]);
+        for (std::int64_t e = 0; e < Dh; ++e) st(dst, e, row[e]);
+      }
     }
   });
 }
@@ -227,9 +331,11 @@ inline void row_blocks(const AttDims& d, const ablate::AttentionParams& prm, con
   }
 }
 
-// The forward pass, tile by tile (same results as the unfused path up to the GEMMs' summation order).
+// The forward pass, tile by tile (same results as the unfused path up to the GEMMs' summation order),
+// heads split or packed as `at` says.
 void fused_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k, const Tensor& v,
-                             const ablate::AttentionParams& prm, const AttDims& d, float* work, int threads) {
+                             const ablate::AttentionParams& prm, const AttDims& d, const AttLayout& at, float* work,
+                             int threads) {
   const std::int64_t T = d.T, S = d.S, Dh = d.Dh, G = d.H / d.Hkv;
   const TileScratch z(d);
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
@@ -239,28 +345,29 @@ void fused_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tens
 #pragma omp parallel for num_threads(team_size({d.B * d.H, T, S, Dh}, threads)) schedule(static)
   for (std::int64_t bg = 0; bg < d.B * d.Hkv; ++bg) {
     float* w = work + static_cast<std::int64_t>(omp_get_thread_num()) * z.total;
-    const std::int64_t b = bg / d.Hkv;
-    const float* kp = tile_f32(k, bg * S * Dh, S * Dh, w + z.k);
-    const float* vp = tile_f32(v, bg * S * Dh, S * Dh, w + z.v);
-    transpose_small(w + z.kT, kp, S, Dh);
+    const std::int64_t b = bg / d.Hkv, j = bg % d.Hkv;
+    const Rows kp = tile_f32(k, at.k.base(b, j), at.k.ld, S, Dh, w + z.k);
+    const Rows vp = tile_f32(v, at.v.base(b, j), at.v.ld, S, Dh, w + z.v);
+    transpose_small(w + z.kT, kp.p, S, Dh, kp.ld);
     for (std::int64_t hh = 0; hh < G; ++hh) {
-      const std::int64_t bh = b * d.H + bg % d.Hkv * G + hh;  // query head of the group
-      const float* qp = tile_f32(q, bh * T * Dh, T * Dh, w + z.q);
+      const std::int64_t h = j * G + hh, bh = b * d.H + h;  // query head of the group
+      const Rows qp = tile_f32(q, at.q.base(b, h), at.q.ld, T, Dh, w + z.q);
       float* P = w + z.P;
-      float* o = f32_out ? out.data<float>() + bh * T * Dh : w + z.o;
+      const std::int64_t off = at.o.base(b, h), ldo = f32_out ? at.o.ld : Dh;
+      float* o = f32_out ? out.data<float>() + off : w + z.o;
       const float* keep = drop ? tile_keep_scales(w + z.keep, w + z.u, bh, d, prm) : nullptr;
       row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
         // scores[i0 : i0 + m, :n] = scale q · k^T; then each row's softmax and dropout
-        small_gemm(m, n, Dh, qp + i0 * Dh, Dh, 1, w + z.kT, S, P + i0 * S, S, prm.scale, false);
+        small_gemm(m, n, Dh, qp.p + i0 * qp.ld, qp.ld, 1, w + z.kT, S, P + i0 * S, S, prm.scale, false);
         for (std::int64_t i = i0; i < i0 + m; ++i) {
           const std::int64_t r = bh * T + i;
           softmax_row(P + i * S, lse_p[r], pr ? pr + r * S : nullptr, r, visible_keys(d, prm, lens, b, i), d, prm,
                       keep ? keep + i * S : nullptr);
         }
         // out[i0 : i0 + m] = P'[rows, :n] · v[:n]  (P' is 0 past each row's keys)
-        small_gemm(m, Dh, n, P + i0 * S, S, 1, vp, Dh, o + i0 * Dh, Dh, 1.0f, false);
+        small_gemm(m, Dh, n, P + i0 * S, S, 1, vp.p, vp.ld, o + i0 * ldo, ldo, 1.0f, false);
       });
-      if (!f32_out) tile_store(out, bh * T * Dh, o, T * Dh, false);
+      if (!f32_out) tile_store(out, off, at.o.ld, o, T, Dh, false);
     }
   }
 }
@@ -268,10 +375,10 @@ void fused_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tens
 // The backward pass, tile by tile: P (and P') recomputed, dv, dP, dS, dq, dk; a group's heads
 // summed into its k/v head's dk, dv in order (one thread owns the tile). The first product into a
 // tile's gradient adds to it only where it is the tensor's own (f32) Add gradient: an f32 scratch
-// tile or a Write gradient takes it as it is, the next heads add.
+// tile or a Write gradient takes it as it is, the next heads add. dq, dk, dv have q's, k's, v's rows.
 void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& dout, const Tensor& lse, const Tensor& q,
-                              const Tensor& k, const Tensor& v, const ablate::AttentionParams& prm, const AttDims& d, float* work,
-                              int threads) {
+                              const Tensor& k, const Tensor& v, const ablate::AttentionParams& prm, const AttDims& d,
+                              const AttLayout& at, float* work, int threads) {
   const std::int64_t T = d.T, S = d.S, Dh = d.Dh, G = d.H / d.Hkv;
   const TileScratch z(d);
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
@@ -285,41 +392,42 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
 #pragma omp parallel for num_threads(team_size({d.B * d.H, T, S, Dh}, threads)) schedule(static)
   for (std::int64_t bg = 0; bg < d.B * d.Hkv; ++bg) {
     float* w = work + static_cast<std::int64_t>(omp_get_thread_num()) * z.total;
-    const std::int64_t b = bg / d.Hkv, kv = bg * S * Dh;
-    const float* kp = tile_f32(k, kv, S * Dh, w + z.k);
-    const float* vp = tile_f32(v, kv, S * Dh, w + z.v);
-    transpose_small(w + z.kT, kp, S, Dh);
-    if (grads) transpose_small(w + z.vT, vp, S, Dh);
+    const std::int64_t b = bg / d.Hkv, j = bg % d.Hkv, koff = at.k.base(b, j), voff = at.v.base(b, j);
+    const Rows kp = tile_f32(k, koff, at.k.ld, S, Dh, w + z.k);
+    const Rows vp = tile_f32(v, voff, at.v.ld, S, Dh, w + z.v);
+    transpose_small(w + z.kT, kp.p, S, Dh, kp.ld);
+    if (grads) transpose_small(w + z.vT, vp.p, S, Dh, vp.ld);
     // dk, dv of the tile: the tensors' own rows (f32) or f32 sums stored once at the end
-    float* dkp = f32(dk) ? dk->data<float>() + kv : w + z.dk;
-    float* dvp = f32(dv) ? dv->data<float>() + kv : w + z.dv;
+    float* dkp = f32(dk) ? dk->data<float>() + koff : w + z.dk;
+    float* dvp = f32(dv) ? dv->data<float>() + voff : w + z.dv;
+    const std::int64_t ldk = f32(dk) ? at.k.ld : Dh, ldv = f32(dv) ? at.v.ld : Dh;
     for (std::int64_t hh = 0; hh < G; ++hh) {
-      const std::int64_t bh = b * d.H + bg % d.Hkv * G + hh, off = bh * T * Dh;
-      const float* qp = tile_f32(q, off, T * Dh, w + z.q);
-      const float* dop = tile_f32(dout, off, T * Dh, w + z.dout);
+      const std::int64_t h = j * G + hh, bh = b * d.H + h, qoff = at.q.base(b, h);
+      const Rows qp = tile_f32(q, qoff, at.q.ld, T, Dh, w + z.q);
+      const Rows dop = tile_f32(dout, at.o.base(b, h), at.o.ld, T, Dh, w + z.dout);
       float *P = w + z.P, *Pd = drop ? w + z.Pd : P, *dP = w + z.dP, *slope = prm.softcap > 0.0f ? w + z.slope : nullptr;
       const float* keep = drop ? tile_keep_scales(w + z.keep, w + z.u, bh, d, prm) : nullptr;
       // P[T, S] = softmax rows from the scores and lse; P' = P ⊙ keep
       row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
-        small_gemm(m, n, Dh, qp + i0 * Dh, Dh, 1, w + z.kT, S, P + i0 * S, S, prm.scale, false);
+        small_gemm(m, n, Dh, qp.p + i0 * qp.ld, qp.ld, 1, w + z.kT, S, P + i0 * S, S, prm.scale, false);
         for (std::int64_t i = i0; i < i0 + m; ++i) {
           const std::int64_t r = bh * T + i, nk = backward_keys(d, prm, lens, lse_p, r);
           probs_row(P + i * S, slope ? slope + i * S : nullptr, r, nk, lse_p[r], d, prm);
           if (drop) {
             float* pd = Pd + i * S;
 #pragma omp simd
-            for (std::int64_t j = 0; j < nk; ++j) pd[j] = keep[i * S + j] * P[i * S + j];
+            for (std::int64_t e = 0; e < nk; ++e) pd[e] = keep[i * S + e] * P[i * S + e];
             std::fill(pd + nk, pd + S, 0.0f);
           }
         }
       });
       // dv[S, Dh] += P'^T[S, T] · dout[T, Dh]
       const bool first = hh == 0;  // of the group
-      if (dv) small_gemm(S, Dh, T, Pd, 1, S, dop, Dh, dvp, Dh, 1.0f, adds(first, add_dv, dv));
+      if (dv) small_gemm(S, Dh, T, Pd, 1, S, dop.p, dop.ld, dvp, ldv, 1.0f, adds(first, add_dv, dv));
       if (!grads) continue;
       row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
         // dP'[rows, :n] = dout · v^T; dS in place
-        small_gemm(m, n, Dh, dop + i0 * Dh, Dh, 1, w + z.vT, S, dP + i0 * S, S, 1.0f, false);
+        small_gemm(m, n, Dh, dop.p + i0 * dop.ld, dop.ld, 1, w + z.vT, S, dP + i0 * S, S, 1.0f, false);
         for (std::int64_t i = i0; i < i0 + m; ++i) {
           const std::int64_t nk = backward_keys(d, prm, lens, lse_p, bh * T + i);
           dscores_row(dP + i * S, P + i * S, keep ? keep + i * S : nullptr, slope ? slope + i * S : nullptr, nk, S);
@@ -327,16 +435,17 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
       });
       // dq[T, Dh] += scale dS · k;  dk[S, Dh] += scale dS^T · q
       if (dq) {
-        float* dqp = f32(dq) ? dq->data<float>() + off : w + z.o;
+        float* dqp = f32(dq) ? dq->data<float>() + qoff : w + z.o;
+        const std::int64_t ldq = f32(dq) ? at.q.ld : Dh;
         row_blocks(d, prm, lens, b, [&](std::int64_t i0, std::int64_t m, std::int64_t n) {
-          small_gemm(m, Dh, n, dP + i0 * S, S, 1, kp, Dh, dqp + i0 * Dh, Dh, prm.scale, adds(true, add_dq, dq));
+          small_gemm(m, Dh, n, dP + i0 * S, S, 1, kp.p, kp.ld, dqp + i0 * ldq, ldq, prm.scale, adds(true, add_dq, dq));
         });
-        if (!f32(dq)) tile_store(*dq, off, dqp, T * Dh, add_dq);
+        if (!f32(dq)) tile_store(*dq, qoff, at.q.ld, dqp, T, Dh, add_dq);
       }
-      if (dk) small_gemm(S, Dh, T, dP, 1, S, qp, Dh, dkp, Dh, prm.scale, adds(first, add_dk, dk));
+      if (dk) small_gemm(S, Dh, T, dP, 1, S, qp.p, qp.ld, dkp, ldk, prm.scale, adds(first, add_dk, dk));
     }
-    if (dk && !f32(dk)) tile_store(*dk, kv, dkp, S * Dh, add_dk);
-    if (dv && !f32(dv)) tile_store(*dv, kv, dvp, S * Dh, add_dv);
+    if (dk && !f32(dk)) tile_store(*dk, koff, at.k.ld, dkp, S, Dh, add_dk);
+    if (dv && !f32(dv)) tile_store(*dv, voff, at.v.ld, dvp, S, Dh, add_dv);
   }
 }
 #endif
@@ -346,16 +455,24 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
 void OnednnBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
                                          const Tensor& v, const ablate::AttentionParams& prm) {
   const char* op = "attention_forward";
-  const AttDims d = attention_dims(q, k);
+  const AttDims d = attention_dims(q, k, prm);
   const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
   const std::int64_t BG = d.B * d.Hkv, GT = d.H / d.Hkv * T;  // groups, and a group's query rows
   if (BH * T == 0) return;
 #if defined(__x86_64__)
   if (fused_attention_fits(d, prm)) {
-    fused_attention_forward(out, lse, probs, q, k, v, prm, d, scratch_f32(kAttS, threads_ * TileScratch(d).total), threads_);
+    fused_attention_forward(out, lse, probs, q, k, v, prm, d, AttLayout(q, k, v, d, prm),
+                            scratch_f32(kAttS, threads_ * TileScratch(d).total), threads_);
     return;
   }
 #endif
+  if (prm.packed.packed()) {  // the batched GEMMs take split heads: copied there, and the output back
+    const PackedCopies c(*this, q, k, v, d, prm, threads_);
+    Tensor o = empty({d.B, d.H, T, Dh}, out.dtype());
+    do_attention_forward(o, lse, probs, c.q, c.k, c.v, c.params);
+    c.merge(out, o, 0, GradStore::Write);
+    return;
+  }
   // scores[BG, G*T, S] (= [BH, T, S]) = scale q[BG, G*T, Dh] · k^T[BG, Dh, S]
   float* sc = scratch_f32(kAttS, BH * T * S);
   gemm(sc, DType::F32, view_of(q, BG, GT, Dh, false), view_of(k, BG, Dh, S, true), prm.scale, false, nullptr, Activation::None,
@@ -382,18 +499,33 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
                                           const Tensor& /*out: unused, P comes from lse*/, const Tensor& lse, const Tensor& q,
                                           const Tensor& k, const Tensor& v, const ablate::AttentionParams& prm) {
   const char* op = "attention_backward";
-  const AttDims d = attention_dims(q, k);
+  const AttDims d = attention_dims(q, k, prm);
   if (!dq && !dk && !dv && !prm.dbias) return;
   const std::int64_t BH = d.B * d.H, T = d.T, S = d.S, Dh = d.Dh;
   const std::int64_t BG = d.B * d.Hkv, GT = d.H / d.Hkv * T;  // groups, and a group's query rows
   if (BH * T * S == 0) return;
 #if defined(__x86_64__)
   if (fused_attention_fits(d, prm)) {
-    fused_attention_backward(dq, dk, dv, dout, lse, q, k, v, prm, d, scratch_f32(kAttS, threads_ * TileScratch(d).total),
-                             threads_);
+    fused_attention_backward(dq, dk, dv, dout, lse, q, k, v, prm, d, AttLayout(q, k, v, d, prm),
+                             scratch_f32(kAttS, threads_ * TileScratch(d).total), threads_);
     return;
   }
 #endif
+  if (prm.packed.packed()) {  // split copies in, split gradients written, then stored into the packed rows
+    const PackedCopies c(*this, q, k, v, d, prm, threads_);
+    Tensor g = empty({d.B, d.H, T, Dh}, dout.dtype());
+    c.split(g, dout, 0);
+    const auto grad = [&](const Tensor* x, const Tensor& like) { return x ? empty(like.shape(), x->dtype()) : Tensor(); };
+    Tensor gq = grad(dq, c.q), gk = grad(dk, c.k), gv = grad(dv, c.v);
+    ablate::AttentionParams sp = c.params;
+    sp.dq_store = sp.dk_store = sp.dv_store = GradStore::Write;
+    do_attention_backward(dq ? &gq : nullptr, dk ? &gk : nullptr, dv ? &gv : nullptr, g, g, lse, c.q, c.k, c.v, sp);
+    const ablate::PackedHeads& l = prm.packed;
+    if (dq) c.merge(*dq, gq, l.q_col, prm.dq_store);  // in turn: dq, dk, dv may be one tensor
+    if (dk) c.merge(*dk, gk, l.k_col, prm.dk_store);
+    if (dv) c.merge(*dv, gv, l.v_col, prm.dv_store);
+    return;
+  }
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
   const float* lse_p = lse.data<float>();
   const float p = prm.dropout;
@@ -464,48 +596,22 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
          add(prm.dk_store), nullptr, Activation::None, op);
 }
 
-// ------------------------------------------------------------------------------------------
-// heads: split x[B, T, P*H*Dh] part -> y[B, H, T, Dh]; merge x[B, H, T, Dh] -> y[B, T, H*Dh]
-
-namespace {
-// Copies (or adds, when `acc`) rows of Dh between [B, T, P*H*Dh] (part `part`) and [B, H, T, Dh].
-// to_heads: heads[b, h, t, :] (op)= packed[b, t, part, h, :]; else the reverse.
-template <class Src, class Dst>
-void heads_copy(Dst* dst, const Src* src, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t Dh, std::int64_t parts,
-                std::int64_t part, bool to_heads, bool acc, int threads) {
-  const std::int64_t W = parts * H * Dh;
-#pragma omp parallel for num_threads(team_size({B, H, T, Dh}, threads)) schedule(static) collapse(3)
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h)
-      for (std::int64_t t = 0; t < T; ++t) {
-        const std::int64_t hoff = ((b * H + h) * T + t) * Dh, poff = (b * T + t) * W + part * H * Dh + h * Dh;
-        const Src* s = src + (to_heads ? poff : hoff);
-        Dst* d = dst + (to_heads ? hoff : poff);
-        if (acc) {
-#pragma omp simd
-          for (std::int64_t e = 0; e < Dh; ++e) st(d, e, ld(d, e) + ld(s, e));
-        } else {
-#pragma omp simd
-          for (std::int64_t e = 0; e < Dh; ++e) st(d, e, ld(s, e));
-        }
-      }
-}
-}  // namespace
-
 void OnednnBackend::do_split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
   const char* op = "split_heads_forward";
   const std::int64_t B = y.shape()[0], H = y.shape()[1], T = y.shape()[2], Dh = y.shape()[3];
   set_threads();
-  with_floats(op, std::tie(x, y),
-              [&](const auto* xp, auto* yp) { heads_copy(yp, xp, B, T, H, Dh, parts, part, true, false, threads_); });
+  with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
+    heads_copy(yp, xp, B, T, H, Dh, parts * H * Dh, part * H * Dh, true, false, threads_);
+  });
 }
 
 void OnednnBackend::do_split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
   const char* op = "split_heads_backward";
   const std::int64_t B = dy.shape()[0], H = dy.shape()[1], T = dy.shape()[2], Dh = dy.shape()[3];
   set_threads();
-  with_floats(op, std::tie(dy, dx),
-              [&](const auto* dyp, auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, parts, part, false, true, threads_); });
+  with_floats(op, std::tie(dy, dx), [&](const auto* dyp, auto* dxp) {
+    heads_copy(dxp, dyp, B, T, H, Dh, parts * H * Dh, part * H * Dh, false, true, threads_);
+  });
 }
 
 void OnednnBackend::do_merge_heads_forward(Tensor& y, const Tensor& x) {
@@ -513,7 +619,7 @@ void OnednnBackend::do_merge_heads_forward(Tensor& y, const Tensor& x) {
   const std::int64_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], Dh = x.shape()[3];
   set_threads();
   with_floats(op, std::tie(x, y),
-              [&](const auto* xp, auto* yp) { heads_copy(yp, xp, B, T, H, Dh, 1, 0, false, false, threads_); });
+              [&](const auto* xp, auto* yp) { heads_copy(yp, xp, B, T, H, Dh, H * Dh, 0, false, false, threads_); });
 }
 
 void OnednnBackend::do_merge_heads_backward(Tensor& dx, const Tensor& dy) {
@@ -521,7 +627,7 @@ void OnednnBackend::do_merge_heads_backward(Tensor& dx, const Tensor& dy) {
   const std::int64_t B = dx.shape()[0], H = dx.shape()[1], T = dx.shape()[2], Dh = dx.shape()[3];
   set_threads();
   with_floats(op, std::tie(dy, dx),
-              [&](const auto* dyp, auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, 1, 0, true, true, threads_); });
+              [&](const auto* dyp, auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, H * Dh, 0, true, true, threads_); });
 }
 
 // ------------------------------------------------------------------------------------------

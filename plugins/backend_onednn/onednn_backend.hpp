@@ -91,7 +91,7 @@ class OnednnBackend final : public ablate::Backend {
   bool supports(ablate::OptionalOp op) const override {
     (void)op;
     return true;  // every optional op: rope (and with given frequencies), slice_last, attention bias and grouped k/v
-                  // heads, softmax/sum/pointwise, compare, permute
+                  // heads, softmax/sum/pointwise, compare, permute, packed heads
   }
 
  protected:

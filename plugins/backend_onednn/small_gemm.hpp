@@ -135,14 +135,18 @@ __attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
   }
 }
 
-// dst[C, R] = src[R, C]^T, both row-major, in 16 x 16 blocks (edges masked).
-__attribute__((target("avx512f"))) inline void transpose_small(float* dst, const float* src, std::int64_t R, std::int64_t C) {
+// dst[C, R] = src[R, C]^T, row-major (src's rows `lds` apart, at least C; 0: C), in 16 x 16 blocks
+// (edges masked).
+__attribute__((target("avx512f"))) inline void transpose_small(float* dst, const float* src, std::int64_t R, std::int64_t C,
+                                                               std::int64_t lds = 0) {
+  if (lds == 0) lds = C;
   for (std::int64_t r0 = 0; r0 < R; r0 += 16) {
     const __mmask16 rows = first_lanes(R - r0);
     for (std::int64_t c0 = 0; c0 < C; c0 += 16) {
       const __mmask16 cols = first_lanes(C - c0);
       __m512 r[16];
-      for (int i = 0; i < 16; ++i) r[i] = r0 + i < R ? _mm512_maskz_loadu_ps(cols, src + (r0 + i) * C + c0) : _mm512_setzero_ps();
+      for (int i = 0; i < 16; ++i)
+        r[i] = r0 + i < R ? _mm512_maskz_loadu_ps(cols, src + (r0 + i) * lds + c0) : _mm512_setzero_ps();
       transpose16(r);
       for (int j = 0; j < 16 && c0 + j < C; ++j) _mm512_mask_storeu_ps(dst + (c0 + j) * R + r0, rows, r[j]);
     }

@@ -1,7 +1,7 @@
 // Plugin backend/reference: scaled dot-product attention (masks, logit bias and ALiBi slopes,
-// grouped k/v heads, dropout on the probabilities, lse saved for backward) and the head split/merge
-// reshapes, forward and backward side by side, and the KV-cache time-slice write. One (b, h) at a
-// time, one query row at a time, in double.
+// grouped k/v heads, dropout on the probabilities, lse saved for backward, heads split or packed)
+// and the head split/merge reshapes, forward and backward side by side, and the KV-cache
+// time-slice write. One (b, h) at a time, one query row at a time, in double.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -20,10 +20,11 @@ struct AttentionDims {
   std::int64_t kv_head(std::int64_t h) const { return h / (H / Hkv); }
 };
 
-// The sizes of q: [B, H, T, Dh] and k: [B, Hkv, S, Dh] (checked by ablate::contract), and the
-// reference's own check of the values: key lengths in [0, S].
+// The sizes of q: [B, H, T, Dh] and k: [B, Hkv, S, Dh] (or packed; checked by ablate::contract),
+// and the reference's own check of the values: key lengths in [0, S].
 AttentionDims attention_dims(const char* op, const Tensor& q, const Tensor& k, const ablate::AttentionParams& p) {
-  const AttentionDims d{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3], k.shape()[1]};
+  const ablate::AttentionShape a = ablate::attention_shape(q, k, p);
+  const AttentionDims d{a.B, a.H, a.T, a.S, a.Dh, a.Hkv};
   if (p.key_lengths != nullptr)
     for (const std::int32_t len : load_i32(*p.key_lengths))
       if (len < 0 || len > d.S)
@@ -74,6 +75,48 @@ double dropout_factor(const ablate::AttentionParams& p, const AttentionDims& d, 
   return ablate::dropout_keep(p.rng, index, p.dropout) ? 1.0 / (1.0 - static_cast<double>(p.dropout)) : 0.0;
 }
 
+// The packed layout (AttentionParams::packed): the n heads of Dh at column `col` of rows [B, L, W]
+// are element ((b L + t) W + col + h Dh + e); in the split layout [B, n, L, Dh], ((b n + h) L + t) Dh + e.
+struct HeadColumns {
+  std::int64_t B, L, W, col, n, Dh;
+  template <class F>
+  void each(F&& f) const {  // f(row index, head index)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < n; ++h)
+        for (std::int64_t t = 0; t < L; ++t)
+          for (std::int64_t e = 0; e < Dh; ++e)
+            f(static_cast<std::size_t>((b * L + t) * W + col + h * Dh + e),
+              static_cast<std::size_t>(((b * n + h) * L + t) * Dh + e));
+  }
+};
+HeadColumns columns_of(const Tensor& x, std::int64_t col, std::int64_t n, std::int64_t Dh) {
+  return {x.shape()[0], x.shape()[1], x.shape()[2], col, n, Dh};
+}
+HeadColumns q_columns(const Tensor& q, const ablate::PackedHeads& l) { return columns_of(q, l.q_col, l.heads, l.head_dim); }
+HeadColumns k_columns(const Tensor& k, const ablate::PackedHeads& l) { return columns_of(k, l.k_col, l.kv_heads, l.head_dim); }
+HeadColumns v_columns(const Tensor& v, const ablate::PackedHeads& l) { return columns_of(v, l.v_col, l.kv_heads, l.head_dim); }
+HeadColumns out_columns(const Tensor& out, const ablate::PackedHeads& l) { return columns_of(out, 0, l.heads, l.head_dim); }
+
+// A tensor's values in the split layout: as they are, or its packed heads gathered.
+std::vector<double> load_heads(const Tensor& x, const ablate::PackedHeads& l, const HeadColumns& c) {
+  std::vector<double> rows = load(x);
+  if (!l.packed()) return rows;
+  std::vector<double> heads(static_cast<std::size_t>(c.B * c.n * c.L * c.Dh));
+  c.each([&](std::size_t r, std::size_t h) { heads[h] = rows[r]; });
+  return heads;
+}
+
+// Stores (GradStore) split-layout values into x: whole, or into its packed heads' columns only
+// (the other columns, another part's, kept).
+void store_heads(Tensor* x, const std::vector<double>& heads, const ablate::PackedHeads& l, const HeadColumns& c,
+                 ablate::GradStore how) {
+  if (!x) return;
+  if (!l.packed()) return accumulate(x, heads, how);
+  std::vector<double> rows = load(*x);
+  c.each([&](std::size_t r, std::size_t h) { rows[r] = (how == ablate::GradStore::Write ? 0.0 : rows[r]) + heads[h]; });
+  store(*x, rows);
+}
+
 }  // namespace
 
 // out: [B, H, T, Dh] = dropout(softmax(mask(scale q·k^T)))·v; lse: [B, H, T] F32;
@@ -81,7 +124,9 @@ double dropout_factor(const ablate::AttentionParams& p, const AttentionDims& d, 
 void ReferenceBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tensor& q, const Tensor& k,
                                             const Tensor& v, const ablate::AttentionParams& params) {
   const AttentionDims d = attention_dims("attention_forward", q, k, params);
-  const std::vector<double> qv = load(q), kv = load(k), vv = load(v);
+  const ablate::PackedHeads& l = params.packed;
+  const std::vector<double> qv = load_heads(q, l, q_columns(q, l)), kv = load_heads(k, l, k_columns(k, l)),
+                            vv = load_heads(v, l, v_columns(v, l));
   const std::vector<std::int32_t> lengths = params.key_lengths ? load_i32(*params.key_lengths) : std::vector<std::int32_t>{};
   const LogitBias logit_bias(params);
   std::vector<double> ov(qv.size(), 0.0), lv(static_cast<std::size_t>(d.B * d.H * d.T));
@@ -119,7 +164,7 @@ void ReferenceBackend::do_attention_forward(Tensor& out, Tensor& lse, Tensor* pr
           for (std::int64_t e = 0; e < d.Dh; ++e) ov[static_cast<std::size_t>(row * d.Dh + e)] += pd * vr[e];
         }
       }
-  store(out, ov);
+  store_heads(&out, ov, l, out_columns(out, l), ablate::GradStore::Write);
   store(lse, lv);
   if (probs) store(*probs, pv);
 }
@@ -134,7 +179,10 @@ void ReferenceBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv,
                                              const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                                              const ablate::AttentionParams& params) {
   const AttentionDims d = attention_dims("attention_backward", q, k, params);
-  const std::vector<double> qv = load(q), kv = load(k), vv = load(v), gv = load(dout), lv = load(lse);
+  const ablate::PackedHeads& l = params.packed;
+  const std::vector<double> qv = load_heads(q, l, q_columns(q, l)), kv = load_heads(k, l, k_columns(k, l)),
+                            vv = load_heads(v, l, v_columns(v, l)), gv = load_heads(dout, l, out_columns(dout, l)),
+                            lv = load(lse);
   const std::vector<std::int32_t> lengths = params.key_lengths ? load_i32(*params.key_lengths) : std::vector<std::int32_t>{};
   const LogitBias logit_bias(params);
   std::vector<double> gq(qv.size(), 0.0), gk(kv.size(), 0.0), gvv(vv.size(), 0.0);
@@ -180,9 +228,9 @@ void ReferenceBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv,
           }
         }
       }
-  accumulate(dq, gq, params.dq_store);
-  accumulate(dk, gk, params.dk_store);
-  accumulate(dv, gvv, params.dv_store);
+  store_heads(dq, gq, l, q_columns(q, l), params.dq_store);  // in turn: dq, dk, dv may be one packed tensor
+  store_heads(dk, gk, l, k_columns(k, l), params.dk_store);
+  store_heads(dv, gvv, l, v_columns(v, l), params.dv_store);
   if (params.dbias) accumulate(params.dbias, gbias);
 }
 

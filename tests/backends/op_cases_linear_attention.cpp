@@ -1,6 +1,7 @@
 // Op cases (op_cases.hpp) of the GEMM-shaped ops: linear with every fused activation, batched
 // matmul, and attention with every mask kind, dropout, grouped k/v heads, a logit bias, ALiBi
-// slopes and a softcap.
+// slopes, a softcap, and heads packed in their projections' rows.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -265,11 +266,84 @@ void add_extended_attention(std::vector<OpCase>& out) {
     out.push_back(std::move(c));
   }
 }
+// Heads packed in their projections' rows (AttentionParams::packed, OptionalOp::packed_heads):
+// self-attention over one fused q/k/v tensor "qkv" [B, T, (H + 2 Hkv) Dh] (its gradient one tensor
+// that q, k and v each store into), cross-attention over q [B, T, Wq] and one fused k/v tensor "kv"
+// [B, S, 2 Hkv Dh]; masks, dropout, grouped heads, probabilities; gradients added and written (a
+// written tensor is NaN-filled: a column no part stores shows); onednn's fused tiles and, past 256
+// keys, its split copies.
+void add_packed_attention(std::vector<OpCase>& out) {
+  struct P {
+    std::string tag;
+    std::int64_t B, H, Hkv, T, S, Dh;
+    bool self, causal;
+    std::vector<double> lengths;  // empty: no key padding
+    float dropout;
+    bool probs;
+    bool write;          // the gradients stored as GradStore::Write
+    std::int64_t q_col;  // cross: q's heads from this column of q's rows (the columns before get no gradient)
+  };
+  const std::vector<P> ps = {
+      {"self", 2, 2, 2, 5, 5, 4, true, false, {}, 0.0f, true, false, 0},
+      {"self_causal_dropout_write", 2, 2, 2, 7, 7, 4, true, true, {}, 0.3f, true, true, 0},
+      {"self_gqa_padding_write", 2, 4, 2, 6, 6, 4, true, false, {6, 3}, 0.0f, false, true, 0},
+      {"self_mqa_causal_padding_dropout", 3, 3, 1, 6, 6, 4, true, true, {6, 4, 0}, 0.2f, true, false, 0},
+      {"cross_padding", 2, 2, 2, 3, 7, 4, false, false, {7, 3}, 0.0f, true, false, 0},
+      {"cross_offset_q_padding_dropout", 2, 2, 2, 4, 5, 3, false, false, {5, 2}, 0.2f, false, false, 2},
+      {"cross_gqa_dropout_write", 2, 4, 2, 3, 7, 4, false, false, {}, 0.1f, false, true, 0},
+      {"large_self_causal_dropout_write", 2, 4, 4, 64, 64, 8, true, true, {}, 0.1f, false, true, 0},  // above the grain
+      {"wide_cross_padding_dropout_write", 2, 2, 2, 3, 300, 4, false, false, {300, 131}, 0.1f, true, true, 0},
+  };
+  for (const P& a : ps) {
+    OpCase c;
+    c.op = "attention";
+    c.name = "packed_" + a.tag + "_B" + num(a.B) + "_H" + num(a.H) + "_Hkv" + num(a.Hkv) + "_T" + num(a.T) + "_S" + num(a.S);
+    c.needs.push_back(OptionalOp::packed_heads);
+    if (a.Hkv != a.H) c.needs.push_back(OptionalOp::grouped_attention);
+    c.reduction = static_cast<double>(std::max(a.S, a.Dh));
+    c.finite_differences = a.B * a.H * a.T * a.Dh <= 4096;
+    const std::int64_t D = a.H * a.Dh, K = a.Hkv * a.Dh;
+    PackedHeads l;
+    l.heads = a.H, l.kv_heads = a.Hkv, l.head_dim = a.Dh;
+    if (a.self) {
+      c.inputs = {value("qkv", Shape{a.B, a.T, D + 2 * K}, -1.5, 1.5)};
+      c.grad_inputs = {"qkv"};
+      l.k_col = D, l.v_col = D + K;
+    } else {
+      c.inputs = {value("q", Shape{a.B, a.T, a.q_col + D}, -1.5, 1.5), value("kv", Shape{a.B, a.S, 2 * K}, -1.5, 1.5)};
+      c.grad_inputs = {"q", "kv"};
+      l.q_col = a.q_col, l.v_col = K;
+    }
+    if (!a.lengths.empty()) c.inputs.push_back(fixed_i32("key_lengths", Shape{a.B}, a.lengths));
+    c.outputs = {value("out", Shape{a.B, a.T, D}), f32("lse", Shape{a.B, a.H, a.T})};
+    if (a.probs) c.outputs.push_back(f32("probs", Shape{a.B, a.H, a.T, a.S}));
+    c.grad_outputs = {"out"};
+    if (a.write) c.written = c.grad_inputs;
+    AttentionParams base = base_params(a.causal, 0, a.Dh, a.dropout);
+    base.packed = l;
+    const std::string qn = a.self ? "qkv" : "q", kvn = a.self ? "qkv" : "kv";
+    base.dq_store = grad_store(c, qn);
+    base.dk_store = base.dv_store = grad_store(c, kvn);
+    c.forward = [base, qn, kvn](OpRun& r) {
+      AttentionParams p = base;
+      p.key_lengths = r.opt("key_lengths");
+      r.backend.attention_forward(r["out"], r["lse"], r.opt("probs"), r[qn], r[kvn], r[kvn], p);
+    };
+    c.backward = [base, qn, kvn](OpRun& r) {
+      AttentionParams p = base;
+      p.key_lengths = r.opt("key_lengths");
+      Tensor* dkv = r.opt("d" + kvn);
+      r.backend.attention_backward(r.opt("d" + qn), dkv, dkv, r["dout"], r["out"], r["lse"], r[qn], r[kvn], r[kvn], p);
+    };
+    out.push_back(std::move(c));
+  }
+}
 }  // namespace
 
 void add_attention(std::vector<OpCase>& out) {
   add_plain_attention(out);
   add_extended_attention(out);
+  add_packed_attention(out);
 }
 
 }  // namespace ablate::testing::catalogue

@@ -13,7 +13,7 @@ namespace ablate {
 // the API stable", says what does and does not bump it). PluginInfo keeps `api_version`, `abi_tag`,
 // `kind` and `name` as its first four fields forever, so the host can read them from a plugin of
 // any version (and say which plugin it refuses, and why).
-inline constexpr std::uint32_t kPluginApiVersion = 22;  // 2: Task::score_names, Task::text, Split::Test
+inline constexpr std::uint32_t kPluginApiVersion = 23;  // 2: Task::score_names, Task::text, Split::Test
                                                         // 3: TaskType::Classification, TaskInfo::num_classes
                                                         // 4: PositionalEncoding::max_positions
                                                         // 5: Backend::supports, rope; kind "attention",
@@ -58,6 +58,9 @@ inline constexpr std::uint32_t kPluginApiVersion = 22;  // 2: Task::score_names,
                                                         // 22: GradStore: linear/layer_norm/rms_norm_backward's
                                                         //    dx_store, AttentionParams::dq/dk/dv_store;
                                                         //    Graph::grad_out
+                                                        // 23: AttentionParams::packed (PackedHeads,
+                                                        //    OptionalOp::packed_heads), attention_shape;
+                                                        //    ops::packed_attention, AttentionProjections::attend
 
 }  // namespace ablate
 

@@ -145,11 +145,21 @@ class BOOST_SYMBOL_VISIBLE AttentionProjections {
   Heads heads(Graph& g, const AttentionCall& call, const BeforePositions& before_positions = {}) const;
   // heads: [B, H, T, Dh] -> Linear_out(merge_heads(heads)): [B, T, D].
   Var output(Graph& g, const Var& heads) const;
+  // The whole sublayer, call.x (and call.memory) -> [B, T, D]: output(ops::attention(heads(...),
+  // options)). Where nothing acts on the heads between the projections and the attention (no
+  // before_positions, no call.positions, no call.cache), the heads stay in the projections' rows
+  // (ops::packed_attention: no copies split or merge them); the results are the same.
+  Var attend(Graph& g, const AttentionCall& call, const ops::AttentionOptions& options,
+             const BeforePositions& before_positions = {}) const;
 
   int head_count() const { return heads_; }
   int kv_head_count() const { return kv_heads_; }
 
  private:
+  void check_built() const;
+  Var project_in(Graph& g, const Var& x) const;      // [B, T, D] -> Self: qkv [B, T, D + 2K]; Cross: q [B, T, D]
+  Var project_memory(Graph& g, const Var& m) const;  // Cross: [B, S, D] -> kv [B, S, 2K]
+  Var project_out(Graph& g, const Var& x) const;     // [B, T, D] -> [B, T, D]
   std::string plugin_;
   AttentionRole role_ = AttentionRole::Self;
   int heads_ = 1, kv_heads_ = 1;

@@ -61,7 +61,27 @@ enum class GradStore : std::uint8_t { Add = 0, Write = 1 };
 // multi-query), a bias is an additive logit bias (relative-position biases such as T5's) and
 // slopes are ALiBi's per-head distance penalties (Press et al. 2022; the causal case is the
 // paper's, the others the symmetric |i - j| form).
+// Where attention's heads lie (OptionalOp::packed_heads). heads == 0 (the default): in tensors of
+// their own, q [B, H, T, Dh], k and v [B, Hkv, S, Dh], out [B, H, T, Dh]. heads > 0: token-major,
+// where the projections put them, so that no copy splits or merges them: q [B, T, Wq], k [B, S, Wk],
+// v [B, S, Wv] with query head h at columns q_col + h Dh .. q_col + (h + 1) Dh - 1 of q's rows and
+// k/v head j at k_col + j Dh and v_col + j Dh (Dh = head_dim); out [B, T, H Dh]; lse and probs as
+// ever. q, k and v may be one tensor (self-attention's fused projection [B, T, (H + 2 Hkv) Dh]),
+// k and v another (cross-attention's [B, S, 2 Hkv Dh]): their gradients are then one tensor too,
+// each part storing (GradStore) into its own columns only.
+struct PackedHeads {
+  std::int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  std::int64_t q_col = 0, k_col = 0, v_col = 0;
+  bool packed() const { return heads > 0; }
+};
+
+// Attention's sizes, read from q and k in either layout (no tensor data read).
+struct AttentionShape {
+  std::int64_t B, H, Hkv, T, S, Dh;
+};
+
 struct AttentionParams {
+  PackedHeads packed;                   // the layout of q, k, v and out (and their gradients)
   bool causal = false;                  // decoder self-attention
   const Tensor* key_lengths = nullptr;  // I32 [B]: valid keys per batch item (padding at the end); null = all S
   std::int64_t query_offset = 0;        // absolute position of query 0 (incremental decoding; also ALiBi's distance)
@@ -77,17 +97,48 @@ struct AttentionParams {
   GradStore dq_store = GradStore::Add, dk_store = GradStore::Add, dv_store = GradStore::Add;  // backward only
 };
 
+// The sizes of q and k in the layout `p.packed` says (their ranks checked by attention_problem).
+inline AttentionShape attention_shape(const Tensor& q, const Tensor& k, const AttentionParams& p) {
+  const PackedHeads& l = p.packed;
+  if (l.packed()) return {q.shape()[0], l.heads, l.kv_heads, q.shape()[1], k.shape()[1], l.head_dim};
+  return {q.shape()[0], q.shape()[1], k.shape()[1], q.shape()[2], k.shape()[2], q.shape()[3]};
+}
+
+// The shape of attention's output (and of the gradient dout): q's in the split layout, [B, T, H Dh]
+// packed.
+inline Shape attention_out_shape(const Tensor& q, const AttentionParams& p) {
+  if (!p.packed.packed()) return q.shape();
+  return Shape{q.shape()[0], q.shape()[1], p.packed.heads * p.packed.head_dim};
+}
+
 // The shape contract of attention's arguments beyond the core q/k/v, one definition for every
-// backend and ops.cpp (no tensor data read): k, v [B, Hkv, S, Dh] with Hkv dividing q's H, bias
-// F32 [1 or H, T, S], slopes F32 [H], dbias as bias. "" when they fit.
+// backend and ops.cpp (no tensor data read): k, v [B, Hkv, S, Dh] with Hkv dividing q's H (or the
+// packed layout's columns within q, k, v's rows), bias F32 [1 or H, T, S], slopes F32 [H], dbias as
+// bias. "" when they fit.
 inline std::string attention_problem(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& p) {
-  if (q.shape().rank() != 4 || k.shape().rank() != 4 || k.shape() != v.shape())
+  const PackedHeads& l = p.packed;
+  if (l.packed()) {
+    if (q.shape().rank() != 3 || k.shape().rank() != 3 || v.shape().rank() != 3 || k.shape()[0] != q.shape()[0] ||
+        v.shape()[0] != q.shape()[0] || v.shape()[1] != k.shape()[1])
+      return "packed heads: q " + q.str() + ", k " + k.str() + ", v " + v.str() + " must be [B, T, Wq], [B, S, Wk], [B, S, Wv]";
+    if (l.head_dim <= 0 || l.kv_heads <= 0 || l.heads % l.kv_heads != 0)
+      return "packed heads: " + std::to_string(l.heads) + " heads, " + std::to_string(l.kv_heads) + " k/v heads of width " +
+             std::to_string(l.head_dim) + ": the k/v heads must divide the heads, the width be > 0";
+    const auto fits = [](std::int64_t col, std::int64_t n, std::int64_t width) { return col >= 0 && col + n <= width; };
+    if (!fits(l.q_col, l.heads * l.head_dim, q.shape()[2]) || !fits(l.k_col, l.kv_heads * l.head_dim, k.shape()[2]) ||
+        !fits(l.v_col, l.kv_heads * l.head_dim, v.shape()[2]))
+      return "packed heads: columns q " + std::to_string(l.q_col) + ", k " + std::to_string(l.k_col) + ", v " +
+             std::to_string(l.v_col) + " (+ heads x " + std::to_string(l.head_dim) + ") must lie within the rows of q " +
+             q.str() + ", k " + k.str() + ", v " + v.str();
+  } else if (q.shape().rank() != 4 || k.shape().rank() != 4 || k.shape() != v.shape()) {
     return "q " + q.str() + ", k " + k.str() + ", v " + v.str() + " must be [B, H, T, Dh], [B, Hkv, S, Dh], [B, Hkv, S, Dh]";
-  const std::int64_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], Dh = q.shape()[3];
-  const std::int64_t Hkv = k.shape()[1], S = k.shape()[2];
-  if (k.shape()[0] != B || k.shape()[3] != Dh || Hkv <= 0 || H % Hkv != 0)
+  } else if (k.shape()[0] != q.shape()[0] || k.shape()[3] != q.shape()[3] || k.shape()[1] <= 0 ||
+             q.shape()[1] % k.shape()[1] != 0) {
     return "k " + k.str() + " must be [B, Hkv, S, Dh] with the B and Dh of q " + q.str() +
-           " and Hkv dividing H = " + std::to_string(H);
+           " and Hkv dividing H = " + std::to_string(q.shape()[1]);
+  }
+  const AttentionShape a = attention_shape(q, k, p);
+  const std::int64_t H = a.H, T = a.T, S = a.S;
   if (!(p.softcap >= 0.0f)) return "softcap " + std::to_string(p.softcap) + " must be >= 0 (0: none)";
   const auto bias_problem = [&](const char* name, const Tensor& b) -> std::string {
     if (b.dtype() != DType::F32 || b.shape().rank() != 3 || (b.shape()[0] != 1 && b.shape()[0] != H) || b.shape()[1] != T ||
@@ -133,7 +184,8 @@ struct AdamParams {
 // rope_frequencies is rope with the caller's frequency per pair (interpolated and YaRN-style
 // scaled rotary positions). compare and permute are the index and layout ops a plugin builds masks
 // and layouts from (no composition from the core ops exists: ops.cpp refuses them where a backend
-// lacks them).
+// lacks them). packed_heads is attention reading and writing heads where the projections keep
+// them (AttentionParams::packed): where a backend lacks it, ops.cpp splits and merges the heads.
 enum class OptionalOp {
   rope,
   slice_last,
@@ -146,7 +198,8 @@ enum class OptionalOp {
   dropout_add,
   compare,
   permute,
-  rope_frequencies
+  rope_frequencies,
+  packed_heads
 };
 inline const char* optional_op_name(OptionalOp op) {
   switch (op) {
@@ -162,6 +215,7 @@ inline const char* optional_op_name(OptionalOp op) {
     case OptionalOp::compare: return "compare";
     case OptionalOp::permute: return "permute";
     case OptionalOp::rope_frequencies: return "rope_frequencies";
+    case OptionalOp::packed_heads: return "packed_heads";
   }
   return "?";
 }
@@ -346,7 +400,9 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // out[B, H, T, Dh]; lse[B, H, T] (F32) = logsumexp of the masked, scaled logits per query
   // (saved for backward: probabilities are recomputed from it). A query with no visible key gets
   // out = 0 and lse = -inf. probs[B, H, T, S] (F32, optional): the probabilities before dropout,
-  // for logging. query_offset only matters with causal; dropout must be in [0, 1).
+  // for logging. query_offset only matters with causal; dropout must be in [0, 1). With
+  // params.packed (OptionalOp::packed_heads) q, k, v, out and their gradients are token-major
+  // rows, as PackedHeads says.
   // attention_backward(dq, dk, dv, dout, out, lse, q, k, v, params): dq, dk, dv += (shapes of
   // q, k, v; = where params.dq/dk/dv_store say Write: rows no query sees are then written 0);
   // params.dbias += the bias's gradient.

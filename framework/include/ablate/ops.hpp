@@ -33,6 +33,13 @@ struct AttentionOptions {
 // neither q·k nor p·v, and the output keeps v's width; scale's default stays 1/sqrt(Dh). A bias or
 // slopes on a backend without attention_bias, and a softcap without attention_softcap, are refused.
 Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const AttentionOptions& options);
+// The same over heads kept where the projections put them, with no copies to split or merge them
+// (on a backend with OptionalOp::packed_heads; elsewhere split_heads, attention and merge_heads):
+// q [B, T, Wq], k [B, S, Wk], v [B, S, Wv] holding the heads at the columns `layout` says
+// (ablate/backend.hpp, PackedHeads) -> out [B, T, H Dh]. q, k and v may be one Var (a fused q/k/v
+// projection) or k and v one (a fused k/v projection); Dv = Dh.
+Var packed_attention(Graph& g, const Var& q, const Var& k, const Var& v, const PackedHeads& layout,
+                     const AttentionOptions& options);
 
 // Rotary positions: x[B, H, T, Dh] (q or k) with its first `rotary` dims (0: all of Dh; even)
 // turned pair by pair by angles position * base^(-2i/rotary) (Backend::rope_forward, "rotate half").

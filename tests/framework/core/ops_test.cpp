@@ -318,6 +318,71 @@ TEST(Ops, NewGradientBuffersAreWrittenAndEqualTheAccumulationIntoZeros) {
     }
 }
 
+// ops::packed_attention over heads in their projections' rows equals split_heads, attention and
+// merge_heads bit for bit, values and gradients: on reference (its packed heads), on reference
+// without optional ops (the composition ops.cpp falls back to) and on onednn (its fused tiles
+// reading the rows in place, and its batched-GEMM path past 256 keys), in f32 and bf16; self-
+// attention over one fused q/k/v node (written whole), grouped k/v heads, cross-attention's k/v
+// node, and q's heads within a wider node whose other columns get no gradient (added, not written).
+TEST(Ops, PackedAttentionEqualsSplitAttentionAndMergeBitForBit) {
+  struct Case {
+    const char* tag;
+    std::int64_t B, H, Hkv, T, S, Dh;
+    bool self, causal;
+    float dropout;
+    std::int64_t q_extra;  // columns of q's node beyond its heads (before them)
+  };
+  const Case cases[] = {
+      {"self causal dropout", 2, 2, 2, 5, 5, 4, true, true, 0.3f, 0},
+      {"self grouped padding", 2, 4, 2, 6, 6, 4, true, false, 0.0f, 0},
+      {"cross padding dropout", 2, 2, 1, 3, 7, 4, false, false, 0.2f, 0},
+      {"cross, q within a wider node", 1, 2, 2, 4, 5, 3, false, true, 0.0f, 2},
+      {"cross past 256 keys", 1, 2, 2, 3, 260, 4, false, false, 0.1f, 0},
+  };
+  for (const char* name : {"reference", "composed", "onednn"})
+    for (const DType dtype : {DType::F32, DType::BF16})
+      for (const Case& c : cases) {
+        const std::string where = std::string(name) + " " + dtype_name(dtype) + " " + c.tag;
+        auto be = std::string(name) == "composed" ? testing::new_builtin_backend("reference", {{"optional_ops", "none"}})
+                                                  : testing::new_builtin_backend(name, {});
+        const Typed tensor{*be, dtype};
+        const std::int64_t D = c.H * c.Dh, K = c.Hkv * c.Dh;
+        const Shape qs = c.self ? Shape{c.B, c.T, D + 2 * K} : Shape{c.B, c.T, c.q_extra + D};
+        const Shape kvs{c.B, c.S, 2 * K}, outs{c.B, c.T, D};
+        const Tensor lengths = i32_tensor(*be, {c.B}, std::vector<std::int32_t>(static_cast<std::size_t>(c.B), c.S - 1));
+        ops::AttentionOptions o;
+        o.causal = c.causal;
+        o.dropout = c.dropout;
+        if (!c.causal) o.key_lengths = &lengths;
+        const Tensor q0 = tensor(qs, 0.1f), kv0 = tensor(kvs, 0.2f), dy = tensor(outs, 0.9f);
+        PackedHeads l;
+        l.heads = c.H, l.kv_heads = c.Hkv, l.head_dim = c.Dh;
+        l.q_col = c.self ? 0 : c.q_extra, l.k_col = c.self ? D : 0, l.v_col = c.self ? D + K : K;
+        // packed: one call over the nodes
+        Graph g1(*be, 7, 3, true);
+        Var q1 = g1.leaf(q0), kv1 = g1.leaf(kv0);
+        const Var out1 = c.self ? ops::packed_attention(g1, q1, q1, q1, l, o) : ops::packed_attention(g1, q1, kv1, kv1, l, o);
+        g1.backward(out1, dy);
+        // split: the heads cut out, attention, merged
+        Graph g2(*be, 7, 3, true);
+        Var q2 = g2.leaf(q0), kv2 = g2.leaf(kv0);
+        const auto part = [&](const Var& x, std::int64_t col, std::int64_t n) {
+          return ops::split_heads(g2, ops::slice_last(g2, x, col, n * c.Dh), static_cast<int>(n));
+        };
+        const Var& src = c.self ? q2 : kv2;
+        const Var out2 = ops::merge_heads(
+            g2, ops::attention(g2, part(q2, l.q_col, c.H), part(src, l.k_col, c.Hkv), part(src, l.v_col, c.Hkv), o));
+        g2.backward(out2, dy);
+        EXPECT_EQ(host(*be, out1.value()), host(*be, out2.value())) << "out: " << where;
+        EXPECT_EQ(host(*be, q1.grad()), host(*be, q2.grad())) << "dq (self: dqkv): " << where;
+        if (!c.self) EXPECT_EQ(host(*be, kv1.grad()), host(*be, kv2.grad())) << "dkv: " << where;
+        if (c.q_extra > 0) {
+          const std::vector<float> dq = host(*be, q1.grad());
+          EXPECT_EQ(dq[0], 0.0f) << "a column no head takes gets no gradient: " << where;
+        }
+      }
+}
+
 TEST(OpsGradcheck, RopeFullAndPartialAtAnOffset) {
   Backend& be = reference_backend();
   const Tensor positions = i32_tensor(be, {3}, {4, 5, 6});

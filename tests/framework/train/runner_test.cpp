@@ -378,7 +378,7 @@ TEST_F(RunnerTest, InspectSummarisesTheRunFile) {
        {"status completed at step 20 (reached train.steps)", "train: 2 rows", "eval: 1 rows",
         "attention: 2 logs (steps 10 .. 20), probe of 4 examples", "/attention/encoder/self/layer_0 [2, 4, 2, ",
         "/attention/decoder/self/layer_0 [2, 4, 2, ", "mask causal+key_padding",
-        "/attention/decode/cross/layer_0..0 [2, 4, 2, 5, ", "block/pre_norm 2.2.0", "attention/mha 1.3.0"})
+        "/attention/decode/cross/layer_0..0 [2, 4, 2, 5, ", "block/pre_norm 2.2.0", "attention/mha 1.3.1"})
     EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
   const auto follow = run_cli({"inspect", (dir_ / "ins" / "run.h5").string(), "--follow", "--interval", "0.05"});
   EXPECT_EQ(follow.code, cli::kExitOk);
