@@ -159,21 +159,35 @@ void add_batched_matmul(std::vector<Row>& rows, const std::shared_ptr<Backend>& 
                   3 * 2.0 * B * H * T * S * Dh});
 }
 
-// attention at sizes z, dropout 0.1 (causal or not): q/k/v [B, H, T|S, Dh]
-void add_attention(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, const Sizes& z, bool causal, DType dt) {
+// attention at sizes z, dropout 0.1 (causal or not): q/k/v [B, H, T|S, Dh]; or `packed`, self-attention
+// (T = S) reading the heads from one fused projection qkv [B, T, 3 H Dh] and writing out [B, T, H Dh]
+// and dqkv, as attention/mha runs it (AttentionParams::packed: no split or merge copies around it).
+void add_attention(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, const Sizes& z, bool causal, DType dt,
+                   bool packed = false) {
   const std::int64_t B = z.B, H = z.H, T = z.T, S = z.S, Dh = z.Dh;
   const std::string shape = "B" + std::to_string(B) + " H" + std::to_string(H) + " T=S=" + std::to_string(T) + " Dh" +
-                            std::to_string(Dh) + (causal ? " causal" : "") + " drop0.1 " + ablate::dtype_name(dt);
-  Tensor q = random_tensor(*be, {B, H, T, Dh}, dt, 8), k = random_tensor(*be, {B, H, S, Dh}, dt, 9),
-         v = random_tensor(*be, {B, H, S, Dh}, dt, 10), out = be->empty({B, H, T, Dh}, dt),
-         lse = be->empty({B, H, T}, DType::F32), dout = random_tensor(*be, {B, H, T, Dh}, dt, 11), dq = be->empty(q.shape(), dt),
-         dk = be->empty(k.shape(), dt), dv = be->empty(v.shape(), dt);
-  for (Tensor* t : {&dq, &dk, &dv}) be->fill(*t, 0);
+                            std::to_string(Dh) + (causal ? " causal" : "") + " drop0.1 " + ablate::dtype_name(dt) +
+                            (packed ? " packed" : "");
   ablate::AttentionParams p;
   p.causal = causal;
   p.scale = 1.0f / std::sqrt(static_cast<float>(Dh));
   p.dropout = 0.1f;
   p.rng = {1, 1, 1};
+  Tensor q, k, v, out, dout, dq, dk, dv;
+  if (packed) {
+    p.packed = {H, H, Dh, 0, H * Dh, 2 * H * Dh};
+    p.dq_store = p.dk_store = p.dv_store = ablate::GradStore::Write;
+    q = k = v = random_tensor(*be, {B, T, 3 * H * Dh}, dt, 8);
+    out = be->empty({B, T, H * Dh}, dt), dout = random_tensor(*be, {B, T, H * Dh}, dt, 11);
+    dq = dk = dv = be->empty(q.shape(), dt);
+  } else {
+    q = random_tensor(*be, {B, H, T, Dh}, dt, 8), k = random_tensor(*be, {B, H, S, Dh}, dt, 9),
+    v = random_tensor(*be, {B, H, S, Dh}, dt, 10), out = be->empty({B, H, T, Dh}, dt),
+    dout = random_tensor(*be, {B, H, T, Dh}, dt, 11), dq = be->empty(q.shape(), dt), dk = be->empty(k.shape(), dt),
+    dv = be->empty(v.shape(), dt);
+    for (Tensor* t : {&dq, &dk, &dv}) be->fill(*t, 0);
+  }
+  Tensor lse = be->empty({B, H, T}, DType::F32);
   // FLOPs counted as 2 GEMMs forward and 4 backward, over the full T x S square (the causal
   // half is still counted; the recomputed QK^T is not).
   const double g = 2.0 * B * H * T * S * Dh;
@@ -305,12 +319,14 @@ int main(int argc, char** argv) {
   add_linear(rows, be, 2048, 1024, 256, Activation::None, DType::F32);
   add_linear(rows, be, 2048, 256, 1000, Activation::None, DType::F32);
   add_attention(rows, be, Sizes{64, 4, 32, 32, 64}, false, DType::F32);  // A's encoder self and cross attention
+  add_attention(rows, be, Sizes{64, 4, 32, 32, 64}, false, DType::F32, true);
   for (DType dt : {DType::F32, DType::BF16}) {
     // both FFN layers of a d 512 model: x[N, D] -> h[N, F] (relu) -> y[N, D]
     add_linear(rows, be, N, D, F, Activation::ReLU, dt);
     add_linear(rows, be, N, F, D, Activation::None, dt);
     add_batched_matmul(rows, be, sizes, dt);
     add_attention(rows, be, sizes, true, dt);
+    add_attention(rows, be, sizes, true, dt, true);
   }
   const std::size_t peaks = bf16_isa ? 4 : 2;
   const auto unwanted = [&](const Row& r) { return r.name.find(only) == std::string::npos; };  // --only

@@ -283,12 +283,14 @@ struct Rows {
 // The n rows of Dh of one head of t from element `off`, `rs` apart, as f32: t's own memory, or
 // widened into `buf` (rows Dh apart).
 inline Rows tile_f32(const Tensor& t, std::int64_t off, std::int64_t rs, std::int64_t n, std::int64_t Dh, float* buf) {
-  if (t.dtype() == DType::F32) return {t.data<float>() + off, rs};
-  const auto* s = static_cast<const bf16_t*>(t.raw()) + off;
-  for (std::int64_t i = 0; i < n; ++i) {
+  if (t.dtype() == DType::F32 && rs == Dh) return {t.data<float>() + off, rs};
+  with_float("attention", t, [&](const auto* p) {
+    const auto* s = p + off;
+    for (std::int64_t i = 0; i < n; ++i) {
 #pragma omp simd
-    for (std::int64_t e = 0; e < Dh; ++e) buf[i * Dh + e] = ld(s, i * rs + e);
-  }
+      for (std::int64_t e = 0; e < Dh; ++e) buf[i * Dh + e] = ld(s, i * rs + e);
+    }
+  });
   return {buf, Dh};
 }
 
