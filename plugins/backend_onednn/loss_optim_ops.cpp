@@ -1,6 +1,8 @@
 // backend/onednn: fused cross entropy (softmax, loss, dlogits and accuracy counts in one pass),
 // Adam/AdamW, the sum of squares of the grad norm, and casts; reductions in a fixed order.
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -15,6 +17,24 @@ namespace backend_onednn {
 // ------------------------------------------------------------------------------------------
 // cross entropy, fused: loss = mean over counted rows of lse - sum_c q_c x_c, q = (1-ls) onehot + ls/V;
 // dlogits = (softmax - q) / count (0 on ignored rows); stats = {count, correct}.
+
+namespace {
+// The first index c of x[n] with x[c] >= m (the first of tied maxima), n - 1 when none is (a NaN
+// row): 64 elements compared at a time, then the hit found within them.
+template <class T>
+std::int64_t first_at_least(const T* x, std::int64_t n, float m) {
+  for (std::int64_t c0 = 0; c0 < n; c0 += 64) {
+    const std::int64_t end = std::min<std::int64_t>(n, c0 + 64);
+    int hits = 0;
+#pragma omp simd reduction(+ : hits)
+    for (std::int64_t c = c0; c < end; ++c) hits += ld(x, c) >= m ? 1 : 0;
+    if (hits > 0)
+      for (std::int64_t c = c0; c < end; ++c)
+        if (ld(x, c) >= m) return c;
+  }
+  return n - 1;
+}
+}  // namespace
 
 void OnednnBackend::do_cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tensor& stats, const Tensor& logits,
                                              const Tensor& targets, std::int32_t ignore_index, float label_smoothing) {
@@ -33,12 +53,14 @@ void OnednnBackend::do_cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tens
   const float ls = label_smoothing;
   const float inv_count = count ? 1.0f / static_cast<float>(count) : 0.0f;
   const float on = 1.0f - ls, off = ls / static_cast<float>(V);
-  float* row_loss = scratch_f32(kSums, 2 * std::max<std::int64_t>(N, 1));  // [loss | correct]
+  float* row_loss = scratch_f32(kSums, 2 * std::max<std::int64_t>(N, 1));        // [loss | correct]
+  float* exps = scratch_f32(kPartial, static_cast<std::int64_t>(threads_) * V);  // a row's exp(x - max) per thread
   with_floats(op, std::tie(logits, dlogits), [&](const auto* xp, auto* gp) {
 #pragma omp parallel for num_threads(team_size({N, V}, threads_)) schedule(static)
     for (std::int64_t r = 0; r < N; ++r) {
       const auto* x = xp + r * V;
       auto* g = gp + r * V;
+      float* e = exps + static_cast<std::int64_t>(omp_get_thread_num()) * V;
       const std::int32_t t = tg[r];
       if (t == ignore_index) {
 #pragma omp simd
@@ -48,13 +70,13 @@ void OnednnBackend::do_cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tens
         continue;
       }
       const float mx = row_max(x, V);
-      std::int64_t arg = 0;  // the first index of the maximum
-      while (arg < V - 1 && !(ld(x, arg) >= mx)) ++arg;
+      const std::int64_t arg = first_at_least(x, V, mx);
       float sum = 0.0f, sx = 0.0f;
 #pragma omp simd reduction(+ : sum, sx)
       for (std::int64_t c = 0; c < V; ++c) {
         const float v = ld(x, c);
-        sum += fast_exp(v - mx);
+        e[c] = fast_exp(v - mx);
+        sum += e[c];
         sx += v;
       }
       const float lse = mx + std::log(sum);
@@ -62,7 +84,7 @@ void OnednnBackend::do_cross_entropy_forward(Tensor& loss, Tensor& dlogits, Tens
       row_loss[N + r] = arg == t ? 1.0f : 0.0f;
       const float rs = 1.0f / sum;
 #pragma omp simd
-      for (std::int64_t c = 0; c < V; ++c) st(g, c, (fast_exp(ld(x, c) - mx) * rs - off) * inv_count);
+      for (std::int64_t c = 0; c < V; ++c) st(g, c, (e[c] * rs - off) * inv_count);
       st(g, t, ld(g, t) - on * inv_count);
     }
   });

@@ -173,6 +173,22 @@ void add_loss(std::vector<OpCase>& out) {
     c.backward = [](OpRun& r) { r.backend.axpy(r["dlogits"], r["grad_logits"], r.scalar("dloss")); };
     out.push_back(std::move(c));
   }
+  {  // tied maxima: the prediction is the first of them (row 0, maxima 1, 2, 4, misses its target 2;
+     // row 1, maxima 0, 1, 2, 4, hits its target 0)
+    OpCase c;
+    c.op = "cross_entropy";
+    c.name = "tied_maxima_N2_V5";
+    c.reduction = 5;
+    TensorSpec logits = value("logits", Shape{2, 5});
+    logits.fixed = {1, 3, 3, 0, 3, 2, 2, 2, -1, 2};
+    c.inputs = {logits, fixed_i32("targets", Shape{2}, {2, 0})};
+    c.outputs = {f32("loss", Shape{1}), value("grad_logits", Shape{2, 5}), f32("stats", Shape{2})};
+    c.finite_differences = false;  // parity: the counts in stats
+    c.forward = [](OpRun& r) {
+      r.backend.cross_entropy_forward(r["loss"], r["grad_logits"], r["stats"], r["logits"], r["targets"], -100, 0.0f);
+    };
+    out.push_back(std::move(c));
+  }
   for (const Shape& s : {Shape{1}, Shape{3, 33}, Shape{2, 3, 65}}) {
     OpCase c;
     c.op = "sum_squares";
