@@ -1,8 +1,8 @@
 // backend/onednn: scaled dot-product attention (with AVX-512, tiles that fit in cache fused per
 // (batch, k/v head) on small_gemm.hpp; otherwise QK^T and PV as oneDNN GEMM batches; both with masks,
-// bias, ALiBi slopes, soft-capping, softmax and dropout per row here; heads split or packed in the
-// projections' rows, which the fused tiles read in place), the head split/merge copies and the
-// KV-cache time-slice write.
+// bias, ALiBi slopes, soft-capping, softmax and dropout per row here; heads split, or packed in the
+// projections' rows, from which a fused tile gathers its head into cache and the batched-GEMM path
+// copies them to split heads), the head split/merge copies and the KV-cache time-slice write.
 #include <omp.h>
 
 #include <algorithm>
