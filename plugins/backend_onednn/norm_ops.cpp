@@ -94,18 +94,19 @@ void OnednnBackend::do_layer_norm_backward(Tensor* dx, Tensor* dgamma, Tensor* d
     const auto row = [&](auto* dxp, std::int64_t r, float* acc) {
       const auto* xr = xp + r * D;
       const auto* dr = dyp + r * D;
+      const float* gm = g;  // a local: read through the closure, the vector loops gathered it lane by lane
       const float mu = mp[r], rs = rp[r];
       if (dxp) {
         auto* o = dxp + r * D;
         float s1 = 0.0f, s2 = 0.0f;
 #pragma omp simd reduction(+ : s1, s2)
         for (std::int64_t j = 0; j < D; ++j) {
-          const float dxh = ld(dr, j) * g[j];
+          const float dxh = ld(dr, j) * gm[j];
           s1 += dxh;
           s2 += dxh * (ld(xr, j) - mu) * rs;
         }
         const float m1 = s1 / static_cast<float>(D), m2 = s2 / static_cast<float>(D);
-        put_row(o, D, add, [&](std::int64_t j) { return rs * (ld(dr, j) * g[j] - m1 - (ld(xr, j) - mu) * rs * m2); });
+        put_row(o, D, add, [&](std::int64_t j) { return rs * (ld(dr, j) * gm[j] - m1 - (ld(xr, j) - mu) * rs * m2); });
       }
       if (acc) {
 #pragma omp simd
@@ -165,14 +166,15 @@ void OnednnBackend::do_rms_norm_backward(Tensor* dx, Tensor* dgamma, const Tenso
     const auto row = [&](auto* dxp, std::int64_t r, float* acc) {
       const auto* xr = xp + r * D;
       const auto* dr = dyp + r * D;
+      const float* gm = g;  // a local, as in layer_norm_backward
       const float rs = rp[r];
       if (dxp) {
         auto* o = dxp + r * D;
         float s2 = 0.0f;
 #pragma omp simd reduction(+ : s2)
-        for (std::int64_t j = 0; j < D; ++j) s2 += ld(dr, j) * g[j] * ld(xr, j) * rs;
+        for (std::int64_t j = 0; j < D; ++j) s2 += ld(dr, j) * gm[j] * ld(xr, j) * rs;
         const float m2 = s2 / static_cast<float>(D);
-        put_row(o, D, add, [&](std::int64_t j) { return rs * (ld(dr, j) * g[j] - ld(xr, j) * rs * m2); });
+        put_row(o, D, add, [&](std::int64_t j) { return rs * (ld(dr, j) * gm[j] - ld(xr, j) * rs * m2); });
       }
       if (acc) {
 #pragma omp simd
