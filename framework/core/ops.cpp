@@ -132,9 +132,25 @@ std::array<Graph::GradOut, 3> attention_grads(Graph& g, const std::array<Attenti
   return out;
 }
 
-// The attention node, split or packed (params.packed), once the callers have checked what the
-// backend has: the params from the options, the output, the FLOP count, the backward.
-Var attention_node(Graph& g, const Var& q, const Var& k, const Var& v, const PackedHeads& layout,
+// Packed heads on a backend without them: each part's heads split out of its rows (straight from an
+// equal part of a fused projection, else from the columns cut first), attention, the heads merged.
+Var split_packed_attention(Graph& g, const Var& q, const Var& k, const Var& v, const PackedHeads& layout,
+                           const AttentionOptions& options) {
+  const std::int64_t Dh = layout.head_dim;
+  const auto heads_of = [&](const Var& x, std::int64_t col, std::int64_t n) {
+    const std::int64_t w = n * Dh, W = x.shape().last();
+    if (W % w == 0 && col % w == 0)
+      return split_heads(g, x, static_cast<int>(n), static_cast<int>(W / w), static_cast<int>(col / w));
+    return split_heads(g, slice_last(g, x, col, w), static_cast<int>(n));
+  };
+  return merge_heads(g, attention(g, heads_of(q, layout.q_col, layout.heads), heads_of(k, layout.k_col, layout.kv_heads),
+                                  heads_of(v, layout.v_col, layout.kv_heads), options));
+}
+
+// The attention node, split or packed (`layout`): its contract checked once (errors named `op`),
+// what the backend lacks composed (packed heads split and merged; k/v heads repeated), then the
+// params from the options, the output, the FLOP count, the backward.
+Var attention_node(Graph& g, const char* op, const Var& q, const Var& k, const Var& v, const PackedHeads& layout,
                    const AttentionOptions& options) {
   AttentionParams p;
   p.packed = layout;
@@ -147,13 +163,18 @@ Var attention_node(Graph& g, const Var& q, const Var& k, const Var& v, const Pac
   if (bias.defined()) p.bias = &bias.value();
   if (slopes.defined()) p.slopes = &slopes;
   const std::string problem = attention_problem(q.value(), k.value(), v.value(), p);
-  require(problem.empty(), "attention", problem);
+  require(problem.empty(), op, problem);
   Backend& be = g.backend();
   require(!(bias.defined() || slopes.defined()) || be.supports(OptionalOp::attention_bias), "attention",
           "this backend has no attention logit bias or ALiBi slopes (Backend::supports); run on reference or onednn");
   require(p.softcap == 0.0f || be.supports(OptionalOp::attention_softcap), "attention",
           "this backend has no attention logit soft-capping (Backend::supports); run on reference or onednn");
   const AttentionShape a = attention_shape(q.value(), k.value(), p);
+  const bool repeat = a.Hkv != a.H && !be.supports(OptionalOp::grouped_attention);
+  if (layout.packed() && (repeat || !be.supports(OptionalOp::packed_heads)))
+    return split_packed_attention(g, q, k, v, layout, options);
+  if (repeat)  // composed: k/v heads repeated
+    return attention(g, q, composed::repeat_heads(g, k, a.H), composed::repeat_heads(g, v, a.H), options);
   p.scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(a.Dh));
   if (g.training() && options.dropout > 0.0f) {
     p.dropout = options.dropout;
@@ -202,34 +223,13 @@ Var attention(Graph& g, const Var& q, const Var& k, const Var& v, const Attentio
     const Var out = attention(g, pad_last(g, q, W), pad_last(g, k, W), pad_last(g, v, W), o);
     return vs[3] < W ? slice_last(g, out, 0, vs[3]) : out;
   }
-  const std::string problem = attention_problem(q.value(), k.value(), v.value(), AttentionParams{});
-  require(problem.empty(), "attention", problem);
-  if (k.shape()[1] != qs[1] && !g.backend().supports(OptionalOp::grouped_attention))  // composed: k/v heads repeated
-    return attention(g, q, composed::repeat_heads(g, k, qs[1]), composed::repeat_heads(g, v, qs[1]), options);
-  return attention_node(g, q, k, v, PackedHeads{}, options);
+  return attention_node(g, "attention", q, k, v, PackedHeads{}, options);
 }
 
 Var packed_attention(Graph& g, const Var& q, const Var& k, const Var& v, const PackedHeads& layout,
                      const AttentionOptions& options) {
   require(layout.packed(), "packed_attention", "the layout has no heads (PackedHeads::heads must be > 0)");
-  AttentionParams probe;
-  probe.packed = layout;
-  const std::string problem = attention_problem(q.value(), k.value(), v.value(), probe);
-  require(problem.empty(), "packed_attention", problem);
-  const Backend& be = g.backend();
-  if (be.supports(OptionalOp::packed_heads) && (layout.kv_heads == layout.heads || be.supports(OptionalOp::grouped_attention)))
-    return attention_node(g, q, k, v, layout, options);
-  // composed: each part's heads split out of its rows (straight from an equal part of a fused
-  // projection, else from the columns cut first), attention, the heads merged
-  const std::int64_t Dh = layout.head_dim;
-  const auto heads_of = [&](const Var& x, std::int64_t col, std::int64_t n) {
-    const std::int64_t w = n * Dh, W = x.shape().last();
-    if (W % w == 0 && col % w == 0)
-      return split_heads(g, x, static_cast<int>(n), static_cast<int>(W / w), static_cast<int>(col / w));
-    return split_heads(g, slice_last(g, x, col, w), static_cast<int>(n));
-  };
-  return merge_heads(g, attention(g, heads_of(q, layout.q_col, layout.heads), heads_of(k, layout.k_col, layout.kv_heads),
-                                  heads_of(v, layout.v_col, layout.kv_heads), options));
+  return attention_node(g, "packed_attention", q, k, v, layout, options);
 }
 
 Var rope(Graph& g, const Var& x, const Tensor& positions, int rotary, float base) {
