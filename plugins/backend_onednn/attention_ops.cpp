@@ -44,6 +44,14 @@ void heads_copy(Dst* dst, const Src* src, std::int64_t B, std::int64_t T, std::i
       }
 }
 
+// heads_copy between tensors: rows [B, L, W] (heads from column `col`) and heads of shape `hs` [B,
+// n, L, Dh]; to_heads: src is the rows, dst the heads; else the reverse.
+void copy_heads(const char* op, const Tensor& src, Tensor& dst, const ablate::Shape& hs, std::int64_t W, std::int64_t col,
+                bool to_heads, bool acc, int threads) {
+  with_floats(op, std::tie(src, dst),
+              [&](const auto* s, auto* d) { heads_copy(d, s, hs[0], hs[2], hs[1], hs[3], W, col, to_heads, acc, threads); });
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -110,17 +118,11 @@ struct PackedCopies {
   }
   // heads [B, n, L, Dh] = the heads of rows [B, L, W] from column `col`
   void split(Tensor& heads, const Tensor& rows, std::int64_t col) const {
-    const ablate::Shape& s = heads.shape();
-    with_floats("attention", std::tie(rows, heads), [&](const auto* r, auto* h) {
-      heads_copy(h, r, s[0], s[2], s[1], s[3], rows.shape()[2], col, true, false, threads);
-    });
+    copy_heads("attention", rows, heads, heads.shape(), rows.shape()[2], col, true, false, threads);
   }
   // rows [B, L, W] from column `col` (GradStore) heads [B, n, L, Dh]; the other columns untouched
   void merge(Tensor& rows, const Tensor& heads, std::int64_t col, GradStore store) const {
-    const ablate::Shape& s = heads.shape();
-    with_floats("attention", std::tie(heads, rows), [&](const auto* h, auto* r) {
-      heads_copy(r, h, s[0], s[2], s[1], s[3], rows.shape()[2], col, false, store == GradStore::Add, threads);
-    });
+    copy_heads("attention", heads, rows, heads.shape(), rows.shape()[2], col, false, store == GradStore::Add, threads);
   }
 };
 
@@ -598,38 +600,26 @@ void OnednnBackend::do_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, co
          add(prm.dk_store), nullptr, Activation::None, op);
 }
 
-void OnednnBackend::do_split_heads_forward(Tensor& y, const Tensor& x, int parts, int part) {
-  const char* op = "split_heads_forward";
-  const std::int64_t B = y.shape()[0], H = y.shape()[1], T = y.shape()[2], Dh = y.shape()[3];
+void OnednnBackend::do_split_heads_forward(Tensor& y, const Tensor& x, int /*parts: x's width*/, int part) {
+  const ablate::Shape& hs = y.shape();
   set_threads();
-  with_floats(op, std::tie(x, y), [&](const auto* xp, auto* yp) {
-    heads_copy(yp, xp, B, T, H, Dh, parts * H * Dh, part * H * Dh, true, false, threads_);
-  });
+  copy_heads("split_heads_forward", x, y, hs, x.shape()[2], part * hs[1] * hs[3], true, false, threads_);
 }
 
-void OnednnBackend::do_split_heads_backward(Tensor& dx, const Tensor& dy, int parts, int part) {
-  const char* op = "split_heads_backward";
-  const std::int64_t B = dy.shape()[0], H = dy.shape()[1], T = dy.shape()[2], Dh = dy.shape()[3];
+void OnednnBackend::do_split_heads_backward(Tensor& dx, const Tensor& dy, int /*parts: dx's width*/, int part) {
+  const ablate::Shape& hs = dy.shape();
   set_threads();
-  with_floats(op, std::tie(dy, dx), [&](const auto* dyp, auto* dxp) {
-    heads_copy(dxp, dyp, B, T, H, Dh, parts * H * Dh, part * H * Dh, false, true, threads_);
-  });
+  copy_heads("split_heads_backward", dy, dx, hs, dx.shape()[2], part * hs[1] * hs[3], false, true, threads_);
 }
 
 void OnednnBackend::do_merge_heads_forward(Tensor& y, const Tensor& x) {
-  const char* op = "merge_heads_forward";
-  const std::int64_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], Dh = x.shape()[3];
   set_threads();
-  with_floats(op, std::tie(x, y),
-              [&](const auto* xp, auto* yp) { heads_copy(yp, xp, B, T, H, Dh, H * Dh, 0, false, false, threads_); });
+  copy_heads("merge_heads_forward", x, y, x.shape(), y.shape()[2], 0, false, false, threads_);
 }
 
 void OnednnBackend::do_merge_heads_backward(Tensor& dx, const Tensor& dy) {
-  const char* op = "merge_heads_backward";
-  const std::int64_t B = dx.shape()[0], H = dx.shape()[1], T = dx.shape()[2], Dh = dx.shape()[3];
   set_threads();
-  with_floats(op, std::tie(dy, dx),
-              [&](const auto* dyp, auto* dxp) { heads_copy(dxp, dyp, B, T, H, Dh, H * Dh, 0, true, true, threads_); });
+  copy_heads("merge_heads_backward", dy, dx, dx.shape(), dy.shape()[2], 0, true, true, threads_);
 }
 
 // ------------------------------------------------------------------------------------------
