@@ -127,18 +127,61 @@ void add_linear(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, std:
   Tensor x = random_tensor(*be, {n, in}, dt, 1), w = random_tensor(*be, {out, in}, dt, 2, 0.05f),
          b = random_tensor(*be, {out}, dt, 3), y = be->empty({n, out}, dt), dy = random_tensor(*be, {n, out}, dt, 4),
          dx = be->empty({n, in}, dt), dw = be->empty({out, in}, DType::F32), db = be->empty({out}, DType::F32);
+  // the pre-activation, kept as training keeps it for the activations whose gradient needs it
+  Tensor pre = ablate::activation_needs_pre(act) ? be->empty({n, out}, dt) : Tensor();
   be->fill(dx, 0);
   be->fill(dw, 0);
   be->fill(db, 0);
   const std::string shape = std::to_string(n) + "x" + std::to_string(in) + "->" + std::to_string(out) +
-                            (act == Activation::ReLU ? " relu " : " ") + ablate::dtype_name(dt);
-  rows.push_back({"linear fwd " + shape, [=]() mutable { be->linear_forward(y, nullptr, x, w, &b, act); }, 2.0 * n * in * out});
+                            (act == Activation::None ? std::string(" ") : " " + std::string(ablate::activation_name(act)) + " ") +
+                            ablate::dtype_name(dt);
+  rows.push_back({"linear fwd " + shape, [=]() mutable { be->linear_forward(y, pre.defined() ? &pre : nullptr, x, w, &b, act); },
+                  2.0 * n * in * out});
   rows.push_back({"linear fwd+bwd " + shape,
                   [=]() mutable {
-                    be->linear_forward(y, nullptr, x, w, &b, act);
-                    be->linear_backward(&dx, &dw, &db, dy, x, w, nullptr, y, act, ablate::GradStore::Add);
+                    Tensor* kept = pre.defined() ? &pre : nullptr;
+                    be->linear_forward(y, kept, x, w, &b, act);
+                    be->linear_backward(&dx, &dw, &db, dy, x, w, kept, y, act, ablate::GradStore::Add);
                   },
                   3 * 2.0 * n * in * out});
+}
+
+// An FFN's first linear with its dropout (p 0.1) forward and backward, as two ops (linear, then
+// dropout; the dropout's gradient into a new buffer as ops::dropout runs it) and as the fused
+// linear_dropout (where the backend has it).
+void add_linear_dropout(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, std::int64_t n, std::int64_t in,
+                        std::int64_t out, Activation act, DType dt) {
+  Tensor x = random_tensor(*be, {n, in}, dt, 1), w = random_tensor(*be, {out, in}, dt, 2, 0.05f),
+         b = random_tensor(*be, {out}, dt, 3), y = be->empty({n, out}, dt), h = be->empty({n, out}, dt),
+         dy = random_tensor(*be, {n, out}, dt, 4), dh = be->empty({n, out}, dt), dx = be->empty({n, in}, dt),
+         dw = be->empty({out, in}, DType::F32), db = be->empty({out}, DType::F32);
+  Tensor pre = ablate::activation_needs_pre(act) ? be->empty({n, out}, dt) : Tensor();
+  Tensor slope = act != Activation::ReLU ? be->empty({n, out}, DType::F32) : Tensor();
+  be->fill(dx, 0);
+  be->fill(dw, 0);
+  be->fill(db, 0);
+  const float p = 0.1f;
+  const ablate::RngKey key{1, 2, 3};
+  const std::string shape = std::to_string(n) + "x" + std::to_string(in) + "->" + std::to_string(out) + " " +
+                            ablate::activation_name(act) + " drop0.1 " + ablate::dtype_name(dt);
+  const double flops = 3 * 2.0 * n * in * out;
+  rows.push_back({"linear, dropout fwd+bwd " + shape,
+                  [=]() mutable {
+                    Tensor* kept = pre.defined() ? &pre : nullptr;
+                    be->linear_forward(h, kept, x, w, &b, act);
+                    be->dropout_forward(y, h, p, key);
+                    be->dropout_forward(dh, dy, p, key);
+                    be->linear_backward(&dx, &dw, &db, dh, x, w, kept, h, act, ablate::GradStore::Add);
+                  },
+                  flops});
+  if (!be->supports(ablate::OptionalOp::linear_dropout)) return;
+  rows.push_back({"linear_dropout fwd+bwd " + shape,
+                  [=]() mutable {
+                    Tensor* s = slope.defined() ? &slope : nullptr;
+                    be->linear_dropout_forward(y, s, x, w, &b, act, p, key);
+                    be->linear_dropout_backward(&dx, &dw, &db, dy, x, w, s, y, act, p, ablate::GradStore::Add);
+                  },
+                  flops});
 }
 
 // batched matmul: scores[BH, T, S] = q[BH, T, Dh] · k[BH, S, Dh]^T
@@ -319,7 +362,18 @@ int main(int argc, char** argv) {
   add_linear(rows, be, 2048, 256, 1024, Activation::ReLU, DType::F32);
   add_linear(rows, be, 2048, 1024, 256, Activation::None, DType::F32);
   add_linear(rows, be, 2048, 256, 1000, Activation::None, DType::F32);
+  add_linear_dropout(rows, be, 2048, 256, 1024, Activation::ReLU, DType::F32);
   add_attention(rows, be, Sizes{64, 4, 32, 32, 64}, false, DType::F32);  // A's encoder self and cross attention
+  // Benchmark config B's layers (bench/configs/B_decoder_lm.yaml: 16 x 127 tokens, d 512, d_ff 2048,
+  // vocabulary 8000), f32 and bf16: fused q/k/v, attention output, FFN in (GELU) and out, the logits.
+  for (DType dt : {DType::F32, DType::BF16}) {
+    if (dt == DType::BF16 && !bf16_isa) continue;
+    for (const auto& [in, out, act] : {std::tuple{512, 1536, Activation::None}, std::tuple{512, 512, Activation::None},
+                                       std::tuple{512, 2048, Activation::GeluErf}, std::tuple{2048, 512, Activation::None},
+                                       std::tuple{512, 8000, Activation::None}})
+      add_linear(rows, be, 2032, in, out, act, dt);
+    add_linear_dropout(rows, be, 2032, 512, 2048, Activation::GeluErf, dt);
+  }
   add_attention(rows, be, Sizes{64, 4, 32, 32, 64}, false, DType::F32, true);
   for (DType dt : {DType::F32, DType::BF16}) {
     // both FFN layers of a d 512 model: x[N, D] -> h[N, F] (relu) -> y[N, D]

@@ -101,11 +101,16 @@ void param_grad_dtype(const char* op, const char* name, const Tensor& g, const T
     fail(op, with(name, g) + " must be f32 or the dtype of " + with("dy", dy));
 }
 
+// dropout's p: in [0, 1).
+void dropout_p(const char* op, float p) {
+  if (!(p >= 0.0f && p < 1.0f)) fail(op, "p " + std::to_string(p) + " must be in [0, 1)");
+}
+
 void dropout_common(const char* op, const char* out_name, const Tensor& out, const char* in_name, const Tensor& in, float p) {
   value(op, in_name, in);
   same_dtype(op, out_name, out, in_name, in);
   shape(op, out_name, out, in.shape());
-  if (!(p >= 0.0f && p < 1.0f)) fail(op, "p " + std::to_string(p) + " must be in [0, 1)");
+  dropout_p(op, p);
 }
 
 // y (or dy): [N, D] for ids I32 (any shape, N elements) and table (or dtable) [V, D].
@@ -207,16 +212,37 @@ void copy(const Tensor& dst, const Tensor& src) {
 
 // ---------------------------------------------------------------------------- linear, matmul
 // y: [N, O] (any leading dims), pre: [N, O] or null, x: [N, I], w: [O, I], b: [O] or null.
-void linear_forward(const Tensor& y, const Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation) {
-  const char* op = "linear_forward";
+namespace {
+// linear's y [N, O] (or dy) and b [O] for x [N, I], w [O, I]; returns O.
+std::int64_t linear_output(const char* op, const char* y_name, const Tensor& y, const Tensor& x, const Tensor& w,
+                           const Tensor* b) {
   const std::int64_t O = linear_out(op, x, w);
-  same_dtype(op, "y", y, "x", x);
+  same_dtype(op, y_name, y, "x", x);
   if (y.shape().rows() != x.shape().rows() || y.shape().last() != O)
-    fail(op, with("y", y) + " must be [N, O] for " + with("x", x) + " and " + with("w", w));
+    fail(op, with(y_name, y) + " must be [N, O] for " + with("x", x) + " and " + with("w", w));
   if (b) {
     same_dtype(op, "b", *b, "x", x);
     shape(op, "b", *b, Shape{O});
   }
+  return O;
+}
+
+// linear's gradient outputs dx, dw, db for x, w and dy [N, O].
+void linear_grads(const char* op, const Tensor* dx, const Tensor* dw, const Tensor* db, const Tensor& dy, const Tensor& x,
+                  const Tensor& w) {
+  const std::int64_t O = linear_output(op, "dy", dy, x, w, nullptr);
+  if (dx) grad(op, "dx", *dx, "x", x, false);
+  if (dw) grad(op, "dw", *dw, "w", w, true);
+  if (db) {
+    param_grad_dtype(op, "db", *db, dy);
+    numel(op, "db", *db, O);
+  }
+}
+}  // namespace
+
+void linear_forward(const Tensor& y, const Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation) {
+  const char* op = "linear_forward";
+  linear_output(op, "y", y, x, w, b);
   if (pre) {  // null: no backward will run (evaluation), nothing to save
     same_dtype(op, "pre", *pre, "x", x);
     numel(op, "pre", *pre, y.numel());
@@ -226,22 +252,12 @@ void linear_forward(const Tensor& y, const Tensor* pre, const Tensor& x, const T
 void linear_backward(const Tensor* dx, const Tensor* dw, const Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
                      const Tensor* pre, const Tensor& y, Activation act) {
   const char* op = "linear_backward";
-  const std::int64_t O = linear_out(op, x, w);
-  same_dtype(op, "dy", dy, "x", x);
-  const std::int64_t N = x.shape().rows();
-  if (dy.shape().rows() != N || dy.shape().last() != O)
-    fail(op, with("dy", dy) + " must be [N, O] for " + with("x", x) + " and " + with("w", w));
-  if (dx) grad(op, "dx", *dx, "x", x, false);
-  if (dw) grad(op, "dw", *dw, "w", w, true);
-  if (db) {
-    param_grad_dtype(op, "db", *db, dy);
-    numel(op, "db", *db, O);
-  }
+  linear_grads(op, dx, dw, db, dy, x, w);
   if (activation_needs_pre(act)) {
     if (pre == nullptr) fail(op, std::string("activation ") + activation_name(act) + " needs `pre`");
-    numel(op, "pre", *pre, N * O);
+    numel(op, "pre", *pre, dy.numel());
   } else if (act == Activation::ReLU) {
-    numel(op, "y", y, N * O);
+    numel(op, "y", y, dy.numel());
   }
 }
 
@@ -595,6 +611,34 @@ void permute_backward(const Backend& be, const Tensor& dx, const Tensor& dy, con
   allocated(op, "dx", dx);
   allocated(op, "dy", dy);
   if (const std::string problem = permute_problem(dy, dx, p); !problem.empty()) fail(op, problem);
+}
+
+void linear_dropout_forward(const Backend& be, const Tensor& y, const Tensor* slope, const Tensor& x, const Tensor& w,
+                            const Tensor* b, float p) {
+  const char* op = "linear_dropout_forward";
+  supported(be, OptionalOp::linear_dropout, op);
+  linear_output(op, "y", y, x, w, b);
+  dropout_p(op, p);
+  if (slope) {  // null: no backward will run, or ReLU's backward reads y
+    dtype(op, "slope", *slope, DType::F32);
+    numel(op, "slope", *slope, y.numel());
+  }
+}
+
+void linear_dropout_backward(const Backend& be, const Tensor* dx, const Tensor* dw, const Tensor* db, const Tensor& dy,
+                             const Tensor& x, const Tensor& w, const Tensor* slope, const Tensor& y, Activation act, float p) {
+  const char* op = "linear_dropout_backward";
+  supported(be, OptionalOp::linear_dropout, op);
+  linear_grads(op, dx, dw, db, dy, x, w);
+  dropout_p(op, p);
+  if (slope) {
+    dtype(op, "slope", *slope, DType::F32);
+    numel(op, "slope", *slope, dy.numel());
+  } else if (act == Activation::ReLU) {
+    numel(op, "y", y, dy.numel());
+  } else {
+    fail(op, std::string("activation ") + activation_name(act) + " needs `slope` (only ReLU's backward can read y instead)");
+  }
 }
 
 }  // namespace ablate::contract

@@ -85,16 +85,27 @@ void FeedForwardLayers::build(const ParamScope& scope, const ModelDims& dims) {
   b_out_ = &scope.param("out.bias", {dims.d_model}, Init::zeros());                        // [D]
 }
 
-Var FeedForwardLayers::operator()(Graph& g, const Var& x, Activation act) const { return output(g, hidden(g, x, act)); }
+void FeedForwardLayers::check_built() const {
+  if (!w_in_) throw Error(plugin_ + ": forward before build", "call build(scope, dims) once first");
+}
+
+Var FeedForwardLayers::project_out(Graph& g, const Var& dropped) const {
+  return ops::linear(g, dropped, g.parameter(*w_out_), g.parameter(*b_out_));
+}
+
+Var FeedForwardLayers::operator()(Graph& g, const Var& x, Activation act) const {
+  check_built();
+  return project_out(g, ops::linear_dropout(g, x, g.parameter(*w_in_), g.parameter(*b_in_), act, dropout_));
+}
 
 Var FeedForwardLayers::hidden(Graph& g, const Var& x, Activation act) const {
-  if (!w_in_) throw Error(plugin_ + ": forward before build", "call build(scope, dims) once first");
+  check_built();
   return ops::linear(g, x, g.parameter(*w_in_), g.parameter(*b_in_), act);
 }
 
 Var FeedForwardLayers::output(Graph& g, const Var& h) const {
-  if (!w_out_) throw Error(plugin_ + ": forward before build", "call build(scope, dims) once first");
-  return ops::linear(g, ops::dropout(g, h, dropout_), g.parameter(*w_out_), g.parameter(*b_out_));
+  check_built();
+  return project_out(g, ops::dropout(g, h, dropout_));
 }
 
 void GatedFeedForwardLayers::build(const ParamScope& scope, const ModelDims& dims, std::int64_t hidden, bool bias) {

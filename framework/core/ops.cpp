@@ -43,23 +43,58 @@ void require_backend_op(Graph& g, OptionalOp needed, const char* op) {
 
 }  // namespace
 
-Var linear(Graph& g, const Var& x, const Var& w, const Var& b, Activation act) {
-  Backend& be = g.backend();
-  require(w.shape().rank() == 2 && x.shape().last() == w.shape()[1], "linear",
+namespace {
+// What linear and linear_dropout share: the shape check, the FLOPs, y[..., O] and the [N, I] and
+// [N, O] views of x and y.
+struct LinearCall {
+  Tensor y, x2, y2;
+};
+LinearCall linear_call(Graph& g, const char* op, const Var& x, const Var& w) {
+  require(w.shape().rank() == 2 && x.shape().last() == w.shape()[1], op,
           "x " + x.value().str() + " does not match w " + w.value().str() + " ([O, I])");
   const std::int64_t out_features = w.shape()[0];
-  Tensor y = be.empty(x.shape().with_last(out_features), x.dtype());
-  Tensor x2 = rows2d(x.value()), y2 = rows2d(y);
-  Var out = g.result(y, {&x, &w, &b});
+  LinearCall c;
+  c.y = g.backend().empty(x.shape().with_last(out_features), x.dtype());
+  c.x2 = rows2d(x.value());
+  c.y2 = rows2d(c.y);
+  g.add_flops(2.0 * static_cast<double>(c.x2.shape()[0]) * static_cast<double>(out_features) * static_cast<double>(w.shape()[1]));
+  return c;
+}
+const Tensor* opt(const Tensor& t) { return t.defined() ? &t : nullptr; }
+const Tensor* opt(const Var& v) { return v.defined() ? &v.value() : nullptr; }
+}  // namespace
+
+Var linear(Graph& g, const Var& x, const Var& w, const Var& b, Activation act) {
+  Backend& be = g.backend();
+  LinearCall c = linear_call(g, "linear", x, w);
+  Var out = g.result(c.y, {&x, &w, &b});
   Tensor pre;
-  if (out.requires_grad() && activation_needs_pre(act)) pre = be.empty(y2.shape(), y.dtype());
-  g.add_flops(2.0 * static_cast<double>(x2.shape()[0]) * static_cast<double>(out_features) * static_cast<double>(w.shape()[1]));
-  be.linear_forward(y2, pre.defined() ? &pre : nullptr, x2, w.value(), b.defined() ? &b.value() : nullptr, act);
-  g.record(out, [&g, x, w, b, x2, y2, pre, act](const Tensor& dy) {
+  if (out.requires_grad() && activation_needs_pre(act)) pre = be.empty(c.y2.shape(), c.y.dtype());
+  be.linear_forward(c.y2, pre.defined() ? &pre : nullptr, c.x2, w.value(), opt(b), act);
+  g.record(out, [&g, x, w, b, x2 = c.x2, y2 = c.y2, pre, act](const Tensor& dy) {
     Grad2d dx = grad2d(g, x);
     Tensor* db = b.defined() ? g.grad_buffer(b) : nullptr;
-    g.backend().linear_backward(dx.get(), g.grad_buffer(w), db, rows2d(dy), x2, w.value(), pre.defined() ? &pre : nullptr, y2,
-                                act, dx.store);
+    g.backend().linear_backward(dx.get(), g.grad_buffer(w), db, rows2d(dy), x2, w.value(), opt(pre), y2, act, dx.store);
+  });
+  return out;
+}
+
+Var linear_dropout(Graph& g, const Var& x, const Var& w, const Var& b, Activation act, float p) {
+  require(p >= 0.0f && p < 1.0f, "linear_dropout", "p must be in [0, 1), got " + std::to_string(p));
+  Backend& be = g.backend();
+  if (!g.training() || p == 0.0f || !be.supports(OptionalOp::linear_dropout)) return dropout(g, linear(g, x, w, b, act), p);
+  const RngKey key = g.next_rng();  // the one draw dropout(g, linear(...), p) would take
+  LinearCall c = linear_call(g, "linear_dropout", x, w);
+  Var out = g.result(c.y, {&x, &w, &b});
+  Tensor slope;  // act' where kept (ReLU's backward reads y's sign instead)
+  if (out.requires_grad() && act != Activation::ReLU) slope = be.empty(c.y2.shape(), DType::F32);
+  Tensor* slope_out = slope.defined() ? &slope : nullptr;
+  be.linear_dropout_forward(c.y2, slope_out, c.x2, w.value(), opt(b), act, p, key);
+  g.record(out, [&g, x, w, b, x2 = c.x2, y2 = c.y2, slope, act, p](const Tensor& dy) {
+    Grad2d dx = grad2d(g, x);
+    Tensor* db = b.defined() ? g.grad_buffer(b) : nullptr;
+    g.backend().linear_dropout_backward(dx.get(), g.grad_buffer(w), db, rows2d(dy), x2, w.value(), opt(slope), y2, act, p,
+                                        dx.store);
   });
   return out;
 }

@@ -69,6 +69,8 @@ constexpr OpRow kRows[] = {
     {"compare_forward", ProfiledOp::IndexFwd},
     {"permute_forward", ProfiledOp::IndexFwd},
     {"permute_backward", ProfiledOp::IndexBwd},
+    {"linear_dropout_forward", ProfiledOp::LinearDropoutFwd},
+    {"linear_dropout_backward", ProfiledOp::LinearDropoutBwd},
 };
 consteval ProfiledOp row_of(std::string_view op) {
   for (const OpRow& r : kRows)
@@ -85,6 +87,14 @@ double work(Tensor&, Tensor*, const Tensor& x, const Tensor& w, const Tensor*, A
 double work(Tensor* dx, Tensor* dw, Tensor*, const Tensor&, const Tensor& x, const Tensor& w, const Tensor*, const Tensor&,
             Activation, GradStore) {
   return 2.0 * d(x.shape().rows()) * d(w.shape()[0]) * d(w.shape()[1]) * ((dx ? 1.0 : 0.0) + (dw ? 1.0 : 0.0));
+}
+// linear_dropout: as linear.
+double work(Tensor& y, Tensor* slope, const Tensor& x, const Tensor& w, const Tensor* b, Activation act, float, const RngKey&) {
+  return work(y, slope, x, w, b, act);
+}
+double work(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor* slope,
+            const Tensor& y, Activation act, float, GradStore store) {
+  return work(dx, dw, db, dy, x, w, slope, y, act, store);
 }
 // matmul: 2 * Bt * M * N * K of c[Bt, M, N] = op(a) · op(b) (backward: one per gradient).
 double matmul_work(const Tensor& c, const Tensor& a, bool trans_a) {

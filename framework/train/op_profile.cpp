@@ -34,6 +34,8 @@ constexpr OpName kNames[] = {
     {"dropout", "fwd"},
     {"dropout", "bwd"},
     {"dropout + residual add", "fwd"},
+    {"linear + dropout", "fwd"},
+    {"linear + dropout", "bwd"},
     {"embedding", "fwd"},
     {"embedding", "bwd"},
     {"split/merge heads", "fwd"},

@@ -33,6 +33,8 @@ enum class ProfiledOp : std::uint8_t {
   DropoutFwd,
   DropoutBwd,
   DropoutAddFwd,
+  LinearDropoutFwd,  // linear with its dropout (OptionalOp::linear_dropout)
+  LinearDropoutBwd,
   EmbeddingFwd,
   EmbeddingBwd,
   HeadsFwd,

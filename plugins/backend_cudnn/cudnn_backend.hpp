@@ -82,13 +82,17 @@ class CudnnBackend final : public ablate::Backend {
   // softcap, softmax/sum/pointwise, dropout_add) and the extra ops (rope_frequencies, compare,
   // permute); not packed_heads (attention over heads in the projections' rows: ops.cpp splits and
   // merges them here).
-  bool supports(ablate::OptionalOp op) const override { return op != ablate::OptionalOp::packed_heads; }
+  bool supports(ablate::OptionalOp op) const override {
+    return op != ablate::OptionalOp::packed_heads && op != ablate::OptionalOp::linear_dropout;
+  }
 
  protected:
-  // Every core and optional op (ablate/backend_ops.hpp), in the *_ops.cpp files; Backend's
+  // Every core op and the optional ops of the model and extra lists (ablate/backend_ops.hpp; not
+  // yet the fused linear_dropout, which ops.cpp composes here), in the *_ops.cpp files; Backend's
   // public op checks the contract and calls these.
   ABLATE_BACKEND_CORE_OPS(ABLATE_BACKEND_OVERRIDE)
-  ABLATE_BACKEND_OPTIONAL_OPS(ABLATE_BACKEND_OVERRIDE)
+  ABLATE_BACKEND_MODEL_OPS(ABLATE_BACKEND_OVERRIDE)
+  ABLATE_BACKEND_EXTRA_OPS(ABLATE_BACKEND_OVERRIDE)
 
  private:
   // Device scratch of at least `bytes` bytes for `slot`, valid until the slot is asked again.

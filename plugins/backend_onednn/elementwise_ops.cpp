@@ -14,24 +14,6 @@ using ablate::Activation;
 
 namespace {
 
-// Calls f(i0, len, m) over fixed chunks [i0, i0 + len) of [0, n), 1024 elements each, split
-// across threads, with m[j] = dropout_keep(key, i0 + j, p) ? keep_inv(p) : 0 (keep_scales).
-template <class F>
-void for_each_keep(std::int64_t n, float p, const ablate::RngKey& key, int threads, F&& f) {
-  constexpr std::int64_t kChunk = 1024;
-  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel num_threads(team_size(n, threads))
-  {
-    alignas(64) float m[kChunk], u[kChunk + 16];
-#pragma omp for schedule(static)
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      const std::int64_t i0 = c * kChunk, len = std::min(kChunk, n - i0);
-      keep_scales(m, u, static_cast<std::uint64_t>(i0), len, p, key);
-      f(i0, len, m);
-    }
-  }
-}
-
 // Calls f(i, j) for every element i = r * nb + j of reps repeats of nb elements (a tensor whose
 // partner repeats over its leading elements), split across threads.
 template <class F>

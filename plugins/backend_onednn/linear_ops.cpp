@@ -21,33 +21,46 @@ bool aliasing_shape(std::int64_t O, std::int64_t I) {
   return lo <= 256 && hi >= 1024 && hi % 1024 == 0 && (hi & (hi - 1)) == 0;
 }
 
-// g[N, O] = dy ⊙ act'(src) into gs (when non-null) and db's column sums of g into dbs (when
-// non-null), in one pass over the rows; the column sums in fixed chunks (deterministic).
-template <Activation A, class D, class Sp, class G>
-void activation_grad_rows(G* gs, float* dbs, float* partial, const D* d, const Sp* sp, std::int64_t N, std::int64_t O,
-                          int threads) {
+// The gradient at pre, g[N, O] = grad(i) for element i = r O + j, into gs (when non-null), and db's
+// column sums of g into dbs (when non-null), in one pass over the rows; the column sums in fixed
+// chunks (deterministic). `grad` holds its pointers by value, and each row loop reads them from a
+// local copy (kernels.hpp, put_row: no lane-by-lane pointer loads).
+template <class G, class F>
+void grad_rows(G* gs, float* dbs, float* partial, std::int64_t N, std::int64_t O, int threads, const F& grad) {
   if (dbs) {
-    chunked_column_sum(dbs, partial, N, O, threads, [&](std::int64_t r, float* acc) {
-      const D* dr = d + r * O;
-      const Sp* sr = sp + r * O;
+    chunked_column_sum(dbs, partial, N, O, threads, [gs, O, grad](std::int64_t r, float* acc) {
+      const F f = grad;
+      const std::int64_t i0 = r * O;
       if (gs) {
-        G* gr = gs + r * O;
+        G* gr = gs + i0;
 #pragma omp simd
         for (std::int64_t j = 0; j < O; ++j) {
-          const float v = ld(dr, j) * act_bwd<A>(ld(sr, j));
+          const float v = f(i0 + j);
           st(gr, j, v);
           acc[j] += v;
         }
       } else {
 #pragma omp simd
-        for (std::int64_t j = 0; j < O; ++j) acc[j] += ld(dr, j) * act_bwd<A>(ld(sr, j));
+        for (std::int64_t j = 0; j < O; ++j) acc[j] += f(i0 + j);
       }
     });
     return;
   }
   const std::int64_t n = N * O;
-#pragma omp parallel for simd num_threads(team_size(n, threads)) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) st(gs, i, ld(d, i) * act_bwd<A>(ld(sp, i)));
+#pragma omp parallel num_threads(team_size(n, threads))
+  {
+    const F f = grad;
+#pragma omp for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) st(gs, i, f(i));
+  }
+}
+// grad_rows with g stored as g_dtype: bf16 where the GEMMs take it as bf16 anyway, else f32.
+template <class F>
+void store_grad(void* gs, DType g_dtype, float* dbs, float* partial, std::int64_t N, std::int64_t O, int threads, const F& grad) {
+  if (g_dtype == DType::BF16)
+    grad_rows(static_cast<bf16_t*>(gs), dbs, partial, N, O, threads, grad);
+  else
+    grad_rows(static_cast<float*>(gs), dbs, partial, N, O, threads, grad);
 }
 }  // namespace
 
@@ -70,47 +83,18 @@ void OnednnBackend::do_linear_forward(Tensor& y, Tensor* pre, const Tensor& x, c
   activation_forward(y, *pre, act);
 }
 
-void OnednnBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                                       const Tensor* pre, const Tensor& y, Activation act, GradStore dx_store) {
-  const char* op = "linear_backward";
+template <class Pass>
+void OnednnBackend::linear_gemm_grads(const char* op, Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
+                                      const Tensor& w, GradStore dx_store, bool g_is_dy, Pass&& pass) {
   const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
-  if (!dx && !dw && !db) return;
-
-  // g[N, O] = dy ⊙ act'(pre or y) (dy itself when act is None), and db's column sums of g in
-  // the same pass over the rows (fixed chunk order: deterministic).
   MatView g = view_of(dy, 1, N, O, false);
-  const Tensor* src = nullptr;
-  if (act != Activation::None) {
-    src = pre;
-    if (act == Activation::ReLU && !src)
-      src = &y;  // relu' from y: y > 0 <=> pre > 0 (the contract
-                 // requires pre for the other activations)
-  }
   // g is kept as bf16 when the GEMMs below take it as bf16 anyway (bf16 values, bf16 instructions).
   const DType g_dtype = native_bf16_ && x.dtype() == DType::BF16 ? DType::BF16 : DType::F32;
-  void* gs = act != Activation::None && (dx || dw) ? scratch(kLinG, static_cast<std::size_t>(N * O) * ablate::dtype_size(g_dtype))
-                                                   : nullptr;
+  void* gs = !g_is_dy && (dx || dw) ? scratch(kLinG, static_cast<std::size_t>(N * O) * ablate::dtype_size(g_dtype)) : nullptr;
   float* dbs = db ? scratch_f32(kSums, O) : nullptr;
-  if (act != Activation::None || db) {
-    float* partial = db ? scratch_f32(kPartial, std::min<std::int64_t>(N, 64) * O) : nullptr;
-    with_float(op, dy, [&](const auto* d) {
-      if (!src) {  // act None: db only
-        chunked_column_sum(dbs, partial, N, O, threads_, [&](std::int64_t r, float* acc) {
-          const auto* dr = d + r * O;
-#pragma omp simd
-          for (std::int64_t j = 0; j < O; ++j) acc[j] += ld(dr, j);
-        });
-        return;
-      }
-      with_float(op, *src, [&](const auto* sp) {
-        with_act(act, [&](auto tag) {
-          if (g_dtype == DType::BF16)
-            activation_grad_rows<decltype(tag)::value>(static_cast<bf16_t*>(gs), dbs, partial, d, sp, N, O, threads_);
-          else
-            activation_grad_rows<decltype(tag)::value>(static_cast<float*>(gs), dbs, partial, d, sp, N, O, threads_);
-        });
-      });
-    });
+  if (gs || dbs) {
+    set_threads();
+    pass(gs, g_dtype, dbs, db ? scratch_f32(kPartial, std::min<std::int64_t>(N, 64) * O) : nullptr);
     if (gs) g = MatView{gs, g_dtype, 1, N, O, false};
   }
   // (an sgemm problem: bf16 operands on bf16 instructions take the matmul primitive instead)
@@ -133,6 +117,92 @@ void OnednnBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const
 #pragma omp simd
       for (std::int64_t j = 0; j < O; ++j) st(p, j, ld(p, j) + dbs[j]);
     });
+}
+
+// g = dy ⊙ act'(pre or y) (dy itself when act is None, with no pass unless db wants its sums),
+// then the GEMMs of linear_gemm_grads.
+void OnednnBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                                       const Tensor* pre, const Tensor& y, Activation act, GradStore dx_store) {
+  const char* op = "linear_backward";
+  if (!dx && !dw && !db) return;
+  const std::int64_t N = x.shape().rows(), O = w.shape()[0];
+  const Tensor* src = act == Activation::ReLU && !pre ? &y : pre;  // relu' from y: y > 0 <=> pre > 0
+  if (act == Activation::None) {
+    linear_gemm_grads(op, dx, dw, db, dy, x, w, dx_store, true, [&](void* gs, DType g_dtype, float* dbs, float* partial) {
+      with_float(op, dy, [&](const auto* d) {
+        store_grad(gs, g_dtype, dbs, partial, N, O, threads_, [d](std::int64_t i) { return ld(d, i); });
+      });
+    });
+    return;
+  }
+  linear_gemm_grads(op, dx, dw, db, dy, x, w, dx_store, false, [&](void* gs, DType g_dtype, float* dbs, float* partial) {
+    with_floats(op, std::tie(dy, *src), [&](const auto* d, const auto* sp) {
+      with_act(act, [&](auto tag) {
+        constexpr Activation A = decltype(tag)::value;
+        store_grad(gs, g_dtype, dbs, partial, N, O, threads_,
+                   [d, sp](std::int64_t i) { return ld(d, i) * act_bwd<A>(ld(sp, i)); });
+      });
+    });
+  });
+}
+
+// One pass after the GEMM (which leaves pre, or relu(pre) from its post-op, in y): y = act(pre) as
+// linear_forward stores it, times the dropout scale; slope = act'(pre) times the keep indicator.
+void OnednnBackend::do_linear_dropout_forward(Tensor& y, Tensor* slope, const Tensor& x, const Tensor& w, const Tensor* b,
+                                              Activation act, float p, const ablate::RngKey& rng) {
+  const char* op = "linear_dropout_forward";
+  const std::int64_t O = w.shape()[0], I = w.shape()[1], N = x.shape().rows();
+  const Activation fused = act == Activation::ReLU ? act : Activation::None;
+  gemm(y.raw(), y.dtype(), view_of(x, 1, N, I, false), view_of(w, 1, I, O, true), 1.0f, false, b, fused, op);
+  set_threads();
+  float* const sl = slope ? slope->data<float>() : nullptr;
+  with_float(op, y, [&](auto* yp) {
+    with_act(act, [&](auto tag) {
+      constexpr Activation A = decltype(tag)::value;
+      for_each_keep(N * O, p, rng, threads_, [yp, sl](std::int64_t i0, std::int64_t len, const float* m) {
+        auto* yr = yp + i0;
+        if (sl) {
+          float* sr = sl + i0;
+#pragma omp simd
+          for (std::int64_t j = 0; j < len; ++j) {
+            const float z = ld(yr, j);
+            sr[j] = act_bwd<A>(z) * (m[j] > 0.0f ? 1.0f : 0.0f);
+            st(yr, j, stored_as(yr, act_fwd<A>(z)) * m[j]);
+          }
+        } else {
+#pragma omp simd
+          for (std::int64_t j = 0; j < len; ++j) st(yr, j, stored_as(yr, act_fwd<A>(ld(yr, j))) * m[j]);
+        }
+      });
+    });
+  });
+}
+
+// g = h ⊙ slope (ReLU without slope: h where y > 0, else 0 · dy), h = dy / (1 - p) as
+// dropout_forward stores it; then the GEMMs of linear_gemm_grads.
+void OnednnBackend::do_linear_dropout_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
+                                               const Tensor& w, const Tensor* slope, const Tensor& y, Activation, float p,
+                                               GradStore dx_store) {
+  const char* op = "linear_dropout_backward";
+  if (!dx && !dw && !db) return;
+  const float inv = keep_inv(p);
+  const std::int64_t N = x.shape().rows(), O = w.shape()[0];
+  linear_gemm_grads(op, dx, dw, db, dy, x, w, dx_store, false, [&](void* gs, DType g_dtype, float* dbs, float* partial) {
+    if (slope) {
+      const float* s = slope->data<float>();
+      with_float(op, dy, [&](const auto* d) {
+        store_grad(gs, g_dtype, dbs, partial, N, O, threads_,
+                   [d, s, inv](std::int64_t i) { return stored_as(d, ld(d, i) * inv) * s[i]; });
+      });
+      return;
+    }
+    with_floats(op, std::tie(dy, y), [&](const auto* d, const auto* yp) {
+      store_grad(gs, g_dtype, dbs, partial, N, O, threads_, [d, yp, inv](std::int64_t i) {
+        const float v = ld(d, i);
+        return ld(yp, i) > 0.0f ? stored_as(d, v * inv) : v * 0.0f;
+      });
+    });
+  });
 }
 
 // ------------------------------------------------------------------------------------------

@@ -107,6 +107,13 @@ class OnednnBackend final : public ablate::Backend {
   const float* rope_table(std::int64_t T, int rotary, Angle angle);
   void rope_turn(Tensor& y, const Tensor& x, const float* cs, int rotary);
   void rope_turn_back(Tensor& dx, const Tensor& dy, const float* cs, int rotary);
+  // The GEMMs of linear's backward (and linear_dropout's) from g[N, O], the gradient at x·w^T + b:
+  // dx[N, I] += g·w (= for Write), dw[O, I] += g^T·x, db[O] += g's column sums. pass(gs, g_dtype,
+  // dbs, partial) stores g into gs when not null and its column sums into dbs when not null; gs
+  // is null when g is dy itself (g_is_dy) or no GEMM needs it (linear_ops.cpp).
+  template <class Pass>
+  void linear_gemm_grads(const char* op, Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                         GradStore dx_store, bool g_is_dy, Pass&& pass);
   // C[batch, M, N] = alpha * A[batch, M, K] · B[batch, K, N] (+ bias[N]) (+ C if accumulate), then
   // the fused activation `act` (None/ReLU/GeluErf/GeluTanh/SiLU); c_dtype F32 or BF16.
   void gemm(void* c, DType c_dtype, const MatView& a, const MatView& b, float alpha, bool accumulate, const Tensor* bias,

@@ -81,17 +81,14 @@ void ReferenceBackend::do_axpy(Tensor& y, const Tensor& x, float alpha) {
 
 // ---------------------------------------------------------------------------- dropout
 // y = x * keep / (1 - p) with keep = dropout_keep(rng, flat index, p); any shape.
-namespace {
+bool kept(const ablate::RngKey& rng, std::size_t i, float p) { return p <= 0.0f || ablate::dropout_keep(rng, i, p); }
 
 std::vector<double> dropped(const std::vector<double>& v, float p, const ablate::RngKey& rng) {
   std::vector<double> out(v.size());
   const double scale = 1.0 / (1.0 - static_cast<double>(p));
-  for (std::size_t i = 0; i < v.size(); ++i)
-    out[i] = (p <= 0.0f || ablate::dropout_keep(rng, i, p)) ? v[i] * (p > 0.0f ? scale : 1.0) : 0.0;
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = kept(rng, i, p) ? v[i] * (p > 0.0f ? scale : 1.0) : 0.0;
   return out;
 }
-
-}  // namespace
 
 void ReferenceBackend::do_dropout_forward(Tensor& y, const Tensor& x, float p, const ablate::RngKey& rng) {
   store(y, dropped(load(x), p, rng));
@@ -106,10 +103,7 @@ void ReferenceBackend::do_dropout_backward(Tensor& dx, const Tensor& dy, float p
 void ReferenceBackend::do_dropout_add_forward(Tensor& y, const Tensor& x, const Tensor& h, float p, const ablate::RngKey& rng) {
   std::vector<double> yv = dropped(load(h), p, rng);
   const std::vector<double> xv = load(x);
-  for (std::size_t i = 0; i < yv.size(); ++i) {
-    const auto d = static_cast<float>(yv[i]);
-    yv[i] = xv[i] + (h.dtype() == DType::BF16 ? ablate::round_to_bf16(d) : d);
-  }
+  for (std::size_t i = 0; i < yv.size(); ++i) yv[i] = xv[i] + rounded(yv[i], h.dtype());
   store(y, yv);
 }
 

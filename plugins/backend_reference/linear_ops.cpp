@@ -8,24 +8,22 @@ namespace backend_reference {
 
 // ---------------------------------------------------------------------------- linear
 // y: [N, O] (any leading dims), pre: [N, O] or null, x: [N, I], w: [O, I], b: [O] or null.
-void ReferenceBackend::do_linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
-                                         Activation act) {
+namespace {
+// z[N, O] = x·w^T + b, in double.
+std::vector<double> affine(const Tensor& x, const Tensor& w, const Tensor* b) {
   const std::int64_t N = x.shape().rows(), I = x.shape().last(), O = w.shape()[0];
   const std::vector<double> xv = load(x), wv = load(w);
   const std::vector<double> bv = b ? load(*b) : std::vector<double>(static_cast<std::size_t>(O), 0.0);
-  std::vector<double> z(static_cast<std::size_t>(N * O)), yv(z.size());
+  std::vector<double> z(static_cast<std::size_t>(N * O));
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t o = 0; o < O; ++o) {
       double s = bv[static_cast<std::size_t>(o)];
       for (std::int64_t i = 0; i < I; ++i) s += xv[static_cast<std::size_t>(n * I + i)] * wv[static_cast<std::size_t>(o * I + i)];
       z[static_cast<std::size_t>(n * O + o)] = s;
     }
-  if (pre != nullptr) store(*pre, z);
-  for (std::size_t j = 0; j < z.size(); ++j) yv[j] = activate(act, z[j]);
-  store(y, yv);
+  return z;
 }
 
-namespace {
 // out[o(r, c)] = alpha * (sum over k < K of a(r, k) * b(k, c)) for r < R, c < C: every product
 // of the backward passes below, with a, b and o reading and writing through their layouts.
 template <class A, class B, class O>
@@ -37,21 +35,12 @@ void product(std::vector<double>& out, std::int64_t R, std::int64_t C, std::int6
       out[o(r, c)] = alpha * s;
     }
 }
-}  // namespace
 
-// g = dy ⊙ act'(pre) (ReLU: from y); dx[N, I] += g·w (= for Write), dw[O, I] += g^T·x, db[O] +=
-// sum_rows(g).
-void ReferenceBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
-                                          const Tensor* pre, const Tensor& y, Activation act, ablate::GradStore dx_store) {
+// With g[N, O] = the gradient at x·w^T + b: dx[N, I] += g·w (= for Write), dw[O, I] += g^T·x,
+// db[O] += sum_rows(g).
+void affine_grads(Tensor* dx, Tensor* dw, Tensor* db, const std::vector<double>& g, const Tensor& x, const Tensor& w,
+                  ablate::GradStore dx_store) {
   const std::int64_t N = x.shape().rows(), I = x.shape().last(), O = w.shape()[0];
-  std::vector<double> g = load(dy);
-  if (ablate::activation_needs_pre(act)) {
-    const std::vector<double> z = load(*pre);
-    for (std::size_t j = 0; j < g.size(); ++j) g[j] *= activate_grad(act, z[j]);
-  } else if (act == Activation::ReLU) {
-    const std::vector<double> yv = load(y);
-    for (std::size_t j = 0; j < g.size(); ++j) g[j] *= yv[j] > 0 ? 1.0 : 0.0;
-  }
   const std::vector<double> xv = load(x), wv = load(w);
   auto at = [](std::int64_t r, std::int64_t c, std::int64_t cols) { return static_cast<std::size_t>(r * cols + c); };
   auto G = [&](std::int64_t n, std::int64_t o) { return g[at(n, o, O)]; };
@@ -74,6 +63,59 @@ void ReferenceBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, co
       for (std::int64_t o = 0; o < O; ++o) d[static_cast<std::size_t>(o)] += g[at(n, o, O)];
     accumulate(db, d);
   }
+}
+}  // namespace
+
+void ReferenceBackend::do_linear_forward(Tensor& y, Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b,
+                                         Activation act) {
+  const std::vector<double> z = affine(x, w, b);
+  std::vector<double> yv(z.size());
+  if (pre != nullptr) store(*pre, z);
+  for (std::size_t j = 0; j < z.size(); ++j) yv[j] = activate(act, z[j]);
+  store(y, yv);
+}
+
+// g = dy ⊙ act'(pre) (ReLU: from y), then affine_grads.
+void ReferenceBackend::do_linear_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x, const Tensor& w,
+                                          const Tensor* pre, const Tensor& y, Activation act, ablate::GradStore dx_store) {
+  std::vector<double> g = load(dy);
+  if (ablate::activation_needs_pre(act)) {
+    const std::vector<double> z = load(*pre);
+    for (std::size_t j = 0; j < g.size(); ++j) g[j] *= activate_grad(act, z[j]);
+  } else if (act == Activation::ReLU) {
+    const std::vector<double> yv = load(y);
+    for (std::size_t j = 0; j < g.size(); ++j) g[j] *= yv[j] > 0 ? 1.0 : 0.0;
+  }
+  affine_grads(dx, dw, db, g, x, w, dx_store);
+}
+
+// y = dropout(act(z)) with z = x·w^T + b: act(z) rounded to y's dtype as linear_forward stores it,
+// then dropout_forward's values; slope = act'(z as pre stores it) times the keep indicator.
+void ReferenceBackend::do_linear_dropout_forward(Tensor& y, Tensor* slope, const Tensor& x, const Tensor& w, const Tensor* b,
+                                                 Activation act, float p, const ablate::RngKey& rng) {
+  const std::vector<double> z = affine(x, w, b);
+  std::vector<double> a(z.size());
+  for (std::size_t j = 0; j < z.size(); ++j) a[j] = rounded(activate(act, z[j]), y.dtype());
+  store(y, dropped(a, p, rng));
+  if (slope == nullptr) return;
+  std::vector<double> s(z.size());
+  for (std::size_t j = 0; j < z.size(); ++j) s[j] = activate_grad(act, rounded(z[j], y.dtype())) * (kept(rng, j, p) ? 1.0 : 0.0);
+  store(*slope, s);
+}
+
+// g = h ⊙ slope (ReLU without slope: h where y > 0), h = dy / (1 - p) rounded to dy's dtype (the
+// dropout gradient as dropout_forward stores it); then affine_grads.
+void ReferenceBackend::do_linear_dropout_backward(Tensor* dx, Tensor* dw, Tensor* db, const Tensor& dy, const Tensor& x,
+                                                  const Tensor& w, const Tensor* slope, const Tensor& y, Activation, float p,
+                                                  ablate::GradStore dx_store) {
+  std::vector<double> g = load(dy);
+  const std::vector<double> s = slope ? load(*slope) : load(y);
+  const double scale = 1.0 / (1.0 - static_cast<double>(p));
+  for (std::size_t j = 0; j < g.size(); ++j) {
+    const double h = rounded(g[j] * scale, dy.dtype());
+    g[j] = slope ? h * s[j] : (s[j] > 0 ? h : 0.0);
+  }
+  affine_grads(dx, dw, db, g, x, w, dx_store);
 }
 
 // ---------------------------------------------------------------------------- matmul

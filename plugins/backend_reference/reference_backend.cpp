@@ -71,6 +71,11 @@ void accumulate(Tensor* t, const std::vector<double>& delta, ablate::GradStore s
     accumulate(t, delta);
 }
 
+double rounded(double v, DType dtype) {
+  const auto f = static_cast<float>(v);
+  return dtype == DType::BF16 ? ablate::round_to_bf16(f) : f;
+}
+
 double activate(Activation act, double x) {
   switch (act) {
     case Activation::None: return x;

@@ -63,6 +63,13 @@ void accumulate(Tensor* t, const std::vector<double>& delta);
 // A gradient output: += delta (GradStore::Add) or = delta (Write); nothing for null.
 void accumulate(Tensor* t, const std::vector<double>& delta, ablate::GradStore store);
 
+// v as a tensor of `dtype` stores it (rounded to float, and to bf16 for BF16).
+double rounded(double v, DType dtype);
+// Dropout's keep decision for element i (every element when p is 0), and v * keep / (1 - p) for
+// each element i of v: dropout_forward's values before they are stored.
+bool kept(const ablate::RngKey& rng, std::size_t i, float p);
+std::vector<double> dropped(const std::vector<double>& v, float p, const ablate::RngKey& rng);
+
 // Activations and their derivatives, in double (shared by linear and activation ops).
 double activate(Activation act, double x);
 double activate_grad(Activation act, double x);  // d act / dx at x

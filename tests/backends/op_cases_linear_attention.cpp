@@ -1,6 +1,6 @@
-// Op cases (op_cases.hpp) of the GEMM-shaped ops: linear with every fused activation, batched
-// matmul, and attention with every mask kind, dropout, grouped k/v heads, a logit bias, ALiBi
-// slopes, a softcap, and heads packed in their projections' rows.
+// Op cases (op_cases.hpp) of the GEMM-shaped ops: linear with every fused activation (and with its
+// dropout, linear_dropout), batched matmul, and attention with every mask kind, dropout, grouped
+// k/v heads, a logit bias, ALiBi slopes, a softcap, and heads packed in their projections' rows.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -66,6 +66,57 @@ void add_linear(std::vector<OpCase>& out) {
     // The large shapes (a backend's threaded and padded paths) are parity only: finite differences
     // rerun their millions of multiply-adds per checked element (~45 s each under ASan), and the
     // small cases check the same formulas.
+    c.finite_differences = N * I * l.O <= 1000000;
+    out.push_back(std::move(c));
+  }
+
+  // ---- linear_dropout: y = dropout(act(x w^T + b), p) in one op (OptionalOp::linear_dropout), slope
+  // kept for the backward (ReLU's may read y instead)
+  struct LD {
+    Shape x;
+    std::int64_t O;
+    Activation act;
+    float p;
+    bool slope;
+    bool write = false;  // dx stored as GradStore::Write
+    bool bf16 = true;    // false: at this size bf16's rounding of x and w moves some pre across
+                         // ReLU's kink, which a bf16 run's comparison with f32 cannot tell from an error
+  };
+  std::vector<LD> lds;
+  for (const Activation a : acts) lds.push_back({Shape{3, 7}, 5, a, 0.3f, true});
+  lds.push_back({Shape{65, 16}, 9, Activation::ReLU, 0.1f, false});             // ReLU's backward from y
+  lds.push_back({Shape{2, 3, 33}, 4, Activation::GeluTanh, 0.5f, true, true});  // dx written
+  lds.push_back({Shape{3, 100, 130}, 129, Activation::GeluErf, 0.1f, true});    // above the threading grain
+  lds.push_back({Shape{3, 100, 130}, 129, Activation::ReLU, 0.1f, false, true, false});
+  lds.push_back({Shape{24, 1024}, 256, Activation::None, 0.1f, true});  // onednn's padded dw GEMM (aliasing_shape)
+  for (const LD& l : lds) {
+    OpCase c;
+    c.op = "linear_dropout";
+    const std::int64_t N = l.x.rows(), I = l.x.last();
+    c.name = cat("x", dims(l.x), "_O", l.O, "_", act_tag(l.act), "_p", static_cast<int>(l.p * 100), l.slope ? "" : "_noslope",
+                 l.write ? "_write" : "");
+    c.needs = {OptionalOp::linear_dropout};
+    c.bf16 = l.bf16;
+    c.reduction = static_cast<double>(std::max(I, std::max(N, l.O)));
+    c.inputs = {value("x", l.x), param("w", Shape{l.O, I}), param("b", Shape{l.O})};
+    if (l.act == Activation::ReLU) c.inputs[0].min_abs = 0.05;
+    const Shape ys = l.x.rank() == 3 ? Shape{l.x[0], l.x[1], l.O} : Shape{N, l.O};
+    c.outputs = {value("y", ys)};
+    if (l.slope) c.outputs.push_back(f32("slope", ys));
+    c.grad_inputs = {"w", "x", "b"};
+    c.grad_outputs = {"y"};
+    if (l.write) c.written = {"x"};
+    const Activation act = l.act;
+    const float p = l.p;
+    const RngKey key{99, 5, 17};
+    const GradStore store = grad_store(c, "x");
+    c.forward = [=](OpRun& r) {
+      r.backend.linear_dropout_forward(r["y"], r.opt("slope"), r["x"], r["w"], r.opt("b"), act, p, key);
+    };
+    c.backward = [=](OpRun& r) {
+      r.backend.linear_dropout_backward(r.opt("dx"), r.opt("dw"), r.opt("db"), r["dy"], r["x"], r["w"], r.opt("slope"), r["y"],
+                                        act, p, store);
+    };
     c.finite_differences = N * I * l.O <= 1000000;
     out.push_back(std::move(c));
   }

@@ -13,7 +13,7 @@ namespace ablate {
 // the API stable", says what does and does not bump it). PluginInfo keeps `api_version`, `abi_tag`,
 // `kind` and `name` as its first four fields forever, so the host can read them from a plugin of
 // any version (and say which plugin it refuses, and why).
-inline constexpr std::uint32_t kPluginApiVersion = 23;  // 2: Task::score_names, Task::text, Split::Test
+inline constexpr std::uint32_t kPluginApiVersion = 24;  // 2: Task::score_names, Task::text, Split::Test
                                                         // 3: TaskType::Classification, TaskInfo::num_classes
                                                         // 4: PositionalEncoding::max_positions
                                                         // 5: Backend::supports, rope; kind "attention",
@@ -61,6 +61,8 @@ inline constexpr std::uint32_t kPluginApiVersion = 23;  // 2: Task::score_names,
                                                         // 23: AttentionParams::packed (PackedHeads,
                                                         //    OptionalOp::packed_heads), attention_shape;
                                                         //    ops::packed_attention, AttentionProjections::attend
+                                                        // 24: Backend ops linear_dropout_forward/backward
+                                                        //    (OptionalOp::linear_dropout), ops::linear_dropout
 
 }  // namespace ablate
 

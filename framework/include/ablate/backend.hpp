@@ -186,6 +186,9 @@ struct AdamParams {
 // and layouts from (no composition from the core ops exists: ops.cpp refuses them where a backend
 // lacks them). packed_heads is attention reading and writing heads where the projections keep
 // them (AttentionParams::packed): where a backend lacks it, ops.cpp splits and merges the heads.
+// linear_dropout is a fusion: a linear layer's output through dropout, the mask applied in the
+// activation's pass and its backward in the activation gradient's (ops::linear_dropout; where a
+// backend lacks it, linear then dropout).
 enum class OptionalOp {
   rope,
   slice_last,
@@ -199,7 +202,8 @@ enum class OptionalOp {
   compare,
   permute,
   rope_frequencies,
-  packed_heads
+  packed_heads,
+  linear_dropout
 };
 inline const char* optional_op_name(OptionalOp op) {
   switch (op) {
@@ -216,6 +220,7 @@ inline const char* optional_op_name(OptionalOp op) {
     case OptionalOp::permute: return "permute";
     case OptionalOp::rope_frequencies: return "rope_frequencies";
     case OptionalOp::packed_heads: return "packed_heads";
+    case OptionalOp::linear_dropout: return "linear_dropout";
   }
   return "?";
 }
@@ -389,6 +394,16 @@ class BOOST_SYMBOL_VISIBLE Backend : public Component {
   // None/ReLU, and always when no backward will run (evaluation); backward then requires it for
   // those acts. linear_backward(dx, dw, db, dy, x, w, pre, y, act, dx_store): dx[N, I] += g·w
   // (= with GradStore::Write), dw[O, I] += g^T·x, db[O] += sum_rows(g), with g = dy ⊙ act'(pre or y).
+  //
+  // linear_dropout_forward(y, slope, x, w, b, act, p, rng) (OptionalOp::linear_dropout): y[N, O] =
+  // dropout(act(x·w^T + b), p) with rng, the values linear_forward then dropout_forward would store
+  // (each rounded to y's dtype). slope[N, O] (F32) keeps what the backward needs: act'(pre) times
+  // the keep indicator (1 kept, 0 dropped: a dropped element's 0 carries act's sign), with pre = x·w^T
+  // + b rounded to y's dtype (act' is 1 for None). slope may be null for ReLU (its backward then
+  // reads y: y > 0 exactly where kept and pre > 0) and always when no backward will run.
+  // linear_dropout_backward(dx, dw, db, dy, x, w, slope, y, act, p, dx_store): as linear_backward
+  // with g = h ⊙ slope (ReLU without slope: h where y > 0, else 0 · h), h = dy / (1 - p) rounded to
+  // dy's dtype (dropout's gradient as dropout_forward stores it).
   //
   // matmul_forward(c, a, b, trans_a, trans_b, alpha), batched: c[Bt, M, N] = alpha * op(a) ·
   // op(b); op(a) = a[Bt, M, K] or a[Bt, K, M]^T. a, b and c have the same batch Bt (no

@@ -100,5 +100,9 @@ void rope_frequencies_backward(const Backend& be, const Tensor& dx, const Tensor
 void compare_forward(const Backend& be, const Tensor& y, const Tensor& a, const Tensor& b, Compare c);
 void permute_forward(const Backend& be, const Tensor& y, const Tensor& x, const Permutation& p);
 void permute_backward(const Backend& be, const Tensor& dx, const Tensor& dy, const Permutation& p);
+void linear_dropout_forward(const Backend& be, const Tensor& y, const Tensor* slope, const Tensor& x, const Tensor& w,
+                            const Tensor* b, float p);
+void linear_dropout_backward(const Backend& be, const Tensor* dx, const Tensor* dw, const Tensor* db, const Tensor& dy,
+                             const Tensor& x, const Tensor& w, const Tensor* slope, const Tensor& y, Activation act, float p);
 
 }  // namespace ablate::contract

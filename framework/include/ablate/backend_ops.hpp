@@ -47,9 +47,10 @@
 
 // The optional ops (OptionalOp): a backend implements those it announces in supports(); the
 // others keep Backend's default, which the contract's refusal means is never reached. Two lists:
-// the model ops (positions, slices, the small general set, fusions) and the extra ops of plugin
-// API 19 (rope with given frequencies, compare, permute); a backend with every optional op
-// declares ABLATE_BACKEND_OPTIONAL_OPS, one with the model ops only ABLATE_BACKEND_MODEL_OPS.
+// the model ops (positions, slices, the small general set, fusions), the extra ops of plugin
+// API 19 (rope with given frequencies, compare, permute) and the fused ops of API 24 (linear with
+// its dropout); a backend with every optional op declares ABLATE_BACKEND_OPTIONAL_OPS, one with
+// fewer the lists it has (the model ops only: ABLATE_BACKEND_MODEL_OPS).
 #define ABLATE_BACKEND_MODEL_OPS(X) \
   X(rope_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Tensor& positions, int rotary, float base), (y, x, positions, rotary, base), (*this, y, x, positions, rotary, base)) \
   X(rope_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Tensor& positions, int rotary, float base), (dx, dy, positions, rotary, base), (*this, dx, dy, positions, rotary, base)) \
@@ -68,7 +69,10 @@
   X(compare_forward, (ablate::Tensor& y, const ablate::Tensor& a, const ablate::Tensor& b, ablate::Compare c), (y, a, b, c), (*this, y, a, b, c)) \
   X(permute_forward, (ablate::Tensor& y, const ablate::Tensor& x, const ablate::Permutation& p), (y, x, p), (*this, y, x, p)) \
   X(permute_backward, (ablate::Tensor& dx, const ablate::Tensor& dy, const ablate::Permutation& p), (dx, dy, p), (*this, dx, dy, p))
-#define ABLATE_BACKEND_OPTIONAL_OPS(X) ABLATE_BACKEND_MODEL_OPS(X) ABLATE_BACKEND_EXTRA_OPS(X)
+#define ABLATE_BACKEND_FUSED_OPS(X) \
+  X(linear_dropout_forward, (ablate::Tensor& y, ablate::Tensor* slope, const ablate::Tensor& x, const ablate::Tensor& w, const ablate::Tensor* b, ablate::Activation act, float p, const ablate::RngKey& rng), (y, slope, x, w, b, act, p, rng), (*this, y, slope, x, w, b, p)) \
+  X(linear_dropout_backward, (ablate::Tensor* dx, ablate::Tensor* dw, ablate::Tensor* db, const ablate::Tensor& dy, const ablate::Tensor& x, const ablate::Tensor& w, const ablate::Tensor* slope, const ablate::Tensor& y, ablate::Activation act, float p, ablate::GradStore dx_store), (dx, dw, db, dy, x, w, slope, y, act, p, dx_store), (*this, dx, dw, db, dy, x, w, slope, y, act, p))
+#define ABLATE_BACKEND_OPTIONAL_OPS(X) ABLATE_BACKEND_MODEL_OPS(X) ABLATE_BACKEND_EXTRA_OPS(X) ABLATE_BACKEND_FUSED_OPS(X)
 // clang-format on
 
 #define ABLATE_BACKEND_OPS(X) ABLATE_BACKEND_CORE_OPS(X) ABLATE_BACKEND_OPTIONAL_OPS(X)
@@ -77,7 +81,7 @@
 // protected or private):
 //   ABLATE_BACKEND_CORE_OPS(ABLATE_BACKEND_OVERRIDE)
 //   ABLATE_BACKEND_OPTIONAL_OPS(ABLATE_BACKEND_OVERRIDE)  // if it has every optional op
-//   ABLATE_BACKEND_MODEL_OPS(ABLATE_BACKEND_OVERRIDE)     // or the model ops only
+//   ABLATE_BACKEND_MODEL_OPS(ABLATE_BACKEND_OVERRIDE)     // or the lists it has, one by one
 #define ABLATE_BACKEND_OVERRIDE(name, params, args, checks) void do_##name params override;
 
 // A list without its parentheses: ABLATE_BACKEND_UNPAREN (y, value) is `y, value`, so that a

@@ -265,7 +265,8 @@ class BOOST_SYMBOL_VISIBLE FeedForwardLayers {
  public:
   explicit FeedForwardLayers(std::string plugin) : plugin_(std::move(plugin)) {}
   void build(const ParamScope& scope, const ModelDims& dims);
-  // x: [B, T, D] -> h: [B, T, F] -> y: [B, T, D]: output(g, hidden(g, x, act)).
+  // x: [B, T, D] -> h: [B, T, F] -> y: [B, T, D]: output(g, hidden(g, x, act)), with h's dropout
+  // in Linear_in's op (ops::linear_dropout: one pass where the backend fuses it).
   Var operator()(Graph& g, const Var& x, Activation act) const;
   // x: [B, T, D] -> act(Linear_in(x)): [B, T, F] (a plugin may transform it before output).
   Var hidden(Graph& g, const Var& x, Activation act) const;
@@ -273,6 +274,9 @@ class BOOST_SYMBOL_VISIBLE FeedForwardLayers {
   Var output(Graph& g, const Var& h) const;
 
  private:
+  void check_built() const;
+  Var project_out(Graph& g, const Var& dropped) const;  // Linear_out
+
   std::string plugin_;
   float dropout_ = 0.0f;
   Parameter* w_in_ = nullptr;

@@ -97,6 +97,11 @@ Var dropout(Graph& g, const Var& x, float p);
 // pass where the backend has dropout_add (else the two ops); either way the same dropout draw, so
 // the results agree, and in backward x takes dy as its gradient without a copy (Graph::pass_grad).
 Var dropout_add(Graph& g, const Var& x, const Var& h, float p);
+// dropout(linear(x, w, b, act), p): a feed-forward layer's hidden activations, dropped out. One op
+// where the backend has linear_dropout (the mask applied in the activation's pass, its gradient
+// in the activation gradient's; no separate dropout tensor), else the two ops; either way the same
+// dropout draw and the same values.
+Var linear_dropout(Graph& g, const Var& x, const Var& w, const Var& b, Activation act, float p);
 
 // y[B, T, D] = table[ids[B, T], :] (ids: I32, any shape; y gets ids' shape + [D]).
 Var embedding(Graph& g, const Tensor& ids, const Var& table);

@@ -37,6 +37,13 @@ TEST(OpsGradcheck, LinearOnThreeDimensionalInputWithEveryActivation) {
                    values({2, 5}, 1.0f));
 }
 
+TEST(OpsGradcheck, LinearWithItsDropoutForEveryActivation) {
+  for (Activation act : {Activation::None, Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU})
+    expect_gradcheck(
+        [act](Graph& g, const std::vector<Var>& in) { return ops::linear_dropout(g, in[0], in[1], in[2], act, 0.3f); },
+        values({2, 3, 5}, 0.3f), values({4, 5}, 1.0f), values({4}, 2.0f));
+}
+
 TEST(OpsGradcheck, BatchedMatmulWithTransposes) {
   for (int t = 0; t < 4; ++t) {
     const bool ta = t & 1, tb = t & 2;
@@ -200,6 +207,58 @@ struct Typed {
     return t;
   }
 };
+
+// ops::linear_dropout equals linear then dropout: on onednn (its fused pass) against onednn without
+// the op (the composition ops.cpp falls back to), values and gradients bit for bit, in f32 and
+// bf16, for every activation (ReLU's backward reading y's sign), small and past the threading
+// grain; on reference the values bit for bit and the gradients to f32 rounding (its slope is
+// stored as f32, the composition's act' stays double). Outside training both are the plain linear.
+TEST(Ops, LinearDropoutEqualsLinearThenDropout) {
+  struct NoFusedLinear : testing::ForwardingBackend {
+    using ForwardingBackend::ForwardingBackend;
+    bool supports(OptionalOp op) const override { return op != OptionalOp::linear_dropout && in_->supports(op); }
+  };
+  const Shape shapes[][2] = {{Shape{2, 5, 7}, Shape{6, 7}}, {Shape{4, 64, 96}, Shape{160, 96}}};
+  for (const char* name : {"onednn", "reference"})
+    for (const DType dtype : {DType::F32, DType::BF16})
+      for (const Activation act :
+           {Activation::None, Activation::ReLU, Activation::GeluErf, Activation::GeluTanh, Activation::SiLU})
+        for (const auto& [xs, ws] : shapes)
+          for (const bool training : {true, false}) {
+            if (std::string(name) == "reference" && xs.numel() > 100) continue;  // its triple loops: the small shape says it
+            std::shared_ptr<Backend> fused_be = testing::new_builtin_backend(name, {});
+            NoFusedLinear composed_be(fused_be);
+            ASSERT_TRUE(fused_be->supports(OptionalOp::linear_dropout)) << name;
+            const Shape bs{ws[0]}, ys{xs[0], xs[1], ws[0]};
+            auto run = [&](Backend& be) {
+              const Typed tensor{be, dtype};
+              Graph g(be, 7, 3, training);
+              Var x = g.leaf(tensor(xs, 0.1f)), w = g.leaf(tensor(ws, 0.4f)), b = g.leaf(tensor(bs, 0.7f));
+              const Var y = ops::linear_dropout(g, x, w, b, act, 0.3f);
+              g.backward(y, tensor(ys, 0.9f));
+              return std::vector<std::vector<float>>{host(be, y.value()), host(be, x.grad()), host(be, w.grad()),
+                                                     host(be, b.grad())};
+            };
+            const auto fused = run(*fused_be), composed = run(composed_be);
+            const std::string where = std::string(name) + " " + dtype_name(dtype) + " " + activation_name(act) + " " + xs.str() +
+                                      (training ? " training" : " evaluation");
+            EXPECT_EQ(fused[0], composed[0]) << "y: " << where;
+            for (std::size_t t = 1; t < fused.size(); ++t) {
+              if (std::string(name) == "onednn") {
+                EXPECT_EQ(fused[t], composed[t]) << "gradient " << t << ": " << where;
+                continue;
+              }
+              ASSERT_EQ(fused[t].size(), composed[t].size());
+              for (std::size_t i = 0; i < fused[t].size(); ++i)
+                ASSERT_NEAR(fused[t][i], composed[t][i], 1e-5f * (1.0f + std::fabs(composed[t][i])))
+                    << t << "[" << i << "]: " << where;
+            }
+            if (training && act == Activation::None && dtype == DType::F32) {
+              const std::size_t zeros = static_cast<std::size_t>(std::count(fused[0].begin(), fused[0].end(), 0.0f));
+              EXPECT_GT(zeros, fused[0].size() / 10) << "p 0.3 drops about 30%: " << where;
+            }
+          }
+}
 
 // Gradients written whole into a fresh, unzeroed buffer (dropout: dropout_forward of dy with the
 // op's key; merge_heads: split_heads_forward; one-part split_heads: merge_heads_forward) equal the

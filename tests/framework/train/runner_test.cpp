@@ -500,13 +500,16 @@ TEST_F(RunnerTest, ProfileCountsEveryOpOfTheStepsWithoutChangingThem) {
   ASSERT_EQ(run("plain", common).code, cli::kExitOk);
   EXPECT_EQ(table("profiled", results::MetricSplit::Train).at("loss"), table("plain", results::MetricSplit::Train).at("loss"));
   EXPECT_NE(r.out.find("profile of 5 training steps after the first"), std::string::npos) << r.out;
-  // 1+1 layers: encoder qkv, out, ffn in/out (4); decoder qkv, out, cross q, kv, out, ffn in/out (7);
-  // the tied output projection (1).
-  EXPECT_EQ(profile_cell(r.out, "linear", "fwd", 4), "12.0") << r.out;
-  EXPECT_EQ(profile_cell(r.out, "linear", "bwd", 4), "12.0") << r.out;
+  // 1+1 layers: encoder qkv, out, ffn out (3); decoder qkv, out, cross q, kv, out, ffn out (6); the
+  // tied output projection (1); each ffn in with its dropout (2, ops::linear_dropout).
+  EXPECT_EQ(profile_cell(r.out, "linear", "fwd", 4), "10.0") << r.out;
+  EXPECT_EQ(profile_cell(r.out, "linear", "bwd", 4), "10.0") << r.out;
+  EXPECT_EQ(profile_cell(r.out, "linear + dropout", "fwd", 4), "2.0") << r.out;
+  EXPECT_EQ(profile_cell(r.out, "linear + dropout", "bwd", 4), "2.0") << r.out;
   EXPECT_EQ(profile_cell(r.out, "attention", "fwd", 4), "3.0") << r.out;  // encoder self, decoder self and cross
   EXPECT_EQ(profile_cell(r.out, "cross_entropy", "fwd+bwd", 4), "1.0") << r.out;
-  for (const char* op : {"linear", "attention"})  // (a work() overload that no longer matches its op's signature gives none)
+  for (const char* op :
+       {"linear", "linear + dropout", "attention"})  // (a work() overload that no longer matches its op's signature gives none)
     for (const char* pass : {"fwd", "bwd"})
       EXPECT_FALSE(profile_cell(r.out, op, pass, 5).empty()) << "a GFLOP/s figure: " << op << " " << pass;
   EXPECT_FALSE(profile_cell(r.out, "step", "all", 2).empty()) << r.out;

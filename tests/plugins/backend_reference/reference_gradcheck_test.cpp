@@ -51,9 +51,10 @@ TEST(ReferenceGradCheck, EveryBackwardOpIsCovered) {
   std::set<std::string> ops;
   for (const OpCase& c : cases())
     if (c.backward) ops.insert(c.op);
-  for (const char* op : {"linear", "matmul",     "attention",    "layer_norm", "rms_norm",    "activation",  "add",
-                         "mul",    "dropout",    "dropout_add",  "embedding",  "split_heads", "merge_heads", "cross_entropy",
-                         "rope",   "slice_last", "softmax_last", "sum_last",   "exp",         "sigmoid"})
+  for (const char* op :
+       {"linear",     "linear_dropout", "matmul",      "attention", "layer_norm",  "rms_norm",    "activation",    "add",
+        "mul",        "dropout",        "dropout_add", "embedding", "split_heads", "merge_heads", "cross_entropy", "rope",
+        "slice_last", "softmax_last",   "sum_last",    "exp",       "sigmoid"})
     EXPECT_TRUE(ops.count(op)) << op << " has no gradient-checked case";
 }
 
