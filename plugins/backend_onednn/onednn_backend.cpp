@@ -25,6 +25,23 @@ extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_di
 
 namespace backend_onednn {
 
+namespace {
+constexpr bool kHasGemmBf16 = ABLATE_ONEDNN_GEMM_BF16;
+
+// dnnl_gemm_bf16bf16f32 where it links (never called elsewhere: kHasGemmBf16 is false).
+void gemm_bf16(char ta, char tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const void* A, std::int64_t lda,
+               const void* B, std::int64_t ldb, float beta, float* C, const char* op) {
+#if ABLATE_ONEDNN_GEMM_BF16
+  const dnnl_status_t st = dnnl_gemm_bf16bf16f32(ta, tb, M, N, K, alpha, static_cast<const std::uint16_t*>(A), lda,
+                                                 static_cast<const std::uint16_t*>(B), ldb, beta, C, N);
+  if (st != dnnl_success) fail(op, "oneDNN bf16 gemm failed with status " + std::to_string(static_cast<int>(st)));
+#else
+  (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C;
+  fail(op, "internal: oneDNN's bf16 gemm is not linked");
+#endif
+}
+}  // namespace
+
 using ablate::Activation;
 using ablate::Shape;
 using tag = dnnl::memory::format_tag;
@@ -219,20 +236,16 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
   // probabilities, activation gradients - rounded to bf16 first, as autocast does), products
   // accumulated in f32 by oneDNN and written straight into C's dtype. Where oneDNN would only
   // offer its reference kernel for a layout, the f32 path below runs instead.
-  if (native_bf16_ && K > 0 && (a.dtype == DType::BF16 || b.dtype == DType::BF16) && !a.padded_ld && !b.padded_ld) {
-#if ABLATE_ONEDNN_GEMM_BF16
-    if (batch == 1 && !bias && act == Activation::None && c_dtype == DType::F32) {
-      // The backward's dw += g^T·x (and any plain product into f32): oneDNN's bf16 GEMM ran it
-      // 5-25% faster than the matmul primitive with a sum post-op at benchmark B's shapes (its
-      // transposed A packed by the GEMM, not by a copy), e.g. dw [8000, 512] 17.4 vs 22 ms.
-      const std::int64_t lda = a.trans ? M : K, ldb = b.trans ? K : N;
-      const dnnl_status_t st = dnnl_gemm_bf16bf16f32(
-          a.trans ? 'T' : 'N', b.trans ? 'T' : 'N', M, N, K, alpha, static_cast<const std::uint16_t*>(as_bf16(a, kGemmA)), lda,
-          static_cast<const std::uint16_t*>(as_bf16(b, kGemmB)), ldb, accumulate ? 1.0f : 0.0f, static_cast<float*>(c), N);
-      if (st != dnnl_success) fail(op, "oneDNN bf16 gemm failed with status " + std::to_string(static_cast<int>(st)));
-      return;
-    }
-#endif
+  const bool bf16_ops =
+      native_bf16_ && K > 0 && (a.dtype == DType::BF16 || b.dtype == DType::BF16) && !a.padded_ld && !b.padded_ld;
+  // A plain bf16 product into f32 (the backward's dw += g^T·x), or into bf16 after a reduction
+  // 8x its width (the logits' dx, through f32 C below), on oneDNN's bf16 GEMM: at benchmark B's
+  // shapes 5-25% faster than the matmul primitive (its transposed A packed by the GEMM, not by a
+  // copy; dw [8000, 512] 17.4 vs 21-22 ms, the logits' dx 17.8 vs 20.2 ms; narrower reductions
+  // into bf16 ran no faster, and their f32 C would cost a pass).
+  const bool bf16_gemm =
+      kHasGemmBf16 && bf16_ops && batch == 1 && !bias && act == Activation::None && (c_dtype == DType::F32 || K >= 8 * N);
+  if (bf16_ops && !bf16_gemm) {
     Prim& p = matmul_prim(DType::BF16, c_dtype, batch, M, K, N, a.trans, b.trans, alpha, accumulate, bias != nullptr, act, op);
     if (!p.reference) {
       run_matmul(p, c, as_bf16(a, kGemmA), as_bf16(b, kGemmB), bias_f, op);
@@ -253,6 +266,9 @@ void OnednnBackend::gemm(void* c, DType c_dtype, const MatView& a, const MatView
       const float v = (accumulate ? C[i] : 0.0f) + (bias_f ? bias_f[i % N] : 0.0f);
       C[i] = accumulate ? v : act_f(act, v);
     }
+  } else if (bf16_gemm) {
+    gemm_bf16(a.trans ? 'T' : 'N', b.trans ? 'T' : 'N', M, N, K, alpha, as_bf16(a, kGemmA), a.trans ? M : K, as_bf16(b, kGemmB),
+              b.trans ? K : N, accumulate ? 1.0f : 0.0f, C, op);
   } else {
     const float* A = as_f32(a.data, a.dtype, batch * M * K, kGemmA);
     const float* B = as_f32(b.data, b.dtype, batch * K * N, kGemmB);

@@ -34,6 +34,8 @@ void add_linear(std::vector<OpCase>& out) {
   // (aliasing_shape: 4 KiB rows against a short side).
   ls.push_back({Shape{2, 12, 256}, 1024, Activation::None, true, false, true});
   ls.push_back({Shape{24, 1024}, 256, Activation::None, true, false, true});
+  // dx's reduction (O) 8x its width (I): onednn's bf16 dx through an f32 result (the logits' shape)
+  ls.push_back({Shape{6, 4}, 40, Activation::None, true, false, true});
   // dx written, not added (a new gradient buffer): plain, through ReLU, threaded, padded
   ls.push_back({Shape{3, 7}, 5, Activation::None, true, false, true, true, true});
   ls.push_back({Shape{65, 16}, 9, Activation::ReLU, true, false, true, true, true});
