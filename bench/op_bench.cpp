@@ -357,8 +357,11 @@ int main(int argc, char** argv) {
   auto be = registry.create<Backend>("onednn", {{"threads", std::to_string(threads)}});
 
   // Benchmark config A's layers (bench/configs/A_enc_dec.yaml: 2048 target tokens, d 256, d_ff
-  // 1024, vocabulary 1000): fused q/k/v, FFN in and out, the output projection.
+  // 1024, vocabulary 1000): fused q/k/v, the attention output, cross k/v, FFN in and out, the output
+  // projection.
   add_linear(rows, be, 2048, 256, 768, Activation::None, DType::F32);
+  add_linear(rows, be, 2048, 256, 256, Activation::None, DType::F32);  // attention out, cross q
+  add_linear(rows, be, 2048, 256, 512, Activation::None, DType::F32);  // cross k/v
   add_linear(rows, be, 2048, 256, 1024, Activation::ReLU, DType::F32);
   add_linear(rows, be, 2048, 1024, 256, Activation::None, DType::F32);
   add_linear(rows, be, 2048, 256, 1000, Activation::None, DType::F32);
