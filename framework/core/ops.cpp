@@ -41,9 +41,6 @@ void require_backend_op(Graph& g, OptionalOp needed, const char* op) {
               " from the core ops exists; run on a backend that has it (reference, onednn)");
 }
 
-}  // namespace
-
-namespace {
 // What linear and linear_dropout share: the shape check, the FLOPs, y[..., O] and the [N, I] and
 // [N, O] views of x and y.
 struct LinearCall {
