@@ -1,8 +1,9 @@
 // ablate_op_bench: times backend/onednn's GEMM-heavy ops at Transformer shapes (tokens 4096,
-// d 512, d_ff 2048; attention B 16, H 8, T = S 128, Dh 64) in f32 and bf16, and the linear
-// layers and attention of benchmark config A (f32), attention on split heads and on heads packed in
-// a fused q/k/v projection, next to a plain oneDNN matmul at the same sizes (the achievable peak
-// here: f32, and bf16 where the CPU has bf16 instructions), and prints one table;
+// d 512, d_ff 2048; attention B 16, H 8, T = S 128, Dh 64) in f32 and bf16, the linear layers and
+// attention of benchmark config A (f32) and the linear layers of config B (f32 and bf16), an FFN's
+// first linear with its dropout as two ops and as linear_dropout, attention on split heads and on
+// heads packed in a fused q/k/v projection, next to a plain oneDNN matmul at the same sizes (the
+// achievable peak here: f32, and bf16 where the CPU has bf16 instructions), and prints one table;
 // then config A's memory-bound ops (dropout, fill, copy, heads, layer norm) with their GB/s.
 //
 //   ablate_op_bench [--threads 2] [--reps 7] [--only TEXT]  (TEXT picks rows of both tables)
