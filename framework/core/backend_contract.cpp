@@ -238,6 +238,12 @@ void linear_grads(const char* op, const Tensor* dx, const Tensor* dw, const Tens
     numel(op, "db", *db, O);
   }
 }
+
+// linear_dropout's slope: F32, one per element of y (or dy), n of them.
+void slope_of(const char* op, const Tensor& slope, std::int64_t n) {
+  dtype(op, "slope", slope, DType::F32);
+  numel(op, "slope", slope, n);
+}
 }  // namespace
 
 void linear_forward(const Tensor& y, const Tensor* pre, const Tensor& x, const Tensor& w, const Tensor* b, Activation) {
@@ -619,10 +625,7 @@ void linear_dropout_forward(const Backend& be, const Tensor& y, const Tensor* sl
   supported(be, OptionalOp::linear_dropout, op);
   linear_output(op, "y", y, x, w, b);
   dropout_p(op, p);
-  if (slope) {  // null: no backward will run, or ReLU's backward reads y
-    dtype(op, "slope", *slope, DType::F32);
-    numel(op, "slope", *slope, y.numel());
-  }
+  if (slope) slope_of(op, *slope, y.numel());  // null: no backward will run, or ReLU's backward reads y
 }
 
 void linear_dropout_backward(const Backend& be, const Tensor* dx, const Tensor* dw, const Tensor* db, const Tensor& dy,
@@ -632,8 +635,7 @@ void linear_dropout_backward(const Backend& be, const Tensor* dx, const Tensor* 
   linear_grads(op, dx, dw, db, dy, x, w);
   dropout_p(op, p);
   if (slope) {
-    dtype(op, "slope", *slope, DType::F32);
-    numel(op, "slope", *slope, dy.numel());
+    slope_of(op, *slope, dy.numel());
   } else if (act == Activation::ReLU) {
     numel(op, "y", y, dy.numel());
   } else {
