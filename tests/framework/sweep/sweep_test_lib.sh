@@ -5,9 +5,10 @@
 tmp=$(mktemp -d)
 cleanup() { pkill -KILL -f -- "--out $tmp/" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
-fail() {  # the message, the tail of every log this test wrote, and the message again (a CI shows the end)
+fail() {  # the message, the tail of every log this test wrote (the newest last: most often the one
+  # that failed), and the message again (a CI shows the end)
   echo "FAIL: $*" >&2
-  for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -n 25 "$f" >&2; done
+  for f in $(ls -tr "$tmp"/*.log); do echo "--- $f" >&2; tail -n 25 "$f" >&2; done
   echo "FAIL: $*" >&2
   exit 1
 }
