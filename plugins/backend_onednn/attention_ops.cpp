@@ -287,11 +287,7 @@ struct Rows {
 inline Rows tile_f32(const Tensor& t, std::int64_t off, std::int64_t rs, std::int64_t n, std::int64_t Dh, float* buf) {
   if (t.dtype() == DType::F32 && rs == Dh) return {t.data<float>() + off, rs};
   with_float("attention", t, [&](const auto* p) {
-    const auto* s = p + off;
-    for (std::int64_t i = 0; i < n; ++i) {
-#pragma omp simd
-      for (std::int64_t e = 0; e < Dh; ++e) buf[i * Dh + e] = ld(s, i * rs + e);
-    }
+    for (std::int64_t i = 0; i < n; ++i) widen_row(buf + i * Dh, p + off + i * rs, Dh);
   });
   return {buf, Dh};
 }

@@ -30,8 +30,8 @@ void add_linear(std::vector<OpCase>& out) {
   ls.push_back({Shape{7, 5}, 3, Activation::SiLU, true, true, false});             // null dx: skipped
   ls.push_back({Shape{7, 5}, 3, Activation::GeluTanh, true, true, true, false});   // null dw: skipped
   ls.push_back({Shape{3, 100, 130}, 129, Activation::GeluErf, true, true, true});  // above the threading grain
-  // Shapes whose dw (and dx) GEMMs run on operands copied to padded rows in backend/onednn
-  // (aliasing_shape: 4 KiB rows against a short side).
+  // Shapes whose dw (and dx) GEMMs run on operands copied to padded rows in backend/onednn on
+  // CPUs without AVX-512 (aliasing_shape: 4 KiB rows against a short side).
   ls.push_back({Shape{2, 12, 256}, 1024, Activation::None, true, false, true});
   ls.push_back({Shape{24, 1024}, 256, Activation::None, true, false, true});
   // dx's reduction (O) 8x its width (I): onednn's bf16 dx through an f32 result (the logits' shape)
@@ -90,7 +90,7 @@ void add_linear(std::vector<OpCase>& out) {
   lds.push_back({Shape{2, 3, 33}, 4, Activation::GeluTanh, 0.5f, true, true});  // dx written
   lds.push_back({Shape{3, 100, 130}, 129, Activation::GeluErf, 0.1f, true});    // above the threading grain
   lds.push_back({Shape{3, 100, 130}, 129, Activation::ReLU, 0.1f, false, true, false});
-  lds.push_back({Shape{24, 1024}, 256, Activation::None, 0.1f, true});  // onednn's padded dw GEMM (aliasing_shape)
+  lds.push_back({Shape{24, 1024}, 256, Activation::None, 0.1f, true});  // onednn pads its dw GEMM here without AVX-512 (aliasing_shape)
   for (const LD& l : lds) {
     OpCase c;
     c.op = "linear_dropout";
