@@ -13,6 +13,7 @@
 #include "kernels.hpp"
 #include "onednn_backend.hpp"
 #include "small_gemm.hpp"
+#include "tile_rows.hpp"
 
 namespace backend_onednn {
 
@@ -258,6 +259,9 @@ bool fused_attention_fits(const AttDims& d, const ablate::AttentionParams& prm) 
   return cpu_has_avx512() && !prm.dbias && d.S <= 256 && d.T * d.S <= 128 * 128 && d.Dh <= 256;
 }
 
+// Whether the scores need nothing but the softmax (no cap, bias or ALiBi): tile_rows.hpp's rows.
+inline bool plain_logits(const ablate::AttentionParams& prm) { return prm.softcap <= 0.0f && !prm.bias && !prm.slopes; }
+
 // One thread's scratch for a tile, as offsets into its block of floats.
 struct TileScratch {
   std::int64_t kT, vT, P, Pd, dP, slope, keep, u, q, k, v, dout, o, dk, dv, total;
@@ -341,7 +345,7 @@ void fused_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tens
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
   float* lse_p = lse.data<float>();
   float* pr = probs ? probs->data<float>() : nullptr;
-  const bool f32_out = out.dtype() == DType::F32, drop = prm.dropout > 0.0f;
+  const bool f32_out = out.dtype() == DType::F32, drop = prm.dropout > 0.0f, plain = plain_logits(prm);
 #pragma omp parallel for num_threads(team_size({d.B * d.H, T, S, Dh}, threads)) schedule(static)
   for (std::int64_t bg = 0; bg < d.B * d.Hkv; ++bg) {
     float* w = work + static_cast<std::int64_t>(omp_get_thread_num()) * z.total;
@@ -360,9 +364,13 @@ void fused_attention_forward(Tensor& out, Tensor& lse, Tensor* probs, const Tens
         // scores[i0 : i0 + m, :n] = scale q · k^T; then each row's softmax and dropout
         small_gemm(m, n, Dh, qp.p + i0 * qp.ld, qp.ld, 1, w + z.kT, S, P + i0 * S, S, prm.scale, false);
         for (std::int64_t i = i0; i < i0 + m; ++i) {
-          const std::int64_t r = bh * T + i;
-          softmax_row(P + i * S, lse_p[r], pr ? pr + r * S : nullptr, r, visible_keys(d, prm, lens, b, i), d, prm,
-                      keep ? keep + i * S : nullptr);
+          const std::int64_t r = bh * T + i, nk = visible_keys(d, prm, lens, b, i);
+          float* probs_r = pr ? pr + r * S : nullptr;
+          const float* keep_r = keep ? keep + i * S : nullptr;
+          if (plain && nk > 0)
+            softmax_row16(P + i * S, lse_p[r], probs_r, nk, S, keep_r);
+          else
+            softmax_row(P + i * S, lse_p[r], probs_r, r, nk, d, prm, keep_r);
         }
         // out[i0 : i0 + m] = P'[rows, :n] · v[:n]  (P' is 0 past each row's keys)
         small_gemm(m, Dh, n, P + i0 * S, S, 1, vp.p, vp.ld, o + i0 * ldo, ldo, 1.0f, false);
@@ -383,7 +391,7 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
   const TileScratch z(d);
   const std::int32_t* lens = prm.key_lengths ? prm.key_lengths->data<std::int32_t>() : nullptr;
   const float* lse_p = lse.data<float>();
-  const bool drop = prm.dropout > 0.0f, grads = dq || dk;
+  const bool drop = prm.dropout > 0.0f, grads = dq || dk, plain = plain_logits(prm);
   const bool add_dq = prm.dq_store == GradStore::Add, add_dk = prm.dk_store == GradStore::Add,
              add_dv = prm.dv_store == GradStore::Add;
   const auto f32 = [](const Tensor* t) { return t && t->dtype() == DType::F32; };
@@ -412,13 +420,11 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
         small_gemm(m, n, Dh, qp.p + i0 * qp.ld, qp.ld, 1, w + z.kT, S, P + i0 * S, S, prm.scale, false);
         for (std::int64_t i = i0; i < i0 + m; ++i) {
           const std::int64_t r = bh * T + i, nk = backward_keys(d, prm, lens, lse_p, r);
-          probs_row(P + i * S, slope ? slope + i * S : nullptr, r, nk, lse_p[r], d, prm);
-          if (drop) {
-            float* pd = Pd + i * S;
-#pragma omp simd
-            for (std::int64_t e = 0; e < nk; ++e) pd[e] = keep[i * S + e] * P[i * S + e];
-            std::fill(pd + nk, pd + S, 0.0f);
-          }
+          if (plain)
+            probs_row16(P + i * S, nk, S, lse_p[r]);
+          else
+            probs_row(P + i * S, slope ? slope + i * S : nullptr, r, nk, lse_p[r], d, prm);
+          if (drop) product_row16(Pd + i * S, keep + i * S, P + i * S, nk, S);
         }
       });
       // dv[S, Dh] += P'^T[S, T] · dout[T, Dh]
@@ -430,7 +436,10 @@ void fused_attention_backward(Tensor* dq, Tensor* dk, Tensor* dv, const Tensor& 
         small_gemm(m, n, Dh, dop.p + i0 * dop.ld, dop.ld, 1, w + z.vT, S, dP + i0 * S, S, 1.0f, false);
         for (std::int64_t i = i0; i < i0 + m; ++i) {
           const std::int64_t nk = backward_keys(d, prm, lens, lse_p, bh * T + i);
-          dscores_row(dP + i * S, P + i * S, keep ? keep + i * S : nullptr, slope ? slope + i * S : nullptr, nk, S);
+          if (slope)
+            dscores_row(dP + i * S, P + i * S, keep ? keep + i * S : nullptr, slope + i * S, nk, S);
+          else
+            dscores_row16(dP + i * S, P + i * S, keep ? keep + i * S : nullptr, nk, S);
         }
       });
       // dq[T, Dh] += scale dS · k;  dk[S, Dh] += scale dS^T · q

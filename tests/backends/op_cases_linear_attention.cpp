@@ -90,7 +90,7 @@ void add_linear(std::vector<OpCase>& out) {
   lds.push_back({Shape{2, 3, 33}, 4, Activation::GeluTanh, 0.5f, true, true});  // dx written
   lds.push_back({Shape{3, 100, 130}, 129, Activation::GeluErf, 0.1f, true});    // above the threading grain
   lds.push_back({Shape{3, 100, 130}, 129, Activation::ReLU, 0.1f, false, true, false});
-  lds.push_back({Shape{24, 1024}, 256, Activation::None, 0.1f, true});  // onednn pads its dw GEMM here without AVX-512 (aliasing_shape)
+  lds.push_back({Shape{24, 1024}, 256, Activation::None, 0.1f, true});  // onednn's padded dw GEMM without AVX-512
   for (const LD& l : lds) {
     OpCase c;
     c.op = "linear_dropout";

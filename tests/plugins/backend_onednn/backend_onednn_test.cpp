@@ -20,6 +20,7 @@
 #include "kernels.hpp"
 #include "onednn_backend.hpp"
 #include "small_gemm.hpp"
+#include "tile_rows.hpp"
 #include "backends/backend_test_util.hpp"
 
 namespace backend_onednn {
@@ -803,6 +804,65 @@ TEST(OnednnKernels, SmallGemmAndTransposeMatchNaiveLoops) {
           ASSERT_EQ(dst[static_cast<std::size_t>(c * R + r)], src[static_cast<std::size_t>(r * C + c)]) << R << "x" << C;
       for (std::size_t i = static_cast<std::size_t>(R * C); i < dst.size(); ++i) ASSERT_EQ(dst[i], 7.0f) << "wrote past the end";
     }
+#else
+  GTEST_SKIP() << "not x86-64";
+#endif
+}
+
+// The attention tiles' AVX-512 score rows (tile_rows.hpp) against double loops, for every key count
+// up to S (a masked last chunk of 16, S past the keys): softmax with and without probs and keep
+// (lse too), P recomputed from the lse, P' = P ⊙ keep, dS with and without keep; zeros on [n, S),
+// nothing written past S. Skipped without AVX-512.
+TEST(OnednnKernels, TileRowsMatchNaiveLoops) {
+#if defined(__x86_64__)
+  if (!backend_onednn::cpu_has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512: the fused attention tiles are not used";
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f), unit(0.0f, 1.0f);
+  constexpr float kSentinel = 7.0f;
+  for (std::int64_t S : {1, 16, 31, 33, 128})
+    for (std::int64_t n = 1; n <= S; n += (S > 40 ? 7 : 1))
+      for (const bool with_keep : {false, true}) {
+        const auto near = [&](const std::vector<float>& got, const std::vector<double>& want, const char* what) {
+          for (std::int64_t j = 0; j < S; ++j)
+            ASSERT_NEAR(got[j], j < n ? want[j] : 0.0, 2e-6 * (1.0 + std::fabs(want[j])))
+                << what << " S " << S << " n " << n << " j " << j;
+          ASSERT_EQ(got[S], kSentinel) << what << ": wrote past S";
+        };
+        std::vector<float> x(S + 1, kSentinel), keep(S), P(S + 1, kSentinel), probs(S + 1, kSentinel);
+        for (std::int64_t j = 0; j < S; ++j) x[j] = dist(gen), keep[j] = unit(gen) < 0.2f ? 0.0f : 1.25f;
+        double mx = -1e30, sum = 0;
+        for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, double(x[j]));
+        std::vector<double> p(S, 0.0), pk(S, 0.0);
+        for (std::int64_t j = 0; j < n; ++j) sum += std::exp(double(x[j]) - mx);
+        for (std::int64_t j = 0; j < n; ++j)
+          p[j] = std::exp(double(x[j]) - mx) / sum, pk[j] = p[j] * (with_keep ? keep[j] : 1.0f);
+        // softmax: row = P' (or P), probs = P, lse
+        std::vector<float> row = x;
+        float lse = 0;
+        backend_onednn::softmax_row16(row.data(), lse, with_keep ? probs.data() : nullptr, n, S,
+                                      with_keep ? keep.data() : nullptr);
+        near(row, pk, "softmax");
+        if (with_keep) near(probs, p, "probs");
+        ASSERT_NEAR(lse, mx + std::log(sum), 1e-5 * (1.0 + std::fabs(mx))) << "lse S " << S << " n " << n;
+        // P from the scores and the lse; P' = P ⊙ keep
+        std::vector<float> pr = x;
+        backend_onednn::probs_row16(pr.data(), n, S, lse);
+        near(pr, p, "probs_row16");
+        std::vector<float> pd(S + 1, kSentinel);
+        backend_onednn::product_row16(pd.data(), keep.data(), pr.data(), n, S);
+        std::vector<double> want_pd(S, 0.0);
+        for (std::int64_t j = 0; j < n; ++j) want_pd[j] = double(keep[j]) * pr[j];
+        near(pd, want_pd, "product_row16");
+        // dS = P ⊙ (dP - sum_j P_j dP_j), dP = dP' ⊙ keep
+        std::vector<float> g(S + 1, kSentinel);
+        for (std::int64_t j = 0; j < S; ++j) g[j] = dist(gen);
+        double dot = 0;
+        std::vector<double> dp(S, 0.0), ds(S, 0.0);
+        for (std::int64_t j = 0; j < n; ++j) dp[j] = double(g[j]) * (with_keep ? keep[j] : 1.0f), dot += double(pr[j]) * dp[j];
+        for (std::int64_t j = 0; j < n; ++j) ds[j] = double(pr[j]) * (dp[j] - dot);
+        backend_onednn::dscores_row16(g.data(), pr.data(), with_keep ? keep.data() : nullptr, n, S);
+        near(g, ds, "dscores_row16");
+      }
 #else
   GTEST_SKIP() << "not x86-64";
 #endif

@@ -1,0 +1,121 @@
+// backend/onednn: the score rows of one fused attention tile with AVX-512 (attention_ops.cpp):
+// softmax, P recomputed, P', dS, in chunks of 16 keys with the last one masked, so a short row
+// (T = 32, a causal row's first keys) runs no scalar remainder loop. Chosen at run time with the tiles.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "small_gemm.hpp"  // first_lanes
+
+namespace backend_onednn {
+
+#if defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 inside its own AVX-512 intrinsics, as in small_gemm.hpp
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+// fast_exp (kernels.hpp) on 16 lanes: the same clamp, reduction and polynomial (where GCC fuses
+// the scalar form's multiply-adds differently, a last-bit difference).
+__attribute__((target("avx512f"))) inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.0f)), _mm512_set1_ps(88.7f));
+  const __m512 round = _mm512_set1_ps(12582912.0f);  // 1.5 * 2^23
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), round), round);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127));
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(e, 23)));
+}
+
+// The forward row [S] of scores in place, n >= 1 visible keys, nothing but the softmax to apply
+// (no cap, bias or ALiBi): row[j] = exp(row[j] - max) / sum for j < n, a copy into `probs` (if
+// any), then times keep[j] (if any); zeros on [n, S) in both; lse = max + log(sum).
+__attribute__((target("avx512f"))) inline void softmax_row16(float* row, float& lse, float* probs, std::int64_t n, std::int64_t S,
+                                                             const float* keep) {
+  __m512 m = _mm512_set1_ps(-__builtin_inff());
+  for (std::int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = first_lanes(n - j);
+    m = _mm512_mask_max_ps(m, k, m, _mm512_maskz_loadu_ps(k, row + j));
+  }
+  const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+  __m512 s = _mm512_setzero_ps();
+  for (std::int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = first_lanes(n - j);
+    const __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + j), mx)));
+    s = _mm512_add_ps(s, e);
+    _mm512_mask_storeu_ps(row + j, k, e);
+  }
+  const float sum = _mm512_reduce_add_ps(s);
+  lse = _mm512_cvtss_f32(mx) + std::log(sum);
+  const __m512 rs = _mm512_set1_ps(1.0f / sum);
+  for (std::int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = first_lanes(n - j);
+    __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + j), rs);
+    if (probs) _mm512_mask_storeu_ps(probs + j, k, p);
+    if (keep) p = _mm512_mul_ps(p, _mm512_maskz_loadu_ps(k, keep + j));
+    _mm512_mask_storeu_ps(row + j, k, p);
+  }
+  std::fill(row + n, row + S, 0.0f);
+  if (probs) std::fill(probs + n, probs + S, 0.0f);
+}
+
+// The backward's P row [S] in place from its scores, n keys (0: all zeros), lse `l`, nothing but
+// the softmax applied: exp(row[j] - l) for j < n, zeros after.
+__attribute__((target("avx512f"))) inline void probs_row16(float* row, std::int64_t n, std::int64_t S, float l) {
+  const __m512 vl = _mm512_set1_ps(l);
+  for (std::int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = first_lanes(n - j);
+    _mm512_mask_storeu_ps(row + j, k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + j), vl)));
+  }
+  std::fill(row + n, row + S, 0.0f);
+}
+
+// out[j] = a[j] * b[j] for j < n, zeros on [n, S) (P' = P ⊙ keep).
+__attribute__((target("avx512f"))) inline void product_row16(float* out, const float* a, const float* b, std::int64_t n,
+                                                             std::int64_t S) {
+  for (std::int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = first_lanes(n - j);
+    _mm512_mask_storeu_ps(out + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a + j), _mm512_maskz_loadu_ps(k, b + j)));
+  }
+  std::fill(out + n, out + S, 0.0f);
+}
+
+// dS's row [S] in place from dP' (g), P, n keys, no cap: dP = dP' ⊙ keep (when `keep`),
+// dS = P ⊙ (dP - sum_j P_j dP_j); zeros from n on.
+__attribute__((target("avx512f"))) inline void dscores_row16(float* g, const float* P, const float* keep, std::int64_t n,
+                                                             std::int64_t S) {
+  __m512 dot = _mm512_setzero_ps();
+  for (std::int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = first_lanes(n - j);
+    __m512 v = _mm512_maskz_loadu_ps(k, g + j);
+    if (keep) {
+      v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, keep + j));
+      _mm512_mask_storeu_ps(g + j, k, v);
+    }
+    dot = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, P + j), v, dot);
+  }
+  const __m512 d = _mm512_set1_ps(_mm512_reduce_add_ps(dot));
+  for (std::int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = first_lanes(n - j);
+    _mm512_mask_storeu_ps(g + j, k,
+                          _mm512_mul_ps(_mm512_maskz_loadu_ps(k, P + j), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, g + j), d)));
+  }
+  std::fill(g + n, g + S, 0.0f);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
+}  // namespace backend_onednn
