@@ -361,13 +361,15 @@ TEST_F(OptimizerOptions, LionRefusesABackendWithoutCompare) {
 
 // Each rule trains the tiny copy task (TinyRun: 400 steps, clip 1) to exact copies at a learning
 // rate of its own kind (measured: adam 3e-3 and muon 3e-3 reach 0.97-1.0 exact match, lion 1e-3
-// 0.95, SGD with Nesterov momentum 0.1 1.0; lion 3e-4 only 0.89), and its run records the rule.
+// 0.95, SGD with Nesterov momentum 0.03 1.0 from step 200 on; lion 3e-4 only 0.89; SGD at 0.1
+// oscillates, ending anywhere in 0.89-1.0 as last-bit differences of a kernel move it), and its
+// run records the rule.
 TEST(OptimizerTraining, EachBuiltInRuleLearnsTheCopyTask) {
   const std::filesystem::path dir = testing::fresh_dir("optimizer_training");
   for (const auto& [rule, settings] :
        std::vector<std::pair<std::string, std::string>>{{"adamw", "lr: 3.0e-3"},
                                                         {"lion", "lr: 1.0e-3"},
-                                                        {"sgd", "lr: 0.1, momentum: 0.9, nesterov: true"},
+                                                        {"sgd", "lr: 0.03, momentum: 0.9, nesterov: true"},
                                                         {"muon", "lr: 3.0e-3"},
                                                         {"adafactor", "lr: 1.0e-2"}}) {
     testing::TinyRun run;
