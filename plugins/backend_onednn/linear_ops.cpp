@@ -16,8 +16,9 @@ namespace {
 // 2048 rows (2 threads): 65-85 GFLOP/s for O x I = 1024 x 256, 256 x 1024, 2048 x 256, 256 x 2048,
 // 126-148 with both operands copied to rows padded by 16 floats (the copy included); shapes
 // such as 2048 x 512, 1536 x 512 or 768 x 256 run at 120-160 either way. With AVX-512 (its own
-// sgemm kernels) the copies do not pay: on Zen 5 config A's linear backward took 1.4 ms a step
-// longer with them (bench/README.md), so there they are skipped (other AVX-512 CPUs: unmeasured).
+// sgemm kernels) the copies do not pay: on Zen 5 config A's linear backward took 0.6-2.1 ms a step
+// longer with them in 7 of 8 alternating profiles (bench/README.md), so there they are skipped
+// (other AVX-512 CPUs: unmeasured).
 bool aliasing_shape(std::int64_t O, std::int64_t I) {
   const std::int64_t lo = std::min(O, I), hi = std::max(O, I);
   return !cpu_has_avx512() && lo <= 256 && hi >= 1024 && hi % 1024 == 0 && (hi & (hi - 1)) == 0;
