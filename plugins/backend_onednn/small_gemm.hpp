@@ -163,9 +163,9 @@ __attribute__((target("avx512f"))) inline __m512 load16_f32(const std::uint16_t*
 }
 
 // d[0, n) = s[0, n) as f32 (a tile's row into its scratch), each block of 64 loaded whole before
-// it is stored. Element by element (a load, a store, the next load), a load whose address agrees
-// with the store before it in the low 12 bits waits for that store (4K aliasing), and strided rows
-// against the scratch meet that often: A's attention forward took 8-13% longer (bench/README.md).
+// it is stored. Element by element (a load, a store, the next load) A's attention forward took
+// 8-13% longer (bench/README.md): a load whose address agrees with the store before it in the low
+// 12 bits waits for that store (4K aliasing), and strided rows against the scratch meet that often.
 template <class S>
 __attribute__((target("avx512f"))) inline void widen_row(float* d, const S* s, std::int64_t n) {
   std::int64_t e = 0;
