@@ -24,6 +24,11 @@ void supported(const Backend& be, OptionalOp which, const char* op) {
         "that has it (`ablate plugins` lists them)");
 }
 
+// A dropout probability (`name`: how the op calls it) in [0, 1).
+void dropout_p(const char* op, float p, const char* name = "p") {
+  if (!(p >= 0.0f && p < 1.0f)) fail(op, std::string(name) + " " + std::to_string(p) + " must be in [0, 1)");
+}
+
 // linear's [N, I] x and [O, I] w; returns O.
 std::int64_t linear_out(const char* op, const Tensor& x, const Tensor& w) {
   value(op, "x", x);
@@ -67,7 +72,7 @@ void attention_common(const Backend& be, const char* op, const Tensor& lse, cons
     dtype(op, "key_lengths", *p.key_lengths, DType::I32);
     shape(op, "key_lengths", *p.key_lengths, Shape{B});
   }
-  if (!(p.dropout >= 0.0f && p.dropout < 1.0f)) fail(op, "dropout " + std::to_string(p.dropout) + " must be in [0, 1)");
+  dropout_p(op, p.dropout, "dropout");
   if (p.bias || p.slopes) supported(be, OptionalOp::attention_bias, op);
   if (p.softcap > 0.0f) supported(be, OptionalOp::attention_softcap, op);
   if (a.Hkv != H) supported(be, OptionalOp::grouped_attention, op);
@@ -99,11 +104,6 @@ void param_grad_dtype(const char* op, const char* name, const Tensor& g, const T
   value(op, name, g);
   if (g.dtype() != dy.dtype() && g.dtype() != DType::F32)
     fail(op, with(name, g) + " must be f32 or the dtype of " + with("dy", dy));
-}
-
-// dropout's p: in [0, 1).
-void dropout_p(const char* op, float p) {
-  if (!(p >= 0.0f && p < 1.0f)) fail(op, "p " + std::to_string(p) + " must be in [0, 1)");
 }
 
 void dropout_common(const char* op, const char* out_name, const Tensor& out, const char* in_name, const Tensor& in, float p) {

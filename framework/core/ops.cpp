@@ -34,6 +34,11 @@ void require(bool ok, const char* op, const std::string& what) {
   if (!ok) throw Error(std::string("ops::") + op + ": " + what);
 }
 
+// A dropout probability p in [0, 1).
+void require_dropout_p(const char* op, float p) {
+  require(p >= 0.0f && p < 1.0f, op, "p must be in [0, 1), got " + std::to_string(p));
+}
+
 // An op with no composition from the core ops, on a backend without `needed`: refused, naming both.
 void require_backend_op(Graph& g, OptionalOp needed, const char* op) {
   require(g.backend().supports(needed), op,
@@ -77,7 +82,7 @@ Var linear(Graph& g, const Var& x, const Var& w, const Var& b, Activation act) {
 }
 
 Var linear_dropout(Graph& g, const Var& x, const Var& w, const Var& b, Activation act, float p) {
-  require(p >= 0.0f && p < 1.0f, "linear_dropout", "p must be in [0, 1), got " + std::to_string(p));
+  require_dropout_p("linear_dropout", p);
   Backend& be = g.backend();
   if (!g.training() || p == 0.0f || !be.supports(OptionalOp::linear_dropout)) return dropout(g, linear(g, x, w, b, act), p);
   const RngKey key = g.next_rng();  // the one draw dropout(g, linear(...), p) would take
@@ -535,7 +540,7 @@ void dropout_grad(Graph& g, const Var& x, const Tensor& dy, float p, const RngKe
 }  // namespace
 
 Var dropout(Graph& g, const Var& x, float p) {
-  require(p >= 0.0f && p < 1.0f, "dropout", "p must be in [0, 1), got " + std::to_string(p));
+  require_dropout_p("dropout", p);
   if (!g.training() || p == 0.0f) return x;
   const RngKey key = g.next_rng();
   Tensor y = g.backend().empty(x.shape(), x.dtype());
@@ -546,7 +551,7 @@ Var dropout(Graph& g, const Var& x, float p) {
 }
 
 Var dropout_add(Graph& g, const Var& x, const Var& h, float p) {
-  require(p >= 0.0f && p < 1.0f, "dropout_add", "p must be in [0, 1), got " + std::to_string(p));
+  require_dropout_p("dropout_add", p);
   if (!g.training() || p == 0.0f || !g.backend().supports(OptionalOp::dropout_add) || x.shape() != h.shape() ||
       x.dtype() != h.dtype())
     return add(g, x, dropout(g, h, p));
