@@ -122,27 +122,44 @@ struct Sizes {
   std::int64_t B, H, T, S, Dh;
 };
 
+// A linear layer's tensors, x[n, in] -> y[n, out], its gradients zeroed (accumulated into, as the
+// model runs it), `pre` where the activation's gradient needs it (as training keeps it), and the
+// rows' shape name "n x in -> out".
+struct LinearTensors {
+  Tensor x, w, b, y, dy, dx, dw, db, pre;
+  std::string shape;
+  Tensor* kept_pre() { return pre.defined() ? &pre : nullptr; }
+};
+LinearTensors linear_tensors(Backend& be, std::int64_t n, std::int64_t in, std::int64_t out, Activation act, DType dt) {
+  LinearTensors t{random_tensor(be, {n, in}, dt, 1),
+                  random_tensor(be, {out, in}, dt, 2, 0.05f),
+                  random_tensor(be, {out}, dt, 3),
+                  be.empty({n, out}, dt),
+                  random_tensor(be, {n, out}, dt, 4),
+                  be.empty({n, in}, dt),
+                  be.empty({out, in}, DType::F32),
+                  be.empty({out}, DType::F32),
+                  ablate::activation_needs_pre(act) ? be.empty({n, out}, dt) : Tensor(),
+                  std::to_string(n) + "x" + std::to_string(in) + "->" + std::to_string(out)};
+  be.fill(t.dx, 0);
+  be.fill(t.dw, 0);
+  be.fill(t.db, 0);
+  return t;
+}
+
 // linear fwd+bwd: x[n, in] -> y[n, out], as the model runs it (dx, dw, db accumulated).
 void add_linear(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, std::int64_t n, std::int64_t in, std::int64_t out,
                 Activation act, DType dt) {
-  Tensor x = random_tensor(*be, {n, in}, dt, 1), w = random_tensor(*be, {out, in}, dt, 2, 0.05f),
-         b = random_tensor(*be, {out}, dt, 3), y = be->empty({n, out}, dt), dy = random_tensor(*be, {n, out}, dt, 4),
-         dx = be->empty({n, in}, dt), dw = be->empty({out, in}, DType::F32), db = be->empty({out}, DType::F32);
-  // the pre-activation, kept as training keeps it for the activations whose gradient needs it
-  Tensor pre = ablate::activation_needs_pre(act) ? be->empty({n, out}, dt) : Tensor();
-  be->fill(dx, 0);
-  be->fill(dw, 0);
-  be->fill(db, 0);
-  const std::string shape = std::to_string(n) + "x" + std::to_string(in) + "->" + std::to_string(out) +
+  LinearTensors t = linear_tensors(*be, n, in, out, act, dt);
+  const std::string shape = t.shape +
                             (act == Activation::None ? std::string(" ") : " " + std::string(ablate::activation_name(act)) + " ") +
                             ablate::dtype_name(dt);
-  rows.push_back({"linear fwd " + shape, [=]() mutable { be->linear_forward(y, pre.defined() ? &pre : nullptr, x, w, &b, act); },
-                  2.0 * n * in * out});
+  rows.push_back(
+      {"linear fwd " + shape, [=]() mutable { be->linear_forward(t.y, t.kept_pre(), t.x, t.w, &t.b, act); }, 2.0 * n * in * out});
   rows.push_back({"linear fwd+bwd " + shape,
                   [=]() mutable {
-                    Tensor* kept = pre.defined() ? &pre : nullptr;
-                    be->linear_forward(y, kept, x, w, &b, act);
-                    be->linear_backward(&dx, &dw, &db, dy, x, w, kept, y, act, ablate::GradStore::Add);
+                    be->linear_forward(t.y, t.kept_pre(), t.x, t.w, &t.b, act);
+                    be->linear_backward(&t.dx, &t.dw, &t.db, t.dy, t.x, t.w, t.kept_pre(), t.y, act, ablate::GradStore::Add);
                   },
                   3 * 2.0 * n * in * out});
 }
@@ -152,35 +169,27 @@ void add_linear(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, std:
 // linear_dropout (where the backend has it).
 void add_linear_dropout(std::vector<Row>& rows, const std::shared_ptr<Backend>& be, std::int64_t n, std::int64_t in,
                         std::int64_t out, Activation act, DType dt) {
-  Tensor x = random_tensor(*be, {n, in}, dt, 1), w = random_tensor(*be, {out, in}, dt, 2, 0.05f),
-         b = random_tensor(*be, {out}, dt, 3), y = be->empty({n, out}, dt), h = be->empty({n, out}, dt),
-         dy = random_tensor(*be, {n, out}, dt, 4), dh = be->empty({n, out}, dt), dx = be->empty({n, in}, dt),
-         dw = be->empty({out, in}, DType::F32), db = be->empty({out}, DType::F32);
-  Tensor pre = ablate::activation_needs_pre(act) ? be->empty({n, out}, dt) : Tensor();
+  LinearTensors t = linear_tensors(*be, n, in, out, act, dt);
+  Tensor h = be->empty({n, out}, dt), dh = be->empty({n, out}, dt);
   Tensor slope = act != Activation::ReLU ? be->empty({n, out}, DType::F32) : Tensor();
-  be->fill(dx, 0);
-  be->fill(dw, 0);
-  be->fill(db, 0);
   const float p = 0.1f;
   const ablate::RngKey key{1, 2, 3};
-  const std::string shape = std::to_string(n) + "x" + std::to_string(in) + "->" + std::to_string(out) + " " +
-                            ablate::activation_name(act) + " drop0.1 " + ablate::dtype_name(dt);
+  const std::string shape = t.shape + " " + ablate::activation_name(act) + " drop0.1 " + ablate::dtype_name(dt);
   const double flops = 3 * 2.0 * n * in * out;
   rows.push_back({"linear, dropout fwd+bwd " + shape,
                   [=]() mutable {
-                    Tensor* kept = pre.defined() ? &pre : nullptr;
-                    be->linear_forward(h, kept, x, w, &b, act);
-                    be->dropout_forward(y, h, p, key);
-                    be->dropout_forward(dh, dy, p, key);
-                    be->linear_backward(&dx, &dw, &db, dh, x, w, kept, h, act, ablate::GradStore::Add);
+                    be->linear_forward(h, t.kept_pre(), t.x, t.w, &t.b, act);
+                    be->dropout_forward(t.y, h, p, key);
+                    be->dropout_forward(dh, t.dy, p, key);
+                    be->linear_backward(&t.dx, &t.dw, &t.db, dh, t.x, t.w, t.kept_pre(), h, act, ablate::GradStore::Add);
                   },
                   flops});
   if (!be->supports(ablate::OptionalOp::linear_dropout)) return;
   rows.push_back({"linear_dropout fwd+bwd " + shape,
                   [=]() mutable {
                     Tensor* s = slope.defined() ? &slope : nullptr;
-                    be->linear_dropout_forward(y, s, x, w, &b, act, p, key);
-                    be->linear_dropout_backward(&dx, &dw, &db, dy, x, w, s, y, act, p, ablate::GradStore::Add);
+                    be->linear_dropout_forward(t.y, s, t.x, t.w, &t.b, act, p, key);
+                    be->linear_dropout_backward(&t.dx, &t.dw, &t.db, t.dy, t.x, t.w, s, t.y, act, p, ablate::GradStore::Add);
                   },
                   flops});
 }

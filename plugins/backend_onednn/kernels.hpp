@@ -122,19 +122,28 @@ inline void each_row(const char* op, const Tensors& tensors, std::int64_t count,
 // exp(x) for f32, branch-free (Cody-Waite reduction + degree-6 polynomial, ~1 ulp), so that
 // softmax rows vectorise. exp(-inf) = 0; results flush to 0 below x ~ -87.5 (no denormals) and
 // become +inf above x ~ 88.03 (slightly before FLT_MAX; never reached by softmax, where x <= 0).
+// Its constants, shared with the 16-lane form (tile_rows.hpp, exp16).
+namespace exp_c {
+constexpr float kMin = -88.0f, kMax = 88.7f;  // the clamp
+constexpr float kRound = 12582912.0f;         // 1.5 * 2^23: adding it rounds to the nearest integer
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;  // ln 2 in two parts (Cody-Waite)
+constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                         4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};  // the polynomial, highest first
+}  // namespace exp_c
 #pragma omp declare simd
 inline float fast_exp(float x) {
-  x = std::min(std::max(x, -88.0f), 88.7f);
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to the nearest integer
-  const float n = (x * 1.44269504088896341f + kRound) - kRound;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  using namespace exp_c;
+  x = std::min(std::max(x, kMin), kMax);
+  const float n = (x * kLog2e + kRound) - kRound;
+  float r = x - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  float p = kP[0];
+  p = p * r + kP[1];
+  p = p * r + kP[2];
+  p = p * r + kP[3];
+  p = p * r + kP[4];
+  p = p * r + kP[5];
   p = p * r * r + r + 1.0f;
   const std::int32_t e = static_cast<std::int32_t>(n) + 127;
   const std::uint32_t bits = static_cast<std::uint32_t>(e) << 23;

@@ -1,12 +1,10 @@
 // backend/onednn: a register-blocked AVX-512 GEMM for the small blocks of one attention tile
 // (a few dozen rows, N and K up to a few hundred, everything in L1/L2), where a oneDNN call per
-// block costs more than its arithmetic, and the copy of a tile's rows into its scratch. Chosen at
-// run time (cpu_has_avx512); callers fall back.
+// block costs more than its arithmetic. Chosen at run time (cpu_has_avx512); callers fall back.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -151,38 +149,6 @@ __attribute__((target("avx512f"))) inline void transpose_small(float* dst, const
         r[i] = r0 + i < R ? _mm512_maskz_loadu_ps(cols, src + (r0 + i) * lds + c0) : _mm512_setzero_ps();
       transpose16(r);
       for (int j = 0; j < 16 && c0 + j < C; ++j) _mm512_mask_storeu_ps(dst + (c0 + j) * R + r0, rows, r[j]);
-    }
-  }
-}
-
-// 16 elements from s as f32 (f32, or bf16 stored as uint16).
-__attribute__((target("avx512f"))) inline __m512 load16_f32(const float* s) { return _mm512_loadu_ps(s); }
-__attribute__((target("avx512f"))) inline __m512 load16_f32(const std::uint16_t* s) {
-  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-}
-
-// d[0, n) = s[0, n) as f32 (a tile's row into its scratch), each block of 64 loaded whole before
-// it is stored. Element by element (a load, a store, the next load) A's attention forward took
-// 8-13% longer (bench/README.md): a load whose address agrees with the store before it in the low
-// 12 bits waits for that store (4K aliasing), and strided rows against the scratch meet that often.
-template <class S>
-__attribute__((target("avx512f"))) inline void widen_row(float* d, const S* s, std::int64_t n) {
-  std::int64_t e = 0;
-  for (; e + 64 <= n; e += 64) {
-    const __m512 a = load16_f32(s + e), b = load16_f32(s + e + 16), c = load16_f32(s + e + 32), x = load16_f32(s + e + 48);
-    _mm512_storeu_ps(d + e, a);
-    _mm512_storeu_ps(d + e + 16, b);
-    _mm512_storeu_ps(d + e + 32, c);
-    _mm512_storeu_ps(d + e + 48, x);
-  }
-  for (; e + 16 <= n; e += 16) _mm512_storeu_ps(d + e, load16_f32(s + e));
-  for (; e < n; ++e) {
-    if constexpr (sizeof(S) == 4) {
-      d[e] = s[e];
-    } else {
-      const std::uint32_t u = static_cast<std::uint32_t>(s[e]) << 16;
-      std::memcpy(d + e, &u, sizeof u);
     }
   }
 }

@@ -1,12 +1,14 @@
-// backend/onednn: the score rows of one fused attention tile with AVX-512 (attention_ops.cpp):
-// softmax, P recomputed, P', dS, in chunks of 16 keys with the last one masked, so a short row
-// (T = 32, a causal row's first keys) runs no scalar remainder loop. Chosen at run time with the tiles.
+// backend/onednn: the rows of one fused attention tile with AVX-512 (attention_ops.cpp): a head's
+// rows copied into the tile's scratch, and the score rows (softmax, P recomputed, P', dS) in chunks
+// of 16 keys with the last one masked, so a short row (T = 32, a causal row's first keys) runs no
+// scalar remainder loop. Chosen at run time with the tiles.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "kernels.hpp"     // ld, bf16_t, fast_exp's constants
 #include "small_gemm.hpp"  // first_lanes
 
 namespace backend_onednn {
@@ -18,20 +20,42 @@ namespace backend_onednn {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-// fast_exp (kernels.hpp) on 16 lanes: the same clamp, reduction and polynomial (where GCC fuses
-// the scalar form's multiply-adds differently, a last-bit difference).
+// 16 elements from s as f32 (f32, or bf16).
+__attribute__((target("avx512f"))) inline __m512 load16_f32(const float* s) { return _mm512_loadu_ps(s); }
+__attribute__((target("avx512f"))) inline __m512 load16_f32(const bf16_t* s) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+// d[0, n) = s[0, n) as f32 (a tile's row into its scratch), each block of 64 loaded whole before
+// it is stored. Element by element (a load, a store, the next load) A's attention forward took
+// 8-13% longer (bench/README.md): a load whose address agrees with the store before it in the low
+// 12 bits waits for that store (4K aliasing), and strided rows against the scratch meet that often.
+template <class S>
+__attribute__((target("avx512f"))) inline void widen_row(float* d, const S* s, std::int64_t n) {
+  std::int64_t e = 0;
+  for (; e + 64 <= n; e += 64) {
+    const __m512 a = load16_f32(s + e), b = load16_f32(s + e + 16), c = load16_f32(s + e + 32), x = load16_f32(s + e + 48);
+    _mm512_storeu_ps(d + e, a);
+    _mm512_storeu_ps(d + e + 16, b);
+    _mm512_storeu_ps(d + e + 32, c);
+    _mm512_storeu_ps(d + e + 48, x);
+  }
+  for (; e + 16 <= n; e += 16) _mm512_storeu_ps(d + e, load16_f32(s + e));
+  for (; e < n; ++e) d[e] = ld(s, e);
+}
+
+// fast_exp (kernels.hpp) on 16 lanes: the same clamp, reduction and polynomial, from its constants
+// (where GCC fuses the scalar form's multiply-adds differently, a last-bit difference).
 __attribute__((target("avx512f"))) inline __m512 exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.0f)), _mm512_set1_ps(88.7f));
-  const __m512 round = _mm512_set1_ps(12582912.0f);  // 1.5 * 2^23
-  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), round), round);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  using namespace exp_c;
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kMin)), _mm512_set1_ps(kMax));
+  const __m512 round = _mm512_set1_ps(kRound);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(kLog2e), round), round);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(kP[0]);
+  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP[i]));
   p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
   const __m512i e = _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127));
   return _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(e, 23)));
